@@ -1,0 +1,493 @@
+//! The engine: state, construction and the input handlers. Scheduling passes live in
+//! `placement.rs`, running-app limits in `admission.rs`, preemption in `preemption.rs`.
+
+use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::cmp::Reverse;
+
+use weir_model::{ClusterConfig, Mode, NodeGroup, QueuePath, Resources, Time};
+
+use crate::decision::Decision;
+use crate::error::EngineError;
+use crate::ids::{ContainerId, JobId, NodeId};
+use crate::input::{Input, JobSpec, NodeSpec, Request};
+use crate::nodes::Nodes;
+use crate::state::{Container, Job, JobSlot, JobState, NodeSlot, Queue, QueueIx, User};
+
+/// A slot of the container slab; the generation makes stale ids detectable.
+#[derive(Debug, Default)]
+pub(crate) struct ContainerEntry {
+    pub generation: u32,
+    pub container: Option<Container>,
+}
+
+/// The scheduler. Feed it inputs stamped with `now`, call [`Engine::schedule`], carry out the
+/// decisions, and come back at [`Engine::next_wakeup`] at the latest.
+#[derive(Debug)]
+pub struct Engine {
+    pub(crate) config: ClusterConfig,
+    pub(crate) queues: Vec<Queue>,
+    pub(crate) queue_by_path: HashMap<QueuePath, QueueIx>,
+    pub(crate) nodes: Nodes,
+    pub(crate) jobs: Vec<Option<Job>>,
+    free_jobs: Vec<JobSlot>,
+    pub(crate) job_by_id: HashMap<JobId, JobSlot>,
+    pub(crate) containers: Vec<ContainerEntry>,
+    free_containers: Vec<u32>,
+    pub(crate) users: Vec<User>,
+    user_by_name: HashMap<String, u32>,
+    pub(crate) decisions: Vec<Decision>,
+    pub(crate) now: Time,
+    /// Scheduling pass number; `blocked_pass` marks compare against it.
+    pub(crate) pass: u64,
+    pub(crate) next_seq: u64,
+    /// Steady shares need recomputing (tree or cluster size changed).
+    pub(crate) steady_dirty: bool,
+    /// The set of active queues changed: every instantaneous share must be recomputed.
+    pub(crate) shares_dirty: bool,
+    /// Leaves whose runnable jobs changed: their jobs' shares must be recomputed.
+    pub(crate) job_shares_dirty: BTreeSet<QueueIx>,
+    /// Preemption kill times: (kill_at, container).
+    pub(crate) kills: BinaryHeap<Reverse<(Time, ContainerId)>>,
+    /// Starvation timers: (when a job or leaf becomes starved, job slot or leaf).
+    pub(crate) starvation_timers: BinaryHeap<Reverse<(Time, Starver)>>,
+    /// Jobs whose usage or demand changed since the last starvation check.
+    pub(crate) starvation_dirty: BTreeSet<JobSlot>,
+    /// Jobs known to be starved past their timeout, retried until fed.
+    pub(crate) starved: BTreeSet<Starver>,
+}
+
+/// Something that can starve: a job (fair share) or a leaf queue (min share).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Starver {
+    Job(JobSlot),
+    Leaf(QueueIx),
+}
+
+impl Engine {
+    /// An engine with the configured queue tree and no nodes: add them with `on_node_added`.
+    pub fn new(config: ClusterConfig) -> Result<Engine, EngineError> {
+        if config.scheduler.mode != Mode::Fair {
+            return Err(EngineError::Config { reason: "only fair mode is available".to_string() });
+        }
+        let mut queues = Vec::with_capacity(config.queues.len());
+        let mut queue_by_path = HashMap::new();
+        for (i, q) in config.queues.iter().enumerate() {
+            queue_by_path.insert(q.path.clone(), i as QueueIx);
+            queues.push(Queue {
+                path: q.path.clone(),
+                name: q.name.clone(),
+                parent: q.parent.map(|p| p as QueueIx),
+                children: q.children.iter().map(|&c| c as QueueIx).collect(),
+                subtree_end: 0,
+                weight: q.weight,
+                policy: q.policy,
+                priority: q.priority,
+                max_running_apps: q.max_running_apps,
+                max_am_share: q.max_am_share,
+                allow_preemption_from: q.allow_preemption_from,
+                fair_share_timeout: q.fair_share_preemption_timeout,
+                fair_share_threshold: q.fair_share_preemption_threshold,
+                min_share_timeout: q.min_share_preemption_timeout,
+                min: Resources::ZERO,
+                max: Resources::UNBOUNDED,
+                usage: Resources::ZERO,
+                pending: Resources::ZERO,
+                pending_containers: 0,
+                am_usage: Resources::ZERO,
+                running_apps: 0,
+                waiting_apps: 0,
+                runnable: Vec::new(),
+                waiting: BTreeSet::new(),
+                steady: Resources::ZERO,
+                instantaneous: Resources::ZERO,
+                blocked_pass: 0,
+                below_min_since: None,
+            });
+        }
+        for i in (0..queues.len()).rev() {
+            let end = queues[i].children.last().map(|&c| queues[c as usize].subtree_end).unwrap_or(i as QueueIx + 1);
+            queues[i].subtree_end = end;
+        }
+        let mut engine = Engine {
+            config,
+            queues,
+            queue_by_path,
+            nodes: Nodes::default(),
+            jobs: Vec::new(),
+            free_jobs: Vec::new(),
+            job_by_id: HashMap::new(),
+            containers: Vec::new(),
+            free_containers: Vec::new(),
+            users: Vec::new(),
+            user_by_name: HashMap::new(),
+            decisions: Vec::new(),
+            now: Time::ZERO,
+            pass: 0,
+            next_seq: 0,
+            steady_dirty: true,
+            shares_dirty: true,
+            job_shares_dirty: BTreeSet::new(),
+            kills: BinaryHeap::new(),
+            starvation_timers: BinaryHeap::new(),
+            starvation_dirty: BTreeSet::new(),
+            starved: BTreeSet::new(),
+        };
+        engine.resolve_limits();
+        Ok(engine)
+    }
+
+    /// An engine with the nodes the configuration lists, numbered from 0 in file order.
+    pub fn with_config_nodes(config: ClusterConfig) -> Result<Engine, EngineError> {
+        let groups: Vec<NodeGroup> = config.nodes.clone();
+        let mut engine = Engine::new(config)?;
+        let mut id = 0;
+        for g in &groups {
+            for _ in 0..g.count {
+                engine.on_node_added(
+                    Time::ZERO,
+                    NodeSpec { id: NodeId(id), resources: g.resources, label: g.label.clone() },
+                )?;
+                id += 1;
+            }
+        }
+        Ok(engine)
+    }
+
+    pub fn config(&self) -> &ClusterConfig {
+        &self.config
+    }
+
+    /// Apply one input. Equivalent to the matching `on_*` method.
+    pub fn handle(&mut self, now: Time, input: Input) -> Result<(), EngineError> {
+        match input {
+            Input::NodeAdded(spec) => self.on_node_added(now, spec),
+            Input::NodeRemoved(id) => self.on_node_removed(now, id).map(|_| ()),
+            Input::JobSubmitted(spec) => self.on_job_submitted(now, spec),
+            Input::RequestsAdded { job, requests } => self.on_requests_added(now, job, requests),
+            Input::RequestsCleared { job } => self.on_requests_cleared(now, job),
+            Input::ContainerFinished(c) => self.on_container_finished(now, c),
+            Input::JobFinished(job) => self.on_job_finished(now, job),
+        }
+    }
+
+    pub(crate) fn advance(&mut self, now: Time) -> Result<(), EngineError> {
+        if now < self.now {
+            return Err(EngineError::TimeWentBackwards { now, last: self.now });
+        }
+        self.now = now;
+        Ok(())
+    }
+
+    /// Min and max as resources, now that the cluster's size is known.
+    fn resolve_limits(&mut self) {
+        let total = self.nodes.total;
+        for (q, c) in self.queues.iter_mut().zip(self.config.queues.iter()) {
+            q.min = c.min.resolve(&total);
+            q.max = c.max.resolve(&total).component_max(&q.min);
+        }
+        self.steady_dirty = true;
+        self.shares_dirty = true;
+    }
+
+    pub fn on_node_added(&mut self, now: Time, spec: NodeSpec) -> Result<(), EngineError> {
+        self.advance(now)?;
+        if self.nodes.by_id.contains_key(&spec.id) {
+            return Err(EngineError::DuplicateNode { node: spec.id });
+        }
+        self.nodes.add(&spec);
+        self.resolve_limits();
+        Ok(())
+    }
+
+    /// Remove a node. Its containers are lost: they are returned so the host can re-run their work.
+    pub fn on_node_removed(&mut self, now: Time, id: NodeId) -> Result<Vec<ContainerId>, EngineError> {
+        self.advance(now)?;
+        let slot = *self.nodes.by_id.get(&id).ok_or(EngineError::UnknownNode { node: id })?;
+        let lost: Vec<ContainerId> = self
+            .containers
+            .iter()
+            .filter_map(|e| e.container.as_ref())
+            .filter(|c| c.node == slot)
+            .map(|c| c.id)
+            .collect();
+        for &c in &lost {
+            self.release_container(c);
+        }
+        for job in self.jobs.iter_mut().flatten() {
+            job.reservations.retain(|&n| n != slot);
+        }
+        self.nodes.remove(slot);
+        self.resolve_limits();
+        Ok(lost)
+    }
+
+    pub fn on_job_submitted(&mut self, now: Time, spec: JobSpec) -> Result<(), EngineError> {
+        self.advance(now)?;
+        if self.job_by_id.contains_key(&spec.id) {
+            return Err(EngineError::DuplicateJob { job: spec.id });
+        }
+        if spec.requests.iter().any(|r| r.resources.is_zero()) {
+            return Err(EngineError::EmptyRequest { job: spec.id });
+        }
+        let leaf = match self.queue_by_path.get(&spec.queue) {
+            Some(&q) if self.queues[q as usize].is_leaf() => q,
+            Some(_) => {
+                let reason = format!("{} is not a leaf queue; jobs go to leaves only", spec.queue);
+                self.decisions.push(Decision::JobRejected { job: spec.id, reason });
+                return Ok(());
+            }
+            None => {
+                let reason = format!("no queue {} in the cluster configuration", spec.queue);
+                self.decisions.push(Decision::JobRejected { job: spec.id, reason });
+                return Ok(());
+            }
+        };
+        let user = self.user_index(&spec.user);
+        let job = Job {
+            id: spec.id,
+            leaf,
+            user,
+            priority: spec.priority.unwrap_or(self.queues[leaf as usize].priority),
+            submit_time: spec.submit_time,
+            start_time: now,
+            state: JobState::Waiting,
+            requests: VecDeque::new(),
+            pending: Resources::ZERO,
+            pending_containers: 0,
+            usage: Resources::ZERO,
+            containers: BTreeSet::new(),
+            am_started: false,
+            fair_share: Resources::ZERO,
+            blocked_pass: 0,
+            below_fair_since: None,
+            incoming: Resources::ZERO,
+            outgoing: Resources::ZERO,
+            reservations: Vec::new(),
+            last_preempted: None,
+            preempted_count: 0,
+            preempt_retry_at: Time::ZERO,
+        };
+        let slot = match self.free_jobs.pop() {
+            Some(s) => {
+                self.jobs[s as usize] = Some(job);
+                s
+            }
+            None => {
+                self.jobs.push(Some(job));
+                (self.jobs.len() - 1) as JobSlot
+            }
+        };
+        self.job_by_id.insert(spec.id, slot);
+        self.add_requests(slot, spec.requests);
+        self.admit_or_wait(slot);
+        Ok(())
+    }
+
+    fn user_index(&mut self, name: &str) -> u32 {
+        if let Some(&u) = self.user_by_name.get(name) {
+            return u;
+        }
+        let u = self.users.len() as u32;
+        self.users.push(User { name: name.to_string(), running: 0 });
+        self.user_by_name.insert(name.to_string(), u);
+        u
+    }
+
+    pub(crate) fn slot_of(&self, job: JobId) -> Result<JobSlot, EngineError> {
+        self.job_by_id.get(&job).copied().ok_or(EngineError::UnknownJob { job })
+    }
+
+    pub(crate) fn job(&self, slot: JobSlot) -> &Job {
+        self.jobs[slot as usize].as_ref().expect("live job slot")
+    }
+
+    pub(crate) fn job_mut(&mut self, slot: JobSlot) -> &mut Job {
+        self.jobs[slot as usize].as_mut().expect("live job slot")
+    }
+
+    /// The queues from `leaf` up to root, leaf first.
+    pub(crate) fn path_up(&self, leaf: QueueIx) -> impl Iterator<Item = QueueIx> + '_ {
+        std::iter::successors(Some(leaf), move |&q| self.queues[q as usize].parent)
+    }
+
+    pub fn on_requests_added(&mut self, now: Time, job: JobId, requests: Vec<Request>) -> Result<(), EngineError> {
+        self.advance(now)?;
+        let slot = self.slot_of(job)?;
+        if requests.iter().any(|r| r.resources.is_zero()) {
+            return Err(EngineError::EmptyRequest { job });
+        }
+        self.add_requests(slot, requests);
+        Ok(())
+    }
+
+    fn add_requests(&mut self, slot: JobSlot, requests: Vec<Request>) {
+        let step = self.config.scheduler.increment;
+        let mut added = Resources::ZERO;
+        let mut count = 0u64;
+        let j = self.job_mut(slot);
+        for mut r in requests {
+            if r.count == 0 {
+                continue;
+            }
+            r.resources = r.resources.round_up_to(&step);
+            added += r.resources.times(r.count as u64);
+            count += r.count as u64;
+            j.requests.push_back(r);
+        }
+        j.pending += added;
+        j.pending_containers += count;
+        let (leaf, runnable) = (j.leaf, j.state == JobState::Runnable);
+        if runnable {
+            self.change_pending(leaf, added, count, true);
+            self.watch_starvation(slot);
+        }
+    }
+
+    /// Add (or remove) pending demand on a leaf and its ancestors.
+    pub(crate) fn change_pending(&mut self, leaf: QueueIx, r: Resources, count: u64, add: bool) {
+        let mut q = Some(leaf);
+        while let Some(ix) = q {
+            let queue = &mut self.queues[ix as usize];
+            if add {
+                queue.pending += r;
+                queue.pending_containers += count;
+            } else {
+                queue.pending -= r;
+                queue.pending_containers -= count;
+            }
+            q = queue.parent;
+        }
+    }
+
+    pub fn on_requests_cleared(&mut self, now: Time, job: JobId) -> Result<(), EngineError> {
+        self.advance(now)?;
+        let slot = self.slot_of(job)?;
+        self.clear_requests(slot);
+        Ok(())
+    }
+
+    pub(crate) fn clear_requests(&mut self, slot: JobSlot) {
+        let j = self.job_mut(slot);
+        let (r, n) = (j.pending, j.pending_containers);
+        j.requests.clear();
+        j.pending = Resources::ZERO;
+        j.pending_containers = 0;
+        let (leaf, runnable) = (j.leaf, j.state == JobState::Runnable);
+        if runnable {
+            self.change_pending(leaf, r, n, false);
+            self.watch_starvation(slot);
+        }
+        self.drop_reservations(slot);
+    }
+
+    pub fn on_container_finished(&mut self, now: Time, container: ContainerId) -> Result<(), EngineError> {
+        self.advance(now)?;
+        if self.container(container).is_none() {
+            return Err(EngineError::UnknownContainer { container });
+        }
+        self.release_container(container);
+        Ok(())
+    }
+
+    pub(crate) fn container(&self, id: ContainerId) -> Option<&Container> {
+        let e = self.containers.get(id.slot())?;
+        if e.generation != id.generation() {
+            return None;
+        }
+        e.container.as_ref()
+    }
+
+    pub(crate) fn new_container(&mut self, make: impl FnOnce(ContainerId) -> Container) -> ContainerId {
+        let slot = match self.free_containers.pop() {
+            Some(s) => s,
+            None => {
+                self.containers.push(ContainerEntry::default());
+                (self.containers.len() - 1) as u32
+            }
+        };
+        let e = &mut self.containers[slot as usize];
+        let id = ContainerId::new(slot, e.generation);
+        e.container = Some(make(id));
+        id
+    }
+
+    /// Give a container's resources back everywhere: node, job, queues, preemption bookkeeping.
+    pub(crate) fn release_container(&mut self, id: ContainerId) -> Option<Container> {
+        let e = &mut self.containers[id.slot()];
+        let c = e.container.take()?;
+        e.generation = e.generation.wrapping_add(1);
+        self.free_containers.push(id.slot() as u32);
+        self.nodes.release(c.node, &c.resources);
+        if let Some(m) = &c.preemption {
+            self.nodes.slots[c.node as usize].marked -= c.resources;
+            if let Some(j) = self.jobs[m.for_job as usize].as_mut() {
+                j.incoming -= c.resources;
+            }
+        }
+        let (leaf, am) = {
+            let j = self.job_mut(c.job);
+            j.usage -= c.resources;
+            j.containers.remove(&(c.seq, c.id));
+            if c.preemption.is_some() {
+                j.outgoing -= c.resources;
+            }
+            (j.leaf, c.am)
+        };
+        let mut q = Some(leaf);
+        while let Some(ix) = q {
+            let queue = &mut self.queues[ix as usize];
+            queue.usage -= c.resources;
+            q = queue.parent;
+        }
+        if am {
+            self.queues[leaf as usize].am_usage -= c.resources;
+        }
+        self.watch_starvation(c.job);
+        Some(c)
+    }
+
+    pub fn on_job_finished(&mut self, now: Time, job: JobId) -> Result<(), EngineError> {
+        self.advance(now)?;
+        let slot = self.slot_of(job)?;
+        let held: Vec<ContainerId> = self.job(slot).containers.iter().map(|&(_, c)| c).collect();
+        for c in held {
+            self.release_container(c);
+        }
+        self.clear_requests(slot);
+        self.leave(slot);
+        // Preemption on this job's behalf stops: its victims keep running.
+        let preempting_for_it = !self.job(slot).incoming.is_zero();
+        for e in self.containers.iter_mut().filter(|_| preempting_for_it) {
+            if let Some(c) = e.container.as_mut() {
+                if c.preemption.as_ref().is_some_and(|m| m.for_job == slot) {
+                    let r = c.resources;
+                    c.preemption = None;
+                    self.nodes.slots[c.node as usize].marked -= r;
+                    if let Some(j) = self.jobs[c.job as usize].as_mut() {
+                        j.outgoing -= r;
+                    }
+                }
+            }
+        }
+        self.job_by_id.remove(&job);
+        self.starvation_dirty.remove(&slot);
+        self.starved.remove(&Starver::Job(slot));
+        self.jobs[slot as usize] = None;
+        self.free_jobs.push(slot);
+        Ok(())
+    }
+
+    pub(crate) fn drop_reservations(&mut self, slot: JobSlot) {
+        let nodes = std::mem::take(&mut self.job_mut(slot).reservations);
+        for n in nodes {
+            if self.nodes.slots[n as usize].reserved_for == Some(slot) {
+                self.nodes.unreserve(n);
+            }
+        }
+    }
+
+    pub(crate) fn reserve(&mut self, node: NodeSlot, job: JobSlot) {
+        self.nodes.reserve(node, job);
+        self.job_mut(job).reservations.push(node);
+    }
+}

@@ -1,0 +1,32 @@
+//! The one error type of weir-engine: malformed input. "Cannot place" is never an error.
+
+use crate::ids::{ContainerId, JobId, NodeId};
+use weir_model::{ModelError, Time};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The configuration cannot drive this engine. Fix the file; retrying does not help.
+    #[error("configuration: {reason}")]
+    Config { reason: String },
+    /// The configuration file itself is invalid.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// An input was stamped earlier than one already handled; host bug, not retryable.
+    #[error("time went backwards: {now} is before {last}")]
+    TimeWentBackwards { now: Time, last: Time },
+    /// A job id was submitted twice.
+    #[error("{job} was already submitted")]
+    DuplicateJob { job: JobId },
+    #[error("{job} is not known to the engine")]
+    UnknownJob { job: JobId },
+    #[error("{node} was already added")]
+    DuplicateNode { node: NodeId },
+    #[error("{node} is not known to the engine")]
+    UnknownNode { node: NodeId },
+    /// The container already ended (or was killed by preemption) or never existed.
+    #[error("{container} is not running")]
+    UnknownContainer { container: ContainerId },
+    /// A request that no node could ever hold is still accepted; a zero-sized one is not.
+    #[error("{job} asked for an empty container")]
+    EmptyRequest { job: JobId },
+}

@@ -1,0 +1,195 @@
+//! Pure queries: queue snapshots and "why is this job pending / why was it preempted".
+
+use std::fmt;
+
+use weir_model::{QueuePath, Resources, Time};
+
+use crate::engine::Engine;
+use crate::error::EngineError;
+use crate::ids::JobId;
+use crate::placement::Blocker;
+use crate::state::JobState;
+
+/// One queue as the engine sees it now.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueSnapshot {
+    pub queue: QueuePath,
+    pub leaf: bool,
+    pub weight: f64,
+    pub min: Resources,
+    /// Effective max (at least `min`); `u64::MAX` components mean unbounded.
+    pub max: Resources,
+    pub usage: Resources,
+    /// Usage plus resources asked for and not yet given.
+    pub demand: Resources,
+    pub steady: Resources,
+    pub instantaneous: Resources,
+    pub running_apps: u32,
+    pub waiting_apps: u32,
+    pub max_running_apps: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobStatus {
+    /// Waiting for a running-app slot.
+    Waiting,
+    Runnable,
+}
+
+/// Why a job is where it is, in words an operator can act on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Explanation {
+    pub job: JobId,
+    pub queue: QueuePath,
+    pub status: JobStatus,
+    pub usage: Resources,
+    pub fair_share: Resources,
+    pub pending: Resources,
+    pub pending_containers: u64,
+    pub running_containers: usize,
+    /// Sentences, most important first.
+    pub reasons: Vec<String>,
+}
+
+impl fmt::Display for Explanation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let status = match self.status {
+            JobStatus::Waiting => "waiting",
+            JobStatus::Runnable => "runnable",
+        };
+        writeln!(
+            f,
+            "{} in {} ({status}): {} containers using {}, fair share {}, {} more wanted",
+            self.job, self.queue, self.running_containers, self.usage, self.fair_share, self.pending_containers
+        )?;
+        for r in &self.reasons {
+            writeln!(f, "  - {r}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// Every queue, depth-first with root first. Shares are as of the last `schedule` call.
+    pub fn queues(&self) -> Vec<QueueSnapshot> {
+        self.queues
+            .iter()
+            .map(|q| QueueSnapshot {
+                queue: q.path.clone(),
+                leaf: q.is_leaf(),
+                weight: q.weight,
+                min: q.min,
+                max: q.max,
+                usage: q.usage,
+                demand: q.demand(),
+                steady: q.steady,
+                instantaneous: q.instantaneous,
+                running_apps: q.running_apps,
+                waiting_apps: q.waiting_apps,
+                max_running_apps: q.max_running_apps,
+            })
+            .collect()
+    }
+
+    /// The sum of all nodes' resources.
+    pub fn cluster_total(&self) -> Resources {
+        self.nodes.total
+    }
+
+    /// Resources held by running containers.
+    pub fn cluster_used(&self) -> Resources {
+        self.nodes.used
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.count()
+    }
+
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Why `job` is pending, running or losing containers.
+    pub fn explain(&self, job: JobId) -> Result<Explanation, EngineError> {
+        let slot = self.slot_of(job)?;
+        let j = self.job(slot);
+        let leaf = &self.queues[j.leaf as usize];
+        let mut reasons = Vec::new();
+        let status = match j.state {
+            JobState::Waiting => {
+                if let Some(q) = self.full_queue_on_path(j.leaf) {
+                    let q = &self.queues[q as usize];
+                    reasons.push(format!(
+                        "pending because {} is at max_running_apps {} ({} running, {} waiting)",
+                        q.path,
+                        q.max_running_apps.unwrap_or_default(),
+                        q.running_apps,
+                        q.waiting_apps
+                    ));
+                } else if self.user_full(j.user) {
+                    reasons.push(format!(
+                        "pending because user {} is at user_max_running_apps {}",
+                        self.users[j.user as usize].name,
+                        self.config.scheduler.user_max_running_apps.unwrap_or_default()
+                    ));
+                }
+                JobStatus::Waiting
+            }
+            JobState::Runnable => {
+                if let Some(r) = j.requests.front().map(|r| r.resources) {
+                    reasons.push(match self.blocker(slot) {
+                        Some(Blocker::QueueMax(q)) => {
+                            let q = &self.queues[q as usize];
+                            format!("pending because {} is at its max {} (using {}; next container {r})", q.path, q.max, q.usage)
+                        }
+                        Some(Blocker::AmShare { limit }) => format!(
+                            "pending because its application master ({r}) would put {}'s AM usage {} over max_am_share {} × fair share = {limit}",
+                            leaf.path,
+                            leaf.am_usage,
+                            leaf.max_am_share.unwrap_or(1.0)
+                        ),
+                        Some(Blocker::NoRoom) => format!(
+                            "pending because no node has room for a {r} container (largest free room {}; cluster {} of {} used)",
+                            self.nodes.largest_free(),
+                            self.nodes.used,
+                            self.nodes.total
+                        ),
+                        None => "pending: room is free; the next scheduling pass will place it".to_string(),
+                    });
+                } else if j.containers.is_empty() {
+                    reasons.push("runnable, with no containers requested".to_string());
+                }
+                if let Some(since) = j.below_fair_since {
+                    reasons.push(format!(
+                        "below {} × its fair share since {since} (fair-share preemption timeout {})",
+                        leaf.fair_share_threshold,
+                        leaf.fair_share_timeout.map(|d| d.to_string()).unwrap_or_else(|| "none".to_string())
+                    ));
+                }
+                if !j.incoming.is_zero() {
+                    reasons.push(format!("{} is being preempted from other jobs on its behalf", j.incoming));
+                }
+                JobStatus::Runnable
+            }
+        };
+        if let Some(reason) = &j.last_preempted {
+            if !j.outgoing.is_zero() {
+                reasons.push(format!("{} of its containers are marked: {reason}", j.outgoing));
+            }
+            if j.preempted_count > 0 {
+                reasons.push(format!("lost {} container(s): {reason}", j.preempted_count));
+            }
+        }
+        Ok(Explanation {
+            job,
+            queue: leaf.path.clone(),
+            status,
+            usage: j.usage,
+            fair_share: j.fair_share,
+            pending: j.pending,
+            pending_containers: j.pending_containers,
+            running_containers: j.containers.len(),
+            reasons,
+        })
+    }
+}

@@ -1,0 +1,229 @@
+//! The weighted water-fill behind every fair share, one resource at a time.
+//!
+//! YARN's Fair Scheduler (`ComputeFairShares`) finds a weight-to-resource ratio `R` such that
+//! `Σ clamp(weight·R, min, max)` fills the pool. `Rounding::Yarn` reproduces it step for step —
+//! doubling from 1, 25 bisection steps on integer-truncated sums, shares taken at the upper bound
+//! — so weir's shares equal YARN's, including their habit of summing slightly above the pool.
+//! `Rounding::Exact` makes the shares sum to the pool exactly (largest remainder).
+
+use weir_model::Rounding;
+
+/// One claimant on a pool: a queue among its siblings, or a job in its leaf.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Claim {
+    pub weight: f64,
+    pub min: u64,
+    /// Already the effective max: at least `min`.
+    pub max: u64,
+    /// Only for instantaneous shares: an inactive claimant gets nothing.
+    pub active: bool,
+}
+
+const BISECTION_STEPS: usize = 25;
+/// Doubling stops here even if the pool is not reached (weights near zero); never hit in practice.
+const MAX_DOUBLINGS: usize = 1100;
+
+/// Fill `out[i]` with the share of `claims[i]` in `pool`. `instantaneous` leaves inactive claims at 0.
+pub fn compute(claims: &[Claim], pool: u64, rounding: Rounding, instantaneous: bool, out: &mut [u64]) {
+    debug_assert_eq!(claims.len(), out.len());
+    let mut taken: u64 = 0;
+    let mut free_max: u64 = 0;
+    let mut any_free = false;
+    for (c, o) in claims.iter().zip(out.iter_mut()) {
+        match fixed_share(c, instantaneous) {
+            Some(s) => {
+                *o = s;
+                taken = taken.saturating_add(s);
+            }
+            None => {
+                any_free = true;
+                free_max = free_max.saturating_add(c.max);
+            }
+        }
+    }
+    if !any_free {
+        return;
+    }
+    let pool = pool.saturating_sub(taken).min(free_max);
+    let free = |i: usize| fixed_share(&claims[i], instantaneous).is_none();
+    match rounding {
+        Rounding::Yarn => yarn(claims, pool, &free, out),
+        Rounding::Exact => exact(claims, pool, &free, out),
+    }
+}
+
+/// YARN's "fixed" claimants: no max, inactive (instantaneous only), or no weight (gets its min).
+fn fixed_share(c: &Claim, instantaneous: bool) -> Option<u64> {
+    if c.max == 0 || (instantaneous && !c.active) {
+        Some(0)
+    } else if c.weight <= 0.0 {
+        Some(c.min)
+    } else {
+        None
+    }
+}
+
+fn share_at(c: &Claim, ratio: f64) -> u64 {
+    let s = (c.weight * ratio).max(c.min as f64).min(c.max as f64);
+    s as u64
+}
+
+fn yarn(claims: &[Claim], pool: u64, free: &dyn Fn(usize) -> bool, out: &mut [u64]) {
+    let used = |ratio: f64| -> u64 {
+        let mut sum: u64 = 0;
+        for (i, c) in claims.iter().enumerate() {
+            if free(i) {
+                sum = sum.saturating_add(share_at(c, ratio));
+            }
+        }
+        sum
+    };
+    let mut hi = 1.0f64;
+    let mut doublings = 0;
+    while used(hi) < pool && doublings < MAX_DOUBLINGS {
+        hi *= 2.0;
+        doublings += 1;
+    }
+    let mut lo = 0.0f64;
+    for _ in 0..BISECTION_STEPS {
+        let mid = (lo + hi) / 2.0;
+        let planned = used(mid);
+        if planned == pool {
+            hi = mid;
+            break;
+        } else if planned < pool {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    for (i, c) in claims.iter().enumerate() {
+        if free(i) {
+            out[i] = share_at(c, hi);
+        }
+    }
+}
+
+fn exact(claims: &[Claim], pool: u64, free: &dyn Fn(usize) -> bool, out: &mut [u64]) {
+    let real = |c: &Claim, ratio: f64| (c.weight * ratio).max(c.min as f64).min(c.max as f64);
+    let used = |ratio: f64| -> f64 {
+        claims.iter().enumerate().filter(|(i, _)| free(*i)).map(|(_, c)| real(c, ratio)).sum()
+    };
+    let target = pool as f64;
+    let mut hi = 1.0f64;
+    let mut doublings = 0;
+    while used(hi) < target && doublings < MAX_DOUBLINGS {
+        hi *= 2.0;
+        doublings += 1;
+    }
+    let mut lo = 0.0f64;
+    for _ in 0..200 {
+        let mid = (lo + hi) / 2.0;
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if used(mid) < target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    // Floor every share, then hand the units still missing to the largest remainders.
+    let mut remainders: Vec<(f64, usize)> = Vec::new();
+    let mut sum: u64 = 0;
+    for (i, c) in claims.iter().enumerate() {
+        if free(i) {
+            let r = real(c, hi);
+            let floor = (r as u64).clamp(c.min.min(c.max), c.max);
+            out[i] = floor;
+            sum = sum.saturating_add(floor);
+            remainders.push((r - floor as f64, i));
+        }
+    }
+    remainders.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut missing = pool.saturating_sub(sum);
+    while missing > 0 {
+        let mut progressed = false;
+        for &(_, i) in &remainders {
+            if missing == 0 {
+                break;
+            }
+            if out[i] < claims[i].max {
+                out[i] += 1;
+                missing -= 1;
+                progressed = true;
+            }
+        }
+        if !progressed {
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims(weights: &[f64], mins: &[u64], maxes: &[u64]) -> Vec<Claim> {
+        weights
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| Claim {
+                weight: w,
+                min: mins.get(i).copied().unwrap_or(0),
+                max: maxes.get(i).copied().unwrap_or(u64::MAX).max(mins.get(i).copied().unwrap_or(0)),
+                active: true,
+            })
+            .collect()
+    }
+
+    fn check(c: &[Claim], pool: u64, rounding: Rounding, expected: &[u64]) {
+        let mut out = vec![0; c.len()];
+        compute(c, pool, rounding, false, &mut out);
+        assert_eq!(out, expected, "pool {pool} {rounding:?} {c:?}");
+    }
+
+    #[test]
+    fn yarn_examples() {
+        check(&claims(&[1.0; 4], &[], &[]), 40, Rounding::Yarn, &[10, 10, 10, 10]);
+        check(&claims(&[1.0; 4], &[], &[100, 50, 11, 3]), 40, Rounding::Yarn, &[13, 13, 11, 3]);
+        check(&claims(&[2.0, 1.0, 1.0, 0.5], &[], &[]), 45, Rounding::Yarn, &[20, 10, 10, 5]);
+        // Truncation at the upper bound: three equal claims on 10240 each get 3414 (sum 10242).
+        check(&claims(&[1.0; 3], &[], &[]), 10240, Rounding::Yarn, &[3414, 3414, 3414]);
+    }
+
+    #[test]
+    fn exact_sums_to_pool() {
+        check(&claims(&[1.0; 3], &[], &[]), 10240, Rounding::Exact, &[3414, 3413, 3413]);
+        check(&claims(&[1.0; 4], &[], &[100, 50, 11, 3]), 40, Rounding::Exact, &[13, 13, 11, 3]);
+        check(&claims(&[2.0, 1.0, 1.0, 0.5], &[], &[]), 45, Rounding::Exact, &[20, 10, 10, 5]);
+    }
+
+    #[test]
+    fn fixed_claims() {
+        // max 0 -> 0; weight 0 -> its min; the rest split what is left.
+        let mut c = claims(&[1.0, 0.0, 1.0], &[0, 7, 0], &[0, u64::MAX, u64::MAX]);
+        c[0].max = 0;
+        check(&c, 27, Rounding::Yarn, &[0, 7, 20]);
+        let mut inactive = claims(&[1.0, 1.0], &[], &[]);
+        inactive[1].active = false;
+        let mut out = vec![0; 2];
+        compute(&inactive, 100, Rounding::Yarn, true, &mut out);
+        assert_eq!(out, vec![100, 0]);
+        compute(&inactive, 100, Rounding::Yarn, false, &mut out);
+        assert_eq!(out, vec![50, 50]);
+    }
+
+    #[test]
+    fn mins_are_honoured() {
+        check(&claims(&[1.0, 1.0], &[80, 0], &[]), 100, Rounding::Yarn, &[80, 20]);
+        check(&claims(&[1.0, 1.0], &[80, 0], &[]), 100, Rounding::Exact, &[80, 20]);
+    }
+
+    #[test]
+    fn pool_capped_by_maxes() {
+        check(&claims(&[1.0, 1.0], &[], &[5, 5]), 100, Rounding::Yarn, &[5, 5]);
+        check(&claims(&[1.0, 1.0], &[], &[5, 5]), 100, Rounding::Exact, &[5, 5]);
+        check(&claims(&[1.0], &[], &[]), 0, Rounding::Yarn, &[0]);
+    }
+}

@@ -1,0 +1,64 @@
+//! What a host tells the engine. Every input is stamped with `now` by the caller.
+
+use weir_model::{QueuePath, Resources, Time};
+
+use crate::ids::{ContainerId, JobId, NodeId};
+
+/// A node joining the cluster.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeSpec {
+    pub id: NodeId,
+    pub resources: Resources,
+    pub label: Option<String>,
+}
+
+/// `count` containers of one size. `tag` is the host's own marker (a stage, a task group) and
+/// comes back on every container started for this request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub resources: Resources,
+    pub count: u32,
+    pub tag: u64,
+}
+
+impl Request {
+    pub fn new(resources: Resources, count: u32) -> Request {
+        Request { resources, count, tag: 0 }
+    }
+
+    pub fn tagged(mut self, tag: u64) -> Request {
+        self.tag = tag;
+        self
+    }
+}
+
+/// A job handed to the engine. Its first container is its application master.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobSpec {
+    pub id: JobId,
+    /// A leaf queue.
+    pub queue: QueuePath,
+    pub user: String,
+    /// Overrides the queue's (tier's) priority when set; higher runs first.
+    pub priority: Option<i32>,
+    /// When the job was submitted; ordering ties break on it (it may predate `now`).
+    pub submit_time: Time,
+    /// Containers wanted now; more can be added later with [`Input::RequestsAdded`].
+    pub requests: Vec<Request>,
+}
+
+/// Every input the engine takes, for hosts that queue events. Each has an `on_*` method too.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    NodeAdded(NodeSpec),
+    NodeRemoved(NodeId),
+    JobSubmitted(JobSpec),
+    /// More containers wanted by a job (a new stage became ready).
+    RequestsAdded { job: JobId, requests: Vec<Request> },
+    /// The job no longer wants the containers it has not been given yet.
+    RequestsCleared { job: JobId },
+    /// A container ended by itself (task done or failed).
+    ContainerFinished(ContainerId),
+    /// The job ended (finished, failed or killed); its containers are released.
+    JobFinished(JobId),
+}

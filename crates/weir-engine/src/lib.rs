@@ -1,0 +1,40 @@
+//! weir-engine: the scheduler, a pure state machine in the manner of sans-IO protocol libraries.
+//!
+//! The host owns time and I/O; the engine owns policy. Hosts feed inputs stamped with `now`
+//! (`on_node_added`, `on_job_submitted`, `on_requests_added`, `on_container_finished`,
+//! `on_job_finished`, …), call [`Engine::schedule`] to get [`Decision`]s, and call again at
+//! [`Engine::next_wakeup`] at the latest. Queries — [`Engine::queues`], [`Engine::explain`] — are
+//! pure. The simulator (virtual time) and the server (real time) are two drivers of one engine.
+//!
+//! It never reads a clock, does I/O, uses randomness or spawns threads. It is deterministic: the
+//! same inputs give the same decisions, bit for bit; hash maps serve lookups only, never an
+//! iteration that could decide anything, and every tie breaks on an explicit key.
+//!
+//! Semantics are the Hadoop YARN Fair Scheduler's (fair shares, ordering, running-app limits,
+//! AM share, fair-share and min-share preemption) plus weir's tiers; see the module docs of
+//! `fair_share`, `order`, `admission`, `placement` and `preemption`.
+
+mod admission;
+mod decision;
+mod engine;
+mod error;
+mod explain;
+pub mod fair_share;
+mod ids;
+mod invariants;
+mod input;
+mod nodes;
+mod order;
+mod placement;
+mod preemption;
+mod shares;
+mod state;
+
+pub use decision::{Decision, PreemptReason, Starvation};
+pub use engine::Engine;
+pub use error::EngineError;
+pub use explain::{Explanation, JobStatus, QueueSnapshot};
+pub use ids::{ContainerId, JobId, NodeId};
+pub use invariants::NodeSnapshot;
+pub use input::{Input, JobSpec, NodeSpec, Request};
+pub use shares::{shares_for, QueueShares};

@@ -1,0 +1,143 @@
+//! The engine's records of queues, jobs and containers. Indices, not pointers: a queue is a
+//! `u32` into `Engine::queues` (preorder, root = 0), a job a slot in the job slab.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use weir_model::{Duration, Policy, QueuePath, Resources, Time};
+
+use crate::decision::PreemptReason;
+use crate::ids::{ContainerId, JobId};
+use crate::input::Request;
+
+pub(crate) type QueueIx = u32;
+pub(crate) type JobSlot = u32;
+pub(crate) type NodeSlot = u32;
+
+/// Where a waiting job stands in promotion order: smaller runs first.
+pub(crate) type PromotionKey = (i64, u64, u64);
+
+#[derive(Debug)]
+pub(crate) struct Queue {
+    pub path: QueuePath,
+    pub name: String,
+    pub parent: Option<QueueIx>,
+    pub children: Vec<QueueIx>,
+    /// One past the last queue of this subtree: the subtree is `self..subtree_end` in preorder.
+    pub subtree_end: QueueIx,
+    pub weight: f64,
+    pub policy: Policy,
+    pub priority: i32,
+    pub max_running_apps: Option<u32>,
+    pub max_am_share: Option<f64>,
+    pub allow_preemption_from: bool,
+    pub fair_share_timeout: Option<Duration>,
+    pub fair_share_threshold: f64,
+    pub min_share_timeout: Option<Duration>,
+    /// Resolved against the cluster's current size.
+    pub min: Resources,
+    /// Effective max: componentwise max(max, min).
+    pub max: Resources,
+
+    pub usage: Resources,
+    /// Resources asked for and not yet given, over the whole subtree.
+    pub pending: Resources,
+    pub pending_containers: u64,
+    pub am_usage: Resources,
+    /// Runnable jobs in the subtree (what `max_running_apps` limits).
+    pub running_apps: u32,
+    /// Jobs in the subtree waiting for a running-app slot.
+    pub waiting_apps: u32,
+    /// Leaves only: runnable jobs, in the order they became runnable.
+    pub runnable: Vec<JobSlot>,
+    /// Leaves only: jobs waiting for a running-app slot, in promotion order.
+    pub waiting: BTreeSet<(PromotionKey, JobSlot)>,
+    pub steady: Resources,
+    pub instantaneous: Resources,
+    /// Set to the current pass number when nothing under this queue can be placed in that pass.
+    pub blocked_pass: u64,
+    /// Leaves only: since when usage has been below min(min share, demand).
+    pub below_min_since: Option<Time>,
+}
+
+impl Queue {
+    pub fn is_leaf(&self) -> bool {
+        self.children.is_empty()
+    }
+
+    pub fn demand(&self) -> Resources {
+        self.usage + self.pending
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum JobState {
+    /// Waiting for a running-app slot in its queues or for its user.
+    Waiting,
+    Runnable,
+}
+
+#[derive(Debug)]
+pub(crate) struct Job {
+    pub id: JobId,
+    pub leaf: QueueIx,
+    pub user: u32,
+    pub priority: i32,
+    pub submit_time: Time,
+    /// When it became runnable; ties in ordering break on it.
+    pub start_time: Time,
+    pub state: JobState,
+    pub requests: VecDeque<Request>,
+    pub pending: Resources,
+    pub pending_containers: u64,
+    pub usage: Resources,
+    /// Containers held, in start order (newest last).
+    pub containers: BTreeSet<(u64, ContainerId)>,
+    pub am_started: bool,
+    pub fair_share: Resources,
+    pub blocked_pass: u64,
+    /// Since when usage has been below `threshold × min(fair share, demand)`.
+    pub below_fair_since: Option<Time>,
+    /// Resources being freed on its behalf by preemptions not yet carried out.
+    pub incoming: Resources,
+    /// Resources of its own containers marked for preemption.
+    pub outgoing: Resources,
+    /// Nodes held for it while preempted containers drain.
+    pub reservations: Vec<NodeSlot>,
+    /// The last reason this job lost a container, and how many it lost in all.
+    pub last_preempted: Option<PreemptReason>,
+    pub preempted_count: u64,
+    /// Not before this time will preemption be tried again for it (after finding no victim).
+    pub preempt_retry_at: Time,
+}
+
+impl Job {
+    pub fn demand(&self) -> Resources {
+        self.usage + self.pending
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Container {
+    pub id: ContainerId,
+    pub job: JobSlot,
+    pub node: NodeSlot,
+    pub resources: Resources,
+    pub am: bool,
+    /// Global start sequence: larger is newer.
+    pub seq: u64,
+    /// Set when marked for preemption.
+    pub preemption: Option<Marked>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Marked {
+    pub kill_at: Time,
+    pub for_job: JobSlot,
+    pub reason: PreemptReason,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct User {
+    pub name: String,
+    pub running: u32,
+}
