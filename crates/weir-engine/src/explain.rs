@@ -47,6 +47,8 @@ pub struct Explanation {
     pub pending: Resources,
     pub pending_containers: u64,
     pub running_containers: usize,
+    /// Resources of its containers marked for preemption and not yet gone.
+    pub marked: Resources,
     /// Sentences, most important first.
     pub reasons: Vec<String>,
 }
@@ -189,6 +191,7 @@ impl Engine {
             pending: j.pending,
             pending_containers: j.pending_containers,
             running_containers: j.containers.len(),
+            marked: j.outgoing,
             reasons,
         })
     }
