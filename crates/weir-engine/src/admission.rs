@@ -69,7 +69,7 @@ impl Engine {
             self.job_shares_dirty.insert(leaf);
         }
         self.change_pending(leaf, pending, count, true);
-        self.watch_starvation(slot);
+        self.touched(slot);
         self.decisions.push(Decision::JobRunnable { job: id });
     }
 
@@ -111,6 +111,7 @@ impl Engine {
             self.job_shares_dirty.insert(leaf);
         }
         self.job_mut(slot).state = JobState::Waiting;
+        self.sync_ready(slot);
         if let Some(top) = top {
             self.promote_under(top);
         }

@@ -13,7 +13,14 @@ pub enum Decision {
     /// The engine will not run this job.
     JobRejected { job: JobId, reason: String },
     /// Start a container for `job` on `node`. `am` marks the job's first container.
-    StartContainer { container: ContainerId, job: JobId, node: NodeId, resources: Resources, tag: u64, am: bool },
+    StartContainer {
+        container: ContainerId,
+        job: JobId,
+        node: NodeId,
+        resources: Resources,
+        tag: u64,
+        am: bool,
+    },
     /// Warn the owner: this container will be killed at `kill_at` unless it ends first.
     PreemptContainer { container: ContainerId, job: JobId, kill_at: Time, reason: PreemptReason },
     /// Kill the container now; its resources are already given back.

@@ -1,8 +1,8 @@
 //! The engine: state, construction and the input handlers. Scheduling passes live in
 //! `placement.rs`, running-app limits in `admission.rs`, preemption in `preemption.rs`.
 
-use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
 use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
 
 use weir_model::{ClusterConfig, Mode, NodeGroup, QueuePath, Resources, Time};
 
@@ -100,12 +100,19 @@ impl Engine {
                 waiting: BTreeSet::new(),
                 steady: Resources::ZERO,
                 instantaneous: Resources::ZERO,
-                blocked_pass: 0,
+                ready: BTreeSet::new(),
+                ready_jobs: 0,
+                ready_shapes: Default::default(),
+                exhausted_pass: 0,
                 below_min_since: None,
             });
         }
         for i in (0..queues.len()).rev() {
-            let end = queues[i].children.last().map(|&c| queues[c as usize].subtree_end).unwrap_or(i as QueueIx + 1);
+            let end = queues[i]
+                .children
+                .last()
+                .map(|&c| queues[c as usize].subtree_end)
+                .unwrap_or(i as QueueIx + 1);
             queues[i].subtree_end = end;
         }
         let mut engine = Engine {
@@ -122,7 +129,7 @@ impl Engine {
             user_by_name: HashMap::new(),
             decisions: Vec::new(),
             now: Time::ZERO,
-            pass: 0,
+            pass: 1,
             next_seq: 0,
             steady_dirty: true,
             shares_dirty: true,
@@ -187,6 +194,13 @@ impl Engine {
         }
         self.steady_dirty = true;
         self.shares_dirty = true;
+        // Dominant-share keys depend on the cluster's size.
+        for slot in 0..self.jobs.len() as JobSlot {
+            if self.jobs[slot as usize].as_ref().is_some_and(|j| j.ready.is_some()) {
+                self.unready(slot);
+                self.sync_ready(slot);
+            }
+        }
     }
 
     pub fn on_node_added(&mut self, now: Time, spec: NodeSpec) -> Result<(), EngineError> {
@@ -259,6 +273,7 @@ impl Engine {
             am_started: false,
             fair_share: Resources::ZERO,
             blocked_pass: 0,
+            ready: None,
             below_fair_since: None,
             incoming: Resources::ZERO,
             outgoing: Resources::ZERO,
@@ -310,7 +325,12 @@ impl Engine {
         std::iter::successors(Some(leaf), move |&q| self.queues[q as usize].parent)
     }
 
-    pub fn on_requests_added(&mut self, now: Time, job: JobId, requests: Vec<Request>) -> Result<(), EngineError> {
+    pub fn on_requests_added(
+        &mut self,
+        now: Time,
+        job: JobId,
+        requests: Vec<Request>,
+    ) -> Result<(), EngineError> {
         self.advance(now)?;
         let slot = self.slot_of(job)?;
         if requests.iter().any(|r| r.resources.is_zero()) {
@@ -339,7 +359,7 @@ impl Engine {
         let (leaf, runnable) = (j.leaf, j.state == JobState::Runnable);
         if runnable {
             self.change_pending(leaf, added, count, true);
-            self.watch_starvation(slot);
+            self.touched(slot);
         }
     }
 
@@ -375,7 +395,7 @@ impl Engine {
         let (leaf, runnable) = (j.leaf, j.state == JobState::Runnable);
         if runnable {
             self.change_pending(leaf, r, n, false);
-            self.watch_starvation(slot);
+            self.touched(slot);
         }
         self.drop_reservations(slot);
     }
@@ -442,7 +462,7 @@ impl Engine {
         if am {
             self.queues[leaf as usize].am_usage -= c.resources;
         }
-        self.watch_starvation(c.job);
+        self.touched(c.job);
         Some(c)
     }
 
@@ -455,6 +475,7 @@ impl Engine {
         }
         self.clear_requests(slot);
         self.leave(slot);
+        self.unready(slot);
         // Preemption on this job's behalf stops: its victims keep running.
         let preempting_for_it = !self.job(slot).incoming.is_zero();
         for e in self.containers.iter_mut().filter(|_| preempting_for_it) {

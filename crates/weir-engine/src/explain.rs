@@ -62,7 +62,12 @@ impl fmt::Display for Explanation {
         writeln!(
             f,
             "{} in {} ({status}): {} containers using {}, fair share {}, {} more wanted",
-            self.job, self.queue, self.running_containers, self.usage, self.fair_share, self.pending_containers
+            self.job,
+            self.queue,
+            self.running_containers,
+            self.usage,
+            self.fair_share,
+            self.pending_containers
         )?;
         for r in &self.reasons {
             writeln!(f, "  - {r}")?;

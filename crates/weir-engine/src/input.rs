@@ -54,9 +54,14 @@ pub enum Input {
     NodeRemoved(NodeId),
     JobSubmitted(JobSpec),
     /// More containers wanted by a job (a new stage became ready).
-    RequestsAdded { job: JobId, requests: Vec<Request> },
+    RequestsAdded {
+        job: JobId,
+        requests: Vec<Request>,
+    },
     /// The job no longer wants the containers it has not been given yet.
-    RequestsCleared { job: JobId },
+    RequestsCleared {
+        job: JobId,
+    },
     /// A container ended by itself (task done or failed).
     ContainerFinished(ContainerId),
     /// The job ended (finished, failed or killed); its containers are released.

@@ -83,14 +83,23 @@ impl Engine {
                 return Err(format!("{}: usage {} but its jobs hold {}", q.path, q.usage, usage[i]));
             }
             if q.pending != pending[i] {
-                return Err(format!("{}: pending {} but its runnable jobs want {}", q.path, q.pending, pending[i]));
+                return Err(format!(
+                    "{}: pending {} but its runnable jobs want {}",
+                    q.path, q.pending, pending[i]
+                ));
             }
             if q.running_apps != running[i] {
-                return Err(format!("{}: {} running apps counted, {} found", q.path, q.running_apps, running[i]));
+                return Err(format!(
+                    "{}: {} running apps counted, {} found",
+                    q.path, q.running_apps, running[i]
+                ));
             }
             if let Some(m) = q.max_running_apps {
                 if q.running_apps > m {
-                    return Err(format!("{}: {} running apps over max_running_apps {m}", q.path, q.running_apps));
+                    return Err(format!(
+                        "{}: {} running apps over max_running_apps {m}",
+                        q.path, q.running_apps
+                    ));
                 }
             }
         }

@@ -6,6 +6,7 @@
 //! preemption is freeing.
 
 use std::collections::{BTreeSet, HashMap};
+use std::ops::Bound;
 
 use weir_model::Resources;
 
@@ -131,14 +132,22 @@ impl Nodes {
         self.reindex(slot, Some(old));
     }
 
-    /// The tightest unreserved node (by memory) that holds `r`.
+    /// The tightest unreserved node (by memory, then cpu) that holds `r`. Within one free-memory
+    /// value the index is ordered by free cpu, so nodes short of cpu are skipped a whole
+    /// memory value at a time rather than one by one: on a cpu-bound cluster, where many nodes
+    /// have memory left but no cpu, the search stays logarithmic per distinct memory value.
     pub fn best_fit(&self, r: &Resources) -> Option<NodeSlot> {
-        for &(_, cpu, slot) in self.index.range((r.memory, 0, 0)..) {
-            if cpu >= r.cpu && self.slots[slot as usize].free().gpu >= r.gpu {
+        let mut from = Bound::Included((r.memory, r.cpu, 0));
+        loop {
+            let &(memory, cpu, slot) = self.index.range((from, Bound::Unbounded)).next()?;
+            if cpu < r.cpu {
+                from = Bound::Included((memory, r.cpu, 0));
+            } else if self.slots[slot as usize].free().gpu >= r.gpu {
                 return Some(slot);
+            } else {
+                from = Bound::Excluded((memory, cpu, slot));
             }
         }
-        None
     }
 
     pub fn fits(&self, slot: NodeSlot, r: &Resources) -> bool {
@@ -153,5 +162,40 @@ impl Nodes {
 
     pub fn count(&self) -> usize {
         self.by_id.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes(free: &[(u64, u64, u64)]) -> Nodes {
+        let mut n = Nodes::default();
+        for (i, &(cpu, memory, gpu)) in free.iter().enumerate() {
+            n.add(&NodeSpec {
+                id: NodeId(i as u64),
+                resources: Resources::new(cpu, memory, gpu),
+                label: None,
+            });
+        }
+        n
+    }
+
+    #[test]
+    fn best_fit_is_the_tightest_on_memory_then_cpu_among_nodes_that_hold_the_request() {
+        let n = nodes(&[
+            (500, 8, 0),  // too little cpu, tight memory
+            (900, 8, 0),  // too little cpu
+            (4000, 8, 1), // fits: tightest memory, then tightest cpu
+            (2000, 8, 0), // fits on cpu but no gpu
+            (1000, 4, 1), // too little memory
+            (8000, 16, 1),
+        ]);
+        assert_eq!(n.best_fit(&Resources::new(1000, 6, 1)), Some(2));
+        assert_eq!(n.best_fit(&Resources::new(1000, 6, 0)), Some(3));
+        assert_eq!(n.best_fit(&Resources::new(5000, 6, 0)), Some(5));
+        assert_eq!(n.best_fit(&Resources::new(500, 2, 0)), Some(4));
+        assert_eq!(n.best_fit(&Resources::new(9000, 1, 0)), None);
+        assert_eq!(n.best_fit(&Resources::new(100, 17, 0)), None);
     }
 }

@@ -39,7 +39,8 @@ fn fair(a: &Standing, b: &Standing) -> Ordering {
         } else if na != nb {
             nb.cmp(&na)
         } else {
-            weight_ratio(a.usage.memory as f64, a.weight).total_cmp(&weight_ratio(b.usage.memory as f64, b.weight))
+            weight_ratio(a.usage.memory as f64, a.weight)
+                .total_cmp(&weight_ratio(b.usage.memory as f64, b.weight))
         };
         by_ratio.then(a.start.cmp(&b.start))
     })
@@ -73,7 +74,11 @@ fn drf(a: &Standing, b: &Standing, cluster: &Resources) -> Ordering {
             nb.cmp(&na)
         } else {
             let (da, db) = (dominant(a, cluster), dominant(b, cluster));
-            da.iter().zip(db.iter()).map(|(x, y)| x.total_cmp(y)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal)
+            da.iter()
+                .zip(db.iter())
+                .map(|(x, y)| x.total_cmp(y))
+                .find(|o| o.is_ne())
+                .unwrap_or(Ordering::Equal)
         };
         by_ratio.then(a.start.cmp(&b.start))
     })
@@ -140,8 +145,20 @@ mod tests {
     #[test]
     fn drf_order_uses_dominant_share() {
         let cluster = Resources::new(100, 100, 0);
-        let a = Standing { usage: Resources::new(50, 10, 0), demand: Resources::new(60, 20, 0), min: Resources::ZERO, weight: 1.0, start: 0 };
-        let b = Standing { usage: Resources::new(20, 30, 0), demand: Resources::new(60, 40, 0), min: Resources::ZERO, weight: 1.0, start: 0 };
+        let a = Standing {
+            usage: Resources::new(50, 10, 0),
+            demand: Resources::new(60, 20, 0),
+            min: Resources::ZERO,
+            weight: 1.0,
+            start: 0,
+        };
+        let b = Standing {
+            usage: Resources::new(20, 30, 0),
+            demand: Resources::new(60, 40, 0),
+            min: Resources::ZERO,
+            weight: 1.0,
+            start: 0,
+        };
         assert_eq!(compare(Policy::Drf, &a, &b, &cluster), Ordering::Greater);
         assert_eq!(compare(Policy::Fair, &a, &b, &cluster), Ordering::Less);
     }

@@ -53,26 +53,57 @@ impl Engine {
     }
 
     fn place_all(&mut self) {
-        let mut smallest_failure: Option<Resources> = None;
-        while self.queues[0].pending_containers > 0 && self.queues[0].blocked_pass != self.pass {
-            if !self.place_one(0, &mut smallest_failure) {
-                self.queues[0].blocked_pass = self.pass;
+        self.serve_reservations();
+        // Requests that found no node in this pass; anything at least as large will not either.
+        let mut failed: Vec<Resources> = Vec::new();
+        let mut blocked: Vec<JobSlot> = Vec::new();
+        while self.queues[0].ready_jobs > 0 && !dominated(&failed, &self.smallest_request(0)) {
+            if !self.place_one(0, &mut failed, &mut blocked) {
+                break;
+            }
+        }
+        // Blocked jobs rejoin their leaves' ready sets for the next pass.
+        for slot in blocked {
+            if self.jobs[slot as usize].is_some() {
+                self.job_mut(slot).blocked_pass = 0;
+                self.sync_ready(slot);
+            }
+        }
+    }
+
+    /// Give each node held for a starved job to that job first, once its victims are gone.
+    fn serve_reservations(&mut self) {
+        let held: Vec<NodeSlot> = self.nodes.reserved.iter().copied().collect();
+        for node in held {
+            let Some(job) = self.nodes.slots[node as usize].reserved_for else { continue };
+            let Some(front) = self.job(job).requests.front().copied() else { continue };
+            if self.job(job).state == crate::state::JobState::Runnable
+                && self.nodes.fits(node, &front.resources)
+                && self.limits_allow(job, &front.resources).is_ok()
+            {
+                let am = !self.job(job).am_started;
+                self.start_container(job, node, front.resources, front.tag, am);
             }
         }
     }
 
     /// Place one container somewhere under `q`. False when nothing under it can be placed.
-    fn place_one(&mut self, q: QueueIx, smallest_failure: &mut Option<Resources>) -> bool {
-        if self.queues[q as usize].is_leaf() {
-            return self.place_in_leaf(q, smallest_failure);
-        }
-        loop {
-            let Some(child) = self.best_child(q) else { return false };
-            if self.place_one(child, smallest_failure) {
-                return true;
+    fn place_one(&mut self, q: QueueIx, failed: &mut Vec<Resources>, blocked: &mut Vec<JobSlot>) -> bool {
+        let placed = if self.queues[q as usize].is_leaf() {
+            self.place_in_leaf(q, failed, blocked)
+        } else {
+            loop {
+                let Some(child) = self.best_child(q, failed) else { break false };
+                if self.place_one(child, failed, blocked) {
+                    break true;
+                }
             }
-            self.queues[child as usize].blocked_pass = self.pass;
+        };
+        if !placed {
+            // Blocked jobs stay blocked and `failed` only grows, so this holds for the pass.
+            self.queues[q as usize].exhausted_pass = self.pass;
         }
+        placed
     }
 
     fn standing(&self, q: QueueIx) -> Standing {
@@ -80,13 +111,16 @@ impl Engine {
         Standing { usage: q.usage, demand: q.demand(), min: q.min, weight: q.weight, start: 0 }
     }
 
-    fn best_child(&self, parent: QueueIx) -> Option<QueueIx> {
+    fn best_child(&self, parent: QueueIx, failed: &[Resources]) -> Option<QueueIx> {
         let p = &self.queues[parent as usize];
         let cluster = self.nodes.total;
         let mut best: Option<(QueueIx, Standing)> = None;
         for &c in &p.children {
             let cq = &self.queues[c as usize];
-            if cq.pending_containers == 0 || cq.blocked_pass == self.pass {
+            if cq.ready_jobs == 0
+                || cq.exhausted_pass == self.pass
+                || dominated(failed, &self.smallest_request(c))
+            {
                 continue;
             }
             let s = self.standing(c);
@@ -107,7 +141,13 @@ impl Engine {
 
     fn job_standing(&self, slot: JobSlot) -> Standing {
         let j = self.job(slot);
-        Standing { usage: j.usage, demand: j.demand(), min: Resources::ZERO, weight: 1.0, start: j.start_time.as_millis() }
+        Standing {
+            usage: j.usage,
+            demand: j.demand(),
+            min: Resources::ZERO,
+            weight: 1.0,
+            start: j.start_time.as_millis(),
+        }
     }
 
     /// Order of jobs within a leaf: less means served first.
@@ -120,63 +160,47 @@ impl Engine {
         by_policy.then(ja.id.cmp(&jb.id))
     }
 
-    fn place_in_leaf(&mut self, leaf: QueueIx, smallest_failure: &mut Option<Resources>) -> bool {
-        loop {
-            let l = &self.queues[leaf as usize];
-            let mut best: Option<JobSlot> = None;
-            for &s in &l.runnable {
-                let j = self.job(s);
-                if j.pending_containers == 0 || j.blocked_pass == self.pass {
-                    continue;
-                }
-                if best.is_none_or(|b| self.compare_jobs(l.policy, s, b) == Ordering::Less) {
-                    best = Some(s);
-                }
-            }
-            let Some(job) = best else { return false };
-            match self.try_place(job, smallest_failure) {
+    fn place_in_leaf(
+        &mut self,
+        leaf: QueueIx,
+        failed: &mut Vec<Resources>,
+        blocked: &mut Vec<JobSlot>,
+    ) -> bool {
+        while let Some(&(_, job)) = self.queues[leaf as usize].ready.first() {
+            match self.try_place(job, failed) {
                 Ok(()) => return true,
-                Err(_) => self.job_mut(job).blocked_pass = self.pass,
+                Err(_) => {
+                    self.job_mut(job).blocked_pass = self.pass;
+                    self.sync_ready(job);
+                    blocked.push(job);
+                }
             }
         }
+        false
     }
 
     /// Why `job` cannot take its next container now, if it cannot.
     pub(crate) fn blocker(&self, job: JobSlot) -> Option<Blocker> {
-        let j = self.job(job);
-        let r = j.requests.front()?.resources;
-        for q in self.path_up(j.leaf) {
-            let queue = &self.queues[q as usize];
-            if !(queue.usage + r).fits_in(&queue.max) {
-                return Some(Blocker::QueueMax(q));
-            }
+        let r = self.job(job).requests.front()?.resources;
+        if let Err(b) = self.limits_allow(job, &r) {
+            return Some(b);
         }
-        if !j.am_started {
-            let l = &self.queues[j.leaf as usize];
-            if let Some(share) = l.max_am_share {
-                let limit = self.am_limit(j.leaf, share);
-                if !(l.am_usage + r).fits_in(&limit) {
-                    return Some(Blocker::AmShare { limit });
-                }
-            }
-        }
-        if self.node_for(job, &r).is_none() {
-            return Some(Blocker::NoRoom);
-        }
-        None
+        self.node_for(job, &r).is_none().then_some(Blocker::NoRoom)
     }
 
     /// `max_am_share` × the leaf's fair share, on the resources its policy looks at. A leaf
     /// whose share is still zero (nothing computed yet) is measured against its max instead.
     pub(crate) fn am_limit(&self, leaf: QueueIx, share: f64) -> Resources {
         let l = &self.queues[leaf as usize];
-        let base = if l.instantaneous.memory == 0 { l.max.component_min(&self.nodes.total) } else { l.instantaneous };
+        let base = if l.instantaneous.memory == 0 {
+            l.max.component_min(&self.nodes.total)
+        } else {
+            l.instantaneous
+        };
         let scaled = base.scale(share);
         match l.policy {
             Policy::Drf => scaled,
-            Policy::Fair | Policy::Fifo => {
-                Resources { memory: scaled.memory, ..Resources::UNBOUNDED }
-            }
+            Policy::Fair | Policy::Fifo => Resources { memory: scaled.memory, ..Resources::UNBOUNDED },
         }
     }
 
@@ -186,47 +210,56 @@ impl Engine {
         j.reservations.iter().copied().find(|&n| self.nodes.fits(n, r)).or_else(|| self.nodes.best_fit(r))
     }
 
-    fn try_place(&mut self, job: JobSlot, smallest_failure: &mut Option<Resources>) -> Result<(), Blocker> {
+    /// Queue maxes on the path and the AM share, for the job's next container of size `r`.
+    fn limits_allow(&self, job: JobSlot, r: &Resources) -> Result<(), Blocker> {
         let j = self.job(job);
-        let Some(front) = j.requests.front() else { return Err(Blocker::NoRoom) };
-        let r = front.resources;
-        let tag = front.tag;
-        let leaf = j.leaf;
-        let am = !j.am_started;
-        let mut q = Some(leaf);
+        let mut q = Some(j.leaf);
         while let Some(ix) = q {
             let queue = &self.queues[ix as usize];
-            if !(queue.usage + r).fits_in(&queue.max) {
+            if !(queue.usage + *r).fits_in(&queue.max) {
                 return Err(Blocker::QueueMax(ix));
             }
             q = queue.parent;
         }
-        if am {
-            if let Some(share) = self.queues[leaf as usize].max_am_share {
-                let limit = self.am_limit(leaf, share);
-                if !(self.queues[leaf as usize].am_usage + r).fits_in(&limit) {
+        if !j.am_started {
+            let l = &self.queues[j.leaf as usize];
+            if let Some(share) = l.max_am_share {
+                let limit = self.am_limit(j.leaf, share);
+                if !(l.am_usage + *r).fits_in(&limit) {
                     return Err(Blocker::AmShare { limit });
                 }
             }
         }
-        // Nothing at least as large as a request that already found no node will find one.
-        if j.reservations.is_empty() && smallest_failure.is_some_and(|f| f.fits_in(&r)) {
+        Ok(())
+    }
+
+    fn try_place(&mut self, job: JobSlot, failed: &mut Vec<Resources>) -> Result<(), Blocker> {
+        let j = self.job(job);
+        let Some(front) = j.requests.front().copied() else { return Err(Blocker::NoRoom) };
+        let r = front.resources;
+        self.limits_allow(job, &r)?;
+        let has_reservation = !self.job(job).reservations.is_empty();
+        if !has_reservation && dominated(failed, &r) {
             return Err(Blocker::NoRoom);
         }
         let Some(node) = self.node_for(job, &r) else {
-            if self.job(job).reservations.is_empty() {
-                *smallest_failure = Some(smallest_failure.map_or(r, |f| f.component_min(&r)));
+            if !has_reservation {
+                // Keep `failed` minimal: drop entries the new, smaller failure covers.
+                failed.retain(|f| !r.fits_in(f));
+                failed.push(r);
             }
             return Err(Blocker::NoRoom);
         };
-        self.start_container(job, node, r, tag, am);
+        let am = !self.job(job).am_started;
+        self.start_container(job, node, r, front.tag, am);
         Ok(())
     }
 
     fn start_container(&mut self, job: JobSlot, node: NodeSlot, r: Resources, tag: u64, am: bool) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let id = self.new_container(|id| Container { id, job, node, resources: r, am, seq, preemption: None });
+        let id =
+            self.new_container(|id| Container { id, job, node, resources: r, am, seq, preemption: None });
         self.nodes.allocate(node, &r);
         if self.nodes.slots[node as usize].reserved_for == Some(job) {
             self.nodes.unreserve(node);
@@ -255,8 +288,20 @@ impl Engine {
         if am {
             self.queues[leaf as usize].am_usage += r;
         }
-        self.watch_starvation(job);
+        self.touched(job);
         let node_id = self.nodes.slots[node as usize].id;
-        self.decisions.push(Decision::StartContainer { container: id, job: job_id, node: node_id, resources: r, tag, am });
+        self.decisions.push(Decision::StartContainer {
+            container: id,
+            job: job_id,
+            node: node_id,
+            resources: r,
+            tag,
+            am,
+        });
     }
+}
+
+/// Whether `r` is at least as large, on every resource, as some request that found no node.
+fn dominated(failed: &[Resources], r: &Resources) -> bool {
+    failed.iter().any(|f| f.fits_in(r))
 }

@@ -38,6 +38,9 @@ struct Candidate {
 /// Victims grouped by node, in the order they would be taken.
 type CandidatesByNode = BTreeMap<NodeSlot, Vec<Candidate>>;
 
+/// How much a set of victims on one node costs; lower is better. See `choose_victims`.
+type VictimCost = (u32, i32, usize, NodeSlot);
+
 impl Engine {
     pub(crate) fn watch_starvation(&mut self, slot: JobSlot) {
         if self.config.scheduler.preemption.enabled {
@@ -71,8 +74,13 @@ impl Engine {
 
     /// A node held for a starved job is let go once its victims are gone and a pass has run.
     pub(crate) fn release_drained_reservations(&mut self) {
-        let drained: Vec<NodeSlot> =
-            self.nodes.reserved.iter().copied().filter(|&n| self.nodes.slots[n as usize].marked.is_zero()).collect();
+        let drained: Vec<NodeSlot> = self
+            .nodes
+            .reserved
+            .iter()
+            .copied()
+            .filter(|&n| self.nodes.slots[n as usize].marked.is_zero())
+            .collect();
         for n in drained {
             if let Some(job) = self.nodes.slots[n as usize].reserved_for {
                 self.job_mut(job).reservations.retain(|&x| x != n);
@@ -96,7 +104,8 @@ impl Engine {
             }
             let q = &self.queues[leaf as usize];
             let target = j.fair_share.component_min(&j.demand()).scale(q.fair_share_threshold);
-            let starving = q.fair_share_timeout.is_some() && below(q.policy, &j.usage, &target, &self.nodes.total);
+            let starving =
+                q.fair_share_timeout.is_some() && below(q.policy, &j.usage, &target, &self.nodes.total);
             let timeout = q.fair_share_timeout;
             let j = self.job_mut(slot);
             match (starving, j.below_fair_since) {
@@ -258,11 +267,18 @@ impl Engine {
         by_node
     }
 
-    fn preempt_for(&mut self, job: JobSlot, mut amount: Resources, kind: Starvation, candidates: &mut CandidatesByNode) {
+    fn preempt_for(
+        &mut self,
+        job: JobSlot,
+        mut amount: Resources,
+        kind: Starvation,
+        candidates: &mut CandidatesByNode,
+    ) {
         let leaf = self.job(job).leaf;
         let policy = self.policy_of(leaf);
         let mut budget = self.job(job).pending_containers;
-        let requests: Vec<(Resources, u32)> = self.job(job).requests.iter().map(|r| (r.resources, r.count)).collect();
+        let requests: Vec<(Resources, u32)> =
+            self.job(job).requests.iter().map(|r| (r.resources, r.count)).collect();
         let mut sizes = requests.iter().flat_map(|&(r, n)| std::iter::repeat_n(r, n as usize));
         while budget > 0 && below(policy, &Resources::ZERO, &amount, &self.nodes.total) {
             let Some(r) = sizes.next() else { break };
@@ -277,9 +293,15 @@ impl Engine {
         }
     }
 
-    /// The node where taking the fewest, least important containers makes room for `r`.
-    fn choose_victims(&self, job: JobSlot, r: &Resources, candidates: &CandidatesByNode) -> Option<(NodeSlot, Vec<ContainerId>)> {
-        let mut best: Option<((u32, i32, usize, NodeSlot), Vec<ContainerId>)> = None;
+    /// The node where taking the fewest, least important containers makes room for `r`: fewest
+    /// AM containers, then the lowest top priority, then the fewest containers, then the node.
+    fn choose_victims(
+        &self,
+        job: JobSlot,
+        r: &Resources,
+        candidates: &CandidatesByNode,
+    ) -> Option<(NodeSlot, Vec<ContainerId>)> {
+        let mut best: Option<(VictimCost, Vec<ContainerId>)> = None;
         for (&node, list) in candidates {
             let n = &self.nodes.slots[node as usize];
             if !n.alive || n.reserved_for.is_some_and(|j| j != job) || !r.fits_in(&n.capacity) {
@@ -297,7 +319,8 @@ impl Engine {
                     continue;
                 }
                 let v = self.job(c.job);
-                let already = took_from.iter().filter(|(s, _)| *s == c.job).fold(Resources::ZERO, |a, (_, x)| a + *x);
+                let already =
+                    took_from.iter().filter(|(s, _)| *s == c.job).fold(Resources::ZERO, |a, (_, x)| a + *x);
                 let after = v.usage - v.outgoing - already - c.resources;
                 if below(self.policy_of(v.leaf), &after, &v.fair_share, &self.nodes.total) {
                     continue;
@@ -329,7 +352,11 @@ impl Engine {
         candidates: &mut CandidatesByNode,
     ) {
         let kill_at = self.now.plus(self.config.scheduler.preemption.kill_wait);
-        let reason = PreemptReason { for_job: self.job(job).id, for_queue: self.queues[leaf as usize].path.clone(), kind };
+        let reason = PreemptReason {
+            for_job: self.job(job).id,
+            for_queue: self.queues[leaf as usize].path.clone(),
+            kind,
+        };
         for &id in victims {
             let Some(c) = self.containers[id.slot()].container.as_mut() else { continue };
             c.preemption = Some(Marked { kill_at, for_job: job, reason: reason.clone() });
@@ -341,7 +368,12 @@ impl Engine {
             v.last_preempted = Some(reason.clone());
             let victim_id = v.id;
             self.kills.push(Reverse((kill_at, id)));
-            self.decisions.push(Decision::PreemptContainer { container: id, job: victim_id, kill_at, reason: reason.clone() });
+            self.decisions.push(Decision::PreemptContainer {
+                container: id,
+                job: victim_id,
+                kill_at,
+                reason: reason.clone(),
+            });
         }
         if let Some(list) = candidates.get_mut(&node) {
             list.retain(|c| !victims.contains(&c.id));

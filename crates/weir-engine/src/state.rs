@@ -1,7 +1,7 @@
 //! The engine's records of queues, jobs and containers. Indices, not pointers: a queue is a
 //! `u32` into `Engine::queues` (preorder, root = 0), a job a slot in the job slab.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use weir_model::{Duration, Policy, QueuePath, Resources, Time};
 
@@ -15,6 +15,9 @@ pub(crate) type NodeSlot = u32;
 
 /// Where a waiting job stands in promotion order: smaller runs first.
 pub(crate) type PromotionKey = (i64, u64, u64);
+
+/// Where a ready job stands in its leaf's order: smaller is served first (see `ready.rs`).
+pub(crate) type JobKey = ([u64; 3], u64, u64);
 
 #[derive(Debug)]
 pub(crate) struct Queue {
@@ -53,8 +56,16 @@ pub(crate) struct Queue {
     pub waiting: BTreeSet<(PromotionKey, JobSlot)>,
     pub steady: Resources,
     pub instantaneous: Resources,
-    /// Set to the current pass number when nothing under this queue can be placed in that pass.
-    pub blocked_pass: u64,
+    /// Leaves only: runnable jobs with pending containers not blocked in this pass, in order.
+    pub ready: BTreeSet<(JobKey, JobSlot)>,
+    /// Ready jobs in the subtree.
+    pub ready_jobs: u32,
+    /// The next request sizes of the ready jobs in the subtree, per resource, counted, so the
+    /// smallest is at hand: a subtree whose smallest request cannot fit is skipped.
+    pub ready_shapes: [BTreeMap<u64, u32>; 3],
+    /// The pass in which nothing under this queue could be placed; it is skipped for the rest
+    /// of that pass (the componentwise smallest request can miss that every one is too big).
+    pub exhausted_pass: u64,
     /// Leaves only: since when usage has been below min(min share, demand).
     pub below_min_since: Option<Time>,
 }
@@ -95,6 +106,8 @@ pub(crate) struct Job {
     pub am_started: bool,
     pub fair_share: Resources,
     pub blocked_pass: u64,
+    /// Its key and next request size while it is in its leaf's `ready` set.
+    pub ready: Option<(JobKey, Resources)>,
     /// Since when usage has been below `threshold × min(fair share, demand)`.
     pub below_fair_since: Option<Time>,
     /// Resources being freed on its behalf by preemptions not yet carried out.

@@ -33,7 +33,11 @@ fn a_late_tier1_job_is_promoted_before_earlier_tier3_jobs() {
     assert_eq!(env.take_runnable(), vec![1, 2, 3]);
     env.take_starts();
     env.nothing_else();
-    assert!(env.explain(100).contains("pending because root.ads is at max_running_apps 3"), "{}", env.explain(100));
+    assert!(
+        env.explain(100).contains("pending because root.ads is at max_running_apps 3"),
+        "{}",
+        env.explain(100)
+    );
 
     env.at(30);
     env.finish_job(1);
@@ -93,7 +97,10 @@ queues:
     assert_eq!(env.take_runnable(), vec![4]);
     env.take_starts();
     env.nothing_else();
-    assert!(env.explain(3).contains("root.org.x is at max_running_apps 1") || env.explain(3).contains("root.org is at max_running_apps 2"));
+    assert!(
+        env.explain(3).contains("root.org.x is at max_running_apps 1")
+            || env.explain(3).contains("root.org is at max_running_apps 2")
+    );
 }
 
 #[test]

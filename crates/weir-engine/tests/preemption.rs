@@ -48,7 +48,11 @@ fn a_starved_job_gets_exactly_its_fair_share_back() {
     assert_eq!(marked.len(), 50);
     assert!(marked.iter().all(|m| m.0 == 1));
     env.nothing_else();
-    assert!(env.explain(1).contains("preempted to restore job-2 of root.starved to its fair share"), "{}", env.explain(1));
+    assert!(
+        env.explain(1).contains("preempted to restore job-2 of root.starved to its fair share"),
+        "{}",
+        env.explain(1)
+    );
     assert_eq!(env.engine.next_wakeup(), Some(Time(26_000)), "kill_wait of 15s");
 
     env.at(26);

@@ -80,7 +80,13 @@ fn run(ops: &[Op]) -> Result<Vec<Decision>, TestCaseError> {
             }
             Op::More { job, count } => {
                 if let Some(&id) = live.get(job % live.len().max(1)) {
-                    engine.on_requests_added(now, JobId(id), vec![Request::new(Resources::new(500, 1024, 0), count)]).unwrap();
+                    engine
+                        .on_requests_added(
+                            now,
+                            JobId(id),
+                            vec![Request::new(Resources::new(500, 1024, 0), count)],
+                        )
+                        .unwrap();
                 }
             }
             Op::FinishSome { job, n } => {

@@ -165,8 +165,12 @@ queues: [{name: org, children: [{name: leaf}]}]
     env.submit(2, "root.nope", &[(mem(1), 1)]);
     env.schedule();
     let rejected: Vec<_> = env.log.drain(..).collect();
-    assert!(matches!(&rejected[0], Decision::JobRejected { job: JobId(1), reason } if reason.contains("not a leaf")));
-    assert!(matches!(&rejected[1], Decision::JobRejected { job: JobId(2), reason } if reason.contains("no queue root.nope")));
+    assert!(
+        matches!(&rejected[0], Decision::JobRejected { job: JobId(1), reason } if reason.contains("not a leaf"))
+    );
+    assert!(
+        matches!(&rejected[1], Decision::JobRejected { job: JobId(2), reason } if reason.contains("no queue root.nope"))
+    );
     assert_eq!(rejected.len(), 2);
 }
 
@@ -187,4 +191,30 @@ fn input_errors_are_errors() {
     env.advance(Duration::from_secs(5));
     env.schedule();
     assert!(env.engine.on_job_finished(weir_model::Time(0), JobId(1)).is_err(), "time went backwards");
+}
+
+#[test]
+fn a_subtree_whose_requests_all_fail_in_different_ways_is_passed_over() {
+    // Once jobs 1 and 2 have failed, leaves c and d are skipped as at least as large; yet org's
+    // smallest request per resource, (200 mCPU, 2 MiB), is dominated by neither failure, and
+    // the pass must still move on to `other`.
+    let mut env = Env::new(
+        r#"
+version: 1
+nodes: [{count: 1, resources: {cpu: 1000, memory: 10}}]
+queues:
+  - {name: org, children: [{name: a}, {name: b}, {name: c}, {name: d}]}
+  - {name: other}
+"#,
+    );
+    env.submit(1, "org.a", &[(res(2000, 1), 1)]);
+    env.submit(2, "org.b", &[(res(100, 20), 1)]);
+    env.submit(3, "other", &[(res(100, 1), 50)]);
+    env.submit(4, "org.c", &[(res(2000, 2), 1)]);
+    env.submit(5, "org.d", &[(res(200, 20), 1)]);
+    env.schedule();
+    assert_eq!(env.take_runnable(), vec![1, 2, 3, 4, 5]);
+    assert_eq!(env.count_starts(3), 10);
+    env.nothing_else();
+    assert!(env.explain(1).contains("room"), "{}", env.explain(1));
 }

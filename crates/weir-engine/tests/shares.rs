@@ -7,7 +7,8 @@ use weir_model::{ClusterConfig, QueuePath};
 
 fn shares(yaml: &str, active: &[&str]) -> Vec<(String, u64, u64)> {
     let cfg = ClusterConfig::from_yaml("t.yaml", yaml).unwrap_or_else(|e| panic!("{e}"));
-    let active: Vec<usize> = active.iter().map(|p| cfg.find(&QueuePath::parse(p).unwrap()).expect("leaf")).collect();
+    let active: Vec<usize> =
+        active.iter().map(|p| cfg.find(&QueuePath::parse(p).unwrap()).expect("leaf")).collect();
     weir_engine::shares_for(&cfg, &active)
         .into_iter()
         .map(|s| (s.queue.to_string(), s.steady.memory, s.instantaneous.memory))
@@ -15,7 +16,9 @@ fn shares(yaml: &str, active: &[&str]) -> Vec<(String, u64, u64)> {
 }
 
 fn one_node(memory: u64, queues: &str) -> String {
-    format!("version: 1\nnodes: [{{count: 1, resources: {{cpu: 64000, memory: {memory}}}}}]\nqueues: {queues}\n")
+    format!(
+        "version: 1\nnodes: [{{count: 1, resources: {{cpu: 64000, memory: {memory}}}}}]\nqueues: {queues}\n"
+    )
 }
 
 fn steady(rows: &[(String, u64, u64)]) -> Vec<u64> {
@@ -43,7 +46,8 @@ fn maxes_cap_and_the_rest_share() {
 
 #[test]
 fn weights() {
-    let rows = shares(&one_node(45, "[{name: a, weight: 2}, {name: b}, {name: c}, {name: d, weight: 0.5}]"), &[]);
+    let rows =
+        shares(&one_node(45, "[{name: a, weight: 2}, {name: b}, {name: c}, {name: d, weight: 0.5}]"), &[]);
     assert_eq!(steady(&rows), vec![20, 10, 10, 5]);
 }
 
@@ -114,6 +118,12 @@ fn the_engine_computes_the_same_shares() {
 
 #[test]
 fn fixed_queues_max_zero_and_weight_zero() {
-    let rows = shares(&one_node(100, "[{name: off, max: {memory: 0}}, {name: floor, weight: 0, min: {memory: 30}}, {name: rest}]"), &[]);
+    let rows = shares(
+        &one_node(
+            100,
+            "[{name: off, max: {memory: 0}}, {name: floor, weight: 0, min: {memory: 30}}, {name: rest}]",
+        ),
+        &[],
+    );
     assert_eq!(steady(&rows), vec![0, 30, 70]);
 }

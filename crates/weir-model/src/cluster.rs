@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::cluster_file::{ClusterFile, LimitSpec, Mode, Policy, Promotion, QueueSpec, Rounding, TierSpec};
+use crate::cluster_file::{
+    name_queue_path, ClusterFile, LimitSpec, Mode, Policy, Promotion, QueueSpec, Rounding, TierSpec,
+};
 use crate::error::{parse_yaml, ModelError, Problem};
 use crate::queue_path::QueuePath;
 use crate::resources::{PartialResources, Resources};
@@ -129,7 +131,12 @@ const DEFAULT_THRESHOLD: f64 = 0.5;
 impl ClusterConfig {
     /// Parse and validate a cluster file. `file` names it in errors.
     pub fn from_yaml(file: &str, text: &str) -> Result<ClusterConfig, ModelError> {
-        let raw: ClusterFile = parse_yaml(file, text)?;
+        let raw: ClusterFile = parse_yaml(file, text).map_err(|e| match e {
+            ModelError::Syntax { file, path, message } => {
+                ModelError::Syntax { file, path: name_queue_path(text, &path), message }
+            }
+            other => other,
+        })?;
         ClusterConfig::from_file(file, raw)
     }
 
@@ -174,7 +181,10 @@ impl Validator {
 
     fn cluster(&mut self, raw: &ClusterFile) -> ClusterConfig {
         if raw.version != 1 {
-            self.problem("version", format!("unsupported version {}; this weir reads version 1", raw.version));
+            self.problem(
+                "version",
+                format!("unsupported version {}; this weir reads version 1", raw.version),
+            );
         }
         let s = &raw.scheduler;
         if s.mode == Mode::Capacity {
@@ -187,7 +197,10 @@ impl Validator {
         if let Some(i) = &s.increment {
             for (name, v) in [("cpu", i.cpu), ("memory", i.memory), ("gpu", i.gpu)] {
                 if v == Some(0) {
-                    self.problem(format!("scheduler.increment.{name}"), "must be positive (leave it out for no rounding)");
+                    self.problem(
+                        format!("scheduler.increment.{name}"),
+                        "must be positive (leave it out for no rounding)",
+                    );
                 }
             }
         }
@@ -231,7 +244,10 @@ impl Validator {
             nodes.push(NodeGroup { count: g.count, resources: r, label: g.label.clone() });
         }
         if raw.nodes.is_empty() {
-            self.problem("nodes", "the cluster has no nodes; add e.g. `- {count: 10, resources: {cpu: 16000, memory: 64g}}`");
+            self.problem(
+                "nodes",
+                "the cluster has no nodes; add e.g. `- {count: 10, resources: {cpu: 16000, memory: 64g}}`",
+            );
         }
 
         let root_inherit = Inherited {
@@ -325,12 +341,27 @@ impl Validator {
         for spec in specs {
             let here = format!("{path}.{}", display_name(&spec.name));
             if spec.name.is_empty() || spec.name.contains(['.', ' ', '\t']) {
-                self.problem(format!("{here}.name"), format!("`{}` is not a queue name: use a non-empty name without dots or spaces", spec.name));
+                self.problem(
+                    format!("{here}.name"),
+                    format!(
+                        "`{}` is not a queue name: use a non-empty name without dots or spaces",
+                        spec.name
+                    ),
+                );
             } else if spec.name == "root" {
-                self.problem(format!("{here}.name"), "`root` is the implicit top of the tree; give this queue another name");
+                self.problem(
+                    format!("{here}.name"),
+                    "`root` is the implicit top of the tree; give this queue another name",
+                );
             }
             if !seen.insert(spec.name.clone()) {
-                self.problem(format!("{here}.name"), format!("a sibling is also named `{}`; names must be unique within their parent", spec.name));
+                self.problem(
+                    format!("{here}.name"),
+                    format!(
+                        "a sibling is also named `{}`; names must be unique within their parent",
+                        spec.name
+                    ),
+                );
             }
             let idx = queues.len();
             let q = self.queue(spec, &here, &queues[parent].path, parent, inherit, tiers);
@@ -359,12 +390,18 @@ impl Validator {
         let leaf = spec.children.is_empty();
         let weight = spec.weight.unwrap_or(1.0);
         if !(weight.is_finite() && weight >= 0.0) {
-            self.problem(format!("{here}.weight"), format!("{weight} is not a weight: use a number ≥ 0 (0 = served last)"));
+            self.problem(
+                format!("{here}.weight"),
+                format!("{weight} is not a weight: use a number ≥ 0 (0 = served last)"),
+            );
         }
         let min = self.limit(&format!("{here}.min"), spec.min.as_ref(), 0);
         let max = self.limit(&format!("{here}.max"), spec.max.as_ref(), u64::MAX);
         if spec.max_running_apps == Some(0) {
-            self.problem(format!("{here}.max_running_apps"), "must be at least 1 (leave it out for no limit)");
+            self.problem(
+                format!("{here}.max_running_apps"),
+                "must be at least 1 (leave it out for no limit)",
+            );
         }
         if let Some(s) = spec.max_am_share {
             if !(s > 0.0 && s <= 1.0) {
@@ -372,15 +409,24 @@ impl Validator {
             }
         }
         if spec.policy == Some(Policy::Fifo) && !leaf {
-            self.problem(format!("{here}.policy"), "fifo applies to leaf queues only; use fair or drf on a parent");
+            self.problem(
+                format!("{here}.policy"),
+                "fifo applies to leaf queues only; use fair or drf on a parent",
+            );
         }
         let tier = match spec.tier {
             Some(t) if !TIERS.contains(&t) => {
-                self.problem(format!("{here}.tier"), format!("{t} is not a tier: tiers are numbered 1 (most critical) to 3"));
+                self.problem(
+                    format!("{here}.tier"),
+                    format!("{t} is not a tier: tiers are numbered 1 (most critical) to 3"),
+                );
                 None
             }
             Some(_) if !leaf => {
-                self.problem(format!("{here}.tier"), "tiers are set on leaf queues; move `tier` to this queue's leaves");
+                self.problem(
+                    format!("{here}.tier"),
+                    "tiers are set on leaf queues; move `tier` to this queue's leaves",
+                );
                 None
             }
             t => t,
@@ -434,13 +480,15 @@ impl Validator {
         match spec {
             None => Limit::Absolute(PartialResources::default().or(missing)),
             Some(LimitSpec::Absolute(r)) => Limit::Absolute(r.or(missing)),
-            Some(LimitSpec::Percent(s)) => match s.trim().strip_suffix('%').map(|n| n.trim().parse::<f64>()) {
-                Some(Ok(p)) if (0.0..=100.0).contains(&p) => Limit::Percent(p),
-                _ => {
-                    self.problem(path, format!("`{s}` is neither a resource map nor a percentage of the cluster such as \"25%\""));
-                    Limit::Absolute(PartialResources::default().or(missing))
+            Some(LimitSpec::Percent(s)) => {
+                match s.trim().strip_suffix('%').map(|n| n.trim().parse::<f64>()) {
+                    Some(Ok(p)) if (0.0..=100.0).contains(&p) => Limit::Percent(p),
+                    _ => {
+                        self.problem(path, format!("`{s}` is neither a resource map nor a percentage of the cluster such as \"25%\""));
+                        Limit::Absolute(PartialResources::default().or(missing))
+                    }
                 }
-            },
+            }
         }
     }
 }

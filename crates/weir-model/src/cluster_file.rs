@@ -154,11 +154,33 @@ fn one() -> u32 {
 }
 
 /// A queue's `min` or `max`: a resource map, or a percentage of the cluster such as `"25%"`.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum LimitSpec {
     Absolute(PartialResources),
     Percent(String),
+}
+
+/// By hand rather than `#[serde(untagged)]`: an untagged enum reports every mistake as "data did
+/// not match any variant" and hides which field of the map was wrong.
+impl<'de> Deserialize<'de> for LimitSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct LimitVisitor;
+        impl<'de> serde::de::Visitor<'de> for LimitVisitor {
+            type Value = LimitSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a resource map such as {cpu: 4000, memory: 16g} or a percentage of the cluster such as \"25%\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<LimitSpec, E> {
+                Ok(LimitSpec::Percent(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<LimitSpec, A::Error> {
+                PartialResources::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(LimitSpec::Absolute)
+            }
+        }
+        d.deserialize_any(LimitVisitor)
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
@@ -191,4 +213,110 @@ pub struct QueueSpec {
     pub fair_share_preemption_threshold: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_share_preemption_timeout: Option<Duration>,
+}
+
+/// Just the queue names of a cluster file, read leniently (other fields ignored, a `queues` or
+/// `children` of the wrong shape read as empty) so that a syntax error's path can name queues the
+/// way validation errors do, even when the error is in the tree's own shape.
+#[derive(Deserialize)]
+struct NamesOnly {
+    #[serde(default)]
+    queues: QueueNames,
+}
+
+#[derive(Deserialize)]
+struct QueueName {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    children: QueueNames,
+}
+
+/// A list of queues, or nothing if the value is not a list. A streaming visitor, not an untagged
+/// enum: an untagged enum buffers values through `deserialize_any`, which reads a plain `y` or
+/// `on` as a YAML 1.1 boolean, and those are fine queue names.
+#[derive(Default)]
+struct QueueNames(Vec<QueueName>);
+
+impl<'de> Deserialize<'de> for QueueNames {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ListVisitor;
+        impl<'de> serde::de::Visitor<'de> for ListVisitor {
+            type Value = QueueNames;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("anything")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<QueueNames, A::Error> {
+                let mut list = Vec::new();
+                while let Some(q) = seq.next_element()? {
+                    list.push(q);
+                }
+                Ok(QueueNames(list))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<QueueNames, A::Error> {
+                while map.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
+                Ok(QueueNames::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<QueueNames, E> {
+                Ok(QueueNames::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<QueueNames, E> {
+                Ok(QueueNames::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<QueueNames, E> {
+                Ok(QueueNames::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<QueueNames, E> {
+                Ok(QueueNames::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<QueueNames, E> {
+                Ok(QueueNames::default())
+            }
+            fn visit_unit<E>(self) -> Result<QueueNames, E> {
+                Ok(QueueNames::default())
+            }
+            fn visit_none<E>(self) -> Result<QueueNames, E> {
+                Ok(QueueNames::default())
+            }
+        }
+        d.deserialize_any(ListVisitor)
+    }
+}
+
+/// Rewrite serde's `queues[0].children[2].wieght` as `queues.ads.children.tier3.wieght`, the form
+/// validation errors use. Where a name cannot be read (the file is too broken, or the queue has no
+/// usable name) the index stays.
+pub(crate) fn name_queue_path(text: &str, path: &str) -> String {
+    let Ok(names) = serde_saphyr::from_str::<NamesOnly>(text) else {
+        return path.to_string();
+    };
+    let mut out: Vec<String> = Vec::new();
+    // The queues one level down from the segment just read, while the path stays in the tree.
+    let mut level: Option<&[QueueName]> = None;
+    for (i, segment) in path.split('.').enumerate() {
+        let indexed = segment
+            .split_once('[')
+            .and_then(|(field, rest)| Some((field, rest.strip_suffix(']')?.parse::<usize>().ok()?)));
+        let list = match (i, indexed) {
+            (0, Some(("queues", _))) => Some(names.queues.0.as_slice()),
+            (_, Some(("children", _))) => level,
+            _ => None,
+        };
+        let queue = list.zip(indexed).and_then(|(list, (_, index))| list.get(index));
+        match (queue, indexed) {
+            (Some(QueueName { name: Some(name), children }), Some((field, _))) if usable(name) => {
+                out.push(format!("{field}.{name}"));
+                level = Some(children.0.as_slice());
+            }
+            _ => {
+                out.push(segment.to_string());
+                level = None;
+            }
+        }
+    }
+    out.join(".")
+}
+
+fn usable(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['.', '[', ']', ' '])
 }

@@ -39,7 +39,9 @@ impl ModelError {
     /// The problems, one per line, each naming the file and the path.
     pub fn problems(&self) -> Vec<Problem> {
         match self {
-            ModelError::Syntax { path, message, .. } => vec![Problem { path: path.clone(), message: message.clone() }],
+            ModelError::Syntax { path, message, .. } => {
+                vec![Problem { path: path.clone(), message: message.clone() }]
+            }
             ModelError::Invalid { problems, .. } => problems.clone(),
         }
     }
@@ -52,6 +54,10 @@ impl ModelError {
 }
 
 /// Parse a YAML document into `T`, reporting the path of the first mismatch.
+///
+/// The message is one line: serde-saphyr's user-facing wording followed by `at line L, column C`.
+/// Its default rendering adds a source snippet (labelled `<input>`, not the file) that repeats the
+/// message; callers print `file: path: message` per problem, so a single line reads better.
 pub fn parse_yaml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, ModelError> {
     let mut path = String::new();
     let result = serde_saphyr::with_deserializer_from_str(text, |de| {
@@ -60,9 +66,22 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Res
             e.into_inner()
         })
     });
-    result.map_err(|e| ModelError::Syntax {
-        file: file.to_string(),
-        path: if path == "." { String::new() } else { path },
-        message: e.to_string(),
+    result.map_err(|e| {
+        let path = if path == "." { String::new() } else { path };
+        let message = match e.without_snippet() {
+            serde_saphyr::Error::Eof { .. } if path.is_empty() && !has_content(text) => {
+                "the file is empty: expected a YAML document starting with `version: 1`".to_string()
+            }
+            _ => e.render_with_options(serde_saphyr::render_options! {
+                formatter: &serde_saphyr::UserMessageFormatter,
+                snippets: serde_saphyr::SnippetMode::Off,
+            }),
+        };
+        ModelError::Syntax { file: file.to_string(), path, message }
     })
+}
+
+/// Whether `text` holds anything but blank lines and comments.
+fn has_content(text: &str) -> bool {
+    text.lines().map(str::trim).any(|l| !l.is_empty() && !l.starts_with('#') && l != "---")
 }

@@ -13,7 +13,9 @@ pub mod queue_path;
 pub mod resources;
 pub mod time;
 
-pub use cluster::{ClusterConfig, Limit, NodeGroup, PreemptionConfig, QueueConfig, QueueIndex, SchedulerConfig, TierDefaults};
+pub use cluster::{
+    ClusterConfig, Limit, NodeGroup, PreemptionConfig, QueueConfig, QueueIndex, SchedulerConfig, TierDefaults,
+};
 pub use cluster_file::{ClusterFile, Mode, Policy, Promotion, QueueSpec, Rounding};
 pub use error::{parse_yaml, ModelError, Problem};
 pub use queue_path::QueuePath;

@@ -96,7 +96,8 @@ impl Resources {
 
     /// Round every component up to a multiple of the same component of `step` (0 = no rounding).
     pub fn round_up_to(&self, step: &Resources) -> Resources {
-        let r = |v: u64, s: u64| if s <= 1 || v % s == 0 { v } else { (v / s + 1).saturating_mul(s) };
+        let r =
+            |v: u64, s: u64| if s <= 1 || v.is_multiple_of(s) { v } else { (v / s + 1).saturating_mul(s) };
         Resources::new(r(self.cpu, step.cpu), r(self.memory, step.memory), r(self.gpu, step.gpu))
     }
 }
@@ -159,7 +160,11 @@ pub struct PartialResources {
 impl PartialResources {
     /// Fill missing components with `missing`.
     pub fn or(&self, missing: u64) -> Resources {
-        Resources::new(self.cpu.unwrap_or(missing), self.memory.unwrap_or(missing), self.gpu.unwrap_or(missing))
+        Resources::new(
+            self.cpu.unwrap_or(missing),
+            self.memory.unwrap_or(missing),
+            self.gpu.unwrap_or(missing),
+        )
     }
 
     pub fn from_resources(r: Resources) -> PartialResources {
@@ -180,22 +185,42 @@ pub fn parse_memory(s: &str) -> Result<u64, String> {
     } else {
         (t.as_str(), 1)
     };
-    let bad = || format!("`{s}` is not a memory amount: write MiB as a number, or a whole number with m, g or t (e.g. 512m, 8g)");
+    let bad = || {
+        format!("`{s}` is not a memory amount: write MiB as a number, or a whole number with m, g or t (e.g. 512m, 8g)")
+    };
     let n: u64 = num.trim().parse().map_err(|_| bad())?;
     n.checked_mul(scale).ok_or_else(bad)
 }
 
 fn memory_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Mem {
-        Num(u64),
-        Text(String),
-    }
-    match Option::<Mem>::deserialize(d)? {
-        None => Ok(None),
-        Some(Mem::Num(n)) => Ok(Some(n)),
-        Some(Mem::Text(s)) => parse_memory(&s).map(Some).map_err(serde::de::Error::custom),
+    Ok(Option::<Memory>::deserialize(d)?.map(|m| m.0))
+}
+
+/// A memory amount as written: MiB as a whole number, or a string with a unit. A visitor rather
+/// than an untagged enum, so a bad value gets a message that says what to write.
+struct Memory(u64);
+
+impl<'de> Deserialize<'de> for Memory {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct MemoryVisitor;
+        impl serde::de::Visitor<'_> for MemoryVisitor {
+            type Value = Memory;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a memory amount: MiB as a whole number, or a whole number with m, g or t (e.g. 512m, 8g)")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Memory, E> {
+                Ok(Memory(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Memory, E> {
+                u64::try_from(v)
+                    .map(Memory)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Memory, E> {
+                parse_memory(v).map(Memory).map_err(E::custom)
+            }
+        }
+        d.deserialize_any(MemoryVisitor)
     }
 }
 

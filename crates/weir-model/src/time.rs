@@ -93,7 +93,7 @@ impl fmt::Display for Duration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ms = self.0;
         for (scale, unit) in [(86_400_000, "d"), (3_600_000, "h"), (60_000, "m"), (1_000, "s")] {
-            if ms != 0 && ms % scale == 0 {
+            if ms != 0 && ms.is_multiple_of(scale) {
                 return write!(f, "{}{}", ms / scale, unit);
             }
         }
@@ -124,7 +124,14 @@ mod tests {
 
     #[test]
     fn parses_units() {
-        for (s, ms) in [("500ms", 500), ("90s", 90_000), ("15m", 900_000), ("2h", 7_200_000), ("1d", 86_400_000), ("0s", 0)] {
+        for (s, ms) in [
+            ("500ms", 500),
+            ("90s", 90_000),
+            ("15m", 900_000),
+            ("2h", 7_200_000),
+            ("1d", 86_400_000),
+            ("0s", 0),
+        ] {
             assert_eq!(s.parse::<Duration>().unwrap(), Duration(ms), "{s}");
         }
     }

@@ -49,7 +49,14 @@ impl Env {
         self.submit_as(id, queue, "alice", None, requests);
     }
 
-    pub fn submit_as(&mut self, id: u64, queue: &str, user: &str, priority: Option<i32>, requests: &[(Resources, u32)]) {
+    pub fn submit_as(
+        &mut self,
+        id: u64,
+        queue: &str,
+        user: &str,
+        priority: Option<i32>,
+        requests: &[(Resources, u32)],
+    ) {
         let spec = JobSpec {
             id: JobId(id),
             queue: QueuePath::parse(queue).expect("queue path"),
@@ -172,7 +179,11 @@ impl Env {
 
     pub fn snapshot(&self, queue: &str) -> weir_engine::QueueSnapshot {
         let path = QueuePath::parse(queue).expect("path");
-        self.engine.queues().into_iter().find(|q| q.queue == path).unwrap_or_else(|| panic!("no queue {queue}"))
+        self.engine
+            .queues()
+            .into_iter()
+            .find(|q| q.queue == path)
+            .unwrap_or_else(|| panic!("no queue {queue}"))
     }
 
     pub fn explain(&self, job: u64) -> String {

@@ -1,0 +1,197 @@
+//! `weir bench`: measure the engine on synthetic clusters and workloads.
+
+use std::fmt::Write as _;
+use std::time::{Duration as WallDuration, Instant};
+
+use anyhow::{bail, Result};
+use clap::{Args, Subcommand};
+use serde_json::json;
+use weir_engine::{ContainerId, Decision, Engine, JobId, JobSpec, Request};
+use weir_model::cluster_file::SchedulerSpec;
+use weir_model::{QueuePath, Time};
+
+use crate::emit;
+use crate::synthetic::{self, SplitMix};
+
+#[derive(Debug, Args)]
+#[command(about = "Measure weir's speed on synthetic clusters (use a release build)")]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    what: BenchTarget,
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchTarget {
+    /// Placements per second (filling an empty cluster, then steady churn) and the time to
+    /// recompute every fair share of a 10,000-queue tree. Last line: JSON.
+    Engine(EngineBench),
+}
+
+#[derive(Debug, Args)]
+struct EngineBench {
+    /// Nodes of 16 cores and 64 GiB.
+    #[arg(long, default_value_t = 5000)]
+    nodes: u32,
+    /// Leaf queues (org > project > tier).
+    #[arg(long, default_value_t = 2000)]
+    leaves: usize,
+    /// Jobs submitted, each asking for 1–20 containers of 1–4 cores and 2–16 GiB.
+    #[arg(long, default_value_t = 100_000)]
+    jobs: u64,
+    /// Churn rounds after the fill: each finishes 1% of the running containers and schedules.
+    #[arg(long, default_value_t = 200)]
+    rounds: u32,
+    /// Queues in the tree whose fair shares are recomputed.
+    #[arg(long, default_value_t = 10_000)]
+    share_queues: usize,
+    /// Seed of the synthetic workload.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+pub fn run(args: &BenchArgs) -> Result<()> {
+    match &args.what {
+        BenchTarget::Engine(e) => engine(e),
+    }
+}
+
+fn engine(a: &EngineBench) -> Result<()> {
+    if a.nodes == 0 || a.leaves == 0 || a.jobs == 0 {
+        bail!("--nodes, --leaves and --jobs must be positive");
+    }
+    if cfg!(debug_assertions) {
+        eprintln!("warning: this is a debug build; measure with `cargo run --release -- bench engine`");
+    }
+    let config = synthetic::cluster(a.nodes, a.leaves, SchedulerSpec::default());
+    let leaves: Vec<QueuePath> = config.leaves().map(|q| q.path.clone()).collect();
+    let mut engine = Engine::with_config_nodes(config)?;
+    let mut rng = SplitMix::new(a.seed);
+    let now = Time::ZERO;
+
+    let t = Instant::now();
+    for id in 0..a.jobs {
+        let leaf = leaves[rng.below(leaves.len() as u64) as usize].clone();
+        let count = 1 + rng.below(20) as u32;
+        let spec = JobSpec {
+            id: JobId(id),
+            queue: leaf,
+            user: format!("user{}", id % 500),
+            priority: None,
+            submit_time: now,
+            requests: vec![Request::new(synthetic::container(&mut rng), count)],
+        };
+        engine.on_job_submitted(now, spec)?;
+    }
+    let submit_time = t.elapsed();
+
+    let mut running: Vec<ContainerId> = Vec::new();
+    let t = Instant::now();
+    let fill = collect_starts(engine.schedule(now), &mut running);
+    let fill_time = t.elapsed();
+
+    let mut churn = 0usize;
+    let mut churn_time = WallDuration::ZERO;
+    let mut clock = 0u64;
+    for _ in 0..a.rounds {
+        clock += 1000;
+        let now = Time(clock);
+        let finish = (running.len() / 100).max(1);
+        let t = Instant::now();
+        for _ in 0..finish.min(running.len()) {
+            let i = rng.below(running.len() as u64) as usize;
+            let c = running.swap_remove(i);
+            engine.on_container_finished(now, c)?;
+        }
+        churn += collect_starts(engine.schedule(now), &mut running);
+        churn_time += t.elapsed();
+    }
+
+    let share_config = synthetic::cluster_with_queues(a.share_queues);
+    let share_leaves: Vec<usize> = share_config
+        .queues
+        .iter()
+        .enumerate()
+        .filter(|(_, q)| q.is_leaf())
+        .map(|(i, _)| i)
+        .step_by(2)
+        .collect();
+    let mut samples = Vec::new();
+    for _ in 0..21 {
+        let t = Instant::now();
+        let shares = weir_engine::shares_for(&share_config, &share_leaves);
+        samples.push(t.elapsed());
+        std::hint::black_box(shares);
+    }
+    samples.sort();
+    let recompute = samples[samples.len() / 2];
+
+    let rate = |n: usize, d: WallDuration| n as f64 / d.as_secs_f64().max(1e-9);
+    let total_rate = rate(fill + churn, fill_time + churn_time);
+    let mut out = String::new();
+    writeln!(
+        out,
+        "weir bench engine — {} nodes, {} leaves, {} jobs, seed {}",
+        a.nodes,
+        leaves.len(),
+        a.jobs,
+        a.seed
+    )?;
+    writeln!(out, "{:<34} {:>12} {:>12} {:>14}", "phase", "placements", "seconds", "placements/s")?;
+    writeln!(out, "{:<34} {:>12} {:>12.3} {:>14}", "submit jobs", "-", submit_time.as_secs_f64(), "-")?;
+    writeln!(
+        out,
+        "{:<34} {:>12} {:>12.3} {:>14.0}",
+        "fill empty cluster",
+        fill,
+        fill_time.as_secs_f64(),
+        rate(fill, fill_time)
+    )?;
+    writeln!(
+        out,
+        "{:<34} {:>12} {:>12.3} {:>14.0}",
+        format!("steady churn ({} rounds)", a.rounds),
+        churn,
+        churn_time.as_secs_f64(),
+        rate(churn, churn_time)
+    )?;
+    writeln!(
+        out,
+        "{:<34} {:>12} {:>12.3} {:>14.0}",
+        "all placements",
+        fill + churn,
+        (fill_time + churn_time).as_secs_f64(),
+        total_rate
+    )?;
+    writeln!(
+        out,
+        "fair-share recompute, {} queues ({} active leaves): median {:.3} ms of 21 runs",
+        share_config.queues.len(),
+        share_leaves.len(),
+        recompute.as_secs_f64() * 1e3
+    )?;
+    writeln!(
+        out,
+        "{}",
+        json!({
+            "placements_per_sec": total_rate.round(),
+            "fill_placements_per_sec": rate(fill, fill_time).round(),
+            "churn_placements_per_sec": rate(churn, churn_time).round(),
+            "fair_share_recompute_ms": (recompute.as_secs_f64() * 1e6).round() / 1e3,
+            "queues": share_config.queues.len(),
+            "nodes": a.nodes,
+            "leaves": leaves.len(),
+            "jobs": a.jobs,
+        })
+    )?;
+    emit(&out)
+}
+
+fn collect_starts(decisions: Vec<Decision>, running: &mut Vec<ContainerId>) -> usize {
+    let before = running.len();
+    for d in decisions {
+        if let Decision::StartContainer { container, .. } = d {
+            running.push(container);
+        }
+    }
+    running.len() - before
+}

@@ -1,0 +1,5 @@
+//! One module per subcommand: its clap `Args` struct and a `run` function.
+
+pub mod bench;
+pub mod shares;
+pub mod validate;

@@ -1,0 +1,81 @@
+//! `weir`: the command-line tool for weir, a resource manager for shared batch clusters.
+//!
+//! It holds no scheduling logic: each subcommand (one file under `cmd/`) parses its flags, reads
+//! files, calls a library crate and prints the result. Library errors arrive as `anyhow` errors
+//! with context naming the file or flag involved.
+
+mod cmd;
+mod synthetic;
+
+use std::fs;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use weir_model::ClusterConfig;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "weir",
+    version,
+    about = "weir: fair scheduling, simulation and planning for shared batch clusters",
+    long_about = "weir schedules batch work through a hierarchical, tiered queue tree \
+(organization > project > tier) with Hadoop YARN Fair Scheduler semantics: weights, \
+guaranteed and maximum shares, running-app limits and fair-share preemption that never takes \
+from tier-1 work.\n\n\
+Everything starts from a cluster file (cluster.yaml): the nodes, the scheduler settings, the \
+tier defaults and the queue tree. Check one, then see the fair share of every queue:\n\n  \
+weir validate examples/cluster.yaml\n  weir shares --cluster examples/cluster.yaml --active all\n\n\
+Run `weir help <command>` for what each command does, with examples.",
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Validate(cmd::validate::ValidateArgs),
+    Shares(cmd::shares::SharesArgs),
+    Bench(cmd::bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Validate(args) => cmd::validate::run(args),
+        Command::Shares(args) => cmd::shares::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Bench(args) => cmd::bench::run(args).map(|()| ExitCode::SUCCESS),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("weir: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Write a command's output to stdout. A reader that went away (`weir shares | head`) is not
+/// an error.
+pub fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e).context("cannot write to stdout"),
+        _ => Ok(()),
+    }
+}
+
+/// The example cluster (examples/cluster.yaml), built in so that weir runs with no files at all.
+pub const EXAMPLE_CLUSTER: &str = include_str!("../../../examples/cluster.yaml");
+
+/// Read and validate a cluster file. A broken file fails with a [`weir_model::ModelError`] (which
+/// lists every problem, each naming the file and the path inside it); an unreadable one with an
+/// I/O error naming the file.
+pub fn load_cluster(path: &Path) -> Result<ClusterConfig> {
+    let text = fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(ClusterConfig::from_yaml(&path.display().to_string(), &text)?)
+}

@@ -1,0 +1,150 @@
+//! `weir shares`, run as a real process: the Fair Scheduler's fair-share examples through
+//! `--json`, the table, the built-in example cluster and the errors.
+
+mod common;
+
+use common::{text, weir, Scratch};
+use serde_json::Value;
+
+/// `weir shares --json` on a cluster file written from `yaml`: (queue, steady MiB, instantaneous MiB).
+fn shares(test: &str, yaml: &str, active: &str) -> Vec<(String, u64, u64)> {
+    let scratch = Scratch::new(&format!("shares-{test}"));
+    let file = scratch.file("cluster.yaml", yaml);
+    let mut args = vec!["shares", "--cluster", file.as_str(), "--json"];
+    if !active.is_empty() {
+        args.extend(["--active", active]);
+    }
+    let out = weir(&args);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    json["queues"]
+        .as_array()
+        .expect("a queues array")
+        .iter()
+        .map(|q| {
+            let mem = |k: &str| q[k]["memory"].as_u64().expect("memory in MiB");
+            (q["queue"].as_str().expect("queue name").to_string(), mem("steady"), mem("instantaneous"))
+        })
+        .collect()
+}
+
+fn one_node(memory: &str, rounding: &str, queues: &str) -> String {
+    format!(
+        "version: 1\nscheduler: {{mode: fair, rounding: {rounding}}}\n\
+         nodes: [{{count: 1, resources: {{cpu: 64000, memory: {memory}}}}}]\nqueues: {queues}\n"
+    )
+}
+
+fn column(rows: &[(String, u64, u64)], f: fn(&(String, u64, u64)) -> u64) -> Vec<u64> {
+    rows.iter().skip(1).map(f).collect()
+}
+
+#[test]
+fn four_equal_queues_split_the_pool_evenly() {
+    let rows = shares("equal", &one_node("40", "yarn", "[{name: a}, {name: b}, {name: c}, {name: d}]"), "");
+    let names: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(names, ["root", "root.a", "root.b", "root.c", "root.d"]);
+    assert_eq!(rows[0], ("root".to_string(), 40, 40));
+    assert_eq!(column(&rows, |r| r.1), [10, 10, 10, 10]);
+    // Nothing is active, so below root every instantaneous share is zero.
+    assert_eq!(column(&rows, |r| r.2), [0, 0, 0, 0]);
+}
+
+#[test]
+fn maxes_cap_queues_and_the_others_share_the_rest() {
+    let queues = "[{name: a, max: {memory: 100}}, {name: b, max: {memory: 50}}, \
+                  {name: c, max: {memory: 11}}, {name: d, max: {memory: 3}}]";
+    let rows = shares("maxes", &one_node("40", "yarn", queues), "");
+    assert_eq!(column(&rows, |r| r.1), [13, 13, 11, 3]);
+}
+
+#[test]
+fn weights_divide_the_pool() {
+    let queues = "[{name: a, weight: 2}, {name: b}, {name: c}, {name: d, weight: 0.5}]";
+    let rows = shares("weights", &one_node("45", "yarn", queues), "");
+    assert_eq!(column(&rows, |r| r.1), [20, 10, 10, 5]);
+}
+
+#[test]
+fn yarn_rounding_gives_three_active_queues_3414_each_and_exact_rounding_sums_to_the_pool() {
+    let queues = "[{name: a}, {name: b}, {name: c}, {name: idle}]";
+    let rows = shares("yarn", &one_node("10240", "yarn", queues), "root.a,root.b,root.c");
+    assert_eq!(column(&rows, |r| r.2), [3414, 3414, 3414, 0]);
+
+    let rows = shares("exact", &one_node("10240", "exact", queues), "a,b,c");
+    let inst = column(&rows, |r| r.2);
+    assert_eq!(inst.iter().sum::<u64>(), 10240);
+    assert!(inst[..3].iter().all(|&m| m == 3413 || m == 3414), "{inst:?}");
+    assert_eq!(inst[3], 0);
+}
+
+#[test]
+fn hierarchical_weights_steady_and_instantaneous() {
+    let yaml = "version: 1
+nodes: [{count: 1, resources: {cpu: 64000, memory: 16g}}]
+queues:
+  - {name: parentA, weight: 8, children: [{name: a1}, {name: a2}, {name: a3}, {name: a4}]}
+  - {name: parentB, weight: 1, children: [{name: b1}, {name: b2}]}
+  - {name: default, weight: 1}
+";
+    let rows = shares("hierarchy", yaml, "parentA.a1,parentA.a2,parentB.b1,default");
+    let pool = 16384.0;
+    let pct = |name: &str, steady: bool| {
+        let row = rows.iter().find(|r| r.0 == name).unwrap_or_else(|| panic!("no row {name}"));
+        let v = if steady { row.1 } else { row.2 };
+        (v as f64 / pool * 1000.0).round() / 10.0
+    };
+    for leaf in ["a1", "a2", "a3", "a4"] {
+        assert_eq!(pct(&format!("root.parentA.{leaf}"), true), 20.0, "steady {leaf}");
+    }
+    assert_eq!(pct("root.parentB.b1", true), 5.0);
+    assert_eq!(pct("root.parentB.b2", true), 5.0);
+    assert_eq!(pct("root.default", true), 10.0);
+    assert_eq!(pct("root.parentA.a1", false), 40.0);
+    assert_eq!(pct("root.parentA.a2", false), 40.0);
+    assert_eq!(pct("root.parentA.a3", false), 0.0);
+    assert_eq!(pct("root.parentB.b1", false), 10.0);
+    assert_eq!(pct("root.parentB.b2", false), 0.0);
+    assert_eq!(pct("root.default", false), 10.0);
+}
+
+#[test]
+fn the_table_lists_every_queue_of_the_example_depth_first() {
+    let out = weir(&["shares", "--cluster", "examples/cluster-small.yaml", "--active", "all"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("queue"), "{stdout}");
+    let queues: Vec<&str> = lines[1..4].iter().map(|l| l.split_whitespace().next().unwrap_or("")).collect();
+    assert_eq!(queues, ["root", "root.a", "root.b"]);
+    // Weights 3:1:1 of 128 GiB, no min or max binding: a gets 60%, b and default 20% each.
+    assert!(lines[2].contains("60.0%"), "{stdout}");
+    assert!(lines[3].contains("20.0%") && lines[4].contains("20.0%"), "{stdout}");
+}
+
+#[test]
+fn without_a_cluster_file_the_built_in_example_is_used() {
+    let out = weir(&["shares", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stderr).contains("built-in example cluster"));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let queues = json["queues"].as_array().expect("queues");
+    assert_eq!(queues.len(), 1 + 48, "root and the 48 queues under it");
+    assert_eq!(queues[0]["steady"]["memory"].as_u64(), Some(40 * 65536));
+    assert!(queues.iter().any(|q| q["queue"] == "root.ads.ranking.tier1"));
+}
+
+#[test]
+fn active_names_that_are_not_leaves_of_the_cluster_are_errors() {
+    let out = weir(&["shares", "--cluster", "examples/cluster.yaml", "--active", "root.nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stderr), "weir: --active: no queue root.nope in examples/cluster.yaml\n");
+
+    let out = weir(&["shares", "--cluster", "examples/cluster.yaml", "--active", "root.ads"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("root.ads is not a leaf"), "{}", text(&out.stderr));
+
+    let out = weir(&["shares", "--cluster", "examples/missing.yaml"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("cannot read examples/missing.yaml"), "{}", text(&out.stderr));
+}

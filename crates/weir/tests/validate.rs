@@ -1,0 +1,108 @@
+//! `weir validate`, run as a real process on the examples and on broken files.
+
+mod common;
+
+use common::{text, weir, Scratch};
+
+#[test]
+fn the_examples_are_valid() {
+    let out = weir(&["validate", "examples/cluster.yaml", "examples/cluster-small.yaml"]);
+    assert_eq!(text(&out.stderr), "");
+    assert_eq!(
+        text(&out.stdout),
+        "examples/cluster.yaml: ok — 40 nodes, 48 queues (33 leaves), total {cpu: 640000, memory: 2621440}\n\
+         examples/cluster-small.yaml: ok — 4 nodes, 3 queues (3 leaves), total {cpu: 32000, memory: 131072}\n"
+    );
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn an_invalid_file_lists_every_problem_with_file_and_path() {
+    let scratch = Scratch::new("invalid");
+    let bad = scratch.file(
+        "bad.yaml",
+        "version: 1
+nodes: [{count: 0, resources: {cpu: 1000}}]
+queues:
+  - name: ads
+    children:
+      - name: ranking
+        children:
+          - {name: tier1, weight: -1, tier: 5}
+",
+    );
+    let out = weir(&["validate", &bad]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout), "");
+    let stderr = text(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            format!("{bad}: nodes[0].count: must be at least 1"),
+            format!("{bad}: queues.ads.children.ranking.children.tier1.weight: -1 is not a weight: use a number ≥ 0 (0 = served last)"),
+            format!("{bad}: queues.ads.children.ranking.children.tier1.tier: 5 is not a tier: tiers are numbered 1 (most critical) to 3"),
+        ]
+    );
+}
+
+#[test]
+fn an_unknown_field_names_the_file_the_path_and_the_line() {
+    let scratch = Scratch::new("unknown-field");
+    let bad = scratch.file(
+        "typo.yaml",
+        "version: 1\nnodes: [{resources: {cpu: 1000}}]\nqueues:\n  - {name: a, wieght: 2}\n",
+    );
+    let out = weir(&["validate", &bad]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("{bad}: queues.a.wieght: unknown field `wieght`, expected one of")),
+        "{stderr}"
+    );
+    assert!(stderr.trim_end().ends_with("at line 4, column 15"), "{stderr}");
+}
+
+#[test]
+fn every_file_is_checked_even_after_a_bad_one() {
+    let scratch = Scratch::new("several");
+    let bad =
+        scratch.file("bad.yaml", "version: 2\nnodes: [{resources: {cpu: 1000}}]\nqueues: [{name: a}]\n");
+    let out = weir(&["validate", &bad, "examples/cluster-small.yaml"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        format!("{bad}: version: unsupported version 2; this weir reads version 1\n")
+    );
+    assert!(text(&out.stdout).starts_with("examples/cluster-small.yaml: ok — 4 nodes"));
+}
+
+#[test]
+fn an_unreadable_file_exits_2_and_names_the_file() {
+    let scratch = Scratch::new("missing");
+    let missing = scratch.0.join("missing.yaml").display().to_string();
+    let out = weir(&["validate", &missing, "examples/cluster-small.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains(&format!("cannot read {missing}")), "{stderr}");
+    assert!(text(&out.stdout).contains("cluster-small.yaml: ok"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = weir(&["validate"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("<FILE>"));
+}
+
+#[test]
+fn help_teaches_by_example() {
+    let out = weir(&["validate", "--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = text(&out.stdout);
+    assert!(help.contains("weir validate examples/cluster.yaml"), "{help}");
+    assert!(help.contains("FILE: PATH: MESSAGE"), "{help}");
+    let top = text(&weir(&["--help"]).stdout);
+    assert!(top.contains("validate"), "{top}");
+}
