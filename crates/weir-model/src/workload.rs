@@ -1,0 +1,171 @@
+//! The validated workload: workflows → jobs (a DAG) → stages (a DAG of identical tasks).
+//!
+//! This is what the simulator runs, whatever it came from: a `workload.yaml` (see
+//! `workload_file.rs`) or a trace importer in weir-sim. Dependencies are indices into the
+//! enclosing list and always point backwards (`after[i] < own index`), so every DAG here is
+//! acyclic and already in a topological order.
+
+use crate::queue_path::QueuePath;
+use crate::resources::Resources;
+use crate::time::{Duration, Time};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workload {
+    pub workflows: Vec<Workflow>,
+}
+
+/// A recurring (or one-off) DAG of jobs with an owner queue, a tier and a runtime SLO.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workflow {
+    pub name: String,
+    /// The leaf queue its jobs are submitted to.
+    pub queue: QueuePath,
+    /// 1 (most critical) to 3.
+    pub tier: u8,
+    /// Runtime SLO of one run: from the run's submission to the end of its last job.
+    pub slo: Option<Duration>,
+    /// Job priority handed to the engine; `None` lets the queue's (tier's) priority apply.
+    pub priority: Option<i32>,
+    /// The user its jobs run as (for per-user running-app limits).
+    pub user: String,
+    pub arrival: Arrival,
+    /// In topological order: `jobs[i].after` holds indices below `i`.
+    pub jobs: Vec<JobTemplate>,
+}
+
+/// When the runs of a workflow are submitted.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arrival {
+    /// A run at each of these times (sorted, non-decreasing). Trace importers use this with a
+    /// single time.
+    At(Vec<Time>),
+    /// A run at `start`, `start + every`, `start + 2·every`, …
+    Every { start: Time, every: Duration },
+    /// Runs whose gaps are exponentially distributed with this mean, the first one `start` plus
+    /// one gap.
+    Poisson { start: Time, mean_interval: Duration },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobTemplate {
+    pub name: String,
+    /// Jobs of the same workflow that must finish before this one is submitted.
+    pub after: Vec<usize>,
+    /// In topological order: `stages[i].after` holds indices below `i`.
+    pub stages: Vec<Stage>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stage {
+    pub name: String,
+    /// Stages of the same job whose tasks must all finish before this stage's tasks are requested.
+    pub after: Vec<usize>,
+    /// Number of identical tasks, each needing one container; at least 1.
+    pub tasks: u32,
+    pub resources: Resources,
+    pub duration: Distribution,
+    /// Probability in [0, 1) that one attempt of a task fails (at a uniformly drawn point of
+    /// its duration) and is retried.
+    pub failure_probability: f64,
+}
+
+/// A task-duration distribution. Samples are whole milliseconds, at least 1.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Distribution {
+    Fixed(Duration),
+    Uniform {
+        min: Duration,
+        max: Duration,
+    },
+    Exponential {
+        mean: Duration,
+    },
+    /// ln(duration in seconds) ~ Normal(mu, sigma). The file form `{median, p99}` converts to
+    /// mu = ln(median), sigma = (ln(p99) − ln(median)) / 2.326348.
+    LogNormal {
+        mu: f64,
+        sigma: f64,
+    },
+    /// One of these samples, uniformly; never empty.
+    Empirical(Vec<Duration>),
+}
+
+impl Distribution {
+    /// The mean in seconds (for sizing: SLO floors, critical paths, C(p,a) tables).
+    pub fn mean_secs(&self) -> f64 {
+        match self {
+            Distribution::Fixed(d) => d.as_secs_f64(),
+            Distribution::Uniform { min, max } => (min.as_secs_f64() + max.as_secs_f64()) / 2.0,
+            Distribution::Exponential { mean } => mean.as_secs_f64(),
+            Distribution::LogNormal { mu, sigma } => (mu + sigma * sigma / 2.0).exp(),
+            Distribution::Empirical(samples) => {
+                samples.iter().map(|d| d.as_secs_f64()).sum::<f64>() / samples.len().max(1) as f64
+            }
+        }
+    }
+}
+
+impl JobTemplate {
+    /// Σ over stages of tasks × mean task duration: the container-seconds one run needs.
+    pub fn total_task_secs(&self) -> f64 {
+        self.stages.iter().map(|s| s.tasks as f64 * s.duration.mean_secs()).sum()
+    }
+
+    /// The longest chain of stage mean durations (a lower bound on the job's runtime).
+    pub fn critical_path_secs(&self) -> f64 {
+        let mut finish = vec![0.0f64; self.stages.len()];
+        for (i, s) in self.stages.iter().enumerate() {
+            let ready = s.after.iter().map(|&u| finish[u]).fold(0.0, f64::max);
+            finish[i] = ready + s.duration.mean_secs();
+        }
+        finish.into_iter().fold(0.0, f64::max)
+    }
+}
+
+impl Workflow {
+    /// The longest chain of job critical paths in one run.
+    pub fn critical_path_secs(&self) -> f64 {
+        let mut finish = vec![0.0f64; self.jobs.len()];
+        for (i, j) in self.jobs.iter().enumerate() {
+            let ready = j.after.iter().map(|&u| finish[u]).fold(0.0, f64::max);
+            finish[i] = ready + j.critical_path_secs();
+        }
+        finish.into_iter().fold(0.0, f64::max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stage(after: Vec<usize>, secs: u64) -> Stage {
+        Stage {
+            name: "s".into(),
+            after,
+            tasks: 2,
+            resources: Resources::new(1000, 1024, 0),
+            duration: Distribution::Fixed(Duration::from_secs(secs)),
+            failure_probability: 0.0,
+        }
+    }
+
+    #[test]
+    fn critical_path_follows_the_longest_chain() {
+        let job = JobTemplate {
+            name: "j".into(),
+            after: vec![],
+            stages: vec![stage(vec![], 10), stage(vec![], 100), stage(vec![0, 1], 5), stage(vec![0], 1)],
+        };
+        assert_eq!(job.critical_path_secs(), 105.0);
+        assert_eq!(job.total_task_secs(), 2.0 * (10.0 + 100.0 + 5.0 + 1.0));
+    }
+
+    #[test]
+    fn means_of_distributions() {
+        let s = Duration::from_secs;
+        assert_eq!(Distribution::Uniform { min: s(30), max: s(90) }.mean_secs(), 60.0);
+        assert_eq!(Distribution::Empirical(vec![s(1), s(2), s(6)]).mean_secs(), 3.0);
+        let median = Distribution::LogNormal { mu: 100f64.ln(), sigma: 0.0 };
+        assert!((median.mean_secs() - 100.0).abs() < 1e-9);
+    }
+}
