@@ -7,6 +7,7 @@ use crate::cluster_file::{
     name_queue_path, ClusterFile, LimitSpec, Mode, Policy, Promotion, QueueSpec, Rounding, TierSpec,
 };
 use crate::error::{parse_yaml, ModelError, Problem};
+use crate::placement::{self, PlacementRule};
 use crate::queue_path::QueuePath;
 use crate::resources::{PartialResources, Resources};
 use crate::time::Duration;
@@ -25,6 +26,8 @@ pub struct ClusterConfig {
     pub nodes: Vec<NodeGroup>,
     /// Depth-first, parents before children; `queues[0]` is `root`.
     pub queues: Vec<QueueConfig>,
+    /// The file's placement rules, in order; every rule's queue is an existing leaf.
+    pub placement: Vec<PlacementRule>,
     /// The file as written, for exporters that must keep what the user set and nothing more.
     pub file: ClusterFile,
 }
@@ -279,6 +282,7 @@ impl Validator {
             self.problem("queues", "the tree has no queues; jobs need at least one leaf under root");
         }
         self.children(&mut queues, 0, "queues", &raw.queues, &root_inherit, &tiers);
+        let placement = placement::rules(&raw.placement, &queues, &mut self.problems);
 
         ClusterConfig {
             scheduler: SchedulerConfig {
@@ -293,6 +297,7 @@ impl Validator {
             tiers,
             nodes,
             queues,
+            placement,
             file: raw.clone(),
         }
     }

@@ -23,6 +23,22 @@ pub struct ClusterFile {
     /// The children of the implicit `root` queue.
     #[serde(default)]
     pub queues: Vec<QueueSpec>,
+    /// Where workflows placed by project (and tier) go; the first matching rule wins, and
+    /// without one a workflow goes to `root.<project>.tier<N>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placement: Vec<PlacementSpec>,
+}
+
+/// One placement rule: workflows of `project` (at `tier`, or at any tier when it is left out)
+/// go to the leaf `queue`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlacementSpec {
+    /// Dotted, as in the queue tree without `root`: `ads.ranking`.
+    pub project: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<u8>,
+    pub queue: String,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]

@@ -5,13 +5,47 @@
 //! enclosing list and always point backwards (`after[i] < own index`), so every DAG here is
 //! acyclic and already in a topological order.
 
+use crate::cluster::ClusterConfig;
+use crate::error::{parse_yaml, ModelError};
 use crate::queue_path::QueuePath;
 use crate::resources::Resources;
 use crate::time::{Duration, Time};
+use crate::workload_file::{name_workload_path, WorkloadFile};
+use crate::workload_validation::Validator;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Workload {
     pub workflows: Vec<Workflow>,
+}
+
+impl Workload {
+    /// Parse and validate a workload file against the cluster it runs on (which places
+    /// workflows given by project and decides whether every task fits on some node). `file`
+    /// names it in errors.
+    pub fn from_yaml(file: &str, text: &str, cluster: &ClusterConfig) -> Result<Workload, ModelError> {
+        let raw: WorkloadFile = parse_yaml(file, text).map_err(|e| match e {
+            ModelError::Syntax { file, path, message } => {
+                ModelError::Syntax { file, path: name_workload_path(text, &path), message }
+            }
+            other => other,
+        })?;
+        Workload::from_file(file, &raw, cluster)
+    }
+
+    /// Validate a parsed workload file, collecting every problem before failing.
+    pub fn from_file(
+        file: &str,
+        raw: &WorkloadFile,
+        cluster: &ClusterConfig,
+    ) -> Result<Workload, ModelError> {
+        let mut v = Validator::new(cluster);
+        let workload = v.workload(raw);
+        if v.problems.is_empty() {
+            Ok(workload)
+        } else {
+            Err(ModelError::Invalid { file: file.to_string(), problems: v.problems })
+        }
+    }
 }
 
 /// A recurring (or one-off) DAG of jobs with an owner queue, a tier and a runtime SLO.

@@ -405,3 +405,92 @@ proptest! {
         }
     }
 }
+
+/// A cluster with an `ads.ranking` project of three tier leaves, an `ml` project with one untiered
+/// leaf, and the given `placement:` items.
+fn with_placement(rules: &str) -> String {
+    format!(
+        "version: 1\n{NODES}queues:\n  - {{name: ads, children: [{{name: ranking, children: [{{name: tier1, tier: 1}}, {{name: tier2, tier: 2}}, {{name: tier3, tier: 3}}]}}]}}\n  - {{name: ml, children: [{{name: shared}}]}}\nplacement:\n{rules}"
+    )
+}
+
+#[test]
+fn placement_rules() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "- {project: ml, queue: root.ml}",
+            "placement[0].queue",
+            "root.ml is not a leaf queue; work goes to leaves: root.ml.shared",
+        ),
+        (
+            "- {project: ml, queue: root.ml.gpu}",
+            "placement[0].queue",
+            "no queue root.ml.gpu in the cluster; the leaves under root.ml are root.ml.shared",
+        ),
+        (
+            "- {project: ml, queue: root.nowhere}",
+            "placement[0].queue",
+            "no queue root.nowhere in the cluster",
+        ),
+        (
+            "- {project: ml, queue: 'root..x'}",
+            "placement[0].queue",
+            "`root..x` is not a queue path: write it like root.ads.ranking.tier1",
+        ),
+        (
+            "- {project: ml, tier: 4, queue: root.ml.shared}",
+            "placement[0].tier",
+            "4 is not a tier: tiers are numbered 1 (most critical) to 3",
+        ),
+        (
+            "- {project: 'ads ranking', queue: root.ml.shared}",
+            "placement[0].project",
+            "`ads ranking` is not a project: write its queue path without `root`, e.g. ads.ranking",
+        ),
+        (
+            "- {project: '', queue: root.ml.shared}",
+            "placement[0].project",
+            "`` is not a project: write its queue path without `root`, e.g. ads.ranking",
+        ),
+        (
+            "- {project: ads.ranking, tier: 1, queue: root.ads.ranking.tier2}",
+            "placement[0].queue",
+            "the rule sends tier-1 work to root.ads.ranking.tier2, a tier-2 queue",
+        ),
+    ];
+    for (rules, path, message) in cases {
+        let found = problems(&with_placement(&format!("  {rules}\n")));
+        assert_eq!(found, [(path.to_string(), message.to_string())], "{rules}");
+    }
+    check_syntax(
+        &with_placement("  - {project: ml, queue: root.ml.shared, prio: 1}\n"),
+        "placement[0].prio",
+        "unknown field `prio`",
+    );
+    check_syntax(&with_placement("  - {project: ml}\n"), "placement[0]", "missing field `queue`");
+}
+
+#[test]
+fn placement_takes_the_first_matching_rule_else_the_default_rule() {
+    let c = ClusterConfig::from_yaml(
+        "c.yaml",
+        &with_placement(
+            "  - {project: ads.ranking, tier: 1, queue: root.ml.shared}\n  - {project: root.ml, queue: root.ads.ranking.tier3}\n  - {project: ml, queue: root.ml.shared}\n",
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.placement.len(), 3);
+    assert_eq!(c.placement[1].project, "ml", "`root.` is dropped from projects");
+    let place = |project: &str, tier: u8| {
+        let p = c.place(project, tier);
+        (p.queue.to_string(), p.rule)
+    };
+    // A tiered rule matches its tier only; the default rule covers the others.
+    assert_eq!(place("ads.ranking", 1), ("root.ml.shared".to_string(), Some(0)));
+    assert_eq!(place("ads.ranking", 2), ("root.ads.ranking.tier2".to_string(), None));
+    // A rule without a tier matches every tier; the first match wins over the later rule.
+    assert_eq!(place("ml", 2), ("root.ads.ranking.tier3".to_string(), Some(1)));
+    assert_eq!(place("root.ml", 1), ("root.ads.ranking.tier3".to_string(), Some(1)));
+    // The default rule's queue need not exist: callers check.
+    assert_eq!(place("search", 3), ("root.search.tier3".to_string(), None));
+}
