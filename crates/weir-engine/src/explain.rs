@@ -29,6 +29,18 @@ pub struct QueueSnapshot {
     pub max_running_apps: Option<u32>,
 }
 
+/// The figures of one queue a host samples often (a simulator, a metrics exporter): cheap to
+/// read, no allocation. Indices are the cluster configuration's (`ClusterConfig::queues`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct QueueStat {
+    pub usage: Resources,
+    pub pending: Resources,
+    pub steady: Resources,
+    pub instantaneous: Resources,
+    pub running_apps: u32,
+    pub waiting_apps: u32,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobStatus {
     /// Waiting for a running-app slot.
@@ -96,6 +108,20 @@ impl Engine {
                 max_running_apps: q.max_running_apps,
             })
             .collect()
+    }
+
+    /// One queue's figures by its index in the cluster configuration. Shares are as of the last
+    /// `schedule` call. Panics on an index the configuration does not have.
+    pub fn queue_stat(&self, queue: usize) -> QueueStat {
+        let q = &self.queues[queue];
+        QueueStat {
+            usage: q.usage,
+            pending: q.pending,
+            steady: q.steady,
+            instantaneous: q.instantaneous,
+            running_apps: q.running_apps,
+            waiting_apps: q.waiting_apps,
+        }
     }
 
     /// The sum of all nodes' resources.

@@ -16,6 +16,12 @@ pub struct NodeId(pub u64);
 pub struct ContainerId(pub u64);
 
 impl ContainerId {
+    /// A dense index, reused once the container is gone: hosts can keep per-container records
+    /// in a `Vec` indexed by it, and compare the whole id to tell a stale record from a live one.
+    pub fn index(self) -> usize {
+        self.slot()
+    }
+
     pub(crate) fn new(slot: u32, generation: u32) -> ContainerId {
         ContainerId(((generation as u64) << 32) | slot as u64)
     }

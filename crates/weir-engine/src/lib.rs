@@ -34,7 +34,7 @@ mod state;
 pub use decision::{Decision, PreemptReason, Starvation};
 pub use engine::Engine;
 pub use error::EngineError;
-pub use explain::{Explanation, JobStatus, QueueSnapshot};
+pub use explain::{Explanation, JobStatus, QueueSnapshot, QueueStat};
 pub use ids::{ContainerId, JobId, NodeId};
 pub use input::{Input, JobSpec, NodeSpec, Request};
 pub use invariants::NodeSnapshot;

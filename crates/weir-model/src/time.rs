@@ -58,6 +58,32 @@ impl Duration {
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1000.0
     }
+
+    /// For people, not files: the two largest units, rounded (`3d 4h`, `2h 5m`, `4m 10s`,
+    /// `12.3s`, `250ms`). `Display` is exact instead, so files round-trip.
+    pub fn human(self) -> String {
+        let ms = self.0;
+        let units = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "m"), (1_000, "s")];
+        for (i, &(scale, unit)) in units.iter().enumerate().take(3) {
+            if ms >= scale {
+                let (next, next_unit) = units[i + 1];
+                let (big, small) = (ms / scale, (ms % scale + next / 2) / next);
+                // Rounding the smaller unit can carry into the bigger one.
+                let (big, small) = if small * next >= scale { (big + 1, 0) } else { (big, small) };
+                return if small == 0 {
+                    format!("{big}{unit}")
+                } else {
+                    format!("{big}{unit} {small}{next_unit}")
+                };
+            }
+        }
+        if ms >= 1_000 {
+            let s = format!("{:.1}", ms as f64 / 1000.0);
+            format!("{}s", s.trim_end_matches(".0"))
+        } else {
+            format!("{ms}ms")
+        }
+    }
 }
 
 /// Why a duration string was not understood.
@@ -140,6 +166,22 @@ mod tests {
     fn rejects_bad_durations() {
         for s in ["", "15", "s", "1.5h", "-3s", "3 weeks", "99999999999999999999d"] {
             assert!(s.parse::<Duration>().is_err(), "{s} should not parse");
+        }
+    }
+
+    #[test]
+    fn human_durations_keep_two_units() {
+        for (ms, want) in [
+            (250, "250ms"),
+            (12_340, "12.3s"),
+            (60_000, "1m"),
+            (250_000, "4m 10s"),
+            (7_500_000, "2h 5m"),
+            (7_199_999, "2h"),
+            (273_600_000, "3d 4h"),
+            (17_585_525_000, "203d 13h"),
+        ] {
+            assert_eq!(Duration(ms).human(), want, "{ms}");
         }
     }
 

@@ -1,8 +1,35 @@
 //! weir-sim: the cluster simulator. It runs the real weir engine in virtual time, as fast as the
 //! machine allows, on workloads from a `workload.yaml` or from a trace.
 //!
-//! It never reads a clock, spawns threads or depends on tokio; it is deterministic for a seed.
-//! Its only I/O-shaped code is in the importers, which take text (or a reader) that the caller
-//! opened, so every error can name the file.
+//! [`Simulation`] is a discrete-event loop (`sim.rs`) over an execution model of workflow runs,
+//! jobs, stages and tasks (`execution.rs`): tasks hold containers for sampled durations, fail and
+//! retry, lose their work to preemption and node failures. It measures as it goes (`metrics.rs`)
+//! and hands over an [`Outcome`]: the [`Summary`] (`summary.json`), one [`RunRecord`] per run
+//! (`runs.csv`), usage intervals per leaf queue ([`UsageRow`], `usage.csv`, the planner's input)
+//! and samples for the report (`report.rs`, `report.html`).
+//!
+//! It never reads a clock, spawns threads or depends on tokio, and it is deterministic: the same
+//! cluster, workload and seed give the same events and the same outputs, bit for bit. Events at
+//! one time are handled in the order they were scheduled (a sequence number breaks ties), and
+//! every random stream is derived from the seed (`sample.rs`). Its only I/O-shaped code is in
+//! the importers and writers, which take readers and writers the caller opened, so every error
+//! can name the file.
 
+mod config;
+mod error;
+mod execution;
 pub mod import;
+mod metrics;
+pub mod report;
+mod sample;
+mod sim;
+mod summary;
+
+pub use config::{NodeFailures, SimConfig};
+pub use error::SimError;
+pub use metrics::{Sample, UsageRow};
+pub use sim::{Progress, Simulation};
+pub use summary::{
+    write_runs_csv, Outcome, QueueSummary, ResourceFloats, RunRecord, Summary, TierSummary, UsageCsv,
+    SLO_SUCCESSFUL,
+};

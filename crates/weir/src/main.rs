@@ -39,6 +39,7 @@ struct Cli {
 enum Command {
     Validate(cmd::validate::ValidateArgs),
     Shares(cmd::shares::SharesArgs),
+    Simulate(cmd::simulate::SimulateArgs),
     Bench(cmd::bench::BenchArgs),
 }
 
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Validate(args) => cmd::validate::run(args),
         Command::Shares(args) => cmd::shares::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Simulate(args) => cmd::simulate::run(args).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => cmd::bench::run(args).map(|()| ExitCode::SUCCESS),
     };
     match result {
@@ -71,6 +73,9 @@ pub fn emit(text: &str) -> Result<()> {
 
 /// The example cluster (examples/cluster.yaml), built in so that weir runs with no files at all.
 pub const EXAMPLE_CLUSTER: &str = include_str!("../../../examples/cluster.yaml");
+
+/// The example workload (examples/workload.yaml), built in like the example cluster.
+pub const EXAMPLE_WORKLOAD: &str = include_str!("../../../examples/workload.yaml");
 
 /// Read and validate a cluster file. A broken file fails with a [`weir_model::ModelError`] (which
 /// lists every problem, each naming the file and the path inside it); an unreadable one with an

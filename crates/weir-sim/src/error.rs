@@ -1,0 +1,32 @@
+//! The one error type of weir-sim.
+
+use weir_model::{QueuePath, Resources};
+
+use crate::import::ImportError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// A trace could not be read at all (bad rows are skipped and counted instead).
+    #[error(transparent)]
+    Import(#[from] ImportError),
+    /// The cluster file cannot drive the engine. Fix the file; retrying does not help.
+    #[error("cluster: {0}")]
+    Engine(#[from] weir_engine::EngineError),
+    /// A workflow names a queue that is not a leaf of the cluster.
+    #[error("workflow {workflow}: queue {queue} is not a leaf queue of the cluster{hint}")]
+    UnknownQueue { workflow: String, queue: QueuePath, hint: String },
+    /// A task no node can ever hold would wait forever.
+    #[error(
+        "workflow {workflow}, job {job}, stage {stage}: a task needs {needs} but the largest node has {largest}"
+    )]
+    TaskTooLarge { workflow: String, job: String, stage: String, needs: Resources, largest: Resources },
+    /// Recurring or Poisson arrivals never end by themselves.
+    #[error("workflow {workflow} recurs forever: give the simulation a horizon (--until)")]
+    Unbounded { workflow: String },
+    /// A setting is out of range.
+    #[error("simulation setting {setting}: {problem}")]
+    Setting { setting: &'static str, problem: String },
+    /// The engine refused an input the simulator built: a simulator bug, reported with the seed.
+    #[error("internal error at {at} (seed {seed}): {problem}")]
+    Internal { at: weir_model::Time, seed: u64, problem: String },
+}

@@ -1,0 +1,464 @@
+//! The execution model: runs of workflows, their jobs, stages and tasks.
+//!
+//! A run's jobs are submitted when the jobs they wait for have finished; a stage's tasks become
+//! container requests when the stages they wait for have finished (a barrier). A task holds its
+//! container for its sampled duration; an attempt that fails (with the stage's probability, at a
+//! uniformly drawn point) is retried up to `max_attempts`, after which its job — and its run —
+//! fails. A task whose container is preempted or lost with its node loses its work and is asked
+//! for again, without using up an attempt. A job holds its application master, when there is
+//! one, from its first container to its end.
+
+use weir_engine::{ContainerId, JobId, JobSpec, Request};
+use weir_model::{Duration, Resources, Time};
+
+use crate::error::SimError;
+use crate::sample::{self, Rng};
+use crate::sim::{Event, Simulation, AM_TAG};
+use crate::summary::RunRecord;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum JobState {
+    Active,
+    Done,
+    Failed,
+}
+
+#[derive(Debug)]
+pub(crate) struct JobRun {
+    pub run: u32,
+    pub workflow: u32,
+    /// The job's index in its workflow.
+    pub template: u32,
+    pub leaf: usize,
+    pub tier: u8,
+    pub state: JobState,
+    /// Whether the engine knows it (a rejected job never entered it).
+    pub in_engine: bool,
+    pub submit: Time,
+    pub started: bool,
+    /// Resources its containers hold now.
+    pub held: Resources,
+    pub am: Option<ContainerId>,
+    pub stages: Vec<StageRun>,
+    pub stages_left: u32,
+    pub rng: Rng,
+}
+
+impl JobRun {
+    pub fn is_active(&self) -> bool {
+        self.state == JobState::Active
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct StageRun {
+    /// Upstream stages not finished yet.
+    pub waiting_on: u32,
+    /// Tasks never started.
+    pub fresh: u32,
+    /// Tasks to run again: (duration ms, attempts used).
+    pub retry: Vec<(u64, u32)>,
+    pub done: u32,
+}
+
+/// A task attempt holding a container (or a job's application master, `stage == u32::MAX`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TaskRun {
+    pub id: ContainerId,
+    pub job: u32,
+    pub stage: u32,
+    pub start: Time,
+    pub duration: u64,
+    pub attempt: u32,
+    pub resources: Resources,
+}
+
+const AM_STAGE: u32 = u32::MAX;
+
+#[derive(Debug)]
+pub(crate) struct RunState {
+    pub workflow: u32,
+    pub submit: Time,
+    pub first_start: Option<Time>,
+    /// The engine job of each of the workflow's jobs, once submitted.
+    pub jobs: Vec<Option<u32>>,
+    /// For each job, how many of its upstream jobs have not finished.
+    pub upstream_left: Vec<u32>,
+    pub jobs_left: u32,
+    pub ended: bool,
+}
+
+impl Simulation {
+    pub(crate) fn start_run(&mut self, workflow: u32, _index: u32) -> Result<(), SimError> {
+        let wf = &self.workload.workflows[workflow as usize];
+        let run = self.runs.len() as u32;
+        let upstream_left: Vec<u32> = wf.jobs.iter().map(|j| j.after.len() as u32).collect();
+        let roots: Vec<u32> = (0..wf.jobs.len() as u32).filter(|&j| upstream_left[j as usize] == 0).collect();
+        self.runs.push(RunState {
+            workflow,
+            submit: self.now,
+            first_start: None,
+            jobs: vec![None; wf.jobs.len()],
+            upstream_left,
+            jobs_left: wf.jobs.len() as u32,
+            ended: false,
+        });
+        self.runs_active += 1;
+        if roots.is_empty() {
+            return self.end_run(run, false);
+        }
+        for j in roots {
+            self.submit_job(run, j)?;
+        }
+        Ok(())
+    }
+
+    fn submit_job(&mut self, run: u32, template: u32) -> Result<(), SimError> {
+        let workflow = self.runs[run as usize].workflow;
+        let wf = &self.workload.workflows[workflow as usize];
+        let tmpl = &wf.jobs[template as usize];
+        let id = self.jobs.len() as u32;
+        let stages: Vec<StageRun> = tmpl
+            .stages
+            .iter()
+            .map(|s| StageRun {
+                waiting_on: s.after.len() as u32,
+                fresh: s.tasks,
+                retry: Vec::new(),
+                done: 0,
+            })
+            .collect();
+        let mut requests = Vec::new();
+        if let Some(am) = self.config.am {
+            requests.push(Request::new(am, 1).tagged(AM_TAG));
+        }
+        let mut empty_roots = Vec::new();
+        for (s, stage) in tmpl.stages.iter().enumerate() {
+            if stage.after.is_empty() {
+                if stage.tasks == 0 {
+                    empty_roots.push(s as u32);
+                } else {
+                    requests.push(Request::new(stage.resources, stage.tasks).tagged(s as u64));
+                }
+            }
+        }
+        let spec = JobSpec {
+            id: JobId(u64::from(id)),
+            queue: wf.queue.clone(),
+            user: wf.user.clone(),
+            priority: wf.priority,
+            submit_time: self.now,
+            requests,
+        };
+        let leaf = self.plans[workflow as usize].leaf;
+        let rng =
+            sample::stream(self.config.seed, &[1, u64::from(workflow), u64::from(run), u64::from(template)]);
+        self.jobs.push(JobRun {
+            run,
+            workflow,
+            template,
+            leaf,
+            tier: wf.tier,
+            state: JobState::Active,
+            in_engine: true,
+            submit: self.now,
+            started: false,
+            held: Resources::ZERO,
+            am: None,
+            stages_left: stages.len() as u32,
+            stages,
+            rng,
+        });
+        self.runs[run as usize].jobs[template as usize] = Some(id);
+        self.metrics.jobs_submitted += 1;
+        self.metrics.touch(leaf);
+        self.engine.on_job_submitted(self.now, spec).map_err(|e| self.internal(e))?;
+        for s in empty_roots {
+            self.stage_done(id, s)?;
+        }
+        if self.jobs[id as usize].is_active() && self.jobs[id as usize].stages_left == 0 {
+            self.job_done(id)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn on_start(
+        &mut self,
+        container: ContainerId,
+        job: u32,
+        resources: Resources,
+        tag: u64,
+    ) -> Result<(), SimError> {
+        let now = self.now;
+        let j = &mut self.jobs[job as usize];
+        if !j.is_active() {
+            return Err(self.internal(format!("a container started for job-{job}, which has ended")));
+        }
+        j.held += resources;
+        self.metrics.by_tier[usize::from(j.tier.min(3))] += resources;
+        self.metrics.touch(j.leaf);
+        if !j.started {
+            j.started = true;
+            let wait = now.since(j.submit).as_millis();
+            self.metrics.leaves[j.leaf].waits.push(wait);
+            let run = &mut self.runs[j.run as usize];
+            run.first_start.get_or_insert(now);
+        }
+        let (stage, duration, attempt) = if tag == AM_TAG {
+            j.am = Some(container);
+            (AM_STAGE, 0, 0)
+        } else {
+            let s = tag as usize;
+            let template = &self.workload.workflows[j.workflow as usize].jobs[j.template as usize].stages[s];
+            let st = &mut j.stages[s];
+            let (duration, attempt) = match st.retry.pop() {
+                Some(r) => r,
+                None => {
+                    st.fresh = st.fresh.saturating_sub(1);
+                    (sample::duration_ms(&template.duration, &mut j.rng), 0)
+                }
+            };
+            let p = template.failure_probability;
+            let fails = p > 0.0 && sample::unit(&mut j.rng) < p;
+            let end = if fails { (sample::unit(&mut j.rng) * duration as f64) as u64 } else { duration };
+            self.push(now.plus(Duration(end.max(1))), Event::TaskEnd { container, failed: fails });
+            (s as u32, duration, attempt)
+        };
+        let ix = container.index();
+        if self.tasks.len() <= ix {
+            self.tasks.resize(ix + 1, None);
+        }
+        self.tasks[ix] =
+            Some(TaskRun { id: container, job, stage, start: now, duration, attempt, resources });
+        Ok(())
+    }
+
+    /// The running task in this container, taken out of the table; `None` for a stale id (its
+    /// job failed and the engine already gave the container back).
+    fn take_task(&mut self, container: ContainerId) -> Option<TaskRun> {
+        let slot = self.tasks.get_mut(container.index())?;
+        match slot {
+            Some(t) if t.id == container => {
+                let t = *t;
+                *slot = None;
+                self.jobs[t.job as usize].is_active().then_some(t)
+            }
+            _ => None,
+        }
+    }
+
+    fn release(&mut self, t: &TaskRun) {
+        let j = &mut self.jobs[t.job as usize];
+        j.held -= t.resources;
+        self.metrics.by_tier[usize::from(j.tier.min(3))] -= t.resources;
+        self.metrics.touch(j.leaf);
+    }
+
+    pub(crate) fn on_task_end(&mut self, container: ContainerId, failed: bool) -> Result<(), SimError> {
+        let Some(t) = self.take_task(container) else { return Ok(()) };
+        self.engine.on_container_finished(self.now, container).map_err(|e| self.internal(e))?;
+        self.release(&t);
+        if failed {
+            self.metrics.task_attempts_failed += 1;
+            if t.attempt + 1 >= self.config.max_attempts {
+                return self.fail_job(t.job, true);
+            }
+            self.jobs[t.job as usize].stages[t.stage as usize].retry.push((t.duration, t.attempt + 1));
+            return self.ask_again(&t);
+        }
+        self.metrics.tasks_completed += 1;
+        let j = &mut self.jobs[t.job as usize];
+        let st = &mut j.stages[t.stage as usize];
+        st.done += 1;
+        let tasks = self.workload.workflows[j.workflow as usize].jobs[j.template as usize].stages
+            [t.stage as usize]
+            .tasks;
+        if st.done == tasks {
+            self.stage_done(t.job, t.stage)?;
+            if self.jobs[t.job as usize].stages_left == 0 {
+                self.job_done(t.job)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A container was taken (preemption) or lost (its node failed): the engine has already
+    /// given it back; its task's work is lost and the task is asked for again.
+    pub(crate) fn on_lost(&mut self, container: ContainerId, preempted: bool) -> Result<(), SimError> {
+        let Some(t) = self.take_task(container) else { return Ok(()) };
+        self.release(&t);
+        let leaf = self.jobs[t.job as usize].leaf;
+        if preempted {
+            self.metrics.leaves[leaf].preempted += 1;
+        }
+        self.metrics.wasted_ms += u128::from(self.now.since(t.start).as_millis());
+        if t.stage == AM_STAGE {
+            self.jobs[t.job as usize].am = None;
+        } else {
+            self.jobs[t.job as usize].stages[t.stage as usize].retry.push((t.duration, t.attempt));
+        }
+        self.ask_again(&t)
+    }
+
+    fn ask_again(&mut self, t: &TaskRun) -> Result<(), SimError> {
+        let j = &self.jobs[t.job as usize];
+        let (resources, tag) = if t.stage == AM_STAGE {
+            (self.config.am.unwrap_or(t.resources), AM_TAG)
+        } else {
+            let s = &self.workload.workflows[j.workflow as usize].jobs[j.template as usize].stages
+                [t.stage as usize];
+            (s.resources, u64::from(t.stage))
+        };
+        let request = Request::new(resources, 1).tagged(tag);
+        self.engine
+            .on_requests_added(self.now, JobId(u64::from(t.job)), vec![request])
+            .map_err(|e| self.internal(e))
+    }
+
+    /// A stage finished: release the stages waiting only for it (a stage without tasks finishes
+    /// at once, so this walks on through them).
+    fn stage_done(&mut self, job: u32, stage: u32) -> Result<(), SimError> {
+        let j = &mut self.jobs[job as usize];
+        let (w, t) = (j.workflow as usize, j.template as usize);
+        let template = &self.workload.workflows[w].jobs[t];
+        let mut requests = Vec::new();
+        let mut finished = vec![stage];
+        while let Some(s) = finished.pop() {
+            j.stages_left -= 1;
+            for &d in &self.plans[w].stage_next[t][s as usize] {
+                let st = &mut j.stages[d as usize];
+                st.waiting_on -= 1;
+                if st.waiting_on == 0 {
+                    let spec = &template.stages[d as usize];
+                    if spec.tasks == 0 {
+                        finished.push(d);
+                    } else {
+                        requests.push(Request::new(spec.resources, spec.tasks).tagged(u64::from(d)));
+                    }
+                }
+            }
+        }
+        if !requests.is_empty() {
+            self.engine
+                .on_requests_added(self.now, JobId(u64::from(job)), requests)
+                .map_err(|e| self.internal(e))?;
+        }
+        Ok(())
+    }
+
+    fn job_done(&mut self, job: u32) -> Result<(), SimError> {
+        if self.config.check_invariants {
+            let j = &self.jobs[job as usize];
+            let stages = &self.workload.workflows[j.workflow as usize].jobs[j.template as usize].stages;
+            if let Some((s, _)) = j.stages.iter().zip(stages).find(|(st, spec)| st.done != spec.tasks) {
+                return Err(self.internal(format!("job-{job} ended with stage {s:?} not done")));
+            }
+        }
+        self.end_job(job, JobState::Done)?;
+        self.metrics.jobs_completed += 1;
+        let (run, template) = (self.jobs[job as usize].run, self.jobs[job as usize].template);
+        let w = self.runs[run as usize].workflow as usize;
+        let next = self.plans[w].job_next[template as usize].clone();
+        let r = &mut self.runs[run as usize];
+        r.jobs_left -= 1;
+        let mut ready = Vec::new();
+        for d in next {
+            r.upstream_left[d as usize] -= 1;
+            if r.upstream_left[d as usize] == 0 {
+                ready.push(d);
+            }
+        }
+        if r.jobs_left == 0 {
+            return self.end_run(run, false);
+        }
+        for d in ready {
+            self.submit_job(run, d)?;
+        }
+        Ok(())
+    }
+
+    /// Take a job out of the engine (its containers, the AM among them, are given back).
+    fn end_job(&mut self, job: u32, state: JobState) -> Result<(), SimError> {
+        let now = self.now;
+        let j = &mut self.jobs[job as usize];
+        j.state = state;
+        j.stages = Vec::new();
+        let (held, tier, leaf, in_engine, am) = (j.held, j.tier, j.leaf, j.in_engine, j.am.take());
+        j.held = Resources::ZERO;
+        self.metrics.by_tier[usize::from(tier.min(3))] -= held;
+        self.metrics.touch(leaf);
+        if let Some(am) = am {
+            if self.tasks.get(am.index()).and_then(|t| t.as_ref()).is_some_and(|t| t.id == am) {
+                self.tasks[am.index()] = None;
+            }
+        }
+        if in_engine {
+            self.engine.on_job_finished(now, JobId(u64::from(job))).map_err(|e| self.internal(e))?;
+        }
+        Ok(())
+    }
+
+    /// A job failed (a task out of attempts, or the engine rejected it): its run fails with it,
+    /// and the run's other jobs are stopped.
+    pub(crate) fn fail_job(&mut self, job: u32, in_engine: bool) -> Result<(), SimError> {
+        if !self.jobs[job as usize].is_active() {
+            return Ok(());
+        }
+        self.jobs[job as usize].in_engine = in_engine;
+        self.end_job(job, JobState::Failed)?;
+        self.metrics.jobs_failed += 1;
+        let run = self.jobs[job as usize].run;
+        let others: Vec<u32> = self.runs[run as usize]
+            .jobs
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|&o| self.jobs[o as usize].is_active())
+            .collect();
+        for o in others {
+            self.end_job(o, JobState::Failed)?;
+            self.metrics.jobs_failed += 1;
+        }
+        self.end_run(run, true)
+    }
+
+    fn end_run(&mut self, run: u32, failed: bool) -> Result<(), SimError> {
+        let r = &mut self.runs[run as usize];
+        if r.ended {
+            return Ok(());
+        }
+        r.ended = true;
+        r.jobs = Vec::new();
+        r.upstream_left = Vec::new();
+        self.runs_active -= 1;
+        let wf = &self.workload.workflows[r.workflow as usize];
+        let elapsed = self.now.since(r.submit);
+        self.records.push(RunRecord {
+            workflow: r.workflow,
+            submit: r.submit,
+            start: r.first_start,
+            end: Some(self.now),
+            failed,
+            met: wf.slo.map(|slo| !failed && elapsed <= slo),
+        });
+        Ok(())
+    }
+
+    /// Runs still going at the horizon: missed if their deadline has already passed, else
+    /// unfinished and left out of SLO figures.
+    pub(crate) fn record_unfinished(&mut self, end: Time) {
+        for r in self.runs.iter_mut().filter(|r| !r.ended) {
+            r.ended = true;
+            let wf = &self.workload.workflows[r.workflow as usize];
+            let missed = wf.slo.filter(|slo| r.submit.plus(*slo) <= end).map(|_| false);
+            self.records.push(RunRecord {
+                workflow: r.workflow,
+                submit: r.submit,
+                start: r.first_start,
+                end: None,
+                failed: false,
+                met: missed,
+            });
+        }
+    }
+}

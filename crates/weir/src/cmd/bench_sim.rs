@@ -1,0 +1,127 @@
+//! `weir bench sim`: replay the Alibaba cluster-trace-v2018 DAG sample on a large cluster and
+//! measure the simulator's speed.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde_json::json;
+use weir_model::ClusterConfig;
+use weir_sim::import::{self, ImportOptions, TraceKind};
+use weir_sim::{SimConfig, Simulation};
+
+use crate::emit;
+
+#[derive(Debug, Args)]
+pub struct SimBench {
+    /// The Alibaba batch_task CSV to replay.
+    #[arg(long, value_name = "PATH", default_value = "../shared/traces/alibaba-2018-dag/selected_DAGs.csv")]
+    trace: PathBuf,
+    /// Nodes of 96 cores and 512 GiB (the trace's machines have 96 cores).
+    #[arg(long, default_value_t = 4000)]
+    nodes: u32,
+    /// Divide the trace's arrival times by this (1 = as recorded, 8 days).
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+const NODE_MEMORY: u64 = 512 * 1024;
+
+pub fn run(a: &SimBench) -> Result<()> {
+    if a.nodes == 0 {
+        bail!("--nodes must be positive");
+    }
+    if cfg!(debug_assertions) {
+        eprintln!("warning: this is a debug build; measure with `cargo run --release -- bench sim`");
+    }
+    let yaml = format!(
+        "version: 1
+scheduler:
+  mode: fair
+  preemption: {{enabled: true, utilization_threshold: 0.8, kill_wait: 15s}}
+nodes:
+  - {{count: {}, resources: {{cpu: 96000, memory: {NODE_MEMORY}}}}}
+queues:
+  - {{name: default, weight: 1}}
+",
+        a.nodes
+    );
+    let cluster = ClusterConfig::from_yaml("bench cluster", &yaml)?;
+    let path = a.trace.display().to_string();
+    let file = File::open(&a.trace).with_context(|| {
+        format!(
+            "--trace: cannot open {path} (run from the repository root, beside ../shared, or pass --trace)"
+        )
+    })?;
+    let options = ImportOptions {
+        time_scale: a.time_scale,
+        seed: a.seed,
+        machine_memory: NODE_MEMORY,
+        slo_factor: Some(2.0),
+        ..ImportOptions::default()
+    };
+    let t = Instant::now();
+    let imported = import::import(TraceKind::Alibaba2018, &path, BufReader::new(file), &options)?;
+    let import_secs = t.elapsed().as_secs_f64();
+    let jobs = imported.workload.workflows.len();
+    let skipped = imported.skipped_rows();
+    let instances: u64 = imported
+        .workload
+        .workflows
+        .iter()
+        .flat_map(|w| &w.jobs)
+        .flat_map(|j| &j.stages)
+        .map(|s| u64::from(s.tasks))
+        .sum();
+
+    let config = SimConfig { seed: a.seed, check_invariants: false, ..SimConfig::default() };
+    let t = Instant::now();
+    let mut sim = Simulation::new(cluster, imported.workload, config)?;
+    let mut steps = 0u64;
+    while sim.step()? {
+        steps += 1;
+        // Usage rows are part of the work; the bench drops them instead of writing a file.
+        if steps.is_multiple_of(4096) {
+            drop(sim.take_usage_rows());
+        }
+    }
+    let outcome = sim.finish()?;
+    let wall = t.elapsed().as_secs_f64();
+    let s = &outcome.summary;
+    let rate = s.events as f64 / wall.max(1e-9);
+
+    let mut out = String::new();
+    writeln!(
+        out,
+        "weir bench sim — Alibaba v2018 DAG sample on {} nodes (96 cores, 512 GiB), seed {}",
+        a.nodes, a.seed
+    )?;
+    writeln!(
+        out,
+        "import: {jobs} jobs, {instances} task instances, {} rows skipped, {import_secs:.3} s",
+        skipped
+    )?;
+    writeln!(
+        out,
+        "simulated {:.1} days: {} runs completed, {} failed, {} tasks, utilization cpu {:.1}%",
+        s.simulated_seconds / 86_400.0,
+        s.runs_completed,
+        s.runs_failed,
+        s.tasks_completed,
+        s.utilization.cpu * 100.0
+    )?;
+    writeln!(out, "{:<12} {:>12} {:>10} {:>14}", "phase", "events", "seconds", "events/s")?;
+    writeln!(out, "{:<12} {:>12} {:>10.3} {:>14.0}", "simulate", s.events, wall, rate)?;
+    writeln!(
+        out,
+        "{}",
+        json!({"events_per_sec": rate.round(), "wall_seconds": (wall * 1000.0).round() / 1000.0})
+    )?;
+    emit(&out)
+}

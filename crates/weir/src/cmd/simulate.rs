@@ -1,0 +1,357 @@
+//! `weir simulate`: replay a workload or a trace through the engine in virtual time.
+
+use std::fmt::Write as _;
+use std::fs::{self, File};
+use std::io::{BufReader, BufWriter};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use weir_model::{ClusterConfig, Duration, QueuePath, Resources, Time, Workload};
+use weir_sim::import::{self, ImportOptions, Imported, TraceKind};
+use weir_sim::{NodeFailures, Outcome, SimConfig, Simulation, UsageCsv};
+
+use crate::{emit, load_cluster, EXAMPLE_CLUSTER, EXAMPLE_WORKLOAD};
+
+#[derive(Debug, Args)]
+#[command(
+    about = "Simulate a cluster on a workload or a trace, in virtual time",
+    long_about = "Replay a workload (workload.yaml) or a trace through weir's scheduling engine in \
+virtual time, as fast as the machine allows, and measure what the queue layout does to the \
+workflows' SLOs, the queues' waits and the cluster's use.\n\n\
+Without --cluster and --workload, the examples built into weir are used (examples/cluster.yaml \
+and examples/workload.yaml). Recurring workflows need a horizon: --until (default 7d for them); \
+a trace replay runs until its last job ends.\n\n\
+Writes to --out: summary.json (the figures), runs.csv (one row per workflow run), usage.csv \
+(usage intervals per leaf queue: the input of `weir plan`) and report.html (charts). Times in \
+the CSV files are milliseconds since the start of the simulation. The same inputs and seed give \
+the same files, byte for byte (but for wall_seconds in summary.json).\n\n\
+Examples:\n  weir simulate --out out/\n  \
+weir simulate --cluster examples/cluster.yaml --workload examples/workload.yaml --until 30d --out out/\n  \
+weir simulate --cluster examples/cluster.yaml --trace alibaba2018:selected_DAGs.csv --queue root.default --out out/\n  \
+weir simulate --trace swf:jobs.swf --queue-map group:1=root.ads.ranking.tier1 --slo-factor 3 --out out/"
+)]
+pub struct SimulateArgs {
+    /// The cluster file. Default: the example cluster built into weir.
+    #[arg(long, value_name = "FILE")]
+    cluster: Option<PathBuf>,
+    /// The workload file. Default (without --trace): the example workload built into weir.
+    #[arg(long, value_name = "FILE", conflicts_with = "trace")]
+    workload: Option<PathBuf>,
+    /// A trace instead of a workload: alibaba2018:PATH, swf:PATH or sls:PATH (see docs/importers.md).
+    #[arg(long, value_name = "KIND:PATH")]
+    trace: Option<String>,
+    /// Where the output files go (created if missing).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// End of the simulated window, e.g. 30d. Default: 7d for workloads with recurring
+    /// workflows, else until every run has ended.
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    until: Option<Duration>,
+    /// Seed of every random draw (durations, failures, arrivals, faults, the tier mix).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Attempts per task before its job fails.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    max_attempts: u32,
+    /// Each job's application master, CPU,MEMORY (e.g. 1000,1g), or `none`.
+    #[arg(long, default_value = "1000,1g", value_name = "CPU,MEMORY|none")]
+    am: String,
+    /// Mean time between failures of one node (e.g. 30d); nodes do not fail without it.
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    node_mtbf: Option<Duration>,
+    /// How long a failed node stays down.
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "1h")]
+    node_repair: Duration,
+    /// How often fair shares and cluster use are sampled for averages and charts.
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "60s")]
+    sample_every: Duration,
+    /// Trace: the leaf every imported job goes to, unless --queue-map places it.
+    #[arg(long, value_name = "PATH", default_value = "root.default")]
+    queue: String,
+    /// Trace: KEY=LEAF pairs placing jobs by trace ids (SWF queue:3, partition:1, group:7,
+    /// user:12; SLS queue names), comma-separated or repeated.
+    #[arg(long, value_name = "KEY=LEAF", value_delimiter = ',')]
+    queue_map: Vec<String>,
+    /// Trace: divide arrival times by this (2 = arrivals twice as dense).
+    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    time_scale: f64,
+    /// Trace: keep each job with this probability below 1, replicate above 1.
+    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    load_scale: f64,
+    /// Trace: share of jobs in tiers 1,2,3 (unless the leaf is named tier1…tier3).
+    #[arg(long, default_value = "10,25,65", value_name = "T1,T2,T3", value_delimiter = ',')]
+    tier_mix: Vec<f64>,
+    /// Trace: give each run an SLO of F × its critical path. Default 2.
+    #[arg(long, default_value_t = 2.0, value_name = "F")]
+    slo_factor: f64,
+    /// Trace: MiB per task for SWF jobs that record no memory.
+    #[arg(long, default_value_t = 1024, value_name = "MIB")]
+    swf_memory: u64,
+    /// Skip report.html (the charts); the other files are still written.
+    #[arg(long)]
+    no_report: bool,
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    s.parse::<Duration>().map_err(|e| e.to_string())
+}
+
+pub fn run(args: &SimulateArgs) -> Result<()> {
+    let cluster = match &args.cluster {
+        Some(p) => load_cluster(p)?,
+        None => ClusterConfig::from_yaml("examples/cluster.yaml (built in)", EXAMPLE_CLUSTER)?,
+    };
+    let (workload, note) = load_workload(args, &cluster)?;
+    if let Some(note) = &note {
+        eprint!("{note}");
+    }
+    let recurring = workload.workflows.iter().any(|w| !matches!(w.arrival, weir_model::Arrival::At(_)));
+    let until = args.until.or(recurring.then_some(Duration::from_secs(7 * 86_400)));
+    let config = SimConfig {
+        seed: args.seed,
+        until: until.map(|d| Time(d.as_millis())),
+        max_attempts: args.max_attempts,
+        am: am(&args.am)?,
+        node_failures: args.node_mtbf.map(|mtbf| NodeFailures { mtbf, repair: args.node_repair }),
+        sample_every: args.sample_every,
+        check_invariants: false,
+    };
+    if args.max_attempts == 0 {
+        bail!("--max-attempts must be at least 1");
+    }
+    fs::create_dir_all(&args.out).with_context(|| format!("cannot create --out {}", args.out.display()))?;
+    let usage_path = args.out.join("usage.csv");
+    let usage_file =
+        File::create(&usage_path).with_context(|| format!("cannot write {}", usage_path.display()))?;
+    let mut usage = UsageCsv::new(BufWriter::new(usage_file), &cluster)
+        .with_context(|| format!("cannot write {}", usage_path.display()))?;
+
+    let started = Instant::now();
+    let mut sim = Simulation::new(cluster, workload, config)?;
+    let bar = progress_bar(&sim);
+    let mut steps = 0u64;
+    while sim.step()? {
+        steps += 1;
+        if steps.is_multiple_of(4096) {
+            usage
+                .write(&sim.take_usage_rows())
+                .with_context(|| format!("cannot write {}", usage_path.display()))?;
+            update(&bar, &sim);
+        }
+    }
+    bar.finish_and_clear();
+    let mut outcome = sim.finish()?;
+    let wall = started.elapsed().as_secs_f64();
+    outcome.summary.wall_seconds = wall;
+    usage.write(&outcome.usage_rows).with_context(|| format!("cannot write {}", usage_path.display()))?;
+    usage.finish().with_context(|| format!("cannot write {}", usage_path.display()))?;
+    write_outputs(&args.out, &outcome, !args.no_report)?;
+    emit(&screen(&outcome, &args.out))
+}
+
+/// The workload from --workload or --trace (or the built-in example), and what to tell the user
+/// about it.
+fn load_workload(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<(Workload, Option<String>)> {
+    if let Some(spec) = &args.trace {
+        let (kind, path) = spec.split_once(':').with_context(|| {
+            format!("--trace {spec}: write KIND:PATH, e.g. alibaba2018:selected_DAGs.csv")
+        })?;
+        let kind: TraceKind = kind.parse().map_err(|e: String| anyhow::anyhow!("--trace {spec}: {e}"))?;
+        let options = import_options(args, cluster)?;
+        let file = File::open(path).with_context(|| format!("--trace: cannot open {path}"))?;
+        let imported = import::import(kind, path, BufReader::new(file), &options)?;
+        let note = import_note(path, &imported);
+        if imported.workload.workflows.is_empty() {
+            bail!("{path}: no usable job in the trace\n{note}");
+        }
+        return Ok((imported.workload, Some(note)));
+    }
+    let (name, text) = match &args.workload {
+        Some(p) => {
+            let text = fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+            (p.display().to_string(), text)
+        }
+        None => ("examples/workload.yaml (built in)".to_string(), EXAMPLE_WORKLOAD.to_string()),
+    };
+    Ok((Workload::from_yaml(&name, &text, cluster)?, None))
+}
+
+fn import_options(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<ImportOptions> {
+    let queue =
+        QueuePath::parse(&args.queue).with_context(|| format!("--queue {}: not a queue path", args.queue))?;
+    let mut queue_map = std::collections::BTreeMap::new();
+    for pair in &args.queue_map {
+        let (key, leaf) = pair
+            .split_once('=')
+            .with_context(|| format!("--queue-map {pair}: write KEY=LEAF, e.g. group:7=root.ads"))?;
+        let leaf = QueuePath::parse(leaf)
+            .with_context(|| format!("--queue-map {pair}: {leaf} is not a queue path"))?;
+        queue_map.insert(key.trim().to_string(), leaf);
+    }
+    let [t1, t2, t3] = args.tier_mix[..] else {
+        bail!("--tier-mix: give three shares, for tiers 1, 2 and 3 (e.g. 10,25,65)");
+    };
+    let machine_memory = cluster.nodes.iter().map(|g| g.resources.memory).max().unwrap_or(0);
+    Ok(ImportOptions {
+        queue,
+        queue_map,
+        time_scale: args.time_scale,
+        load_scale: args.load_scale,
+        tier_mix: [t1, t2, t3],
+        slo_factor: Some(args.slo_factor),
+        seed: args.seed,
+        machine_memory,
+        swf_memory: args.swf_memory,
+    })
+}
+
+fn import_note(path: &str, imported: &Imported) -> String {
+    let mut s = format!(
+        "{path}: {} rows read, {} jobs imported, {} rows skipped\n",
+        imported.rows,
+        imported.workload.workflows.len(),
+        imported.skipped_rows()
+    );
+    for (what, map) in [("skipped", &imported.skipped), ("kept, adjusted", &imported.adjusted)] {
+        for (reason, n) in map {
+            let lines: Vec<String> = n.first_lines.iter().map(u64::to_string).collect();
+            let _ = writeln!(s, "  {what}: {} × {reason} (first at {})", n.count, lines.join(", "));
+        }
+    }
+    s
+}
+
+fn am(spec: &str) -> Result<Option<Resources>> {
+    if spec.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    let bad = || format!("--am {spec}: write CPU,MEMORY (millicores and MiB, or e.g. 1g), or none");
+    let (cpu, memory) = spec.split_once(',').with_context(bad)?;
+    let cpu: u64 = cpu.trim().parse().ok().with_context(bad)?;
+    let memory = weir_model::resources::parse_memory(memory.trim()).ok().with_context(bad)?;
+    if cpu == 0 && memory == 0 {
+        bail!("--am {spec}: an application master needs some resources; use --am none for none");
+    }
+    Ok(Some(Resources::new(cpu, memory, 0)))
+}
+
+fn progress_bar(sim: &Simulation) -> ProgressBar {
+    let p = sim.progress();
+    let (len, unit) = match (p.until, p.runs_expected) {
+        (Some(u), _) => (u.as_millis() / 1000, "simulated s"),
+        (None, Some(n)) => (n, "runs"),
+        (None, None) => (0, "runs"),
+    };
+    let bar = ProgressBar::new(len);
+    let style = ProgressStyle::with_template(&format!(
+        "{{spinner}} simulating [{{bar:40}}] {{pos}}/{{len}} {unit} · {{msg}} · {{elapsed}} (eta {{eta}})"
+    ))
+    .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar
+}
+
+fn update(bar: &ProgressBar, sim: &Simulation) {
+    let p = sim.progress();
+    bar.set_position(match p.until {
+        Some(_) => p.now.as_millis() / 1000,
+        None => p.runs_ended,
+    });
+    bar.set_message(format!("{} events, t={}", p.events, Duration(p.now.as_millis()).human()));
+}
+
+fn write_outputs(dir: &Path, outcome: &Outcome, report: bool) -> Result<()> {
+    let write = |name: &str, bytes: &[u8]| -> Result<()> {
+        let path = dir.join(name);
+        fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
+    };
+    write("summary.json", outcome.summary.to_json().as_bytes())?;
+    let mut runs = Vec::new();
+    weir_sim::write_runs_csv(&mut runs, outcome).context("cannot format runs.csv")?;
+    write("runs.csv", &runs)?;
+    if report {
+        write("report.html", weir_sim::report::render(outcome).as_bytes())?;
+    } else {
+        // An old report would describe another run.
+        let _ = fs::remove_file(dir.join("report.html"));
+    }
+    Ok(())
+}
+
+/// The one-screen summary printed at the end.
+fn screen(o: &Outcome, out: &Path) -> String {
+    let s = &o.summary;
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "simulated {} on {} nodes in {:.2} s wall ({:.0} events/s), seed {}",
+        human(s.simulated_seconds),
+        s.nodes,
+        s.wall_seconds,
+        s.events as f64 / s.wall_seconds.max(1e-9),
+        s.seed
+    );
+    let _ = writeln!(
+        t,
+        "runs {} ({} completed, {} failed, {} unfinished) · jobs {} · tasks {} · events {}",
+        s.runs,
+        s.runs_completed,
+        s.runs_failed,
+        s.runs_unfinished,
+        s.jobs_submitted,
+        s.tasks_completed,
+        s.events
+    );
+    let _ = writeln!(
+        t,
+        "utilization cpu {:.1}% memory {:.1}% · preemptions {} · wasted {:.0} container-s · node failures {}",
+        s.utilization.cpu * 100.0,
+        s.utilization.memory * 100.0,
+        s.preemptions,
+        s.wasted_container_seconds,
+        s.node_failures
+    );
+    let _ = writeln!(t, "\ntier  runs  with SLO  met    SLO success  workflows  SLO-successful  runtime p50");
+    for (tier, x) in &s.tiers {
+        let ratio = x.slo_success_ratio.map_or("-".to_string(), |r| format!("{:.1}%", r * 100.0));
+        let p50 = x.runtime_p50.map_or("-".to_string(), human);
+        let _ = writeln!(
+            t,
+            "{tier:<5} {:>4}  {:>8}  {:>5}  {ratio:>11}  {:>9}  {:>14}  {p50:>11}",
+            x.runs, x.runs_with_slo, x.slo_met, x.workflows, x.slo_successful_workflows
+        );
+    }
+    let busiest: Vec<_> = {
+        let mut q: Vec<_> = s.queues.iter().filter(|q| q.jobs_started > 0).collect();
+        q.sort_by(|a, b| b.usage_avg.memory.total_cmp(&a.usage_avg.memory).then(a.queue.cmp(&b.queue)));
+        q.into_iter().take(8).collect()
+    };
+    if !busiest.is_empty() {
+        let _ = writeln!(
+            t,
+            "\nbusiest queues                      avg memory  avg fair share  wait p50  wait p99  preempted"
+        );
+        for q in busiest {
+            let w = |v: Option<f64>| v.map_or("-".to_string(), human);
+            let _ = writeln!(
+                t,
+                "{:<35} {:>10}  {:>14}  {:>8}  {:>8}  {:>9}",
+                q.queue,
+                format!("{:.0} MiB", q.usage_avg.memory),
+                format!("{:.0} MiB", q.fair_share_avg.memory),
+                w(q.wait_p50),
+                w(q.wait_p99),
+                q.preempted
+            );
+        }
+    }
+    let _ = writeln!(t, "\nwrote {0}/summary.json, runs.csv, usage.csv, report.html", out.display());
+    t
+}
+
+fn human(seconds: f64) -> String {
+    Duration((seconds * 1000.0).round() as u64).human()
+}
