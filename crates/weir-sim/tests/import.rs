@@ -1,8 +1,11 @@
 //! The trace importers on the shared samples (`../shared/traces`, beside the repository) and on
-//! hand-written edge cases.
+//! hand-written edge cases, plus property tests: no input makes an importer panic, and every
+//! row read is either kept or counted as skipped.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
+use proptest::prelude::*;
 use weir_model::{Arrival, Distribution, Duration, QueuePath, Time, Workflow};
 use weir_sim::import::{import, ImportOptions, Imported, TraceKind};
 
@@ -552,4 +555,142 @@ fn the_default_tier_mix_is_roughly_10_25_65_and_seeded() {
     let h2 = import(TraceKind::Alibaba2018, "x", &data[..], &half).expect("imports");
     assert_eq!(h1, h2);
     assert!((900..1220).contains(&h1.workload.workflows.len()), "{}", h1.workload.workflows.len());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Property tests: no input panics an importer, and rows are accounted for.
+
+const SWF_SAMPLE: &str = " 1   0  0  10  2  -1  -1  2  -1  -1  1  1  1  -1  1  -1  -1  -1
+ 2   5  0  10  2  -1  -1  2  -1  -1  0  1  1  -1  1  -1  -1  -1
+ 3   6  0   0  4  -1  -1  2  -1  2048  1  2  1  -1  1  -1  -1  -1
+";
+
+fn sls_sample() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| String::from_utf8_lossy(&shared("yarn-sls/inputsls.json")).into_owned())
+}
+
+fn alibaba_sample() -> &'static str {
+    // Pieces of the real sample: the header and many small jobs (lines 1–30), Running and
+    // Failed rows (640–660), and names cut at 50 characters (3549–3553).
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| {
+        let all = shared("alibaba-2018-dag/selected_DAGs.csv");
+        let text = String::from_utf8_lossy(&all);
+        let lines: Vec<&str> = text.lines().collect();
+        [&lines[..30], &lines[639..660], &lines[3548..3553]].concat().join("\n")
+    })
+}
+
+/// One edit of a text's lines.
+#[derive(Clone, Debug)]
+enum Mutation {
+    Delete(usize),
+    Duplicate(usize),
+    Swap(usize, usize),
+    Truncate(usize, usize),
+    Replace(usize, usize, char),
+    Insert(usize, Vec<u8>),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    let any_char = prop_oneof![
+        Just(','),
+        Just('_'),
+        Just('-'),
+        Just('"'),
+        Just('{'),
+        Just('}'),
+        Just('\n'),
+        Just(';'),
+        any::<char>()
+    ];
+    prop_oneof![
+        any::<usize>().prop_map(Mutation::Delete),
+        any::<usize>().prop_map(Mutation::Duplicate),
+        (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Mutation::Swap(a, b)),
+        (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Mutation::Truncate(a, b)),
+        (any::<usize>(), any::<usize>(), any_char).prop_map(|(a, b, c)| Mutation::Replace(a, b, c)),
+        (any::<usize>(), proptest::collection::vec(any::<u8>(), 0..40))
+            .prop_map(|(a, b)| Mutation::Insert(a, b)),
+    ]
+}
+
+fn mutate(text: &str, edits: &[Mutation]) -> Vec<u8> {
+    let mut lines: Vec<Vec<u8>> = text.lines().map(|l| l.as_bytes().to_vec()).collect();
+    for edit in edits {
+        if lines.is_empty() {
+            lines.push(Vec::new());
+        }
+        let n = lines.len();
+        match edit {
+            Mutation::Delete(i) => {
+                lines.remove(i % n);
+            }
+            Mutation::Duplicate(i) => {
+                let l = lines[i % n].clone();
+                lines.insert(i % n, l);
+            }
+            Mutation::Swap(a, b) => lines.swap(a % n, b % n),
+            Mutation::Truncate(i, at) => {
+                let l = &mut lines[i % n];
+                let keep = at % (l.len() + 1);
+                l.truncate(keep);
+            }
+            Mutation::Replace(i, at, c) => {
+                let l = &mut lines[i % n];
+                if !l.is_empty() {
+                    let at = at % l.len();
+                    let mut buf = [0u8; 4];
+                    l.splice(at..=at, c.encode_utf8(&mut buf).bytes());
+                }
+            }
+            Mutation::Insert(i, bytes) => lines.insert(i % (n + 1), bytes.clone()),
+        }
+    }
+    lines.join(&b"\n"[..])
+}
+
+/// Whatever the input: no panic, no error, a well-formed workload, and the row accounting of
+/// each format holds.
+fn check_any(kind: TraceKind, bytes: &[u8]) {
+    let got = run_bytes(kind, bytes, &ImportOptions::default());
+    assert_well_formed(&got);
+    assert_eq!(got.workload.workflows.len() as u64, got.jobs);
+    assert!(got.skipped_rows() <= got.rows);
+    match kind {
+        TraceKind::Alibaba2018 => assert_eq!(stage_count(&got) + got.skipped_rows(), got.rows),
+        TraceKind::Swf => assert_eq!(got.jobs + got.skipped_rows(), got.rows),
+        // A kept record is at least one job, at most 10,000 (`job.count`).
+        TraceKind::Sls => {
+            let kept = got.rows - got.skipped_rows();
+            assert!(kept <= got.jobs && got.jobs <= kept * 10_000, "{kept} records, {} jobs", got.jobs);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_bytes_never_panic_any_importer(bytes in proptest::collection::vec(any::<u8>(), 0..2000)) {
+        for kind in TraceKind::ALL {
+            check_any(kind, &bytes);
+        }
+    }
+
+    #[test]
+    fn mutated_alibaba_lines_are_counted_not_fatal(edits in proptest::collection::vec(mutation(), 1..8)) {
+        check_any(TraceKind::Alibaba2018, &mutate(alibaba_sample(), &edits));
+    }
+
+    #[test]
+    fn mutated_swf_lines_are_counted_not_fatal(edits in proptest::collection::vec(mutation(), 1..8)) {
+        check_any(TraceKind::Swf, &mutate(SWF_SAMPLE, &edits));
+    }
+
+    #[test]
+    fn mutated_sls_lines_are_counted_not_fatal(edits in proptest::collection::vec(mutation(), 1..8)) {
+        check_any(TraceKind::Sls, &mutate(sls_sample(), &edits));
+    }
 }
