@@ -1,19 +1,32 @@
-//! What every importer shares: the trace-neutral job it produces, the skipped-row ledger, and
-//! the step that turns trace jobs into workflows (re-timing, load scaling, queues, tiers, SLOs).
+//! What every importer shares: the trace-neutral job it produces, the ledger of skipped and
+//! adjusted rows, line reading, DAG ordering, and the step that turns trace jobs into workflows
+//! (re-timing, load scaling, queues, tiers, SLOs).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::BufRead;
 
 use weir_model::{Arrival, Distribution, Duration, JobTemplate, QueuePath, Resources, Stage, Time, Workflow};
 
-use super::{ImportOptions, Skipped};
+use super::{ImportError, ImportOptions, Skipped};
+
+/// Timestamps past this many milliseconds after the trace's zero are not times but garbage
+/// (200 years: epoch-based traces such as Rumen's still fit).
+pub(crate) const MAX_TIME_MS: i64 = 200 * 365 * 86_400_000;
+/// No batch task runs for a year; a longer span is a broken record.
+pub(crate) const MAX_TASK_MS: i64 = 365 * 86_400_000;
+/// Every task takes at least this long: traces record whole seconds (or containers that could
+/// not have started and stopped in less), and a zero-length task would be an instant no-op.
+pub(crate) const MIN_TASK_MS: u64 = 1000;
 
 /// One job as a trace describes it, before options apply.
 #[derive(Clone, Debug)]
 pub(crate) struct TraceJob {
     pub name: String,
+    /// The line (for SLS, the line where the record starts) that introduced the job.
+    pub line: u64,
     /// Submission in the trace's own clock, milliseconds.
     pub submit_ms: i64,
-    /// Keys for `ImportOptions::queue_map`, most specific first (e.g. `queue:3`, `group:7`).
+    /// Keys for `ImportOptions::queue_map`, highest precedence first (e.g. `queue:3`, `group:7`).
     pub queue_keys: Vec<String>,
     pub user: String,
     /// In topological order (`after` indices point backwards).
@@ -29,12 +42,13 @@ pub(crate) struct TraceStage {
     pub duration: Distribution,
 }
 
-/// Skipped rows, and rows kept after a repair, by reason. Only the first few line numbers of
-/// each reason are kept.
+/// Skipped rows, dropped jobs and rows kept after a repair, by reason. Only the first few line
+/// numbers of each reason are kept.
 #[derive(Debug, Default)]
 pub(crate) struct Ledger {
     pub rows: u64,
     pub skipped: BTreeMap<String, Skipped>,
+    pub dropped_jobs: BTreeMap<String, Skipped>,
     pub adjusted: BTreeMap<String, Skipped>,
 }
 
@@ -49,18 +63,67 @@ impl Ledger {
         note(&mut self.skipped, line, count, reason.into());
     }
 
+    /// A job the trace names produced nothing (its rows are counted under their own reasons).
+    pub fn drop_job(&mut self, line: u64, reason: impl Into<String>) {
+        note(&mut self.dropped_jobs, line, 1, reason.into());
+    }
+
     /// The row was kept, but something in it had to be left out or repaired.
     pub fn adjust(&mut self, line: u64, reason: impl Into<String>) {
-        note(&mut self.adjusted, line, 1, reason.into());
+        self.adjust_many(line, 1, reason);
+    }
+
+    pub fn adjust_many(&mut self, line: u64, count: u64, reason: impl Into<String>) {
+        note(&mut self.adjusted, line, count, reason.into());
     }
 }
 
+/// Count under `reason` and keep the smallest few line numbers, whatever order they come in.
 fn note(map: &mut BTreeMap<String, Skipped>, line: u64, count: u64, reason: String) {
     let entry = map.entry(reason).or_default();
     entry.count += count;
-    if entry.first_lines.len() < KEEP_LINES {
-        entry.first_lines.push(line);
+    if let Err(at) = entry.first_lines.binary_search(&line) {
+        if at < KEEP_LINES {
+            entry.first_lines.insert(at, line);
+            entry.first_lines.truncate(KEEP_LINES);
+        }
     }
+}
+
+/// Call `f(line number, line)` for every line; `None` for a line that is not UTF-8. A final
+/// line without a newline counts; `\r\n` endings are accepted.
+pub(crate) fn each_line(
+    file: &str,
+    mut reader: impl BufRead,
+    mut f: impl FnMut(u64, Option<&str>),
+) -> Result<(), ImportError> {
+    let mut buf = Vec::new();
+    let mut n = 0u64;
+    loop {
+        buf.clear();
+        let read = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|source| ImportError::Read { file: file.to_string(), source })?;
+        if read == 0 {
+            return Ok(());
+        }
+        n += 1;
+        let mut bytes = &buf[..];
+        if let Some(rest) = bytes.strip_suffix(b"\n") {
+            bytes = rest;
+        }
+        if let Some(rest) = bytes.strip_suffix(b"\r") {
+            bytes = rest;
+        }
+        f(n, std::str::from_utf8(bytes).ok());
+    }
+}
+
+/// A task's duration from a span in milliseconds: at least [`MIN_TASK_MS`]. Says whether it had
+/// to be lengthened.
+pub(crate) fn task_duration(span_ms: i64) -> (Duration, bool) {
+    let ms = u64::try_from(span_ms).unwrap_or(0);
+    (Duration::from_millis(ms.max(MIN_TASK_MS)), ms < MIN_TASK_MS)
 }
 
 /// SplitMix64: the importers' only randomness (tier mix, load scaling), seeded by the options,
@@ -83,37 +146,99 @@ impl Rng {
     }
 }
 
-/// Put stages in topological order. `deps[i]` lists the stages stage `i` waits for. Returns the
-/// order (old indices) or the stages left in a cycle.
-pub(crate) fn topological(deps: &[Vec<usize>]) -> Result<Vec<usize>, Vec<usize>> {
+/// A topological order of stages, with the edges that had to go to get one.
+#[derive(Debug, PartialEq)]
+pub(crate) struct DagOrder {
+    /// Old indices in their new order.
+    pub order: Vec<usize>,
+    /// `(stage, dependency)` edges removed to break cycles.
+    pub broken: Vec<(usize, usize)>,
+}
+
+/// Order stages so that dependencies come first. `deps[i]` lists the stages stage `i` waits for
+/// (self-edges and repeats are removed); `key[i]` orders stages that are ready together (smaller first).
+///
+/// A cycle cannot be run, so it is broken rather than the job thrown away: when no stage is
+/// ready, walk dependencies from the smallest-keyed waiting stage until a stage repeats (that
+/// walk closes a cycle), then remove the cycle edge leaving the cycle's smallest-keyed stage.
+/// With start times as keys, that is the task that started first: it cannot really have waited
+/// for the others. Removed edges are taken out of `deps` and returned.
+pub(crate) fn order_dag<K: Ord + Copy>(deps: &mut [Vec<usize>], key: &[K]) -> DagOrder {
     let n = deps.len();
-    let mut indegree: Vec<usize> = deps.iter().map(Vec::len).collect();
+    for (i, ds) in deps.iter_mut().enumerate() {
+        ds.retain(|&d| d != i && d < n);
+        ds.sort_unstable();
+        ds.dedup();
+    }
+    let mut waiting_on: Vec<usize> = deps.iter().map(Vec::len).collect();
     let mut dependants: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (i, ds) in deps.iter().enumerate() {
         for &d in ds {
             dependants[d].push(i);
         }
     }
-    // A sorted frontier keeps the order deterministic and close to the trace's own.
-    let mut frontier: std::collections::BTreeSet<usize> = (0..n).filter(|&i| indegree[i] == 0).collect();
+    let mut placed = vec![false; n];
+    let mut ready: BTreeSet<(K, usize)> =
+        (0..n).filter(|&i| waiting_on[i] == 0).map(|i| (key[i], i)).collect();
+    let mut unplaced: BTreeSet<(K, usize)> = (0..n).map(|i| (key[i], i)).collect();
     let mut order = Vec::with_capacity(n);
-    while let Some(i) = frontier.pop_first() {
+    let mut broken = Vec::new();
+    while order.len() < n {
+        let Some((k, i)) = ready.pop_first() else {
+            let Some(&(_, start)) = unplaced.first() else { break };
+            let (from, to) = cycle_edge(deps, &placed, key, start);
+            deps[from].retain(|&d| d != to);
+            dependants[to].retain(|&j| j != from);
+            broken.push((from, to));
+            waiting_on[from] -= 1;
+            if waiting_on[from] == 0 {
+                ready.insert((key[from], from));
+            }
+            continue;
+        };
+        placed[i] = true;
+        unplaced.remove(&(k, i));
         order.push(i);
         for &j in &dependants[i] {
-            indegree[j] -= 1;
-            if indegree[j] == 0 {
-                frontier.insert(j);
+            waiting_on[j] -= 1;
+            if waiting_on[j] == 0 {
+                ready.insert((key[j], j));
             }
         }
     }
-    if order.len() == n {
-        Ok(order)
-    } else {
-        Err((0..n).filter(|&i| indegree[i] > 0).collect())
+    DagOrder { order, broken }
+}
+
+/// From a waiting stage, follow unplaced dependencies until one repeats; return the edge of
+/// that cycle that leaves its smallest-keyed stage. Every unplaced stage waits on another
+/// unplaced stage when nothing is ready, so the walk always finds one.
+fn cycle_edge<K: Ord + Copy>(
+    deps: &[Vec<usize>],
+    placed: &[bool],
+    key: &[K],
+    start: usize,
+) -> (usize, usize) {
+    let next = |i: usize| deps[i].iter().copied().find(|&d| !placed[d]);
+    let mut seen_at: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut path = Vec::new();
+    let mut at = start;
+    loop {
+        if let Some(&pos) = seen_at.get(&at) {
+            let cycle = &path[pos..];
+            let from = cycle.iter().copied().min_by_key(|&i| (key[i], i)).unwrap_or(at);
+            return (from, next(from).unwrap_or(at));
+        }
+        seen_at.insert(at, path.len());
+        path.push(at);
+        match next(at) {
+            Some(d) => at = d,
+            // Cannot happen when nothing is ready; removing nothing real keeps the loop finite.
+            None => return (at, at),
+        }
     }
 }
 
-/// Reorder stages given with arbitrary dependency indices into the backward-index form.
+/// Reorder stages into the backward-index form, given a topological order of old indices.
 pub(crate) fn reorder(stages: Vec<TraceStage>, order: &[usize]) -> Vec<TraceStage> {
     let mut new_index = vec![0usize; stages.len()];
     for (new, &old) in order.iter().enumerate() {
@@ -122,8 +247,8 @@ pub(crate) fn reorder(stages: Vec<TraceStage>, order: &[usize]) -> Vec<TraceStag
     let mut slots: Vec<Option<TraceStage>> = stages.into_iter().map(Some).collect();
     order
         .iter()
-        .map(|&old| {
-            let mut s = slots[old].take().expect("each stage appears once in a topological order");
+        .filter_map(|&old| slots.get_mut(old).and_then(Option::take))
+        .map(|mut s| {
             s.after = s.after.iter().map(|&d| new_index[d]).collect();
             s.after.sort_unstable();
             s
@@ -132,11 +257,15 @@ pub(crate) fn reorder(stages: Vec<TraceStage>, order: &[usize]) -> Vec<TraceStag
 }
 
 /// Turn trace jobs into one-run workflows under the options.
-pub(crate) fn workflows(mut jobs: Vec<TraceJob>, options: &ImportOptions) -> Vec<Workflow> {
+pub(crate) fn workflows(
+    mut jobs: Vec<TraceJob>,
+    options: &ImportOptions,
+    ledger: &mut Ledger,
+) -> Vec<Workflow> {
     jobs.sort_by(|a, b| a.submit_ms.cmp(&b.submit_ms).then_with(|| a.name.cmp(&b.name)));
     let first = jobs.first().map_or(0, |j| j.submit_ms);
-    let scale = if options.time_scale > 0.0 { options.time_scale } else { 1.0 };
     let mut rng = Rng::new(options.seed);
+    let mut taken: BTreeSet<String> = BTreeSet::new();
     let mut out = Vec::with_capacity(jobs.len());
     for job in jobs {
         let copies = copies(options.load_scale, &mut rng);
@@ -150,7 +279,7 @@ pub(crate) fn workflows(mut jobs: Vec<TraceJob>, options: &ImportOptions) -> Vec
             .cloned()
             .unwrap_or_else(|| options.queue.clone());
         let tier = tier_of(&queue, options, &mut rng);
-        let at = Time(((job.submit_ms - first).max(0) as f64 / scale).round() as u64);
+        let at = Time(((job.submit_ms - first).max(0) as f64 / options.time_scale).round() as u64);
         let template = JobTemplate {
             name: job.name.clone(),
             after: Vec::new(),
@@ -172,7 +301,11 @@ pub(crate) fn workflows(mut jobs: Vec<TraceJob>, options: &ImportOptions) -> Vec
             Duration::from_millis(ms as u64)
         });
         for copy in 0..copies {
-            let name = if copy == 0 { job.name.clone() } else { format!("{}#{}", job.name, copy + 1) };
+            let wanted = if copy == 0 { job.name.clone() } else { format!("{}#{}", job.name, copy + 1) };
+            let name = unique(wanted, &mut taken);
+            if copy == 0 && name != job.name {
+                ledger.adjust(job.line, "job name used before: renamed");
+            }
             out.push(Workflow {
                 name,
                 queue: queue.clone(),
@@ -188,10 +321,25 @@ pub(crate) fn workflows(mut jobs: Vec<TraceJob>, options: &ImportOptions) -> Vec
     out
 }
 
+/// `name`, or `name~2`, `name~3`, … if it is taken.
+fn unique(name: String, taken: &mut BTreeSet<String>) -> String {
+    if taken.insert(name.clone()) {
+        return name;
+    }
+    let mut k = 2u64;
+    loop {
+        let candidate = format!("{name}~{k}");
+        if taken.insert(candidate.clone()) {
+            return candidate;
+        }
+        k += 1;
+    }
+}
+
 /// How many copies of a job `load_scale` asks for: its integer part, plus one more with the
 /// probability of its fractional part.
 fn copies(load_scale: f64, rng: &mut Rng) -> u32 {
-    if !(load_scale > 0.0) {
+    if load_scale.is_nan() || load_scale <= 0.0 {
         return 0;
     }
     let whole = load_scale.floor();
@@ -224,10 +372,49 @@ fn tier_of(queue: &QueuePath, options: &ImportOptions, rng: &mut Rng) -> u8 {
 mod tests {
     use super::*;
 
+    fn order(deps: &[Vec<usize>]) -> DagOrder {
+        let mut deps = deps.to_vec();
+        let key: Vec<usize> = (0..deps.len()).collect();
+        order_dag(&mut deps, &key)
+    }
+
     #[test]
-    fn topological_order_and_cycles() {
-        assert_eq!(topological(&[vec![2], vec![], vec![1]]), Ok(vec![1, 2, 0]));
-        assert_eq!(topological(&[vec![], vec![2], vec![1]]), Err(vec![1, 2]));
+    fn a_dag_comes_out_in_dependency_order() {
+        assert_eq!(order(&[vec![2], vec![], vec![1]]), DagOrder { order: vec![1, 2, 0], broken: vec![] });
+    }
+
+    #[test]
+    fn a_cycle_loses_the_edge_leaving_its_earliest_stage() {
+        // 1 → 2 → 1 is a cycle; 0 waits on 1 but is not in it, so its edge stays.
+        let got = order(&[vec![1], vec![2], vec![1]]);
+        assert_eq!(got.broken, vec![(1, 2)]);
+        assert_eq!(got.order, vec![1, 0, 2]);
+        // Two separate cycles: one edge each.
+        let got = order(&[vec![1], vec![0], vec![3], vec![2]]);
+        assert_eq!(got.broken, vec![(0, 1), (2, 3)]);
+        assert_eq!(got.order.len(), 4);
+    }
+
+    #[test]
+    fn a_zero_length_task_takes_a_second() {
+        assert_eq!(task_duration(0), (Duration::from_secs(1), true));
+        assert_eq!(task_duration(-5), (Duration::from_secs(1), true));
+        assert_eq!(task_duration(2500), (Duration::from_millis(2500), false));
+    }
+
+    #[test]
+    fn lines_are_numbered_and_bad_utf8_is_reported() {
+        let mut seen = Vec::new();
+        each_line("t", &b"a\r\n\xff\nlast"[..], |n, l| seen.push((n, l.map(str::to_string)))).expect("reads");
+        assert_eq!(seen, vec![(1, Some("a".into())), (2, None), (3, Some("last".into()))]);
+    }
+
+    #[test]
+    fn taken_names_get_a_suffix() {
+        let mut taken = BTreeSet::new();
+        assert_eq!(unique("a".into(), &mut taken), "a");
+        assert_eq!(unique("a".into(), &mut taken), "a~2");
+        assert_eq!(unique("a".into(), &mut taken), "a~3");
     }
 
     #[test]

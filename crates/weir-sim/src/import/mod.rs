@@ -2,8 +2,10 @@
 //! each turned into a [`weir_model::Workload`] of one-run workflows.
 //!
 //! A malformed or unusable row is skipped and counted, never fatal: the result says how many
-//! rows were read, how many were skipped and why (with the first few line numbers), and which
-//! kept rows had something left out. Each importer's module documents its mapping.
+//! rows were read, how many were skipped and why (with the first few line numbers), which jobs
+//! vanished because none of their rows was usable, and which kept rows had something repaired.
+//! Only a failing reader or a bad option is an error. Each importer's module documents its
+//! mapping; `docs/importers.md` is the user-facing version.
 //!
 //! Every trace job becomes a workflow with one run at its submission time, re-based so the
 //! first job arrives at 0 and divided by `time_scale`; it goes to the leaf that `queue_map` gives
@@ -18,6 +20,7 @@ mod swf;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::BufRead;
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use weir_model::{QueuePath, Workload};
@@ -30,15 +33,17 @@ pub enum TraceKind {
     Sls,
 }
 
+impl TraceKind {
+    pub const ALL: [TraceKind; 3] = [TraceKind::Alibaba2018, TraceKind::Swf, TraceKind::Sls];
+}
+
 impl FromStr for TraceKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<TraceKind, String> {
-        match s {
-            "alibaba2018" => Ok(TraceKind::Alibaba2018),
-            "swf" => Ok(TraceKind::Swf),
-            "sls" => Ok(TraceKind::Sls),
-            other => Err(format!("unknown trace kind `{other}`; expected alibaba2018, swf or sls")),
-        }
+    type Err = ImportError;
+    fn from_str(s: &str) -> Result<TraceKind, ImportError> {
+        TraceKind::ALL
+            .into_iter()
+            .find(|k| k.to_string() == s)
+            .ok_or_else(|| ImportError::UnknownKind { kind: s.to_string() })
     }
 }
 
@@ -52,19 +57,45 @@ impl fmt::Display for TraceKind {
     }
 }
 
+/// A `--trace KIND:PATH` argument: which importer, and the file the caller should open.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceSpec {
+    pub kind: TraceKind,
+    pub path: PathBuf,
+}
+
+impl FromStr for TraceSpec {
+    type Err = ImportError;
+    fn from_str(s: &str) -> Result<TraceSpec, ImportError> {
+        match s.split_once(':') {
+            Some((kind, path)) if !path.is_empty() => {
+                Ok(TraceSpec { kind: kind.parse()?, path: path.into() })
+            }
+            _ => Err(ImportError::BadTraceSpec { spec: s.to_string() }),
+        }
+    }
+}
+
+impl fmt::Display for TraceSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kind, self.path.display())
+    }
+}
+
 /// How imported jobs become workflows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ImportOptions {
     /// The leaf every job goes to unless `queue_map` says otherwise.
     pub queue: QueuePath,
-    /// Trace-specific ids (SWF queue/partition/group/user ids as `queue:3`, `partition:1`,
-    /// `group:7`, `user:12`; SLS queue names) → leaf queues.
+    /// Trace keys → leaf queues. SWF: `queue:3`, `partition:1`, `group:7`, `user:12` (tried in
+    /// that order); SLS: the job's queue name; Alibaba: `job:j_42`.
     pub queue_map: BTreeMap<String, QueuePath>,
     /// Divide arrival times (relative to the first arrival) by this: 2 = twice as fast.
     pub time_scale: f64,
     /// Keep each job with this probability when below 1; replicate jobs when above 1.
     pub load_scale: f64,
-    /// Share of jobs per tier 1, 2, 3, drawn with `seed`.
+    /// Share of jobs per tier 1, 2, 3, drawn with `seed`, for jobs whose leaf is not named
+    /// `tier1`…`tier3`.
     pub tier_mix: [f64; 3],
     /// A run's SLO = this × the job's critical-path length; none when `None`.
     pub slo_factor: Option<f64>,
@@ -78,7 +109,7 @@ pub struct ImportOptions {
 impl Default for ImportOptions {
     fn default() -> ImportOptions {
         ImportOptions {
-            queue: QueuePath::parse("root.default").expect("a valid path"),
+            queue: QueuePath::root().child("default"),
             queue_map: BTreeMap::new(),
             time_scale: 1.0,
             load_scale: 1.0,
@@ -95,18 +126,25 @@ impl Default for ImportOptions {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Imported {
     pub workload: Workload,
-    /// Data rows (or records) read, not counting comments and headers.
+    /// Data rows (SLS: records) read, not counting blank lines, comments and headers.
     pub rows: u64,
-    /// Rows skipped, by reason, each with a count and the first few line (or, for SLS, record)
-    /// numbers.
+    /// Trace jobs imported, before `load_scale` drops or copies any.
+    pub jobs: u64,
+    /// Rows skipped, by reason, each with a count and the first few line numbers (for SLS, the
+    /// line where the record starts).
     pub skipped: BTreeMap<String, Skipped>,
-    /// Rows kept with something left out (a dependency on an absent task, say), by reason.
+    /// Jobs the trace names that produced no workflow because none of their rows was usable,
+    /// by reason. Their rows are also counted in `skipped`, under each row's own reason.
+    pub dropped_jobs: BTreeMap<String, Skipped>,
+    /// Rows kept with something left out or repaired (a dependency on an absent task, a
+    /// zero-length task lengthened to a second), by reason.
     pub adjusted: BTreeMap<String, Skipped>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Skipped {
     pub count: u64,
+    /// The smallest few line numbers involved.
     pub first_lines: Vec<u64>,
 }
 
@@ -114,14 +152,60 @@ impl Imported {
     pub fn skipped_rows(&self) -> u64 {
         self.skipped.values().map(|s| s.count).sum()
     }
+
+    pub fn dropped_job_count(&self) -> u64 {
+        self.dropped_jobs.values().map(|s| s.count).sum()
+    }
 }
 
+/// The report a command prints after an import: totals, then every reason with its count and
+/// first lines.
+impl fmt::Display for Imported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{} rows read, {} skipped; {} jobs imported, {} dropped; {} workflows",
+            self.rows,
+            self.skipped_rows(),
+            self.jobs,
+            self.dropped_job_count(),
+            self.workload.workflows.len()
+        )?;
+        for (title, map) in [
+            ("skipped rows", &self.skipped),
+            ("dropped jobs", &self.dropped_jobs),
+            ("kept with changes", &self.adjusted),
+        ] {
+            if map.is_empty() {
+                continue;
+            }
+            writeln!(f, "{title}:")?;
+            for (reason, s) in map {
+                let lines: Vec<String> = s.first_lines.iter().map(u64::to_string).collect();
+                let more = if s.count > s.first_lines.len() as u64 { ", …" } else { "" };
+                writeln!(f, "  {:>8}  {reason} (lines {}{more})", s.count, lines.join(", "))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why an import could not run at all. Malformed rows are not errors: they are counted in
+/// [`Imported`].
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
+    /// The reader failed; retrying can help if the cause was transient.
     #[error("{file}: cannot read: {source}")]
     Read { file: String, source: std::io::Error },
+    /// An option is out of range; retrying with the same options cannot help.
     #[error("import option {option}: {problem}")]
     Option { option: &'static str, problem: String },
+    /// Not one of the known trace kinds.
+    #[error("unknown trace kind `{kind}`; expected alibaba2018, swf or sls")]
+    UnknownKind { kind: String },
+    /// A `--trace` argument that is not `KIND:PATH`.
+    #[error("`{spec}` is not KIND:PATH (e.g. alibaba2018:traces/batch_task.csv)")]
+    BadTraceSpec { spec: String },
 }
 
 /// Read a whole trace. `file` names the source in errors.
@@ -138,11 +222,14 @@ pub fn import(
         TraceKind::Swf => swf::read(file, reader, options, &mut ledger)?,
         TraceKind::Sls => sls::read(file, reader, options, &mut ledger)?,
     };
-    let workflows = build::workflows(jobs, options);
+    let job_count = jobs.len() as u64;
+    let workflows = build::workflows(jobs, options, &mut ledger);
     Ok(Imported {
         workload: Workload { workflows },
         rows: ledger.rows,
+        jobs: job_count,
         skipped: ledger.skipped,
+        dropped_jobs: ledger.dropped_jobs,
         adjusted: ledger.adjusted,
     })
 }
@@ -152,8 +239,9 @@ fn check(o: &ImportOptions) -> Result<(), ImportError> {
     if !(o.time_scale.is_finite() && o.time_scale > 0.0) {
         return bad("time_scale", format!("{} is not a positive number", o.time_scale));
     }
-    if !(o.load_scale.is_finite() && o.load_scale >= 0.0) {
-        return bad("load_scale", format!("{} is not a number ≥ 0", o.load_scale));
+    // Above a hundred copies per job, a typo is likelier than a wish (and memory runs out).
+    if !(o.load_scale.is_finite() && (0.0..=100.0).contains(&o.load_scale)) {
+        return bad("load_scale", format!("{} is not a number from 0 to 100", o.load_scale));
     }
     if o.tier_mix.iter().any(|w| !w.is_finite() || *w < 0.0) || o.tier_mix.iter().sum::<f64>() <= 0.0 {
         return bad("tier_mix", format!("{:?} needs three weights ≥ 0, not all 0", o.tier_mix));
@@ -161,5 +249,50 @@ fn check(o: &ImportOptions) -> Result<(), ImportError> {
     if let Some(f) = o.slo_factor.filter(|f| !(f.is_finite() && *f > 0.0)) {
         return bad("slo_factor", format!("{f} is not a positive number"));
     }
+    if o.machine_memory == 0 {
+        return bad("machine_memory", "must be at least 1 MiB".to_string());
+    }
+    if o.swf_memory == 0 {
+        return bad("swf_memory", "must be at least 1 MiB".to_string());
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_arguments_parse() {
+        let spec: TraceSpec = "alibaba2018:traces/a.csv".parse().expect("parses");
+        assert_eq!(spec, TraceSpec { kind: TraceKind::Alibaba2018, path: "traces/a.csv".into() });
+        assert_eq!(spec.to_string(), "alibaba2018:traces/a.csv");
+        let sls: TraceSpec = "sls:C:/x.json".parse().expect("only the first colon splits");
+        assert_eq!(sls.path, PathBuf::from("C:/x.json"));
+        assert_eq!(
+            "google:x".parse::<TraceSpec>().map_err(|e| e.to_string()),
+            Err("unknown trace kind `google`; expected alibaba2018, swf or sls".to_string())
+        );
+        assert!(matches!("swf".parse::<TraceSpec>(), Err(ImportError::BadTraceSpec { .. })));
+        assert!(matches!("swf:".parse::<TraceSpec>(), Err(ImportError::BadTraceSpec { .. })));
+        for kind in TraceKind::ALL {
+            assert_eq!(kind.to_string().parse::<TraceKind>().ok(), Some(kind));
+        }
+    }
+
+    #[test]
+    fn options_out_of_range_are_refused_by_name() {
+        let refused = |o: ImportOptions| match check(&o) {
+            Err(ImportError::Option { option, .. }) => option,
+            other => panic!("expected a refusal, got {other:?}"),
+        };
+        let d = ImportOptions::default;
+        assert_eq!(refused(ImportOptions { time_scale: f64::NAN, ..d() }), "time_scale");
+        assert_eq!(refused(ImportOptions { load_scale: -1.0, ..d() }), "load_scale");
+        assert_eq!(refused(ImportOptions { load_scale: 1e9, ..d() }), "load_scale");
+        assert_eq!(refused(ImportOptions { tier_mix: [0.0; 3], ..d() }), "tier_mix");
+        assert_eq!(refused(ImportOptions { slo_factor: Some(0.0), ..d() }), "slo_factor");
+        assert_eq!(refused(ImportOptions { machine_memory: 0, ..d() }), "machine_memory");
+        assert!(check(&d()).is_ok());
+    }
 }

@@ -1,28 +1,39 @@
 //! The Standard Workload Format of the Parallel Workloads Archive.
 //!
 //! Lines starting with `;` are header comments. Every other non-blank line holds 18
-//! whitespace-separated fields; `-1` means missing. How a line becomes a job:
+//! whitespace-separated numbers; `-1` means missing. How a line becomes a job:
 //!
-//! - submitted at field 2 (submit time, seconds);
+//! - submitted at field 2 (submit time, seconds; fractions allowed);
 //! - one stage of N tasks, N = field 5 (allocated processors) or, when missing, field 8
 //!   (requested processors); each task holds one core (1000 millicores);
 //! - memory per task: field 10 (requested memory, KB per processor), else field 7 (used memory,
 //!   KB per processor), else `ImportOptions::swf_memory` MiB (default 1 GiB); rounded up to MiB;
-//! - every task runs for field 4 (run time, seconds; at least one second);
+//! - every task runs for field 4 (run time, seconds); a run time under a second (the format
+//!   allows 0 for "less than half a second") becomes one second, counted as adjusted;
 //! - queue: the first of `queue:<field 15>`, `partition:<field 16>`, `group:<field 13>`,
 //!   `user:<field 12>` found in `ImportOptions::queue_map`, else `ImportOptions::queue`; the user
 //!   is `user<field 12>`;
-//! - field 17 (preceding job) and 18 (think time) are not used: each job is its own workflow.
+//! - field 11 (status): 1 (completed) replays as recorded; 0 (failed) and 5 (cancelled) replay
+//!   their recorded run time and are counted as adjusted; 2, 3 and 4 mark the partial
+//!   executions of a checkpointed or swapped job, which the archive also summarises in one line
+//!   with status 0, 1 or 5, so they are skipped (and counted) to avoid running the job twice;
+//! - fields 3 (wait time), 6 (CPU time), 9 (requested time), 14 (executable), 17 (preceding
+//!   job) and 18 (think time) are not used: the simulator decides waits, and each job is its
+//!   own workflow.
 //!
-//! Skipped and counted: lines with fewer than 18 fields or a field that is not a number, a
-//! missing or negative submit time, a missing run time, and no processor count at all.
+//! Skipped and counted: lines that are not UTF-8, lines with other than 18 fields or a field
+//! that is not a number, a missing, negative or absurd submit time, a missing or absurd run
+//! time (cancelled jobs that never ran have none), no processor count, memory above 1 PiB per
+//! processor, and partial-execution lines.
 
 use std::io::BufRead;
 
-use weir_model::{Distribution, Duration, Resources};
+use weir_model::{Distribution, Resources};
 
-use super::build::{Ledger, TraceJob, TraceStage};
+use super::build::{each_line, task_duration, Ledger, TraceJob, TraceStage, MAX_TASK_MS, MAX_TIME_MS};
 use super::{ImportError, ImportOptions};
+
+const FIELDS: usize = 18;
 
 pub(crate) fn read(
     file: &str,
@@ -31,43 +42,77 @@ pub(crate) fn read(
     ledger: &mut Ledger,
 ) -> Result<Vec<TraceJob>, ImportError> {
     let mut jobs = Vec::new();
-    for (i, line) in reader.lines().enumerate() {
-        let n = i as u64 + 1;
-        let line = line.map_err(|source| ImportError::Read { file: file.to_string(), source })?;
+    each_line(file, reader, |n, line| {
+        let Some(line) = line else {
+            ledger.rows += 1;
+            ledger.skip(n, "not valid UTF-8");
+            return;
+        };
         let text = line.trim();
         if text.is_empty() || text.starts_with(';') {
-            continue;
+            return;
         }
         ledger.rows += 1;
-        match parse(text, options) {
-            Ok(job) => jobs.push(job),
+        match parse(text, n, options) {
+            Ok((job, notes)) => {
+                for note in notes {
+                    ledger.adjust(n, note);
+                }
+                jobs.push(job);
+            }
             Err(reason) => ledger.skip(n, reason),
         }
-    }
+    })?;
     Ok(jobs)
 }
 
-fn parse(text: &str, options: &ImportOptions) -> Result<TraceJob, &'static str> {
-    let mut f = [0f64; 18];
+fn parse(
+    text: &str,
+    line: u64,
+    options: &ImportOptions,
+) -> Result<(TraceJob, Vec<&'static str>), &'static str> {
+    let mut f = [0f64; FIELDS];
     let mut count = 0;
-    for (i, word) in text.split_whitespace().enumerate() {
-        if i >= 18 {
-            break;
-        }
-        f[i] = word.parse::<f64>().ok().filter(|x| x.is_finite()).ok_or("a field is not a number")?;
-        count = i + 1;
+    for word in text.split_whitespace() {
+        let slot = f.get_mut(count).ok_or("more than 18 fields")?;
+        *slot = word.parse::<f64>().ok().filter(|x| x.is_finite()).ok_or("a field is not a number")?;
+        count += 1;
     }
-    if count < 18 {
+    if count < FIELDS {
         return Err("fewer than 18 fields (truncated line?)");
     }
     let known = |x: f64| (x >= 0.0).then_some(x);
-    let id = f[0];
+    let status = f[10];
+    if [2.0, 3.0, 4.0].contains(&status) {
+        return Err("partial execution of a checkpointed job (its summary line is used)");
+    }
     let submit = known(f[1]).ok_or("missing or negative submit time")?;
-    let runtime = known(f[3]).ok_or("missing run time")?;
+    if submit * 1000.0 > MAX_TIME_MS as f64 {
+        return Err("submit time beyond 200 years (absurd)");
+    }
+    let Some(runtime) = known(f[3]) else {
+        return Err(if status == 5.0 { "cancelled before it ran (no run time)" } else { "missing run time" });
+    };
+    if runtime * 1000.0 > MAX_TASK_MS as f64 {
+        return Err("run time longer than a year (absurd)");
+    }
     let procs = known(f[4]).filter(|p| *p >= 1.0).or(known(f[7]).filter(|p| *p >= 1.0));
     let procs = procs.ok_or("no processor count (fields 5 and 8 missing)")?;
     let memory_kb = known(f[9]).filter(|m| *m > 0.0).or(known(f[6]).filter(|m| *m > 0.0));
+    if memory_kb.is_some_and(|kb| kb > 1024.0 * 1024.0 * 1024.0 * 1024.0) {
+        return Err("memory per processor above 1 PiB (absurd)");
+    }
     let memory = memory_kb.map_or(options.swf_memory, |kb| (kb / 1024.0).ceil().max(1.0) as u64);
+    let (duration, lengthened) = task_duration((runtime * 1000.0).round() as i64);
+    let mut notes = Vec::new();
+    if lengthened {
+        notes.push("run time under 1 s lengthened to 1 s");
+    }
+    if status == 0.0 {
+        notes.push("failed job replayed with its recorded run time");
+    } else if status == 5.0 {
+        notes.push("cancelled job replayed with its recorded run time");
+    }
     let int = |x: f64| x as i64;
     let mut queue_keys = Vec::new();
     for (key, field) in [("queue", f[14]), ("partition", f[15]), ("group", f[12]), ("user", f[11])] {
@@ -76,9 +121,10 @@ fn parse(text: &str, options: &ImportOptions) -> Result<TraceJob, &'static str> 
         }
     }
     let user = if f[11] >= 0.0 { format!("user{}", int(f[11])) } else { "unknown".to_string() };
-    Ok(TraceJob {
-        name: format!("swf-{}", int(id)),
-        submit_ms: (submit * 1000.0) as i64,
+    let job = TraceJob {
+        name: format!("swf-{}", int(f[0])),
+        line,
+        submit_ms: (submit * 1000.0).round() as i64,
         queue_keys,
         user,
         stages: vec![TraceStage {
@@ -86,7 +132,8 @@ fn parse(text: &str, options: &ImportOptions) -> Result<TraceJob, &'static str> 
             after: Vec::new(),
             tasks: procs.min(u32::MAX as f64) as u32,
             resources: Resources::new(1000, memory, 0),
-            duration: Distribution::Fixed(Duration::from_secs((runtime as u64).max(1))),
+            duration: Distribution::Fixed(duration),
         }],
-    })
+    };
+    Ok((job, notes))
 }
