@@ -88,7 +88,7 @@ impl Duration {
 
 /// Why a duration string was not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{input}` is not a duration: write a whole number with a unit, e.g. 500ms, 90s, 15m, 2h or 1d")]
+#[error("`{input}` is not a duration: write whole numbers with units, e.g. 500ms, 90s, 15m, 2h30m or 1d")]
 pub struct DurationParseError {
     pub input: String,
 }
@@ -96,21 +96,38 @@ pub struct DurationParseError {
 impl FromStr for Duration {
     type Err = DurationParseError;
 
+    /// A whole number with a unit, or several from the largest unit down: `90s`, `2h30m`, `1d12h`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let err = || DurationParseError { input: s.to_string() };
-        let t = s.trim();
-        let split = t.find(|c: char| !c.is_ascii_digit()).ok_or_else(err)?;
-        let (num, unit) = t.split_at(split);
-        let n: u64 = num.parse().map_err(|_| err())?;
-        let scale = match unit.trim() {
-            "ms" => 1,
-            "s" => 1_000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            "d" => 86_400_000,
-            _ => return Err(err()),
-        };
-        n.checked_mul(scale).map(Duration).ok_or_else(err)
+        let mut rest = s.trim();
+        if rest.is_empty() {
+            return Err(err());
+        }
+        let mut total: u64 = 0;
+        let mut last_scale = u64::MAX;
+        while !rest.is_empty() {
+            let split = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(err)?;
+            let (num, tail) = rest.split_at(split);
+            let n: u64 = num.parse().map_err(|_| err())?;
+            let unit_len = tail.find(|c: char| c.is_ascii_digit()).unwrap_or(tail.len());
+            let (unit, tail) = tail.split_at(unit_len);
+            let scale = match unit.trim() {
+                "ms" => 1,
+                "s" => 1_000,
+                "m" => 60_000,
+                "h" => 3_600_000,
+                "d" => 86_400_000,
+                _ => return Err(err()),
+            };
+            // Units must fall from left to right: `2h30m`, not `30m2h` or `1h1h`.
+            if scale >= last_scale {
+                return Err(err());
+            }
+            last_scale = scale;
+            total = n.checked_mul(scale).and_then(|v| total.checked_add(v)).ok_or_else(err)?;
+            rest = tail;
+        }
+        Ok(Duration(total))
     }
 }
 
@@ -157,6 +174,9 @@ mod tests {
             ("2h", 7_200_000),
             ("1d", 86_400_000),
             ("0s", 0),
+            ("2h30m", 9_000_000),
+            ("1d12h", 129_600_000),
+            ("1m30s500ms", 90_500),
         ] {
             assert_eq!(s.parse::<Duration>().unwrap(), Duration(ms), "{s}");
         }
@@ -164,7 +184,7 @@ mod tests {
 
     #[test]
     fn rejects_bad_durations() {
-        for s in ["", "15", "s", "1.5h", "-3s", "3 weeks", "99999999999999999999d"] {
+        for s in ["", "15", "s", "1.5h", "-3s", "3 weeks", "99999999999999999999d", "30m2h", "1h1h", "2h30"] {
             assert!(s.parse::<Duration>().is_err(), "{s} should not parse");
         }
     }

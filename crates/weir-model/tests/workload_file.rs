@@ -786,12 +786,12 @@ fn wrong_shapes_say_what_was_expected() {
     check_syntax(
         &stage("tasks: 1, resources: {cpu: 1}, duration: {empirical: [1s, soon]}"),
         "workflows.w.jobs.j.stages.s.duration.empirical[1]",
-        "`soon` is not a duration: write a whole number with a unit, e.g. 500ms, 90s, 15m, 2h or 1d at line 3, column 140",
+        "`soon` is not a duration: write whole numbers with units, e.g. 500ms, 90s, 15m, 2h30m or 1d at line 3, column 140",
     );
     check_syntax(
         &wf("queue: root.default, every: 24"),
         "workflows.w.every",
-        "`24` is not a duration: write a whole number with a unit, e.g. 500ms, 90s, 15m, 2h or 1d at line 3, column 43",
+        "`24` is not a duration: write whole numbers with units, e.g. 500ms, 90s, 15m, 2h30m or 1d at line 3, column 43",
     );
     check_syntax(
         &stage("tasks: -1, resources: {cpu: 1}, duration: {fixed: 1m}"),

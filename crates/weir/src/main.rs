@@ -39,7 +39,7 @@ struct Cli {
 enum Command {
     Validate(cmd::validate::ValidateArgs),
     Shares(cmd::shares::SharesArgs),
-    Simulate(cmd::simulate::SimulateArgs),
+    Simulate(Box<cmd::simulate::SimulateArgs>),
     Bench(cmd::bench::BenchArgs),
 }
 

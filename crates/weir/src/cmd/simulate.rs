@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use weir_model::{ClusterConfig, Duration, QueuePath, Resources, Time, Workload};
-use weir_sim::import::{self, ImportOptions, Imported, TraceKind};
+use weir_sim::import::{self, ImportOptions, TraceSpec};
 use weir_sim::{NodeFailures, Outcome, SimConfig, Simulation, UsageCsv};
 
 use crate::{emit, load_cluster, EXAMPLE_CLUSTER, EXAMPLE_WORKLOAD};
@@ -42,7 +42,7 @@ pub struct SimulateArgs {
     workload: Option<PathBuf>,
     /// A trace instead of a workload: alibaba2018:PATH, swf:PATH or sls:PATH (see docs/importers.md).
     #[arg(long, value_name = "KIND:PATH")]
-    trace: Option<String>,
+    trace: Option<TraceSpec>,
     /// Where the output files go (created if missing).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
@@ -156,16 +156,19 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
 /// about it.
 fn load_workload(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<(Workload, Option<String>)> {
     if let Some(spec) = &args.trace {
-        let (kind, path) = spec.split_once(':').with_context(|| {
-            format!("--trace {spec}: write KIND:PATH, e.g. alibaba2018:selected_DAGs.csv")
-        })?;
-        let kind: TraceKind = kind.parse().map_err(|e: String| anyhow::anyhow!("--trace {spec}: {e}"))?;
         let options = import_options(args, cluster)?;
-        let file = File::open(path).with_context(|| format!("--trace: cannot open {path}"))?;
-        let imported = import::import(kind, path, BufReader::new(file), &options)?;
-        let note = import_note(path, &imported);
+        let path = spec.path.display().to_string();
+        let file = File::open(&spec.path).with_context(|| format!("--trace {spec}: cannot open {path}"))?;
+        let mut imported = import::import(spec.kind, &path, BufReader::new(file), &options)?;
+        let note = format!("{path}: {imported}");
         if imported.workload.workflows.is_empty() {
             bail!("{path}: no usable job in the trace\n{note}");
+        }
+        // The importer sees only leaf names; a leaf's own `tier:` setting decides.
+        for wf in &mut imported.workload.workflows {
+            if let Some(tier) = cluster.find(&wf.queue).and_then(|q| cluster.queues[q].tier) {
+                wf.tier = tier;
+            }
         }
         return Ok((imported.workload, Some(note)));
     }
@@ -206,22 +209,6 @@ fn import_options(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<Import
         machine_memory,
         swf_memory: args.swf_memory,
     })
-}
-
-fn import_note(path: &str, imported: &Imported) -> String {
-    let mut s = format!(
-        "{path}: {} rows read, {} jobs imported, {} rows skipped\n",
-        imported.rows,
-        imported.workload.workflows.len(),
-        imported.skipped_rows()
-    );
-    for (what, map) in [("skipped", &imported.skipped), ("kept, adjusted", &imported.adjusted)] {
-        for (reason, n) in map {
-            let lines: Vec<String> = n.first_lines.iter().map(u64::to_string).collect();
-            let _ = writeln!(s, "  {what}: {} × {reason} (first at {})", n.count, lines.join(", "));
-        }
-    }
-    s
 }
 
 fn am(spec: &str) -> Result<Option<Resources>> {
