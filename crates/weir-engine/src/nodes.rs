@@ -1,9 +1,15 @@
 //! Nodes and the best-fit index used to place containers.
 //!
 //! Nodes with room sit in an ordered index keyed by free memory, then free cpu: placement takes
-//! the first node (the tightest fit on memory) whose cpu and gpu also suffice. A node reserved
-//! for a starved job leaves the index until the reservation ends, so nobody else takes the room
-//! preemption is freeing.
+//! the tightest fit on memory (then cpu) among the nodes whose cpu and gpu also suffice. A node
+//! reserved for a starved job leaves the index until the reservation ends, so nobody else takes
+//! the room preemption is freeing.
+//!
+//! The index is split by free cpu into power-of-two classes ([`FitIndex`]). A node in a class
+//! above the request's holds the request's cpu for sure, so that class answers with one ordered
+//! lookup; only the request's own class is walked past nodes short of cpu. Without the split, a
+//! cluster whose nodes ran out of cpu long before memory made every placement walk past every
+//! such node.
 
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
@@ -38,7 +44,7 @@ impl Node {
 pub(crate) struct Nodes {
     pub slots: Vec<Node>,
     pub by_id: HashMap<NodeId, NodeSlot>,
-    index: BTreeSet<(u64, u64, NodeSlot)>,
+    index: FitIndex,
     pub total: Resources,
     pub used: Resources,
     /// Nodes currently held for a starved job.
@@ -137,17 +143,7 @@ impl Nodes {
     /// memory value at a time rather than one by one: on a cpu-bound cluster, where many nodes
     /// have memory left but no cpu, the search stays logarithmic per distinct memory value.
     pub fn best_fit(&self, r: &Resources) -> Option<NodeSlot> {
-        let mut from = Bound::Included((r.memory, r.cpu, 0));
-        loop {
-            let &(memory, cpu, slot) = self.index.range((from, Bound::Unbounded)).next()?;
-            if cpu < r.cpu {
-                from = Bound::Included((memory, r.cpu, 0));
-            } else if self.slots[slot as usize].free().gpu >= r.gpu {
-                return Some(slot);
-            } else {
-                from = Bound::Excluded((memory, cpu, slot));
-            }
-        }
+        self.index.best_fit(r, |slot| self.slots[slot as usize].free().gpu >= r.gpu)
     }
 
     pub fn fits(&self, slot: NodeSlot, r: &Resources) -> bool {
@@ -157,11 +153,86 @@ impl Nodes {
 
     /// The largest free room on any node, by memory then cpu (for explanations).
     pub fn largest_free(&self) -> Resources {
-        self.index.iter().next_back().map(|&(_, _, s)| self.slots[s as usize].free()).unwrap_or_default()
+        self.index.last().map(|(_, _, s)| self.slots[s as usize].free()).unwrap_or_default()
     }
 
     pub fn count(&self) -> usize {
         self.by_id.len()
+    }
+}
+
+/// Index keys: (free memory, free cpu, slot).
+type FitKey = (u64, u64, NodeSlot);
+
+/// The best-fit index: one ordered set per class of free cpu (class 0 holds cpu 0, class k
+/// holds cpu in [2^(k−1), 2^k)), and a bit per non-empty class.
+#[derive(Debug)]
+struct FitIndex {
+    classes: Vec<BTreeSet<FitKey>>,
+    non_empty: u128,
+}
+
+impl Default for FitIndex {
+    fn default() -> FitIndex {
+        FitIndex { classes: (0..=64).map(|_| BTreeSet::new()).collect(), non_empty: 0 }
+    }
+}
+
+fn class(cpu: u64) -> usize {
+    (u64::BITS - cpu.leading_zeros()) as usize
+}
+
+impl FitIndex {
+    fn insert(&mut self, key: FitKey) {
+        let c = class(key.1);
+        self.classes[c].insert(key);
+        self.non_empty |= 1 << c;
+    }
+
+    fn remove(&mut self, key: &FitKey) {
+        let c = class(key.1);
+        self.classes[c].remove(key);
+        if self.classes[c].is_empty() {
+            self.non_empty &= !(1 << c);
+        }
+    }
+
+    /// The smallest key, by (memory, cpu, slot), that holds `r`'s memory and cpu and passes
+    /// `other` (the resources the key does not carry).
+    fn best_fit(&self, r: &Resources, other: impl Fn(NodeSlot) -> bool) -> Option<NodeSlot> {
+        let own = class(r.cpu);
+        let mut best: Option<FitKey> = None;
+        let mut classes = self.non_empty >> own << own;
+        while classes != 0 {
+            let c = classes.trailing_zeros() as usize;
+            classes &= classes - 1;
+            let set = &self.classes[c];
+            let mut from = Bound::Included((r.memory, r.cpu, 0));
+            let found = loop {
+                let Some(&key) = set.range((from, Bound::Unbounded)).next() else { break None };
+                if best.is_some_and(|b| key >= b) {
+                    break None;
+                }
+                let (memory, cpu, slot) = key;
+                if cpu < r.cpu {
+                    // Only in the request's own class: skip this memory value's short nodes.
+                    from = Bound::Included((memory, r.cpu, 0));
+                } else if other(slot) {
+                    break Some(key);
+                } else {
+                    from = Bound::Excluded(key);
+                }
+            };
+            if found.is_some() {
+                best = found;
+            }
+        }
+        best.map(|(_, _, slot)| slot)
+    }
+
+    /// The key with the most free memory (then cpu).
+    fn last(&self) -> Option<FitKey> {
+        self.classes.iter().filter_map(|s| s.last().copied()).max()
     }
 }
 
@@ -197,5 +268,28 @@ mod tests {
         assert_eq!(n.best_fit(&Resources::new(500, 2, 0)), Some(4));
         assert_eq!(n.best_fit(&Resources::new(9000, 1, 0)), None);
         assert_eq!(n.best_fit(&Resources::new(100, 17, 0)), None);
+    }
+
+    #[test]
+    fn best_fit_matches_a_full_scan_whatever_the_mix_of_free_room() {
+        // A small LCG is enough to spread nodes over many cpu classes and memory values.
+        let mut x: u64 = 12345;
+        let mut next = |m: u64| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let free: Vec<(u64, u64, u64)> =
+            (0..300).map(|_| (next(20_000), 1 + next(70_000), next(3))).collect();
+        let n = nodes(&free);
+        for _ in 0..2_000 {
+            let r = Resources::new(next(12_000), 1 + next(40_000), next(2));
+            let want = free
+                .iter()
+                .enumerate()
+                .filter(|(_, &(c, m, g))| c >= r.cpu && m >= r.memory && g >= r.gpu)
+                .min_by_key(|(i, &(c, m, _))| (m, c, *i))
+                .map(|(i, _)| i as NodeSlot);
+            assert_eq!(n.best_fit(&r), want, "{r}");
+        }
     }
 }

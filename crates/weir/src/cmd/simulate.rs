@@ -117,7 +117,8 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
         am: am(&args.am)?,
         node_failures: args.node_mtbf.map(|mtbf| NodeFailures { mtbf, repair: args.node_repair }),
         sample_every: args.sample_every,
-        check_invariants: false,
+        // Debug builds check the engine's and the simulator's invariants after every step.
+        check_invariants: cfg!(debug_assertions),
     };
     if args.max_attempts == 0 {
         bail!("--max-attempts must be at least 1");

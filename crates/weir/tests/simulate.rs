@@ -1,0 +1,188 @@
+//! `weir simulate` as a user runs it: the built-in example, the story in examples/story, trace
+//! replays, determinism of every output file, and errors that name what is wrong.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::{text, weir, Scratch};
+use serde_json::Value;
+
+fn simulate(out: &Path, args: &[&str]) -> (String, String) {
+    let out_s = out.display().to_string();
+    let mut all = vec!["simulate", "--out", &out_s];
+    all.extend_from_slice(args);
+    let o = weir(&all);
+    let (stdout, stderr) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "weir {all:?} failed:\n{stderr}");
+    (stdout, stderr)
+}
+
+fn summary(dir: &Path) -> Value {
+    let s = fs::read_to_string(dir.join("summary.json")).expect("summary.json");
+    serde_json::from_str(&s).expect("summary.json is JSON")
+}
+
+fn tier_ratio(s: &Value, tier: &str) -> f64 {
+    s["tiers"][tier]["slo_success_ratio"].as_f64().unwrap_or_else(|| panic!("tier {tier}: {}", s["tiers"]))
+}
+
+#[test]
+fn the_built_in_example_writes_every_output() {
+    let dir = Scratch::new("sim-example");
+    let (stdout, _) = simulate(&dir.0, &["--until", "2d"]);
+    assert!(stdout.contains("simulated 2d on 40 nodes"), "{stdout}");
+    assert!(stdout.contains("tier  runs"), "{stdout}");
+    let s = summary(&dir.0);
+    for field in [
+        "jobs_submitted",
+        "jobs_completed",
+        "jobs_failed",
+        "runs",
+        "events",
+        "simulated_seconds",
+        "wall_seconds",
+        "utilization",
+        "preemptions",
+        "wasted_container_seconds",
+        "tiers",
+        "queues",
+    ] {
+        assert!(s.get(field).is_some(), "summary.json lacks {field}");
+    }
+    assert_eq!(s["simulated_seconds"], 172_800.0);
+    assert!(s["jobs_completed"].as_u64().expect("count") > 100);
+    let cpu = s["utilization"]["cpu"].as_f64().expect("utilization");
+    assert!(cpu > 0.1 && cpu < 1.0, "{cpu}");
+    for t in ["1", "2", "3"] {
+        for f in ["runs", "slo_met", "slo_success_ratio", "workflows", "slo_successful_workflows"] {
+            assert!(s["tiers"][t].get(f).is_some(), "tiers.{t}.{f}");
+        }
+    }
+    let q = &s["queues"][0];
+    for f in ["queue", "usage_avg", "fair_share_avg", "wait_p50", "wait_p99", "preempted"] {
+        assert!(q.get(f).is_some(), "queues[0].{f}");
+    }
+    let runs = fs::read_to_string(dir.0.join("runs.csv")).expect("runs.csv");
+    assert!(runs.starts_with("workflow,tier,queue,submit,start,end,slo,met,status\n"));
+    assert_eq!(runs.lines().count() as u64 - 1, s["runs"].as_u64().expect("runs"));
+    let usage = fs::read_to_string(dir.0.join("usage.csv")).expect("usage.csv");
+    assert!(usage.starts_with("start,end,queue,cpu,memory,running_apps\n"));
+    assert!(usage.lines().count() > 100);
+    let report = fs::read_to_string(dir.0.join("report.html")).expect("report.html");
+    assert!(report.contains("<svg") && report.contains("SLO success per tier"));
+    assert!(!report.contains("<script"), "self-contained, no scripts");
+}
+
+#[test]
+fn the_same_seed_gives_byte_identical_files() {
+    let a = Scratch::new("sim-det-a");
+    let b = Scratch::new("sim-det-b");
+    let c = Scratch::new("sim-det-c");
+    let args = ["--until", "1d", "--seed", "7", "--node-mtbf", "5d"];
+    simulate(&a.0, &args);
+    simulate(&b.0, &args);
+    simulate(&c.0, &["--until", "1d", "--seed", "8", "--node-mtbf", "5d"]);
+    for f in ["runs.csv", "usage.csv", "report.html"] {
+        let x = fs::read(a.0.join(f)).expect("file");
+        assert!(x == fs::read(b.0.join(f)).expect("file"), "{f} differs between two runs with one seed");
+    }
+    let mut x = summary(&a.0);
+    let mut y = summary(&b.0);
+    x["wall_seconds"] = Value::Null;
+    y["wall_seconds"] = Value::Null;
+    assert_eq!(x, y);
+    assert_ne!(
+        fs::read(a.0.join("runs.csv")).ok(),
+        fs::read(c.0.join("runs.csv")).ok(),
+        "another seed, other runs"
+    );
+}
+
+#[test]
+fn the_story_tiered_layout_meets_tier1_slos_the_ad_hoc_one_misses() {
+    let adhoc = Scratch::new("story-adhoc");
+    let tiered = Scratch::new("story-tiered");
+    let workload = ["--workload", "examples/story/workload.yaml", "--until", "7d"];
+    let mut a = vec!["--cluster", "examples/story/cluster-adhoc.yaml"];
+    a.extend_from_slice(&workload);
+    let mut t = vec!["--cluster", "examples/story/cluster-tiered.yaml"];
+    t.extend_from_slice(&workload);
+    simulate(&adhoc.0, &a);
+    simulate(&tiered.0, &t);
+    let (sa, st) = (summary(&adhoc.0), summary(&tiered.0));
+    let (ra, rt) = (tier_ratio(&sa, "1"), tier_ratio(&st, "1"));
+    assert!(rt > ra + 0.3, "tier-1 SLO success: tiered {rt}, ad hoc {ra}");
+    assert!(rt >= 0.9, "tiered layout: {rt}");
+    assert_eq!(sa["preemptions"], 0, "the ad-hoc layout never preempts");
+    assert_eq!(sa["jobs_submitted"], st["jobs_submitted"], "same workload");
+}
+
+#[test]
+fn traces_replay_and_report_what_they_skipped() {
+    let dir = Scratch::new("sim-sls");
+    let (_, stderr) = simulate(
+        &dir.0,
+        &[
+            "--trace",
+            "sls:../shared/traces/yarn-sls/inputsls.json",
+            "--queue-map",
+            "sls_queue_1=root.ads.ranking.tier1",
+        ],
+    );
+    assert!(stderr.contains("inputsls.json: "), "{stderr}");
+    let s = summary(&dir.0);
+    assert_eq!(s["runs"], 2);
+    assert_eq!(s["runs_completed"], 2);
+    let runs = fs::read_to_string(dir.0.join("runs.csv")).expect("runs.csv");
+    assert!(runs.contains(",1,root.ads.ranking.tier1,"), "mapped queue, tier from the leaf:\n{runs}");
+    assert!(runs.contains(",root.default,"), "unmapped jobs go to --queue:\n{runs}");
+
+    let dir = Scratch::new("sim-alibaba");
+    let (_, stderr) = simulate(
+        &dir.0,
+        &[
+            "--trace",
+            "alibaba2018:../shared/traces/alibaba-2018-dag/selected_DAGs.csv",
+            "--load-scale",
+            "0.03",
+            "--time-scale",
+            "10",
+            "--queue",
+            "root.search.relevance.tier3",
+        ],
+    );
+    assert!(stderr.contains("55874 rows read"), "{stderr}");
+    assert!(stderr.contains("skipped rows:"), "{stderr}");
+    let s = summary(&dir.0);
+    let runs = s["runs"].as_u64().expect("runs");
+    assert!((30..=100).contains(&runs), "about 3% of 2,119 jobs: {runs}");
+    assert_eq!(s["runs_completed"], runs);
+}
+
+#[test]
+fn bad_input_is_named() {
+    let dir = Scratch::new("sim-bad");
+    let out = dir.0.display().to_string();
+    let fail = |args: &[&str]| {
+        let mut all = vec!["simulate", "--out", &out];
+        all.extend_from_slice(args);
+        let o = weir(&all);
+        assert!(!o.status.success(), "{args:?} should fail");
+        text(&o.stderr)
+    };
+    let e = fail(&["--trace", "parquet:x.pq"]);
+    assert!(e.contains("parquet"), "{e}");
+    let e = fail(&["--trace", "swf:no/such/file.swf"]);
+    assert!(e.contains("no/such/file.swf"), "{e}");
+    let bad = dir.file("w.yaml", "version: 1\nworkflows:\n  - {name: w, queue: root.nope, jobs: []}\n");
+    let e = fail(&["--workload", &bad]);
+    assert!(e.contains("w.yaml") && e.contains("workflows.w"), "{e}");
+    let e = fail(&["--tier-mix", "10,90", "--trace", "sls:../shared/traces/yarn-sls/inputsls.json"]);
+    assert!(e.contains("--tier-mix"), "{e}");
+    let e = fail(&["--am", "lots"]);
+    assert!(e.contains("--am lots"), "{e}");
+    let e = fail(&["--until", "a week"]);
+    assert!(e.contains("a week"), "{e}");
+}
