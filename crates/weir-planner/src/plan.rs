@@ -161,6 +161,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         }
     }
 
+    ignored.sort_by(|a: &IgnoredQueue, b: &IgnoredQueue| a.queue.cmp(&b.queue));
     let floors = input.workload.map(|w| slo_floors(w, &s.instance)).unwrap_or_default();
     let leaves: Vec<usize> = (0..cfg.queues.len()).filter(|&i| cfg.queues[i].is_leaf()).collect();
     let work = |i: usize| plan_leaf(input, &window, &feeds[i], i, floors.get(&cfg.queues[i].path));
