@@ -16,6 +16,8 @@
 //!   [`report_html`] for a self-contained HTML report.
 
 pub mod error;
+pub mod export;
+pub mod import;
 pub mod percentile;
 pub mod plan;
 pub mod settings;
@@ -24,6 +26,8 @@ pub mod summary;
 pub mod usage;
 
 pub use error::PlanError;
+pub use export::{export, ExportOptions, Format};
+pub use import::{import_yarn_fair, ImportOptions, Imported};
 pub use percentile::{LeafUsage, TimeHistogram};
 pub use plan::{plan, IgnoredQueue, Plan, PlanInput, QueuePlan, QueueStatus, Used, Window};
 pub use settings::PlanSettings;
