@@ -17,6 +17,7 @@
 
 pub mod error;
 pub mod export;
+pub mod html;
 pub mod import;
 pub mod percentile;
 pub mod plan;
@@ -27,6 +28,7 @@ pub mod usage;
 
 pub use error::PlanError;
 pub use export::{export, ExportOptions, Format};
+pub use html::report_html;
 pub use import::{import_yarn_fair, ImportOptions, Imported};
 pub use percentile::{LeafUsage, TimeHistogram};
 pub use plan::{plan, IgnoredQueue, Plan, PlanInput, QueuePlan, QueueStatus, Used, Window};

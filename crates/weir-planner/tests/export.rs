@@ -110,7 +110,7 @@ fn yunikorn_children_stay_within_their_parents() {
     assert_eq!(root["name"], "root");
     assert_eq!(root["submitacl"], "*");
     assert_eq!(docs[0]["partitions"][0]["preemption"]["enabled"], true);
-    fn check(q: &Value, cfg_total: (u64, u64), parent_apps: Option<u64>, leaves: &mut Vec<String>) {
+    fn check(q: &Value, parent_apps: Option<u64>, leaves: &mut Vec<String>) {
         let children = q["queues"].as_array().cloned().unwrap_or_default();
         let g = |q: &Value, k: &str, memory: bool| {
             q["resources"]["guaranteed"].get(k).map(|v| quantity(v, memory)).unwrap_or(0)
@@ -132,11 +132,11 @@ fn yunikorn_children_stay_within_their_parents() {
             assert!(cpu <= g(q, "vcore", false) && mem <= g(q, "memory", true), "children of {}", q["name"]);
         }
         for c in &children {
-            check(c, cfg_total, apps.or(parent_apps), leaves);
+            check(c, apps.or(parent_apps), leaves);
         }
     }
     let mut leaves = Vec::new();
-    check(root, (640_000, 2_621_440), None, &mut leaves);
+    check(root, None, &mut leaves);
     assert_eq!(leaves.len(), cfg.leaves().count());
     // data-platform limits its subtree to 120 apps: every leaf below gets at most that.
     let dp = &root["queues"][2];
@@ -194,25 +194,38 @@ fn kueue_names_that_collide_are_an_error() {
     assert!(matches!(err, PlanError::NameClash { ref name, .. } if name == "a-b"), "{err}");
 }
 
-/// The settings the Fair Scheduler and weir share, per queue.
-fn shared(
-    q: &QueueConfig,
-) -> (String, f64, Limit, Limit, Option<u32>, Option<f64>, &'static str, bool, Option<u64>, f64, Option<u64>)
-{
+/// The settings the Fair Scheduler and weir share, of one queue.
+#[derive(Debug, PartialEq)]
+struct Shared {
+    path: String,
+    weight: f64,
+    min: Limit,
+    max: Limit,
+    max_running_apps: Option<u32>,
+    /// Leaves only: YARN reads maxAMShare on leaves.
+    max_am_share: Option<f64>,
+    policy: &'static str,
+    allow_preemption_from: bool,
+    fair_share_timeout_secs: Option<u64>,
+    fair_share_threshold: f64,
+    min_share_timeout_secs: Option<u64>,
+}
+
+fn shared(q: &QueueConfig) -> Shared {
     let secs = |d: Option<weir_model::Duration>| d.map(|d| d.as_millis() / 1000);
-    (
-        q.path.to_string(),
-        q.weight,
-        q.min,
-        q.max,
-        q.max_running_apps,
-        if q.is_leaf() { q.max_am_share } else { None },
-        q.policy.name(),
-        q.allow_preemption_from,
-        secs(q.fair_share_preemption_timeout),
-        q.fair_share_preemption_threshold,
-        secs(q.min_share_preemption_timeout),
-    )
+    Shared {
+        path: q.path.to_string(),
+        weight: q.weight,
+        min: q.min,
+        max: q.max,
+        max_running_apps: q.max_running_apps,
+        max_am_share: if q.is_leaf() { q.max_am_share } else { None },
+        policy: q.policy.name(),
+        allow_preemption_from: q.allow_preemption_from,
+        fair_share_timeout_secs: secs(q.fair_share_preemption_timeout),
+        fair_share_threshold: q.fair_share_preemption_threshold,
+        min_share_timeout_secs: secs(q.min_share_preemption_timeout),
+    }
 }
 
 #[test]

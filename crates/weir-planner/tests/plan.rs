@@ -219,9 +219,8 @@ fn overlapping_rows_of_one_queue_are_rejected_with_both_lines() {
         )
     );
     // Touching intervals and zero-length rows are fine.
-    let ok =
-        format!("0,10,root.ads.tier1,1000,0,1\n10,20,root.ads.tier1,1000,0,1\n15,15,root.ads.tier1,1,0,1\n");
-    assert!(run(&cfg, &ok, &PlanSettings::defaults_for(&cfg), None).is_ok());
+    let ok = "0,10,root.ads.tier1,1000,0,1\n10,20,root.ads.tier1,1000,0,1\n15,15,root.ads.tier1,1,0,1\n";
+    assert!(run(&cfg, ok, &PlanSettings::defaults_for(&cfg), None).is_ok());
     let empty =
         run(&cfg, "start,end,queue,cpu,memory,running_apps\n", &PlanSettings::defaults_for(&cfg), None);
     assert!(matches!(empty, Err(PlanError::EmptyHistory { .. })));

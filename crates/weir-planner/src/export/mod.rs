@@ -184,7 +184,7 @@ pub(crate) fn fraction_of(limit: &Limit, total: &Resources) -> f64 {
 
 /// Kubernetes quantities: cpu in cores or millicores, memory in Gi or Mi.
 pub(crate) fn k8s_cpu(millicores: u64) -> String {
-    if millicores % 1000 == 0 {
+    if millicores.is_multiple_of(1000) {
         (millicores / 1000).to_string()
     } else {
         format!("{millicores}m")
@@ -192,7 +192,7 @@ pub(crate) fn k8s_cpu(millicores: u64) -> String {
 }
 
 pub(crate) fn k8s_memory(mib: u64) -> String {
-    if mib % 1024 == 0 {
+    if mib.is_multiple_of(1024) {
         format!("{}Gi", mib / 1024)
     } else {
         format!("{mib}Mi")

@@ -1,5 +1,8 @@
 //! One module per subcommand: its clap `Args` struct and a `run` function.
 
 pub mod bench;
+pub mod export;
+pub mod import;
+pub mod plan;
 pub mod shares;
 pub mod validate;
