@@ -41,7 +41,7 @@ pub struct Interval {
 pub struct UsageHistory {
     names: Vec<String>,
     series: Vec<Series>,
-    index: HashMap<Vec<u8>, u32, BuildHasherDefault<Fnv>>,
+    index: HashMap<Vec<u8>, u32, BuildHasherDefault<NameHash>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -278,19 +278,43 @@ fn number(field: &[u8], name: &'static str, unit: &str) -> Result<u64, (&'static
     Ok(v)
 }
 
-/// FNV-1a: queue names are short and trusted to the caller's memory, so a fast non-keyed hash
-/// is enough; the map only serves lookups, so its order never matters.
+/// A word-at-a-time multiplicative hash (in the manner of rustc's FxHash): queue names are
+/// short and come from the caller's own file, so a fast unkeyed hash is enough, and the map only
+/// serves lookups, so its order never matters. Histories written in time order interleave
+/// queues, so this lookup runs for most rows.
 #[derive(Default)]
-struct Fnv(u64);
+struct NameHash(u64);
 
-impl Hasher for Fnv {
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl NameHash {
+    fn mix(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
+    }
+}
+
+impl Hasher for NameHash {
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
-        for &b in bytes {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.mix(u64::from_le_bytes(w));
         }
-        self.0 = h;
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.mix(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 56));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.mix(u64::from(i));
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.mix(i as u64);
     }
 
     fn finish(&self) -> u64 {

@@ -25,6 +25,29 @@ enum BenchTarget {
     /// Placements per second (filling an empty cluster, then steady churn) and the time to
     /// recompute every fair share of a 10,000-queue tree. Last line: JSON.
     Engine(EngineBench),
+    /// Planning speed on a synthetic history (by default 1,000 leaves × 30 days at 1-minute
+    /// resolution = 43.2 million intervals, generated in memory), and usage.csv reading speed on
+    /// a generated CSV held in memory. Last line: JSON.
+    Plan(PlanBench),
+}
+
+#[derive(Debug, Args)]
+struct PlanBench {
+    /// Leaf queues (org > project > tier).
+    #[arg(long, default_value_t = 1000)]
+    leaves: usize,
+    /// Days of history.
+    #[arg(long, default_value_t = 30)]
+    days: u64,
+    /// Length of each interval, in seconds.
+    #[arg(long, default_value_t = 60)]
+    resolution_secs: u64,
+    /// Size of the CSV generated for the reading measurement, in MB (10^6 bytes).
+    #[arg(long, default_value_t = 200)]
+    csv_mb: u64,
+    /// Seed of the synthetic history.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 #[derive(Debug, Args)]
@@ -52,6 +75,7 @@ struct EngineBench {
 pub fn run(args: &BenchArgs) -> Result<()> {
     match &args.what {
         BenchTarget::Engine(e) => engine(e),
+        BenchTarget::Plan(p) => super::bench_plan::run(p.leaves, p.days, p.resolution_secs, p.csv_mb, p.seed),
     }
 }
 
