@@ -203,8 +203,6 @@ impl<'de> Deserialize<'de> for LimitSpec {
 #[serde(deny_unknown_fields)]
 pub struct QueueSpec {
     pub name: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub children: Vec<QueueSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -229,6 +227,9 @@ pub struct QueueSpec {
     pub fair_share_preemption_threshold: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_share_preemption_timeout: Option<Duration>,
+    /// Last, so that a written file shows a queue's own settings before its subtree.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<QueueSpec>,
 }
 
 /// Just the queue names of a cluster file, read leniently (other fields ignored, a `queues` or

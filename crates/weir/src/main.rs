@@ -27,6 +27,8 @@ from tier-1 work.\n\n\
 Everything starts from a cluster file (cluster.yaml): the nodes, the scheduler settings, the \
 tier defaults and the queue tree. Check one, then see the fair share of every queue:\n\n  \
 weir validate examples/cluster.yaml\n  weir shares --cluster examples/cluster.yaml --active all\n\n\
+Plan queue weights from usage history and export them to YARN, YuniKorn or Kueue:\n\n  \
+weir plan --cluster examples/cluster.yaml --history examples/usage.csv --out plan/\n\n\
 Run `weir help <command>` for what each command does, with examples.",
     propagate_version = true
 )]
@@ -40,6 +42,9 @@ enum Command {
     Validate(cmd::validate::ValidateArgs),
     Shares(cmd::shares::SharesArgs),
     Simulate(Box<cmd::simulate::SimulateArgs>),
+    Plan(cmd::plan::PlanArgs),
+    Export(cmd::export::ExportArgs),
+    Import(cmd::import::ImportArgs),
     Bench(cmd::bench::BenchArgs),
 }
 
@@ -49,6 +54,9 @@ fn main() -> ExitCode {
         Command::Validate(args) => cmd::validate::run(args),
         Command::Shares(args) => cmd::shares::run(args).map(|()| ExitCode::SUCCESS),
         Command::Simulate(args) => cmd::simulate::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Plan(args) => cmd::plan::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Export(args) => cmd::export::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Import(args) => cmd::import::run(args).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => cmd::bench::run(args).map(|()| ExitCode::SUCCESS),
     };
     match result {

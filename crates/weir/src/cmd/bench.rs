@@ -28,6 +28,29 @@ enum BenchTarget {
     /// Replay the Alibaba v2018 DAG sample (2,120 jobs, 3.1 M task instances) on 4,000 nodes:
     /// events per second and wall time. Last line: JSON.
     Sim(super::bench_sim::SimBench),
+    /// Planning speed on a synthetic history (by default 1,000 leaves × 30 days at 1-minute
+    /// resolution = 43.2 million intervals, generated in memory), and usage.csv reading speed on
+    /// a generated CSV held in memory. Last line: JSON.
+    Plan(PlanBench),
+}
+
+#[derive(Debug, Args)]
+struct PlanBench {
+    /// Leaf queues (org > project > tier).
+    #[arg(long, default_value_t = 1000)]
+    leaves: usize,
+    /// Days of history.
+    #[arg(long, default_value_t = 30)]
+    days: u64,
+    /// Length of each interval, in seconds.
+    #[arg(long, default_value_t = 60)]
+    resolution_secs: u64,
+    /// Size of the CSV generated for the reading measurement, in MB (10^6 bytes).
+    #[arg(long, default_value_t = 200)]
+    csv_mb: u64,
+    /// Seed of the synthetic history.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 #[derive(Debug, Args)]
@@ -56,6 +79,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     match &args.what {
         BenchTarget::Engine(e) => engine(e),
         BenchTarget::Sim(s) => super::bench_sim::run(s),
+        BenchTarget::Plan(p) => super::bench_plan::run(p.leaves, p.days, p.resolution_secs, p.csv_mb, p.seed),
     }
 }
 

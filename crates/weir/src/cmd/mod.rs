@@ -1,7 +1,11 @@
 //! One module per subcommand: its clap `Args` struct and a `run` function.
 
 pub mod bench;
+mod bench_plan;
 pub mod bench_sim;
+pub mod export;
+pub mod import;
+pub mod plan;
 pub mod shares;
 pub mod simulate;
 pub mod validate;

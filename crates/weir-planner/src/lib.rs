@@ -1,0 +1,38 @@
+//! weir-planner: capacity planning from usage history — the Percentile allocation, usage/capacity
+//! reports, and the exporters and importer that carry a plan to YARN, YuniKorn and Kueue.
+//!
+//! It is pure: no network, no clock, no files of its own (callers hand it a `BufRead` or text
+//! and a name for errors), no randomness, and the same inputs give the same plan bit for bit.
+//!
+//! Key types and entry points:
+//! - [`UsageHistory`]: per-queue intervals of constant usage, read from `usage.csv` by a fast
+//!   byte parser ([`UsageHistory::read_csv`]);
+//! - [`PlanSettings`]: window, instance type, per-tier percentiles, headroom, shrink floor;
+//! - [`plan`] → [`Plan`]: per-leaf allocation (the smallest whole number of instances covering
+//!   p% of the leaf's in-use time, raised to the SLO floor), `max_running_apps`, weights summed
+//!   up the tree, usage/capacity per queue, tier and cluster, the tier-order check, the verdict,
+//!   and the planned cluster ([`Plan::planned`]);
+//! - [`export()`] in five [`Format`]s, [`import_yarn_fair`] for YARN allocation files, and
+//!   [`report_html`] for a self-contained HTML report.
+
+pub mod error;
+pub mod export;
+pub mod html;
+pub mod import;
+pub mod percentile;
+pub mod plan;
+pub mod settings;
+pub mod slo;
+pub mod summary;
+pub mod usage;
+
+pub use error::PlanError;
+pub use export::{export, ExportOptions, Format};
+pub use html::report_html;
+pub use import::{import_yarn_fair, ImportOptions, Imported};
+pub use percentile::{LeafUsage, TimeHistogram};
+pub use plan::{plan, IgnoredQueue, Plan, PlanInput, QueuePlan, QueueStatus, Used, Window};
+pub use settings::PlanSettings;
+pub use slo::{slo_floors, SloFloor};
+pub use summary::{ClusterSummary, Ratios, TierOrder, TierSummary, Verdict};
+pub use usage::{Interval, UsageHistory};

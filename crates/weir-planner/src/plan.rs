@@ -1,0 +1,365 @@
+//! Planning a cluster from its usage history: per leaf, the Percentile allocation (raised to the
+//! SLO floor), `max_running_apps`, then weights up the tree and the planned cluster file.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use weir_model::{ClusterConfig, QueuePath, QueueSpec, Workload};
+
+use crate::error::PlanError;
+use crate::percentile::LeafUsage;
+use crate::settings::PlanSettings;
+use crate::slo::{slo_floors, SloFloor};
+use crate::summary::{summarize, ClusterSummary, Ratios, TierOrder, TierSummary, Totals};
+use crate::usage::{Interval, UsageHistory};
+
+/// What [`plan`] needs.
+#[derive(Clone, Copy)]
+pub struct PlanInput<'a> {
+    pub cluster: &'a ClusterConfig,
+    pub history: &'a UsageHistory,
+    /// Names the history in errors (usually its file name).
+    pub history_name: &'a str,
+    pub settings: &'a PlanSettings,
+    /// Workflows with SLOs raise their queues' allocations to the SLO floor.
+    pub workload: Option<&'a Workload>,
+    /// Worker threads for the per-leaf pass (1 = the calling thread only). The result does
+    /// not depend on it.
+    pub threads: usize,
+}
+
+/// The plan: per-queue settings, the usage/capacity report and the planned cluster.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    pub window: Window,
+    pub settings: PlanSettings,
+    /// Every queue below root, depth-first as in the cluster file.
+    pub queues: Vec<QueuePlan>,
+    /// Per tier (leaves without a tier count as tier 3).
+    pub tiers: BTreeMap<u8, TierSummary>,
+    /// Whether the percentile falls and usage/capacity rises from tier 1 to tier 3.
+    pub tier_order: TierOrder,
+    pub cluster: ClusterSummary,
+    /// Queues of the history that are not leaves of the cluster, and why; their rows are ignored.
+    pub ignored_history: Vec<IgnoredQueue>,
+    /// The cluster with the new weights and `max_running_apps`.
+    #[serde(skip)]
+    pub planned: ClusterConfig,
+}
+
+/// The span of the history planned from, in the history's milliseconds.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Window {
+    pub start_ms: u64,
+    pub end_ms: u64,
+    pub hours: f64,
+}
+
+impl Window {
+    pub fn millis(&self) -> u64 {
+        self.end_ms - self.start_ms
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueStatus {
+    /// A leaf planned from its history.
+    Planned,
+    /// A leaf whose history shows no use in the window: it gets 0 instances (weight 0, served
+    /// last) unless an SLO floor says otherwise.
+    Vacant,
+    /// A leaf the history does not mention: it keeps its settings.
+    NoHistory,
+    /// A parent: its weight is the sum of its children's.
+    Parent,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct QueuePlan {
+    pub queue: String,
+    /// The leaf's tier as configured (`null` for parents and untiered leaves).
+    pub tier: Option<u8>,
+    pub status: QueueStatus,
+    /// The percentile used (leaves only).
+    pub percentile: Option<f64>,
+    /// Allocated instances: the plan for a leaf, the sum over planned leaves for a parent.
+    pub instances: u64,
+    /// The percentile's allocation before the SLO floor.
+    pub percentile_instances: u64,
+    /// Σ instance-hours of one run / SLO hours over the leaf's SLO-bound workflows.
+    pub slo_floor: Option<f64>,
+    /// The most instances the leaf used at any time in the window (rounded up).
+    pub peak_instances: u64,
+    pub weight: f64,
+    pub previous_weight: f64,
+    pub max_running_apps: Option<u32>,
+    pub previous_max_running_apps: Option<u32>,
+    pub in_use_hours: f64,
+    pub used: Used,
+    pub usage_capacity: Ratios,
+}
+
+/// Usage over the window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Used {
+    pub instance_hours: f64,
+    pub cpu_core_hours: f64,
+    pub memory_gib_hours: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct IgnoredQueue {
+    pub queue: String,
+    pub reason: &'static str,
+    pub rows: usize,
+}
+
+impl Plan {
+    /// The row of `queue` (a path such as `root.a.b`).
+    pub fn queue(&self, queue: &str) -> Option<&QueuePlan> {
+        self.queues.iter().find(|q| q.queue == queue)
+    }
+}
+
+/// One leaf's result before the tree is assembled.
+struct LeafResult {
+    status: QueueStatus,
+    usage: LeafUsage,
+    percentile_instances: u64,
+    instances: u64,
+    max_running_apps: u32,
+}
+
+/// Plan `input.cluster` from `input.history`.
+pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
+    let cfg = input.cluster;
+    let s = input.settings;
+    let (first, last) = input
+        .history
+        .span()
+        .ok_or_else(|| PlanError::EmptyHistory { file: input.history_name.to_string() })?;
+    let start = first.max(last.saturating_sub(s.window.as_millis()));
+    let window = Window { start_ms: start, end_ms: last, hours: (last - start) as f64 / 3_600_000.0 };
+
+    // Which history series feed which leaf.
+    let mut feeds: Vec<Vec<usize>> = vec![Vec::new(); cfg.queues.len()];
+    let mut ignored = Vec::new();
+    for (id, (name, intervals)) in input.history.queues().enumerate() {
+        let reason = match QueuePath::parse(name).map(|p| cfg.find(&p)) {
+            None => Some("not a queue path"),
+            Some(None) => Some("not a queue of the cluster"),
+            Some(Some(ix)) if !cfg.queues[ix].is_leaf() => Some("not a leaf queue"),
+            Some(Some(ix)) => {
+                feeds[ix].push(id);
+                None
+            }
+        };
+        if let Some(reason) = reason {
+            ignored.push(IgnoredQueue { queue: name.to_string(), reason, rows: intervals.len() });
+        }
+    }
+
+    ignored.sort_by(|a: &IgnoredQueue, b: &IgnoredQueue| a.queue.cmp(&b.queue));
+    let floors = input.workload.map(|w| slo_floors(w, &s.instance)).unwrap_or_default();
+    let leaves: Vec<usize> = (0..cfg.queues.len()).filter(|&i| cfg.queues[i].is_leaf()).collect();
+    let work = |i: usize| plan_leaf(input, &window, &feeds[i], i, floors.get(&cfg.queues[i].path));
+    let results: Vec<Option<LeafResult>> = run_parallel(&leaves, input.threads.max(1), work)?;
+    let mut by_queue: Vec<Option<LeafResult>> = (0..cfg.queues.len()).map(|_| None).collect();
+    for (&i, r) in leaves.iter().zip(results) {
+        by_queue[i] = r;
+    }
+
+    // Weights and allocations bottom-up: children come after their parent in `queues`.
+    let n = cfg.queues.len();
+    let mut weight: Vec<f64> = cfg.queues.iter().map(|q| q.weight).collect();
+    let mut instances = vec![0u64; n];
+    let mut totals = vec![Totals::default(); n];
+    for i in (1..n).rev() {
+        let q = &cfg.queues[i];
+        if let Some(r) = &by_queue[i] {
+            weight[i] = r.instances as f64;
+            instances[i] = r.instances;
+            totals[i] = Totals::of_leaf(&r.usage, r.instances, &s.instance);
+        } else if !q.is_leaf() {
+            weight[i] = q.children.iter().map(|&c| weight[c]).sum();
+            instances[i] = q.children.iter().map(|&c| instances[c]).sum();
+            totals[i] = q.children.iter().fold(Totals::default(), |acc, &c| acc.plus(&totals[c]));
+        }
+    }
+
+    let mut file = cfg.file.clone();
+    apply(&mut file.queues, &QueuePath::root(), cfg, &weight, &by_queue);
+    let planned = ClusterConfig::from_file("planned cluster", file)
+        .map_err(|source| PlanError::PlannedCluster { source })?;
+
+    let mut queues = Vec::with_capacity(n.saturating_sub(1));
+    for i in 1..n {
+        let q = &cfg.queues[i];
+        let r = by_queue[i].as_ref();
+        let status = match r {
+            Some(r) => r.status,
+            None if q.is_leaf() => QueueStatus::NoHistory,
+            None => QueueStatus::Parent,
+        };
+        let usage = r.map(|r| &r.usage);
+        queues.push(QueuePlan {
+            queue: q.path.to_string(),
+            tier: q.tier,
+            status,
+            percentile: q.is_leaf().then(|| s.percentile_for(q.tier)),
+            instances: instances[i],
+            percentile_instances: r.map_or(0, |r| r.percentile_instances),
+            slo_floor: floors.get(&q.path).map(|f| f.instances),
+            peak_instances: usage.map_or(0, |u| u.instances.max()),
+            weight: weight[i],
+            previous_weight: q.weight,
+            max_running_apps: planned.queues[i].max_running_apps,
+            previous_max_running_apps: q.max_running_apps,
+            in_use_hours: usage.map_or(0.0, |u| u.in_use_ms() as f64 / 3_600_000.0),
+            used: totals[i].used(),
+            usage_capacity: totals[i].ratios(window.millis(), &s.instance),
+        });
+    }
+
+    let (tiers, tier_order, cluster) = summarize(cfg, s, &window, &by_queue_totals(cfg, &by_queue, &totals));
+    Ok(Plan {
+        window,
+        settings: s.clone(),
+        queues,
+        tiers,
+        tier_order,
+        cluster,
+        ignored_history: ignored,
+        planned,
+    })
+}
+
+/// (tier, totals, allocated) of every leaf planned from history.
+fn by_queue_totals(
+    cfg: &ClusterConfig,
+    by_queue: &[Option<LeafResult>],
+    totals: &[Totals],
+) -> Vec<(u8, Totals, u64)> {
+    (0..cfg.queues.len())
+        .filter_map(|i| {
+            by_queue[i].as_ref().map(|r| (cfg.queues[i].tier.unwrap_or(3), totals[i].clone(), r.instances))
+        })
+        .collect()
+}
+
+fn plan_leaf(
+    input: &PlanInput,
+    window: &Window,
+    feeds: &[usize],
+    leaf: usize,
+    floor: Option<&SloFloor>,
+) -> Result<Option<LeafResult>, PlanError> {
+    if feeds.is_empty() {
+        return Ok(None);
+    }
+    let s = input.settings;
+    let q = &input.cluster.queues[leaf];
+    let intervals: Cow<[Interval]> = match feeds {
+        [one] => match input.history.series(*one) {
+            (ivs, true) => Cow::Borrowed(ivs),
+            (ivs, false) => Cow::Owned(sorted(ivs.to_vec())),
+        },
+        many => Cow::Owned(sorted(many.iter().flat_map(|&id| input.history.series(id).0).copied().collect())),
+    };
+    let mut usage = LeafUsage::default();
+    let mut prev: Option<&Interval> = None;
+    for iv in intervals.iter().filter(|iv| iv.end > iv.start) {
+        if let Some(p) = prev.filter(|p| iv.start < p.end) {
+            return Err(PlanError::Overlap {
+                file: input.history_name.to_string(),
+                queue: q.path.to_string(),
+                first_start: p.start,
+                first_end: p.end,
+                first_line: p.line,
+                second_start: iv.start,
+                second_end: iv.end,
+                second_line: iv.line,
+            });
+        }
+        prev = Some(iv);
+        usage.add(iv, window.start_ms, window.end_ms, &s.instance);
+    }
+    let percentile = s.percentile_for(q.tier);
+    let percentile_instances = usage.instances.percentile(percentile);
+    let floor = floor.map_or(0, |f| round_up(f.instances));
+    let apps = usage.running_apps.percentile(percentile);
+    let max_running_apps =
+        u32::try_from(round_up(apps as f64 * (1.0 + s.max_running_apps_headroom))).unwrap_or(u32::MAX).max(1);
+    Ok(Some(LeafResult {
+        status: if usage.in_use_ms() == 0 { QueueStatus::Vacant } else { QueueStatus::Planned },
+        percentile_instances,
+        instances: percentile_instances.max(floor),
+        max_running_apps,
+        usage,
+    }))
+}
+
+fn sorted(mut v: Vec<Interval>) -> Vec<Interval> {
+    v.sort_unstable_by_key(|iv| (iv.start, iv.end));
+    v
+}
+
+/// Round up, but treat values within 1e-9 of a whole number as that number, so that
+/// 10 × 1.2 = 12.000000000000002 stays 12.
+pub fn round_up(x: f64) -> u64 {
+    if !x.is_finite() || x <= 0.0 {
+        return 0;
+    }
+    let r = x.round();
+    if (x - r).abs() < 1e-9 {
+        r as u64
+    } else {
+        x.ceil() as u64
+    }
+}
+
+/// Map `work` over `items` on up to `threads` scoped threads, keeping `items`' order; the first
+/// error (in item order) wins, so the outcome does not depend on scheduling.
+fn run_parallel<T: Send, F>(items: &[usize], threads: usize, work: F) -> Result<Vec<T>, PlanError>
+where
+    F: Fn(usize) -> Result<T, PlanError> + Sync,
+{
+    if threads <= 1 || items.len() < 2 {
+        return items.iter().map(|&i| work(i)).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let parts: Vec<Vec<Result<T, PlanError>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| {
+                let work = &work;
+                scope.spawn(move || part.iter().map(|&i| work(i)).collect::<Vec<_>>())
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    });
+    parts.into_iter().flatten().collect()
+}
+
+/// Write the new weights and `max_running_apps` into the cluster file's queue tree.
+fn apply(
+    specs: &mut [QueueSpec],
+    parent: &QueuePath,
+    cfg: &ClusterConfig,
+    weight: &[f64],
+    by_queue: &[Option<LeafResult>],
+) {
+    for spec in specs {
+        let path = parent.child(&spec.name);
+        let Some(ix) = cfg.find(&path) else { continue };
+        if let Some(r) = &by_queue[ix] {
+            spec.weight = Some(weight[ix]);
+            spec.max_running_apps = Some(r.max_running_apps);
+        } else if !spec.children.is_empty() {
+            spec.weight = Some(weight[ix]);
+            apply(&mut spec.children, &path, cfg, weight, by_queue);
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! `weir plan`: queue weights and running-app limits from usage history, with the usage/capacity
+//! report and every export.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use weir_planner::{plan, report_html, ExportOptions, Format, PlanInput, PlanSettings, UsageHistory};
+
+use crate::{emit, load_cluster};
+
+#[derive(Debug, Args)]
+#[command(
+    about = "Plan queue weights and max_running_apps from usage history (the Percentile algorithm)",
+    long_about = "Plan a cluster's queue settings from its usage history, the way Pinterest's Monarch \
+planner does: for each leaf queue, over the most recent window (default 30 days), take the intervals \
+in which the queue was in use, and allocate the smallest whole number of instances that covers p% of \
+its in-use time — p by tier, 95/85/70 by default. Usage counts in instances of the cluster's instance \
+type by the dominant resource: max(cpu/instance.cpu, memory/instance.memory). max_running_apps is the \
+same percentile of concurrently running applications plus 20% headroom. A leaf's weight becomes its \
+allocated instances; a parent's weight the sum of its children's. Leaves the history does not mention \
+keep their settings.\n\n\
+The history (--history) is CSV with the columns start,end,queue,cpu,memory,running_apps: start and end \
+in milliseconds since the history's epoch, queue a leaf path (root.ads.ranking.tier1), cpu in \
+millicores, memory in MiB. One row per interval of constant usage; rows may come in any order, gaps \
+are idle time, overlapping rows for one queue are an error. A header line is optional.\n\n\
+Settings (--settings plan.yaml, all optional but `version`):\n  \
+version: 1\n  window: 30d                          # the most recent span of the history\n  \
+instance: {cpu: 16000, memory: 64g}  # default: the cluster's most common node\n  \
+percentile: {1: 95, 2: 85, 3: 70}    # default: the cluster file's tiers\n  \
+max_running_apps_headroom: 0.2\n  shrink_floor: 0.3                    # verdict \"shrink\" below this usage/capacity\n\n\
+Writes into --out: plan.json (per queue, per tier and cluster figures and the verdict), report.html \
+(self-contained), and the plan in every format: cluster.yaml (weir), fair-scheduler.xml, \
+capacity-scheduler.xml, queues.yaml (YuniKorn), kueue.yaml. Prints the per-tier summary and the \
+verdict.\n\n\
+Examples:\n  weir plan --cluster examples/cluster.yaml --history examples/usage.csv --out plan/\n  \
+weir plan --cluster examples/cluster.yaml --history usage.csv --settings examples/plan.yaml --out plan/"
+)]
+pub struct PlanArgs {
+    /// The cluster file to plan.
+    #[arg(long, value_name = "FILE")]
+    cluster: PathBuf,
+    /// The usage history (usage.csv).
+    #[arg(long, value_name = "FILE")]
+    history: PathBuf,
+    /// Planner settings (plan.yaml). Default: 30d window, the most common node as the instance,
+    /// the cluster's tier percentiles, 20% headroom, shrink floor 0.3.
+    #[arg(long, value_name = "FILE")]
+    settings: Option<PathBuf>,
+    /// Directory for plan.json, report.html and the exports (created if missing).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Kueue: namespace of the LocalQueues.
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    namespace: String,
+}
+
+pub fn run(args: &PlanArgs) -> Result<()> {
+    let cluster = load_cluster(&args.cluster)?;
+    let settings = match &args.settings {
+        Some(path) => {
+            let text = fs::read_to_string(path)
+                .with_context(|| format!("--settings: cannot read {}", path.display()))?;
+            PlanSettings::from_yaml(&path.display().to_string(), &text, &cluster)?
+        }
+        None => PlanSettings::defaults_for(&cluster),
+    };
+    let history_name = args.history.display().to_string();
+    let history = read_history(&args.history)?;
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let plan = plan(&PlanInput {
+        cluster: &cluster,
+        history: &history,
+        history_name: &history_name,
+        settings: &settings,
+        workload: None,
+        threads,
+    })?;
+
+    fs::create_dir_all(&args.out).with_context(|| format!("--out: cannot create {}", args.out.display()))?;
+    let mut written = Vec::new();
+    let json = serde_json::to_string_pretty(&plan)?;
+    write(&args.out, "plan.json", &(json + "\n"), &mut written)?;
+    let options = ExportOptions { namespace: args.namespace.clone(), ..ExportOptions::default() };
+    for format in Format::ALL {
+        let text = weir_planner::export(&plan.planned, format, &options)
+            .with_context(|| format!("cannot export the plan as {format}"))?;
+        write(&args.out, format.file_name(), &text, &mut written)?;
+    }
+    let title = args.cluster.display().to_string();
+    write(&args.out, "report.html", &report_html(&plan, &title), &mut written)?;
+
+    let mut out = String::new();
+    writeln!(
+        out,
+        "planned {} from {} ({} rows, {:.1} h window)",
+        args.cluster.display(),
+        history_name,
+        history.rows(),
+        plan.window.hours
+    )?;
+    writeln!(
+        out,
+        "{:<6} {:>10} {:>7} {:>10} {:>15} {:>8} {:>8}",
+        "tier", "percentile", "leaves", "instances", "usage/capacity", "cpu", "memory"
+    )?;
+    let r = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+    for t in plan.tiers.values() {
+        let u = &t.usage_capacity;
+        writeln!(
+            out,
+            "{:<6} {:>9}% {:>7} {:>10} {:>15} {:>8} {:>8}",
+            t.tier,
+            t.percentile,
+            t.leaves,
+            t.instances,
+            r(u.instances),
+            r(u.cpu),
+            r(u.memory)
+        )?;
+    }
+    if plan.tier_order.ok {
+        writeln!(out, "tier order: ok (percentile falls, usage/capacity rises from tier 1 to 3)")?;
+    }
+    for v in &plan.tier_order.violations {
+        writeln!(out, "tier order violated: {v}")?;
+    }
+    for q in &plan.ignored_history {
+        writeln!(out, "ignored {} ({} rows): {}", q.queue, q.rows, q.reason)?;
+    }
+    let kept = plan.queues.iter().filter(|q| q.status == weir_planner::QueueStatus::NoHistory).count();
+    if kept > 0 {
+        writeln!(out, "{kept} leaves have no history and keep their settings (see plan.json)")?;
+    }
+    writeln!(out, "verdict: {} — {}", plan.cluster.verdict.name(), plan.cluster.reason)?;
+    writeln!(out, "wrote {}", written.join(", "))?;
+    emit(&out)
+}
+
+/// Read usage.csv through a large buffer (histories run to gigabytes).
+pub fn read_history(path: &Path) -> Result<UsageHistory> {
+    let file = fs::File::open(path).with_context(|| format!("--history: cannot read {}", path.display()))?;
+    Ok(UsageHistory::read_csv(BufReader::with_capacity(1 << 20, file), &path.display().to_string())?)
+}
+
+fn write(dir: &Path, name: &str, text: &str, written: &mut Vec<String>) -> Result<()> {
+    let path = dir.join(name);
+    fs::write(&path, text).with_context(|| format!("--out: cannot write {}", path.display()))?;
+    written.push(path.display().to_string());
+    Ok(())
+}
