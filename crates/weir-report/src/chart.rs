@@ -195,7 +195,7 @@ fn open(height: f64, title: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height:.0}\" viewBox=\"0 0 {WIDTH} {height:.0}\" role=\"img\" aria-label=\"{0}\">\
+        "<svg width=\"{WIDTH}\" height=\"{height:.0}\" viewBox=\"0 0 {WIDTH} {height:.0}\" role=\"img\" aria-label=\"{0}\">\
 <text x=\"0\" y=\"18\" font-size=\"14\" font-weight=\"600\">{0}</text>",
         escape(title)
     );

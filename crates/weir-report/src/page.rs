@@ -19,7 +19,8 @@ p.note{color:#555;font-size:.9rem}\
 .figure b{display:block;font-size:1.3rem}.figure span{color:#555;font-size:.85rem}\
 table{border-collapse:collapse;font-size:.9rem;margin:.5rem 0}\
 th,td{border-bottom:1px solid #e4e4e4;padding:.25rem .6rem;text-align:right}\
-th:first-child,td:first-child{text-align:left}th{background:#f6f6f6}\
+th:first-child,td:first-child{text-align:left}th{background:#f6f6f6}td{white-space:nowrap}\
+.scroll{overflow-x:auto}\
 td.bad{color:#b00020;font-weight:600}td.good{color:#00703c}\
 svg{display:block;margin:.5rem 0}svg text{font-family:inherit}";
 
@@ -64,7 +65,7 @@ impl Page {
     /// A table. A cell starting with `!` is flagged as bad, with `+` as good (the mark is not
     /// shown).
     pub fn table(&mut self, header: &[&str], rows: &[Vec<String>]) -> &mut Page {
-        self.body.push_str("<table><thead><tr>");
+        self.body.push_str("<div class=\"scroll\"><table><thead><tr>");
         for h in header {
             let _ = write!(self.body, "<th>{}</th>", escape(h));
         }
@@ -86,7 +87,7 @@ impl Page {
             }
             self.body.push_str("</tr>\n");
         }
-        self.body.push_str("</tbody></table>\n");
+        self.body.push_str("</tbody></table></div>\n");
         self
     }
 

@@ -8,8 +8,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
+use weir_model::{ClusterConfig, Duration, Workload};
 use weir_planner::{plan, report_html, ExportOptions, Format, PlanInput, PlanSettings, UsageHistory};
+use weir_sim::{SimConfig, Simulation, Summary};
 
+use crate::cmd::simulate::{drive, horizon};
 use crate::{emit, load_cluster};
 
 #[derive(Debug, Args)]
@@ -36,8 +39,14 @@ Writes into --out: plan.json (per queue, per tier and cluster figures and the ve
 (self-contained), and the plan in every format: cluster.yaml (weir), fair-scheduler.xml, \
 capacity-scheduler.xml, queues.yaml (YuniKorn), kueue.yaml. Prints the per-tier summary and the \
 verdict.\n\n\
+With --workload, queues whose workflows have SLOs get at least the instances one run needs to \
+finish within its SLO. With --validate as well, the workload is replayed by the simulator on the \
+cluster as it is and as planned (same seed), and SLO success per tier and utilization are printed \
+side by side (validate.json holds both summaries).\n\n\
 Examples:\n  weir plan --cluster examples/cluster.yaml --history examples/usage.csv --out plan/\n  \
-weir plan --cluster examples/cluster.yaml --history usage.csv --settings examples/plan.yaml --out plan/"
+weir plan --cluster examples/cluster.yaml --history usage.csv --settings examples/plan.yaml --out plan/\n  \
+weir simulate --until 30d --out sim/ && weir plan --cluster examples/cluster.yaml \
+--history sim/usage.csv --workload examples/workload.yaml --validate --out plan/"
 )]
 pub struct PlanArgs {
     /// The cluster file to plan.
@@ -56,6 +65,20 @@ pub struct PlanArgs {
     /// Kueue: namespace of the LocalQueues.
     #[arg(long, value_name = "NAME", default_value = "default")]
     namespace: String,
+    /// The workload (workload.yaml): a queue whose workflows have SLOs gets at least
+    /// Σ instance-hours of one run / SLO hours instances. Needed by --validate.
+    #[arg(long, value_name = "FILE")]
+    workload: Option<PathBuf>,
+    /// Replay --workload under the old and the new settings with the simulator, print SLO success
+    /// per tier and utilization for both, and write validate.json.
+    #[arg(long, requires = "workload")]
+    validate: bool,
+    /// --validate: the simulated window. Default 7d for recurring workflows.
+    #[arg(long, value_name = "DURATION", value_parser = crate::cmd::simulate::parse_duration, requires = "validate")]
+    until: Option<Duration>,
+    /// --validate: the seed of both simulations (the same for both, so they differ only by the plan).
+    #[arg(long, default_value_t = 1, requires = "validate")]
+    seed: u64,
 }
 
 pub fn run(args: &PlanArgs) -> Result<()> {
@@ -68,6 +91,14 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         }
         None => PlanSettings::defaults_for(&cluster),
     };
+    let workload = match &args.workload {
+        Some(path) => {
+            let text = fs::read_to_string(path)
+                .with_context(|| format!("--workload: cannot read {}", path.display()))?;
+            Some(Workload::from_yaml(&path.display().to_string(), &text, &cluster)?)
+        }
+        None => None,
+    };
     let history_name = args.history.display().to_string();
     let history = read_history(&args.history)?;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -76,7 +107,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         history: &history,
         history_name: &history_name,
         settings: &settings,
-        workload: None,
+        workload: workload.as_ref(),
         threads,
     })?;
 
@@ -136,8 +167,67 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         writeln!(out, "{kept} leaves have no history and keep their settings (see plan.json)")?;
     }
     writeln!(out, "verdict: {} — {}", plan.cluster.verdict.name(), plan.cluster.reason)?;
+    if let (true, Some(workload)) = (args.validate, &workload) {
+        emit(&out)?;
+        out = validate(args, &cluster, &plan.planned, workload, &mut written)?;
+    }
     writeln!(out, "wrote {}", written.join(", "))?;
     emit(&out)
+}
+
+/// Replay the workload on the cluster as it is and as planned, with one seed, and compare.
+fn validate(
+    args: &PlanArgs,
+    before: &ClusterConfig,
+    after: &ClusterConfig,
+    workload: &Workload,
+    written: &mut Vec<String>,
+) -> Result<String> {
+    let config = SimConfig {
+        seed: args.seed,
+        until: horizon(args.until, workload),
+        check_invariants: cfg!(debug_assertions),
+        ..SimConfig::default()
+    };
+    let run = |cluster: &ClusterConfig, label: &str| -> Result<Summary> {
+        let sim = Simulation::new(cluster.clone(), workload.clone(), config.clone())
+            .with_context(|| format!("--validate: cannot simulate the {label} settings"))?;
+        Ok(drive(sim, &format!("validating ({label})"), |_| Ok(()))?.summary)
+    };
+    let old = run(before, "current")?;
+    let new = run(after, "planned")?;
+    let json = serde_json::json!({"current": &old, "planned": &new});
+    write(&args.out, "validate.json", &(serde_json::to_string_pretty(&json)? + "\n"), written)?;
+
+    let mut out = String::new();
+    let days = old.simulated_seconds / 86_400.0;
+    writeln!(
+        out,
+        "\nvalidation: {} replayed for {days:.1} days on the current and the planned settings (seed {})",
+        args.workload.as_ref().map_or(String::new(), |p| p.display().to_string()),
+        args.seed
+    )?;
+    writeln!(out, "{:<28} {:>12} {:>12}", "", "current", "planned")?;
+    let pct = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{:.1}%", r * 100.0));
+    for tier in ["1", "2", "3"] {
+        let (a, b) = (&old.tiers[tier], &new.tiers[tier]);
+        writeln!(
+            out,
+            "{:<28} {:>12} {:>12}",
+            format!("tier {tier} SLO success"),
+            pct(a.slo_success_ratio),
+            pct(b.slo_success_ratio)
+        )?;
+    }
+    for (name, a, b) in [
+        ("utilization cpu", old.utilization.cpu, new.utilization.cpu),
+        ("utilization memory", old.utilization.memory, new.utilization.memory),
+    ] {
+        writeln!(out, "{name:<28} {:>12} {:>12}", pct(Some(a)), pct(Some(b)))?;
+    }
+    writeln!(out, "{:<28} {:>12} {:>12}", "containers preempted", old.preemptions, new.preemptions)?;
+    writeln!(out, "{:<28} {:>12} {:>12}", "runs completed", old.runs_completed, new.runs_completed)?;
+    Ok(out)
 }
 
 /// Read usage.csv through a large buffer (histories run to gigabytes).

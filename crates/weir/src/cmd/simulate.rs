@@ -48,7 +48,7 @@ pub struct SimulateArgs {
     out: PathBuf,
     /// End of the simulated window, e.g. 30d. Default: 7d for workloads with recurring
     /// workflows, else until every run has ended.
-    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     until: Option<Duration>,
     /// Seed of every random draw (durations, failures, arrivals, faults, the tier mix).
     #[arg(long, default_value_t = 1)]
@@ -60,13 +60,13 @@ pub struct SimulateArgs {
     #[arg(long, default_value = "1000,1g", value_name = "CPU,MEMORY|none")]
     am: String,
     /// Mean time between failures of one node (e.g. 30d); nodes do not fail without it.
-    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     node_mtbf: Option<Duration>,
     /// How long a failed node stays down.
-    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "1h")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1h")]
     node_repair: Duration,
     /// How often fair shares and cluster use are sampled for averages and charts.
-    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "60s")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
     sample_every: Duration,
     /// Trace: the leaf every imported job goes to, unless --queue-map places it.
     #[arg(long, value_name = "PATH", default_value = "root.default")]
@@ -95,7 +95,7 @@ pub struct SimulateArgs {
     no_report: bool,
 }
 
-fn duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     s.parse::<Duration>().map_err(|e| e.to_string())
 }
 
@@ -108,11 +108,9 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
     if let Some(note) = &note {
         eprint!("{note}");
     }
-    let recurring = workload.workflows.iter().any(|w| !matches!(w.arrival, weir_model::Arrival::At(_)));
-    let until = args.until.or(recurring.then_some(Duration::from_secs(7 * 86_400)));
     let config = SimConfig {
         seed: args.seed,
-        until: until.map(|d| Time(d.as_millis())),
+        until: horizon(args.until, &workload),
         max_attempts: args.max_attempts,
         am: am(&args.am)?,
         node_failures: args.node_mtbf.map(|mtbf| NodeFailures { mtbf, repair: args.node_repair }),
@@ -130,24 +128,10 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
     let mut usage = UsageCsv::new(BufWriter::new(usage_file), &cluster)
         .with_context(|| format!("cannot write {}", usage_path.display()))?;
 
-    let started = Instant::now();
-    let mut sim = Simulation::new(cluster, workload, config)?;
-    let bar = progress_bar(&sim);
-    let mut steps = 0u64;
-    while sim.step()? {
-        steps += 1;
-        if steps.is_multiple_of(4096) {
-            usage
-                .write(&sim.take_usage_rows())
-                .with_context(|| format!("cannot write {}", usage_path.display()))?;
-            update(&bar, &sim);
-        }
-    }
-    bar.finish_and_clear();
-    let mut outcome = sim.finish()?;
-    let wall = started.elapsed().as_secs_f64();
-    outcome.summary.wall_seconds = wall;
-    usage.write(&outcome.usage_rows).with_context(|| format!("cannot write {}", usage_path.display()))?;
+    let sim = Simulation::new(cluster, workload, config)?;
+    let outcome = drive(sim, "simulating", |rows| {
+        usage.write(&rows).with_context(|| format!("cannot write {}", usage_path.display()))
+    })?;
     usage.finish().with_context(|| format!("cannot write {}", usage_path.display()))?;
     write_outputs(&args.out, &outcome, !args.no_report)?;
     emit(&screen(&outcome, &args.out))
@@ -226,7 +210,38 @@ fn am(spec: &str) -> Result<Option<Resources>> {
     Ok(Some(Resources::new(cpu, memory, 0)))
 }
 
-fn progress_bar(sim: &Simulation) -> ProgressBar {
+/// The horizon: `--until`, or 7 days for a workload with recurring or Poisson workflows (which
+/// never end by themselves), or none (run until every run has ended).
+pub(crate) fn horizon(until: Option<Duration>, workload: &Workload) -> Option<Time> {
+    let recurring = workload.workflows.iter().any(|w| !matches!(w.arrival, weir_model::Arrival::At(_)));
+    until.or(recurring.then_some(Duration::from_secs(7 * 86_400))).map(|d| Time(d.as_millis()))
+}
+
+/// Run a simulation to its end behind a progress bar (on stderr, hidden when that is not a
+/// terminal), handing usage rows to `rows` as they close. Fills in `wall_seconds`.
+pub(crate) fn drive(
+    mut sim: Simulation,
+    label: &str,
+    mut rows: impl FnMut(Vec<weir_sim::UsageRow>) -> Result<()>,
+) -> Result<Outcome> {
+    let started = Instant::now();
+    let bar = progress_bar(&sim, label);
+    let mut steps = 0u64;
+    while sim.step()? {
+        steps += 1;
+        if steps.is_multiple_of(4096) {
+            rows(sim.take_usage_rows())?;
+            update(&bar, &sim);
+        }
+    }
+    bar.finish_and_clear();
+    let mut outcome = sim.finish()?;
+    outcome.summary.wall_seconds = started.elapsed().as_secs_f64();
+    rows(std::mem::take(&mut outcome.usage_rows))?;
+    Ok(outcome)
+}
+
+fn progress_bar(sim: &Simulation, label: &str) -> ProgressBar {
     let p = sim.progress();
     let (len, unit) = match (p.until, p.runs_expected) {
         (Some(u), _) => (u.as_millis() / 1000, "simulated s"),
@@ -235,7 +250,7 @@ fn progress_bar(sim: &Simulation) -> ProgressBar {
     };
     let bar = ProgressBar::new(len);
     let style = ProgressStyle::with_template(&format!(
-        "{{spinner}} simulating [{{bar:40}}] {{pos}}/{{len}} {unit} · {{msg}} · {{elapsed}} (eta {{eta}})"
+        "{{spinner}} {label} [{{bar:40}}] {{pos}}/{{len}} {unit} · {{msg}} · {{elapsed}} (eta {{eta}})"
     ))
     .unwrap_or_else(|_| ProgressStyle::default_bar());
     bar.set_style(style);
