@@ -190,3 +190,57 @@ fn a_tiny_plan_bench_ends_with_a_json_line() {
     assert!(json["csv_mb_per_sec"].as_f64().unwrap() > 0.0);
     assert!(json["csv_rows"].as_u64().unwrap() > 1000);
 }
+
+#[test]
+fn the_loop_simulate_then_plan_with_validation() {
+    let dir = Scratch::new("loop");
+    let sim = dir.0.join("sim");
+    let plan = dir.0.join("plan");
+    let o = weir(&["simulate", "--until", "12h", "--out", sim.to_str().expect("path")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let history = sim.join("usage.csv");
+    let o = weir(&[
+        "plan",
+        "--cluster",
+        "examples/cluster.yaml",
+        "--history",
+        history.to_str().expect("path"),
+        "--workload",
+        "examples/workload.yaml",
+        "--validate",
+        "--until",
+        "12h",
+        "--out",
+        plan.to_str().expect("path"),
+    ]);
+    let stdout = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(stdout.contains("tier 1 SLO success"), "{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(plan.join("validate.json")).expect("validate.json"))
+            .expect("JSON");
+    for side in ["current", "planned"] {
+        assert_eq!(v[side]["simulated_seconds"], 43_200.0, "{side}");
+        assert!(v[side]["jobs_completed"].as_u64().expect("count") > 0, "{side}");
+    }
+    // The workload gives SLO floors: the plan records them for the tier-1 leaves.
+    let p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(plan.join("plan.json")).expect("plan.json"))
+            .expect("JSON");
+    let floors =
+        p["queues"].as_array().expect("queues").iter().filter(|q| q["slo_floor"].is_number()).count();
+    assert!(floors >= 4, "{floors} queues with an SLO floor");
+
+    let o = weir(&[
+        "plan",
+        "--cluster",
+        "examples/cluster.yaml",
+        "--history",
+        "x.csv",
+        "--validate",
+        "--out",
+        "o",
+    ]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("--workload"), "{}", text(&o.stderr));
+}
