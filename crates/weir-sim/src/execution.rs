@@ -192,7 +192,9 @@ impl Simulation {
         let now = self.now;
         let j = &mut self.jobs[job as usize];
         if !j.is_active() {
-            return Err(self.internal(format!("a container started for job-{job}, which has ended")));
+            // Started in the same pass in which its run failed and the job was taken out of the
+            // engine, which has already given the container back.
+            return Ok(());
         }
         j.held += resources;
         self.metrics.by_tier[usize::from(j.tier.min(3))] += resources;
