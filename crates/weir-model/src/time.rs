@@ -80,6 +80,8 @@ impl Duration {
         if ms >= 1_000 {
             let s = format!("{:.1}", ms as f64 / 1000.0);
             format!("{}s", s.trim_end_matches(".0"))
+        } else if ms == 0 {
+            "0s".to_string()
         } else {
             format!("{ms}ms")
         }
@@ -192,6 +194,7 @@ mod tests {
     #[test]
     fn human_durations_keep_two_units() {
         for (ms, want) in [
+            (0, "0s"),
             (250, "250ms"),
             (12_340, "12.3s"),
             (60_000, "1m"),

@@ -351,7 +351,7 @@ fn screen(o: &Outcome, out: &Path) -> String {
             );
         }
     }
-    let _ = writeln!(t, "\nwrote {0}/summary.json, runs.csv, usage.csv, report.html", out.display());
+    let _ = writeln!(t, "\nwrote {}, runs.csv, usage.csv, report.html", out.join("summary.json").display());
     t
 }
 
