@@ -106,3 +106,29 @@ fn help_teaches_by_example() {
     let top = text(&weir(&["--help"]).stdout);
     assert!(top.contains("validate"), "{top}");
 }
+
+#[test]
+fn workload_files_are_checked_against_the_cluster() {
+    let o = weir(&[
+        "validate",
+        "--cluster",
+        "examples/story/cluster-tiered.yaml",
+        "examples/story/workload.yaml",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("examples/story/workload.yaml: ok — 13 workflows (tier 1: 4, tier 2: 3, tier 3: 6"),
+        "{out}"
+    );
+
+    // The same workload on a cluster without the project queues: every workflow named, with its path.
+    let o = weir(&["validate", "--cluster", "examples/cluster-small.yaml", "examples/story/workload.yaml"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 13, "{err}");
+    assert!(
+        err.contains("examples/story/workload.yaml: workflows.index-build.project: no placement rule of the cluster matches project `search.indexing` at tier 1"),
+        "{err}"
+    );
+}

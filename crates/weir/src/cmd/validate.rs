@@ -1,13 +1,14 @@
-//! `weir validate`: check cluster files and report every problem in each.
+//! `weir validate`: check cluster and workload files and report every problem in each.
 
-use std::path::PathBuf;
+use std::fs;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
-use weir_model::{ClusterConfig, ModelError};
+use weir_model::{ClusterConfig, ModelError, Workload};
 
-use crate::load_cluster;
+use crate::{load_cluster, EXAMPLE_CLUSTER};
 
 /// Exit status when a file was read but is not a valid cluster file.
 const INVALID: u8 = 1;
@@ -16,28 +17,34 @@ const UNREADABLE: u8 = 2;
 
 #[derive(Debug, Args)]
 #[command(
-    about = "Check cluster files and list every problem in them",
-    long_about = "Check cluster files (cluster.yaml) without running anything: the YAML, unknown or \
-misspelled fields, and weir's rules (weights ≥ 0, tiers 1 to 3 on leaves only, fifo on leaves only, \
-no `allow_preemption_from: true` under a queue that forbids preemption, fractions within 0 and 1, \
-and so on).\n\n\
+    about = "Check cluster and workload files and list every problem in them",
+    long_about = "Check cluster files (cluster.yaml) and workload files (workload.yaml) without running \
+anything: the YAML, unknown or misspelled fields, and weir's rules (weights ≥ 0, tiers 1 to 3 on \
+leaves only, fifo on leaves only, no `allow_preemption_from: true` under a queue that forbids \
+preemption, fractions within 0 and 1; for workloads: DAGs without cycles, queues that are leaves \
+of the cluster, tasks that fit on a node, and so on). A file with a top-level `workflows:` is a \
+workload, checked against --cluster (default: the example cluster built into weir).\n\n\
 A valid file prints one summary line on stdout. An invalid file prints every problem found, not \
 only the first, one per line on stderr as `FILE: PATH: MESSAGE`, where PATH is the place in the \
 file, with queues named as in the tree (`queues.ads.children.ranking.children.tier1.weight`).\n\n\
 Exit status: 0 if every file is valid, 1 if any file is invalid, 2 if a file cannot be read.\n\n\
-Examples:\n  weir validate examples/cluster.yaml\n  weir validate clusters/*.yaml"
+Examples:\n  weir validate examples/cluster.yaml\n  weir validate clusters/*.yaml\n  \
+weir validate --cluster examples/story/cluster-tiered.yaml examples/story/workload.yaml"
 )]
 pub struct ValidateArgs {
-    /// Cluster files to check; each is checked even if an earlier one fails.
+    /// Cluster or workload files to check; each is checked even if an earlier one fails.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
+    /// The cluster workload files are checked against. Default: the example cluster built in.
+    #[arg(long, value_name = "FILE")]
+    cluster: Option<PathBuf>,
 }
 
 pub fn run(args: &ValidateArgs) -> Result<ExitCode> {
     let mut status = 0;
     for path in &args.files {
-        match load_cluster(path) {
-            Ok(config) => println!("{}: ok — {}", path.display(), summary(&config)),
+        match check(path, args.cluster.as_deref()) {
+            Ok(line) => println!("{}: ok — {line}", path.display()),
             Err(e) => match e.downcast_ref::<ModelError>() {
                 Some(invalid) => {
                     for problem in invalid.problems() {
@@ -53,6 +60,30 @@ pub fn run(args: &ValidateArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::from(status))
+}
+
+/// One summary line for a valid file, cluster or workload.
+fn check(path: &Path, cluster: Option<&Path>) -> Result<String> {
+    let text = fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if !text.lines().any(|l| l.starts_with("workflows:")) {
+        return load_cluster(path).map(|c| summary(&c));
+    }
+    let cluster = match cluster {
+        Some(p) => load_cluster(p)?,
+        None => ClusterConfig::from_yaml("examples/cluster.yaml (built in)", EXAMPLE_CLUSTER)?,
+    };
+    let w = Workload::from_yaml(&path.display().to_string(), &text, &cluster)?;
+    let tiers = [1, 2, 3].map(|t| w.workflows.iter().filter(|f| f.tier == t).count());
+    let jobs: usize = w.workflows.iter().map(|f| f.jobs.len()).sum();
+    let stages: usize = w.workflows.iter().flat_map(|f| &f.jobs).map(|j| j.stages.len()).sum();
+    let with_slo = w.workflows.iter().filter(|f| f.slo.is_some()).count();
+    Ok(format!(
+        "{} workflows (tier 1: {}, tier 2: {}, tier 3: {}; {with_slo} with an SLO), {jobs} jobs, {stages} stages",
+        w.workflows.len(),
+        tiers[0],
+        tiers[1],
+        tiers[2]
+    ))
 }
 
 /// `40 nodes, 48 queues (33 leaves), total {cpu: 640000, memory: 2621440}`. The implicit `root`
