@@ -68,6 +68,30 @@ fn share_at(c: &Claim, ratio: f64) -> u64 {
     s as u64
 }
 
+/// Where the doubling of the ratio may start instead of 1, with the doublings that takes: the
+/// largest power of two a step below pool / Σ weights that still leaves the pool unfilled.
+/// The filled amount only grows with the ratio, so every smaller power leaves it unfilled too,
+/// and doubling from here stops at the very power doubling from 1 would — in a few steps
+/// instead of some thirty.
+fn doubling_start(
+    claims: &[Claim],
+    free: &dyn Fn(usize) -> bool,
+    pool: f64,
+    unfilled: impl Fn(f64) -> bool,
+) -> (f64, usize) {
+    let weights: f64 = claims.iter().enumerate().filter(|&(i, _)| free(i)).map(|(_, c)| c.weight).sum();
+    if weights > 0.0 && pool > 0.0 {
+        let guess = (pool / weights).log2().floor() as i64 - 1;
+        if (1..MAX_DOUBLINGS as i64).contains(&guess) {
+            let start = 2f64.powi(guess as i32);
+            if unfilled(start) {
+                return (start, guess as usize);
+            }
+        }
+    }
+    (1.0, 0)
+}
+
 fn yarn(claims: &[Claim], pool: u64, free: &dyn Fn(usize) -> bool, out: &mut [u64]) {
     let used = |ratio: f64| -> u64 {
         let mut sum: u64 = 0;
@@ -78,8 +102,7 @@ fn yarn(claims: &[Claim], pool: u64, free: &dyn Fn(usize) -> bool, out: &mut [u6
         }
         sum
     };
-    let mut hi = 1.0f64;
-    let mut doublings = 0;
+    let (mut hi, mut doublings) = doubling_start(claims, free, pool as f64, |r| used(r) < pool);
     while used(hi) < pool && doublings < MAX_DOUBLINGS {
         hi *= 2.0;
         doublings += 1;
@@ -110,8 +133,7 @@ fn exact(claims: &[Claim], pool: u64, free: &dyn Fn(usize) -> bool, out: &mut [u
         claims.iter().enumerate().filter(|(i, _)| free(*i)).map(|(_, c)| real(c, ratio)).sum()
     };
     let target = pool as f64;
-    let mut hi = 1.0f64;
-    let mut doublings = 0;
+    let (mut hi, mut doublings) = doubling_start(claims, free, target, |r| used(r) < target);
     while used(hi) < target && doublings < MAX_DOUBLINGS {
         hi *= 2.0;
         doublings += 1;
@@ -225,5 +247,56 @@ mod tests {
         check(&claims(&[1.0, 1.0], &[], &[5, 5]), 100, Rounding::Yarn, &[5, 5]);
         check(&claims(&[1.0, 1.0], &[], &[5, 5]), 100, Rounding::Exact, &[5, 5]);
         check(&claims(&[1.0], &[], &[]), 0, Rounding::Yarn, &[0]);
+    }
+
+    /// YARN's search as written: doubling from 1, then the bisection. `compute` skips doublings
+    /// that cannot reach the pool; the shares must not change.
+    fn yarn_from_one(c: &[Claim], pool: u64) -> Vec<u64> {
+        let used = |r: f64| c.iter().fold(0u64, |s, x| s.saturating_add(share_at(x, r)));
+        let mut hi = 1.0f64;
+        let mut n = 0;
+        while used(hi) < pool && n < MAX_DOUBLINGS {
+            hi *= 2.0;
+            n += 1;
+        }
+        let mut lo = 0.0f64;
+        for _ in 0..BISECTION_STEPS {
+            let mid = (lo + hi) / 2.0;
+            let planned = used(mid);
+            if planned == pool {
+                hi = mid;
+                break;
+            } else if planned < pool {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        c.iter().map(|x| share_at(x, hi)).collect()
+    }
+
+    #[test]
+    fn skipping_doublings_gives_yarns_shares() {
+        let mut x: u64 = 99;
+        let mut next = |m: u64| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        for _ in 0..5_000 {
+            let n = 1 + next(30) as usize;
+            let c: Vec<Claim> = (0..n)
+                .map(|_| {
+                    let min = if next(3) == 0 { next(5_000) } else { 0 };
+                    let max = if next(3) == 0 { min + next(100_000) } else { u64::MAX };
+                    Claim { weight: (1 + next(80)) as f64 / 8.0, min, max, active: true }
+                })
+                .collect();
+            let free_max = c.iter().fold(0u64, |a, x| a.saturating_add(x.max));
+            let bits = 1 + next(40);
+            let pool = next(1 << bits).min(free_max);
+            let mut out = vec![0; n];
+            compute(&c, pool, Rounding::Yarn, false, &mut out);
+            assert_eq!(out, yarn_from_one(&c, pool), "pool {pool} {c:?}");
+        }
     }
 }

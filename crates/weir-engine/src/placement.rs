@@ -57,7 +57,9 @@ impl Engine {
         // Requests that found no node in this pass; anything at least as large will not either.
         let mut failed: Vec<Resources> = Vec::new();
         let mut blocked: Vec<JobSlot> = Vec::new();
-        while self.queues[0].ready_jobs > 0 && !dominated(&failed, &self.smallest_request(0)) {
+        while self.queues[0].ready_jobs > 0
+            && !(!failed.is_empty() && dominated(&failed, &self.smallest_request(0)))
+        {
             if !self.place_one(0, &mut failed, &mut blocked) {
                 break;
             }
@@ -119,7 +121,7 @@ impl Engine {
             let cq = &self.queues[c as usize];
             if cq.ready_jobs == 0
                 || cq.exhausted_pass == self.pass
-                || dominated(failed, &self.smallest_request(c))
+                || (!failed.is_empty() && dominated(failed, &self.smallest_request(c)))
             {
                 continue;
             }

@@ -58,8 +58,21 @@ impl Engine {
         } else {
             None
         };
-        if want == self.job(slot).ready {
+        let had = self.job(slot).ready;
+        if want == had {
             return;
+        }
+        if let (Some((old, old_shape)), Some((key, shape))) = (had, want) {
+            if old_shape == shape {
+                // Only its place in the leaf moved (its usage changed): the counts of ready jobs
+                // and request sizes up the tree stay as they are.
+                let leaf = self.job(slot).leaf as usize;
+                let ready = &mut self.queues[leaf].ready;
+                ready.remove(&(old, slot));
+                ready.insert((key, slot));
+                self.job_mut(slot).ready = Some((key, shape));
+                return;
+            }
         }
         self.unready(slot);
         if let Some((key, shape)) = want {
