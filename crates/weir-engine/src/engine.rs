@@ -147,16 +147,14 @@ impl Engine {
     pub fn with_config_nodes(config: ClusterConfig) -> Result<Engine, EngineError> {
         let groups: Vec<NodeGroup> = config.nodes.clone();
         let mut engine = Engine::new(config)?;
-        let mut id = 0;
+        let mut specs = Vec::new();
         for g in &groups {
             for _ in 0..g.count {
-                engine.on_node_added(
-                    Time::ZERO,
-                    NodeSpec { id: NodeId(id), resources: g.resources, label: g.label.clone() },
-                )?;
-                id += 1;
+                let id = NodeId(specs.len() as u64);
+                specs.push(NodeSpec { id, resources: g.resources, label: g.label.clone() });
             }
         }
+        engine.on_nodes_added(Time::ZERO, specs)?;
         Ok(engine)
     }
 
@@ -204,11 +202,20 @@ impl Engine {
     }
 
     pub fn on_node_added(&mut self, now: Time, spec: NodeSpec) -> Result<(), EngineError> {
+        self.on_nodes_added(now, vec![spec])
+    }
+
+    /// Add many nodes at once (a cluster starting up): queue limits given as a share of the
+    /// cluster are resolved once, not once per node. On a duplicate id nothing is added.
+    pub fn on_nodes_added(&mut self, now: Time, specs: Vec<NodeSpec>) -> Result<(), EngineError> {
         self.advance(now)?;
-        if self.nodes.by_id.contains_key(&spec.id) {
-            return Err(EngineError::DuplicateNode { node: spec.id });
+        let mut seen = std::collections::HashSet::with_capacity(specs.len());
+        if let Some(dup) = specs.iter().find(|s| self.nodes.by_id.contains_key(&s.id) || !seen.insert(s.id)) {
+            return Err(EngineError::DuplicateNode { node: dup.id });
         }
-        self.nodes.add(&spec);
+        for spec in &specs {
+            self.nodes.add(spec);
+        }
         self.resolve_limits();
         Ok(())
     }

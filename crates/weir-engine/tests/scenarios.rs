@@ -191,6 +191,15 @@ fn input_errors_are_errors() {
     env.advance(Duration::from_secs(5));
     env.schedule();
     assert!(env.engine.on_job_finished(weir_model::Time(0), JobId(1)).is_err(), "time went backwards");
+
+    // A batch of nodes with a duplicate id (within the batch or with a known node) adds nothing.
+    let node = |id| weir_engine::NodeSpec { id: weir_engine::NodeId(id), resources: mem(8), label: None };
+    let before = env.engine.node_count();
+    assert!(env.engine.on_nodes_added(env.now, vec![node(100), node(100)]).is_err());
+    assert!(env.engine.on_nodes_added(env.now, vec![node(101), node(0)]).is_err());
+    assert_eq!(env.engine.node_count(), before);
+    env.engine.on_nodes_added(env.now, vec![node(100), node(101)]).expect("two new nodes");
+    assert_eq!(env.engine.node_count(), before + 2);
 }
 
 #[test]

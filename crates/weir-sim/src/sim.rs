@@ -116,15 +116,11 @@ impl Simulation {
         let mut node_specs = Vec::new();
         for g in &cluster.nodes {
             for _ in 0..g.count {
-                let spec = NodeSpec {
-                    id: NodeId(node_specs.len() as u64),
-                    resources: g.resources,
-                    label: g.label.clone(),
-                };
-                engine.on_node_added(Time::ZERO, spec.clone())?;
-                node_specs.push(spec);
+                let id = NodeId(node_specs.len() as u64);
+                node_specs.push(NodeSpec { id, resources: g.resources, label: g.label.clone() });
             }
         }
+        engine.on_nodes_added(Time::ZERO, node_specs.clone())?;
         let plans = plan(&cluster, &workload, &config, &node_specs)?;
         let leaves: Vec<usize> = (0..cluster.queues.len()).filter(|&q| cluster.queues[q].is_leaf()).collect();
         let runs_expected = expected_runs(&workload, config.until);
