@@ -57,9 +57,7 @@ impl Engine {
         // Requests that found no node in this pass; anything at least as large will not either.
         let mut failed: Vec<Resources> = Vec::new();
         let mut blocked: Vec<JobSlot> = Vec::new();
-        while self.queues[0].ready_jobs > 0
-            && !(!failed.is_empty() && dominated(&failed, &self.smallest_request(0)))
-        {
+        while self.queues[0].ready_jobs > 0 && !self.subtree_failed(0, &failed) {
             if !self.place_one(0, &mut failed, &mut blocked) {
                 break;
             }
@@ -108,6 +106,12 @@ impl Engine {
         placed
     }
 
+    /// Whether every request under `q` is at least as large as one that found no node in this
+    /// pass. The smallest-request lookup is skipped while nothing has failed.
+    fn subtree_failed(&self, q: QueueIx, failed: &[Resources]) -> bool {
+        !failed.is_empty() && dominated(failed, &self.smallest_request(q))
+    }
+
     fn standing(&self, q: QueueIx) -> Standing {
         let q = &self.queues[q as usize];
         Standing { usage: q.usage, demand: q.demand(), min: q.min, weight: q.weight, start: 0 }
@@ -119,10 +123,7 @@ impl Engine {
         let mut best: Option<(QueueIx, Standing)> = None;
         for &c in &p.children {
             let cq = &self.queues[c as usize];
-            if cq.ready_jobs == 0
-                || cq.exhausted_pass == self.pass
-                || (!failed.is_empty() && dominated(failed, &self.smallest_request(c)))
-            {
+            if cq.ready_jobs == 0 || cq.exhausted_pass == self.pass || self.subtree_failed(c, failed) {
                 continue;
             }
             let s = self.standing(c);
