@@ -18,6 +18,11 @@ pub type QueueIndex = usize;
 /// Tier numbers weir knows: 1 (most critical) to 3.
 pub const TIERS: std::ops::RangeInclusive<u8> = 1..=3;
 
+/// The problem with a tier number outside [`TIERS`], as every file reports it.
+pub(crate) fn not_a_tier(t: u8) -> String {
+    format!("{t} is not a tier: tiers are numbered 1 (most critical) to 3")
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClusterConfig {
     pub scheduler: SchedulerConfig,
@@ -421,10 +426,7 @@ impl Validator {
         }
         let tier = match spec.tier {
             Some(t) if !TIERS.contains(&t) => {
-                self.problem(
-                    format!("{here}.tier"),
-                    format!("{t} is not a tier: tiers are numbered 1 (most critical) to 3"),
-                );
+                self.problem(format!("{here}.tier"), not_a_tier(t));
                 None
             }
             Some(_) if !leaf => {

@@ -7,7 +7,7 @@
 //! is validated (their queue must be an existing leaf); the default rule's queue is checked when
 //! a workload is validated, because only then is it known which projects are asked for.
 
-use crate::cluster::{ClusterConfig, QueueConfig, TIERS};
+use crate::cluster::{not_a_tier, ClusterConfig, QueueConfig, TIERS};
 use crate::cluster_file::PlacementSpec;
 use crate::error::Problem;
 use crate::queue_path::QueuePath;
@@ -84,10 +84,7 @@ pub(crate) fn rules(
         }
         let tier = match spec.tier {
             Some(t) if !TIERS.contains(&t) => {
-                problem(
-                    format!("{here}.tier"),
-                    format!("{t} is not a tier: tiers are numbered 1 (most critical) to 3"),
-                );
+                problem(format!("{here}.tier"), not_a_tier(t));
                 None
             }
             t => t,

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::cluster::{ClusterConfig, QueueConfig, TIERS};
+use crate::cluster::{not_a_tier, ClusterConfig, QueueConfig, TIERS};
 use crate::dag::topological_order;
 use crate::error::Problem;
 use crate::placement::{leaf, missing, project_name};
@@ -116,10 +116,7 @@ impl<'c> Validator<'c> {
     fn placement(&mut self, here: &str, spec: &WorkflowSpec) -> (QueuePath, u8) {
         let tier = match spec.tier {
             Some(t) if !TIERS.contains(&t) => {
-                self.problem(
-                    format!("{here}.tier"),
-                    format!("{t} is not a tier: tiers are numbered 1 (most critical) to 3"),
-                );
+                self.problem(format!("{here}.tier"), not_a_tier(t));
                 None
             }
             t => t,
