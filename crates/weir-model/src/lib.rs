@@ -29,5 +29,5 @@ pub use placement::{Placement, PlacementRule};
 pub use queue_path::QueuePath;
 pub use resources::{PartialResources, ResourceKind, Resources};
 pub use time::{Duration, Time};
-pub use workload::{Arrival, Distribution, JobTemplate, Stage, Workflow, Workload};
+pub use workload::{Arrival, Distribution, JobTemplate, Stage, Workflow, Workload, MIN_PERIOD};
 pub use workload_file::{ArrivalsSpec, DistributionSpec, JobSpec, StageSpec, WorkflowSpec, WorkloadFile};

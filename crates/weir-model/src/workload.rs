@@ -48,6 +48,10 @@ impl Workload {
     }
 }
 
+/// The shortest `every` and Poisson `mean_interval` a workload may ask for. Batch workflows do
+/// not recur faster; below it the period is a typo (`1ms` for `1m`).
+pub const MIN_PERIOD: Duration = Duration(1000);
+
 /// A recurring (or one-off) DAG of jobs with an owner queue, a tier and a runtime SLO.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Workflow {

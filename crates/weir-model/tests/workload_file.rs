@@ -423,6 +423,17 @@ fn workflow_rules() {
             "must not be empty (leave it out to run as the workflow's name)",
         ),
         ("queue: root.default, every: 0s", "workflows.w.every", "must be positive"),
+        // Issue 13: `1ms` for `1m` meant 6×10^8 runs in the default week.
+        (
+            "queue: root.default, every: 1ms",
+            "workflows.w.every",
+            "1ms is shorter than the shortest period weir accepts, 1s (`ms` is milliseconds: a minute is `1m`)",
+        ),
+        (
+            "queue: root.default, arrivals: {poisson: {mean_interval: 999ms}}",
+            "workflows.w.arrivals.poisson.mean_interval",
+            "999ms is shorter than the shortest period weir accepts, 1s (`ms` is milliseconds: a minute is `1m`)",
+        ),
         (
             "queue: root.default, arrivals: {poisson: {mean_interval: 0m}}",
             "workflows.w.arrivals.poisson.mean_interval",

@@ -12,7 +12,7 @@ use std::collections::BinaryHeap;
 use weir_engine::{ContainerId, Decision, Engine, NodeId, NodeSpec};
 use weir_model::{Arrival, ClusterConfig, Duration, Resources, Time, Workload};
 
-use crate::config::SimConfig;
+use crate::config::{SimConfig, MAX_SIMULATED};
 use crate::error::SimError;
 use crate::execution::{JobRun, RunState, TaskRun};
 use crate::metrics::{Metrics, UsageRow};
@@ -112,6 +112,14 @@ impl Simulation {
                 });
             }
         }
+        if let Some(until) = config.until.filter(|u| u.as_millis() > MAX_SIMULATED.as_millis()) {
+            return Err(SimError::Horizon {
+                what: "the horizon (--until)".to_string(),
+                at_days: until.as_millis() / DAY_MS,
+                limit_days: MAX_SIMULATED.as_millis() / DAY_MS,
+            });
+        }
+        check_run_count(&workload, &config)?;
         let mut engine = Engine::new(cluster.clone())?;
         let mut node_specs = Vec::new();
         for g in &cluster.nodes {
@@ -223,6 +231,13 @@ impl Simulation {
             return Ok(false);
         }
         let now = next.unwrap_or(self.now);
+        if now.as_millis() > MAX_SIMULATED.as_millis() {
+            return Err(SimError::Horizon {
+                what: self.what_is_due(now),
+                at_days: now.as_millis() / DAY_MS,
+                limit_days: MAX_SIMULATED.as_millis() / DAY_MS,
+            });
+        }
         self.metrics.advance(&self.engine, &self.leaves, self.now, now);
         self.now = now;
         while let Some(&Reverse((t, _, event))) = self.events.peek() {
@@ -311,6 +326,33 @@ impl Simulation {
                 Ok(())
             }
             Decision::JobRejected { job, .. } => self.fail_job(job.0 as u32, false),
+        }
+    }
+
+    /// What happens at `at`, the next time due, for an error message.
+    fn what_is_due(&self, at: Time) -> String {
+        let Some(&Reverse((t, _, event))) = self.events.peek().filter(|e| e.0 .0 == at) else {
+            return "an engine timer".to_string();
+        };
+        let workflow = |w: u32| &self.workload.workflows[w as usize];
+        match event {
+            Event::Arrival { workflow: w, .. } => format!("a run of workflow {}", workflow(w).name),
+            Event::TaskEnd { container, .. } => {
+                match self.tasks.get(container.index()).copied().flatten() {
+                    Some(task) => {
+                        let job = &self.jobs[task.job as usize];
+                        let wf = workflow(job.workflow);
+                        let tmpl = &wf.jobs[job.template as usize];
+                        let stage = tmpl.stages.get(task.stage as usize).map_or("(application master)", |s| &s.name);
+                        format!(
+                            "the end of a task of workflow {}, job {}, stage {stage} (running since {})",
+                            wf.name, tmpl.name, task.start
+                        )
+                    }
+                    None => format!("a task end at {t}"),
+                }
+            }
+            Event::NodeFailure | Event::NodeRepair { .. } => "a node failure or repair".to_string(),
         }
     }
 
@@ -453,6 +495,35 @@ fn plan(
         });
     }
     Ok(plans)
+}
+
+const DAY_MS: u64 = 86_400_000;
+
+/// Refuse a workload that would submit more than `max_runs` runs before the horizon.
+fn check_run_count(workload: &Workload, config: &SimConfig) -> Result<(), SimError> {
+    let mut total = 0u64;
+    let mut largest = (0u64, "");
+    for wf in &workload.workflows {
+        let span = |start: &Time| config.until.map_or(0, |u| u.as_millis().saturating_sub(start.as_millis()));
+        let n = match &wf.arrival {
+            Arrival::At(times) => times.iter().filter(|t| config.until.is_none_or(|u| **t < u)).count() as u64,
+            Arrival::Every { start, every } => span(start).div_ceil(every.as_millis().max(1)),
+            Arrival::Poisson { start, mean_interval } => span(start) / mean_interval.as_millis().max(1),
+        };
+        total = total.saturating_add(n);
+        if n > largest.0 {
+            largest = (n, &wf.name);
+        }
+    }
+    if total > config.max_runs {
+        return Err(SimError::TooManyRuns {
+            runs: total,
+            limit: config.max_runs,
+            workflow: largest.1.to_string(),
+            workflow_runs: largest.0,
+        });
+    }
+    Ok(())
 }
 
 /// How many runs a workload submits in all, when that is known up front.

@@ -2,7 +2,9 @@
 //! problem and checks the answer is a clear error naming the limit, or a bounded result. Speed
 //! and memory are measured in BENCHMARKS.md ("Hostile inputs"), never asserted here.
 
+use weir_model::{ClusterConfig, Duration, QueuePath, Time, Workload};
 use weir_sim::import::{import, ImportOptions, Imported, TraceKind};
+use weir_sim::{Outcome, SimConfig, SimError, Simulation, MAX_SAMPLES};
 
 fn run(kind: TraceKind, text: &str, options: &ImportOptions) -> Imported {
     import(kind, "t", text.as_bytes(), options).expect("imports")
@@ -42,4 +44,122 @@ fn repeated_sls_and_rumen_job_ids_are_renamed() {
     // really named `x~2` finds its name taken by a rename.
     assert_eq!(names(&got), ["x", "x~2", "x~3", "x~4", "x~2~2"]);
     assert_eq!(renamed(&got), 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Simulated time and recurrence (items 1 and 8)
+
+const CLUSTER: &str = "
+version: 1
+nodes:
+  - {count: 2, resources: {cpu: 4000, memory: 16g}}
+queues:
+  - {name: default}
+";
+
+fn cluster() -> ClusterConfig {
+    ClusterConfig::from_yaml("c.yaml", CLUSTER).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn workload(text: &str) -> Workload {
+    let text = format!("version: 1\nworkflows:\n{text}");
+    Workload::from_yaml("w.yaml", &text, &cluster()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// One workflow in `root.default` with one task of `duration`, arriving as `when` says.
+fn one_task(when: &str, duration: &str) -> Workload {
+    workload(&format!(
+        "  - name: w\n    queue: root.default\n    {when}\n    jobs:\n      - name: j\n        stages:\n\
+         \x20         - {{name: s, tasks: 1, resources: {{cpu: 1000, memory: 1g}}, duration: {{fixed: {duration}}}}}\n"
+    ))
+}
+
+fn config(until: Option<Duration>) -> SimConfig {
+    SimConfig { am: None, until: until.map(|d| Time(d.as_millis())), ..SimConfig::default() }
+}
+
+fn days(d: u64) -> Duration {
+    Duration::from_secs(d * 86_400)
+}
+
+fn simulate(workload: Workload, config: SimConfig) -> Result<Outcome, SimError> {
+    Simulation::new(cluster(), workload, config)?.finish()
+}
+
+/// `duration: {fixed: 100000d}` passes `weir validate`, and once meant one sample a minute for
+/// 274 years (a 10 GB allocation failure). Now the task's end is an error naming it.
+#[test]
+fn a_task_ending_past_a_century_is_an_error_naming_it() {
+    let err = simulate(one_task("at: [0s]", "100000d"), config(None)).map(|_| ()).expect_err("refused");
+    let text = err.to_string();
+    assert!(matches!(err, SimError::Horizon { at_days: 100_000, limit_days: 36_500, .. }), "{text}");
+    assert!(text.contains("the end of a task of workflow w, job j, stage s"), "{text}");
+    assert!(text.contains("past the 36500 days (100 years)"), "{text}");
+}
+
+/// The 99-byte SWF file of the issue: a second job 190 years after the first.
+#[test]
+fn a_trace_spanning_190_years_is_an_error_naming_the_job() {
+    let swf = "1 0 -1 10 1 -1 -1 -1 -1 -1 1 1 1 -1 1 1 -1 -1\n2 5996160000 -1 10 1 -1 -1 -1 -1 -1 1 1 1 -1 1 1 -1 -1\n";
+    let options = ImportOptions { queue: QueuePath::parse("root.default").expect("path"), ..Default::default() };
+    let imported = run(TraceKind::Swf, swf, &options);
+    assert_eq!(imported.workload.workflows.len(), 2);
+    let err = simulate(imported.workload, config(None)).map(|_| ()).expect_err("refused");
+    assert!(
+        matches!(&err, SimError::Horizon { what, at_days: 69_400, .. } if what == "a run of workflow swf-2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_horizon_past_a_century_is_refused_up_front() {
+    let err = Simulation::new(cluster(), one_task("every: 1d", "1s"), config(Some(days(36_501))))
+        .map(|_| ())
+        .expect_err("refused");
+    assert!(matches!(err, SimError::Horizon { at_days: 36_501, .. }), "{err}");
+    assert!(err.to_string().starts_with("the horizon (--until) falls at 36501 days"), "{err}");
+}
+
+/// Memory no longer grows with simulated time: 90 years with one run at each end keeps at most
+/// `MAX_SAMPLES` points, and averages stay exact.
+#[test]
+fn ninety_years_keep_a_bounded_series_with_exact_averages() {
+    let at_end = (90u64 * 365 * 86_400).to_string();
+    let out = simulate(one_task(&format!("at: [0s, {at_end}s]"), "1h"), config(None)).expect("simulates");
+    assert_eq!(out.summary.runs_completed, 2);
+    assert!(out.samples.len() <= MAX_SAMPLES && out.samples.len() > MAX_SAMPLES / 4, "{}", out.samples.len());
+    let span = out.summary.simulated_seconds;
+    assert_eq!(span, (90.0 * 365.0 * 86_400.0) + 3_600.0);
+    // Two hours of one core over the whole span, against 8 cores.
+    let want = 2.0 * 3_600.0 / span / 8.0;
+    assert!((out.summary.utilization.cpu - want).abs() < 1e-15, "{} vs {want}", out.summary.utilization.cpu);
+    // The points are in time order, from the start to the end.
+    assert!(out.samples.windows(2).all(|w| w[0].at < w[1].at));
+    assert_eq!(out.samples[0].at, Time::ZERO);
+    // The sampled fair share of the only leaf is the whole cluster while its runs wait or run,
+    // and nothing in between: its average is well below the cluster.
+    let share = out.summary.queues[0].fair_share_avg.cpu;
+    assert!(share > 0.0 && share < 1.0, "{share}");
+}
+
+/// `every: 1s` is allowed, but over a long horizon it is millions of runs: the limit names the
+/// workflow and how to raise it, and raising it lets the workload through.
+#[test]
+fn too_many_runs_are_refused_before_the_first_step() {
+    let w = one_task("every: 1s", "1s");
+    let err = Simulation::new(cluster(), w.clone(), config(Some(days(30)))).map(|_| ()).expect_err("refused");
+    assert!(
+        matches!(&err, SimError::TooManyRuns { runs: 2_592_000, limit: 1_000_000, workflow, workflow_runs: 2_592_000 } if workflow == "w"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("or raise the limit (--max-runs)"), "{err}");
+    let raised = SimConfig { max_runs: 3_000_000, ..config(Some(days(30))) };
+    assert!(Simulation::new(cluster(), w, raised).is_ok());
+    // A Poisson stream counts by its mean.
+    let p = workload(
+        "  - name: p\n    queue: root.default\n    arrivals: {poisson: {mean_interval: 1s}}\n    jobs:\n      - name: j\n        stages:\n\
+         \x20         - {name: s, tasks: 1, resources: {cpu: 1000, memory: 1g}, duration: {fixed: 1s}}\n",
+    );
+    let err = Simulation::new(cluster(), p, config(Some(days(12)))).map(|_| ()).expect_err("refused");
+    assert!(matches!(err, SimError::TooManyRuns { runs: 1_036_800, .. }), "{err}");
 }

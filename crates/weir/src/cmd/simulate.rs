@@ -90,6 +90,10 @@ pub struct SimulateArgs {
     /// Trace: MiB per task for SWF jobs that record no memory.
     #[arg(long, default_value_t = 1024, value_name = "MIB")]
     swf_memory: u64,
+    /// The most runs the workload may submit before the horizon; a workload asking for more
+    /// (a period typed in the wrong unit) is refused before the simulation starts.
+    #[arg(long, value_name = "N", default_value_t = weir_sim::DEFAULT_MAX_RUNS)]
+    max_runs: u64,
     /// Skip report.html (the charts); the other files are still written.
     #[arg(long)]
     no_report: bool,
@@ -117,6 +121,7 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
         sample_every: args.sample_every,
         // Debug builds check the engine's and the simulator's invariants after every step.
         check_invariants: cfg!(debug_assertions),
+        max_runs: args.max_runs,
     };
     if args.max_attempts == 0 {
         bail!("--max-attempts must be at least 1");
