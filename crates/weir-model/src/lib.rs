@@ -21,7 +21,8 @@ pub mod workload_file;
 mod workload_validation;
 
 pub use cluster::{
-    ClusterConfig, Limit, NodeGroup, PreemptionConfig, QueueConfig, QueueIndex, SchedulerConfig, TierDefaults,
+    ClusterConfig, Limit, NodeGroup, PreemptionConfig, QueueConfig, QueueIndex, SchedulerConfig,
+    TierDefaults, MAX_NODES,
 };
 pub use cluster_file::{ClusterFile, Mode, PlacementSpec, Policy, Promotion, QueueSpec, Rounding};
 pub use error::{parse_yaml, ModelError, Problem};

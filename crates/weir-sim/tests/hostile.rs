@@ -101,7 +101,8 @@ fn a_task_ending_past_a_century_is_an_error_naming_it() {
 #[test]
 fn a_trace_spanning_190_years_is_an_error_naming_the_job() {
     let swf = "1 0 -1 10 1 -1 -1 -1 -1 -1 1 1 1 -1 1 1 -1 -1\n2 5996160000 -1 10 1 -1 -1 -1 -1 -1 1 1 1 -1 1 1 -1 -1\n";
-    let options = ImportOptions { queue: QueuePath::parse("root.default").expect("path"), ..Default::default() };
+    let options =
+        ImportOptions { queue: QueuePath::parse("root.default").expect("path"), ..Default::default() };
     let imported = run(TraceKind::Swf, swf, &options);
     assert_eq!(imported.workload.workflows.len(), 2);
     let err = simulate(imported.workload, config(None)).map(|_| ()).expect_err("refused");
