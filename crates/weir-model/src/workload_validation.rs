@@ -450,7 +450,7 @@ impl<'c> Validator<'c> {
                 for (i, s) in samples.iter().enumerate() {
                     positive(self, format!("{here}.empirical[{i}]"), *s);
                 }
-                Distribution::Empirical(samples.clone())
+                Distribution::Empirical(samples.as_slice().into())
             }
         }
     }

@@ -197,7 +197,7 @@ fn distributions() {
         ("{lognormal: {mu: 4.5, sigma: 0.5}}", Distribution::LogNormal { mu: 4.5, sigma: 0.5 }),
         ("{lognormal: {mu: -1, sigma: 0}}", Distribution::LogNormal { mu: -1.0, sigma: 0.0 }),
         ("{lognormal: {median: 2m, p99: 2m}}", Distribution::LogNormal { mu: 120f64.ln(), sigma: 0.0 }),
-        ("{empirical: [1s, 3m, 2s]}", Distribution::Empirical(vec![secs(1), secs(180), secs(2)])),
+        ("{empirical: [1s, 3m, 2s]}", Distribution::Empirical(vec![secs(1), secs(180), secs(2)].into())),
     ];
     for (d, expected) in cases {
         let w = only(&stage(&format!("tasks: 1, resources: {{cpu: 1000}}, duration: {d}")));

@@ -437,7 +437,8 @@ impl Simulation {
 /// `ends[g]` is the id after group `g`'s last node.
 fn node_spec(groups: &[NodeGroup], ends: &[u64], i: u64) -> NodeSpec {
     let g = ends.partition_point(|&end| end <= i);
-    let (resources, label) = groups.get(g).map_or((Resources::ZERO, None), |g| (g.resources, g.label.clone()));
+    let (resources, label) =
+        groups.get(g).map_or((Resources::ZERO, None), |g| (g.resources, g.label.clone()));
     NodeSpec { id: NodeId(i), resources, label }
 }
 

@@ -2,8 +2,10 @@
 //! problem and checks the answer is a clear error naming the limit, or a bounded result. Speed
 //! and memory are measured in BENCHMARKS.md ("Hostile inputs"), never asserted here.
 
-use weir_model::{ClusterConfig, Duration, QueuePath, Time, Workload};
-use weir_sim::import::{import, ImportOptions, Imported, TraceKind};
+use std::sync::Arc;
+
+use weir_model::{ClusterConfig, Distribution, Duration, QueuePath, Time, Workload};
+use weir_sim::import::{import, ImportError, ImportOptions, Imported, TraceKind};
 use weir_sim::{Outcome, SimConfig, SimError, Simulation, MAX_SAMPLES};
 
 fn run(kind: TraceKind, text: &str, options: &ImportOptions) -> Imported {
@@ -163,4 +165,66 @@ fn too_many_runs_are_refused_before_the_first_step() {
     );
     let err = Simulation::new(cluster(), p, config(Some(days(12)))).map(|_| ()).expect_err("refused");
     assert!(matches!(err, SimError::TooManyRuns { runs: 1_036_800, .. }), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Amplification by SLS `job.count` and `--load-scale` (item 5)
+
+/// One SLS record of 85 bytes asking for 10,000 copies of a one-task job.
+fn amplifier(i: usize) -> String {
+    format!("{{\"job.start.ms\":0,\"job.count\":10000,\"job.tasks\":[{{\"duration.ms\":1000}}],\"job.id\":\"j{i}\"}}\n")
+}
+
+#[test]
+fn sls_copies_past_the_job_limit_are_an_error_naming_the_limit_and_the_line() {
+    let text: String = (0..10).map(amplifier).collect();
+    let options = ImportOptions { max_jobs: 25_000, ..ImportOptions::default() };
+    let err = import(TraceKind::Sls, "amp.json", text.as_bytes(), &options).map(|_| ()).expect_err("refused");
+    assert_eq!(
+        err.to_string(),
+        "amp.json: the trace asks for more than 25000 jobs (by line 3, counting SLS job.count and \
+         --load-scale copies): raise the limit with --max-jobs if that many is meant"
+    );
+    // Within the limit, every copy is there.
+    let three: String = (0..3).map(amplifier).collect();
+    let options = ImportOptions { max_jobs: 30_000, ..ImportOptions::default() };
+    assert_eq!(run(TraceKind::Sls, &three, &options).workload.workflows.len(), 30_000);
+}
+
+#[test]
+fn load_scale_copies_count_against_the_job_limit() {
+    let text =
+        "1 0 -1 10 1 -1 -1 -1 -1 -1 1 1 1 -1 1 1 -1 -1\n2 5 -1 10 1 -1 -1 -1 -1 -1 1 1 1 -1 1 1 -1 -1\n";
+    let options = ImportOptions { load_scale: 100.0, max_jobs: 150, ..ImportOptions::default() };
+    let err = import(TraceKind::Swf, "x.swf", text.as_bytes(), &options).map(|_| ()).expect_err("refused");
+    assert!(matches!(err, ImportError::TooManyJobs { limit: 150, line: 2, .. }), "{err}");
+    let options = ImportOptions { max_jobs: 0, ..ImportOptions::default() };
+    assert!(matches!(
+        import(TraceKind::Swf, "x.swf", text.as_bytes(), &options),
+        Err(ImportError::Option { option: "max_jobs", .. })
+    ));
+}
+
+/// The copies of a job share its duration samples instead of each holding its own.
+#[test]
+fn copies_share_their_duration_samples() {
+    let tasks: Vec<String> = (1..=500).map(|k| format!("{{\"duration.ms\":{}}}", 1000 + k)).collect();
+    let text = format!(
+        "{{\"job.id\":\"a\",\"job.start.ms\":0,\"job.count\":3,\"job.tasks\":[{}]}}\n",
+        tasks.join(",")
+    );
+    let options = ImportOptions { load_scale: 2.0, ..ImportOptions::default() };
+    let got = run(TraceKind::Sls, &text, &options);
+    assert_eq!(got.workload.workflows.len(), 6);
+    let samples: Vec<&Arc<[Duration]>> = got
+        .workload
+        .workflows
+        .iter()
+        .map(|w| match &w.jobs[0].stages[0].duration {
+            Distribution::Empirical(v) => v,
+            other => panic!("500 distinct durations are empirical, got {other:?}"),
+        })
+        .collect();
+    assert_eq!(samples[0].len(), 500);
+    assert!(samples.iter().all(|s| Arc::ptr_eq(s, samples[0])), "one copy of the samples for all six");
 }

@@ -256,12 +256,13 @@ pub(crate) fn reorder(stages: Vec<TraceStage>, order: &[usize]) -> Vec<TraceStag
         .collect()
 }
 
-/// Turn trace jobs into one-run workflows under the options.
+/// Turn trace jobs into one-run workflows under the options; `Err(line)` when the job of that
+/// line would take the workflows past `options.max_jobs`.
 pub(crate) fn workflows(
     mut jobs: Vec<TraceJob>,
     options: &ImportOptions,
     ledger: &mut Ledger,
-) -> Vec<Workflow> {
+) -> Result<Vec<Workflow>, u64> {
     jobs.sort_by(|a, b| a.submit_ms.cmp(&b.submit_ms).then_with(|| a.name.cmp(&b.name)));
     let first = jobs.first().map_or(0, |j| j.submit_ms);
     let mut rng = Rng::new(options.seed);
@@ -271,6 +272,9 @@ pub(crate) fn workflows(
         let copies = copies(options.load_scale, &mut rng);
         if copies == 0 {
             continue;
+        }
+        if out.len() as u64 + u64::from(copies) > options.max_jobs {
+            return Err(job.line);
         }
         let queue = job
             .queue_keys
@@ -318,7 +322,7 @@ pub(crate) fn workflows(
             });
         }
     }
-    out
+    Ok(out)
 }
 
 /// The workflow names given so far, and for each name asked for twice, the next suffix to try.

@@ -104,7 +104,14 @@ pub struct ImportOptions {
     pub machine_memory: u64,
     /// Memory per task (MiB) for SWF jobs that record none.
     pub swf_memory: u64,
+    /// The most jobs (workflows) an import may create, SLS `job.count` and `load_scale` copies
+    /// included: a few hundred bytes of records each, plus the simulation's state per run.
+    pub max_jobs: u64,
 }
+
+/// The default [`ImportOptions::max_jobs`]. 100 SLS records of 85 bytes asking for 10,000
+/// copies each once meant 1.8 GB.
+pub const DEFAULT_MAX_JOBS: u64 = 1_000_000;
 
 impl Default for ImportOptions {
     fn default() -> ImportOptions {
@@ -118,6 +125,7 @@ impl Default for ImportOptions {
             seed: 1,
             machine_memory: 65536,
             swf_memory: 1024,
+            max_jobs: DEFAULT_MAX_JOBS,
         }
     }
 }
@@ -203,6 +211,13 @@ pub enum ImportError {
     /// Not one of the known trace kinds.
     #[error("unknown trace kind `{kind}`; expected alibaba2018, swf or sls")]
     UnknownKind { kind: String },
+    /// The trace asks for more jobs than `ImportOptions::max_jobs`: raise the limit if that
+    /// many is meant; retrying as is cannot help.
+    #[error(
+        "{file}: the trace asks for more than {limit} jobs (by line {line}, counting SLS job.count \
+         and --load-scale copies): raise the limit with --max-jobs if that many is meant"
+    )]
+    TooManyJobs { file: String, limit: u64, line: u64 },
     /// A `--trace` argument that is not `KIND:PATH`.
     #[error("`{spec}` is not KIND:PATH (e.g. alibaba2018:traces/batch_task.csv)")]
     BadTraceSpec { spec: String },
@@ -223,7 +238,8 @@ pub fn import(
         TraceKind::Sls => sls::read(file, reader, options, &mut ledger)?,
     };
     let job_count = jobs.len() as u64;
-    let workflows = build::workflows(jobs, options, &mut ledger);
+    let workflows = build::workflows(jobs, options, &mut ledger)
+        .map_err(|line| ImportError::TooManyJobs { file: file.to_string(), limit: options.max_jobs, line })?;
     Ok(Imported {
         workload: Workload { workflows },
         rows: ledger.rows,
@@ -254,6 +270,9 @@ fn check(o: &ImportOptions) -> Result<(), ImportError> {
     }
     if o.swf_memory == 0 {
         return bad("swf_memory", "must be at least 1 MiB".to_string());
+    }
+    if o.max_jobs == 0 {
+        return bad("max_jobs", "must be at least 1".to_string());
     }
     Ok(())
 }

@@ -53,7 +53,7 @@ const MAX_SIZE: (i64, i64, i64) = (1 << 30, 1_000_000, 1000);
 pub(crate) fn read(
     file: &str,
     mut reader: impl BufRead,
-    _options: &ImportOptions,
+    options: &ImportOptions,
     ledger: &mut Ledger,
 ) -> Result<Vec<TraceJob>, ImportError> {
     let mut data = Vec::new();
@@ -74,9 +74,13 @@ pub(crate) fn read(
                 Some(Ok(Value::Array(items))) => {
                     for item in items {
                         record(item, line, ledger, &mut jobs);
+                        within_limit(file, &jobs, options, line)?;
                     }
                 }
-                Some(Ok(value)) => record(value, line, ledger, &mut jobs),
+                Some(Ok(value)) => {
+                    record(value, line, ledger, &mut jobs);
+                    within_limit(file, &jobs, options, line)?;
+                }
                 Some(Err(e)) => {
                     ledger.rows += 1;
                     let reason = if e.is_eof() {
@@ -97,6 +101,20 @@ pub(crate) fn read(
         }
     }
     Ok(jobs)
+}
+
+/// Stop as soon as `job.count` copies pass `max_jobs`, before they use the memory the limit
+/// protects (one record adds at most `MAX_JOB_COUNT`).
+fn within_limit(
+    file: &str,
+    jobs: &[TraceJob],
+    options: &ImportOptions,
+    line: u64,
+) -> Result<(), ImportError> {
+    if jobs.len() as u64 > options.max_jobs {
+        return Err(ImportError::TooManyJobs { file: file.to_string(), limit: options.max_jobs, line });
+    }
+    Ok(())
 }
 
 fn skip_space(data: &[u8], mut at: usize) -> usize {
@@ -216,7 +234,7 @@ fn stage(
     draws.sort();
     let duration = match (draws.first(), draws.last()) {
         (Some(&a), Some(&b)) if a == b => Distribution::Fixed(a),
-        _ => Distribution::Empirical(draws),
+        _ => Distribution::Empirical(draws.into()),
     };
     TraceStage { name, after, tasks: tasks.min(u32::MAX as u64) as u32, resources, duration }
 }

@@ -90,6 +90,9 @@ pub struct SimulateArgs {
     /// Trace: MiB per task for SWF jobs that record no memory.
     #[arg(long, default_value_t = 1024, value_name = "MIB")]
     swf_memory: u64,
+    /// Trace: the most jobs an import may create, SLS job.count and --load-scale copies included.
+    #[arg(long, value_name = "N", default_value_t = import::DEFAULT_MAX_JOBS)]
+    max_jobs: u64,
     /// The most runs the workload may submit before the horizon; a workload asking for more
     /// (a period typed in the wrong unit) is refused before the simulation starts.
     #[arg(long, value_name = "N", default_value_t = weir_sim::DEFAULT_MAX_RUNS)]
@@ -198,6 +201,7 @@ fn import_options(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<Import
         seed: args.seed,
         machine_memory,
         swf_memory: args.swf_memory,
+        max_jobs: args.max_jobs,
     })
 }
 
