@@ -197,12 +197,33 @@ fn load_scale_copies_count_against_the_job_limit() {
         "1 0 -1 10 1 -1 -1 -1 -1 -1 1 1 1 -1 1 1 -1 -1\n2 5 -1 10 1 -1 -1 -1 -1 -1 1 1 1 -1 1 1 -1 -1\n";
     let options = ImportOptions { load_scale: 100.0, max_jobs: 150, ..ImportOptions::default() };
     let err = import(TraceKind::Swf, "x.swf", text.as_bytes(), &options).map(|_| ()).expect_err("refused");
-    assert!(matches!(err, ImportError::TooManyJobs { limit: 150, line: 2, .. }), "{err}");
+    assert!(matches!(err, ImportError::TooMany { what: "jobs", limit: 150, line: 2, .. }), "{err}");
     let options = ImportOptions { max_jobs: 0, ..ImportOptions::default() };
     assert!(matches!(
         import(TraceKind::Swf, "x.swf", text.as_bytes(), &options),
         Err(ImportError::Option { option: "max_jobs", .. })
     ));
+}
+
+/// Copies of a job with many stages count each stage.
+#[test]
+fn stages_of_copies_count_against_the_stage_limit() {
+    // 40 sizes of map task make 40 stages; 100 copies make 4,000.
+    let tasks: Vec<String> =
+        (1..=40).map(|k| format!("{{\"duration.ms\":1000,\"container.memory\":{k}}}")).collect();
+    let text = format!(
+        "{{\"job.id\":\"a\",\"job.start.ms\":0,\"job.count\":100,\"job.tasks\":[{}]}}\n",
+        tasks.join(",")
+    );
+    let options = ImportOptions { max_stages: 3_999, ..ImportOptions::default() };
+    let err = import(TraceKind::Sls, "s.json", text.as_bytes(), &options).map(|_| ()).expect_err("refused");
+    assert_eq!(
+        err.to_string(),
+        "s.json: the trace asks for more than 3999 stages (by line 1, counting SLS job.count and \
+         --load-scale copies): raise the limit with --max-stages if that many is meant"
+    );
+    let options = ImportOptions { max_stages: 4_000, ..ImportOptions::default() };
+    assert_eq!(run(TraceKind::Sls, &text, &options).workload.workflows.len(), 100);
 }
 
 /// The copies of a job share its duration samples instead of each holding its own.

@@ -7,7 +7,7 @@ use std::io::BufRead;
 
 use weir_model::{Arrival, Distribution, Duration, JobTemplate, QueuePath, Resources, Stage, Time, Workflow};
 
-use super::{ImportError, ImportOptions, Skipped};
+use super::{ImportError, ImportOptions, Skipped, Tally};
 
 /// Timestamps past this many milliseconds after the trace's zero are not times but garbage
 /// (200 years: epoch-based traces such as Rumen's still fit).
@@ -256,13 +256,15 @@ pub(crate) fn reorder(stages: Vec<TraceStage>, order: &[usize]) -> Vec<TraceStag
         .collect()
 }
 
-/// Turn trace jobs into one-run workflows under the options; `Err(line)` when the job of that
-/// line would take the workflows past `options.max_jobs`.
+/// Turn trace jobs into one-run workflows under the options; an error as soon as they would
+/// pass `options.max_jobs` or `max_stages`.
 pub(crate) fn workflows(
+    file: &str,
     mut jobs: Vec<TraceJob>,
     options: &ImportOptions,
     ledger: &mut Ledger,
-) -> Result<Vec<Workflow>, u64> {
+) -> Result<Vec<Workflow>, ImportError> {
+    let mut tally = Tally::default();
     jobs.sort_by(|a, b| a.submit_ms.cmp(&b.submit_ms).then_with(|| a.name.cmp(&b.name)));
     let first = jobs.first().map_or(0, |j| j.submit_ms);
     let mut rng = Rng::new(options.seed);
@@ -273,9 +275,7 @@ pub(crate) fn workflows(
         if copies == 0 {
             continue;
         }
-        if out.len() as u64 + u64::from(copies) > options.max_jobs {
-            return Err(job.line);
-        }
+        tally.add(u64::from(copies), job.stages.len() as u64, job.line, file, options)?;
         let queue = job
             .queue_keys
             .iter()

@@ -40,7 +40,7 @@ use serde_json::{Map, Value};
 use weir_model::{Distribution, Duration, Resources};
 
 use super::build::{task_duration, Ledger, TraceJob, TraceStage, MAX_TASK_MS, MAX_TIME_MS};
-use super::{ImportError, ImportOptions};
+use super::{ImportError, ImportOptions, Tally};
 
 const DEFAULT_MEMORY: u64 = 1024;
 const MAX_JOB_COUNT: i64 = 10_000;
@@ -59,6 +59,7 @@ pub(crate) fn read(
     let mut data = Vec::new();
     reader.read_to_end(&mut data).map_err(|source| ImportError::Read { file: file.to_string(), source })?;
     let mut jobs = Vec::new();
+    let mut tally = Tally::default();
     let mut lines = LineIndex::default();
     let mut base = 0usize;
     'chunks: while base < data.len() {
@@ -73,13 +74,15 @@ pub(crate) fn read(
                 None => break 'chunks,
                 Some(Ok(Value::Array(items))) => {
                     for item in items {
+                        let before = jobs.len();
                         record(item, line, ledger, &mut jobs);
-                        within_limit(file, &jobs, options, line)?;
+                        count(&jobs[before..], &mut tally, line, file, options)?;
                     }
                 }
                 Some(Ok(value)) => {
+                    let before = jobs.len();
                     record(value, line, ledger, &mut jobs);
-                    within_limit(file, &jobs, options, line)?;
+                    count(&jobs[before..], &mut tally, line, file, options)?;
                 }
                 Some(Err(e)) => {
                     ledger.rows += 1;
@@ -103,18 +106,16 @@ pub(crate) fn read(
     Ok(jobs)
 }
 
-/// Stop as soon as `job.count` copies pass `max_jobs`, before they use the memory the limit
-/// protects (one record adds at most `MAX_JOB_COUNT`).
-fn within_limit(
-    file: &str,
-    jobs: &[TraceJob],
-    options: &ImportOptions,
+/// Count the jobs a record added, and stop as soon as they pass the import's limits, before
+/// more copies use the memory the limits protect (one record adds at most `MAX_JOB_COUNT`).
+fn count(
+    new: &[TraceJob],
+    tally: &mut Tally,
     line: u64,
+    file: &str,
+    o: &ImportOptions,
 ) -> Result<(), ImportError> {
-    if jobs.len() as u64 > options.max_jobs {
-        return Err(ImportError::TooManyJobs { file: file.to_string(), limit: options.max_jobs, line });
-    }
-    Ok(())
+    new.iter().try_for_each(|j| tally.add(1, j.stages.len() as u64, line, file, o))
 }
 
 fn skip_space(data: &[u8], mut at: usize) -> usize {

@@ -93,6 +93,9 @@ pub struct SimulateArgs {
     /// Trace: the most jobs an import may create, SLS job.count and --load-scale copies included.
     #[arg(long, value_name = "N", default_value_t = import::DEFAULT_MAX_JOBS)]
     max_jobs: u64,
+    /// Trace: the most stages those jobs may have in all (copies arrive together).
+    #[arg(long, value_name = "N", default_value_t = import::DEFAULT_MAX_STAGES)]
+    max_stages: u64,
     /// The most runs the workload may submit before the horizon; a workload asking for more
     /// (a period typed in the wrong unit) is refused before the simulation starts.
     #[arg(long, value_name = "N", default_value_t = weir_sim::DEFAULT_MAX_RUNS)]
@@ -202,6 +205,7 @@ fn import_options(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<Import
         machine_memory,
         swf_memory: args.swf_memory,
         max_jobs: args.max_jobs,
+        max_stages: args.max_stages,
     })
 }
 
