@@ -242,9 +242,13 @@ pub(crate) fn drive(
     let mut steps = 0u64;
     while sim.step()? {
         steps += 1;
+        // A step can be slow (a pass over hundreds of thousands of waiting jobs), so the bar
+        // moves every 64 steps (indicatif limits the redraws); rows are flushed in larger batches.
+        if steps.is_multiple_of(64) {
+            update(&bar, &sim);
+        }
         if steps.is_multiple_of(4096) {
             rows(sim.take_usage_rows())?;
-            update(&bar, &sim);
         }
     }
     bar.finish_and_clear();
