@@ -18,6 +18,18 @@ pub type QueueIndex = usize;
 /// Tier numbers weir knows: 1 (most critical) to 3.
 pub const TIERS: std::ops::RangeInclusive<u8> = 1..=3;
 
+/// The most nodes a cluster may have, all groups together. The engine and the simulator keep a
+/// record of a few hundred bytes per node, so 4,294,967,295 nodes in a 119-byte file would
+/// otherwise end in an allocation failure; no single batch cluster comes near this.
+pub const MAX_NODES: u64 = 200_000;
+
+fn too_many_nodes(n: u64) -> String {
+    format!(
+        "{n} nodes is more than the {MAX_NODES} weir models in one cluster; describe a larger \
+         fleet as several clusters, or larger nodes"
+    )
+}
+
 /// The problem with a tier number outside [`TIERS`], as every file reports it.
 pub(crate) fn not_a_tier(t: u8) -> String {
     format!("{t} is not a tier: tiers are numbered 1 (most critical) to 3")
@@ -248,8 +260,14 @@ impl Validator {
             }
             if g.count == 0 {
                 self.problem(format!("{path}.count"), "must be at least 1");
+            } else if u64::from(g.count) > MAX_NODES {
+                self.problem(format!("{path}.count"), too_many_nodes(u64::from(g.count)));
             }
             nodes.push(NodeGroup { count: g.count, resources: r, label: g.label.clone() });
+        }
+        let total: u64 = nodes.iter().map(|g| u64::from(g.count)).sum();
+        if total > MAX_NODES && nodes.iter().all(|g| u64::from(g.count) <= MAX_NODES) {
+            self.problem("nodes", too_many_nodes(total));
         }
         if raw.nodes.is_empty() {
             self.problem(

@@ -21,7 +21,8 @@ pub mod workload_file;
 mod workload_validation;
 
 pub use cluster::{
-    ClusterConfig, Limit, NodeGroup, PreemptionConfig, QueueConfig, QueueIndex, SchedulerConfig, TierDefaults,
+    ClusterConfig, Limit, NodeGroup, PreemptionConfig, QueueConfig, QueueIndex, SchedulerConfig,
+    TierDefaults, MAX_NODES,
 };
 pub use cluster_file::{ClusterFile, Mode, PlacementSpec, Policy, Promotion, QueueSpec, Rounding};
 pub use error::{parse_yaml, ModelError, Problem};
@@ -29,5 +30,5 @@ pub use placement::{Placement, PlacementRule};
 pub use queue_path::QueuePath;
 pub use resources::{PartialResources, ResourceKind, Resources};
 pub use time::{Duration, Time};
-pub use workload::{Arrival, Distribution, JobTemplate, Stage, Workflow, Workload};
+pub use workload::{Arrival, Distribution, JobTemplate, Stage, Workflow, Workload, MIN_PERIOD};
 pub use workload_file::{ArrivalsSpec, DistributionSpec, JobSpec, StageSpec, WorkflowSpec, WorkloadFile};

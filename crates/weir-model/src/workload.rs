@@ -5,6 +5,8 @@
 //! enclosing list and always point backwards (`after[i] < own index`), so every DAG here is
 //! acyclic and already in a topological order.
 
+use std::sync::Arc;
+
 use crate::cluster::ClusterConfig;
 use crate::error::{parse_yaml, ModelError};
 use crate::queue_path::QueuePath;
@@ -47,6 +49,10 @@ impl Workload {
         }
     }
 }
+
+/// The shortest `every` and Poisson `mean_interval` a workload may ask for. Batch workflows do
+/// not recur faster; below it the period is a typo (`1ms` for `1m`).
+pub const MIN_PERIOD: Duration = Duration(1000);
 
 /// A recurring (or one-off) DAG of jobs with an owner queue, a tier and a runtime SLO.
 #[derive(Clone, Debug, PartialEq)]
@@ -120,8 +126,9 @@ pub enum Distribution {
         mu: f64,
         sigma: f64,
     },
-    /// One of these samples, uniformly; never empty.
-    Empirical(Vec<Duration>),
+    /// One of these samples, uniformly; never empty. Shared, not copied, between the copies of
+    /// a job that a trace import replicates (SLS `job.count`, `--load-scale`).
+    Empirical(Arc<[Duration]>),
 }
 
 impl Distribution {
@@ -198,7 +205,7 @@ mod tests {
     fn means_of_distributions() {
         let s = Duration::from_secs;
         assert_eq!(Distribution::Uniform { min: s(30), max: s(90) }.mean_secs(), 60.0);
-        assert_eq!(Distribution::Empirical(vec![s(1), s(2), s(6)]).mean_secs(), 3.0);
+        assert_eq!(Distribution::Empirical(vec![s(1), s(2), s(6)].into()).mean_secs(), 3.0);
         let median = Distribution::LogNormal { mu: 100f64.ln(), sigma: 0.0 };
         assert!((median.mean_secs() - 100.0).abs() < 1e-9);
     }

@@ -37,7 +37,8 @@
 //! - `tasks` ≥ 1; a task's resources are non-zero and, rounded up to the scheduler's increment,
 //!   fit on at least one node; `failure_probability` in [0, 1); every duration is positive,
 //!   `uniform` min ≤ max, lognormal p99 ≥ median (converted with sigma = ln(p99/median) / 2.326348)
-//!   or mu finite and sigma ≥ 0; `empirical` is non-empty; `every`, `slo` and `mean_interval` > 0.
+//!   or mu finite and sigma ≥ 0; `empirical` is non-empty; `slo` > 0; `every` and `mean_interval`
+//!   at least 1s ([`crate::MIN_PERIOD`]: a shorter period is a typo such as `1ms` for `1m`).
 
 use serde::{Deserialize, Serialize};
 

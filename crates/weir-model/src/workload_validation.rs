@@ -11,7 +11,7 @@ use crate::placement::{leaf, missing, project_name};
 use crate::queue_path::QueuePath;
 use crate::resources::Resources;
 use crate::time::{Duration, Time};
-use crate::workload::{Arrival, Distribution, JobTemplate, Stage, Workflow, Workload};
+use crate::workload::{Arrival, Distribution, JobTemplate, Stage, Workflow, Workload, MIN_PERIOD};
 use crate::workload_file::{
     ArrivalsSpec, DistributionSpec, JobSpec, LogNormalSpec, StageSpec, WorkflowSpec, WorkloadFile,
 };
@@ -219,15 +219,11 @@ impl<'c> Validator<'c> {
             );
         }
         if let Some(every) = spec.every {
-            if every == Duration::ZERO {
-                self.problem(format!("{here}.every"), "must be positive");
-            }
+            self.period(format!("{here}.every"), every);
             return Arrival::Every { start, every };
         }
         if let Some(ArrivalsSpec::Poisson(p)) = &spec.arrivals {
-            if p.mean_interval == Duration::ZERO {
-                self.problem(format!("{here}.arrivals.poisson.mean_interval"), "must be positive");
-            }
+            self.period(format!("{here}.arrivals.poisson.mean_interval"), p.mean_interval);
             return Arrival::Poisson { start, mean_interval: p.mean_interval };
         }
         if let Some(at) = &spec.at {
@@ -248,6 +244,22 @@ impl<'c> Validator<'c> {
             return Arrival::At(times);
         }
         Arrival::At(vec![start])
+    }
+
+    /// A recurrence period: at least [`MIN_PERIOD`], so that `1ms` written for `1m` is an error
+    /// rather than 600 million runs in a week.
+    fn period(&mut self, path: String, d: Duration) {
+        if d == Duration::ZERO {
+            self.problem(path, "must be positive");
+        } else if d < MIN_PERIOD {
+            self.problem(
+                path,
+                format!(
+                    "{d} is shorter than the shortest period weir accepts, {MIN_PERIOD} \
+                     (`ms` is milliseconds: a minute is `1m`)"
+                ),
+            );
+        }
     }
 
     fn jobs(&mut self, here: &str, workflow: &str, specs: &[JobSpec]) -> Vec<JobTemplate> {
@@ -438,7 +450,7 @@ impl<'c> Validator<'c> {
                 for (i, s) in samples.iter().enumerate() {
                     positive(self, format!("{here}.empirical[{i}]"), *s);
                 }
-                Distribution::Empirical(samples.clone())
+                Distribution::Empirical(samples.as_slice().into())
             }
         }
     }

@@ -69,6 +69,27 @@ fn node_rules() {
     assert_eq!(c.node_count(), 1);
 }
 
+/// Issue 13: `count: 4294967295` in a 119-byte file was accepted, and `weir simulate` then
+/// allocated a record per node until the process aborted.
+#[test]
+fn the_node_count_is_limited() {
+    let limit = weir_model::MAX_NODES;
+    let node = |n: &str| format!("version: 1\nnodes:\n  - {n}\nqueues:\n  - {{name: a}}\n");
+    check_invalid(
+        &node("{count: 4294967295, resources: {cpu: 8000, memory: 32g}}"),
+        "nodes[0].count",
+        &format!("4294967295 nodes is more than the {limit} weir models in one cluster"),
+    );
+    // Groups within the limit that add up past it are refused as a whole.
+    let half = limit / 2 + 1;
+    let two = format!(
+        "version: 1\nnodes:\n  - {{count: {half}, resources: {{cpu: 1000}}}}\n  - {{count: {half}, resources: {{cpu: 2000}}}}\nqueues:\n  - {{name: a}}\n"
+    );
+    check_invalid(&two, "nodes", &format!("{} nodes is more than the {limit}", 2 * half));
+    let at_limit = node(&format!("{{count: {limit}, resources: {{cpu: 1000}}}}"));
+    assert_eq!(ClusterConfig::from_yaml("c.yaml", &at_limit).unwrap().node_count(), limit);
+}
+
 #[test]
 fn scheduler_rules() {
     check_invalid(&with_sections("scheduler: {mode: capacity}"), "scheduler.mode", "capacity mode");

@@ -197,7 +197,7 @@ fn distributions() {
         ("{lognormal: {mu: 4.5, sigma: 0.5}}", Distribution::LogNormal { mu: 4.5, sigma: 0.5 }),
         ("{lognormal: {mu: -1, sigma: 0}}", Distribution::LogNormal { mu: -1.0, sigma: 0.0 }),
         ("{lognormal: {median: 2m, p99: 2m}}", Distribution::LogNormal { mu: 120f64.ln(), sigma: 0.0 }),
-        ("{empirical: [1s, 3m, 2s]}", Distribution::Empirical(vec![secs(1), secs(180), secs(2)])),
+        ("{empirical: [1s, 3m, 2s]}", Distribution::Empirical(vec![secs(1), secs(180), secs(2)].into())),
     ];
     for (d, expected) in cases {
         let w = only(&stage(&format!("tasks: 1, resources: {{cpu: 1000}}, duration: {d}")));
@@ -423,6 +423,17 @@ fn workflow_rules() {
             "must not be empty (leave it out to run as the workflow's name)",
         ),
         ("queue: root.default, every: 0s", "workflows.w.every", "must be positive"),
+        // Issue 13: `1ms` for `1m` meant 6×10^8 runs in the default week.
+        (
+            "queue: root.default, every: 1ms",
+            "workflows.w.every",
+            "1ms is shorter than the shortest period weir accepts, 1s (`ms` is milliseconds: a minute is `1m`)",
+        ),
+        (
+            "queue: root.default, arrivals: {poisson: {mean_interval: 999ms}}",
+            "workflows.w.arrivals.poisson.mean_interval",
+            "999ms is shorter than the shortest period weir accepts, 1s (`ms` is milliseconds: a minute is `1m`)",
+        ),
         (
             "queue: root.default, arrivals: {poisson: {mean_interval: 0m}}",
             "workflows.w.arrivals.poisson.mean_interval",

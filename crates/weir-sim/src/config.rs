@@ -22,7 +22,19 @@ pub struct SimConfig {
     pub sample_every: Duration,
     /// Check engine and simulator invariants after every step (slow; on in debug builds).
     pub check_invariants: bool,
+    /// The most runs the workload may submit before the horizon, counted before the first
+    /// step (Poisson arrivals by their mean). Every run's record is kept for the outputs, so a
+    /// typo in a period (`every: 1s` for `1d`) would otherwise end in an out-of-memory.
+    pub max_runs: u64,
 }
+
+/// The default [`SimConfig::max_runs`]: a million runs, a few hundred MB of records.
+pub const DEFAULT_MAX_RUNS: u64 = 1_000_000;
+
+/// The longest span of virtual time weir simulates: 100 years. A later event (a task of
+/// `100000d`, a trace timestamp in the wrong unit, a horizon of `50000d`) is an error naming it,
+/// which also keeps every sum of milliseconds far from overflowing.
+pub const MAX_SIMULATED: Duration = Duration(100 * 365 * 86_400_000);
 
 impl Default for SimConfig {
     fn default() -> SimConfig {
@@ -34,6 +46,7 @@ impl Default for SimConfig {
             node_failures: None,
             sample_every: Duration::from_secs(60),
             check_invariants: cfg!(debug_assertions),
+            max_runs: DEFAULT_MAX_RUNS,
         }
     }
 }

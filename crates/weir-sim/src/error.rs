@@ -23,6 +23,20 @@ pub enum SimError {
     /// Recurring or Poisson arrivals never end by themselves.
     #[error("workflow {workflow} recurs forever: give the simulation a horizon (--until)")]
     Unbounded { workflow: String },
+    /// The workload would submit more runs than the simulation may hold. Fix the period or
+    /// the horizon, or raise the limit; retrying the same run does not help.
+    #[error(
+        "the workload would submit about {runs} runs before the horizon ({workflow} alone {workflow_runs}), \
+         more than the limit of {limit} runs: check its period and the horizon (--until), \
+         or raise the limit (--max-runs)"
+    )]
+    TooManyRuns { runs: u64, limit: u64, workflow: String, workflow_runs: u64 },
+    /// Virtual time would pass the longest span weir simulates (`MAX_SIMULATED`).
+    #[error(
+        "{what} falls at {at_days} days of simulated time, past the {limit_days} days (100 years) weir \
+         simulates: a duration or a timestamp in the wrong unit? (a trace can be compressed with --time-scale)"
+    )]
+    Horizon { what: String, at_days: u64, limit_days: u64 },
     /// A setting is out of range.
     #[error("simulation setting {setting}: {problem}")]
     Setting { setting: &'static str, problem: String },

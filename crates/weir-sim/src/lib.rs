@@ -25,9 +25,9 @@ mod sample;
 mod sim;
 mod summary;
 
-pub use config::{NodeFailures, SimConfig};
+pub use config::{NodeFailures, SimConfig, DEFAULT_MAX_RUNS, MAX_SIMULATED};
 pub use error::SimError;
-pub use metrics::{Sample, UsageRow};
+pub use metrics::{Sample, UsageRow, MAX_SAMPLES};
 pub use sim::{Progress, Simulation};
 pub use summary::{
     write_runs_csv, Outcome, QueueSummary, ResourceFloats, RunRecord, Summary, TierSummary, UsageCsv,

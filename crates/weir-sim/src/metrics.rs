@@ -4,6 +4,11 @@
 //! Integrals are exact (integers over piecewise-constant use); fair shares and the time series
 //! are sampled every `sample_every`, because shares change with every pass and reading all of
 //! them after each one would cost more than the simulation itself.
+//!
+//! Memory does not grow with simulated time: the time series keeps at most [`MAX_SAMPLES`]
+//! points (past that, neighbouring points are averaged in pairs and each later point stands
+//! for twice as many samples), and a span in which nothing changes is sampled in one step
+//! however many samples fall in it. A run of 190 simulated years once needed 10 GB here.
 
 use weir_engine::Engine;
 use weir_model::{Resources, Time};
@@ -37,8 +42,8 @@ pub(crate) struct LeafMetrics {
     dirty: bool,
     /// ∫ usage dt, in resource-milliseconds.
     pub usage_integral: [u128; 3],
-    /// Σ of sampled instantaneous fair shares, per resource.
-    pub share_sum: [f64; 3],
+    /// Σ of sampled instantaneous fair shares, per resource (exact).
+    pub share_sum: [u128; 3],
     /// Submit → first container, in milliseconds, of each job that started.
     pub waits: Vec<u64>,
     /// Containers taken from this queue by preemption.
@@ -52,7 +57,9 @@ pub(crate) struct Metrics {
     pub usage_rows: Vec<UsageRow>,
     pub used_integral: [u128; 3],
     pub total_integral: [u128; 3],
-    pub samples: Vec<Sample>,
+    pub series: Series,
+    /// Samples taken (each counted in every leaf's `share_sum`).
+    samples_taken: u64,
     next_sample: Time,
     sample_every: u64,
     /// Use held per tier of the workflows holding it.
@@ -81,7 +88,8 @@ impl Metrics {
             usage_rows: Vec::new(),
             used_integral: [0; 3],
             total_integral: [0; 3],
-            samples: Vec::new(),
+            series: Series::default(),
+            samples_taken: 0,
             next_sample: Time::ZERO,
             sample_every: sample_every_ms.max(1),
             by_tier: [Resources::ZERO; 4],
@@ -120,18 +128,24 @@ impl Metrics {
             self.used_integral[k] += u128::from(get(&used)) * dt;
             self.total_integral[k] += u128::from(get(&total)) * dt;
         }
-        while self.next_sample < to {
-            let at = self.next_sample.max(from);
-            self.samples.push(Sample { at, used, total, by_tier: self.by_tier });
-            for &leaf in leaves {
-                let share = engine.queue_stat(leaf).instantaneous;
-                let sum = &mut self.leaves[leaf].share_sum;
-                for (k, get) in KINDS.iter().enumerate() {
-                    sum[k] += get(&share) as f64;
-                }
-            }
-            self.next_sample = Time(at.as_millis() + self.sample_every);
+        if self.next_sample >= to {
+            return;
         }
+        // Samples fall at `first`, `first + every`, … before `to`; nothing changes in between,
+        // so they are all alike and taken at once.
+        let first = self.next_sample.max(from);
+        let every = self.sample_every;
+        let n = (to.as_millis() - first.as_millis() - 1) / every + 1;
+        self.series.add(Sample { at: first, used, total, by_tier: self.by_tier }, n, every);
+        for &leaf in leaves {
+            let share = engine.queue_stat(leaf).instantaneous;
+            let sum = &mut self.leaves[leaf].share_sum;
+            for (k, get) in KINDS.iter().enumerate() {
+                sum[k] += u128::from(get(&share)) * u128::from(n);
+            }
+        }
+        self.samples_taken += n;
+        self.next_sample = Time(first.as_millis().saturating_add(n.saturating_mul(every)));
     }
 
     /// Close the intervals of the leaves whose use changed at `now`.
@@ -175,8 +189,116 @@ impl Metrics {
         }
     }
 
-    pub fn samples_taken(&self) -> usize {
-        self.samples.len()
+    pub fn samples_taken(&self) -> u64 {
+        self.samples_taken
+    }
+}
+
+/// Most points a simulation keeps for its charts (20 MB). A run sampled every minute keeps
+/// every sample for its first 91 days.
+pub const MAX_SAMPLES: usize = 1 << 17;
+
+/// The sampled time series: each point the mean of `stride` consecutive samples, `stride`
+/// doubling whenever the points reach [`MAX_SAMPLES`].
+#[derive(Debug)]
+pub(crate) struct Series {
+    points: Vec<Sample>,
+    stride: u64,
+    /// The point being filled: its first sample's time, samples so far, and their sums.
+    at: Time,
+    count: u64,
+    sums: [[u128; 3]; 6],
+}
+
+impl Default for Series {
+    fn default() -> Series {
+        Series { points: Vec::new(), stride: 1, at: Time::ZERO, count: 0, sums: [[0; 3]; 6] }
+    }
+}
+
+/// The resources a sample holds, in a fixed order: used, total, then use by tier 0..=3.
+fn parts(s: &Sample) -> [Resources; 6] {
+    [s.used, s.total, s.by_tier[0], s.by_tier[1], s.by_tier[2], s.by_tier[3]]
+}
+
+fn mean(sum: &[u128; 3], n: u64) -> Resources {
+    let n = u128::from(n.max(1));
+    let m = |k: usize| u64::try_from(sum[k] / n).unwrap_or(u64::MAX);
+    Resources::new(m(0), m(1), m(2))
+}
+
+impl Series {
+    /// `n` samples alike but for their times, `every` milliseconds apart from `sample.at`.
+    pub fn add(&mut self, sample: Sample, mut n: u64, every: u64) {
+        let mut at = sample.at;
+        // Until the first halving every sample is a point of its own (the common case: a week
+        // at 60 s is 10,080 samples), so no sums are needed.
+        while n > 0 && self.stride == 1 {
+            self.points.push(Sample { at, ..sample });
+            n -= 1;
+            at = Time(at.as_millis().saturating_add(every));
+            if self.points.len() >= MAX_SAMPLES {
+                self.halve();
+            }
+        }
+        let parts = parts(&sample);
+        while n > 0 {
+            if self.count == 0 {
+                self.at = at;
+            }
+            let m = n.min(self.stride - self.count);
+            for (sum, r) in self.sums.iter_mut().zip(&parts) {
+                for (k, get) in KINDS.iter().enumerate() {
+                    sum[k] += u128::from(get(r)) * u128::from(m);
+                }
+            }
+            self.count += m;
+            n -= m;
+            at = Time(at.as_millis().saturating_add(m.saturating_mul(every)));
+            if self.count == self.stride {
+                self.close_point();
+                if self.points.len() >= MAX_SAMPLES {
+                    self.halve();
+                }
+            }
+        }
+    }
+
+    fn close_point(&mut self) {
+        let count = self.count;
+        let m = self.sums.map(|s| mean(&s, count));
+        self.points.push(Sample { at: self.at, used: m[0], total: m[1], by_tier: [m[2], m[3], m[4], m[5]] });
+        self.count = 0;
+        self.sums = [[0; 3]; 6];
+    }
+
+    /// Average neighbouring points in pairs: half the points, each for twice the samples.
+    fn halve(&mut self) {
+        let pair = |a: &Sample, b: &Sample| {
+            let avg = |x: Resources, y: Resources| {
+                Resources::new(
+                    ((u128::from(x.cpu) + u128::from(y.cpu)) / 2) as u64,
+                    ((u128::from(x.memory) + u128::from(y.memory)) / 2) as u64,
+                    ((u128::from(x.gpu) + u128::from(y.gpu)) / 2) as u64,
+                )
+            };
+            Sample {
+                at: a.at,
+                used: avg(a.used, b.used),
+                total: avg(a.total, b.total),
+                by_tier: [0, 1, 2, 3].map(|t| avg(a.by_tier[t], b.by_tier[t])),
+            }
+        };
+        self.points = self.points.chunks(2).map(|c| pair(&c[0], c.get(1).unwrap_or(&c[0]))).collect();
+        self.stride *= 2;
+    }
+
+    /// The points, the last one averaging however many samples it had.
+    pub fn finish(mut self) -> Vec<Sample> {
+        if self.count > 0 {
+            self.close_point();
+        }
+        self.points
     }
 }
 
@@ -197,5 +319,39 @@ mod tests {
             m.usage_rows.iter().map(|u| (u.start.as_millis(), u.end.as_millis(), u.usage.cpu)).collect();
         assert_eq!(rows, vec![(0, 10_000, 1000), (20_000, 25_000, 2000)]);
         assert_eq!(m.leaves[1].usage_integral[0], 1000 * 10_000 + 2000 * 5_000);
+    }
+
+    fn sample(at: u64, cpu: u64) -> Sample {
+        let r = Resources::new(cpu, 0, 0);
+        Sample { at: Time(at), used: r, total: Resources::new(100, 0, 0), by_tier: [r; 4] }
+    }
+
+    #[test]
+    fn a_short_series_keeps_every_sample() {
+        let mut s = Series::default();
+        s.add(sample(0, 3), 2, 10);
+        s.add(sample(20, 5), 1, 10);
+        let got: Vec<(u64, u64)> = s.finish().iter().map(|p| (p.at.as_millis(), p.used.cpu)).collect();
+        assert_eq!(got, [(0, 3), (10, 3), (20, 5)]);
+    }
+
+    #[test]
+    fn a_long_series_halves_into_exact_means() {
+        let mut s = Series::default();
+        // MAX_SAMPLES samples of 0, then as many of 8, then 3 × MAX_SAMPLES of 4: three halvings.
+        let n = MAX_SAMPLES as u64;
+        s.add(sample(0, 0), n, 1);
+        s.add(sample(n, 8), n, 1);
+        s.add(sample(2 * n, 4), 3 * n, 1);
+        assert_eq!(s.stride, 8);
+        let points = s.finish();
+        assert_eq!(points.len() as u64, 5 * n / 8);
+        let cpu: Vec<u64> = points.iter().map(|p| p.used.cpu).collect();
+        assert!(cpu[..MAX_SAMPLES / 8].iter().all(|&c| c == 0));
+        assert!(cpu[MAX_SAMPLES / 8..MAX_SAMPLES / 4].iter().all(|&c| c == 8));
+        assert!(cpu[MAX_SAMPLES / 4..].iter().all(|&c| c == 4));
+        // Each point starts where its first sample was taken.
+        assert_eq!(points[1].at, Time(8));
+        assert_eq!(points.last().map(|p| p.at), Some(Time(5 * n - 8)));
     }
 }

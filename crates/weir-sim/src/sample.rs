@@ -101,7 +101,7 @@ mod tests {
         assert!((median - 120_000.0).abs() < 6_000.0, "{median}");
         let p99 = draws[19_800] as f64;
         assert!((p99 - 600_000.0).abs() < 60_000.0, "{p99}");
-        let emp = Distribution::Empirical(vec![s(1), s(2), s(6)]);
+        let emp = Distribution::Empirical(vec![s(1), s(2), s(6)].into());
         let mut rng = stream(3, &[]);
         assert!((0..100).all(|_| [1000, 2000, 6000].contains(&duration_ms(&emp, &mut rng))));
     }

@@ -10,9 +10,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use weir_engine::{ContainerId, Decision, Engine, NodeId, NodeSpec};
-use weir_model::{Arrival, ClusterConfig, Duration, Resources, Time, Workload};
+use weir_model::{Arrival, ClusterConfig, Duration, NodeGroup, Resources, Time, Workload};
 
-use crate::config::SimConfig;
+use crate::config::{SimConfig, MAX_SIMULATED};
 use crate::error::SimError;
 use crate::execution::{JobRun, RunState, TaskRun};
 use crate::metrics::{Metrics, UsageRow};
@@ -78,7 +78,9 @@ pub struct Simulation {
     pub(crate) tasks: Vec<Option<TaskRun>>,
     pub(crate) metrics: Metrics,
     pub(crate) records: Vec<RunRecord>,
-    node_specs: Vec<NodeSpec>,
+    /// The node groups of the cluster file; node ids number the nodes group after group.
+    node_groups: Vec<NodeGroup>,
+    node_ends: Vec<u64>,
     node_up: Vec<bool>,
     fault_rng: Rng,
     leaves: Vec<usize>,
@@ -112,16 +114,26 @@ impl Simulation {
                 });
             }
         }
+        if let Some(until) = config.until.filter(|u| u.as_millis() > MAX_SIMULATED.as_millis()) {
+            return Err(SimError::Horizon {
+                what: "the horizon (--until)".to_string(),
+                at_days: until.as_millis() / DAY_MS,
+                limit_days: MAX_SIMULATED.as_millis() / DAY_MS,
+            });
+        }
+        check_run_count(&workload, &config)?;
         let mut engine = Engine::new(cluster.clone())?;
-        let mut node_specs = Vec::new();
-        for g in &cluster.nodes {
+        let node_groups = cluster.nodes.clone();
+        let mut specs = Vec::new();
+        for g in &node_groups {
             for _ in 0..g.count {
-                let id = NodeId(node_specs.len() as u64);
-                node_specs.push(NodeSpec { id, resources: g.resources, label: g.label.clone() });
+                let id = NodeId(specs.len() as u64);
+                specs.push(NodeSpec { id, resources: g.resources, label: g.label.clone() });
             }
         }
-        engine.on_nodes_added(Time::ZERO, node_specs.clone())?;
-        let plans = plan(&cluster, &workload, &config, &node_specs)?;
+        let node_count = specs.len();
+        engine.on_nodes_added(Time::ZERO, specs)?;
+        let plans = plan(&cluster, &workload, &config, &node_groups)?;
         let leaves: Vec<usize> = (0..cluster.queues.len()).filter(|&q| cluster.queues[q].is_leaf()).collect();
         let runs_expected = expected_runs(&workload, config.until);
         let metrics = Metrics::new(cluster.queues.len(), config.sample_every.as_millis());
@@ -140,8 +152,15 @@ impl Simulation {
             tasks: Vec::new(),
             metrics,
             records: Vec::new(),
-            node_up: vec![true; node_specs.len()],
-            node_specs,
+            node_up: vec![true; node_count],
+            node_ends: node_groups
+                .iter()
+                .scan(0u64, |end, g| {
+                    *end += u64::from(g.count);
+                    Some(*end)
+                })
+                .collect(),
+            node_groups,
             leaves,
             arrivals_pending: 0,
             runs_active: 0,
@@ -151,7 +170,7 @@ impl Simulation {
         for w in 0..sim.workload.workflows.len() {
             sim.schedule_arrival(w as u32, 0);
         }
-        if sim.config.node_failures.is_some() && !sim.node_specs.is_empty() {
+        if sim.config.node_failures.is_some() && !sim.node_up.is_empty() {
             sim.schedule_node_failure();
         }
         Ok(sim)
@@ -190,7 +209,7 @@ impl Simulation {
         let Some(f) = self.config.node_failures else { return };
         // One failure process for the whole cluster at N times a node's rate; a draw that hits
         // a node already down does nothing, which leaves every up node its own rate.
-        let mean = f.mtbf.as_millis() as f64 / self.node_specs.len() as f64;
+        let mean = f.mtbf.as_millis() as f64 / self.node_up.len() as f64;
         let gap = sample::exp_gap_ms(mean, &mut self.fault_rng);
         let at = self.now.plus(Duration(gap));
         self.push(at, Event::NodeFailure);
@@ -223,6 +242,13 @@ impl Simulation {
             return Ok(false);
         }
         let now = next.unwrap_or(self.now);
+        if now.as_millis() > MAX_SIMULATED.as_millis() {
+            return Err(SimError::Horizon {
+                what: self.what_is_due(now),
+                at_days: now.as_millis() / DAY_MS,
+                limit_days: MAX_SIMULATED.as_millis() / DAY_MS,
+            });
+        }
         self.metrics.advance(&self.engine, &self.leaves, self.now, now);
         self.now = now;
         while let Some(&Reverse((t, _, event))) = self.events.peek() {
@@ -260,8 +286,8 @@ impl Simulation {
             }
             Event::TaskEnd { container, failed } => self.on_task_end(container, failed)?,
             Event::NodeFailure => {
-                let n = sample::unit(&mut self.fault_rng) * self.node_specs.len() as f64;
-                let node = (n as usize).min(self.node_specs.len() - 1);
+                let n = sample::unit(&mut self.fault_rng) * self.node_up.len() as f64;
+                let node = (n as usize).min(self.node_up.len() - 1);
                 if self.node_up[node] {
                     self.fail_node(node)?;
                 }
@@ -270,7 +296,7 @@ impl Simulation {
                 }
             }
             Event::NodeRepair { node } => {
-                let spec = self.node_specs[node as usize].clone();
+                let spec = node_spec(&self.node_groups, &self.node_ends, node);
                 self.engine.on_node_added(self.now, spec).map_err(|e| self.internal(e))?;
                 self.node_up[node as usize] = true;
             }
@@ -311,6 +337,32 @@ impl Simulation {
                 Ok(())
             }
             Decision::JobRejected { job, .. } => self.fail_job(job.0 as u32, false),
+        }
+    }
+
+    /// What happens at `at`, the next time due, for an error message.
+    fn what_is_due(&self, at: Time) -> String {
+        let Some(&Reverse((t, _, event))) = self.events.peek().filter(|e| e.0 .0 == at) else {
+            return "an engine timer".to_string();
+        };
+        let workflow = |w: u32| &self.workload.workflows[w as usize];
+        match event {
+            Event::Arrival { workflow: w, .. } => format!("a run of workflow {}", workflow(w).name),
+            Event::TaskEnd { container, .. } => match self.tasks.get(container.index()).copied().flatten() {
+                Some(task) => {
+                    let job = &self.jobs[task.job as usize];
+                    let wf = workflow(job.workflow);
+                    let tmpl = &wf.jobs[job.template as usize];
+                    let stage =
+                        tmpl.stages.get(task.stage as usize).map_or("(application master)", |s| &s.name);
+                    format!(
+                        "the end of a task of workflow {}, job {}, stage {stage} (running since {})",
+                        wf.name, tmpl.name, task.start
+                    )
+                }
+                None => format!("a task end at {t}"),
+            },
+            Event::NodeFailure | Event::NodeRepair { .. } => "a node failure or repair".to_string(),
         }
     }
 
@@ -381,12 +433,21 @@ impl Simulation {
     }
 }
 
+/// Node `i` of the cluster: node ids count the nodes of the file's groups in order, and
+/// `ends[g]` is the id after group `g`'s last node.
+fn node_spec(groups: &[NodeGroup], ends: &[u64], i: u64) -> NodeSpec {
+    let g = ends.partition_point(|&end| end <= i);
+    let (resources, label) =
+        groups.get(g).map_or((Resources::ZERO, None), |g| (g.resources, g.label.clone()));
+    NodeSpec { id: NodeId(i), resources, label }
+}
+
 /// Resolve every workflow's leaf, reject tasks no node can hold, and read the DAGs forwards.
 fn plan(
     cluster: &ClusterConfig,
     workload: &Workload,
     config: &SimConfig,
-    nodes: &[NodeSpec],
+    nodes: &[NodeGroup],
 ) -> Result<Vec<Plan>, SimError> {
     let largest = nodes.iter().fold(Resources::ZERO, |a, n| a.component_max(&n.resources));
     let fits_somewhere = |r: &Resources| nodes.iter().any(|n| r.fits_in(&n.resources));
@@ -455,6 +516,37 @@ fn plan(
     Ok(plans)
 }
 
+const DAY_MS: u64 = 86_400_000;
+
+/// Refuse a workload that would submit more than `max_runs` runs before the horizon.
+fn check_run_count(workload: &Workload, config: &SimConfig) -> Result<(), SimError> {
+    let mut total = 0u64;
+    let mut largest = (0u64, "");
+    for wf in &workload.workflows {
+        let span = |start: &Time| config.until.map_or(0, |u| u.as_millis().saturating_sub(start.as_millis()));
+        let n = match &wf.arrival {
+            Arrival::At(times) => {
+                times.iter().filter(|t| config.until.is_none_or(|u| **t < u)).count() as u64
+            }
+            Arrival::Every { start, every } => span(start).div_ceil(every.as_millis().max(1)),
+            Arrival::Poisson { start, mean_interval } => span(start) / mean_interval.as_millis().max(1),
+        };
+        total = total.saturating_add(n);
+        if n > largest.0 {
+            largest = (n, &wf.name);
+        }
+    }
+    if total > config.max_runs {
+        return Err(SimError::TooManyRuns {
+            runs: total,
+            limit: config.max_runs,
+            workflow: largest.1.to_string(),
+            workflow_runs: largest.0,
+        });
+    }
+    Ok(())
+}
+
 /// How many runs a workload submits in all, when that is known up front.
 fn expected_runs(workload: &Workload, until: Option<Time>) -> Option<u64> {
     let mut n = 0u64;
@@ -471,4 +563,19 @@ fn expected_runs(workload: &Workload, until: Option<Time>) -> Option<u64> {
         }
     }
     Some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_ids_count_through_the_groups() {
+        let group = |count, cpu| NodeGroup { count, resources: Resources::new(cpu, 1, 0), label: None };
+        let groups = [group(2, 10), group(1, 20), group(3, 30)];
+        let ends = [2, 3, 6];
+        let cpu: Vec<u64> = (0..6).map(|i| node_spec(&groups, &ends, i).resources.cpu).collect();
+        assert_eq!(cpu, [10, 10, 20, 30, 30, 30]);
+        assert_eq!(node_spec(&groups, &ends, 4).id, NodeId(4));
+    }
 }

@@ -149,9 +149,9 @@ pub(crate) fn build(sim: Simulation) -> Outcome {
                 tier: sim.cluster.queues[q].tier,
                 usage_avg: avg(&l.usage_integral),
                 fair_share_avg: ResourceFloats {
-                    cpu: l.share_sum[0] / samples,
-                    memory: l.share_sum[1] / samples,
-                    gpu: l.share_sum[2] / samples,
+                    cpu: l.share_sum[0] as f64 / samples,
+                    memory: l.share_sum[1] as f64 / samples,
+                    gpu: l.share_sum[2] as f64 / samples,
                 },
                 jobs_started: waits.len() as u64,
                 wait_p50: percentile(&waits, 0.50).map(|ms| ms as f64 / 1000.0),
@@ -192,7 +192,7 @@ pub(crate) fn build(sim: Simulation) -> Outcome {
         summary,
         runs,
         usage_rows: sim.metrics.usage_rows,
-        samples: sim.metrics.samples,
+        samples: sim.metrics.series.finish(),
         workload: sim.workload,
         cluster: sim.cluster,
     }

@@ -387,7 +387,7 @@ fn the_sls_samples_import_in_both_formats() {
         ("map", 3, 1024, 1000)
     );
     let ms = Duration::from_millis;
-    assert_eq!(map.duration, Distribution::Empirical(vec![ms(14_928), ms(17_043), ms(17_843)]));
+    assert_eq!(map.duration, Distribution::Empirical(vec![ms(14_928), ms(17_043), ms(17_843)].into()));
     assert_eq!(arrival(&native.workload.workflows[1]), 105_204);
 
     let dag = import(TraceKind::Sls, "sls_dag.json", &shared("yarn-sls/sls_dag.json")[..], &options)
@@ -496,7 +496,7 @@ fn rumen_tasks_without_a_successful_attempt_use_their_own_span() {
     assert_eq!(adjusted(&got, "task without a usable start and finish dropped"), 1);
     let stages = &got.workload.workflows[0].jobs[0].stages;
     let s = Duration::from_secs;
-    assert_eq!(stages[0].duration, Distribution::Empirical(vec![s(3), s(6)]));
+    assert_eq!(stages[0].duration, Distribution::Empirical(vec![s(3), s(6)].into()));
     assert_eq!((stages[0].resources.memory, stages[1].resources.memory), (1536, 1024));
     assert_eq!((stages[1].name.as_str(), stages[1].after.clone()), ("reduce", vec![0]));
 }

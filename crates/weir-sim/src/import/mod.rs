@@ -104,6 +104,49 @@ pub struct ImportOptions {
     pub machine_memory: u64,
     /// Memory per task (MiB) for SWF jobs that record none.
     pub swf_memory: u64,
+    /// The most jobs (workflows) an import may create, SLS `job.count` and `load_scale` copies
+    /// included. Each costs about 2 KB once simulated (records, engine and simulator state).
+    pub max_jobs: u64,
+    /// The most stages those jobs may have in all. Copies of a job arrive together, so their
+    /// stages are all live at once: a few hundred bytes each.
+    pub max_stages: u64,
+}
+
+/// The default [`ImportOptions::max_jobs`]: 0.5 GB at most. 100 SLS records of 85 bytes asking
+/// for 10,000 copies each (a million jobs) once meant 1.8 GB.
+pub const DEFAULT_MAX_JOBS: u64 = 250_000;
+/// The default [`ImportOptions::max_stages`]. The Alibaba sample has 55,469.
+pub const DEFAULT_MAX_STAGES: u64 = 2_000_000;
+
+/// How much an import has created so far, against the options' limits.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    pub jobs: u64,
+    pub stages: u64,
+}
+
+impl Tally {
+    /// Count `copies` of a job of `stages` stages introduced at `line`; an error once past a limit.
+    pub fn add(
+        &mut self,
+        copies: u64,
+        stages: u64,
+        line: u64,
+        file: &str,
+        o: &ImportOptions,
+    ) -> Result<(), ImportError> {
+        self.jobs = self.jobs.saturating_add(copies);
+        self.stages = self.stages.saturating_add(copies.saturating_mul(stages));
+        let over =
+            |what, limit, flag| ImportError::TooMany { file: file.to_string(), what, limit, line, flag };
+        if self.jobs > o.max_jobs {
+            return Err(over("jobs", o.max_jobs, "--max-jobs"));
+        }
+        if self.stages > o.max_stages {
+            return Err(over("stages", o.max_stages, "--max-stages"));
+        }
+        Ok(())
+    }
 }
 
 impl Default for ImportOptions {
@@ -118,6 +161,8 @@ impl Default for ImportOptions {
             seed: 1,
             machine_memory: 65536,
             swf_memory: 1024,
+            max_jobs: DEFAULT_MAX_JOBS,
+            max_stages: DEFAULT_MAX_STAGES,
         }
     }
 }
@@ -203,6 +248,13 @@ pub enum ImportError {
     /// Not one of the known trace kinds.
     #[error("unknown trace kind `{kind}`; expected alibaba2018, swf or sls")]
     UnknownKind { kind: String },
+    /// The trace asks for more jobs or stages than `ImportOptions::max_jobs` or `max_stages`:
+    /// raise the limit if that many is meant; retrying as is cannot help.
+    #[error(
+        "{file}: the trace asks for more than {limit} {what} (by line {line}, counting SLS job.count \
+         and --load-scale copies): raise the limit with {flag} if that many is meant"
+    )]
+    TooMany { file: String, what: &'static str, limit: u64, line: u64, flag: &'static str },
     /// A `--trace` argument that is not `KIND:PATH`.
     #[error("`{spec}` is not KIND:PATH (e.g. alibaba2018:traces/batch_task.csv)")]
     BadTraceSpec { spec: String },
@@ -223,7 +275,7 @@ pub fn import(
         TraceKind::Sls => sls::read(file, reader, options, &mut ledger)?,
     };
     let job_count = jobs.len() as u64;
-    let workflows = build::workflows(jobs, options, &mut ledger);
+    let workflows = build::workflows(file, jobs, options, &mut ledger)?;
     Ok(Imported {
         workload: Workload { workflows },
         rows: ledger.rows,
@@ -254,6 +306,9 @@ fn check(o: &ImportOptions) -> Result<(), ImportError> {
     }
     if o.swf_memory == 0 {
         return bad("swf_memory", "must be at least 1 MiB".to_string());
+    }
+    if o.max_jobs == 0 || o.max_stages == 0 {
+        return bad("max_jobs", "max_jobs and max_stages must be at least 1".to_string());
     }
     Ok(())
 }

@@ -40,7 +40,7 @@ use serde_json::{Map, Value};
 use weir_model::{Distribution, Duration, Resources};
 
 use super::build::{task_duration, Ledger, TraceJob, TraceStage, MAX_TASK_MS, MAX_TIME_MS};
-use super::{ImportError, ImportOptions};
+use super::{ImportError, ImportOptions, Tally};
 
 const DEFAULT_MEMORY: u64 = 1024;
 const MAX_JOB_COUNT: i64 = 10_000;
@@ -53,12 +53,13 @@ const MAX_SIZE: (i64, i64, i64) = (1 << 30, 1_000_000, 1000);
 pub(crate) fn read(
     file: &str,
     mut reader: impl BufRead,
-    _options: &ImportOptions,
+    options: &ImportOptions,
     ledger: &mut Ledger,
 ) -> Result<Vec<TraceJob>, ImportError> {
     let mut data = Vec::new();
     reader.read_to_end(&mut data).map_err(|source| ImportError::Read { file: file.to_string(), source })?;
     let mut jobs = Vec::new();
+    let mut tally = Tally::default();
     let mut lines = LineIndex::default();
     let mut base = 0usize;
     'chunks: while base < data.len() {
@@ -73,10 +74,16 @@ pub(crate) fn read(
                 None => break 'chunks,
                 Some(Ok(Value::Array(items))) => {
                     for item in items {
+                        let before = jobs.len();
                         record(item, line, ledger, &mut jobs);
+                        count(&jobs[before..], &mut tally, line, file, options)?;
                     }
                 }
-                Some(Ok(value)) => record(value, line, ledger, &mut jobs),
+                Some(Ok(value)) => {
+                    let before = jobs.len();
+                    record(value, line, ledger, &mut jobs);
+                    count(&jobs[before..], &mut tally, line, file, options)?;
+                }
                 Some(Err(e)) => {
                     ledger.rows += 1;
                     let reason = if e.is_eof() {
@@ -97,6 +104,18 @@ pub(crate) fn read(
         }
     }
     Ok(jobs)
+}
+
+/// Count the jobs a record added, and stop as soon as they pass the import's limits, before
+/// more copies use the memory the limits protect (one record adds at most `MAX_JOB_COUNT`).
+fn count(
+    new: &[TraceJob],
+    tally: &mut Tally,
+    line: u64,
+    file: &str,
+    o: &ImportOptions,
+) -> Result<(), ImportError> {
+    new.iter().try_for_each(|j| tally.add(1, j.stages.len() as u64, line, file, o))
 }
 
 fn skip_space(data: &[u8], mut at: usize) -> usize {
@@ -216,7 +235,7 @@ fn stage(
     draws.sort();
     let duration = match (draws.first(), draws.last()) {
         (Some(&a), Some(&b)) if a == b => Distribution::Fixed(a),
-        _ => Distribution::Empirical(draws),
+        _ => Distribution::Empirical(draws.into()),
     };
     TraceStage { name, after, tasks: tasks.min(u32::MAX as u64) as u32, resources, duration }
 }

@@ -90,6 +90,16 @@ pub struct SimulateArgs {
     /// Trace: MiB per task for SWF jobs that record no memory.
     #[arg(long, default_value_t = 1024, value_name = "MIB")]
     swf_memory: u64,
+    /// Trace: the most jobs an import may create, SLS job.count and --load-scale copies included.
+    #[arg(long, value_name = "N", default_value_t = import::DEFAULT_MAX_JOBS)]
+    max_jobs: u64,
+    /// Trace: the most stages those jobs may have in all (copies arrive together).
+    #[arg(long, value_name = "N", default_value_t = import::DEFAULT_MAX_STAGES)]
+    max_stages: u64,
+    /// The most runs the workload may submit before the horizon; a workload asking for more
+    /// (a period typed in the wrong unit) is refused before the simulation starts.
+    #[arg(long, value_name = "N", default_value_t = weir_sim::DEFAULT_MAX_RUNS)]
+    max_runs: u64,
     /// Skip report.html (the charts); the other files are still written.
     #[arg(long)]
     no_report: bool,
@@ -117,6 +127,7 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
         sample_every: args.sample_every,
         // Debug builds check the engine's and the simulator's invariants after every step.
         check_invariants: cfg!(debug_assertions),
+        max_runs: args.max_runs,
     };
     if args.max_attempts == 0 {
         bail!("--max-attempts must be at least 1");
@@ -193,6 +204,8 @@ fn import_options(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<Import
         seed: args.seed,
         machine_memory,
         swf_memory: args.swf_memory,
+        max_jobs: args.max_jobs,
+        max_stages: args.max_stages,
     })
 }
 
@@ -229,9 +242,13 @@ pub(crate) fn drive(
     let mut steps = 0u64;
     while sim.step()? {
         steps += 1;
+        // A step can be slow (a pass over hundreds of thousands of waiting jobs), so the bar
+        // moves every 64 steps (indicatif limits the redraws); rows are flushed in larger batches.
+        if steps.is_multiple_of(64) {
+            update(&bar, &sim);
+        }
         if steps.is_multiple_of(4096) {
             rows(sim.take_usage_rows())?;
-            update(&bar, &sim);
         }
     }
     bar.finish_and_clear();
