@@ -83,7 +83,7 @@ impl Engine {
                 policy: q.policy,
                 priority: q.priority,
                 max_running_apps: q.max_running_apps,
-                max_am_share: q.max_am_share,
+                max_am_share: q.am_share,
                 allow_preemption_from: q.allow_preemption_from,
                 fair_share_timeout: q.fair_share_preemption_timeout,
                 fair_share_threshold: q.fair_share_preemption_threshold,
@@ -348,15 +348,18 @@ impl Engine {
     }
 
     fn add_requests(&mut self, slot: JobSlot, requests: Vec<Request>) {
-        let step = self.config.scheduler.increment;
+        let scheduler = &self.config.scheduler;
         let mut added = Resources::ZERO;
         let mut count = 0u64;
+        let normalized: Vec<Request> = requests
+            .into_iter()
+            .map(|r| Request { resources: scheduler.normalize(&r.resources), ..r })
+            .collect();
         let j = self.job_mut(slot);
-        for mut r in requests {
+        for r in normalized {
             if r.count == 0 {
                 continue;
             }
-            r.resources = r.resources.round_up_to(&step);
             added += r.resources.times(r.count as u64);
             count += r.count as u64;
             j.requests.push_back(r);

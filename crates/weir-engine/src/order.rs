@@ -24,7 +24,7 @@ pub(crate) fn compare(policy: Policy, a: &Standing, b: &Standing, cluster: &Reso
     match policy {
         Policy::Drf => drf(a, b, cluster),
         // A parent queue never has fifo (validation forbids it); jobs use `compare_fifo`.
-        Policy::Fair | Policy::Fifo => fair(a, b),
+        Policy::Fair | Policy::Fifo | Policy::Priority => fair(a, b),
     }
 }
 
@@ -108,7 +108,7 @@ pub(crate) fn below(policy: Policy, usage: &Resources, target: &Resources, clust
             };
             share(usage) < share(target)
         }
-        Policy::Fair | Policy::Fifo => usage.memory < target.memory,
+        Policy::Fair | Policy::Fifo | Policy::Priority => usage.memory < target.memory,
     }
 }
 

@@ -157,7 +157,9 @@ impl Engine {
     pub(crate) fn compare_jobs(&self, policy: Policy, a: JobSlot, b: JobSlot) -> Ordering {
         let (ja, jb) = (self.job(a), self.job(b));
         let by_policy = match policy {
-            Policy::Fifo => jb.priority.cmp(&ja.priority).then(ja.submit_time.cmp(&jb.submit_time)),
+            Policy::Fifo | Policy::Priority => {
+                jb.priority.cmp(&ja.priority).then(ja.submit_time.cmp(&jb.submit_time))
+            }
             _ => order::compare(policy, &self.job_standing(a), &self.job_standing(b), &self.nodes.total),
         };
         by_policy.then(ja.id.cmp(&jb.id))
@@ -203,7 +205,9 @@ impl Engine {
         let scaled = base.scale(share);
         match l.policy {
             Policy::Drf => scaled,
-            Policy::Fair | Policy::Fifo => Resources { memory: scaled.memory, ..Resources::UNBOUNDED },
+            Policy::Fair | Policy::Fifo | Policy::Priority => {
+                Resources { memory: scaled.memory, ..Resources::UNBOUNDED }
+            }
         }
     }
 

@@ -41,7 +41,7 @@ impl Engine {
                 ([bits(d[0]), bits(d[1]), bits(d[2])], j.start_time.as_millis(), j.id.0)
             }
             // Higher priority first.
-            Policy::Fifo => {
+            Policy::Fifo | Policy::Priority => {
                 ([(i32::MAX as i64 - j.priority as i64) as u64, 0, 0], j.submit_time.as_millis(), j.id.0)
             }
         }

@@ -3,7 +3,7 @@
 //! among its runnable jobs. Steady shares count every queue; instantaneous ones only active queues
 //! (a runnable job somewhere below).
 
-use weir_model::{Policy, ResourceKind, Resources, Rounding};
+use weir_model::{ResourceKind, Resources, Rounding};
 
 use crate::engine::Engine;
 use crate::fair_share::{self, Claim};
@@ -140,7 +140,7 @@ impl Engine {
         let q = &self.queues[leaf as usize];
         let share = q.instantaneous;
         let mut jobs: Vec<JobSlot> = q.runnable.clone();
-        if q.policy == Policy::Fifo {
+        if q.policy.leaf_only() {
             // YARN's FIFO policy gives the whole share to the job that comes first.
             jobs.sort_by_key(|&s| {
                 let j = self.job(s);

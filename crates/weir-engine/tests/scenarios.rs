@@ -88,9 +88,11 @@ queues: [{name: a, max: {memory: 30}}, {name: b, max: "50%"}]
 #[test]
 fn no_node_fits_is_explained_not_an_error() {
     let mut env = Env::new(FOUR_QUEUES);
-    env.submit(1, "a", &[(mem(64), 1)]);
+    // The application master (1 MiB) fits; the next container (64 MiB) fits on no node.
+    env.submit(1, "a", &[(mem(1), 1), (mem(64), 1)]);
     env.schedule();
     assert_eq!(env.take_runnable(), vec![1]);
+    assert_eq!(env.count_starts(1), 1);
     env.nothing_else();
     let why = env.explain(1);
     assert!(why.contains("no node has room for a {cpu: 0, memory: 64} container"), "{why}");
