@@ -141,10 +141,12 @@ impl Engine {
         let share = q.instantaneous;
         let mut jobs: Vec<JobSlot> = q.runnable.clone();
         if q.policy.leaf_only() {
-            // YARN's FIFO policy gives the whole share to the job that comes first.
+            // YARN's FifoPolicy.computeShares gives the whole share to the earliest job (weir's
+            // `priority` to the first by priority); the others get none.
+            let priority = q.policy == weir_model::Policy::Priority;
             jobs.sort_by_key(|&s| {
                 let j = self.job(s);
-                (-(j.priority as i64), j.submit_time, j.id)
+                (if priority { -(j.priority as i64) } else { 0 }, j.submit_time, j.id)
             });
             for (i, &s) in jobs.iter().enumerate() {
                 self.job_mut(s).fair_share = if i == 0 { share } else { Resources::ZERO };
@@ -153,7 +155,7 @@ impl Engine {
             return;
         }
         // Ties on the extra unit (exact rounding) go to the earliest job.
-        jobs.sort_by_key(|&s| (self.job(s).start_time, self.job(s).id));
+        jobs.sort_by_key(|&s| (self.job(s).submit_time, self.job(s).id));
         let n = jobs.len();
         let mut each = [(0u64, 0u64); 3];
         for (i, kind) in ResourceKind::ALL.iter().enumerate() {
@@ -209,7 +211,8 @@ pub fn shares_for(config: &weir_model::ClusterConfig, active: &[weir_model::Queu
             .iter()
             .map(|q| {
                 let min = q.min.resolve(&total);
-                (q.weight, min, q.max.resolve(&total).component_max(&min))
+                let weight = fair_share::weight(q.weight, config.scheduler.rounding);
+                (weight, min, q.max.resolve(&total).component_max(&min))
             })
             .collect(),
     };
