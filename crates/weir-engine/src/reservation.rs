@@ -162,7 +162,8 @@ impl Engine {
         if ratio <= 0.0 || !self.reservable(job, r) {
             return;
         }
-        let limit = (self.nodes.count() as f64 * f64::from(ratio as f32)).ceil() as usize;
+        // Java: (int) Math.ceil(nodes * ratio) in float arithmetic (0.05 × 40 is 2, not 2.0000001).
+        let limit = (self.nodes.count() as f32 * ratio as f32).ceil() as usize;
         let held =
             self.job(job).reservations.iter().filter(|&&n| self.hold_kind(n) == Some(Hold::Reserved)).count();
         if held >= limit {
