@@ -37,7 +37,7 @@ pub struct Engine {
     user_by_name: HashMap<String, u32>,
     pub(crate) decisions: Vec<Decision>,
     pub(crate) now: Time,
-    /// Scheduling pass number; `blocked_pass` marks compare against it.
+    /// Scheduling pass number; the per-pass marks of queues and leaves compare against it.
     pub(crate) pass: u64,
     pub(crate) next_seq: u64,
     /// Steady shares need recomputing (tree or cluster size changed).
@@ -64,6 +64,9 @@ pub struct Engine {
     pub(crate) gate_closed_at: Time,
     /// Reservations made, turned into containers, and let go unused, since the start.
     pub(crate) reservation_counts: crate::reservation::ReservationStats,
+    /// The pass, and the container sizes for which no node could be reserved in it: larger
+    /// ones are not looked for again in that pass (holds change only before placement).
+    pub(crate) reserve_misses: (u64, Vec<Resources>),
     /// Jobs given min-share starvation in the last preemption pass (reset at the next).
     pub(crate) min_share_given: Vec<JobSlot>,
     /// Sum of every job's pending demand, runnable or not; inputs that would make it overflow
@@ -118,6 +121,11 @@ impl Engine {
                 steady: Resources::ZERO,
                 instantaneous: Resources::ZERO,
                 ready: BTreeSet::new(),
+                ready_am: BTreeSet::new(),
+                am_blocked_pass: 0,
+                am_shapes: Default::default(),
+                cursor: [None, None],
+                ahead: [Vec::new(), Vec::new()],
                 ready_jobs: 0,
                 ready_shapes: Default::default(),
                 exhausted_pass: 0,
@@ -162,6 +170,7 @@ impl Engine {
             reservation_counts: Default::default(),
             total_pending: Resources::ZERO,
             min_share_given: Vec::new(),
+            reserve_misses: (0, Vec::new()),
         };
         engine.resolve_limits();
         Ok(engine)
@@ -312,7 +321,7 @@ impl Engine {
             am_started: false,
             am_running: false,
             fair_share: Resources::ZERO,
-            blocked_pass: 0,
+            failed_pass: 0,
             ready: None,
             // YARN starts lastTimeAtFairShare at the app's start.
             fair_clock: Some(now),

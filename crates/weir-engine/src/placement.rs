@@ -3,10 +3,11 @@
 //! whoever is starved.
 //!
 //! Each placement descends from root choosing the most deserving child (`order.rs`) that still
-//! has pending demand and is not blocked in this pass. A job that cannot take its next container
-//! (queue max, AM share, or no node with room) is blocked for the rest of the pass — and, when it
-//! is below its fair share, reserves a node (`reservation.rs`). A queue whose children are all
-//! blocked is blocked too, so every pass ends after at most one failed attempt per job.
+//! has pending demand and is not exhausted in this pass. A job that cannot take its next
+//! container (queue max, AM share, or no node with room) is skipped for the rest of the pass
+//! (`ready.rs`'s cursors) — and, when it is below its fair share, reserves a node
+//! (`reservation.rs`). A queue where nothing could be placed is exhausted for the pass, so every
+//! pass ends after at most one failed attempt per job.
 
 use std::cmp::{Ordering, Reverse};
 
@@ -61,35 +62,27 @@ impl Engine {
     fn place_all(&mut self) {
         // Requests that found no node in this pass; anything at least as large will not either.
         let mut failed: Vec<Resources> = Vec::new();
-        let mut blocked: Vec<JobSlot> = Vec::new();
         while self.queues[0].ready_jobs > 0 && !self.subtree_failed(0, &failed) {
-            if !self.place_one(0, &mut failed, &mut blocked) {
+            if !self.place_one(0, &mut failed) {
                 break;
-            }
-        }
-        // Blocked jobs rejoin their leaves' ready sets for the next pass.
-        for slot in blocked {
-            if self.jobs[slot as usize].is_some() {
-                self.job_mut(slot).blocked_pass = 0;
-                self.sync_ready(slot);
             }
         }
     }
 
     /// Place one container somewhere under `q`. False when nothing under it can be placed.
-    fn place_one(&mut self, q: QueueIx, failed: &mut Vec<Resources>, blocked: &mut Vec<JobSlot>) -> bool {
+    fn place_one(&mut self, q: QueueIx, failed: &mut Vec<Resources>) -> bool {
         let placed = if self.queues[q as usize].is_leaf() {
-            self.place_in_leaf(q, failed, blocked)
+            self.place_in_leaf(q, failed)
         } else {
             loop {
                 let Some(child) = self.best_child(q, failed) else { break false };
-                if self.place_one(child, failed, blocked) {
+                if self.place_one(child, failed) {
                     break true;
                 }
             }
         };
         if !placed {
-            // Blocked jobs stay blocked and `failed` only grows, so this holds for the pass.
+            // Failed jobs stay skipped and `failed` only grows, so this holds for the pass.
             self.queues[q as usize].exhausted_pass = self.pass;
         }
         placed
@@ -138,20 +131,18 @@ impl Engine {
         ka.cmp(&kb)
     }
 
-    fn place_in_leaf(
-        &mut self,
-        leaf: QueueIx,
-        failed: &mut Vec<Resources>,
-        blocked: &mut Vec<JobSlot>,
-    ) -> bool {
-        while let Some(&(_, job)) = self.queues[leaf as usize].ready.first() {
+    fn place_in_leaf(&mut self, leaf: QueueIx, failed: &mut Vec<Resources>) -> bool {
+        while let Some(job) = self.first_ready(leaf) {
             match self.try_place(job, failed) {
                 Ok(()) => return true,
-                Err(_) => {
-                    self.job_mut(job).blocked_pass = self.pass;
-                    self.sync_ready(job);
-                    blocked.push(job);
+                Err(Blocker::AmShare { limit })
+                    if !(self.queues[leaf as usize].am_usage + self.smallest_am(leaf)).fits_in(&limit) =>
+                {
+                    // Not even the smallest AM waiting here fits, and the limit only tightens
+                    // as the pass places containers: the whole AM lane waits for the next pass.
+                    self.queues[leaf as usize].am_blocked_pass = self.pass;
                 }
+                Err(_) => self.skip(job),
             }
         }
         false

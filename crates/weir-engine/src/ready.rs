@@ -7,6 +7,9 @@
 //! until the pass ends, and a subtree whose smallest next request (per resource) is at least a
 //! request that already found no node is skipped whole.
 
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
 use weir_model::{Policy, ResourceKind, Resources};
 
 use crate::engine::Engine;
@@ -49,14 +52,13 @@ impl Engine {
         }
     }
 
-    /// Put the job in, move it within, or take it out of its leaf's ready set.
+    /// Put the job in, move it within, or take it out of its leaf's ready sets.
     pub(crate) fn sync_ready(&mut self, slot: JobSlot) {
         let j = self.job(slot);
-        let eligible =
-            j.state == JobState::Runnable && j.pending_containers > 0 && j.blocked_pass != self.pass;
+        let eligible = j.state == JobState::Runnable && j.pending_containers > 0;
         let want = if eligible {
             let shape = j.requests.front().map(|r| r.resources).unwrap_or_default();
-            Some((self.job_order_key(slot), shape))
+            Some((self.job_order_key(slot), shape, self.next_is_am(slot)))
         } else {
             None
         };
@@ -64,33 +66,140 @@ impl Engine {
         if want == had {
             return;
         }
-        if let (Some((old, old_shape)), Some((key, shape))) = (had, want) {
+        let leaf = self.job(slot).leaf as usize;
+        if let Some((key, _, lane)) = want {
+            // A job that lands at or before its lane's cursor in this pass (its AM just
+            // started) has not failed: remember it beside the cursor.
+            let pass = self.pass;
+            let q = &mut self.queues[leaf];
+            let lane = usize::from(lane);
+            if q.cursor[lane].is_some_and(|(p, after)| p == pass && (key, slot) <= after) {
+                q.ahead[lane].push((key, slot));
+            }
+        }
+        if let (Some((old, old_shape, old_lane)), Some((key, shape, lane))) = (had, want) {
             if old_shape == shape {
-                // Only its place in the leaf moved (its usage changed): the counts of ready jobs
-                // and request sizes up the tree stay as they are.
-                let leaf = self.job(slot).leaf as usize;
-                let ready = &mut self.queues[leaf].ready;
-                ready.remove(&(old, slot));
-                ready.insert((key, slot));
-                self.job_mut(slot).ready = Some((key, shape));
+                // Only its place in the leaf moved (its usage changed, or its AM started): the
+                // counts of ready jobs and request sizes up the tree stay as they are.
+                let q = &mut self.queues[leaf];
+                let from = if old_lane { &mut q.ready_am } else { &mut q.ready };
+                from.remove(&(old, slot));
+                let to = if lane { &mut q.ready_am } else { &mut q.ready };
+                to.insert((key, slot));
+                if old_lane != lane {
+                    count(&mut q.am_shapes, &shape, lane);
+                }
+                self.job_mut(slot).ready = want;
                 return;
             }
         }
         self.unready(slot);
-        if let Some((key, shape)) = want {
-            let leaf = self.job(slot).leaf;
-            self.queues[leaf as usize].ready.insert((key, slot));
-            self.job_mut(slot).ready = Some((key, shape));
-            self.count_shape(leaf, &shape, true);
+        if let Some((key, shape, lane)) = want {
+            let q = &mut self.queues[leaf];
+            let to = if lane { &mut q.ready_am } else { &mut q.ready };
+            to.insert((key, slot));
+            if lane {
+                count(&mut q.am_shapes, &shape, true);
+            }
+            self.job_mut(slot).ready = want;
+            self.count_shape(leaf as u32, &shape, true);
         }
     }
 
-    /// Take the job out of its leaf's ready set, if it is there.
+    /// Take the job out of its leaf's ready sets, if it is there.
     pub(crate) fn unready(&mut self, slot: JobSlot) {
-        let Some((key, shape)) = self.job_mut(slot).ready.take() else { return };
+        let Some((key, shape, lane)) = self.job_mut(slot).ready.take() else { return };
         let leaf = self.job(slot).leaf;
-        self.queues[leaf as usize].ready.remove(&(key, slot));
+        let q = &mut self.queues[leaf as usize];
+        let from = if lane { &mut q.ready_am } else { &mut q.ready };
+        from.remove(&(key, slot));
+        if lane {
+            count(&mut q.am_shapes, &shape, false);
+        }
         self.count_shape(leaf, &shape, false);
+    }
+
+    /// The componentwise smallest AM waiting in a leaf's AM lane.
+    pub(crate) fn smallest_am(&self, leaf: u32) -> Resources {
+        let m = &self.queues[leaf as usize].am_shapes;
+        let first = |i: usize| m[i].keys().next().copied().unwrap_or(0);
+        Resources::new(first(0), first(1), first(2))
+    }
+
+    /// The leaf's most deserving ready job that has not failed in this pass: the first of its
+    /// two lanes, past the jobs that failed (the cursors skip them in one step); the AM lane
+    /// left out once not even its smallest AM fits the AM share in this pass.
+    pub(crate) fn first_ready(&mut self, leaf: u32) -> Option<JobSlot> {
+        let normal = self.first_in_lane(leaf, 0);
+        let am = if self.queues[leaf as usize].am_blocked_pass == self.pass {
+            None
+        } else {
+            self.first_in_lane(leaf, 1)
+        };
+        match (normal, am) {
+            (Some(a), Some(b)) if b < a => Some(b.1),
+            (Some(a), _) => Some(a.1),
+            (None, b) => b.map(|x| x.1),
+        }
+    }
+
+    fn first_in_lane(&mut self, leaf: u32, lane: usize) -> Option<(JobKey, JobSlot)> {
+        let pass = self.pass;
+        let q = &self.queues[leaf as usize];
+        let set = if lane == 0 { &q.ready } else { &q.ready_am };
+        let from = match q.cursor[lane] {
+            Some((p, after)) if p == pass => Bound::Excluded(after),
+            _ => {
+                // The usual case: the first job has not failed in this pass.
+                let first = set.first().copied();
+                if first
+                    .is_none_or(|e| self.jobs[e.1 as usize].as_ref().is_some_and(|j| j.failed_pass != pass))
+                {
+                    return first;
+                }
+                Bound::Unbounded
+            }
+        };
+        let mut cursor = None;
+        let mut found = None;
+        for &entry in set.range((from, Bound::Unbounded)) {
+            if self.jobs[entry.1 as usize].as_ref().is_some_and(|j| j.failed_pass == pass) {
+                cursor = Some(entry);
+            } else {
+                found = Some(entry);
+                break;
+            }
+        }
+        let q = &mut self.queues[leaf as usize];
+        if let Some(c) = cursor {
+            if q.cursor[lane].is_none_or(|(p, _)| p != pass) {
+                q.ahead[lane].clear();
+            }
+            q.cursor[lane] = Some((pass, c));
+        }
+        // Jobs that landed before the cursor in this pass, still there and not failed since.
+        if q.cursor[lane].is_some_and(|(p, _)| p == pass) && !q.ahead[lane].is_empty() {
+            let jobs = &self.jobs;
+            let live = |e: &(JobKey, JobSlot)| {
+                jobs[e.1 as usize].as_ref().is_some_and(|j| {
+                    j.failed_pass != pass
+                        && j.ready.is_some_and(|(k, _, l)| k == e.0 && usize::from(l) == lane)
+                })
+            };
+            q.ahead[lane].retain(live);
+            if let Some(&first) = q.ahead[lane].iter().min() {
+                if found.is_none_or(|f| first < f) {
+                    found = Some(first);
+                }
+            }
+        }
+        found
+    }
+
+    /// Skip `job`, which failed to place, for the rest of the pass.
+    pub(crate) fn skip(&mut self, job: JobSlot) {
+        let pass = self.pass;
+        self.job_mut(job).failed_pass = pass;
     }
 
     fn count_shape(&mut self, leaf: u32, shape: &Resources, add: bool) {
@@ -102,18 +211,7 @@ impl Engine {
             } else {
                 queue.ready_jobs -= 1;
             }
-            for (i, &k) in ResourceKind::ALL.iter().enumerate() {
-                let map = &mut queue.ready_shapes[i];
-                let v = shape.get(k);
-                if add {
-                    *map.entry(v).or_insert(0) += 1;
-                } else if let Some(n) = map.get_mut(&v) {
-                    *n -= 1;
-                    if *n == 0 {
-                        map.remove(&v);
-                    }
-                }
-            }
+            count(&mut queue.ready_shapes, shape, add);
             q = queue.parent;
         }
     }
@@ -123,5 +221,21 @@ impl Engine {
         let m = &self.queues[q as usize].ready_shapes;
         let first = |i: usize| m[i].keys().next().copied().unwrap_or(0);
         Resources::new(first(0), first(1), first(2))
+    }
+}
+
+/// Count a request size in (or out of) per-resource multisets.
+fn count(maps: &mut [BTreeMap<u64, u32>; 3], shape: &Resources, add: bool) {
+    for (i, &k) in ResourceKind::ALL.iter().enumerate() {
+        let map = &mut maps[i];
+        let v = shape.get(k);
+        if add {
+            *map.entry(v).or_insert(0) += 1;
+        } else if let Some(n) = map.get_mut(&v) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&v);
+            }
+        }
     }
 }

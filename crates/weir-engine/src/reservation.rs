@@ -170,8 +170,15 @@ impl Engine {
         if held >= limit {
             return;
         }
-        if let Some(node) = self.nodes.reservation_candidate(r, |_| false) {
-            self.hold(node, job, Hold::Reserved);
+        if self.reserve_misses.0 != self.pass {
+            self.reserve_misses = (self.pass, Vec::new());
+        }
+        if self.reserve_misses.1.iter().any(|m| m.fits_in(r)) {
+            return;
+        }
+        match self.nodes.reservation_candidate(r, |_| false) {
+            Some(node) => self.hold(node, job, Hold::Reserved),
+            None => self.reserve_misses.1.push(*r),
         }
     }
 

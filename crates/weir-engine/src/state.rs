@@ -61,8 +61,25 @@ pub(crate) struct Queue {
     pub waiting: BTreeSet<(PromotionKey, JobSlot)>,
     pub steady: Resources,
     pub instantaneous: Resources,
-    /// Leaves only: runnable jobs with pending containers not blocked in this pass, in order.
+    /// Leaves only: runnable jobs with pending containers whose next container is not an AM,
+    /// in the leaf's order.
     pub ready: BTreeSet<(JobKey, JobSlot)>,
+    /// Leaves only: the ready jobs whose next container is an application master, in the same
+    /// order. A separate lane so that once one AM fails the AM share in a pass, the others are
+    /// passed over at once (the limit only tightens as a pass places containers).
+    pub ready_am: BTreeSet<(JobKey, JobSlot)>,
+    /// Leaves only: the pass in which even the smallest AM of the lane failed the AM share.
+    pub am_blocked_pass: u64,
+    /// Leaves only, one per lane (`ready`, `ready_am`): the pass, and the last entry up to
+    /// which every job failed to place in that pass. A failed job keeps its place and its
+    /// counts; only its turn is skipped until the pass ends (nothing placed in a pass can make
+    /// it fit). The cursor saves walking past them again.
+    pub cursor: [Option<(u64, (JobKey, JobSlot))>; 2],
+    /// Leaves only, per lane: entries placed at or before the cursor during its pass (a job
+    /// whose AM just started moves to the other lane): they have not failed.
+    pub ahead: [Vec<(JobKey, JobSlot)>; 2],
+    /// Leaves only: the sizes of the AMs in `ready_am`, per resource, counted.
+    pub am_shapes: [BTreeMap<u64, u32>; 3],
     /// Ready jobs in the subtree.
     pub ready_jobs: u32,
     /// The next request sizes of the ready jobs in the subtree, per resource, counted, so the
@@ -83,9 +100,11 @@ impl Queue {
         self.children.is_empty()
     }
 
-    /// YARN caps a queue's demand at its max share.
+    /// Usage plus pending requests. YARN caps a queue's demand at its max share
+    /// (`FSLeafQueue.updateDemand`), but no rule can tell the difference: demand is only ever
+    /// compared with a min share, and the effective max is at least the min.
     pub fn demand(&self) -> Resources {
-        (self.usage + self.pending).component_min(&self.max)
+        self.usage + self.pending
     }
 }
 
@@ -116,9 +135,10 @@ pub(crate) struct Job {
     /// Whether it holds a live application master (YARN's `isAmRunning`).
     pub am_running: bool,
     pub fair_share: Resources,
-    pub blocked_pass: u64,
-    /// Its key and next request size while it is in its leaf's `ready` set.
-    pub ready: Option<(JobKey, Resources)>,
+    /// The pass in which it failed to place; its turn is skipped until that pass ends.
+    pub failed_pass: u64,
+    /// Its key, next request size and lane (AM or not) while it is in a ready set of its leaf.
+    pub ready: Option<(JobKey, Resources, bool)>,
     /// YARN's `lastTimeAtFairShare`: `None` while it is seen at its fair-share target; else
     /// the last time it was (see `starvation.rs`).
     pub fair_clock: Option<Time>,
