@@ -71,6 +71,13 @@ impl Engine {
                 }
             }
         }
+        let mut holders = vec![0u32; self.queues.len()];
+        for j in self.jobs.iter().flatten() {
+            holders[j.leaf as usize] += u32::from(!j.reservations.is_empty());
+        }
+        if let Some((q, _)) = self.queues.iter().zip(&holders).find(|(q, &h)| q.holders != h) {
+            return Err(format!("{}: {} jobs counted as holding nodes", q.path, q.holders));
+        }
         if all_pending != self.total_pending {
             return Err(format!(
                 "jobs want {all_pending} in all but the engine counts {}",

@@ -132,8 +132,17 @@ impl Engine {
     }
 
     fn place_in_leaf(&mut self, leaf: QueueIx, failed: &mut Vec<Resources>) -> bool {
-        while let Some(job) = self.first_ready(leaf) {
-            match self.try_place(job, failed) {
+        while let Some(((_, job, shape), am)) = self.first_ready(leaf) {
+            // Limits first, from the entry alone: most failures never read the job's record.
+            let r: Resources = shape.into();
+            // A request at least as large as one that found no node fails too (unless its job
+            // holds a node): known without reading the job's record.
+            let result = if self.queues[leaf as usize].holders == 0 && dominated(failed, &r) {
+                Err(Blocker::NoRoom)
+            } else {
+                self.limits_allow_for(leaf, &r, am).and_then(|()| self.try_place(job, failed))
+            };
+            match result {
                 Ok(()) => return true,
                 Err(Blocker::AmShare { limit })
                     if !(self.queues[leaf as usize].am_usage + self.smallest_am(leaf)).fits_in(&limit) =>
@@ -142,7 +151,7 @@ impl Engine {
                     // as the pass places containers: the whole AM lane waits for the next pass.
                     self.queues[leaf as usize].am_blocked_pass = self.pass;
                 }
-                Err(_) => self.skip(job),
+                Err(_) => self.skip(leaf, job),
             }
         }
         false
@@ -200,32 +209,37 @@ impl Engine {
     /// leaf's AM share (`FSLeafQueue.canRunAppAM`), for the job's next container.
     pub(crate) fn limits_allow(&self, job: JobSlot) -> Result<(), Blocker> {
         let j = self.job(job);
-        let Some(r) = j.requests.front().map(|r| r.resources) else { return Ok(()) };
-        let mut q = Some(j.leaf);
+        match j.requests.front() {
+            Some(r) => self.limits_allow_for(j.leaf, &r.resources, self.next_is_am(job)),
+            None => Ok(()),
+        }
+    }
+
+    /// The same for a container of `r` in `leaf`, an AM or not.
+    fn limits_allow_for(&self, leaf: QueueIx, r: &Resources, am: bool) -> Result<(), Blocker> {
+        let mut q = Some(leaf);
         while let Some(ix) = q {
             let queue = &self.queues[ix as usize];
-            if !(queue.usage + r).fits_in(&queue.max) {
+            if !(queue.usage + *r).fits_in(&queue.max) {
                 return Err(Blocker::QueueMax(ix));
             }
             q = queue.parent;
         }
-        if self.next_is_am(job) {
-            let l = &self.queues[j.leaf as usize];
-            if let Some(share) = l.am_share {
-                let limit = self.am_limit(j.leaf, share);
-                if !(l.am_usage + r).fits_in(&limit) {
-                    return Err(Blocker::AmShare { limit });
-                }
+        let l = &self.queues[leaf as usize];
+        if let (true, Some(share)) = (am, l.am_share) {
+            let limit = self.am_limit(leaf, share);
+            if !(l.am_usage + *r).fits_in(&limit) {
+                return Err(Blocker::AmShare { limit });
             }
         }
         Ok(())
     }
 
+    /// Start the job's next container on a node, its limits already checked.
     fn try_place(&mut self, job: JobSlot, failed: &mut Vec<Resources>) -> Result<(), Blocker> {
         let Some(r) = self.job(job).requests.front().map(|r| r.resources) else {
             return Err(Blocker::NoRoom);
         };
-        self.limits_allow(job)?;
         let has_hold = !self.job(job).reservations.is_empty();
         if !has_hold && dominated(failed, &r) {
             return Err(Blocker::NoRoom);

@@ -13,7 +13,7 @@ use std::ops::Bound;
 use weir_model::{Policy, ResourceKind, Resources};
 
 use crate::engine::Engine;
-use crate::state::{JobKey, JobSlot, JobState};
+use crate::state::{JobKey, JobSlot, JobState, ReadyEntry};
 
 /// Order-preserving bits of a non-negative float.
 fn bits(x: f32) -> u64 {
@@ -73,8 +73,8 @@ impl Engine {
             let pass = self.pass;
             let q = &mut self.queues[leaf];
             let lane = usize::from(lane);
-            if q.cursor[lane].is_some_and(|(p, after)| p == pass && (key, slot) <= after) {
-                q.ahead[lane].push((key, slot));
+            if q.cursor[lane].is_some_and(|(p, after)| p == pass && (key, slot) <= (after.0, after.1)) {
+                q.ahead[lane].push((key, slot, want.map(|w| w.1).unwrap_or_default().into()));
             }
         }
         if let (Some((old, old_shape, old_lane)), Some((key, shape, lane))) = (had, want) {
@@ -83,9 +83,9 @@ impl Engine {
                 // counts of ready jobs and request sizes up the tree stay as they are.
                 let q = &mut self.queues[leaf];
                 let from = if old_lane { &mut q.ready_am } else { &mut q.ready };
-                from.remove(&(old, slot));
+                from.remove(&(old, slot, old_shape.into()));
                 let to = if lane { &mut q.ready_am } else { &mut q.ready };
-                to.insert((key, slot));
+                to.insert((key, slot, shape.into()));
                 if old_lane != lane {
                     count(&mut q.am_shapes, &shape, lane);
                 }
@@ -97,7 +97,7 @@ impl Engine {
         if let Some((key, shape, lane)) = want {
             let q = &mut self.queues[leaf];
             let to = if lane { &mut q.ready_am } else { &mut q.ready };
-            to.insert((key, slot));
+            to.insert((key, slot, shape.into()));
             if lane {
                 count(&mut q.am_shapes, &shape, true);
             }
@@ -112,7 +112,7 @@ impl Engine {
         let leaf = self.job(slot).leaf;
         let q = &mut self.queues[leaf as usize];
         let from = if lane { &mut q.ready_am } else { &mut q.ready };
-        from.remove(&(key, slot));
+        from.remove(&(key, slot, shape.into()));
         if lane {
             count(&mut q.am_shapes, &shape, false);
         }
@@ -121,15 +121,13 @@ impl Engine {
 
     /// The componentwise smallest AM waiting in a leaf's AM lane.
     pub(crate) fn smallest_am(&self, leaf: u32) -> Resources {
-        let m = &self.queues[leaf as usize].am_shapes;
-        let first = |i: usize| m[i].keys().next().copied().unwrap_or(0);
-        Resources::new(first(0), first(1), first(2))
+        first_keys(&self.queues[leaf as usize].am_shapes)
     }
 
     /// The leaf's most deserving ready job that has not failed in this pass: the first of its
     /// two lanes, past the jobs that failed (the cursors skip them in one step); the AM lane
     /// left out once not even its smallest AM fits the AM share in this pass.
-    pub(crate) fn first_ready(&mut self, leaf: u32) -> Option<JobSlot> {
+    pub(crate) fn first_ready(&mut self, leaf: u32) -> Option<(ReadyEntry, bool)> {
         let normal = self.first_in_lane(leaf, 0);
         let am = if self.queues[leaf as usize].am_blocked_pass == self.pass {
             None
@@ -137,13 +135,13 @@ impl Engine {
             self.first_in_lane(leaf, 1)
         };
         match (normal, am) {
-            (Some(a), Some(b)) if b < a => Some(b.1),
-            (Some(a), _) => Some(a.1),
-            (None, b) => b.map(|x| x.1),
+            (Some(a), Some(b)) if b < a => Some((b, true)),
+            (Some(a), _) => Some((a, false)),
+            (None, b) => b.map(|x| (x, true)),
         }
     }
 
-    fn first_in_lane(&mut self, leaf: u32, lane: usize) -> Option<(JobKey, JobSlot)> {
+    fn first_in_lane(&mut self, leaf: u32, lane: usize) -> Option<ReadyEntry> {
         let pass = self.pass;
         let q = &self.queues[leaf as usize];
         let set = if lane == 0 { &q.ready } else { &q.ready_am };
@@ -152,9 +150,7 @@ impl Engine {
             _ => {
                 // The usual case: the first job has not failed in this pass.
                 let first = set.first().copied();
-                if first
-                    .is_none_or(|e| self.jobs[e.1 as usize].as_ref().is_some_and(|j| j.failed_pass != pass))
-                {
+                if first.is_none_or(|e| !self.failed_in_pass(leaf, e.1)) {
                     return first;
                 }
                 Bound::Unbounded
@@ -163,7 +159,7 @@ impl Engine {
         let mut cursor = None;
         let mut found = None;
         for &entry in set.range((from, Bound::Unbounded)) {
-            if self.jobs[entry.1 as usize].as_ref().is_some_and(|j| j.failed_pass == pass) {
+            if self.failed_in_pass(leaf, entry.1) {
                 cursor = Some(entry);
             } else {
                 found = Some(entry);
@@ -180,13 +176,16 @@ impl Engine {
         // Jobs that landed before the cursor in this pass, still there and not failed since.
         if q.cursor[lane].is_some_and(|(p, _)| p == pass) && !q.ahead[lane].is_empty() {
             let jobs = &self.jobs;
-            let live = |e: &(JobKey, JobSlot)| {
-                jobs[e.1 as usize].as_ref().is_some_and(|j| {
-                    j.failed_pass != pass
-                        && j.ready.is_some_and(|(k, _, l)| k == e.0 && usize::from(l) == lane)
-                })
+            let failed: &[JobSlot] = if q.failed.0 == pass { &q.failed.1 } else { &[] };
+            let live = |e: &ReadyEntry| {
+                !failed.contains(&e.1)
+                    && jobs[e.1 as usize]
+                        .as_ref()
+                        .is_some_and(|j| j.ready.is_some_and(|(k, _, l)| k == e.0 && usize::from(l) == lane))
             };
-            q.ahead[lane].retain(live);
+            let mut ahead = std::mem::take(&mut q.ahead[lane]);
+            ahead.retain(live);
+            q.ahead[lane] = ahead;
             if let Some(&first) = q.ahead[lane].iter().min() {
                 if found.is_none_or(|f| first < f) {
                     found = Some(first);
@@ -197,9 +196,18 @@ impl Engine {
     }
 
     /// Skip `job`, which failed to place, for the rest of the pass.
-    pub(crate) fn skip(&mut self, job: JobSlot) {
+    pub(crate) fn skip(&mut self, leaf: u32, job: JobSlot) {
         let pass = self.pass;
-        self.job_mut(job).failed_pass = pass;
+        let failed = &mut self.queues[leaf as usize].failed;
+        if failed.0 != pass {
+            *failed = (pass, Vec::new());
+        }
+        failed.1.push(job);
+    }
+
+    fn failed_in_pass(&self, leaf: u32, job: JobSlot) -> bool {
+        let (pass, jobs) = &self.queues[leaf as usize].failed;
+        *pass == self.pass && jobs.contains(&job)
     }
 
     fn count_shape(&mut self, leaf: u32, shape: &Resources, add: bool) {
@@ -212,16 +220,21 @@ impl Engine {
                 queue.ready_jobs -= 1;
             }
             count(&mut queue.ready_shapes, shape, add);
+            queue.smallest = first_keys(&queue.ready_shapes);
             q = queue.parent;
         }
     }
 
     /// The componentwise smallest next request under a queue.
     pub(crate) fn smallest_request(&self, q: u32) -> Resources {
-        let m = &self.queues[q as usize].ready_shapes;
-        let first = |i: usize| m[i].keys().next().copied().unwrap_or(0);
-        Resources::new(first(0), first(1), first(2))
+        self.queues[q as usize].smallest
     }
+}
+
+/// The smallest value of each per-resource multiset (0 when empty).
+fn first_keys(maps: &[BTreeMap<u64, u32>; 3]) -> Resources {
+    let first = |i: usize| maps[i].keys().next().copied().unwrap_or(0);
+    Resources::new(first(0), first(1), first(2))
 }
 
 /// Count a request size in (or out of) per-resource multisets.

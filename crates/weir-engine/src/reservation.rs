@@ -76,7 +76,12 @@ impl Engine {
             self.release_hold(node, other, false);
         }
         self.nodes.reserve(node, job, kind);
-        self.job_mut(job).reservations.push(node);
+        let j = self.job_mut(job);
+        j.reservations.push(node);
+        if j.reservations.len() == 1 {
+            let leaf = j.leaf;
+            self.queues[leaf as usize].holders += 1;
+        }
         if kind == Hold::Reserved {
             self.reservation_counts.made += 1;
             self.reservation_counts.active += 1;
@@ -92,6 +97,9 @@ impl Engine {
         self.nodes.unreserve(node);
         if let Some(j) = self.jobs[job as usize].as_mut() {
             j.reservations.retain(|&n| n != node);
+            if j.reservations.is_empty() {
+                self.queues[j.leaf as usize].holders -= 1;
+            }
         }
         if kind == Hold::Reserved {
             self.reservation_counts.active -= 1;

@@ -19,6 +19,26 @@ pub(crate) type PromotionKey = (i64, u64, u64);
 /// Where a ready job stands in its leaf's order: smaller is served first (see `ready.rs`).
 pub(crate) type JobKey = ([u64; 3], u64, u64);
 
+/// A ready job in its lane: its key, its slot (unique: the order is the key's), and the size
+/// of its next container, so that limits can be checked without reading the job's record.
+pub(crate) type ReadyEntry = (JobKey, JobSlot, Shape);
+
+/// A container size as an ordered value (cpu, memory, gpu).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub(crate) struct Shape([u64; 3]);
+
+impl From<Resources> for Shape {
+    fn from(r: Resources) -> Shape {
+        Shape([r.cpu, r.memory, r.gpu])
+    }
+}
+
+impl From<Shape> for Resources {
+    fn from(s: Shape) -> Resources {
+        Resources::new(s.0[0], s.0[1], s.0[2])
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Queue {
     pub path: QueuePath,
@@ -63,21 +83,27 @@ pub(crate) struct Queue {
     pub instantaneous: Resources,
     /// Leaves only: runnable jobs with pending containers whose next container is not an AM,
     /// in the leaf's order.
-    pub ready: BTreeSet<(JobKey, JobSlot)>,
+    pub ready: BTreeSet<ReadyEntry>,
     /// Leaves only: the ready jobs whose next container is an application master, in the same
     /// order. A separate lane so that once one AM fails the AM share in a pass, the others are
     /// passed over at once (the limit only tightens as a pass places containers).
-    pub ready_am: BTreeSet<(JobKey, JobSlot)>,
+    pub ready_am: BTreeSet<ReadyEntry>,
     /// Leaves only: the pass in which even the smallest AM of the lane failed the AM share.
     pub am_blocked_pass: u64,
     /// Leaves only, one per lane (`ready`, `ready_am`): the pass, and the last entry up to
     /// which every job failed to place in that pass. A failed job keeps its place and its
     /// counts; only its turn is skipped until the pass ends (nothing placed in a pass can make
     /// it fit). The cursor saves walking past them again.
-    pub cursor: [Option<(u64, (JobKey, JobSlot))>; 2],
+    pub cursor: [Option<(u64, ReadyEntry)>; 2],
+    /// Leaves only: the pass, and the jobs that failed to place in it (few: kept here rather
+    /// than on the jobs, so walking a lane does not touch every job's record).
+    pub failed: (u64, Vec<JobSlot>),
     /// Leaves only, per lane: entries placed at or before the cursor during its pass (a job
     /// whose AM just started moves to the other lane): they have not failed.
-    pub ahead: [Vec<(JobKey, JobSlot)>; 2],
+    pub ahead: [Vec<ReadyEntry>; 2],
+    /// Leaves only: how many of its jobs hold a node (they try their held nodes even when a
+    /// request as large already found no node in the pass).
+    pub holders: u32,
     /// Leaves only: the sizes of the AMs in `ready_am`, per resource, counted.
     pub am_shapes: [BTreeMap<u64, u32>; 3],
     /// Ready jobs in the subtree.
@@ -85,6 +111,9 @@ pub(crate) struct Queue {
     /// The next request sizes of the ready jobs in the subtree, per resource, counted, so the
     /// smallest is at hand: a subtree whose smallest request cannot fit is skipped.
     pub ready_shapes: [BTreeMap<u64, u32>; 3],
+    /// The componentwise smallest of `ready_shapes`, kept at hand: it is read for every
+    /// child a pass looks at once a request has failed.
+    pub smallest: Resources,
     /// The pass in which nothing under this queue could be placed; it is skipped for the rest
     /// of that pass (the componentwise smallest request can miss that every one is too big).
     pub exhausted_pass: u64,
@@ -135,8 +164,6 @@ pub(crate) struct Job {
     /// Whether it holds a live application master (YARN's `isAmRunning`).
     pub am_running: bool,
     pub fair_share: Resources,
-    /// The pass in which it failed to place; its turn is skipped until that pass ends.
-    pub failed_pass: u64,
     /// Its key, next request size and lane (AM or not) while it is in a ready set of its leaf.
     pub ready: Option<(JobKey, Resources, bool)>,
     /// YARN's `lastTimeAtFairShare`: `None` while it is seen at its fair-share target; else
