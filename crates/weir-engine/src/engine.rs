@@ -9,9 +9,9 @@ use weir_model::{ClusterConfig, Mode, NodeGroup, QueuePath, Resources, Time};
 use crate::decision::Decision;
 use crate::error::EngineError;
 use crate::ids::{ContainerId, JobId, NodeId};
-use crate::input::{Input, JobSpec, NodeSpec, Request};
+use crate::input::{Input, JobSpec, NodeSpec};
 use crate::nodes::Nodes;
-use crate::state::{Container, Job, JobSlot, JobState, NodeSlot, Queue, QueueIx, User};
+use crate::state::{Container, Job, JobSlot, JobState, Queue, QueueIx, User};
 
 /// A slot of the container slab; the generation makes stale ids detectable.
 #[derive(Debug, Default)]
@@ -29,15 +29,15 @@ pub struct Engine {
     pub(crate) queue_by_path: HashMap<QueuePath, QueueIx>,
     pub(crate) nodes: Nodes,
     pub(crate) jobs: Vec<Option<Job>>,
-    free_jobs: Vec<JobSlot>,
+    pub(crate) free_jobs: Vec<JobSlot>,
     pub(crate) job_by_id: HashMap<JobId, JobSlot>,
     pub(crate) containers: Vec<ContainerEntry>,
-    free_containers: Vec<u32>,
+    pub(crate) free_containers: Vec<u32>,
     pub(crate) users: Vec<User>,
     user_by_name: HashMap<String, u32>,
     pub(crate) decisions: Vec<Decision>,
     pub(crate) now: Time,
-    /// Scheduling pass number; `blocked_pass` marks compare against it.
+    /// Scheduling pass number; the per-pass marks of queues and leaves compare against it.
     pub(crate) pass: u64,
     pub(crate) next_seq: u64,
     /// Steady shares need recomputing (tree or cluster size changed).
@@ -48,12 +48,30 @@ pub struct Engine {
     pub(crate) job_shares_dirty: BTreeSet<QueueIx>,
     /// Preemption kill times: (kill_at, container).
     pub(crate) kills: BinaryHeap<Reverse<(Time, ContainerId)>>,
-    /// Starvation timers: (when a job or leaf becomes starved, job slot or leaf).
+    /// Starvation timers: when a job or leaf may become starved, or a job's starvation is to
+    /// be checked again after preemption was tried for it.
     pub(crate) starvation_timers: BinaryHeap<Reverse<(Time, Starver)>>,
-    /// Jobs whose usage or demand changed since the last starvation check.
+    /// Jobs whose usage, demand, share or state changed since the last starvation check.
     pub(crate) starvation_dirty: BTreeSet<JobSlot>,
-    /// Jobs known to be starved past their timeout, retried until fed.
+    /// Leaves whose min share changed (the cluster's size did) since the last check.
+    pub(crate) min_share_dirty: BTreeSet<QueueIx>,
+    /// Jobs and leaves starved past their timeout as of the last check.
     pub(crate) starved: BTreeSet<Starver>,
+    /// Whether cluster utilization was above the preemption threshold at the end of the last
+    /// pass (YARN's `shouldAttemptPreemption`); starvation is looked at only while it is.
+    pub(crate) gate_open: bool,
+    /// When the gate last closed: the last time starvation was looked at.
+    pub(crate) gate_closed_at: Time,
+    /// Reservations made, turned into containers, and let go unused, since the start.
+    pub(crate) reservation_counts: crate::reservation::ReservationStats,
+    /// The pass, and the container sizes for which no node could be reserved in it: larger
+    /// ones are not looked for again in that pass (holds change only before placement).
+    pub(crate) reserve_misses: (u64, Vec<Resources>),
+    /// Jobs given min-share starvation in the last preemption pass (reset at the next).
+    pub(crate) min_share_given: Vec<JobSlot>,
+    /// Sum of every job's pending demand, runnable or not; inputs that would make it overflow
+    /// are refused, so every sum of pending demand in the engine stays exact.
+    pub(crate) total_pending: Resources,
 }
 
 /// Something that can starve: a job (fair share) or a leaf queue (min share).
@@ -69,6 +87,7 @@ impl Engine {
         if config.scheduler.mode != Mode::Fair {
             return Err(EngineError::Config { reason: "only fair mode is available".to_string() });
         }
+        let rounding = config.scheduler.rounding;
         let mut queues = Vec::with_capacity(config.queues.len());
         let mut queue_by_path = HashMap::new();
         for (i, q) in config.queues.iter().enumerate() {
@@ -79,11 +98,12 @@ impl Engine {
                 parent: q.parent.map(|p| p as QueueIx),
                 children: q.children.iter().map(|&c| c as QueueIx).collect(),
                 subtree_end: 0,
-                weight: q.weight,
+                weight: crate::fair_share::weight(q.weight, rounding),
                 policy: q.policy,
+                parent_policy: q.parent.map_or(q.policy, |p| config.queues[p].policy),
                 priority: q.priority,
                 max_running_apps: q.max_running_apps,
-                max_am_share: q.max_am_share,
+                am_share: q.am_share,
                 allow_preemption_from: q.allow_preemption_from,
                 fair_share_timeout: q.fair_share_preemption_timeout,
                 fair_share_threshold: q.fair_share_preemption_threshold,
@@ -101,10 +121,19 @@ impl Engine {
                 steady: Resources::ZERO,
                 instantaneous: Resources::ZERO,
                 ready: BTreeSet::new(),
+                ready_am: BTreeSet::new(),
+                am_blocked_pass: 0,
+                am_shapes: Default::default(),
+                cursor: [None, None],
+                ahead: [Vec::new(), Vec::new()],
+                failed: (0, Vec::new()),
+                holders: 0,
                 ready_jobs: 0,
                 ready_shapes: Default::default(),
+                smallest: Resources::ZERO,
                 exhausted_pass: 0,
-                below_min_since: None,
+                min_clock: None,
+                min_timer: None,
             });
         }
         for i in (0..queues.len()).rev() {
@@ -137,7 +166,14 @@ impl Engine {
             kills: BinaryHeap::new(),
             starvation_timers: BinaryHeap::new(),
             starvation_dirty: BTreeSet::new(),
+            min_share_dirty: BTreeSet::new(),
             starved: BTreeSet::new(),
+            gate_open: false,
+            gate_closed_at: Time::ZERO,
+            reservation_counts: Default::default(),
+            total_pending: Resources::ZERO,
+            min_share_given: Vec::new(),
+            reserve_misses: (0, Vec::new()),
         };
         engine.resolve_limits();
         Ok(engine)
@@ -186,9 +222,13 @@ impl Engine {
     /// Min and max as resources, now that the cluster's size is known.
     fn resolve_limits(&mut self) {
         let total = self.nodes.total;
-        for (q, c) in self.queues.iter_mut().zip(self.config.queues.iter()) {
+        let preemption = self.config.scheduler.preemption.enabled;
+        for (i, (q, c)) in self.queues.iter_mut().zip(self.config.queues.iter()).enumerate() {
             q.min = c.min.resolve(&total);
             q.max = c.max.resolve(&total).component_max(&q.min);
+            if preemption && q.is_leaf() && !q.min.is_zero() {
+                self.min_share_dirty.insert(i as QueueIx);
+            }
         }
         self.steady_dirty = true;
         self.shares_dirty = true;
@@ -213,6 +253,10 @@ impl Engine {
         if let Some(dup) = specs.iter().find(|s| self.nodes.by_id.contains_key(&s.id) || !seen.insert(s.id)) {
             return Err(EngineError::DuplicateNode { node: dup.id });
         }
+        let added = specs.iter().try_fold(self.nodes.total, |t, s| checked_add(&t, &s.resources));
+        if added.is_none_or(|t| largest(&t) == u64::MAX) {
+            return Err(EngineError::ClusterTooLarge { nodes: specs.len() });
+        }
         for spec in &specs {
             self.nodes.add(spec);
         }
@@ -234,8 +278,8 @@ impl Engine {
         for &c in &lost {
             self.release_container(c);
         }
-        for job in self.jobs.iter_mut().flatten() {
-            job.reservations.retain(|&n| n != slot);
+        if let Some(job) = self.nodes.slots[slot as usize].held_for() {
+            self.release_hold(slot, job, false);
         }
         self.nodes.remove(slot);
         self.resolve_limits();
@@ -250,6 +294,7 @@ impl Engine {
         if spec.requests.iter().any(|r| r.resources.is_zero()) {
             return Err(EngineError::EmptyRequest { job: spec.id });
         }
+        let requests = self.normalize(spec.id, spec.requests)?;
         let leaf = match self.queue_by_path.get(&spec.queue) {
             Some(&q) if self.queues[q as usize].is_leaf() => q,
             Some(_) => {
@@ -270,7 +315,6 @@ impl Engine {
             user,
             priority: spec.priority.unwrap_or(self.queues[leaf as usize].priority),
             submit_time: spec.submit_time,
-            start_time: now,
             state: JobState::Waiting,
             requests: VecDeque::new(),
             pending: Resources::ZERO,
@@ -278,16 +322,19 @@ impl Engine {
             usage: Resources::ZERO,
             containers: BTreeSet::new(),
             am_started: false,
+            am_running: false,
             fair_share: Resources::ZERO,
-            blocked_pass: 0,
             ready: None,
-            below_fair_since: None,
+            // YARN starts lastTimeAtFairShare at the app's start.
+            fair_clock: Some(now),
+            fair_timer: None,
+            min_share_starvation: Resources::ZERO,
             incoming: Resources::ZERO,
             outgoing: Resources::ZERO,
             reservations: Vec::new(),
             last_preempted: None,
             preempted_count: 0,
-            preempt_retry_at: Time::ZERO,
+            recheck_at: Time::ZERO,
         };
         let slot = match self.free_jobs.pop() {
             Some(s) => {
@@ -300,7 +347,7 @@ impl Engine {
             }
         };
         self.job_by_id.insert(spec.id, slot);
-        self.add_requests(slot, spec.requests);
+        self.add_requests(slot, requests);
         self.admit_or_wait(slot);
         Ok(())
     }
@@ -331,191 +378,18 @@ impl Engine {
     pub(crate) fn path_up(&self, leaf: QueueIx) -> impl Iterator<Item = QueueIx> + '_ {
         std::iter::successors(Some(leaf), move |&q| self.queues[q as usize].parent)
     }
+}
 
-    pub fn on_requests_added(
-        &mut self,
-        now: Time,
-        job: JobId,
-        requests: Vec<Request>,
-    ) -> Result<(), EngineError> {
-        self.advance(now)?;
-        let slot = self.slot_of(job)?;
-        if requests.iter().any(|r| r.resources.is_zero()) {
-            return Err(EngineError::EmptyRequest { job });
-        }
-        self.add_requests(slot, requests);
-        Ok(())
-    }
+/// Componentwise checked sum; `None` on overflow.
+pub(crate) fn checked_add(a: &Resources, b: &Resources) -> Option<Resources> {
+    Some(Resources::new(
+        a.cpu.checked_add(b.cpu)?,
+        a.memory.checked_add(b.memory)?,
+        a.gpu.checked_add(b.gpu)?,
+    ))
+}
 
-    fn add_requests(&mut self, slot: JobSlot, requests: Vec<Request>) {
-        let step = self.config.scheduler.increment;
-        let mut added = Resources::ZERO;
-        let mut count = 0u64;
-        let j = self.job_mut(slot);
-        for mut r in requests {
-            if r.count == 0 {
-                continue;
-            }
-            r.resources = r.resources.round_up_to(&step);
-            added += r.resources.times(r.count as u64);
-            count += r.count as u64;
-            j.requests.push_back(r);
-        }
-        j.pending += added;
-        j.pending_containers += count;
-        let (leaf, runnable) = (j.leaf, j.state == JobState::Runnable);
-        if runnable {
-            self.change_pending(leaf, added, count, true);
-            self.touched(slot);
-        }
-    }
-
-    /// Add (or remove) pending demand on a leaf and its ancestors.
-    pub(crate) fn change_pending(&mut self, leaf: QueueIx, r: Resources, count: u64, add: bool) {
-        let mut q = Some(leaf);
-        while let Some(ix) = q {
-            let queue = &mut self.queues[ix as usize];
-            if add {
-                queue.pending += r;
-                queue.pending_containers += count;
-            } else {
-                queue.pending -= r;
-                queue.pending_containers -= count;
-            }
-            q = queue.parent;
-        }
-    }
-
-    pub fn on_requests_cleared(&mut self, now: Time, job: JobId) -> Result<(), EngineError> {
-        self.advance(now)?;
-        let slot = self.slot_of(job)?;
-        self.clear_requests(slot);
-        Ok(())
-    }
-
-    pub(crate) fn clear_requests(&mut self, slot: JobSlot) {
-        let j = self.job_mut(slot);
-        let (r, n) = (j.pending, j.pending_containers);
-        j.requests.clear();
-        j.pending = Resources::ZERO;
-        j.pending_containers = 0;
-        let (leaf, runnable) = (j.leaf, j.state == JobState::Runnable);
-        if runnable {
-            self.change_pending(leaf, r, n, false);
-            self.touched(slot);
-        }
-        self.drop_reservations(slot);
-    }
-
-    pub fn on_container_finished(&mut self, now: Time, container: ContainerId) -> Result<(), EngineError> {
-        self.advance(now)?;
-        if self.container(container).is_none() {
-            return Err(EngineError::UnknownContainer { container });
-        }
-        self.release_container(container);
-        Ok(())
-    }
-
-    pub(crate) fn container(&self, id: ContainerId) -> Option<&Container> {
-        let e = self.containers.get(id.slot())?;
-        if e.generation != id.generation() {
-            return None;
-        }
-        e.container.as_ref()
-    }
-
-    pub(crate) fn new_container(&mut self, make: impl FnOnce(ContainerId) -> Container) -> ContainerId {
-        let slot = match self.free_containers.pop() {
-            Some(s) => s,
-            None => {
-                self.containers.push(ContainerEntry::default());
-                (self.containers.len() - 1) as u32
-            }
-        };
-        let e = &mut self.containers[slot as usize];
-        let id = ContainerId::new(slot, e.generation);
-        e.container = Some(make(id));
-        id
-    }
-
-    /// Give a container's resources back everywhere: node, job, queues, preemption bookkeeping.
-    pub(crate) fn release_container(&mut self, id: ContainerId) -> Option<Container> {
-        let e = &mut self.containers[id.slot()];
-        let c = e.container.take()?;
-        e.generation = e.generation.wrapping_add(1);
-        self.free_containers.push(id.slot() as u32);
-        self.nodes.release(c.node, &c.resources);
-        if let Some(m) = &c.preemption {
-            self.nodes.slots[c.node as usize].marked -= c.resources;
-            if let Some(j) = self.jobs[m.for_job as usize].as_mut() {
-                j.incoming -= c.resources;
-            }
-        }
-        let (leaf, am) = {
-            let j = self.job_mut(c.job);
-            j.usage -= c.resources;
-            j.containers.remove(&(c.seq, c.id));
-            if c.preemption.is_some() {
-                j.outgoing -= c.resources;
-            }
-            (j.leaf, c.am)
-        };
-        let mut q = Some(leaf);
-        while let Some(ix) = q {
-            let queue = &mut self.queues[ix as usize];
-            queue.usage -= c.resources;
-            q = queue.parent;
-        }
-        if am {
-            self.queues[leaf as usize].am_usage -= c.resources;
-        }
-        self.touched(c.job);
-        Some(c)
-    }
-
-    pub fn on_job_finished(&mut self, now: Time, job: JobId) -> Result<(), EngineError> {
-        self.advance(now)?;
-        let slot = self.slot_of(job)?;
-        let held: Vec<ContainerId> = self.job(slot).containers.iter().map(|&(_, c)| c).collect();
-        for c in held {
-            self.release_container(c);
-        }
-        self.clear_requests(slot);
-        self.leave(slot);
-        self.unready(slot);
-        // Preemption on this job's behalf stops: its victims keep running.
-        let preempting_for_it = !self.job(slot).incoming.is_zero();
-        for e in self.containers.iter_mut().filter(|_| preempting_for_it) {
-            if let Some(c) = e.container.as_mut() {
-                if c.preemption.as_ref().is_some_and(|m| m.for_job == slot) {
-                    let r = c.resources;
-                    c.preemption = None;
-                    self.nodes.slots[c.node as usize].marked -= r;
-                    if let Some(j) = self.jobs[c.job as usize].as_mut() {
-                        j.outgoing -= r;
-                    }
-                }
-            }
-        }
-        self.job_by_id.remove(&job);
-        self.starvation_dirty.remove(&slot);
-        self.starved.remove(&Starver::Job(slot));
-        self.jobs[slot as usize] = None;
-        self.free_jobs.push(slot);
-        Ok(())
-    }
-
-    pub(crate) fn drop_reservations(&mut self, slot: JobSlot) {
-        let nodes = std::mem::take(&mut self.job_mut(slot).reservations);
-        for n in nodes {
-            if self.nodes.slots[n as usize].reserved_for == Some(slot) {
-                self.nodes.unreserve(n);
-            }
-        }
-    }
-
-    pub(crate) fn reserve(&mut self, node: NodeSlot, job: JobSlot) {
-        self.nodes.reserve(node, job);
-        self.job_mut(job).reservations.push(node);
-    }
+/// The largest component (`u64::MAX` means unbounded, so no sum may reach it).
+pub(crate) fn largest(r: &Resources) -> u64 {
+    r.cpu.max(r.memory).max(r.gpu)
 }

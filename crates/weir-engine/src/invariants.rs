@@ -61,6 +61,52 @@ impl Engine {
                 return Err(format!("{}: containers hold {sum} but the node counts {}", n.id, n.used));
             }
         }
+        let mut all_pending = Resources::ZERO;
+        for (slot, j) in self.jobs.iter().enumerate() {
+            let Some(j) = j else { continue };
+            all_pending += j.pending;
+            for &n in &j.reservations {
+                if self.nodes.slots[n as usize].held_for() != Some(slot as u32) {
+                    return Err(format!("{} lists node slot {n} as held for it, but the node is not", j.id));
+                }
+            }
+        }
+        let mut holders = vec![0u32; self.queues.len()];
+        for j in self.jobs.iter().flatten() {
+            holders[j.leaf as usize] += u32::from(!j.reservations.is_empty());
+        }
+        if let Some((q, _)) = self.queues.iter().zip(&holders).find(|(q, &h)| q.holders != h) {
+            return Err(format!("{}: {} jobs counted as holding nodes", q.path, q.holders));
+        }
+        if all_pending != self.total_pending {
+            return Err(format!(
+                "jobs want {all_pending} in all but the engine counts {}",
+                self.total_pending
+            ));
+        }
+        let reserved = self
+            .nodes
+            .reserved
+            .iter()
+            .filter(|&&n| self.hold_kind(n) == Some(crate::nodes::Hold::Reserved))
+            .count();
+        if reserved as u64 != self.reservation_counts.active {
+            return Err(format!("{reserved} nodes reserved but {} counted", self.reservation_counts.active));
+        }
+        for &n in &self.nodes.reserved {
+            let node = &self.nodes.slots[n as usize];
+            let Some(job) = node.held_for() else {
+                return Err(format!("{} is listed as held but is not", node.id));
+            };
+            if !self
+                .jobs
+                .get(job as usize)
+                .and_then(|j| j.as_ref())
+                .is_some_and(|j| j.reservations.contains(&n))
+            {
+                return Err(format!("{} is held for job slot {job}, which does not list it", node.id));
+            }
+        }
         let mut usage = vec![Resources::ZERO; self.queues.len()];
         let mut pending = vec![Resources::ZERO; self.queues.len()];
         let mut running = vec![0u32; self.queues.len()];

@@ -19,6 +19,26 @@ pub(crate) type PromotionKey = (i64, u64, u64);
 /// Where a ready job stands in its leaf's order: smaller is served first (see `ready.rs`).
 pub(crate) type JobKey = ([u64; 3], u64, u64);
 
+/// A ready job in its lane: its key, its slot (unique: the order is the key's), and the size
+/// of its next container, so that limits can be checked without reading the job's record.
+pub(crate) type ReadyEntry = (JobKey, JobSlot, Shape);
+
+/// A container size as an ordered value (cpu, memory, gpu).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub(crate) struct Shape([u64; 3]);
+
+impl From<Resources> for Shape {
+    fn from(r: Resources) -> Shape {
+        Shape([r.cpu, r.memory, r.gpu])
+    }
+}
+
+impl From<Shape> for Resources {
+    fn from(s: Shape) -> Resources {
+        Resources::new(s.0[0], s.0[1], s.0[2])
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Queue {
     pub path: QueuePath,
@@ -27,11 +47,16 @@ pub(crate) struct Queue {
     pub children: Vec<QueueIx>,
     /// One past the last queue of this subtree: the subtree is `self..subtree_end` in preorder.
     pub subtree_end: QueueIx,
+    /// As YARN holds it: a Java float under `rounding: yarn`.
     pub weight: f64,
     pub policy: Policy,
+    /// The policy that computes this queue's fair share: its parent's (root: its own). A fair
+    /// parent computes memory only, so YARN sees no cpu in the share (see `am_limit`).
+    pub parent_policy: Policy,
     pub priority: i32,
     pub max_running_apps: Option<u32>,
-    pub max_am_share: Option<f64>,
+    /// The AM share applied to this leaf (`None`: no check).
+    pub am_share: Option<f64>,
     pub allow_preemption_from: bool,
     pub fair_share_timeout: Option<Duration>,
     pub fair_share_threshold: f64,
@@ -56,18 +81,47 @@ pub(crate) struct Queue {
     pub waiting: BTreeSet<(PromotionKey, JobSlot)>,
     pub steady: Resources,
     pub instantaneous: Resources,
-    /// Leaves only: runnable jobs with pending containers not blocked in this pass, in order.
-    pub ready: BTreeSet<(JobKey, JobSlot)>,
+    /// Leaves only: runnable jobs with pending containers whose next container is not an AM,
+    /// in the leaf's order.
+    pub ready: BTreeSet<ReadyEntry>,
+    /// Leaves only: the ready jobs whose next container is an application master, in the same
+    /// order. A separate lane so that once one AM fails the AM share in a pass, the others are
+    /// passed over at once (the limit only tightens as a pass places containers).
+    pub ready_am: BTreeSet<ReadyEntry>,
+    /// Leaves only: the pass in which even the smallest AM of the lane failed the AM share.
+    pub am_blocked_pass: u64,
+    /// Leaves only, one per lane (`ready`, `ready_am`): the pass, and the last entry up to
+    /// which every job failed to place in that pass. A failed job keeps its place and its
+    /// counts; only its turn is skipped until the pass ends (nothing placed in a pass can make
+    /// it fit). The cursor saves walking past them again.
+    pub cursor: [Option<(u64, ReadyEntry)>; 2],
+    /// Leaves only: the pass, and the jobs that failed to place in it (few: kept here rather
+    /// than on the jobs, so walking a lane does not touch every job's record).
+    pub failed: (u64, Vec<JobSlot>),
+    /// Leaves only, per lane: entries placed at or before the cursor during its pass (a job
+    /// whose AM just started moves to the other lane): they have not failed.
+    pub ahead: [Vec<ReadyEntry>; 2],
+    /// Leaves only: how many of its jobs hold a node (they try their held nodes even when a
+    /// request as large already found no node in the pass).
+    pub holders: u32,
+    /// Leaves only: the sizes of the AMs in `ready_am`, per resource, counted.
+    pub am_shapes: [BTreeMap<u64, u32>; 3],
     /// Ready jobs in the subtree.
     pub ready_jobs: u32,
     /// The next request sizes of the ready jobs in the subtree, per resource, counted, so the
     /// smallest is at hand: a subtree whose smallest request cannot fit is skipped.
     pub ready_shapes: [BTreeMap<u64, u32>; 3],
+    /// The componentwise smallest of `ready_shapes`, kept at hand: it is read for every
+    /// child a pass looks at once a request has failed.
+    pub smallest: Resources,
     /// The pass in which nothing under this queue could be placed; it is skipped for the rest
     /// of that pass (the componentwise smallest request can miss that every one is too big).
     pub exhausted_pass: u64,
-    /// Leaves only: since when usage has been below min(min share, demand).
-    pub below_min_since: Option<Time>,
+    /// Leaves only: YARN's `lastTimeAtMinShare`. `None` while the leaf is at its min share;
+    /// else the last time it was seen there (see `starvation.rs`).
+    pub min_clock: Option<Time>,
+    /// Leaves only: when the min-share timer last set for it falls due.
+    pub min_timer: Option<Time>,
 }
 
 impl Queue {
@@ -75,6 +129,9 @@ impl Queue {
         self.children.is_empty()
     }
 
+    /// Usage plus pending requests. YARN caps a queue's demand at its max share
+    /// (`FSLeafQueue.updateDemand`), but no rule can tell the difference: demand is only ever
+    /// compared with a min share, and the effective max is at least the min.
     pub fn demand(&self) -> Resources {
         self.usage + self.pending
     }
@@ -93,9 +150,8 @@ pub(crate) struct Job {
     pub leaf: QueueIx,
     pub user: u32,
     pub priority: i32,
+    /// YARN's app start time: ordering ties break on it, then on the id.
     pub submit_time: Time,
-    /// When it became runnable; ties in ordering break on it.
-    pub start_time: Time,
     pub state: JobState,
     pub requests: VecDeque<Request>,
     pub pending: Resources,
@@ -103,24 +159,32 @@ pub(crate) struct Job {
     pub usage: Resources,
     /// Containers held, in start order (newest last).
     pub containers: BTreeSet<(u64, ContainerId)>,
+    /// Whether it ever started a container (its first one is its AM).
     pub am_started: bool,
+    /// Whether it holds a live application master (YARN's `isAmRunning`).
+    pub am_running: bool,
     pub fair_share: Resources,
-    pub blocked_pass: u64,
-    /// Its key and next request size while it is in its leaf's `ready` set.
-    pub ready: Option<(JobKey, Resources)>,
-    /// Since when usage has been below `threshold × min(fair share, demand)`.
-    pub below_fair_since: Option<Time>,
+    /// Its key, next request size and lane (AM or not) while it is in a ready set of its leaf.
+    pub ready: Option<(JobKey, Resources, bool)>,
+    /// YARN's `lastTimeAtFairShare`: `None` while it is seen at its fair-share target; else
+    /// the last time it was (see `starvation.rs`).
+    pub fair_clock: Option<Time>,
+    /// When the starvation timer last set for it falls due.
+    pub fair_timer: Option<Time>,
+    /// Min-share starvation of its leaf attributed to it in the last preemption pass.
+    pub min_share_starvation: Resources,
     /// Resources being freed on its behalf by preemptions not yet carried out.
     pub incoming: Resources,
     /// Resources of its own containers marked for preemption.
     pub outgoing: Resources,
-    /// Nodes held for it while preempted containers drain.
+    /// Nodes held for it: reserved for its next container, or where preempted room drains.
     pub reservations: Vec<NodeSlot>,
     /// The last reason this job lost a container, and how many it lost in all.
     pub last_preempted: Option<PreemptReason>,
     pub preempted_count: u64,
-    /// Not before this time will preemption be tried again for it (after finding no victim).
-    pub preempt_retry_at: Time,
+    /// Not before this time is its starvation checked again (YARN's `nextStarvationCheck`:
+    /// set after preemption was tried for it).
+    pub recheck_at: Time,
 }
 
 impl Job {

@@ -9,6 +9,7 @@ use weir_model::{ClusterConfig, QueuePath, Resources, Time};
 const CLUSTER: &str = r#"
 version: 1
 scheduler:
+  root_policy: drf
   preemption: {enabled: true, utilization_threshold: 0.5, kill_wait: 3s}
 tiers:
   1: {fair_share_preemption_timeout: 2s, fair_share_preemption_threshold: 0.8}
@@ -35,11 +36,35 @@ const LEAVES: [&str; 5] = ["ads.t1", "ads.t3", "search.t1", "search.t3", "defaul
 
 #[derive(Clone, Debug)]
 enum Op {
-    Submit { leaf: usize, cpu: u64, mem: u64, count: u32, priority: Option<i32> },
-    More { job: usize, count: u32 },
-    FinishSome { job: usize, n: usize },
-    FinishJob { job: usize },
-    Tick { secs: u64 },
+    Submit {
+        leaf: usize,
+        cpu: u64,
+        mem: u64,
+        count: u32,
+        priority: Option<i32>,
+    },
+    More {
+        job: usize,
+        count: u32,
+    },
+    FinishSome {
+        job: usize,
+        n: usize,
+    },
+    FinishJob {
+        job: usize,
+    },
+    Tick {
+        secs: u64,
+    },
+    /// A container larger than most free room: provokes reservations.
+    Large {
+        job: usize,
+    },
+    /// A job's application master ends and is asked for again (as an AM).
+    LoseAm {
+        job: usize,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -51,6 +76,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0usize..30, 1usize..6).prop_map(|(job, n)| Op::FinishSome { job, n }),
         1 => (0usize..30).prop_map(|job| Op::FinishJob { job }),
         3 => (1u64..8).prop_map(|secs| Op::Tick { secs }),
+        1 => (0usize..30).prop_map(|job| Op::Large { job }),
+        1 => (0usize..30).prop_map(|job| Op::LoseAm { job }),
     ]
 }
 
@@ -62,6 +89,7 @@ fn run(ops: &[Op]) -> Result<Vec<Decision>, TestCaseError> {
     let mut next_id = 0u64;
     let mut live: Vec<u64> = Vec::new();
     let mut running: Vec<(u64, weir_engine::ContainerId)> = Vec::new();
+    let mut ams: Vec<(u64, weir_engine::ContainerId)> = Vec::new();
     let mut log = Vec::new();
     for op in ops {
         match *op {
@@ -92,30 +120,58 @@ fn run(ops: &[Op]) -> Result<Vec<Decision>, TestCaseError> {
             Op::FinishSome { job, n } => {
                 let mut done = 0;
                 let target = live.get(job % live.len().max(1)).copied();
+                let mut ended = Vec::new();
                 running.retain(|&(j, c)| {
                     if Some(j) == target && done < n {
                         done += 1;
                         engine.on_container_finished(now, c).unwrap();
+                        ended.push(c);
                         false
                     } else {
                         true
                     }
                 });
+                ams.retain(|(_, c)| !ended.contains(c));
             }
             Op::FinishJob { job } => {
                 if !live.is_empty() {
                     let id = live.remove(job % live.len());
                     engine.on_job_finished(now, JobId(id)).unwrap();
                     running.retain(|&(j, _)| j != id);
+                    ams.retain(|&(j, _)| j != id);
                 }
             }
             Op::Tick { secs } => now = Time(now.0 + secs * 1000),
+            Op::Large { job } => {
+                if let Some(&id) = live.get(job % live.len().max(1)) {
+                    let big = vec![Request::new(Resources::new(4000, 12288, 0), 1)];
+                    engine.on_requests_added(now, JobId(id), big).unwrap();
+                }
+            }
+            Op::LoseAm { job } => {
+                let target = live.get(job % live.len().max(1)).copied();
+                if let Some(pos) = ams.iter().position(|&(j, _)| Some(j) == target) {
+                    let (id, c) = ams.remove(pos);
+                    engine.on_container_finished(now, c).unwrap();
+                    running.retain(|&(_, r)| r != c);
+                    let again = vec![Request::new(Resources::new(500, 1024, 0), 1).as_am()];
+                    engine.on_requests_added(now, JobId(id), again).unwrap();
+                }
+            }
         }
         let decisions = engine.schedule(now);
         for d in &decisions {
             match d {
-                Decision::StartContainer { container, job, .. } => running.push((job.0, *container)),
-                Decision::KillContainer { container, .. } => running.retain(|&(_, c)| c != *container),
+                Decision::StartContainer { container, job, am, .. } => {
+                    running.push((job.0, *container));
+                    if *am {
+                        ams.push((job.0, *container));
+                    }
+                }
+                Decision::KillContainer { container, .. } => {
+                    running.retain(|&(_, c)| c != *container);
+                    ams.retain(|&(_, c)| c != *container);
+                }
                 Decision::PreemptContainer { job, .. } => {
                     let e = engine.explain(*job).unwrap();
                     let left = e.usage - e.marked;

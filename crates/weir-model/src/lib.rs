@@ -10,6 +10,7 @@
 
 pub mod cluster;
 pub mod cluster_file;
+mod cluster_validation;
 mod dag;
 pub mod error;
 pub mod placement;

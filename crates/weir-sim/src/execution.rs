@@ -130,7 +130,7 @@ impl Simulation {
             .collect();
         let mut requests = Vec::new();
         if let Some(am) = self.config.am {
-            requests.push(Request::new(am, 1).tagged(AM_TAG));
+            requests.push(Request::new(am, 1).tagged(AM_TAG).as_am());
         }
         let mut empty_roots = Vec::new();
         for (s, stage) in tmpl.stages.iter().enumerate() {
@@ -172,7 +172,7 @@ impl Simulation {
         self.runs[run as usize].jobs[template as usize] = Some(id);
         self.metrics.jobs_submitted += 1;
         self.metrics.touch(leaf);
-        self.engine.on_job_submitted(self.now, spec).map_err(|e| self.internal(e))?;
+        self.engine.on_job_submitted(self.now, spec).map_err(|e| self.refused(e))?;
         for s in empty_roots {
             self.stage_done(id, s)?;
         }
@@ -311,10 +311,12 @@ impl Simulation {
                 [t.stage as usize];
             (s.resources, u64::from(t.stage))
         };
+        // A lost AM is asked for again as an AM: it goes first and counts against the AM share.
         let request = Request::new(resources, 1).tagged(tag);
+        let request = if t.stage == AM_STAGE { request.as_am() } else { request };
         self.engine
             .on_requests_added(self.now, JobId(u64::from(t.job)), vec![request])
-            .map_err(|e| self.internal(e))
+            .map_err(|e| self.refused(e))
     }
 
     /// A stage finished: release the stages waiting only for it (a stage without tasks finishes
@@ -343,7 +345,7 @@ impl Simulation {
         if !requests.is_empty() {
             self.engine
                 .on_requests_added(self.now, JobId(u64::from(job)), requests)
-                .map_err(|e| self.internal(e))?;
+                .map_err(|e| self.refused(e))?;
         }
         Ok(())
     }

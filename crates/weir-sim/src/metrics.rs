@@ -76,6 +76,8 @@ pub(crate) struct Metrics {
     pub containers_lost: u64,
     /// Container-milliseconds of work thrown away by preemption and node failures.
     pub wasted_ms: u128,
+    /// ∫ reserved nodes dt, in node-milliseconds.
+    pub reserved_node_ms: u128,
 }
 
 const KINDS: [fn(&Resources) -> u64; 3] = [|r| r.cpu, |r| r.memory, |r| r.gpu];
@@ -104,6 +106,7 @@ impl Metrics {
             node_failures: 0,
             containers_lost: 0,
             wasted_ms: 0,
+            reserved_node_ms: 0,
         }
     }
 
@@ -128,6 +131,7 @@ impl Metrics {
             self.used_integral[k] += u128::from(get(&used)) * dt;
             self.total_integral[k] += u128::from(get(&total)) * dt;
         }
+        self.reserved_node_ms += u128::from(engine.reservation_stats().active) * dt;
         if self.next_sample >= to {
             return;
         }

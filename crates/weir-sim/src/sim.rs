@@ -366,6 +366,15 @@ impl Simulation {
         }
     }
 
+    /// An input the engine refused: demand too large to count is the workload's doing (too
+    /// many huge jobs at once); anything else is a simulator bug.
+    pub(crate) fn refused(&self, e: weir_engine::EngineError) -> SimError {
+        match e {
+            weir_engine::EngineError::DemandOverflow { .. } => SimError::Engine(e),
+            other => self.internal(other),
+        }
+    }
+
     pub(crate) fn internal(&self, e: impl std::fmt::Display) -> SimError {
         SimError::Internal { at: self.now, seed: self.config.seed, problem: e.to_string() }
     }
@@ -451,7 +460,6 @@ fn plan(
 ) -> Result<Vec<Plan>, SimError> {
     let largest = nodes.iter().fold(Resources::ZERO, |a, n| a.component_max(&n.resources));
     let fits_somewhere = |r: &Resources| nodes.iter().any(|n| r.fits_in(&n.resources));
-    let step = cluster.scheduler.increment;
     let mut plans = Vec::with_capacity(workload.workflows.len());
     for (w, wf) in workload.workflows.iter().enumerate() {
         let leaf = match cluster.find(&wf.queue) {
@@ -485,7 +493,7 @@ fn plan(
                 for &u in &stage.after {
                     next[u].push(s as u32);
                 }
-                let needs = stage.resources.round_up_to(&step);
+                let needs = cluster.scheduler.normalize(&stage.resources);
                 if !fits_somewhere(&needs) {
                     return Err(SimError::TaskTooLarge {
                         workflow: wf.name.clone(),
@@ -498,7 +506,7 @@ fn plan(
             }
             stage_next.push(next);
         }
-        if let Some(am) = config.am.map(|r| r.round_up_to(&step)) {
+        if let Some(am) = config.am.map(|r| cluster.scheduler.normalize(&r)) {
             if !fits_somewhere(&am) {
                 return Err(SimError::Setting {
                     setting: "am",

@@ -98,7 +98,7 @@ fn queue_properties(x: &mut XmlOut, cfg: &ClusterConfig, ix: QueueIndex) {
             property(x, &format!("{PREFIX}.{path}.maximum-am-resource-percent"), &num(s), None);
         }
         let (policy, note) = match q.policy {
-            Policy::Fifo => ("fifo", None),
+            Policy::Fifo | Policy::Priority => ("fifo", None),
             Policy::Fair => ("fair", None),
             Policy::Drf => {
                 ("fair", Some("weir policy drf: set the resource-calculator to DominantResourceCalculator"))

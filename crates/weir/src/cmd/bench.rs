@@ -73,6 +73,13 @@ struct EngineBench {
     /// Seed of the synthetic workload.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The leaves' AM share (scheduler.queue_max_am_share_default; -1 = no AM limit, as
+    /// weir had before it followed YARN's 0.5).
+    #[arg(long, default_value_t = 0.5, allow_negative_numbers = true, value_name = "F")]
+    am_share: f64,
+    /// scheduler.reservable_nodes (0 = no reservations, as weir had before it followed YARN).
+    #[arg(long, default_value_t = 0.05, value_name = "F")]
+    reservable_nodes: f64,
 }
 
 pub fn run(args: &BenchArgs) -> Result<()> {
@@ -90,7 +97,12 @@ fn engine(a: &EngineBench) -> Result<()> {
     if cfg!(debug_assertions) {
         eprintln!("warning: this is a debug build; measure with `cargo run --release -- bench engine`");
     }
-    let config = synthetic::cluster(a.nodes, a.leaves, SchedulerSpec::default());
+    let scheduler = SchedulerSpec {
+        queue_max_am_share_default: Some(a.am_share),
+        reservable_nodes: Some(a.reservable_nodes),
+        ..SchedulerSpec::default()
+    };
+    let config = synthetic::cluster(a.nodes, a.leaves, scheduler);
     let leaves: Vec<QueuePath> = config.leaves().map(|q| q.path.clone()).collect();
     let mut engine = Engine::with_config_nodes(config)?;
     let mut rng = SplitMix::new(a.seed);
