@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::access::{self, AclSpec, PlacementRuleSpec, UserSpec};
 use crate::cluster_file::{
     name_queue_path, ClusterFile, LimitSpec, Mode, Policy, Promotion, QueueSpec, Rounding, TierSpec,
 };
@@ -33,6 +34,10 @@ pub struct ClusterConfig {
     pub queues: Vec<QueueConfig>,
     /// The file's placement rules, in order; every rule's queue is an existing leaf.
     pub placement: Vec<PlacementRule>,
+    /// The root's ACLs, per-user limits and the application placement policy (`access.rs`).
+    pub root_acl: Option<AclSpec>,
+    pub users: BTreeMap<String, UserSpec>,
+    pub queue_placement: Vec<PlacementRuleSpec>,
     /// The file as written, for exporters that must keep what the user set and nothing more.
     pub file: ClusterFile,
 }
@@ -109,6 +114,10 @@ pub struct QueueConfig {
     pub fair_share_preemption_timeout: Option<Duration>,
     pub fair_share_preemption_threshold: f64,
     pub min_share_preemption_timeout: Option<Duration>,
+    /// Carried for other schedulers, not enforced (see `access.rs`).
+    pub acl: Option<AclSpec>,
+    pub dynamic_parent: bool,
+    pub reservable: bool,
 }
 
 impl QueueConfig {
@@ -282,7 +291,15 @@ impl Validator {
             fair_share_preemption_timeout: root_inherit.fair_share_preemption_timeout,
             fair_share_preemption_threshold: root_inherit.fair_share_preemption_threshold,
             min_share_preemption_timeout: root_inherit.min_share_preemption_timeout,
+            acl: raw.root_acl.clone(),
+            dynamic_parent: false,
+            reservable: false,
         }];
+        if let Some(acl) = &raw.root_acl {
+            access::check_acl("root_acl", acl, &mut self.problems);
+        }
+        access::check_users(&raw.users, &mut self.problems);
+        access::check_placement_rules(&raw.queue_placement, &mut self.problems);
         if raw.queues.is_empty() {
             self.problem("queues", "the tree has no queues; jobs need at least one leaf under root");
         }
@@ -303,6 +320,9 @@ impl Validator {
             nodes,
             queues,
             placement,
+            root_acl: raw.root_acl.clone(),
+            users: raw.users.clone(),
+            queue_placement: raw.queue_placement.clone(),
             file: raw.clone(),
         }
     }
@@ -424,6 +444,23 @@ impl Validator {
                 "fifo applies to leaf queues only; use fair or drf on a parent",
             );
         }
+        if let Some(acl) = &spec.acl {
+            access::check_acl(&format!("{here}.acl"), acl, &mut self.problems);
+        }
+        for (field, set) in [("dynamic_parent", spec.dynamic_parent), ("reservable", spec.reservable)] {
+            if set == Some(true) && !leaf {
+                self.problem(
+                    format!("{here}.{field}"),
+                    "applies to a queue without children here (YARN rejects it on a parent)",
+                );
+            }
+        }
+        if spec.dynamic_parent == Some(true) && spec.reservable == Some(true) {
+            self.problem(
+                format!("{here}.reservable"),
+                "a dynamic_parent queue cannot be reservable (YARN's AllocationFileQueueParser rejects the pair)",
+            );
+        }
         let tier = match spec.tier {
             Some(t) if !TIERS.contains(&t) => {
                 self.problem(format!("{here}.tier"), not_a_tier(t));
@@ -480,6 +517,9 @@ impl Validator {
                 .min_share_preemption_timeout
                 .or(td.and_then(|t| t.min_share_preemption_timeout))
                 .or(inherit.min_share_preemption_timeout),
+            acl: spec.acl.clone(),
+            dynamic_parent: spec.dynamic_parent.unwrap_or(false),
+            reservable: spec.reservable.unwrap_or(false),
         }
     }
 
