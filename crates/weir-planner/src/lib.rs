@@ -35,4 +35,4 @@ pub use plan::{plan, IgnoredQueue, Plan, PlanInput, QueuePlan, QueueStatus, Used
 pub use settings::PlanSettings;
 pub use slo::{slo_floors, SloFloor};
 pub use summary::{ClusterSummary, Ratios, TierOrder, TierSummary, Verdict};
-pub use usage::{Interval, UsageHistory};
+pub use usage::{Interval, NameKey, UsageHistory};

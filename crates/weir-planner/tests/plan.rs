@@ -6,7 +6,9 @@ use weir_model::{
     Arrival, ClusterConfig, Distribution, Duration, JobTemplate, QueuePath, Resources, Stage, Time, Workflow,
     Workload,
 };
-use weir_planner::{plan, Plan, PlanError, PlanInput, PlanSettings, QueueStatus, UsageHistory, Verdict};
+use weir_planner::{
+    plan, NameKey, Plan, PlanError, PlanInput, PlanSettings, QueueStatus, UsageHistory, Verdict,
+};
 
 const H: u64 = 3_600_000;
 const CORES16: u64 = 16_000;
@@ -53,7 +55,7 @@ fn run(
     settings: &PlanSettings,
     workload: Option<&Workload>,
 ) -> Result<Plan, PlanError> {
-    let history = UsageHistory::read_csv(csv.as_bytes(), "usage.csv")?;
+    let history = UsageHistory::read_csv(csv.as_bytes(), "usage.csv", NameKey::default())?;
     plan(&PlanInput {
         cluster: cfg,
         history: &history,
@@ -278,7 +280,7 @@ fn the_plan_does_not_depend_on_row_order_or_threads() {
     let reversed = lines.join("\n");
     let a = run(&cfg, &csv, &s, None).unwrap();
     let b = run(&cfg, &reversed, &s, None).unwrap();
-    let history = UsageHistory::read_csv(csv.as_bytes(), "usage.csv").unwrap();
+    let history = UsageHistory::read_csv(csv.as_bytes(), "usage.csv", NameKey::default()).unwrap();
     let c = plan(&PlanInput {
         cluster: &cfg,
         history: &history,

@@ -5,7 +5,7 @@
 //! `INSTA_UPDATE=always cargo test -p weir-planner --test report` and review the diff.
 
 use weir_model::ClusterConfig;
-use weir_planner::{plan, report_html, PlanInput, PlanSettings, QueueStatus, UsageHistory, Verdict};
+use weir_planner::{plan, report_html, NameKey, PlanInput, PlanSettings, QueueStatus, UsageHistory, Verdict};
 
 fn example_plan() -> weir_planner::Plan {
     let cfg =
@@ -16,7 +16,7 @@ fn example_plan() -> weir_planner::Plan {
             .unwrap();
     assert_eq!(settings, PlanSettings::defaults_for(&cfg), "examples/plan.yaml spells out the defaults");
     let csv = include_str!("../../../examples/usage.csv");
-    let history = UsageHistory::read_csv(csv.as_bytes(), "examples/usage.csv").unwrap();
+    let history = UsageHistory::read_csv(csv.as_bytes(), "examples/usage.csv", NameKey::default()).unwrap();
     plan(&PlanInput {
         cluster: &cfg,
         history: &history,

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args;
 use weir_model::{ClusterConfig, Duration, Workload};
-use weir_planner::{plan, report_html, ExportOptions, Format, PlanInput, PlanSettings, UsageHistory};
+use weir_planner::{
+    plan, report_html, ExportOptions, Format, NameKey, PlanInput, PlanSettings, UsageHistory,
+};
 use weir_sim::{SimConfig, Simulation, Summary};
 
 use crate::cmd::simulate::{drive, horizon};
@@ -233,7 +235,16 @@ fn validate(
 /// Read usage.csv through a large buffer (histories run to gigabytes).
 pub fn read_history(path: &Path) -> Result<UsageHistory> {
     let file = fs::File::open(path).with_context(|| format!("--history: cannot read {}", path.display()))?;
-    Ok(UsageHistory::read_csv(BufReader::with_capacity(1 << 20, file), &path.display().to_string())?)
+    let reader = BufReader::with_capacity(1 << 20, file);
+    Ok(UsageHistory::read_csv(reader, &path.display().to_string(), secret_name_key())?)
+}
+
+/// A key for the history's name table that a file's author cannot predict: std's per-process
+/// random SipHash keys, drawn through two hashers (the CLI owns the process's randomness).
+pub fn secret_name_key() -> NameKey {
+    use std::hash::{BuildHasher, RandomState};
+    let state = RandomState::new();
+    NameKey(state.hash_one(1u8), state.hash_one(2u8))
 }
 
 fn write(dir: &Path, name: &str, text: &str, written: &mut Vec<String>) -> Result<()> {
