@@ -59,6 +59,11 @@ pub enum PlanError {
     #[error("{format}: queues {first} and {second} would both be named `{name}`; rename one of them")]
     NameClash { format: &'static str, name: String, first: String, second: String },
 
+    /// The target (at the version asked for) cannot hold this cluster at all; the message says
+    /// what to change.
+    #[error("{format}: {message}")]
+    Unsupported { format: &'static str, message: String },
+
     /// A value cannot be written in the target format (e.g. a YAML serializer failure).
     #[error("{format}: cannot write {what}: {message}")]
     Write { format: &'static str, what: String, message: String },

@@ -27,9 +27,9 @@ pub mod summary;
 pub mod usage;
 
 pub use error::PlanError;
-pub use export::{export, ExportOptions, Format};
+pub use export::{export, ExportOptions, Exported, Format, Version};
 pub use html::report_html;
-pub use import::{import_yarn_fair, ImportOptions, Imported};
+pub use import::{import_yarn_fair, ImportOptions, Imported, ResourceCalculator, MAX_QUEUE_DEPTH};
 pub use percentile::{LeafUsage, TimeHistogram};
 pub use plan::{plan, IgnoredQueue, Plan, PlanInput, QueuePlan, QueueStatus, Used, Window};
 pub use settings::PlanSettings;

@@ -118,10 +118,20 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     let json = serde_json::to_string_pretty(&plan)?;
     write(&args.out, "plan.json", &(json + "\n"), &mut written)?;
     let options = ExportOptions { namespace: args.namespace.clone(), ..ExportOptions::default() };
+    let mut lossy = Vec::new();
     for format in Format::ALL {
-        let text = weir_planner::export(&plan.planned, format, &options)
+        let exported = weir_planner::export(&plan.planned, format, &options)
             .with_context(|| format!("cannot export the plan as {format}"))?;
-        write(&args.out, format.file_name(), &text, &mut written)?;
+        if !exported.losses.is_empty() {
+            lossy.push(format!("{} ({})", format.file_name(), exported.losses.len()));
+        }
+        write(&args.out, format.file_name(), &exported.text, &mut written)?;
+    }
+    if !lossy.is_empty() {
+        eprintln!(
+            "weir: settings these formats cannot express are listed at the top of each file: {}",
+            lossy.join(", ")
+        );
     }
     let title = args.cluster.display().to_string();
     write(&args.out, "report.html", &report_html(&plan, &title), &mut written)?;
