@@ -216,17 +216,15 @@ fn losses_for(cfg: &ClusterConfig, modern: bool, losses: &mut Vec<String>) {
             "tiers ({tiered} leaves): written as each queue's resolved priority and preemption setting"
         ));
     }
-    if !modern {
-        if cfg.queues.iter().any(|q| q.max_running_apps.is_some())
-            || cfg.scheduler.user_max_running_apps.is_some()
-            || !cfg.users.is_empty()
-        {
-            losses.push(
-                "max_running_apps (queues and users): Hadoop before 3.3 has no max-parallel-apps \
-                 (maximum-applications would reject applications instead of queueing them)"
-                    .into(),
-            );
-        }
+    let limits = cfg.queues.iter().any(|q| q.max_running_apps.is_some())
+        || cfg.scheduler.user_max_running_apps.is_some()
+        || !cfg.users.is_empty();
+    if !modern && limits {
+        losses.push(
+            "max_running_apps (queues and users): Hadoop before 3.3 has no max-parallel-apps \
+             (maximum-applications would reject applications instead of queueing them)"
+                .into(),
+        );
     }
     if !cfg.queue_placement.is_empty() {
         losses.push(format!(
