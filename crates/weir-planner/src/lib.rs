@@ -24,15 +24,17 @@ pub mod plan;
 pub mod settings;
 pub mod slo;
 pub mod summary;
+pub mod summed;
 pub mod usage;
 
 pub use error::PlanError;
 pub use export::{export, ExportOptions, Exported, Format, Version};
-pub use html::report_html;
+pub use html::{report_html, Comparison};
 pub use import::{import_yarn_fair, ImportOptions, Imported, ResourceCalculator, MAX_QUEUE_DEPTH};
 pub use percentile::{LeafUsage, TimeHistogram};
 pub use plan::{plan, IgnoredQueue, Plan, PlanInput, QueuePlan, QueueStatus, Used, Window};
 pub use settings::PlanSettings;
 pub use slo::{slo_floors, SloFloor};
 pub use summary::{ClusterSummary, Ratios, TierOrder, TierSummary, Verdict};
+pub use summed::SummedUsage;
 pub use usage::{Interval, NameKey, UsageHistory};
