@@ -49,10 +49,8 @@ impl Engine {
     }
 
     fn make_runnable(&mut self, slot: JobSlot) {
-        let now = self.now;
         let j = self.job_mut(slot);
         j.state = JobState::Runnable;
-        j.start_time = now;
         let (leaf, user, pending, count, id) = (j.leaf, j.user, j.pending, j.pending_containers, j.id);
         let mut q = Some(leaf);
         while let Some(ix) = q {

@@ -11,7 +11,7 @@ use crate::error::EngineError;
 use crate::ids::{ContainerId, JobId, NodeId};
 use crate::input::{Input, JobSpec, NodeSpec, Request};
 use crate::nodes::Nodes;
-use crate::state::{Container, Job, JobSlot, JobState, NodeSlot, Queue, QueueIx, User};
+use crate::state::{Container, Job, JobSlot, JobState, Queue, QueueIx, User};
 
 /// A slot of the container slab; the generation makes stale ids detectable.
 #[derive(Debug, Default)]
@@ -48,12 +48,27 @@ pub struct Engine {
     pub(crate) job_shares_dirty: BTreeSet<QueueIx>,
     /// Preemption kill times: (kill_at, container).
     pub(crate) kills: BinaryHeap<Reverse<(Time, ContainerId)>>,
-    /// Starvation timers: (when a job or leaf becomes starved, job slot or leaf).
+    /// Starvation timers: when a job or leaf may become starved, or a job's starvation is to
+    /// be checked again after preemption was tried for it.
     pub(crate) starvation_timers: BinaryHeap<Reverse<(Time, Starver)>>,
-    /// Jobs whose usage or demand changed since the last starvation check.
+    /// Jobs whose usage, demand, share or state changed since the last starvation check.
     pub(crate) starvation_dirty: BTreeSet<JobSlot>,
-    /// Jobs known to be starved past their timeout, retried until fed.
+    /// Leaves whose min share changed (the cluster's size did) since the last check.
+    pub(crate) min_share_dirty: BTreeSet<QueueIx>,
+    /// Jobs and leaves starved past their timeout as of the last check.
     pub(crate) starved: BTreeSet<Starver>,
+    /// Whether cluster utilization was above the preemption threshold at the end of the last
+    /// pass (YARN's `shouldAttemptPreemption`); starvation is looked at only while it is.
+    pub(crate) gate_open: bool,
+    /// When the gate last closed: the last time starvation was looked at.
+    pub(crate) gate_closed_at: Time,
+    /// Reservations made, turned into containers, and let go unused, since the start.
+    pub(crate) reservation_counts: crate::reservation::ReservationStats,
+    /// Jobs given min-share starvation in the last preemption pass (reset at the next).
+    pub(crate) min_share_given: Vec<JobSlot>,
+    /// Sum of every job's pending demand, runnable or not; inputs that would make it overflow
+    /// are refused, so every sum of pending demand in the engine stays exact.
+    pub(crate) total_pending: Resources,
 }
 
 /// Something that can starve: a job (fair share) or a leaf queue (min share).
@@ -69,6 +84,7 @@ impl Engine {
         if config.scheduler.mode != Mode::Fair {
             return Err(EngineError::Config { reason: "only fair mode is available".to_string() });
         }
+        let rounding = config.scheduler.rounding;
         let mut queues = Vec::with_capacity(config.queues.len());
         let mut queue_by_path = HashMap::new();
         for (i, q) in config.queues.iter().enumerate() {
@@ -79,11 +95,12 @@ impl Engine {
                 parent: q.parent.map(|p| p as QueueIx),
                 children: q.children.iter().map(|&c| c as QueueIx).collect(),
                 subtree_end: 0,
-                weight: q.weight,
+                weight: crate::fair_share::weight(q.weight, rounding),
                 policy: q.policy,
+                parent_policy: q.parent.map_or(q.policy, |p| config.queues[p].policy),
                 priority: q.priority,
                 max_running_apps: q.max_running_apps,
-                max_am_share: q.max_am_share,
+                am_share: q.am_share,
                 allow_preemption_from: q.allow_preemption_from,
                 fair_share_timeout: q.fair_share_preemption_timeout,
                 fair_share_threshold: q.fair_share_preemption_threshold,
@@ -104,7 +121,8 @@ impl Engine {
                 ready_jobs: 0,
                 ready_shapes: Default::default(),
                 exhausted_pass: 0,
-                below_min_since: None,
+                min_clock: None,
+                min_timer: None,
             });
         }
         for i in (0..queues.len()).rev() {
@@ -137,7 +155,13 @@ impl Engine {
             kills: BinaryHeap::new(),
             starvation_timers: BinaryHeap::new(),
             starvation_dirty: BTreeSet::new(),
+            min_share_dirty: BTreeSet::new(),
             starved: BTreeSet::new(),
+            gate_open: false,
+            gate_closed_at: Time::ZERO,
+            reservation_counts: Default::default(),
+            total_pending: Resources::ZERO,
+            min_share_given: Vec::new(),
         };
         engine.resolve_limits();
         Ok(engine)
@@ -186,9 +210,13 @@ impl Engine {
     /// Min and max as resources, now that the cluster's size is known.
     fn resolve_limits(&mut self) {
         let total = self.nodes.total;
-        for (q, c) in self.queues.iter_mut().zip(self.config.queues.iter()) {
+        let preemption = self.config.scheduler.preemption.enabled;
+        for (i, (q, c)) in self.queues.iter_mut().zip(self.config.queues.iter()).enumerate() {
             q.min = c.min.resolve(&total);
             q.max = c.max.resolve(&total).component_max(&q.min);
+            if preemption && q.is_leaf() && !q.min.is_zero() {
+                self.min_share_dirty.insert(i as QueueIx);
+            }
         }
         self.steady_dirty = true;
         self.shares_dirty = true;
@@ -213,6 +241,10 @@ impl Engine {
         if let Some(dup) = specs.iter().find(|s| self.nodes.by_id.contains_key(&s.id) || !seen.insert(s.id)) {
             return Err(EngineError::DuplicateNode { node: dup.id });
         }
+        let added = specs.iter().try_fold(self.nodes.total, |t, s| checked_add(&t, &s.resources));
+        if added.is_none_or(|t| largest(&t) == u64::MAX) {
+            return Err(EngineError::ClusterTooLarge { nodes: specs.len() });
+        }
         for spec in &specs {
             self.nodes.add(spec);
         }
@@ -234,8 +266,8 @@ impl Engine {
         for &c in &lost {
             self.release_container(c);
         }
-        for job in self.jobs.iter_mut().flatten() {
-            job.reservations.retain(|&n| n != slot);
+        if let Some(job) = self.nodes.slots[slot as usize].held_for() {
+            self.release_hold(slot, job, false);
         }
         self.nodes.remove(slot);
         self.resolve_limits();
@@ -250,6 +282,7 @@ impl Engine {
         if spec.requests.iter().any(|r| r.resources.is_zero()) {
             return Err(EngineError::EmptyRequest { job: spec.id });
         }
+        let requests = self.normalize(spec.id, spec.requests)?;
         let leaf = match self.queue_by_path.get(&spec.queue) {
             Some(&q) if self.queues[q as usize].is_leaf() => q,
             Some(_) => {
@@ -270,7 +303,6 @@ impl Engine {
             user,
             priority: spec.priority.unwrap_or(self.queues[leaf as usize].priority),
             submit_time: spec.submit_time,
-            start_time: now,
             state: JobState::Waiting,
             requests: VecDeque::new(),
             pending: Resources::ZERO,
@@ -278,16 +310,20 @@ impl Engine {
             usage: Resources::ZERO,
             containers: BTreeSet::new(),
             am_started: false,
+            am_running: false,
             fair_share: Resources::ZERO,
             blocked_pass: 0,
             ready: None,
-            below_fair_since: None,
+            // YARN starts lastTimeAtFairShare at the app's start.
+            fair_clock: Some(now),
+            fair_timer: None,
+            min_share_starvation: Resources::ZERO,
             incoming: Resources::ZERO,
             outgoing: Resources::ZERO,
             reservations: Vec::new(),
             last_preempted: None,
             preempted_count: 0,
-            preempt_retry_at: Time::ZERO,
+            recheck_at: Time::ZERO,
         };
         let slot = match self.free_jobs.pop() {
             Some(s) => {
@@ -300,7 +336,7 @@ impl Engine {
             }
         };
         self.job_by_id.insert(spec.id, slot);
-        self.add_requests(slot, spec.requests);
+        self.add_requests(slot, requests);
         self.admit_or_wait(slot);
         Ok(())
     }
@@ -343,27 +379,52 @@ impl Engine {
         if requests.iter().any(|r| r.resources.is_zero()) {
             return Err(EngineError::EmptyRequest { job });
         }
+        let requests = self.normalize(job, requests)?;
         self.add_requests(slot, requests);
         Ok(())
     }
 
+    /// Requests as the scheduler sees them (minimum allocation, increment), refused if their
+    /// demand, added to every job's, could not be counted exactly.
+    fn normalize(&self, job: JobId, requests: Vec<Request>) -> Result<Vec<Request>, EngineError> {
+        let scheduler = &self.config.scheduler;
+        let normalized: Vec<Request> = requests
+            .into_iter()
+            .filter(|r| r.count > 0)
+            .map(|r| Request { resources: scheduler.normalize(&r.resources), ..r })
+            .collect();
+        let total = normalized.iter().try_fold(self.total_pending, |t, r| {
+            let mut many = Resources::ZERO;
+            for k in weir_model::ResourceKind::ALL {
+                many.set(k, r.resources.get(k).checked_mul(u64::from(r.count))?);
+            }
+            checked_add(&t, &many)
+        });
+        match total {
+            Some(t) if largest(&t) < u64::MAX => Ok(normalized),
+            _ => Err(EngineError::DemandOverflow { job }),
+        }
+    }
+
     fn add_requests(&mut self, slot: JobSlot, requests: Vec<Request>) {
-        let step = self.config.scheduler.increment;
         let mut added = Resources::ZERO;
         let mut count = 0u64;
         let j = self.job_mut(slot);
-        for mut r in requests {
-            if r.count == 0 {
-                continue;
-            }
-            r.resources = r.resources.round_up_to(&step);
+        for r in requests {
+            // `normalize` checked that these sums fit.
             added += r.resources.times(r.count as u64);
             count += r.count as u64;
-            j.requests.push_back(r);
+            if r.am && !j.am_running {
+                // A job without a live AM asks for one before anything else.
+                j.requests.push_front(r);
+            } else {
+                j.requests.push_back(r);
+            }
         }
         j.pending += added;
         j.pending_containers += count;
         let (leaf, runnable) = (j.leaf, j.state == JobState::Runnable);
+        self.total_pending += added;
         if runnable {
             self.change_pending(leaf, added, count, true);
             self.touched(slot);
@@ -396,6 +457,8 @@ impl Engine {
     pub(crate) fn clear_requests(&mut self, slot: JobSlot) {
         let j = self.job_mut(slot);
         let (r, n) = (j.pending, j.pending_containers);
+        self.total_pending -= r;
+        let j = self.job_mut(slot);
         j.requests.clear();
         j.pending = Resources::ZERO;
         j.pending_containers = 0;
@@ -458,6 +521,10 @@ impl Engine {
             if c.preemption.is_some() {
                 j.outgoing -= c.resources;
             }
+            if c.am {
+                // Its next AM request, if the host makes one, is served and checked as an AM.
+                j.am_running = false;
+            }
             (j.leaf, c.am)
         };
         let mut q = Some(leaf);
@@ -504,18 +571,18 @@ impl Engine {
         self.free_jobs.push(slot);
         Ok(())
     }
+}
 
-    pub(crate) fn drop_reservations(&mut self, slot: JobSlot) {
-        let nodes = std::mem::take(&mut self.job_mut(slot).reservations);
-        for n in nodes {
-            if self.nodes.slots[n as usize].reserved_for == Some(slot) {
-                self.nodes.unreserve(n);
-            }
-        }
-    }
+/// Componentwise checked sum; `None` on overflow.
+pub(crate) fn checked_add(a: &Resources, b: &Resources) -> Option<Resources> {
+    Some(Resources::new(
+        a.cpu.checked_add(b.cpu)?,
+        a.memory.checked_add(b.memory)?,
+        a.gpu.checked_add(b.gpu)?,
+    ))
+}
 
-    pub(crate) fn reserve(&mut self, node: NodeSlot, job: JobSlot) {
-        self.nodes.reserve(node, job);
-        self.job_mut(job).reservations.push(node);
-    }
+/// The largest component (`u64::MAX` means unbounded, so no sum may reach it).
+fn largest(r: &Resources) -> u64 {
+    r.cpu.max(r.memory).max(r.gpu)
 }

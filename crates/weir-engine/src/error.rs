@@ -29,4 +29,12 @@ pub enum EngineError {
     /// A request that no node could ever hold is still accepted; a zero-sized one is not.
     #[error("{job} asked for an empty container")]
     EmptyRequest { job: JobId },
+    /// The requests, added to what every job already waits for, ask for more of a resource
+    /// than 64 bits can count; the engine keeps its sums exact, so it refuses them. Not
+    /// retryable: ask for less.
+    #[error("{job}'s requests would make the pending demand of all jobs overflow 64 bits")]
+    DemandOverflow { job: JobId },
+    /// The nodes would make the cluster's total of a resource overflow 64 bits. Not retryable.
+    #[error("adding {nodes} node(s) would make the cluster's total overflow 64 bits")]
+    ClusterTooLarge { nodes: usize },
 }

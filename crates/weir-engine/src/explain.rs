@@ -5,10 +5,12 @@ use std::fmt;
 use weir_model::{QueuePath, Resources, Time};
 
 use crate::engine::Engine;
+use crate::engine::Starver;
 use crate::error::EngineError;
 use crate::ids::JobId;
+use crate::nodes::Hold;
 use crate::placement::Blocker;
-use crate::state::JobState;
+use crate::state::{JobSlot, JobState, NodeSlot};
 
 /// One queue as the engine sees it now.
 #[derive(Clone, Debug, PartialEq)]
@@ -169,39 +171,7 @@ impl Engine {
                 JobStatus::Waiting
             }
             JobState::Runnable => {
-                if let Some(r) = j.requests.front().map(|r| r.resources) {
-                    reasons.push(match self.blocker(slot) {
-                        Some(Blocker::QueueMax(q)) => {
-                            let q = &self.queues[q as usize];
-                            format!("pending because {} is at its max {} (using {}; next container {r})", q.path, q.max, q.usage)
-                        }
-                        Some(Blocker::AmShare { limit }) => format!(
-                            "pending because its application master ({r}) would put {}'s AM usage {} over max_am_share {} × fair share = {limit}",
-                            leaf.path,
-                            leaf.am_usage,
-                            leaf.max_am_share.unwrap_or(1.0)
-                        ),
-                        Some(Blocker::NoRoom) => format!(
-                            "pending because no node has room for a {r} container (largest free room {}; cluster {} of {} used)",
-                            self.nodes.largest_free(),
-                            self.nodes.used,
-                            self.nodes.total
-                        ),
-                        None => "pending: room is free; the next scheduling pass will place it".to_string(),
-                    });
-                } else if j.containers.is_empty() {
-                    reasons.push("runnable, with no containers requested".to_string());
-                }
-                if let Some(since) = j.below_fair_since {
-                    reasons.push(format!(
-                        "below {} × its fair share since {since} (fair-share preemption timeout {})",
-                        leaf.fair_share_threshold,
-                        leaf.fair_share_timeout.map(|d| d.to_string()).unwrap_or_else(|| "none".to_string())
-                    ));
-                }
-                if !j.incoming.is_zero() {
-                    reasons.push(format!("{} is being preempted from other jobs on its behalf", j.incoming));
-                }
+                self.runnable_reasons(slot, &mut reasons);
                 JobStatus::Runnable
             }
         };
@@ -225,5 +195,107 @@ impl Engine {
             marked: j.outgoing,
             reasons,
         })
+    }
+
+    /// Why a runnable job waits, what it holds, and where its starvation stands — each
+    /// sentence stating the rule the engine applies.
+    fn runnable_reasons(&self, slot: JobSlot, reasons: &mut Vec<String>) {
+        let j = self.job(slot);
+        let leaf = &self.queues[j.leaf as usize];
+        let node_name = |n: NodeSlot| self.nodes.slots[n as usize].id;
+        if let Some(r) = j.requests.front().map(|r| r.resources) {
+            let am = if self.next_is_am(slot) { "application master" } else { "container" };
+            reasons.push(match self.blocker(slot) {
+                Some(Blocker::QueueMax(q)) => {
+                    let q = &self.queues[q as usize];
+                    format!(
+                        "pending because {} is at its max {} (using {}; next {am} {r})",
+                        q.path, q.max, q.usage
+                    )
+                }
+                Some(Blocker::AmShare { limit }) => format!(
+                    "pending because its application master ({r}) would put {}'s AM usage {} over {limit}: \
+                     max_am_share {} × the leaf's fair share {}, where a resource's share is 0 (a fair \
+                     parent shares memory only) × min(free in the cluster, the leaf's max), rounded up",
+                    leaf.path,
+                    leaf.am_usage,
+                    leaf.am_share.unwrap_or(1.0),
+                    leaf.instantaneous
+                ),
+                Some(Blocker::NoRoom) => {
+                    let held = self
+                        .nodes
+                        .reserved
+                        .iter()
+                        .filter(|&&n| self.nodes.slots[n as usize].held_for() != Some(slot))
+                        .count();
+                    let others = if held > 0 {
+                        format!("; {held} node(s) are held for other jobs")
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "pending because no node has room for its next {am} {r} (largest free room on a node \
+                         not held for another job {}; cluster {} of {} used{others})",
+                        self.nodes.largest_free(),
+                        self.nodes.used,
+                        self.nodes.total
+                    )
+                }
+                None => "pending: room is free; the next scheduling pass will place it".to_string(),
+            });
+        } else if j.containers.is_empty() {
+            reasons.push("runnable, with no containers requested".to_string());
+        }
+        for &n in &j.reservations {
+            match self.hold_kind(n) {
+                Some(Hold::Reserved) => reasons.push(format!(
+                    "{} is reserved for it: nobody else is placed there until its next container fits \
+                     (it is below its fair share; a job may reserve up to {}% of the nodes)",
+                    node_name(n),
+                    self.config.scheduler.reservable_nodes * 100.0
+                )),
+                Some(Hold::Preempted) => reasons.push(format!(
+                    "{} is held for it while containers preempted there for it drain",
+                    node_name(n)
+                )),
+                None => {}
+            }
+        }
+        if let (Some(timeout), Some(since)) = (leaf.fair_share_timeout, j.fair_clock) {
+            if self.fair_target(slot).memory > j.usage.memory || self.starved.contains(&Starver::Job(slot)) {
+                let state = if self.starved.contains(&Starver::Job(slot)) { "starved" } else { "below it" };
+                reasons.push(format!(
+                    "fair-share target {} = min({} × fair share {}, demand {}); {state}, last at it {since} \
+                     (fair-share preemption timeout {timeout})",
+                    self.fair_target(slot),
+                    leaf.fair_share_threshold,
+                    j.fair_share,
+                    j.demand()
+                ));
+            }
+        }
+        if self.starved.contains(&Starver::Leaf(j.leaf)) {
+            reasons.push(format!(
+                "{} is below its min-share target {} (min(min share, demand)) past its min-share preemption timeout",
+                leaf.path,
+                self.min_target(j.leaf)
+            ));
+        }
+        if !j.min_share_starvation.is_zero() {
+            reasons.push(format!(
+                "{} of its leaf's min-share starvation is attributed to it",
+                j.min_share_starvation
+            ));
+        }
+        if j.recheck_at > self.now {
+            reasons.push(format!(
+                "preemption was tried for it; its starvation is looked at again at {} (kill_wait + 14s, as YARN)",
+                j.recheck_at
+            ));
+        }
+        if !j.incoming.is_zero() {
+            reasons.push(format!("{} is being preempted from other jobs on its behalf", j.incoming));
+        }
     }
 }

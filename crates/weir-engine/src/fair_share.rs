@@ -19,6 +19,16 @@ pub struct Claim {
     pub active: bool,
 }
 
+/// A weight as the scheduler holds it: YARN stores weights as Java floats, so under
+/// `rounding: yarn` a weight is rounded to f32 first (weights 0.3 and 3 on 10,240 MiB give
+/// YARN's 9,309 MiB, not the 9,310 of f64); `exact` keeps f64.
+pub fn weight(w: f64, rounding: Rounding) -> f64 {
+    match rounding {
+        Rounding::Yarn => f64::from(w as f32),
+        Rounding::Exact => w,
+    }
+}
+
 const BISECTION_STEPS: usize = 25;
 /// Doubling stops here even if the pool is not reached (weights near zero); never hit in practice.
 const MAX_DOUBLINGS: usize = 1100;

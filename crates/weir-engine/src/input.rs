@@ -19,20 +19,31 @@ pub struct Request {
     pub resources: Resources,
     pub count: u32,
     pub tag: u64,
+    /// An application master: served before the job's other requests whenever the job runs no
+    /// AM, and checked against the leaf's AM share. A job's very first container is its AM
+    /// whether marked or not; mark the request that replaces a lost AM.
+    pub am: bool,
 }
 
 impl Request {
     pub fn new(resources: Resources, count: u32) -> Request {
-        Request { resources, count, tag: 0 }
+        Request { resources, count, tag: 0, am: false }
     }
 
     pub fn tagged(mut self, tag: u64) -> Request {
         self.tag = tag;
         self
     }
+
+    /// Mark the request as the job's application master.
+    pub fn as_am(mut self) -> Request {
+        self.am = true;
+        self
+    }
 }
 
-/// A job handed to the engine. Its first container is its application master.
+/// A job handed to the engine. Its first container is its application master (YARN: the AM is
+/// the first container an attempt gets).
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobSpec {
     pub id: JobId,
@@ -41,7 +52,8 @@ pub struct JobSpec {
     pub user: String,
     /// Overrides the queue's (tier's) priority when set; higher runs first.
     pub priority: Option<i32>,
-    /// When the job was submitted; ordering ties break on it (it may predate `now`).
+    /// When the job was submitted: YARN's app start time, the tie-break of every ordering after
+    /// usage (it may predate `now`).
     pub submit_time: Time,
     /// Containers wanted now; more can be added later with [`Input::RequestsAdded`].
     pub requests: Vec<Request>,

@@ -61,6 +61,36 @@ impl Engine {
                 return Err(format!("{}: containers hold {sum} but the node counts {}", n.id, n.used));
             }
         }
+        let mut all_pending = Resources::ZERO;
+        for (slot, j) in self.jobs.iter().enumerate() {
+            let Some(j) = j else { continue };
+            all_pending += j.pending;
+            for &n in &j.reservations {
+                if self.nodes.slots[n as usize].held_for() != Some(slot as u32) {
+                    return Err(format!("{} lists node slot {n} as held for it, but the node is not", j.id));
+                }
+            }
+        }
+        if all_pending != self.total_pending {
+            return Err(format!(
+                "jobs want {all_pending} in all but the engine counts {}",
+                self.total_pending
+            ));
+        }
+        for &n in &self.nodes.reserved {
+            let node = &self.nodes.slots[n as usize];
+            let Some(job) = node.held_for() else {
+                return Err(format!("{} is listed as held but is not", node.id));
+            };
+            if !self
+                .jobs
+                .get(job as usize)
+                .and_then(|j| j.as_ref())
+                .is_some_and(|j| j.reservations.contains(&n))
+            {
+                return Err(format!("{} is held for job slot {job}, which does not list it", node.id));
+            }
+        }
         let mut usage = vec![Resources::ZERO; self.queues.len()];
         let mut pending = vec![Resources::ZERO; self.queues.len()];
         let mut running = vec![0u32; self.queues.len()];

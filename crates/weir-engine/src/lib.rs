@@ -28,7 +28,9 @@ mod order;
 mod placement;
 mod preemption;
 mod ready;
+mod reservation;
 mod shares;
+mod starvation;
 mod state;
 
 pub use decision::{Decision, PreemptReason, Starvation};
@@ -38,4 +40,5 @@ pub use explain::{Explanation, JobStatus, QueueSnapshot, QueueStat};
 pub use ids::{ContainerId, JobId, NodeId};
 pub use input::{Input, JobSpec, NodeSpec, Request};
 pub use invariants::NodeSnapshot;
+pub use reservation::ReservationStats;
 pub use shares::{shares_for, QueueShares};

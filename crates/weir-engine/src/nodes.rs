@@ -2,8 +2,8 @@
 //!
 //! Nodes with room sit in an ordered index keyed by free memory, then free cpu: placement takes
 //! the tightest fit on memory (then cpu) among the nodes whose cpu and gpu also suffice. A node
-//! reserved for a starved job leaves the index until the reservation ends, so nobody else takes
-//! the room preemption is freeing.
+//! held for one job (a reservation, or room that preemption is freeing for it) leaves the index
+//! until the hold ends, so nobody else takes the room.
 //!
 //! The index is split by free cpu into power-of-two classes ([`FitIndex`]). A node in a class
 //! above the request's holds the request's cpu for sure, so that class answers with one ordered
@@ -28,15 +28,29 @@ pub(crate) struct Node {
     pub label: Option<String>,
     pub alive: bool,
     pub containers: u32,
-    /// Held for a starved job while its victims on this node drain.
-    pub reserved_for: Option<JobSlot>,
+    /// Held for one job: reserved for its next container, or where its victims drain.
+    pub hold: Option<(JobSlot, Hold)>,
     /// Resources of containers on this node marked for preemption.
     pub marked: Resources,
+}
+
+/// Why a node is held for a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// YARN's reservation: the job's next container fits on no node; this one is kept for it
+    /// until it fits here (`FSAppAttempt.reserve`, `FSQueue.assignContainerPreCheck`).
+    Reserved,
+    /// Containers on it are being preempted for the job (`FSSchedulerNode.addContainersForPreemption`).
+    Preempted,
 }
 
 impl Node {
     pub fn free(&self) -> Resources {
         self.capacity - self.used
+    }
+
+    pub fn held_for(&self) -> Option<JobSlot> {
+        self.hold.map(|(j, _)| j)
     }
 }
 
@@ -61,7 +75,7 @@ impl Nodes {
             label: spec.label.clone(),
             alive: true,
             containers: 0,
-            reserved_for: None,
+            hold: None,
             marked: Resources::ZERO,
         });
         self.by_id.insert(spec.id, slot);
@@ -76,7 +90,7 @@ impl Nodes {
         self.index.remove(&key);
         let n = &mut self.slots[slot as usize];
         n.alive = false;
-        n.reserved_for = None;
+        n.hold = None;
         self.reserved.remove(&slot);
         self.total -= n.capacity;
         self.by_id.remove(&n.id);
@@ -90,7 +104,7 @@ impl Nodes {
     fn indexable(&self, slot: NodeSlot) -> bool {
         let n = &self.slots[slot as usize];
         let f = n.free();
-        n.alive && n.reserved_for.is_none() && (f.memory > 0 || f.cpu > 0 || f.gpu > 0)
+        n.alive && n.hold.is_none() && (f.memory > 0 || f.cpu > 0 || f.gpu > 0)
     }
 
     /// Update the index after a node's free room or reservation changed; `old` is its previous key.
@@ -124,16 +138,16 @@ impl Nodes {
         self.reindex(slot, Some(old));
     }
 
-    pub fn reserve(&mut self, slot: NodeSlot, job: JobSlot) {
+    pub fn reserve(&mut self, slot: NodeSlot, job: JobSlot, hold: Hold) {
         let old = self.key(slot);
-        self.slots[slot as usize].reserved_for = Some(job);
+        self.slots[slot as usize].hold = Some((job, hold));
         self.reserved.insert(slot);
         self.reindex(slot, Some(old));
     }
 
     pub fn unreserve(&mut self, slot: NodeSlot) {
         let old = self.key(slot);
-        self.slots[slot as usize].reserved_for = None;
+        self.slots[slot as usize].hold = None;
         self.reserved.remove(&slot);
         self.reindex(slot, Some(old));
     }
@@ -149,6 +163,26 @@ impl Nodes {
     pub fn fits(&self, slot: NodeSlot, r: &Resources) -> bool {
         let n = &self.slots[slot as usize];
         n.alive && r.fits_in(&n.free())
+    }
+
+    /// A node to reserve for a container of `r` that fits on none now: alive, held for no job,
+    /// able to hold `r` when empty, and with the most free room (memory, then cpu), so that the
+    /// wait is the shortest; `None` if there is none. `skip` excludes nodes.
+    pub fn reservation_candidate(&self, r: &Resources, skip: impl Fn(NodeSlot) -> bool) -> Option<NodeSlot> {
+        let ok = |s: NodeSlot| {
+            let n = &self.slots[s as usize];
+            n.alive && n.hold.is_none() && r.fits_in(&n.capacity) && !skip(s)
+        };
+        // Usually the roomiest indexed node qualifies (nodes of one kind); else look at all.
+        if let Some((_, _, s)) = self.index.last() {
+            if ok(s) {
+                return Some(s);
+            }
+        }
+        (0..self.slots.len() as NodeSlot).filter(|&s| ok(s)).max_by_key(|&s| {
+            let f = self.slots[s as usize].free();
+            (f.memory, f.cpu, std::cmp::Reverse(s))
+        })
     }
 
     /// The largest free room on any node, by memory then cpu (for explanations).

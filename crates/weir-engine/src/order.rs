@@ -1,10 +1,16 @@
-//! Who gets the next container: the Fair Scheduler's comparators.
+//! Who gets the next container: the Fair Scheduler's comparators, step for step.
 //!
-//! `fair` looks at memory only: claimants with no demand go last; "needy" ones (usage below
-//! min(min share, demand)) go first, lowest usage/min-share first; then lowest usage/weight
-//! (weight 0 last); then earlier start. `drf` does the same on dominant shares (usage over the
-//! cluster, per resource, largest first, divided by weight, compared lexicographically). The
-//! caller breaks remaining ties by name (queues) or id (jobs).
+//! `fair` (`FairSharePolicy.FairShareComparator`) looks at memory only: claimants with no demand
+//! go last; "needy" ones (usage below min(min share, demand)) go first, lowest
+//! usage / min(min share, demand) first; ties and the rest by usage / weight (two weight-0
+//! claimants: by usage; one weight 0: the other first); then earlier start; the caller breaks
+//! what is left by name (queues) or id (jobs).
+//!
+//! `drf` (`DominantResourceFairnessPolicy.DominantResourceFairnessComparatorN`): a claimant is
+//! needy when its dominant resource (largest usage / cluster, ties to memory, then cpu) is below
+//! its min share of that resource — no demand cap; needy first; among needy, usage / min share
+//! per resource, compared in the order of the usage ratios, largest first; otherwise usage /
+//! cluster / weight in that same order; then start. Ratios are Java floats (f32), as in YARN.
 
 use std::cmp::Ordering;
 
@@ -20,146 +26,140 @@ pub(crate) struct Standing {
     pub start: u64,
 }
 
+/// YARN's resource order (memory, vcores, then other types): it decides ties between equal
+/// usage ratios.
+const YARN_ORDER: [ResourceKind; 3] = [ResourceKind::Memory, ResourceKind::Cpu, ResourceKind::Gpu];
+
 pub(crate) fn compare(policy: Policy, a: &Standing, b: &Standing, cluster: &Resources) -> Ordering {
     match policy {
         Policy::Drf => drf(a, b, cluster),
-        // A parent queue never has fifo (validation forbids it); jobs use `compare_fifo`.
-        Policy::Fair | Policy::Fifo => fair(a, b),
+        // A parent queue never has fifo or priority (validation forbids it); jobs in such a
+        // leaf are ordered by `ready.rs`'s keys.
+        Policy::Fair | Policy::Fifo | Policy::Priority => fair(a, b),
     }
+}
+
+/// Java's `(int) Math.signum(x - y)` on doubles: NaN compares equal.
+fn signum(x: f64, y: f64) -> Ordering {
+    x.partial_cmp(&y).unwrap_or(Ordering::Equal)
 }
 
 fn fair(a: &Standing, b: &Standing) -> Ordering {
+    // compareDemand: no memory demand goes last.
     let zero = |s: &Standing| s.demand.memory == 0;
-    zero(a).cmp(&zero(b)).then_with(|| {
-        let needy = |s: &Standing| s.usage.memory < s.min.memory.min(s.demand.memory);
-        let (na, nb) = (needy(a), needy(b));
-        let by_ratio = if na && nb {
-            let r = |s: &Standing| s.usage.memory as f64 / s.min.memory.max(1) as f64;
-            r(a).total_cmp(&r(b))
-        } else if na != nb {
-            nb.cmp(&na)
-        } else {
-            weight_ratio(a.usage.memory as f64, a.weight)
-                .total_cmp(&weight_ratio(b.usage.memory as f64, b.weight))
-        };
-        by_ratio.then(a.start.cmp(&b.start))
-    })
+    zero(a)
+        .cmp(&zero(b))
+        .then_with(|| {
+            // compareMinShareUsage: min share capped by demand.
+            let min = |s: &Standing| s.min.memory.min(s.demand.memory);
+            let needy = |s: &Standing| s.usage.memory < min(s);
+            match (needy(a), needy(b)) {
+                (true, false) => Ordering::Less,
+                (false, true) => Ordering::Greater,
+                (false, false) => Ordering::Equal,
+                (true, true) => {
+                    let r = |s: &Standing| {
+                        let m = min(s);
+                        if m > 1 {
+                            s.usage.memory as f64 / m as f64
+                        } else {
+                            s.usage.memory as f64
+                        }
+                    };
+                    signum(r(a), r(b))
+                }
+            }
+        })
+        .then_with(|| fair_share_usage(a, b))
+        .then(a.start.cmp(&b.start))
 }
 
-fn weight_ratio(usage: f64, weight: f64) -> f64 {
-    if weight > 0.0 {
-        usage / weight
+/// compareFairShareUsage: usage / weight; with a weight 0 on either side, equal weights compare
+/// usage and otherwise the non-zero weight goes first.
+fn fair_share_usage(a: &Standing, b: &Standing) -> Ordering {
+    let (wa, wb) = (a.weight, b.weight);
+    let (ua, ub) = (a.usage.memory as f64, b.usage.memory as f64);
+    if wa > 0.0 && wb > 0.0 {
+        signum(ua / wa, ub / wb)
+    } else if wa == wb {
+        signum(ua, ub)
     } else {
-        f64::INFINITY
+        signum(-wa, -wb)
     }
+}
+
+/// One resource of a DRF claimant: (usage / cluster, that / weight, usage / min share).
+type Ratios = [[f32; 3]; 3];
+
+/// The ratios in YARN's resource order, and the dominant resource's position in it.
+fn ratios(s: &Standing, cluster: &Resources) -> (Ratios, usize) {
+    let mut r = [[0f32; 3]; 3];
+    let mut dominant = 0;
+    for (i, &k) in YARN_ORDER.iter().enumerate() {
+        // A resource the cluster does not have (no gpu) counts as unused, never as NaN, so that
+        // the sort below sees a total order.
+        let total = cluster.get(k);
+        let share = if total == 0 { 0.0 } else { s.usage.get(k) as f32 / total as f32 };
+        let min_ratio = s.usage.get(k) as f32 / s.min.get(k) as f32;
+        r[i] = [share, share / s.weight as f32, min_ratio];
+        if share > r[dominant][0] {
+            dominant = i;
+        }
+    }
+    (r, dominant)
 }
 
 fn drf(a: &Standing, b: &Standing, cluster: &Resources) -> Ordering {
-    let zero = |s: &Standing| s.demand.is_zero();
-    zero(a).cmp(&zero(b)).then_with(|| {
-        let needy = |s: &Standing| {
-            ResourceKind::ALL.iter().any(|&k| s.usage.get(k) < s.min.get(k).min(s.demand.get(k)))
-        };
-        let (na, nb) = (needy(a), needy(b));
-        let by_ratio = if na && nb {
-            let r = |s: &Standing| {
-                ResourceKind::ALL
-                    .iter()
-                    .filter(|&&k| s.min.get(k) > 0)
-                    .map(|&k| s.usage.get(k) as f64 / s.min.get(k) as f64)
-                    .fold(0.0, f64::max)
-            };
-            r(a).total_cmp(&r(b))
-        } else if na != nb {
-            nb.cmp(&na)
-        } else {
-            let (da, db) = (dominant(a, cluster), dominant(b, cluster));
-            da.iter()
-                .zip(db.iter())
-                .map(|(x, y)| x.total_cmp(y))
-                .find(|o| o.is_ne())
-                .unwrap_or(Ordering::Equal)
-        };
-        by_ratio.then(a.start.cmp(&b.start))
-    })
+    let (mut ra, da) = ratios(a, cluster);
+    let (mut rb, db) = ratios(b, cluster);
+    let needy = |s: &Standing, d: usize| s.usage.get(YARN_ORDER[d]) < s.min.get(YARN_ORDER[d]);
+    let by = |ra: &mut Ratios, rb: &mut Ratios, index: usize| {
+        // Stable sort by usage ratio, largest first (Java's Arrays.sort on objects is stable).
+        let desc = |x: &[f32; 3], y: &[f32; 3]| y[0].partial_cmp(&x[0]).unwrap_or(Ordering::Equal);
+        ra.sort_by(desc);
+        rb.sort_by(desc);
+        ra.iter()
+            .zip(rb.iter())
+            .map(|(x, y)| signum(f64::from(x[index]), f64::from(y[index])))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    };
+    let res = match (needy(a, da), needy(b, db)) {
+        (false, false) => by(&mut ra, &mut rb, 1),
+        (true, false) => Ordering::Less,
+        (false, true) => Ordering::Greater,
+        (true, true) => by(&mut ra, &mut rb, 2),
+    };
+    res.then(a.start.cmp(&b.start))
 }
 
-/// Usage over the cluster per resource, largest first, divided by weight.
-fn dominant(s: &Standing, cluster: &Resources) -> [f64; 3] {
-    let mut v = [0.0; 3];
-    for (i, &k) in ResourceKind::ALL.iter().enumerate() {
-        let c = cluster.get(k);
-        v[i] = if c == 0 { 0.0 } else { weight_ratio(s.usage.get(k) as f64 / c as f64, s.weight) };
-    }
-    v.sort_by(|x, y| y.total_cmp(x));
-    v
-}
-
-/// Whether `usage` is below `target` under a policy: on memory (`fair`) or on dominant shares (`drf`).
+/// Whether `usage` is below `target` under a policy's resource calculator: memory (`fair`,
+/// `fifo`, `priority`: YARN's DefaultResourceCalculator) or the dominant share (`drf`).
 pub(crate) fn below(policy: Policy, usage: &Resources, target: &Resources, cluster: &Resources) -> bool {
     match policy {
-        Policy::Drf => {
-            let share = |r: &Resources| {
-                ResourceKind::ALL
-                    .iter()
-                    .filter(|&&k| cluster.get(k) > 0)
-                    .map(|&k| r.get(k) as f64 / cluster.get(k) as f64)
-                    .fold(0.0, f64::max)
-            };
-            share(usage) < share(target)
-        }
-        Policy::Fair | Policy::Fifo => usage.memory < target.memory,
+        Policy::Drf => dominant_share(usage, cluster) < dominant_share(target, cluster),
+        Policy::Fair | Policy::Fifo | Policy::Priority => usage.memory < target.memory,
     }
+}
+
+/// The smaller of two resource vectors under a policy's calculator (YARN's `Resources.min`),
+/// whole: not componentwise.
+pub(crate) fn smaller(policy: Policy, a: Resources, b: Resources, cluster: &Resources) -> Resources {
+    if below(policy, &b, &a, cluster) {
+        b
+    } else {
+        a
+    }
+}
+
+fn dominant_share(r: &Resources, cluster: &Resources) -> f64 {
+    ResourceKind::ALL
+        .iter()
+        .filter(|&&k| cluster.get(k) > 0)
+        .map(|&k| r.get(k) as f64 / cluster.get(k) as f64)
+        .fold(0.0, f64::max)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn s(usage_mem: u64, demand_mem: u64, min_mem: u64, weight: f64) -> Standing {
-        Standing {
-            usage: Resources::new(0, usage_mem, 0),
-            demand: Resources::new(0, demand_mem, 0),
-            min: Resources::new(0, min_mem, 0),
-            weight,
-            start: 0,
-        }
-    }
-
-    #[test]
-    fn fair_order() {
-        let c = Resources::new(0, 100, 0);
-        let cmp = |a, b| compare(Policy::Fair, &a, &b, &c);
-        // Zero demand goes last.
-        assert_eq!(cmp(s(0, 0, 0, 1.0), s(50, 60, 0, 1.0)), Ordering::Greater);
-        // Needy before the rest, even with more usage.
-        assert_eq!(cmp(s(30, 60, 40, 1.0), s(10, 60, 0, 1.0)), Ordering::Less);
-        // Among needy: lower usage/min first.
-        assert_eq!(cmp(s(30, 60, 40, 1.0), s(10, 60, 20, 1.0)), Ordering::Greater);
-        // Otherwise usage/weight.
-        assert_eq!(cmp(s(30, 60, 0, 3.0), s(20, 60, 0, 1.0)), Ordering::Less);
-        // Weight 0 last.
-        assert_eq!(cmp(s(0, 60, 0, 0.0), s(50, 60, 0, 1.0)), Ordering::Greater);
-    }
-
-    #[test]
-    fn drf_order_uses_dominant_share() {
-        let cluster = Resources::new(100, 100, 0);
-        let a = Standing {
-            usage: Resources::new(50, 10, 0),
-            demand: Resources::new(60, 20, 0),
-            min: Resources::ZERO,
-            weight: 1.0,
-            start: 0,
-        };
-        let b = Standing {
-            usage: Resources::new(20, 30, 0),
-            demand: Resources::new(60, 40, 0),
-            min: Resources::ZERO,
-            weight: 1.0,
-            start: 0,
-        };
-        assert_eq!(compare(Policy::Drf, &a, &b, &cluster), Ordering::Greater);
-        assert_eq!(compare(Policy::Fair, &a, &b, &cluster), Ordering::Less);
-    }
-}
+#[path = "order_tests.rs"]
+mod tests;

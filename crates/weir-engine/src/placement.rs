@@ -1,18 +1,20 @@
-//! The scheduling pass: due kills, fresh shares, then containers placed one at a time by walking
-//! the tree from root to a job, then preemption for whoever is still starved.
+//! The scheduling pass: due kills, fresh shares, held nodes served to their jobs, then
+//! containers placed one at a time by walking the tree from root to a job, then preemption for
+//! whoever is starved.
 //!
 //! Each placement descends from root choosing the most deserving child (`order.rs`) that still
 //! has pending demand and is not blocked in this pass. A job that cannot take its next container
-//! (queue max, AM share, or no node with room) is blocked for the rest of the pass, and a queue
-//! whose children are all blocked is blocked too, so every pass ends after at most one failed
-//! attempt per job.
+//! (queue max, AM share, or no node with room) is blocked for the rest of the pass — and, when it
+//! is below its fair share, reserves a node (`reservation.rs`). A queue whose children are all
+//! blocked is blocked too, so every pass ends after at most one failed attempt per job.
 
 use std::cmp::{Ordering, Reverse};
 
-use weir_model::{Policy, Resources, Time};
+use weir_model::{Policy, ResourceKind, Resources, Rounding, Time};
 
 use crate::decision::Decision;
 use crate::engine::Engine;
+use crate::nodes::Hold;
 use crate::order::{self, Standing};
 use crate::state::{Container, JobSlot, NodeSlot, QueueIx};
 
@@ -33,8 +35,10 @@ impl Engine {
         self.pass += 1;
         self.carry_out_kills();
         self.refresh_shares();
+        // Held nodes first, so that room a job waited for (a reservation, preempted containers)
+        // is its own, and whatever it leaves is free for everyone in this same pass.
+        self.serve_holds();
         self.place_all();
-        self.release_drained_reservations();
         if self.config.scheduler.preemption.enabled {
             self.preempt();
         }
@@ -42,10 +46,12 @@ impl Engine {
     }
 
     /// The next time the engine needs `schedule` even if nothing else happens: a kill falling
-    /// due or a starvation timeout expiring.
+    /// due, a starvation timeout expiring, or a starved job's next check. Starvation timers
+    /// count only while utilization is above the preemption threshold: below it nothing can
+    /// come of them until a container starts, which is itself an input.
     pub fn next_wakeup(&self) -> Option<Time> {
         let kill = self.kills.peek().map(|Reverse((t, _))| *t);
-        let starve = self.starvation_timers.peek().map(|Reverse((t, _))| *t);
+        let starve = self.starvation_timers.peek().map(|Reverse((t, _))| *t).filter(|_| self.gate_open);
         match (kill, starve) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -53,7 +59,6 @@ impl Engine {
     }
 
     fn place_all(&mut self) {
-        self.serve_reservations();
         // Requests that found no node in this pass; anything at least as large will not either.
         let mut failed: Vec<Resources> = Vec::new();
         let mut blocked: Vec<JobSlot> = Vec::new();
@@ -67,22 +72,6 @@ impl Engine {
             if self.jobs[slot as usize].is_some() {
                 self.job_mut(slot).blocked_pass = 0;
                 self.sync_ready(slot);
-            }
-        }
-    }
-
-    /// Give each node held for a starved job to that job first, once its victims are gone.
-    fn serve_reservations(&mut self) {
-        let held: Vec<NodeSlot> = self.nodes.reserved.iter().copied().collect();
-        for node in held {
-            let Some(job) = self.nodes.slots[node as usize].reserved_for else { continue };
-            let Some(front) = self.job(job).requests.front().copied() else { continue };
-            if self.job(job).state == crate::state::JobState::Runnable
-                && self.nodes.fits(node, &front.resources)
-                && self.limits_allow(job, &front.resources).is_ok()
-            {
-                let am = !self.job(job).am_started;
-                self.start_container(job, node, front.resources, front.tag, am);
             }
         }
     }
@@ -114,6 +103,7 @@ impl Engine {
 
     fn standing(&self, q: QueueIx) -> Standing {
         let q = &self.queues[q as usize];
+        // FSQueue.getStartTime is 0 for queues: ties go to the name.
         Standing { usage: q.usage, demand: q.demand(), min: q.min, weight: q.weight, start: 0 }
     }
 
@@ -142,25 +132,10 @@ impl Engine {
         best.map(|(c, _)| c)
     }
 
-    fn job_standing(&self, slot: JobSlot) -> Standing {
-        let j = self.job(slot);
-        Standing {
-            usage: j.usage,
-            demand: j.demand(),
-            min: Resources::ZERO,
-            weight: 1.0,
-            start: j.start_time.as_millis(),
-        }
-    }
-
-    /// Order of jobs within a leaf: less means served first.
-    pub(crate) fn compare_jobs(&self, policy: Policy, a: JobSlot, b: JobSlot) -> Ordering {
-        let (ja, jb) = (self.job(a), self.job(b));
-        let by_policy = match policy {
-            Policy::Fifo => jb.priority.cmp(&ja.priority).then(ja.submit_time.cmp(&jb.submit_time)),
-            _ => order::compare(policy, &self.job_standing(a), &self.job_standing(b), &self.nodes.total),
-        };
-        by_policy.then(ja.id.cmp(&jb.id))
+    /// Order of jobs within a leaf: less means served first (the ready sets' order).
+    pub(crate) fn compare_jobs(&self, a: JobSlot, b: JobSlot) -> Ordering {
+        let (ka, kb) = (self.job_order_key(a), self.job_order_key(b));
+        ka.cmp(&kb)
     }
 
     fn place_in_leaf(
@@ -185,50 +160,69 @@ impl Engine {
     /// Why `job` cannot take its next container now, if it cannot.
     pub(crate) fn blocker(&self, job: JobSlot) -> Option<Blocker> {
         let r = self.job(job).requests.front()?.resources;
-        if let Err(b) = self.limits_allow(job, &r) {
+        if let Err(b) = self.limits_allow(job) {
             return Some(b);
         }
         self.node_for(job, &r).is_none().then_some(Blocker::NoRoom)
     }
 
-    /// `max_am_share` × the leaf's fair share, on the resources its policy looks at. A leaf
-    /// whose share is still zero (nothing computed yet) is measured against its max instead.
-    pub(crate) fn am_limit(&self, leaf: QueueIx, share: f64) -> Resources {
-        let l = &self.queues[leaf as usize];
-        let base = if l.instantaneous.memory == 0 {
-            l.max.component_min(&self.nodes.total)
-        } else {
-            l.instantaneous
-        };
-        let scaled = base.scale(share);
-        match l.policy {
-            Policy::Drf => scaled,
-            Policy::Fair | Policy::Fifo => Resources { memory: scaled.memory, ..Resources::UNBOUNDED },
-        }
+    /// Whether the job's next container is its application master: it runs none, and the
+    /// request is marked as one or it is the job's very first container.
+    pub(crate) fn next_is_am(&self, job: JobSlot) -> bool {
+        let j = self.job(job);
+        !j.am_running && (!j.am_started || j.requests.front().is_some_and(|r| r.am))
     }
 
-    /// A node for the job's next container: one reserved for it first, else the best fit.
-    fn node_for(&self, job: JobSlot, r: &Resources) -> Option<NodeSlot> {
+    /// The most a leaf's application masters may hold (`FSLeafQueue.computeMaxAMResource`):
+    /// its fair share, where a resource's share is 0 taking min(what the cluster has free,
+    /// the leaf's max) instead, times `share`, rounded up. A fair parent computes memory shares
+    /// only (`FairSharePolicy.computeShares`), so under one the cpu limit comes from free cores.
+    pub(crate) fn am_limit(&self, leaf: QueueIx, share: f64) -> Resources {
+        let l = &self.queues[leaf as usize];
+        let mut base = l.instantaneous;
+        if l.parent_policy != Policy::Drf {
+            base = Resources { memory: base.memory, ..Resources::ZERO };
+        }
+        let available = self.nodes.total - self.nodes.used;
+        let share = match self.config.scheduler.rounding {
+            Rounding::Yarn => f64::from(share as f32),
+            Rounding::Exact => share,
+        };
+        let mut limit = Resources::ZERO;
+        for k in ResourceKind::ALL {
+            let v = match base.get(k) {
+                0 => available.get(k).min(l.max.get(k)),
+                v => v,
+            };
+            limit.set(k, (v as f64 * share).ceil() as u64);
+        }
+        limit
+    }
+
+    /// A node for the job's next container: one held for it first, else the best fit.
+    pub(crate) fn node_for(&self, job: JobSlot, r: &Resources) -> Option<NodeSlot> {
         let j = self.job(job);
         j.reservations.iter().copied().find(|&n| self.nodes.fits(n, r)).or_else(|| self.nodes.best_fit(r))
     }
 
-    /// Queue maxes on the path and the AM share, for the job's next container of size `r`.
-    fn limits_allow(&self, job: JobSlot, r: &Resources) -> Result<(), Blocker> {
+    /// Queue maxes on the path (`FSQueue.fitsInMaxShare`) and, for an application master, the
+    /// leaf's AM share (`FSLeafQueue.canRunAppAM`), for the job's next container.
+    pub(crate) fn limits_allow(&self, job: JobSlot) -> Result<(), Blocker> {
         let j = self.job(job);
+        let Some(r) = j.requests.front().map(|r| r.resources) else { return Ok(()) };
         let mut q = Some(j.leaf);
         while let Some(ix) = q {
             let queue = &self.queues[ix as usize];
-            if !(queue.usage + *r).fits_in(&queue.max) {
+            if !(queue.usage + r).fits_in(&queue.max) {
                 return Err(Blocker::QueueMax(ix));
             }
             q = queue.parent;
         }
-        if !j.am_started {
+        if self.next_is_am(job) {
             let l = &self.queues[j.leaf as usize];
-            if let Some(share) = l.max_am_share {
+            if let Some(share) = l.am_share {
                 let limit = self.am_limit(j.leaf, share);
-                if !(l.am_usage + *r).fits_in(&limit) {
+                if !(l.am_usage + r).fits_in(&limit) {
                     return Err(Blocker::AmShare { limit });
                 }
             }
@@ -237,49 +231,56 @@ impl Engine {
     }
 
     fn try_place(&mut self, job: JobSlot, failed: &mut Vec<Resources>) -> Result<(), Blocker> {
-        let j = self.job(job);
-        let Some(front) = j.requests.front().copied() else { return Err(Blocker::NoRoom) };
-        let r = front.resources;
-        self.limits_allow(job, &r)?;
-        let has_reservation = !self.job(job).reservations.is_empty();
-        if !has_reservation && dominated(failed, &r) {
+        let Some(r) = self.job(job).requests.front().map(|r| r.resources) else {
+            return Err(Blocker::NoRoom);
+        };
+        self.limits_allow(job)?;
+        let has_hold = !self.job(job).reservations.is_empty();
+        if !has_hold && dominated(failed, &r) {
             return Err(Blocker::NoRoom);
         }
         let Some(node) = self.node_for(job, &r) else {
-            if !has_reservation {
+            if !has_hold {
                 // Keep `failed` minimal: drop entries the new, smaller failure covers.
                 failed.retain(|f| !r.fits_in(f));
                 failed.push(r);
             }
+            self.try_reserve(job, &r);
             return Err(Blocker::NoRoom);
         };
-        let am = !self.job(job).am_started;
-        self.start_container(job, node, r, front.tag, am);
+        self.start_container(job, node);
         Ok(())
     }
 
-    fn start_container(&mut self, job: JobSlot, node: NodeSlot, r: Resources, tag: u64, am: bool) {
+    /// Start the job's next requested container on `node`.
+    pub(crate) fn start_container(&mut self, job: JobSlot, node: NodeSlot) {
+        let am = self.next_is_am(job);
         let seq = self.next_seq;
         self.next_seq += 1;
+        let Some(front) = self.job(job).requests.front().copied() else { return };
+        let r = front.resources;
         let id =
             self.new_container(|id| Container { id, job, node, resources: r, am, seq, preemption: None });
         self.nodes.allocate(node, &r);
-        if self.nodes.slots[node as usize].reserved_for == Some(job) {
-            self.nodes.unreserve(node);
-            self.job_mut(job).reservations.retain(|&n| n != node);
+        if self.nodes.slots[node as usize].hold == Some((job, Hold::Reserved)) {
+            // FSAppAttempt.assignContainer: an allocation on a reserved node ends the reservation.
+            self.release_hold(node, job, true);
         }
         let j = self.job_mut(job);
-        let front = j.requests.front_mut().expect("placed job has a request");
-        front.count -= 1;
-        if front.count == 0 {
-            j.requests.pop_front();
+        if let Some(f) = j.requests.front_mut() {
+            f.count -= 1;
+            if f.count == 0 {
+                j.requests.pop_front();
+            }
         }
         j.pending -= r;
         j.pending_containers -= 1;
         j.usage += r;
         j.am_started = true;
+        j.am_running |= am;
         j.containers.insert((seq, id));
         let (leaf, job_id) = (j.leaf, j.id);
+        self.total_pending -= r;
         let mut q = Some(leaf);
         while let Some(ix) = q {
             let queue = &mut self.queues[ix as usize];
@@ -298,7 +299,7 @@ impl Engine {
             job: job_id,
             node: node_id,
             resources: r,
-            tag,
+            tag: front.tag,
             am,
         });
     }

@@ -1,28 +1,27 @@
-//! Fair-share and min-share preemption.
+//! Preemption: victims for starved jobs, marks, and kills after `kill_wait`.
 //!
-//! A job is fair-share-starved when its usage stays below `threshold × min(fair share, demand)`
-//! for longer than its queue's fair-share timeout; a leaf is min-share-starved when its usage stays
-//! below `min(min share, demand)` for longer than its min-share timeout. While cluster utilization
-//! (the most used resource) is at least `utilization_threshold`, the engine marks victims for each
-//! starved job, one pending request at a time: running containers of jobs in queues that allow
-//! preemption, whose job stays at or above its own fair share without them, lowest priority first,
-//! newest first, application masters last, all on one node where the freed room fits the request.
-//! That node is held for the starved job until the victims are gone; they are killed after
+//! For each starved job (`starvation.rs`) the engine asks for whole containers of its pending
+//! requests, in order, as many as fit in its starvation (`FSAppAttempt.getStarvedResourceRequests`:
+//! floor(starvation / container) by memory, so starvation smaller than one container preempts
+//! nothing). For each such container it looks for victims all on one node where the freed room
+//! fits it (`FSPreemptionThread.identifyContainersToPreemptOnNode`): running containers of jobs
+//! in queues that allow preemption, whose job stays at or above its own fair share without them
+//! (`FSAppAttempt.canContainerBePreempted`). weir's order among candidates is its own: fewest
+//! application masters (as YARN), then lowest job priority, then fewest containers, newest
+//! first. The node is held for the starved job while the victims drain; they are killed after
 //! `kill_wait` unless they end first.
 
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use weir_model::{Duration, Policy, Resources};
+use weir_model::{Policy, Resources};
 
 use crate::decision::{Decision, PreemptReason, Starvation};
 use crate::engine::{Engine, Starver};
 use crate::ids::ContainerId;
+use crate::nodes::Hold;
 use crate::order::below;
-use crate::state::{JobSlot, JobState, Marked, NodeSlot, QueueIx};
-
-/// How long a starved job waits before the engine looks for victims again after finding none.
-const RETRY_GAP: Duration = Duration(1_000);
+use crate::state::{JobSlot, Marked, NodeSlot, QueueIx};
 
 /// A running container that may be taken.
 #[derive(Clone, Debug)]
@@ -41,13 +40,21 @@ type CandidatesByNode = BTreeMap<NodeSlot, Vec<Candidate>>;
 /// How much a set of victims on one node costs; lower is better. See `choose_victims`.
 type VictimCost = (u32, i32, usize, NodeSlot);
 
-impl Engine {
-    pub(crate) fn watch_starvation(&mut self, slot: JobSlot) {
-        if self.config.scheduler.preemption.enabled {
-            self.starvation_dirty.insert(slot);
-        }
+/// How many containers of `size` fit in `pending`: by memory as YARN's default resource
+/// calculator does, or (a container with no memory) by the scarcest of its other resources.
+fn whole_containers(pending: &Resources, size: &Resources) -> u64 {
+    if let Some(n) = pending.memory.checked_div(size.memory) {
+        return n;
     }
+    weir_model::ResourceKind::ALL
+        .iter()
+        .filter(|&&k| size.get(k) > 0)
+        .map(|&k| pending.get(k) / size.get(k))
+        .min()
+        .unwrap_or(0)
+}
 
+impl Engine {
     fn policy_of(&self, leaf: QueueIx) -> Policy {
         self.queues[leaf as usize].policy
     }
@@ -72,163 +79,47 @@ impl Engine {
         }
     }
 
-    /// A node held for a starved job is let go once its victims are gone and a pass has run.
-    pub(crate) fn release_drained_reservations(&mut self) {
-        let drained: Vec<NodeSlot> = self
-            .nodes
-            .reserved
-            .iter()
-            .copied()
-            .filter(|&n| self.nodes.slots[n as usize].marked.is_zero())
-            .collect();
-        for n in drained {
-            if let Some(job) = self.nodes.slots[n as usize].reserved_for {
-                self.job_mut(job).reservations.retain(|&x| x != n);
-            }
-            self.nodes.unreserve(n);
-        }
-    }
-
-    fn update_starvation(&mut self) {
-        let now = self.now;
-        let dirty = std::mem::take(&mut self.starvation_dirty);
-        let mut leaves: Vec<QueueIx> = Vec::new();
-        for slot in dirty {
-            let Some(j) = self.jobs[slot as usize].as_ref() else { continue };
-            if j.state != JobState::Runnable {
-                continue;
-            }
-            let leaf = j.leaf;
-            if leaves.last() != Some(&leaf) {
-                leaves.push(leaf);
-            }
-            let q = &self.queues[leaf as usize];
-            let target = j.fair_share.component_min(&j.demand()).scale(q.fair_share_threshold);
-            let starving =
-                q.fair_share_timeout.is_some() && below(q.policy, &j.usage, &target, &self.nodes.total);
-            let timeout = q.fair_share_timeout;
-            let j = self.job_mut(slot);
-            match (starving, j.below_fair_since) {
-                (true, None) => {
-                    j.below_fair_since = Some(now);
-                    let at = now.plus(timeout.unwrap_or_default());
-                    self.starvation_timers.push(Reverse((at, Starver::Job(slot))));
-                }
-                (false, Some(_)) => {
-                    j.below_fair_since = None;
-                    self.starved.remove(&Starver::Job(slot));
-                }
-                _ => {}
-            }
-        }
-        leaves.sort_unstable();
-        leaves.dedup();
-        for leaf in leaves {
-            let q = &self.queues[leaf as usize];
-            let desired = q.min.component_min(&q.demand());
-            let starving = q.min_share_timeout.is_some()
-                && !q.min.is_zero()
-                && below(q.policy, &q.usage, &desired, &self.nodes.total);
-            let timeout = q.min_share_timeout;
-            let q = &mut self.queues[leaf as usize];
-            match (starving, q.below_min_since) {
-                (true, None) => {
-                    q.below_min_since = Some(now);
-                    let at = now.plus(timeout.unwrap_or_default());
-                    self.starvation_timers.push(Reverse((at, Starver::Leaf(leaf))));
-                }
-                (false, Some(_)) => {
-                    q.below_min_since = None;
-                    self.starved.remove(&Starver::Leaf(leaf));
-                }
-                _ => {}
-            }
-        }
-        while let Some(&Reverse((at, who))) = self.starvation_timers.peek() {
-            if at > now {
-                break;
-            }
-            self.starvation_timers.pop();
-            let still = match who {
-                Starver::Job(s) => self.jobs[s as usize].as_ref().is_some_and(|j| {
-                    let t = self.queues[j.leaf as usize].fair_share_timeout.unwrap_or_default();
-                    j.below_fair_since.is_some_and(|since| since.plus(t) <= now)
-                }),
-                Starver::Leaf(l) => {
-                    let q = &self.queues[l as usize];
-                    let t = q.min_share_timeout.unwrap_or_default();
-                    q.below_min_since.is_some_and(|since| since.plus(t) <= now)
-                }
-            };
-            if still {
-                self.starved.insert(who);
-            }
-        }
-    }
-
-    /// Cluster utilization: the fraction used of the most used resource.
-    pub(crate) fn utilization(&self) -> f64 {
-        let (u, t) = (self.nodes.used, self.nodes.total);
-        weir_model::ResourceKind::ALL
-            .iter()
-            .filter(|&&k| t.get(k) > 0)
-            .map(|&k| u.get(k) as f64 / t.get(k) as f64)
-            .fold(0.0, f64::max)
-    }
-
+    /// Preemption for every starved job (`FSPreemptionThread`): only while utilization is above
+    /// the threshold; each job's need comes from `starvation_in`, asked for in whole containers.
     pub(crate) fn preempt(&mut self) {
-        self.update_starvation();
-        if self.starved.is_empty()
-            || self.utilization() < self.config.scheduler.preemption.utilization_threshold
-        {
+        if !self.preemption_gate() {
+            if self.gate_open {
+                self.gate_closed_at = self.now;
+            }
+            self.gate_open = false;
             return;
         }
-        // Who needs how much, in a fixed order: fair-share starvation of jobs, then min shares.
-        let mut needs: Vec<(JobSlot, Resources, Starvation)> = Vec::new();
-        for &who in &self.starved.clone() {
-            match who {
-                Starver::Job(s) => {
-                    let j = self.job(s);
-                    if j.preempt_retry_at > self.now || j.pending_containers == 0 {
-                        continue;
-                    }
-                    let q = &self.queues[j.leaf as usize];
-                    let target = j.fair_share.component_min(&j.demand()).scale(q.fair_share_threshold);
-                    let amount = target - j.usage - j.incoming;
-                    needs.push((s, amount, Starvation::FairShare));
-                }
-                Starver::Leaf(l) => {
-                    let q = &self.queues[l as usize];
-                    let desired = q.min.component_min(&q.demand());
-                    let incoming = q.runnable.iter().fold(Resources::ZERO, |a, &s| a + self.job(s).incoming);
-                    let mut left = desired - q.usage - incoming;
-                    let mut jobs: Vec<JobSlot> = q
-                        .runnable
-                        .iter()
-                        .copied()
-                        .filter(|&s| {
-                            let j = self.job(s);
-                            j.pending_containers > 0 && j.preempt_retry_at <= self.now
-                        })
-                        .collect();
-                    jobs.sort_by(|&a, &b| self.compare_jobs(q.policy, a, b));
-                    for s in jobs {
-                        let give = left.component_min(&self.job(s).pending);
-                        if give.is_zero() {
-                            break;
-                        }
-                        left -= give;
-                        needs.push((s, give, Starvation::MinShare));
-                    }
-                }
+        for s in std::mem::take(&mut self.min_share_given) {
+            if let Some(j) = self.jobs[s as usize].as_mut() {
+                j.min_share_starvation = Resources::ZERO;
             }
         }
-        if needs.is_empty() {
+        self.update_starvation();
+        self.gate_open = true;
+        if self.starved.is_empty() {
             return;
         }
-        let mut candidates = self.candidates();
-        for (job, amount, kind) in needs {
-            self.preempt_for(job, amount, kind, &mut candidates);
+        let leaves: BTreeSet<QueueIx> = self
+            .starved
+            .iter()
+            .map(|&w| match w {
+                Starver::Job(s) => self.job(s).leaf,
+                Starver::Leaf(l) => l,
+            })
+            .collect();
+        let mut candidates: Option<CandidatesByNode> = None;
+        for leaf in leaves {
+            for (job, fair, min) in self.starvation_in(leaf) {
+                if !min.is_zero() {
+                    self.job_mut(job).min_share_starvation = min;
+                    self.min_share_given.push(job);
+                }
+                let kind = if fair.is_zero() { Starvation::MinShare } else { Starvation::FairShare };
+                let amount = fair + min - self.job(job).incoming;
+                let c = candidates.get_or_insert_with(|| self.candidates());
+                self.preempt_for(job, amount, kind, c);
+                self.preemption_tried(job);
+            }
         }
     }
 
@@ -267,29 +158,28 @@ impl Engine {
         by_node
     }
 
+    /// Mark victims for `amount` of `job`'s pending requests, in whole containers.
     fn preempt_for(
         &mut self,
         job: JobSlot,
-        mut amount: Resources,
+        amount: Resources,
         kind: Starvation,
         candidates: &mut CandidatesByNode,
     ) {
         let leaf = self.job(job).leaf;
-        let policy = self.policy_of(leaf);
-        let mut budget = self.job(job).pending_containers;
         let requests: Vec<(Resources, u32)> =
             self.job(job).requests.iter().map(|r| (r.resources, r.count)).collect();
-        let mut sizes = requests.iter().flat_map(|&(r, n)| std::iter::repeat_n(r, n as usize));
-        while budget > 0 && below(policy, &Resources::ZERO, &amount, &self.nodes.total) {
-            let Some(r) = sizes.next() else { break };
-            budget -= 1;
-            let Some((node, victims)) = self.choose_victims(job, &r, candidates) else {
-                let now = self.now;
-                self.job_mut(job).preempt_retry_at = now.plus(RETRY_GAP);
+        let mut pending = amount;
+        for (r, count) in requests {
+            if pending.is_zero() {
                 break;
-            };
-            self.mark(job, leaf, kind, node, &victims, candidates);
-            amount -= r;
+            }
+            let n = whole_containers(&pending, &r).min(u64::from(count));
+            for _ in 0..n {
+                let Some((node, victims)) = self.choose_victims(job, &r, candidates) else { break };
+                self.mark(job, leaf, kind, node, &victims, candidates);
+            }
+            pending -= r.times(n);
         }
     }
 
@@ -304,7 +194,8 @@ impl Engine {
         let mut best: Option<(VictimCost, Vec<ContainerId>)> = None;
         for (&node, list) in candidates {
             let n = &self.nodes.slots[node as usize];
-            if !n.alive || n.reserved_for.is_some_and(|j| j != job) || !r.fits_in(&n.capacity) {
+            let held_for_other = matches!(n.hold, Some((j, Hold::Preempted)) if j != job);
+            if !n.alive || held_for_other || !r.fits_in(&n.capacity) {
                 continue;
             }
             let mut room = n.free();
@@ -378,8 +269,6 @@ impl Engine {
         if let Some(list) = candidates.get_mut(&node) {
             list.retain(|c| !victims.contains(&c.id));
         }
-        if self.nodes.slots[node as usize].reserved_for.is_none() {
-            self.reserve(node, job);
-        }
+        self.hold(node, job, Hold::Preempted);
     }
 }

@@ -13,8 +13,8 @@ use crate::engine::Engine;
 use crate::state::{JobKey, JobSlot, JobState};
 
 /// Order-preserving bits of a non-negative float.
-fn bits(x: f64) -> u64 {
-    x.max(0.0).to_bits()
+fn bits(x: f32) -> u64 {
+    u64::from(x.max(0.0).to_bits())
 }
 
 impl Engine {
@@ -24,26 +24,28 @@ impl Engine {
         self.watch_starvation(slot);
     }
 
-    /// The job's place in its leaf's order. Jobs have no min share and weight 1, so the fair
-    /// comparator reduces to (usage, start, id) and drf to (dominant shares, start, id).
-    fn job_key(&self, slot: JobSlot) -> JobKey {
+    /// The job's place in its leaf's order. Jobs have no min share and weight 1 (YARN: app
+    /// priority 1, no size-based weight), so `fair` reduces to (memory used, submit time, id),
+    /// `drf` to (usage / cluster per resource as f32, largest first; submit time; id), YARN's
+    /// `fifo` to (submit time, id) and weir's `priority` to (priority, submit time, id).
+    pub(crate) fn job_order_key(&self, slot: JobSlot) -> JobKey {
         let j = self.job(slot);
+        let submit = j.submit_time.as_millis();
         match self.queues[j.leaf as usize].policy {
-            Policy::Fair => ([j.usage.memory, 0, 0], j.start_time.as_millis(), j.id.0),
+            Policy::Fair => ([j.usage.memory, 0, 0], submit, j.id.0),
             Policy::Drf => {
                 let total = self.nodes.total;
-                let mut d = [0.0f64; 3];
+                let mut d = [0f32; 3];
                 for (i, &k) in ResourceKind::ALL.iter().enumerate() {
                     let t = total.get(k);
-                    d[i] = if t == 0 { 0.0 } else { j.usage.get(k) as f64 / t as f64 };
+                    d[i] = if t == 0 { 0.0 } else { j.usage.get(k) as f32 / t as f32 };
                 }
                 d.sort_by(|a, b| b.total_cmp(a));
-                ([bits(d[0]), bits(d[1]), bits(d[2])], j.start_time.as_millis(), j.id.0)
+                ([bits(d[0]), bits(d[1]), bits(d[2])], submit, j.id.0)
             }
+            Policy::Fifo => ([0, 0, 0], submit, j.id.0),
             // Higher priority first.
-            Policy::Fifo => {
-                ([(i32::MAX as i64 - j.priority as i64) as u64, 0, 0], j.submit_time.as_millis(), j.id.0)
-            }
+            Policy::Priority => ([(i32::MAX as i64 - j.priority as i64) as u64, 0, 0], submit, j.id.0),
         }
     }
 
@@ -54,7 +56,7 @@ impl Engine {
             j.state == JobState::Runnable && j.pending_containers > 0 && j.blocked_pass != self.pass;
         let want = if eligible {
             let shape = j.requests.front().map(|r| r.resources).unwrap_or_default();
-            Some((self.job_key(slot), shape))
+            Some((self.job_order_key(slot), shape))
         } else {
             None
         };

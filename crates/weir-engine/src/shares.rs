@@ -3,7 +3,7 @@
 //! among its runnable jobs. Steady shares count every queue; instantaneous ones only active queues
 //! (a runnable job somewhere below).
 
-use weir_model::{Policy, ResourceKind, Resources, Rounding};
+use weir_model::{ResourceKind, Resources, Rounding};
 
 use crate::engine::Engine;
 use crate::fair_share::{self, Claim};
@@ -140,11 +140,13 @@ impl Engine {
         let q = &self.queues[leaf as usize];
         let share = q.instantaneous;
         let mut jobs: Vec<JobSlot> = q.runnable.clone();
-        if q.policy == Policy::Fifo {
-            // YARN's FIFO policy gives the whole share to the job that comes first.
+        if q.policy.leaf_only() {
+            // YARN's FifoPolicy.computeShares gives the whole share to the earliest job (weir's
+            // `priority` to the first by priority); the others get none.
+            let priority = q.policy == weir_model::Policy::Priority;
             jobs.sort_by_key(|&s| {
                 let j = self.job(s);
-                (-(j.priority as i64), j.submit_time, j.id)
+                (if priority { -(j.priority as i64) } else { 0 }, j.submit_time, j.id)
             });
             for (i, &s) in jobs.iter().enumerate() {
                 self.job_mut(s).fair_share = if i == 0 { share } else { Resources::ZERO };
@@ -153,7 +155,7 @@ impl Engine {
             return;
         }
         // Ties on the extra unit (exact rounding) go to the earliest job.
-        jobs.sort_by_key(|&s| (self.job(s).start_time, self.job(s).id));
+        jobs.sort_by_key(|&s| (self.job(s).submit_time, self.job(s).id));
         let n = jobs.len();
         let mut each = [(0u64, 0u64); 3];
         for (i, kind) in ResourceKind::ALL.iter().enumerate() {
@@ -209,7 +211,8 @@ pub fn shares_for(config: &weir_model::ClusterConfig, active: &[weir_model::Queu
             .iter()
             .map(|q| {
                 let min = q.min.resolve(&total);
-                (q.weight, min, q.max.resolve(&total).component_max(&min))
+                let weight = fair_share::weight(q.weight, config.scheduler.rounding);
+                (weight, min, q.max.resolve(&total).component_max(&min))
             })
             .collect(),
     };

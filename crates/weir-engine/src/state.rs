@@ -27,11 +27,16 @@ pub(crate) struct Queue {
     pub children: Vec<QueueIx>,
     /// One past the last queue of this subtree: the subtree is `self..subtree_end` in preorder.
     pub subtree_end: QueueIx,
+    /// As YARN holds it: a Java float under `rounding: yarn`.
     pub weight: f64,
     pub policy: Policy,
+    /// The policy that computes this queue's fair share: its parent's (root: its own). A fair
+    /// parent computes memory only, so YARN sees no cpu in the share (see `am_limit`).
+    pub parent_policy: Policy,
     pub priority: i32,
     pub max_running_apps: Option<u32>,
-    pub max_am_share: Option<f64>,
+    /// The AM share applied to this leaf (`None`: no check).
+    pub am_share: Option<f64>,
     pub allow_preemption_from: bool,
     pub fair_share_timeout: Option<Duration>,
     pub fair_share_threshold: f64,
@@ -66,8 +71,11 @@ pub(crate) struct Queue {
     /// The pass in which nothing under this queue could be placed; it is skipped for the rest
     /// of that pass (the componentwise smallest request can miss that every one is too big).
     pub exhausted_pass: u64,
-    /// Leaves only: since when usage has been below min(min share, demand).
-    pub below_min_since: Option<Time>,
+    /// Leaves only: YARN's `lastTimeAtMinShare`. `None` while the leaf is at its min share;
+    /// else the last time it was seen there (see `starvation.rs`).
+    pub min_clock: Option<Time>,
+    /// Leaves only: when the min-share timer last set for it falls due.
+    pub min_timer: Option<Time>,
 }
 
 impl Queue {
@@ -75,8 +83,9 @@ impl Queue {
         self.children.is_empty()
     }
 
+    /// YARN caps a queue's demand at its max share.
     pub fn demand(&self) -> Resources {
-        self.usage + self.pending
+        (self.usage + self.pending).component_min(&self.max)
     }
 }
 
@@ -93,9 +102,8 @@ pub(crate) struct Job {
     pub leaf: QueueIx,
     pub user: u32,
     pub priority: i32,
+    /// YARN's app start time: ordering ties break on it, then on the id.
     pub submit_time: Time,
-    /// When it became runnable; ties in ordering break on it.
-    pub start_time: Time,
     pub state: JobState,
     pub requests: VecDeque<Request>,
     pub pending: Resources,
@@ -103,24 +111,33 @@ pub(crate) struct Job {
     pub usage: Resources,
     /// Containers held, in start order (newest last).
     pub containers: BTreeSet<(u64, ContainerId)>,
+    /// Whether it ever started a container (its first one is its AM).
     pub am_started: bool,
+    /// Whether it holds a live application master (YARN's `isAmRunning`).
+    pub am_running: bool,
     pub fair_share: Resources,
     pub blocked_pass: u64,
     /// Its key and next request size while it is in its leaf's `ready` set.
     pub ready: Option<(JobKey, Resources)>,
-    /// Since when usage has been below `threshold × min(fair share, demand)`.
-    pub below_fair_since: Option<Time>,
+    /// YARN's `lastTimeAtFairShare`: `None` while it is seen at its fair-share target; else
+    /// the last time it was (see `starvation.rs`).
+    pub fair_clock: Option<Time>,
+    /// When the starvation timer last set for it falls due.
+    pub fair_timer: Option<Time>,
+    /// Min-share starvation of its leaf attributed to it in the last preemption pass.
+    pub min_share_starvation: Resources,
     /// Resources being freed on its behalf by preemptions not yet carried out.
     pub incoming: Resources,
     /// Resources of its own containers marked for preemption.
     pub outgoing: Resources,
-    /// Nodes held for it while preempted containers drain.
+    /// Nodes held for it: reserved for its next container, or where preempted room drains.
     pub reservations: Vec<NodeSlot>,
     /// The last reason this job lost a container, and how many it lost in all.
     pub last_preempted: Option<PreemptReason>,
     pub preempted_count: u64,
-    /// Not before this time will preemption be tried again for it (after finding no victim).
-    pub preempt_retry_at: Time,
+    /// Not before this time is its starvation checked again (YARN's `nextStarvationCheck`:
+    /// set after preemption was tried for it).
+    pub recheck_at: Time,
 }
 
 impl Job {

@@ -87,7 +87,11 @@ fn nothing_is_taken_from_tier1() {
     env.advance(Duration::from_secs(120));
     env.schedule();
     env.nothing_else();
-    assert!(env.explain(2).contains("below 1 × its fair share"), "{}", env.explain(2));
+    assert!(
+        env.explain(2).contains("fair-share target {cpu: 0, memory: 50} = min(1 × fair share"),
+        "{}",
+        env.explain(2)
+    );
 }
 
 #[test]

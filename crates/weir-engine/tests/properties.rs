@@ -9,6 +9,7 @@ use weir_model::{ClusterConfig, QueuePath, Resources, Time};
 const CLUSTER: &str = r#"
 version: 1
 scheduler:
+  root_policy: drf
   preemption: {enabled: true, utilization_threshold: 0.5, kill_wait: 3s}
 tiers:
   1: {fair_share_preemption_timeout: 2s, fair_share_preemption_threshold: 0.8}

@@ -88,12 +88,14 @@ queues: [{name: a, max: {memory: 30}}, {name: b, max: "50%"}]
 #[test]
 fn no_node_fits_is_explained_not_an_error() {
     let mut env = Env::new(FOUR_QUEUES);
-    env.submit(1, "a", &[(mem(64), 1)]);
+    // The application master (1 MiB) fits; the next container (64 MiB) fits on no node.
+    env.submit(1, "a", &[(mem(1), 1), (mem(64), 1)]);
     env.schedule();
     assert_eq!(env.take_runnable(), vec![1]);
+    assert_eq!(env.count_starts(1), 1);
     env.nothing_else();
     let why = env.explain(1);
-    assert!(why.contains("no node has room for a {cpu: 0, memory: 64} container"), "{why}");
+    assert!(why.contains("no node has room for its next container {cpu: 0, memory: 64}"), "{why}");
 }
 
 #[test]
@@ -206,10 +208,11 @@ fn input_errors_are_errors() {
 fn a_subtree_whose_requests_all_fail_in_different_ways_is_passed_over() {
     // Once jobs 1 and 2 have failed, leaves c and d are skipped as at least as large; yet org's
     // smallest request per resource, (200 mCPU, 2 MiB), is dominated by neither failure, and
-    // the pass must still move on to `other`.
+    // the pass must still move on to `other`. (No AM-share check: the point is room.)
     let mut env = Env::new(
         r#"
 version: 1
+scheduler: {queue_max_am_share_default: -1}
 nodes: [{count: 1, resources: {cpu: 1000, memory: 10}}]
 queues:
   - {name: org, children: [{name: a}, {name: b}, {name: c}, {name: d}]}

@@ -83,8 +83,11 @@ pub enum Policy {
     Fair,
     /// Dominant-resource fairness over every resource.
     Drf,
-    /// Priority, then submit time. Leaves only.
+    /// Submit time only, as YARN's FIFO policy (the Fair Scheduler gives every app priority 1).
+    /// Leaves only.
     Fifo,
+    /// weir's order: job priority (higher first), then submit time. Leaves only.
+    Priority,
 }
 
 impl Policy {
@@ -93,7 +96,13 @@ impl Policy {
             Policy::Fair => "fair",
             Policy::Drf => "drf",
             Policy::Fifo => "fifo",
+            Policy::Priority => "priority",
         }
+    }
+
+    /// Whether the policy orders jobs only (fifo, priority), so it cannot be set on a parent.
+    pub fn leaf_only(self) -> bool {
+        matches!(self, Policy::Fifo | Policy::Priority)
     }
 }
 
@@ -127,6 +136,18 @@ pub struct SchedulerSpec {
     /// Running jobs allowed per user (YARN's `userMaxAppsDefault`); no limit when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_max_running_apps: Option<u32>,
+    /// `max_am_share` of leaves that set none (YARN's `queueMaxAMShareDefault`): 0.5 when
+    /// absent; -1 turns the AM-share check off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_max_am_share_default: Option<f64>,
+    /// Requests round up to at least this before the increment (YARN's minimum allocation);
+    /// missing components: no minimum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum_allocation: Option<PartialResources>,
+    /// The share of the cluster's nodes one job may hold reserved while its next container fits
+    /// on none of them (YARN's `reservable-nodes`): 0.05 when absent; 0 = no reservations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservable_nodes: Option<f64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
@@ -223,6 +244,8 @@ pub struct QueueSpec {
     pub max: Option<LimitSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_running_apps: Option<u32>,
+    /// A leaf's limit on application masters as a fraction of its fair share, or -1 for none;
+    /// `scheduler.queue_max_am_share_default` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_am_share: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -11,6 +11,7 @@
 pub mod access;
 pub mod cluster;
 pub mod cluster_file;
+mod cluster_validation;
 mod dag;
 pub mod error;
 pub mod placement;

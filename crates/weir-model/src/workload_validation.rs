@@ -9,7 +9,7 @@ use crate::dag::topological_order;
 use crate::error::Problem;
 use crate::placement::{leaf, missing, project_name};
 use crate::queue_path::QueuePath;
-use crate::resources::Resources;
+use crate::resources::{ResourceKind, Resources};
 use crate::time::{Duration, Time};
 use crate::workload::{Arrival, Distribution, JobTemplate, Stage, Workflow, Workload};
 use crate::workload_file::{
@@ -369,6 +369,15 @@ impl<'c> Validator<'c> {
             self.problem(format!("{here}.resources"), "a task needs some cpu, memory or gpu");
         } else if let Some(message) = self.unplaceable(&resources) {
             self.problem(format!("{here}.resources"), message);
+        } else if let Some(kind) = self.unrepresentable(&resources, spec.tasks) {
+            self.problem(
+                format!("{here}.tasks"),
+                format!(
+                    "{} tasks of {resources} ask for more {kind} than 64 bits can count; the scheduler \
+                     sums demand exactly, so split the stage or use fewer tasks",
+                    spec.tasks
+                ),
+            );
         }
         let failure_probability = spec.failure_probability.unwrap_or(0.0);
         if !(0.0..1.0).contains(&failure_probability) {
@@ -388,10 +397,19 @@ impl<'c> Validator<'c> {
         }
     }
 
+    /// The resource of which a stage's tasks, together, ask for more than can be counted.
+    fn unrepresentable(&self, r: &Resources, tasks: u32) -> Option<&'static str> {
+        let rounded = self.cluster.scheduler.normalize(r);
+        ResourceKind::ALL
+            .into_iter()
+            .find(|&k| rounded.get(k).checked_mul(u64::from(tasks)).is_none_or(|v| v == u64::MAX))
+            .map(ResourceKind::name)
+    }
+
     /// Why a task of `r` could never be placed, if it could not: it fits no node once rounded up
-    /// to the scheduler's increment, as the engine rounds it.
+    /// to the scheduler's minimum allocation and increment, as the engine rounds it.
     fn unplaceable(&self, r: &Resources) -> Option<String> {
-        let rounded = r.round_up_to(&self.cluster.scheduler.increment);
+        let rounded = self.cluster.scheduler.normalize(r);
         if self.cluster.nodes.iter().any(|g| rounded.fits_in(&g.resources)) {
             return None;
         }
@@ -400,7 +418,12 @@ impl<'c> Validator<'c> {
         let rounding = if rounded == *r {
             String::new()
         } else {
-            format!(" (rounded up to {rounded} by the scheduler's increment)")
+            let by = if self.cluster.scheduler.minimum_allocation.is_zero() {
+                "increment"
+            } else {
+                "minimum allocation and increment"
+            };
+            format!(" (rounded up to {rounded} by the scheduler's {by})")
         };
         Some(format!(
             "a task of {r}{rounding} fits on no node of the cluster, so it could never run; the nodes are {}",

@@ -115,6 +115,40 @@ fn defaults_without_tiers_or_settings() {
     assert_eq!(a.fair_share_preemption_threshold, 0.5);
     assert!(!c.scheduler.preemption.enabled);
     assert_eq!(c.scheduler.promotion, Promotion::Priority);
+    // YARN's queueMaxAMShareDefault (0.5) and reservable-nodes (0.05); no minimum allocation.
+    assert_eq!((c.scheduler.queue_max_am_share_default, a.am_share), (Some(0.5), Some(0.5)));
+    assert_eq!(c.scheduler.reservable_nodes, 0.05);
+    assert_eq!(c.scheduler.minimum_allocation, Resources::ZERO);
+    assert_eq!(queue(&c, "root").am_share, None, "AM shares apply to leaves");
+}
+
+#[test]
+fn am_shares_resolve_from_the_leaf_or_the_scheduler_default() {
+    let c = cluster(
+        "scheduler: {queue_max_am_share_default: 0.3}",
+        "  - {name: a}\n  - {name: b, max_am_share: 0.8}\n  - {name: c, max_am_share: -1}\n  - {name: p, max_am_share: 0.2, children: [{name: x}]}\n",
+    );
+    let shares: Vec<Option<f64>> =
+        ["a", "b", "c", "p", "p.x"].iter().map(|q| queue(&c, q).am_share).collect();
+    assert_eq!(shares, [Some(0.3), Some(0.8), None, None, Some(0.3)]);
+    let off = cluster(
+        "scheduler: {queue_max_am_share_default: -1}",
+        "  - {name: a}\n  - {name: b, max_am_share: 0.4}\n",
+    );
+    assert_eq!((queue(&off, "a").am_share, queue(&off, "b").am_share), (None, Some(0.4)));
+}
+
+#[test]
+fn requests_normalize_to_the_minimum_allocation_then_the_increment() {
+    // YARN's normalization: max(request, minimum), rounded up to a multiple of the increment.
+    let c = cluster(
+        "scheduler: {minimum_allocation: {cpu: 1000, memory: 1g}, increment: {cpu: 500, memory: 512}}",
+        "  - {name: a}\n",
+    );
+    let n = |cpu, memory| c.scheduler.normalize(&Resources::new(cpu, memory, 0));
+    assert_eq!(n(100, 100), Resources::new(1000, 1024, 0));
+    assert_eq!(n(1200, 1100), Resources::new(1500, 1536, 0));
+    assert_eq!(n(2000, 2048), Resources::new(2000, 2048, 0));
 }
 
 #[test]

@@ -64,6 +64,17 @@ fn node_rules() {
     check_invalid(&node("{count: 0, resources: {cpu: 1000}}"), "nodes[0].count", "at least 1");
     check_invalid(&node("{count: 2, resources: {}}"), "nodes[0].resources", "needs some cpu or memory");
     check_invalid(&node("{count: 2, resources: {cpu: 0, memory: 0}}"), "nodes[0].resources", "cpu or memory");
+    // The cluster's totals must be countable: usage and demand are summed exactly.
+    check_invalid(
+        &node("{count: 3, resources: {memory: 9223372036854775807}}"),
+        "nodes",
+        "the cluster's total memory does not fit in 64 bits",
+    );
+    check_invalid(
+        "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 18446744073709551000}}\n  - {count: 1, resources: {cpu: 1000}}\nqueues:\n  - {name: a}\n",
+        "nodes",
+        "total cpu",
+    );
     // `count` defaults to one node.
     let c = ClusterConfig::from_yaml("c.yaml", &node("{resources: {cpu: 1000}}")).unwrap();
     assert_eq!(c.node_count(), 1);
@@ -99,6 +110,23 @@ fn scheduler_rules() {
             "not a fraction",
         );
     }
+    check_invalid(
+        &with_sections("scheduler: {root_policy: priority}"),
+        "scheduler.root_policy",
+        "priority applies to leaf queues only",
+    );
+    for bad in ["0", "1.5", "-0.5"] {
+        check_invalid(
+            &with_sections(&format!("scheduler: {{queue_max_am_share_default: {bad}}}")),
+            "scheduler.queue_max_am_share_default",
+            "not a fraction in (0, 1]",
+        );
+    }
+    check_invalid(
+        &with_sections("scheduler: {reservable_nodes: 2}"),
+        "scheduler.reservable_nodes",
+        "fraction",
+    );
     check_syntax(&with_sections("scheduler: {mode: wild}"), "scheduler.mode", "unknown variant `wild`");
     check_syntax(
         &with_sections("scheduler: {rounding: round}"),
@@ -131,9 +159,9 @@ fn queue_rules() {
         ("- {name: a, weight: -1}", "queues.a.weight", "-1 is not a weight"),
         ("- {name: a, weight: .nan}", "queues.a.weight", "NaN is not a weight"),
         ("- {name: a, weight: .inf}", "queues.a.weight", "inf is not a weight"),
-        ("- {name: a, max_running_apps: 0}", "queues.a.max_running_apps", "at least 1"),
         ("- {name: a, max_am_share: 0}", "queues.a.max_am_share", "not a fraction in (0, 1]"),
         ("- {name: a, max_am_share: 1.5}", "queues.a.max_am_share", "not a fraction in (0, 1]"),
+        ("- {name: a, max_am_share: -0.5}", "queues.a.max_am_share", "use -1 to turn the AM-share check off"),
         ("- {name: a, tier: 0}", "queues.a.tier", "0 is not a tier"),
         ("- {name: a, tier: 4}", "queues.a.tier", "4 is not a tier"),
         (
@@ -156,6 +184,19 @@ fn queue_rules() {
             "queues.a.policy",
             "fifo applies to leaf queues only",
         ),
+        (
+            "- {name: a, policy: priority, children: [{name: x}]}",
+            "queues.a.policy",
+            "priority applies to leaf queues only",
+        ),
+        // YARN's FairSharePolicy.isChildPolicyAllowed refuses a drf child of a fair parent
+        // (root is fair unless scheduler.root_policy says otherwise).
+        ("- {name: a, policy: drf}", "queues.a.policy", "drf under a fair parent"),
+        (
+            "- {name: a, policy: drf, children: [{name: x, policy: drf}]}",
+            "queues.a.policy",
+            "make every ancestor drf (scheduler.root_policy: drf for root)",
+        ),
         ("- {name: a, tier: 1, children: [{name: x}]}", "queues.a.tier", "tiers are set on leaf queues"),
         (
             "- {name: a, allow_preemption_from: false, children: [{name: x, allow_preemption_from: true}]}",
@@ -166,6 +207,31 @@ fn queue_rules() {
     for (queues, path, message) in cases {
         check_invalid(&with_queues(&format!("  {queues}\n")), path, message);
     }
+}
+
+#[test]
+fn a_drf_queue_under_a_fair_parent_is_only_a_warning_under_exact_rounding() {
+    let yaml = format!(
+        "version: 1\nscheduler: {{rounding: exact}}\n{NODES}queues:\n  - {{name: a, policy: drf}}\n  - {{name: b}}\n"
+    );
+    let c = ClusterConfig::from_yaml("c.yaml", &yaml).expect("valid under exact rounding");
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert_eq!(c.warnings[0].path, "queues.a.policy");
+    assert!(c.warnings[0].message.contains("YARN refuses this layout"), "{}", c.warnings[0].message);
+    // A drf root makes the same tree one YARN accepts: no warning.
+    let drf_root = yaml.replace("rounding: exact", "rounding: exact, root_policy: drf");
+    assert!(ClusterConfig::from_yaml("c.yaml", &drf_root).unwrap().warnings.is_empty());
+}
+
+#[test]
+fn zero_running_apps_and_am_share_off_are_valid() {
+    let c = ClusterConfig::from_yaml(
+        "c.yaml",
+        &with_queues("  - {name: closed, max_running_apps: 0}\n  - {name: open, max_am_share: -1}\n"),
+    )
+    .expect("valid");
+    assert_eq!(c.queues[1].max_running_apps, Some(0));
+    assert_eq!((c.queues[2].max_am_share, c.queues[2].am_share), (Some(-1.0), None));
 }
 
 #[test]
@@ -222,6 +288,7 @@ queues:
           - {name: tier1, tier: 9, max: 'lots%'}
   - {name: root, max_running_apps: 0}
 ";
+    // (`max_running_apps: 0` is valid: the queue admits nothing, as in YARN.)
     let found: Vec<String> = problems(yaml).into_iter().map(|(p, _)| p).collect();
     assert_eq!(
         found,
@@ -237,7 +304,6 @@ queues:
             "queues.ads.children.ranking.children.tier1.max",
             "queues.ads.children.ranking.children.tier1.tier",
             "queues.root.name",
-            "queues.root.max_running_apps",
         ]
     );
 }

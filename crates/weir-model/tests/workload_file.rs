@@ -912,3 +912,22 @@ fn the_example_workload_keeps_the_example_cluster_moderately_busy() {
     assert!((0.4..0.7).contains(&cpu), "mean cpu utilization {cpu:.3}");
     assert!((0.4..0.7).contains(&memory), "mean memory utilization {memory:.3}");
 }
+
+#[test]
+fn a_stage_whose_total_demand_cannot_be_counted_is_refused() {
+    // Issue 13: the engine sums pending demand exactly, so a stage asking for more than 64 bits
+    // can hold (here 4 × 2^62 MiB, each task fitting its node) is an error, not a silent clamp.
+    let cluster = ClusterConfig::from_yaml(
+        "huge.yaml",
+        "version: 1\nnodes: [{count: 1, resources: {cpu: 1000, memory: 4611686018427387904}}]\nqueues: [{name: a}]\n",
+    )
+    .expect("one huge node is representable");
+    let text = "version: 1\nworkflows:\n  - {name: w, queue: root.a, jobs: [{name: j, stages: [{name: s, tasks: 4, resources: {cpu: 1, memory: 4611686018427387904}, duration: {fixed: 1m}}]}]}\n";
+    let err = Workload::from_yaml("w.yaml", text, &cluster).expect_err("4 × 2^62 MiB overflows");
+    let p = err.problems();
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].path, "workflows.w.jobs.j.stages.s.tasks");
+    assert!(p[0].message.contains("ask for more memory than 64 bits can count"), "{}", p[0].message);
+    let fine = text.replace("tasks: 4", "tasks: 3");
+    Workload::from_yaml("w.yaml", &fine, &cluster).expect("3 × 2^62 MiB is countable");
+}

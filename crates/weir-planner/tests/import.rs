@@ -54,7 +54,8 @@ fn the_documentation_example_imports_what_yarn_enforces() {
         q(&c, "root.sample_queue.sample_sub_queue").max,
         Limit::Absolute(Resources::new(u64::MAX, 40_000, u64::MAX))
     );
-    assert_eq!(q(&c, "root.sample_queue.sample_sub_queue").max_am_share, Some(0.5));
+    assert_eq!(q(&c, "root.sample_queue.sample_sub_queue").am_share, Some(0.5), "queueMaxAMShareDefault");
+    assert_eq!(c.scheduler.queue_max_am_share_default, Some(0.5));
     // ACLs, reservation, type="parent", users and placement are carried.
     assert_eq!(
         q(&c, "root.sample_queue.sample_sub_queue").acl.as_ref().and_then(|a| a.submit.as_deref()),
@@ -115,6 +116,10 @@ fn hadoops_conversion_test_file_keeps_acls_users_and_placement_through_export_an
     assert_eq!(q(&c, "root.users.joe").max, Limit::Percent(50.0));
     assert_eq!(q(&c, "root.users.joe").min, Limit::Absolute(Resources::new(1000, 4096, 0)));
     assert!(q(&c, "root.admins.alice").reservable);
+    // maxAMShare -1 turns the AM limit off, and stays off.
+    assert_eq!(q(&c, "root.admins.bob").max_am_share, Some(-1.0));
+    assert_eq!(q(&c, "root.admins.bob").am_share, None);
+    assert_eq!(c.scheduler.promotion, weir_model::Promotion::Fifo, "YARN admits in submission order");
     assert_eq!(q(&c, "root.misc.a").weight, 0.0);
     assert_eq!(c.users["alice"].max_running_apps, Some(30));
     let p = c.file.scheduler.preemption.clone().unwrap();
@@ -158,7 +163,9 @@ fn aliases_legacy_names_and_what_yarn_reads_differently() {
     );
     let notes = imported.notes.join("\n");
     assert!(notes.contains("root.a: minResources 25% is imported as no minimum"), "{notes}");
-    assert!(notes.contains("root.b.c: YARN does not create this queue or anything below it"), "{notes}");
+    assert!(notes.contains("root.b.c: left out with everything below it, as YARN does"), "{notes}");
+    assert!(c.find(&QueuePath::parse("root.b.c").unwrap()).is_none());
+    assert!(q(&c, "root.b").dynamic_parent, "b stays a parent in YARN");
     // A percentage in the new syntax parses to the same.
     assert_eq!(
         weir_planner::import::parse_resources("vcores=50%, memory-mb=50%"),

@@ -130,7 +130,7 @@ impl Simulation {
             .collect();
         let mut requests = Vec::new();
         if let Some(am) = self.config.am {
-            requests.push(Request::new(am, 1).tagged(AM_TAG));
+            requests.push(Request::new(am, 1).tagged(AM_TAG).as_am());
         }
         let mut empty_roots = Vec::new();
         for (s, stage) in tmpl.stages.iter().enumerate() {
@@ -311,7 +311,9 @@ impl Simulation {
                 [t.stage as usize];
             (s.resources, u64::from(t.stage))
         };
+        // A lost AM is asked for again as an AM: it goes first and counts against the AM share.
         let request = Request::new(resources, 1).tagged(tag);
+        let request = if t.stage == AM_STAGE { request.as_am() } else { request };
         self.engine
             .on_requests_added(self.now, JobId(u64::from(t.job)), vec![request])
             .map_err(|e| self.internal(e))

@@ -390,7 +390,6 @@ fn plan(
 ) -> Result<Vec<Plan>, SimError> {
     let largest = nodes.iter().fold(Resources::ZERO, |a, n| a.component_max(&n.resources));
     let fits_somewhere = |r: &Resources| nodes.iter().any(|n| r.fits_in(&n.resources));
-    let step = cluster.scheduler.increment;
     let mut plans = Vec::with_capacity(workload.workflows.len());
     for (w, wf) in workload.workflows.iter().enumerate() {
         let leaf = match cluster.find(&wf.queue) {
@@ -424,7 +423,7 @@ fn plan(
                 for &u in &stage.after {
                     next[u].push(s as u32);
                 }
-                let needs = stage.resources.round_up_to(&step);
+                let needs = cluster.scheduler.normalize(&stage.resources);
                 if !fits_somewhere(&needs) {
                     return Err(SimError::TaskTooLarge {
                         workflow: wf.name.clone(),
@@ -437,7 +436,7 @@ fn plan(
             }
             stage_next.push(next);
         }
-        if let Some(am) = config.am.map(|r| r.round_up_to(&step)) {
+        if let Some(am) = config.am.map(|r| cluster.scheduler.normalize(&r)) {
             if !fits_somewhere(&am) {
                 return Err(SimError::Setting {
                     setting: "am",

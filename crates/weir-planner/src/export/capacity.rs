@@ -183,6 +183,13 @@ fn capacities(cfg: &ClusterConfig, parent: QueueIndex, abs: f64, losses: &mut Ve
 }
 
 fn losses_for(cfg: &ClusterConfig, modern: bool, losses: &mut Vec<String>) {
+    if cfg.queues.iter().any(|q| q.max_am_share.is_some_and(|s| s < 0.0))
+        || cfg.scheduler.queue_max_am_share_default.is_none()
+    {
+        losses.push(
+            "max_am_share -1 (no AM limit): the Capacity Scheduler always limits application masters".into(),
+        );
+    }
     if cfg
         .queues
         .iter()
@@ -280,10 +287,10 @@ fn queue_properties(x: &mut XmlOut, cfg: &ClusterConfig, ix: QueueIndex, modern:
         property(x, &format!("{PREFIX}.{path}.max-parallel-apps"), &n.to_string(), None);
     }
     if q.is_leaf() {
-        if let Some(s) = q.max_am_share {
+        if let Some(s) = q.max_am_share.filter(|s| *s >= 0.0) {
             property(x, &format!("{PREFIX}.{path}.maximum-am-resource-percent"), &num(s), None);
         }
-        let policy = if q.policy == Policy::Fifo { "fifo" } else { "fair" };
+        let policy = if matches!(q.policy, Policy::Fifo | Policy::Priority) { "fifo" } else { "fair" };
         property(x, &format!("{PREFIX}.{path}.ordering-policy"), policy, None);
         if q.reservable {
             property(x, &format!("{PREFIX}.{path}.reservable"), "true", None);

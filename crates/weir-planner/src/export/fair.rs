@@ -44,6 +44,9 @@ pub(super) fn export(
     if let Some(n) = cfg.scheduler.user_max_running_apps {
         x.text("userMaxAppsDefault", &n.to_string());
     }
+    if let Some(d) = cfg.file.scheduler.queue_max_am_share_default {
+        x.text("queueMaxAMShareDefault", &num(d));
+    }
     for (name, u) in &cfg.users {
         x.open("user", &[("name", name)]);
         if let Some(n) = u.max_running_apps {
@@ -76,9 +79,20 @@ pub(super) fn export(
     Ok(x.finish())
 }
 
-/// The policy written for each queue: weir's, raised to drf on every ancestor of a drf queue.
+/// The policy written for each queue: weir's, raised to drf on every ancestor of a drf queue;
+/// weir's `priority` leaves become YARN's fifo (submit time only).
 fn written_policies(cfg: &ClusterConfig, losses: &mut Vec<String>) -> Vec<Policy> {
     let mut policies: Vec<Policy> = cfg.queues.iter().map(|q| q.policy).collect();
+    let by_priority = policies.iter().filter(|p| **p == Policy::Priority).count();
+    if by_priority > 0 {
+        losses.push(format!(
+            "policy priority ({by_priority} leaves): YARN's fifo orders by submit time only (the Fair Scheduler ignores \
+             application priority); written as fifo"
+        ));
+        for p in policies.iter_mut().filter(|p| **p == Policy::Priority) {
+            *p = Policy::Fifo;
+        }
+    }
     let mut raised = Vec::new();
     for (i, q) in cfg.queues.iter().enumerate() {
         if q.policy != Policy::Drf {
@@ -118,7 +132,9 @@ fn common_losses(cfg: &ClusterConfig, losses: &mut Vec<String>) {
     if cfg.queues.iter().any(|q| q.priority != 0) {
         losses.push("queue priorities: the Fair Scheduler orders queues by fair share only".into());
     }
-    if cfg.scheduler.promotion == weir_model::Promotion::Priority {
+    if cfg.scheduler.promotion == weir_model::Promotion::Priority
+        && cfg.queues.iter().any(|q| q.max_running_apps.is_some())
+    {
         losses.push(
             "promotion priority: YARN admits apps waiting on maxRunningApps first come, first served".into(),
         );

@@ -265,7 +265,11 @@ pub(super) fn export(
             cohort: Some(cohort.clone()).filter(|_| !api.cohort_name),
             cohort_name: Some(cohort).filter(|_| api.cohort_name),
             namespace_selector: Empty {},
-            queueing_strategy: if q.policy == Policy::Fifo { "StrictFIFO" } else { "BestEffortFIFO" },
+            queueing_strategy: if matches!(q.policy, Policy::Fifo | Policy::Priority) {
+                "StrictFIFO"
+            } else {
+                "BestEffortFIFO"
+            },
             fair_sharing: weight,
             preemption: cfg
                 .scheduler

@@ -219,7 +219,7 @@ impl Ctx<'_> {
         };
         let mut properties = BTreeMap::new();
         if q.is_leaf() {
-            let sort = if q.policy == Policy::Fifo { "fifo" } else { "fair" };
+            let sort = if matches!(q.policy, Policy::Fifo | Policy::Priority) { "fifo" } else { "fair" };
             properties.insert("application.sort.policy", sort.to_string());
             if q.priority != 0 {
                 properties.insert("priority.offset", q.priority.to_string());

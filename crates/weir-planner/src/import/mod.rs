@@ -95,6 +95,8 @@ pub fn import_yarn_fair(file: &str, text: &str, options: &ImportOptions) -> Resu
         );
     }
     let mut out = ClusterFile { version: 1, nodes: options.nodes.clone(), ..Default::default() };
+    // YARN admits apps waiting on a running-app limit in submission order.
+    out.scheduler.promotion = weir_model::Promotion::Fifo;
     let mut pre = PreemptionSpec { enabled: Some(options.preemption), ..Default::default() };
     let mut legacy_fair_timeout = None;
     let mut top_queues = Vec::new();
@@ -122,7 +124,7 @@ pub fn import_yarn_fair(file: &str, text: &str, options: &ImportOptions) -> Resu
                 }
             }
             "queueMaxAppsDefault" => cx.defaults.max_running_apps = cx.count(at, e),
-            "queueMaxAMShareDefault" => cx.defaults.max_am_share = cx.am_share(at, e),
+            "queueMaxAMShareDefault" => out.scheduler.queue_max_am_share_default = cx.am_share(at, e),
             "queueMaxResourcesDefault" => cx.defaults.max = cx.limit(at, e, true),
             "queuePlacementPolicy" => out.queue_placement = cx.placement(e),
             "reservation-agent" | "reservation-policy" | "reservation-planner" => {
@@ -161,13 +163,13 @@ pub fn import_yarn_fair(file: &str, text: &str, options: &ImportOptions) -> Resu
     out.scheduler.root_policy = root_policy;
     out.queues = children
         .iter()
-        .map(|c| {
-            let mut q = cx.tree("root", c, root_allows, root_policy, 1);
+        .filter_map(|c| {
+            let mut q = cx.tree("root", c, root_allows, root_policy, 1)?;
             // weir's root always allows preemption; a root that forbids it forbids it below.
             if !root_allows {
                 q.allow_preemption_from = Some(false);
             }
-            q
+            Some(q)
         })
         .collect();
     out.scheduler.preemption = Some(pre);
@@ -229,7 +231,6 @@ fn tiers_from_names(file: &str, out: &mut ClusterFile) -> Result<(), PlanError> 
 struct Defaults {
     policy: Option<Policy>,
     max_running_apps: Option<u32>,
-    max_am_share: Option<f64>,
     max: Option<LimitSpec>,
 }
 
@@ -246,7 +247,7 @@ impl Cx<'_> {
     }
 
     /// The queue `e` under `parent` (a dotted path) and its subtree; `depth` counts from 1
-    /// for root's children.
+    /// for root's children. `None` when YARN would not create the queue (drf under fair).
     fn tree(
         &mut self,
         parent: &str,
@@ -254,10 +255,10 @@ impl Cx<'_> {
         parent_allows: bool,
         parent_policy: Policy,
         depth: usize,
-    ) -> QueueSpec {
+    ) -> Option<QueueSpec> {
         let Some(name) = e.attr("name").map(|n| n.trim().to_string()) else {
             self.problem(parent, format!("a <{}> at byte {} has no name attribute", e.name, e.pos));
-            return QueueSpec::default();
+            return Some(QueueSpec::default());
         };
         let path = format!("{parent}.{name}");
         if depth > MAX_QUEUE_DEPTH {
@@ -265,7 +266,7 @@ impl Cx<'_> {
                 &path,
                 format!("queues nest {depth} deep below root; a weir cluster file holds at most {MAX_QUEUE_DEPTH} levels"),
             );
-            return QueueSpec { name, ..QueueSpec::default() };
+            return Some(QueueSpec { name, ..QueueSpec::default() });
         }
         let has_children = e.children.iter().any(Elem::is_queue);
         let declared_parent = e.attr("type") == Some("parent");
@@ -275,20 +276,25 @@ impl Cx<'_> {
             q.policy = self.defaults.policy.filter(|&p| !has_children || p != Policy::Fifo);
         }
         let policy = q.policy.unwrap_or_default();
+        let allows = q.allow_preemption_from.unwrap_or(parent_allows);
+        let mut dropped = false;
+        q.children = Vec::new();
+        for c in e.children.iter().filter(|c| c.is_queue()) {
+            match self.tree(&path, c, allows, policy, depth + 1) {
+                Some(child) => q.children.push(child),
+                None => dropped = true,
+            }
+        }
         if parent_policy == Policy::Fair && policy == Policy::Drf {
             self.notes.push(format!(
-                "{path}: YARN does not create this queue or anything below it: a drf queue under the fair parent {parent} \
-                 is refused (FairSharePolicy.isChildPolicyAllowed). Imported as written; make {parent} drf or this queue fair"
+                "{path}: left out with everything below it, as YARN does: a drf queue under the fair parent {parent} \
+                 is refused (FairSharePolicy.isChildPolicyAllowed); make {parent} drf (and its ancestors) to keep it"
             ));
+            return None;
         }
-        let allows = q.allow_preemption_from.unwrap_or(parent_allows);
-        q.children = e
-            .children
-            .iter()
-            .filter(|c| c.is_queue())
-            .map(|c| self.tree(&path, c, allows, policy, depth + 1))
-            .collect();
-        if declared_parent && !has_children {
+        // A parent whose children YARN refuses stays a parent in YARN.
+        let declared_parent = declared_parent || (dropped && q.children.is_empty());
+        if declared_parent && q.children.is_empty() {
             q.dynamic_parent = Some(true);
         }
         if q.max_running_apps.is_none() {
@@ -297,11 +303,8 @@ impl Cx<'_> {
         if q.max.is_none() {
             q.max = self.defaults.max.clone();
         }
-        if !has_children && !declared_parent && q.max_am_share.is_none() {
-            q.max_am_share = self.defaults.max_am_share;
-        }
         self.check_runnable(&path, &q);
-        q
+        Some(q)
     }
 
     /// Warn when a queue's maximum leaves no room for a container.
@@ -469,18 +472,11 @@ impl Cx<'_> {
         }
     }
 
+    /// A negative value turns YARN's AM-share check off, as -1 does in weir; above 1 is 1
+    /// (AllocationFileQueueParser caps it).
     fn am_share(&mut self, path: &str, e: &Elem) -> Option<f64> {
         let v = self.float(path, e)?;
-        if v < 0.0 {
-            // -1 turns YARN's AM-share check off; weir's cluster file has no way to say "off"
-            // yet, and leaving the field out means weir's default.
-            self.notes.push(format!(
-                "{path}: {} {v} (no AM limit in YARN) is imported as no max_am_share, which is weir's default",
-                e.name
-            ));
-            return None;
-        }
-        Some(v.min(1.0))
+        Some(if v < 0.0 { -1.0 } else { v.min(1.0) })
     }
 
     fn policy(&mut self, path: &str, e: &Elem) -> Option<Policy> {
