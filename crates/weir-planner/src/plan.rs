@@ -12,7 +12,7 @@ use crate::percentile::LeafUsage;
 use crate::settings::PlanSettings;
 use crate::slo::{slo_floors, SloFloor};
 use crate::summary::{cluster_instances, summarize, ClusterSummary, Ratios, TierOrder, TierSummary, Totals};
-use crate::summed::{sweep, Feed, SummedUsage};
+use crate::summed::{sweep_parallel, Feed, SummedUsage};
 use crate::usage::{Interval, UsageHistory};
 
 /// What [`plan`] needs.
@@ -284,7 +284,8 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         .filter(|&&i| by_queue[i].is_some() && tier(i) <= 2)
         .map(|&i| Feed { intervals: &series[i], sums: if tier(i) == 1 { 0b11 } else { 0b10 } })
         .collect();
-    let hists = sweep(&summed_feeds, window.start_ms, window.end_ms, &s.instance, 2);
+    let hists =
+        sweep_parallel(&summed_feeds, window.start_ms, window.end_ms, &s.instance, 2, input.threads.max(1));
     let summed_at = |h: &crate::percentile::TimeHistogram, tiers: &[u8], percentile: f64| SummedUsage {
         percentile,
         instances: h.percentile(percentile),

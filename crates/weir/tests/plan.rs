@@ -262,3 +262,50 @@ fn the_loop_simulate_then_plan_with_validation() {
     assert!(!o.status.success());
     assert!(text(&o.stderr).contains("--workload"), "{}", text(&o.stderr));
 }
+
+#[test]
+fn export_lists_what_the_target_cannot_express_and_honours_versions() {
+    let out = weir(&["export", "--format", "yarn-fair", "--cluster", "examples/cluster.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("yarn-fair cannot express"), "{stderr}");
+    assert!(stderr.contains("promotion priority"), "{stderr}");
+    // The same list opens the file.
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("<?xml") && stdout.contains("What the YARN Fair Scheduler cannot express"),
+        "{stdout}"
+    );
+    let out = weir(&[
+        "export",
+        "--format",
+        "kueue",
+        "--cluster",
+        "examples/cluster.yaml",
+        "--kueue-version",
+        "0.12",
+    ]);
+    assert!(text(&out.stdout).contains("apiVersion: kueue.x-k8s.io/v1alpha1"), "{}", text(&out.stderr));
+    let out = weir(&[
+        "export",
+        "--format",
+        "yarn-capacity",
+        "--cluster",
+        "examples/cluster.yaml",
+        "--hadoop-version",
+        "3.2",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("requires leaf queue names unique"), "{}", text(&out.stderr));
+    let out = weir(&[
+        "export",
+        "--format",
+        "yarn-capacity",
+        "--cluster",
+        "examples/cluster-small.yaml",
+        "--hadoop-version",
+        "3.2",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!text(&out.stdout).contains("max-parallel-apps</name>"));
+}

@@ -18,15 +18,19 @@ defaults and inherited preemption settings applied), so the output means the sam
 what a format cannot express is listed in a comment block at the top of the file and on stderr.\n\n\
 Formats:\n  \
 weir           cluster.yaml as weir writes it\n  \
-yarn-fair      fair-scheduler.xml: weight, minResources/maxResources (\"X mb, Y vcores\" or \"X%\"), \
-maxRunningApps, maxAMShare, schedulingPolicy, allowPreemptionFrom, fairSharePreemptionTimeout (s), \
-fairSharePreemptionThreshold, minSharePreemptionTimeout (s)\n  \
-yarn-capacity  capacity-scheduler.xml: capacity (% of parent, siblings sum to exactly 100), \
-maximum-capacity, max-parallel-apps, maximum-am-resource-percent, ordering-policy, priority, disable_preemption\n  \
-yunikorn       queues.yaml: guaranteed (the steady fair share) and max resources, maxapplications, \
-priority and preemption properties\n  \
-kueue          ResourceFlavor, Cohort per parent, ClusterQueue and LocalQueue per leaf, nominal quotas\n\n\
+yarn-fair      fair-scheduler.xml: weight, minResources (always absolute: YARN reads a percentage as none), \
+maxResources, maxRunningApps, maxAMShare, schedulingPolicy (drf on every ancestor of a drf queue, as YARN \
+requires), preemption settings, ACLs, users, reservations, queuePlacementPolicy; GPU limits only with \
+--gpu-resource-name\n  \
+yarn-capacity  capacity-scheduler.xml: capacity (% of parent, siblings sum to exactly 100, covering each \
+queue's min), maximum-capacity, max-parallel-apps (Hadoop 3.3+), priority with priority-utilization ordering, \
+ordering-policy, disable_preemption, ACLs; --hadoop-version for older releases\n  \
+yunikorn       queues.yaml: guaranteed (the steady fair share, fitted inside the parent's) and max resources, \
+maxapplications, user limits, placement rules, sort/priority/preemption properties\n  \
+kueue          ResourceFlavor, a Cohort per parent (borrowing limit where capped), a ClusterQueue and \
+LocalQueue per leaf; v1beta2 by default, --kueue-version for older releases\n\n\
 Examples:\n  weir export --format yarn-fair --cluster examples/cluster.yaml\n  \
+weir export --format yarn-capacity --cluster examples/cluster-small.yaml --hadoop-version 3.2\n  \
 weir export --format kueue --cluster examples/cluster.yaml --namespace batch --out kueue.yaml"
 )]
 pub struct ExportArgs {
