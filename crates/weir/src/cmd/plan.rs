@@ -240,8 +240,9 @@ fn validate(
         args.seed
     );
     let pct = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{:.1}%", r * 100.0));
-    let secs =
-        |s: Option<f64>| s.map_or("-".to_string(), |s| weir_model::Duration((s * 1000.0) as u64).to_string());
+    let secs = |s: Option<f64>| {
+        s.map_or("-".to_string(), |s| weir_model::Duration::from_secs(s.round() as u64).human())
+    };
     let mut rows = Vec::new();
     for tier in ["1", "2", "3"] {
         let (a, b) = (&old.tiers[tier], &new.tiers[tier]);
