@@ -9,11 +9,15 @@
 //!   byte parser ([`UsageHistory::read_csv`]);
 //! - [`PlanSettings`]: window, instance type, per-tier percentiles, headroom, shrink floor;
 //! - [`plan`] → [`Plan`]: per-leaf allocation (the smallest whole number of instances covering
-//!   p% of the leaf's in-use time, raised to the SLO floor), `max_running_apps`, weights summed
-//!   up the tree, usage/capacity per queue, tier and cluster, the tier-order check, the verdict,
-//!   and the planned cluster ([`Plan::planned`]);
-//! - [`export()`] in five [`Format`]s, [`import_yarn_fair`] for YARN allocation files, and
-//!   [`report_html`] for a self-contained HTML report.
+//!   p% of the leaf's in-use time, raised to the SLO floor), `max_running_apps`, weights in one
+//!   unit (instances; leaves without history keep their share), usage/capacity per queue, tier
+//!   and cluster, the tier-order check, the tier-1 and tier-1+2 usage added up over time
+//!   ([`SummedUsage`]) and the verdict on it, warnings, and the planned cluster
+//!   ([`Plan::planned`]);
+//! - [`export()`] in five [`Format`]s, each an [`Exported`] file with the list of what the
+//!   target cannot express; [`import_yarn_fair`] for YARN allocation files; and
+//!   [`report_html`] for a self-contained HTML report (with a [`Comparison`] of current and
+//!   planned settings after `--validate`).
 
 pub mod error;
 pub mod export;
@@ -21,6 +25,7 @@ pub mod html;
 pub mod import;
 pub mod percentile;
 pub mod plan;
+mod plan_checks;
 pub mod settings;
 pub mod slo;
 pub mod summary;
