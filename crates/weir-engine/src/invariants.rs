@@ -77,6 +77,15 @@ impl Engine {
                 self.total_pending
             ));
         }
+        let reserved = self
+            .nodes
+            .reserved
+            .iter()
+            .filter(|&&n| self.hold_kind(n) == Some(crate::nodes::Hold::Reserved))
+            .count();
+        if reserved as u64 != self.reservation_counts.active {
+            return Err(format!("{reserved} nodes reserved but {} counted", self.reservation_counts.active));
+        }
         for &n in &self.nodes.reserved {
             let node = &self.nodes.slots[n as usize];
             let Some(job) = node.held_for() else {

@@ -23,6 +23,7 @@ pub mod fair_share;
 mod ids;
 mod input;
 mod invariants;
+mod jobs;
 mod nodes;
 mod order;
 mod placement;

@@ -40,9 +40,7 @@ pub struct ReservationStats {
 impl Engine {
     /// Reservations made, fulfilled and released since the start, and how many hold now.
     pub fn reservation_stats(&self) -> ReservationStats {
-        let active =
-            self.nodes.reserved.iter().filter(|&&n| self.hold_kind(n) == Some(Hold::Reserved)).count();
-        ReservationStats { active: active as u64, ..self.reservation_counts }
+        self.reservation_counts
     }
 
     /// Every reserved node and the job it is reserved for, by node (preemption holds aside).
@@ -70,6 +68,7 @@ impl Engine {
                 if old == Hold::Reserved && kind == Hold::Preempted {
                     // The reservation becomes a preemption hold: it no longer counts as one.
                     self.reservation_counts.released += 1;
+                    self.reservation_counts.active -= 1;
                     self.nodes.reserve(node, job, kind);
                 }
                 return;
@@ -80,6 +79,7 @@ impl Engine {
         self.job_mut(job).reservations.push(node);
         if kind == Hold::Reserved {
             self.reservation_counts.made += 1;
+            self.reservation_counts.active += 1;
         }
     }
 
@@ -94,6 +94,7 @@ impl Engine {
             j.reservations.retain(|&n| n != node);
         }
         if kind == Hold::Reserved {
+            self.reservation_counts.active -= 1;
             if fulfilled {
                 self.reservation_counts.fulfilled += 1;
             } else {
@@ -162,7 +163,8 @@ impl Engine {
         if ratio <= 0.0 || !self.reservable(job, r) {
             return;
         }
-        let limit = (self.nodes.count() as f64 * f64::from(ratio as f32)).ceil() as usize;
+        // Java: (int) Math.ceil(nodes * ratio) in float arithmetic (0.05 × 40 is 2, not 2.0000001).
+        let limit = (self.nodes.count() as f32 * ratio as f32).ceil() as usize;
         let held =
             self.job(job).reservations.iter().filter(|&&n| self.hold_kind(n) == Some(Hold::Reserved)).count();
         if held >= limit {

@@ -230,3 +230,43 @@ queues:
     env.nothing_else();
     assert!(env.explain(1).contains("room"), "{}", env.explain(1));
 }
+
+/// Issue 13: sums of pending demand stay exact. Requests that would push the total past 64 bits
+/// are refused with an error, and everything accepted is counted exactly (the invariant check
+/// after every step recomputes every sum).
+#[test]
+fn demand_that_cannot_be_counted_is_refused_and_the_rest_stays_exact() {
+    let quarter = 1u64 << 62;
+    let mut env = Env::new(&format!(
+        "version: 1\nscheduler: {{queue_max_am_share_default: -1}}\nnodes: [{{count: 1, resources: {{cpu: 1000, memory: {quarter}}}}}]\nqueues: [{{name: a}}, {{name: b}}]\n"
+    ));
+    env.submit(1, "a", &[(mem(quarter), 2)]);
+    env.submit(2, "b", &[(mem(quarter), 1)]);
+    let spec = weir_engine::JobSpec {
+        id: JobId(3),
+        queue: QueuePath::parse("a").unwrap(),
+        user: "u".into(),
+        priority: None,
+        submit_time: env.now,
+        requests: vec![weir_engine::Request::new(mem(quarter), 1)],
+    };
+    let err = env.engine.on_job_submitted(env.now, spec).unwrap_err();
+    assert!(matches!(err, weir_engine::EngineError::DemandOverflow { job: JobId(3) }), "{err}");
+    let more = vec![weir_engine::Request::new(mem(quarter), 1)];
+    assert!(env.engine.on_requests_added(env.now, JobId(1), more).is_err());
+    // Placing, finishing and asking again keep every sum exact.
+    env.schedule();
+    env.take_runnable();
+    let started = env.take_starts();
+    assert_eq!(started.len(), 1);
+    env.at(1);
+    env.finish_container(started[0].1);
+    env.request(2, &[(mem(quarter), 1)]);
+    env.schedule();
+    env.finish_job(1);
+    env.schedule();
+    // A node that would make the cluster's total overflow is refused too.
+    let node =
+        weir_engine::NodeSpec { id: weir_engine::NodeId(9), resources: mem(u64::MAX - 1), label: None };
+    assert!(env.engine.on_node_added(env.now, node).is_err());
+}

@@ -9,8 +9,9 @@ pub enum SimError {
     /// A trace could not be read at all (bad rows are skipped and counted instead).
     #[error(transparent)]
     Import(#[from] ImportError),
-    /// The cluster file cannot drive the engine. Fix the file; retrying does not help.
-    #[error("cluster: {0}")]
+    /// The cluster file cannot drive the engine, or the workload asks for more than it can
+    /// count. Fix the files; retrying does not help.
+    #[error("engine: {0}")]
     Engine(#[from] weir_engine::EngineError),
     /// A workflow names a queue that is not a leaf of the cluster.
     #[error("workflow {workflow}: queue {queue} is not a leaf queue of the cluster{hint}")]

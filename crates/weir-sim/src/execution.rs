@@ -172,7 +172,7 @@ impl Simulation {
         self.runs[run as usize].jobs[template as usize] = Some(id);
         self.metrics.jobs_submitted += 1;
         self.metrics.touch(leaf);
-        self.engine.on_job_submitted(self.now, spec).map_err(|e| self.internal(e))?;
+        self.engine.on_job_submitted(self.now, spec).map_err(|e| self.refused(e))?;
         for s in empty_roots {
             self.stage_done(id, s)?;
         }
@@ -316,7 +316,7 @@ impl Simulation {
         let request = if t.stage == AM_STAGE { request.as_am() } else { request };
         self.engine
             .on_requests_added(self.now, JobId(u64::from(t.job)), vec![request])
-            .map_err(|e| self.internal(e))
+            .map_err(|e| self.refused(e))
     }
 
     /// A stage finished: release the stages waiting only for it (a stage without tasks finishes
@@ -345,7 +345,7 @@ impl Simulation {
         if !requests.is_empty() {
             self.engine
                 .on_requests_added(self.now, JobId(u64::from(job)), requests)
-                .map_err(|e| self.internal(e))?;
+                .map_err(|e| self.refused(e))?;
         }
         Ok(())
     }

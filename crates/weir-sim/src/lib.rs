@@ -5,7 +5,8 @@
 //! jobs, stages and tasks (`execution.rs`): tasks hold containers for sampled durations, fail and
 //! retry, lose their work to preemption and node failures. It measures as it goes (`metrics.rs`)
 //! and hands over an [`Outcome`]: the [`Summary`] (`summary.json`), one [`RunRecord`] per run
-//! (`runs.csv`), usage intervals per leaf queue ([`UsageRow`], `usage.csv`, the planner's input)
+//! (`runs.csv`), usage intervals per leaf queue ([`UsageRow`], `usage.csv`, the planner's input),
+//! the jobs unfinished at the end with the engine's explanation ([`PendingJob`], `pending.csv`)
 //! and samples for the report (`report.rs`, `report.html`).
 //!
 //! It never reads a clock, spawns threads or depends on tokio, and it is deterministic: the same
@@ -20,6 +21,7 @@ mod error;
 mod execution;
 pub mod import;
 mod metrics;
+mod pending;
 pub mod report;
 mod sample;
 mod sim;
@@ -28,8 +30,9 @@ mod summary;
 pub use config::{NodeFailures, SimConfig};
 pub use error::SimError;
 pub use metrics::{Sample, UsageRow};
+pub use pending::{write_pending_csv, PendingJob};
 pub use sim::{Progress, Simulation};
 pub use summary::{
-    write_runs_csv, Outcome, QueueSummary, ResourceFloats, RunRecord, Summary, TierSummary, UsageCsv,
-    SLO_SUCCESSFUL,
+    write_runs_csv, Outcome, QueueSummary, ReservationSummary, ResourceFloats, RunRecord, Summary,
+    TierSummary, UsageCsv, SLO_SUCCESSFUL,
 };

@@ -69,6 +69,8 @@ pub(crate) struct Metrics {
     pub containers_lost: u64,
     /// Container-milliseconds of work thrown away by preemption and node failures.
     pub wasted_ms: u128,
+    /// ∫ reserved nodes dt, in node-milliseconds.
+    pub reserved_node_ms: u128,
 }
 
 const KINDS: [fn(&Resources) -> u64; 3] = [|r| r.cpu, |r| r.memory, |r| r.gpu];
@@ -96,6 +98,7 @@ impl Metrics {
             node_failures: 0,
             containers_lost: 0,
             wasted_ms: 0,
+            reserved_node_ms: 0,
         }
     }
 
@@ -120,6 +123,7 @@ impl Metrics {
             self.used_integral[k] += u128::from(get(&used)) * dt;
             self.total_integral[k] += u128::from(get(&total)) * dt;
         }
+        self.reserved_node_ms += u128::from(engine.reservation_stats().active) * dt;
         while self.next_sample < to {
             let at = self.next_sample.max(from);
             self.samples.push(Sample { at, used, total, by_tier: self.by_tier });

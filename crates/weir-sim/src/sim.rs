@@ -314,6 +314,15 @@ impl Simulation {
         }
     }
 
+    /// An input the engine refused: demand too large to count is the workload's doing (too
+    /// many huge jobs at once); anything else is a simulator bug.
+    pub(crate) fn refused(&self, e: weir_engine::EngineError) -> SimError {
+        match e {
+            weir_engine::EngineError::DemandOverflow { .. } => SimError::Engine(e),
+            other => self.internal(other),
+        }
+    }
+
     pub(crate) fn internal(&self, e: impl std::fmt::Display) -> SimError {
         SimError::Internal { at: self.now, seed: self.config.seed, problem: e.to_string() }
     }

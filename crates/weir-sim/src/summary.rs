@@ -40,6 +40,10 @@ pub struct Outcome {
     pub samples: Vec<Sample>,
     pub workload: Workload,
     pub cluster: ClusterConfig,
+    /// Jobs still in the engine at the end, with its explanation (`pending.csv`).
+    pub pending: Vec<crate::pending::PendingJob>,
+    /// Jobs submitted in all (their numbers are 0 to this, less one).
+    pub jobs: u64,
 }
 
 /// `summary.json`.
@@ -73,9 +77,28 @@ pub struct Summary {
     pub containers_lost_to_node_failures: u64,
     /// Container time thrown away by preemption and node failures.
     pub wasted_container_seconds: f64,
+    /// Nodes reserved for a job whose next container fit on no node (YARN's reservations).
+    pub reservations: ReservationSummary,
+    /// Jobs still in the engine at the end (`pending.csv` explains each).
+    pub jobs_unfinished: u64,
     pub tiers: BTreeMap<String, TierSummary>,
     /// Leaf queues, in the cluster file's order.
     pub queues: Vec<QueueSummary>,
+}
+
+/// What reservations did over the simulation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ReservationSummary {
+    /// Nodes reserved for a job.
+    pub made: u64,
+    /// Reservations that became the job's container.
+    pub fulfilled: u64,
+    /// Reservations let go unused (no longer needed or valid, or taken over by preemption).
+    pub released: u64,
+    /// Reservations still held at the end.
+    pub active_at_end: u64,
+    /// Time-average of the nodes reserved: nodes whose free room nobody else could use.
+    pub reserved_nodes_avg: f64,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -122,6 +145,7 @@ pub struct QueueSummary {
 pub const SLO_SUCCESSFUL: f64 = 0.9;
 
 pub(crate) fn build(sim: Simulation) -> Outcome {
+    let pending = crate::pending::collect(&sim);
     let end = sim.now;
     let m = &sim.metrics;
     let secs = end.as_millis() as f64 / 1000.0;
@@ -183,6 +207,17 @@ pub(crate) fn build(sim: Simulation) -> Outcome {
         node_failures: m.node_failures,
         containers_lost_to_node_failures: m.containers_lost,
         wasted_container_seconds: m.wasted_ms as f64 / 1000.0,
+        reservations: {
+            let r = sim.engine.reservation_stats();
+            ReservationSummary {
+                made: r.made,
+                fulfilled: r.fulfilled,
+                released: r.released,
+                active_at_end: r.active,
+                reserved_nodes_avg: m.reserved_node_ms as f64 / end.as_millis().max(1) as f64,
+            }
+        },
+        jobs_unfinished: pending.len() as u64,
         tiers,
         queues,
     };
@@ -195,6 +230,8 @@ pub(crate) fn build(sim: Simulation) -> Outcome {
         samples: sim.metrics.samples,
         workload: sim.workload,
         cluster: sim.cluster,
+        jobs: sim.jobs.len() as u64,
+        pending,
     }
 }
 
@@ -285,7 +322,7 @@ pub fn write_runs_csv(mut w: impl Write, outcome: &Outcome) -> io::Result<()> {
 }
 
 /// Quote a field that holds a comma, quote or line break (RFC 4180).
-fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\"")).into()
     } else {

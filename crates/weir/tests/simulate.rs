@@ -186,3 +186,37 @@ fn bad_input_is_named() {
     let e = fail(&["--until", "a week"]);
     assert!(e.contains("a week"), "{e}");
 }
+
+#[test]
+fn pending_csv_and_explain_say_why_jobs_are_unfinished() {
+    let dir = Scratch::new("sim-pending");
+    let (stdout, _) = simulate(&dir.0, &["--until", "6h", "--no-report"]);
+    assert!(
+        stdout.contains("pending.csv") && !stdout.contains("report.html"),
+        "--no-report writes none: {stdout}"
+    );
+    assert!(!dir.0.join("report.html").exists());
+    let s = summary(&dir.0);
+    for f in ["made", "fulfilled", "released", "active_at_end", "reserved_nodes_avg"] {
+        assert!(s["reservations"].get(f).is_some(), "reservations.{f}");
+    }
+    assert!(stdout.contains("reservations "), "{stdout}");
+    let pending = fs::read_to_string(dir.0.join("pending.csv")).expect("pending.csv");
+    let mut lines = pending.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "job,workflow,job_name,tier,queue,submit,status,running_containers,pending_containers,usage_cpu,usage_memory,fair_share_cpu,fair_share_memory,pending_cpu,pending_memory,explanation"
+        )
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len() as u64, s["jobs_unfinished"].as_u64().expect("count"));
+    assert!(!rows.is_empty(), "six hours in, some jobs are still going");
+    let job = rows[0].split(',').next().expect("job column");
+    // The same run again (same seed), explaining that job.
+    let again = Scratch::new("sim-pending-explain");
+    let (stdout, _) =
+        simulate(&again.0, &["--until", "6h", "--no-report", "--explain", job, "--explain", "99999999"]);
+    assert!(stdout.contains(&format!("job-{job} in root.")), "{stdout}");
+    assert!(stdout.contains("job-99999999: no such job"), "{stdout}");
+}

@@ -132,3 +132,27 @@ fn workload_files_are_checked_against_the_cluster() {
         "{err}"
     );
 }
+
+#[test]
+fn a_drf_queue_under_a_fair_parent_is_an_error_under_yarn_rounding_and_a_warning_otherwise() {
+    let scratch = Scratch::new("drf-under-fair");
+    let tree =
+        "nodes: [{count: 1, resources: {cpu: 1000, memory: 1024}}]\nqueues: [{name: a, policy: drf}]\n";
+    let yarn = scratch.file("yarn.yaml", &format!("version: 1\n{tree}"));
+    let out = weir(&["validate", &yarn]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains(&format!("{yarn}: queues.a.policy: drf under a fair parent")),
+        "{}",
+        text(&out.stderr)
+    );
+    let exact = scratch.file("exact.yaml", &format!("version: 1\nscheduler: {{rounding: exact}}\n{tree}"));
+    let out = weir(&["validate", &exact]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stderr).starts_with(&format!("{exact}: warning: queues.a.policy: drf under a fair parent")),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stdout).contains("ok"));
+}

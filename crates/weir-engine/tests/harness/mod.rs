@@ -75,6 +75,30 @@ impl Env {
         self.check();
     }
 
+    /// Ask again for a job's application master (after its AM container was lost).
+    pub fn request_am(&mut self, id: u64, r: Resources) {
+        self.engine.on_requests_added(self.now, JobId(id), vec![Request::new(r, 1).as_am()]).unwrap();
+        self.check();
+    }
+
+    /// Nodes reserved now, as (node, job).
+    pub fn reserved(&self) -> Vec<(u64, u64)> {
+        self.engine.reserved_nodes().into_iter().map(|(n, j)| (n.0, j.0)).collect()
+    }
+
+    /// Take every logged container start, as (job, resources, am).
+    pub fn take_starts_am(&mut self) -> Vec<(u64, Resources, bool)> {
+        let mut out = Vec::new();
+        self.log.retain(|d| match d {
+            Decision::StartContainer { job, resources, am, .. } => {
+                out.push((job.0, *resources, *am));
+                false
+            }
+            _ => true,
+        });
+        out
+    }
+
     pub fn finish_container(&mut self, c: ContainerId) {
         self.engine.on_container_finished(self.now, c).unwrap();
         self.check();

@@ -25,13 +25,18 @@ Without --cluster and --workload, the examples built into weir are used (example
 and examples/workload.yaml). Recurring workflows need a horizon: --until (default 7d for them); \
 a trace replay runs until its last job ends.\n\n\
 Writes to --out: summary.json (the figures), runs.csv (one row per workflow run), usage.csv \
-(usage intervals per leaf queue: the input of `weir plan`) and report.html (charts). Times in \
-the CSV files are milliseconds since the start of the simulation. The same inputs and seed give \
-the same files, byte for byte (but for wall_seconds in summary.json).\n\n\
+(usage intervals per leaf queue: the input of `weir plan`), pending.csv (every job still \
+waiting or running at the end, with the engine's explanation of why) and report.html (charts). \
+Times in the CSV files are milliseconds since the start of the simulation. The same inputs and \
+seed give the same files, byte for byte (but for wall_seconds in summary.json).\n\n\
+--explain JOB prints the engine's explanation for a job still in the engine at the end (job \
+numbers are pending.csv's `job` column): pending because of which limit, reserved nodes, \
+starvation and preemption.\n\n\
 Examples:\n  weir simulate --out out/\n  \
 weir simulate --cluster examples/cluster.yaml --workload examples/workload.yaml --until 30d --out out/\n  \
 weir simulate --cluster examples/cluster.yaml --trace alibaba2018:selected_DAGs.csv --queue root.default --out out/\n  \
-weir simulate --trace swf:jobs.swf --queue-map group:1=root.ads.ranking.tier1 --slo-factor 3 --out out/"
+weir simulate --trace swf:jobs.swf --queue-map group:1=root.ads.ranking.tier1 --slo-factor 3 --out out/\n  \
+weir simulate --until 1d --out out/ --explain 1234"
 )]
 pub struct SimulateArgs {
     /// The cluster file. Default: the example cluster built into weir.
@@ -93,6 +98,10 @@ pub struct SimulateArgs {
     /// Skip report.html (the charts); the other files are still written.
     #[arg(long)]
     no_report: bool,
+    /// Print the engine's explanation of these jobs at the end (numbers from pending.csv's
+    /// `job` column; comma-separated or repeated).
+    #[arg(long, value_name = "JOB", value_delimiter = ',')]
+    explain: Vec<u64>,
 }
 
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -134,7 +143,34 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
     })?;
     usage.finish().with_context(|| format!("cannot write {}", usage_path.display()))?;
     write_outputs(&args.out, &outcome, !args.no_report)?;
-    emit(&screen(&outcome, &args.out))
+    let mut text = screen(&outcome, &args.out, !args.no_report);
+    for &job in &args.explain {
+        text.push_str(&explain(&outcome, job));
+    }
+    emit(&text)
+}
+
+/// The engine's explanation of `job` at the end, or why there is none.
+fn explain(o: &Outcome, job: u64) -> String {
+    if let Some(p) = o.pending.iter().find(|p| p.job == job) {
+        return format!(
+            "\n{} ({} of workflow {}, submitted {}):\n{}",
+            p.explanation.job,
+            p.name,
+            p.workflow,
+            human_ms(p.submit.as_millis()),
+            p.explanation
+        );
+    }
+    if job < o.jobs {
+        format!("\njob-{job} was no longer in the engine at the end: it completed or failed (see runs.csv)\n")
+    } else {
+        format!("\njob-{job}: no such job; the simulation submitted jobs 0 to {}\n", o.jobs.saturating_sub(1))
+    }
+}
+
+fn human_ms(ms: u64) -> String {
+    format!("t={}", Duration(ms).human())
 }
 
 /// The workload from --workload or --trace (or the built-in example), and what to tell the user
@@ -275,6 +311,9 @@ fn write_outputs(dir: &Path, outcome: &Outcome, report: bool) -> Result<()> {
     let mut runs = Vec::new();
     weir_sim::write_runs_csv(&mut runs, outcome).context("cannot format runs.csv")?;
     write("runs.csv", &runs)?;
+    let mut pending = Vec::new();
+    weir_sim::write_pending_csv(&mut pending, outcome).context("cannot format pending.csv")?;
+    write("pending.csv", &pending)?;
     if report {
         write("report.html", weir_sim::report::render(outcome).as_bytes())?;
     } else {
@@ -285,7 +324,7 @@ fn write_outputs(dir: &Path, outcome: &Outcome, report: bool) -> Result<()> {
 }
 
 /// The one-screen summary printed at the end.
-fn screen(o: &Outcome, out: &Path) -> String {
+fn screen(o: &Outcome, out: &Path, report: bool) -> String {
     let s = &o.summary;
     let mut t = String::new();
     let _ = writeln!(
@@ -316,6 +355,12 @@ fn screen(o: &Outcome, out: &Path) -> String {
         s.preemptions,
         s.wasted_container_seconds,
         s.node_failures
+    );
+    let r = &s.reservations;
+    let _ = writeln!(
+        t,
+        "reservations {} ({} fulfilled, {} released, {} held at the end; {:.1} nodes reserved on average) · jobs unfinished {}",
+        r.made, r.fulfilled, r.released, r.active_at_end, r.reserved_nodes_avg, s.jobs_unfinished
     );
     let _ = writeln!(t, "\ntier  runs  with SLO  met    SLO success  workflows  SLO-successful  runtime p50");
     for (tier, x) in &s.tiers {
@@ -351,7 +396,12 @@ fn screen(o: &Outcome, out: &Path) -> String {
             );
         }
     }
-    let _ = writeln!(t, "\nwrote {}, runs.csv, usage.csv, report.html", out.join("summary.json").display());
+    let report = if report { ", report.html" } else { "" };
+    let _ = writeln!(
+        t,
+        "\nwrote {}, runs.csv, usage.csv, pending.csv{report}",
+        out.join("summary.json").display()
+    );
     t
 }
 
