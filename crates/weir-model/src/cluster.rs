@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::access::{AclSpec, PlacementRuleSpec, UserSpec};
 use crate::cluster_file::{name_queue_path, ClusterFile, Mode, Policy, Promotion, Rounding};
 use crate::error::{parse_yaml, ModelError, Problem};
 use crate::placement::PlacementRule;
@@ -43,6 +44,10 @@ pub struct ClusterConfig {
     pub queues: Vec<QueueConfig>,
     /// The file's placement rules, in order; every rule's queue is an existing leaf.
     pub placement: Vec<PlacementRule>,
+    /// The root's ACLs, per-user limits and the application placement policy (`access.rs`).
+    pub root_acl: Option<AclSpec>,
+    pub users: BTreeMap<String, UserSpec>,
+    pub queue_placement: Vec<PlacementRuleSpec>,
     /// The file as written, for exporters that must keep what the user set and nothing more.
     pub file: ClusterFile,
     /// What is valid for weir but would behave differently elsewhere (a layout YARN refuses
@@ -140,6 +145,10 @@ pub struct QueueConfig {
     pub fair_share_preemption_timeout: Option<Duration>,
     pub fair_share_preemption_threshold: f64,
     pub min_share_preemption_timeout: Option<Duration>,
+    /// Carried for other schedulers, not enforced (see `access.rs`).
+    pub acl: Option<AclSpec>,
+    pub dynamic_parent: bool,
+    pub reservable: bool,
 }
 
 impl QueueConfig {

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::access::{AclSpec, PlacementRuleSpec, UserSpec};
 use crate::resources::PartialResources;
 use crate::time::Duration;
 
@@ -27,6 +28,17 @@ pub struct ClusterFile {
     /// without one a workflow goes to `root.<project>.tier<N>`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placement: Vec<PlacementSpec>,
+    /// The root queue's ACLs (YARN's default for the root: everyone). Carried to other
+    /// schedulers, not enforced by weir yet; see `access.rs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_acl: Option<AclSpec>,
+    /// Per-user limits by user name (YARN's `<user>` elements). Carried, not enforced yet.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub users: BTreeMap<String, UserSpec>,
+    /// How applications submitted by user rather than by workflow project are placed (YARN's
+    /// `queuePlacementPolicy`), rules in order. Carried, not enforced yet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queue_placement: Vec<PlacementRuleSpec>,
 }
 
 /// One placement rule: workflows of `project` (at `tier`, or at any tier when it is left out)
@@ -250,6 +262,17 @@ pub struct QueueSpec {
     pub fair_share_preemption_threshold: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_share_preemption_timeout: Option<Duration>,
+    /// Who may submit to and administer this queue and the queues below it. Carried, not
+    /// enforced by weir yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<AclSpec>,
+    /// A leaf here that YARN treats as a parent whose children are created at run time
+    /// (`type="parent"`); weir schedules it as a leaf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic_parent: Option<bool>,
+    /// A leaf whose resources YARN's reservation system may reserve (`<reservation/>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservable: Option<bool>,
     /// Last, so that a written file shows a queue's own settings before its subtree.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<QueueSpec>,

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::access;
 use crate::cluster::{
     builtin_tier, not_a_tier, too_many_nodes, ClusterConfig, Limit, NodeGroup, PreemptionConfig, QueueConfig,
     QueueIndex, SchedulerConfig, TierDefaults, MAX_NODES, TIERS,
@@ -170,7 +171,15 @@ impl Validator {
             fair_share_preemption_timeout: root_inherit.fair_share_preemption_timeout,
             fair_share_preemption_threshold: root_inherit.fair_share_preemption_threshold,
             min_share_preemption_timeout: root_inherit.min_share_preemption_timeout,
+            acl: raw.root_acl.clone(),
+            dynamic_parent: false,
+            reservable: false,
         }];
+        if let Some(acl) = &raw.root_acl {
+            access::check_acl("root_acl", acl, &mut self.problems);
+        }
+        access::check_users(&raw.users, &mut self.problems);
+        access::check_placement_rules(&raw.queue_placement, &mut self.problems);
         if raw.queues.is_empty() {
             self.problem("queues", "the tree has no queues; jobs need at least one leaf under root");
         }
@@ -195,6 +204,9 @@ impl Validator {
             nodes,
             queues,
             placement,
+            root_acl: raw.root_acl.clone(),
+            users: raw.users.clone(),
+            queue_placement: raw.queue_placement.clone(),
             file: raw.clone(),
             warnings: std::mem::take(&mut self.warnings),
         }
@@ -351,6 +363,23 @@ impl Validator {
                 format!("{} applies to leaf queues only; use fair or drf on a parent", p.name()),
             );
         }
+        if let Some(acl) = &spec.acl {
+            access::check_acl(&format!("{here}.acl"), acl, &mut self.problems);
+        }
+        for (field, set) in [("dynamic_parent", spec.dynamic_parent), ("reservable", spec.reservable)] {
+            if set == Some(true) && !leaf {
+                self.problem(
+                    format!("{here}.{field}"),
+                    "applies to a queue without children here (YARN rejects it on a parent)",
+                );
+            }
+        }
+        if spec.dynamic_parent == Some(true) && spec.reservable == Some(true) {
+            self.problem(
+                format!("{here}.reservable"),
+                "a dynamic_parent queue cannot be reservable (YARN's AllocationFileQueueParser rejects the pair)",
+            );
+        }
         let tier = match spec.tier {
             Some(t) if !TIERS.contains(&t) => {
                 self.problem(format!("{here}.tier"), not_a_tier(t));
@@ -408,6 +437,9 @@ impl Validator {
                 .min_share_preemption_timeout
                 .or(td.and_then(|t| t.min_share_preemption_timeout))
                 .or(inherit.min_share_preemption_timeout),
+            acl: spec.acl.clone(),
+            dynamic_parent: spec.dynamic_parent.unwrap_or(false),
+            reservable: spec.reservable.unwrap_or(false),
         }
     }
 

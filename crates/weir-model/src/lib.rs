@@ -8,6 +8,7 @@
 //! [`Workload`] (workflows → jobs → stages, validated against a cluster: every workflow placed in
 //! a leaf queue, every task able to fit on some node, job and stage DAGs in topological order).
 
+pub mod access;
 pub mod cluster;
 pub mod cluster_file;
 mod cluster_validation;
@@ -21,6 +22,7 @@ pub mod workload;
 pub mod workload_file;
 mod workload_validation;
 
+pub use access::{AclSpec, PlacementRuleKind, PlacementRuleSpec, UserSpec};
 pub use cluster::{
     ClusterConfig, Limit, NodeGroup, PreemptionConfig, QueueConfig, QueueIndex, SchedulerConfig,
     TierDefaults, MAX_NODES,

@@ -25,6 +25,20 @@ pub enum PlanError {
     )]
     EmptyHistory { file: String },
 
+    /// No queue of the history is a leaf of the cluster: the history is of another cluster, or
+    /// its queue names are spelled differently.
+    #[error(
+        "{file}: none of its {count} queue{} is a leaf of the cluster ({}); a plan from it would mean nothing. \
+         Name leaves by their paths, e.g. root.ads.ranking.tier1",
+        if *count == 1 { "" } else { "s" },
+        examples.join(", ")
+    )]
+    NoMatchingQueues { file: String, count: usize, examples: Vec<String> },
+
+    /// The cluster's leaves used nothing in the window: there is nothing to plan from.
+    #[error("{file}: the leaves of the cluster show no usage in the {hours:.1} h window; a plan from it would mean nothing")]
+    NoUsage { file: String, hours: f64 },
+
     /// Two intervals of one queue overlap: a leaf has one usage at any moment, so the history
     /// must give one row per period of constant usage.
     #[error(
@@ -58,6 +72,11 @@ pub enum PlanError {
     /// Two queues map to the same object name in a format that flattens queue paths.
     #[error("{format}: queues {first} and {second} would both be named `{name}`; rename one of them")]
     NameClash { format: &'static str, name: String, first: String, second: String },
+
+    /// The target (at the version asked for) cannot hold this cluster at all; the message says
+    /// what to change.
+    #[error("{format}: {message}")]
+    Unsupported { format: &'static str, message: String },
 
     /// A value cannot be written in the target format (e.g. a YAML serializer failure).
     #[error("{format}: cannot write {what}: {message}")]

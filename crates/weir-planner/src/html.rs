@@ -7,8 +7,18 @@ use weir_report::{BarChart, Bars, Page};
 use crate::plan::{Plan, QueueStatus};
 use crate::summary::{fmt_num, Ratios, Verdict};
 
-/// Render `plan` as HTML; `title` names the cluster (e.g. its file name).
-pub fn report_html(plan: &Plan, title: &str) -> String {
+/// The current and the planned settings side by side, from replaying a workload on both
+/// (`weir plan --validate`): one row per figure, `[label, current, planned]`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Comparison {
+    /// What was replayed, for how long, with which seed.
+    pub description: String,
+    pub rows: Vec<[String; 3]>,
+}
+
+/// Render `plan` as HTML; `title` names the cluster (e.g. its file name). With a `comparison`
+/// (from `--validate`) the page opens with current against planned.
+pub fn report_html(plan: &Plan, title: &str, comparison: Option<&Comparison>) -> String {
     let mut page = Page::new(&format!("weir plan — {title}"));
     let s = &plan.settings;
     page.note(&format!(
@@ -24,6 +34,13 @@ pub fn report_html(plan: &Plan, title: &str) -> String {
         fmt_num(s.max_running_apps_headroom * 100.0)
     ));
 
+    if let Some(cmp) = comparison {
+        page.heading("Current and planned settings, replayed");
+        page.note(&cmp.description);
+        let rows: Vec<Vec<String>> = cmp.rows.iter().map(|r| r.to_vec()).collect();
+        page.table(&["", "current", "planned"], &rows);
+    }
+
     let c = &plan.cluster;
     page.heading("Cluster");
     page.figures(&[
@@ -36,8 +53,40 @@ pub fn report_html(plan: &Plan, title: &str) -> String {
     let verdict = format!("Verdict: {} — {}.", c.verdict.name(), c.reason);
     match c.verdict {
         Verdict::Keep => page.paragraph(&verdict),
-        Verdict::Grow | Verdict::Shrink => page.table(&["verdict"], &[vec![format!("!{verdict}")]]),
+        Verdict::Grow | Verdict::Shrink | Verdict::None => {
+            page.table(&["verdict"], &[vec![format!("!{verdict}")]])
+        }
     };
+    if !plan.warnings.is_empty() {
+        let rows: Vec<Vec<String>> = plan.warnings.iter().map(|w| vec![format!("!{w}.")]).collect();
+        page.table(&["warning"], &rows);
+    }
+    page.heading("Tier-1 and tier-2 usage added up");
+    page.note(
+        "Per-leaf percentiles assume the leaves' peaks never coincide. What capacity must cover is the usage of \
+         the critical leaves added up moment by moment; the verdict is based on it.",
+    );
+    let summed_row = |label: &str, u: &crate::summed::SummedUsage| {
+        vec![
+            label.to_string(),
+            format!("{}%", fmt_num(u.percentile)),
+            u.instances.to_string(),
+            u.peak_instances.to_string(),
+            u.per_leaf_sum.to_string(),
+            fmt_num(u.in_use_hours),
+        ]
+    };
+    page.table(
+        &[
+            "leaves",
+            "percentile",
+            "summed: instances",
+            "summed: peak",
+            "Σ per-leaf allocations",
+            "in use (h)",
+        ],
+        &[summed_row("tier 1", &c.tier1_summed), summed_row("tiers 1 and 2", &c.tier1_2_summed)],
+    );
     let mut row = vec![
         format!("{} instances", fmt_num(c.instances)),
         c.allocated.to_string(),
@@ -147,27 +196,31 @@ pub fn report_html(plan: &Plan, title: &str) -> String {
                 QueueStatus::Parent => "parent",
             };
             let leaf = matches!(q.status, QueueStatus::Planned | QueueStatus::Vacant);
-            let mut r = vec![
+            vec![
                 q.queue.clone(),
                 q.tier.map(|t| t.to_string()).unwrap_or_default(),
                 status.into(),
-                q.instances.to_string(),
-                q.percentile
-                    .filter(|_| leaf)
-                    .map(|p| format!("{}% → {}", fmt_num(p), q.percentile_instances))
-                    .unwrap_or_default(),
-                q.slo_floor.map(|f| format!("{f:.2}")).unwrap_or_default(),
+                if leaf {
+                    let floor = q.slo_floor.map(|f| format!(", SLO floor {f:.1}")).unwrap_or_default();
+                    format!(
+                        "{} ({}% → {}{floor})",
+                        q.instances,
+                        fmt_num(q.percentile.unwrap_or(0.0)),
+                        q.percentile_instances
+                    )
+                } else {
+                    q.instances.to_string()
+                },
                 if leaf { q.peak_instances.to_string() } else { String::new() },
                 format!("{} → {}", fmt_num(q.previous_weight), fmt_num(q.weight)),
+                format!("{:.1}% → {:.1}%", q.previous_share * 100.0, q.share * 100.0),
                 format!(
                     "{} → {}",
                     q.previous_max_running_apps.map_or("–".to_string(), |n| n.to_string()),
                     q.max_running_apps.map_or("–".to_string(), |n| n.to_string())
                 ),
-                if leaf { fmt_num(q.in_use_hours) } else { String::new() },
-            ];
-            r.extend(ratios(&q.usage_capacity));
-            r
+                ratio(q.usage_capacity.instances),
+            ]
         })
         .collect();
     page.table(
@@ -176,15 +229,11 @@ pub fn report_html(plan: &Plan, title: &str) -> String {
             "tier",
             "status",
             "instances",
-            "percentile",
-            "SLO floor",
             "peak",
             "weight",
+            "share of cluster",
             "max running apps",
-            "in use (h)",
             "usage/capacity",
-            "cpu",
-            "memory",
         ],
         &rows,
     );

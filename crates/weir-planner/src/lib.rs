@@ -9,11 +9,15 @@
 //!   byte parser ([`UsageHistory::read_csv`]);
 //! - [`PlanSettings`]: window, instance type, per-tier percentiles, headroom, shrink floor;
 //! - [`plan`] → [`Plan`]: per-leaf allocation (the smallest whole number of instances covering
-//!   p% of the leaf's in-use time, raised to the SLO floor), `max_running_apps`, weights summed
-//!   up the tree, usage/capacity per queue, tier and cluster, the tier-order check, the verdict,
-//!   and the planned cluster ([`Plan::planned`]);
-//! - [`export()`] in five [`Format`]s, [`import_yarn_fair`] for YARN allocation files, and
-//!   [`report_html`] for a self-contained HTML report.
+//!   p% of the leaf's in-use time, raised to the SLO floor), `max_running_apps`, weights in one
+//!   unit (instances; leaves without history keep their share), usage/capacity per queue, tier
+//!   and cluster, the tier-order check, the tier-1 and tier-1+2 usage added up over time
+//!   ([`SummedUsage`]) and the verdict on it, warnings, and the planned cluster
+//!   ([`Plan::planned`]);
+//! - [`export()`] in five [`Format`]s, each an [`Exported`] file with the list of what the
+//!   target cannot express; [`import_yarn_fair`] for YARN allocation files; and
+//!   [`report_html`] for a self-contained HTML report (with a [`Comparison`] of current and
+//!   planned settings after `--validate`).
 
 pub mod error;
 pub mod export;
@@ -21,18 +25,21 @@ pub mod html;
 pub mod import;
 pub mod percentile;
 pub mod plan;
+mod plan_checks;
 pub mod settings;
 pub mod slo;
 pub mod summary;
+pub mod summed;
 pub mod usage;
 
 pub use error::PlanError;
-pub use export::{export, ExportOptions, Format};
-pub use html::report_html;
-pub use import::{import_yarn_fair, ImportOptions, Imported};
+pub use export::{export, ExportOptions, Exported, Format, Version};
+pub use html::{report_html, Comparison};
+pub use import::{import_yarn_fair, ImportOptions, Imported, ResourceCalculator, MAX_QUEUE_DEPTH};
 pub use percentile::{LeafUsage, TimeHistogram};
 pub use plan::{plan, IgnoredQueue, Plan, PlanInput, QueuePlan, QueueStatus, Used, Window};
 pub use settings::PlanSettings;
 pub use slo::{slo_floors, SloFloor};
 pub use summary::{ClusterSummary, Ratios, TierOrder, TierSummary, Verdict};
-pub use usage::{Interval, UsageHistory};
+pub use summed::SummedUsage;
+pub use usage::{Interval, NameKey, UsageHistory};

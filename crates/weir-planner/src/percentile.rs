@@ -45,6 +45,16 @@ impl TimeHistogram {
         }
     }
 
+    /// Add every value's time of `other`.
+    pub fn merge(&mut self, other: &TimeHistogram) {
+        for (v, &t) in other.dense.iter().enumerate() {
+            self.add(v as u64, t);
+        }
+        for (&v, &t) in &other.sparse {
+            self.add(v, t);
+        }
+    }
+
     /// Total time added.
     pub fn total(&self) -> u64 {
         self.total

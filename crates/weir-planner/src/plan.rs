@@ -9,9 +9,11 @@ use weir_model::{ClusterConfig, QueuePath, QueueSpec, Workload};
 
 use crate::error::PlanError;
 use crate::percentile::LeafUsage;
+use crate::plan_checks::{oversized, ABSURD_FACTOR};
 use crate::settings::PlanSettings;
 use crate::slo::{slo_floors, SloFloor};
-use crate::summary::{summarize, ClusterSummary, Ratios, TierOrder, TierSummary, Totals};
+use crate::summary::{cluster_instances, summarize, ClusterSummary, Ratios, TierOrder, TierSummary, Totals};
+use crate::summed::{sweep_parallel, Feed, SummedUsage};
 use crate::usage::{Interval, UsageHistory};
 
 /// What [`plan`] needs.
@@ -43,6 +45,9 @@ pub struct Plan {
     pub cluster: ClusterSummary,
     /// Queues of the history that are not leaves of the cluster, and why; their rows are ignored.
     pub ignored_history: Vec<IgnoredQueue>,
+    /// What makes the history a weak basis for this plan (short window, rows larger than the
+    /// cluster, leaves that keep their share), one sentence each.
+    pub warnings: Vec<String>,
     /// The cluster with the new weights and `max_running_apps`.
     #[serde(skip)]
     pub planned: ClusterConfig,
@@ -70,7 +75,8 @@ pub enum QueueStatus {
     /// A leaf whose history shows no use in the window: it gets 0 instances (weight 0, served
     /// last) unless an SLO floor says otherwise.
     Vacant,
-    /// A leaf the history does not mention: it keeps its settings.
+    /// A leaf the history does not mention: it keeps its share of the cluster (its weight is
+    /// restated in the plan's unit) and its other settings.
     NoHistory,
     /// A parent: its weight is the sum of its children's.
     Parent,
@@ -94,6 +100,9 @@ pub struct QueuePlan {
     pub peak_instances: u64,
     pub weight: f64,
     pub previous_weight: f64,
+    /// The queue's steady share of the cluster (dominant resource) before and after the plan.
+    pub share: f64,
+    pub previous_share: f64,
     pub max_running_apps: Option<u32>,
     pub previous_max_running_apps: Option<u32>,
     pub in_use_hours: f64,
@@ -160,19 +169,86 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
             ignored.push(IgnoredQueue { queue: name.to_string(), reason, rows: intervals.len() });
         }
     }
-
     ignored.sort_by(|a: &IgnoredQueue, b: &IgnoredQueue| a.queue.cmp(&b.queue));
+    if feeds.iter().all(Vec::is_empty) {
+        return Err(PlanError::NoMatchingQueues {
+            file: input.history_name.to_string(),
+            count: ignored.len(),
+            examples: ignored.iter().take(5).map(|q| q.queue.clone()).collect(),
+        });
+    }
+    let mut warnings = Vec::new();
+    if !ignored.is_empty() {
+        let rows: usize = ignored.iter().map(|q| q.rows).sum();
+        warnings.push(format!(
+            "{} queue{} of the history ({rows} rows) are not leaves of the cluster and were ignored: {}",
+            ignored.len(),
+            if ignored.len() == 1 { "" } else { "s" },
+            ignored.iter().take(5).map(|q| q.queue.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    // Each leaf's intervals in time order (sorted once here when rows came out of order).
+    let series: Vec<Cow<[Interval]>> = feeds
+        .iter()
+        .map(|f| match f.as_slice() {
+            [] => Cow::Borrowed(&[][..]),
+            [one] => match input.history.series(*one) {
+                (ivs, true) => Cow::Borrowed(ivs),
+                (ivs, false) => Cow::Owned(sorted(ivs.to_vec())),
+            },
+            many => {
+                Cow::Owned(sorted(many.iter().flat_map(|&id| input.history.series(id).0).copied().collect()))
+            }
+        })
+        .collect();
+    let mut withhold = None;
+    let covered = window.millis();
+    if covered < s.window.as_millis() {
+        warnings.push(format!(
+            "the history covers {:.1} h, less than the {} window: the plan describes that span only",
+            window.hours, s.window
+        ));
+    }
+    if covered < s.verdict_min_window.as_millis() {
+        withhold = Some(format!(
+            "the history covers {:.1} h, less than the {} a verdict needs (verdict_min_window)",
+            window.hours, s.verdict_min_window
+        ));
+    }
+    if let Some((factor, w)) = oversized(cfg, &series, input.history_name, &window) {
+        // A cluster that shrank leaves rows a little above its size; rows many times larger mean
+        // another cluster or wrong units, and then no verdict can be trusted.
+        if factor > ABSURD_FACTOR {
+            withhold.get_or_insert(w.clone());
+        }
+        warnings.push(w);
+    }
+
     let floors = input.workload.map(|w| slo_floors(w, &s.instance)).unwrap_or_default();
     let leaves: Vec<usize> = (0..cfg.queues.len()).filter(|&i| cfg.queues[i].is_leaf()).collect();
-    let work = |i: usize| plan_leaf(input, &window, &feeds[i], i, floors.get(&cfg.queues[i].path));
+    let work = |i: usize| {
+        plan_leaf(input, &window, &series[i], !feeds[i].is_empty(), i, floors.get(&cfg.queues[i].path))
+    };
     let results: Vec<Option<LeafResult>> = run_parallel(&leaves, input.threads.max(1), work)?;
     let mut by_queue: Vec<Option<LeafResult>> = (0..cfg.queues.len()).map(|_| None).collect();
     for (&i, r) in leaves.iter().zip(results) {
         by_queue[i] = r;
     }
+    if by_queue.iter().flatten().all(|r| r.usage.in_use_ms() == 0) {
+        return Err(PlanError::NoUsage { file: input.history_name.to_string(), hours: window.hours });
+    }
 
-    // Weights and allocations bottom-up: children come after their parent in `queues`.
+    // One unit for every weight: planned leaves weigh their allocated instances; a leaf without
+    // history keeps its share of the cluster, restated on the same scale.
     let n = cfg.queues.len();
+    let total = cfg.total_resources();
+    let share_of = |shares: &[weir_engine::QueueShares], i: usize| dominant_share(&shares[i].steady, &total);
+    let before = weir_engine::shares_for(cfg, &[]);
+    let planned_sum: f64 = by_queue.iter().flatten().map(|r| r.instances as f64).sum();
+    let kept_share: f64 =
+        leaves.iter().filter(|&&i| by_queue[i].is_none()).map(|&i| share_of(&before, i)).sum();
+    let size = cluster_instances(&total, &s.instance);
+    let scale = if planned_sum > 0.0 && kept_share < 0.999 { planned_sum / (1.0 - kept_share) } else { size };
     let mut weight: Vec<f64> = cfg.queues.iter().map(|q| q.weight).collect();
     let mut instances = vec![0u64; n];
     let mut totals = vec![Totals::default(); n];
@@ -182,18 +258,84 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
             weight[i] = r.instances as f64;
             instances[i] = r.instances;
             totals[i] = Totals::of_leaf(&r.usage, r.instances, &s.instance);
-        } else if !q.is_leaf() {
+        } else if q.is_leaf() {
+            weight[i] = round_weight(share_of(&before, i) * scale);
+        } else {
             weight[i] = q.children.iter().map(|&c| weight[c]).sum();
             instances[i] = q.children.iter().map(|&c| instances[c]).sum();
             totals[i] = q.children.iter().fold(Totals::default(), |acc, &c| acc.plus(&totals[c]));
         }
     }
+    if kept_share > 0.0 {
+        warnings.push(format!(
+            "{} leaves have no history and keep their {:.1}% of the cluster; the planned leaves share the other {:.1}% \
+             (about {} instances for the {} they are allocated) in proportion to their allocations",
+            leaves.iter().filter(|&&i| by_queue[i].is_none()).count(),
+            kept_share * 100.0,
+            (1.0 - kept_share).max(0.0) * 100.0,
+            crate::summary::fmt_num((1.0 - kept_share).max(0.0) * size),
+            planned_sum
+        ));
+    }
 
-    let mut file = cfg.file.clone();
-    apply(&mut file.queues, &QueuePath::root(), cfg, &weight, &by_queue);
-    let planned = ClusterConfig::from_file("planned cluster", file)
-        .map_err(|source| PlanError::PlannedCluster { source })?;
+    // The tier-1 and the tier-1+2 leaves' usage added up over time.
+    let tier = |i: usize| cfg.queues[i].tier.unwrap_or(3);
+    let summed_feeds: Vec<Feed> = leaves
+        .iter()
+        .filter(|&&i| by_queue[i].is_some() && tier(i) <= 2)
+        .map(|&i| Feed { intervals: &series[i], sums: if tier(i) == 1 { 0b11 } else { 0b10 } })
+        .collect();
+    let hists =
+        sweep_parallel(&summed_feeds, window.start_ms, window.end_ms, &s.instance, 2, input.threads.max(1));
+    let summed_at = |h: &crate::percentile::TimeHistogram, tiers: &[u8], percentile: f64| SummedUsage {
+        percentile,
+        instances: h.percentile(percentile),
+        peak_instances: h.max(),
+        in_use_hours: h.total() as f64 / 3_600_000.0,
+        per_leaf_sum: leaves
+            .iter()
+            .filter(|&&i| tiers.contains(&tier(i)))
+            .filter_map(|&i| by_queue[i].as_ref())
+            .map(|r| r.instances)
+            .sum(),
+    };
+    let summed = (
+        summed_at(&hists[0], &[1], s.percentile_for(Some(1))),
+        summed_at(&hists[1], &[1, 2], s.percentile_for(Some(2))),
+    );
 
+    let build = |weight: &[f64]| {
+        let mut file = cfg.file.clone();
+        apply(&mut file.queues, &QueuePath::root(), cfg, weight, &by_queue);
+        ClusterConfig::from_file("planned cluster", file)
+            .map_err(|source| PlanError::PlannedCluster { source })
+    };
+    let mut planned = build(&weight)?;
+    // min and max clamp shares level by level, so weights in proportion to the kept shares can
+    // still move them; correct the kept leaves' weights until their shares hold (a few rounds).
+    let kept: Vec<usize> = leaves.iter().copied().filter(|&i| by_queue[i].is_none()).collect();
+    for _ in 0..KEEP_ROUNDS {
+        let now = weir_engine::shares_for(&planned, &[]);
+        let mut worst: f64 = 0.0;
+        for &i in &kept {
+            let (want, got) = (share_of(&before, i), share_of(&now, i));
+            if want > 0.0 && got > 0.0 {
+                worst = worst.max((got / want - 1.0).abs());
+                weight[i] = round_weight(weight[i] * want / got);
+            }
+        }
+        if worst < 0.005 {
+            break;
+        }
+        for i in (1..n).rev() {
+            if !cfg.queues[i].is_leaf() {
+                weight[i] = cfg.queues[i].children.iter().map(|&c| weight[c]).sum();
+            }
+        }
+        planned = build(&weight)?;
+    }
+
+    let after = weir_engine::shares_for(&planned, &[]);
     let mut queues = Vec::with_capacity(n.saturating_sub(1));
     for i in 1..n {
         let q = &cfg.queues[i];
@@ -215,6 +357,8 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
             peak_instances: usage.map_or(0, |u| u.instances.max()),
             weight: weight[i],
             previous_weight: q.weight,
+            share: share_of(&after, i),
+            previous_share: share_of(&before, i),
             max_running_apps: planned.queues[i].max_running_apps,
             previous_max_running_apps: q.max_running_apps,
             in_use_hours: usage.map_or(0.0, |u| u.in_use_ms() as f64 / 3_600_000.0),
@@ -223,7 +367,8 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         });
     }
 
-    let (tiers, tier_order, cluster) = summarize(cfg, s, &window, &by_queue_totals(cfg, &by_queue, &totals));
+    let (tiers, tier_order, cluster) =
+        summarize(cfg, s, &window, &by_queue_totals(cfg, &by_queue, &totals), summed, withhold.as_deref());
     Ok(Plan {
         window,
         settings: s.clone(),
@@ -232,6 +377,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         tier_order,
         cluster,
         ignored_history: ignored,
+        warnings,
         planned,
     })
 }
@@ -252,22 +398,16 @@ fn by_queue_totals(
 fn plan_leaf(
     input: &PlanInput,
     window: &Window,
-    feeds: &[usize],
+    intervals: &[Interval],
+    has_history: bool,
     leaf: usize,
     floor: Option<&SloFloor>,
 ) -> Result<Option<LeafResult>, PlanError> {
-    if feeds.is_empty() {
+    if !has_history {
         return Ok(None);
     }
     let s = input.settings;
     let q = &input.cluster.queues[leaf];
-    let intervals: Cow<[Interval]> = match feeds {
-        [one] => match input.history.series(*one) {
-            (ivs, true) => Cow::Borrowed(ivs),
-            (ivs, false) => Cow::Owned(sorted(ivs.to_vec())),
-        },
-        many => Cow::Owned(sorted(many.iter().flat_map(|&id| input.history.series(id).0).copied().collect())),
-    };
     let mut usage = LeafUsage::default();
     let mut prev: Option<&Interval> = None;
     for iv in intervals.iter().filter(|iv| iv.end > iv.start) {
@@ -299,6 +439,26 @@ fn plan_leaf(
         max_running_apps,
         usage,
     }))
+}
+
+/// Rounds of correcting the weights of leaves that keep their share (each one a fair-share
+/// computation of the planned tree; a count, not a clock).
+const KEEP_ROUNDS: usize = 12;
+
+/// A queue's steady share of the cluster by its dominant resource.
+fn dominant_share(steady: &weir_model::Resources, total: &weir_model::Resources) -> f64 {
+    let part = |v: u64, t: u64| if t == 0 { 0.0 } else { v as f64 / t as f64 };
+    part(steady.cpu, total.cpu).max(part(steady.memory, total.memory))
+}
+
+/// A weight with four significant digits: exact enough to keep shares, short enough to read.
+fn round_weight(w: f64) -> f64 {
+    if !(w.is_finite() && w > 0.0) {
+        return 0.0;
+    }
+    let digits = 3 - w.log10().floor() as i32;
+    let f = 10f64.powi(digits);
+    (w * f).round() / f
 }
 
 fn sorted(mut v: Vec<Interval>) -> Vec<Interval> {
@@ -357,7 +517,9 @@ fn apply(
         if let Some(r) = &by_queue[ix] {
             spec.weight = Some(weight[ix]);
             spec.max_running_apps = Some(r.max_running_apps);
-        } else if !spec.children.is_empty() {
+        } else if spec.children.is_empty() {
+            spec.weight = Some(weight[ix]);
+        } else {
             spec.weight = Some(weight[ix]);
             apply(&mut spec.children, &path, cfg, weight, by_queue);
         }

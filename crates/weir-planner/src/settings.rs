@@ -7,6 +7,7 @@
 //! percentile: {1: 95, 2: 85, 3: 70}        # per tier, percent of in-use time to cover
 //! max_running_apps_headroom: 0.2
 //! shrink_floor: 0.3                        # cluster usage/capacity below this: shrink
+//! verdict_min_window: 1d                   # a shorter history gets no grow/shrink/keep verdict
 //! ```
 //!
 //! Every field but `version` is optional. Defaults: a 30-day window, the cluster's most common
@@ -36,6 +37,8 @@ pub struct SettingsFile {
     pub max_running_apps_headroom: Option<f64>,
     #[serde(default)]
     pub shrink_floor: Option<f64>,
+    #[serde(default)]
+    pub verdict_min_window: Option<Duration>,
 }
 
 /// Resolved settings: every value present and checked.
@@ -52,11 +55,15 @@ pub struct PlanSettings {
     pub max_running_apps_headroom: f64,
     /// The cluster verdict is "shrink" when cluster usage/capacity is below this.
     pub shrink_floor: f64,
+    /// A history that covers less than this gets no verdict (a day of nightly work is the least
+    /// that says anything about a cluster's size).
+    pub verdict_min_window: Duration,
 }
 
 pub const DEFAULT_WINDOW: Duration = Duration(30 * 86_400_000);
 pub const DEFAULT_HEADROOM: f64 = 0.2;
 pub const DEFAULT_SHRINK_FLOOR: f64 = 0.3;
+pub const DEFAULT_VERDICT_MIN_WINDOW: Duration = Duration(86_400_000);
 
 impl PlanSettings {
     /// The defaults for `cluster`: see the module docs.
@@ -67,6 +74,7 @@ impl PlanSettings {
             percentile: cluster.tiers.iter().map(|(&t, d)| (t, d.percentile)).collect(),
             max_running_apps_headroom: DEFAULT_HEADROOM,
             shrink_floor: DEFAULT_SHRINK_FLOOR,
+            verdict_min_window: DEFAULT_VERDICT_MIN_WINDOW,
         }
     }
 
@@ -126,6 +134,9 @@ impl PlanSettings {
                 problem("shrink_floor".into(), format!("{f} is not a fraction between 0 and 1"));
             }
             s.shrink_floor = f;
+        }
+        if let Some(w) = raw.verdict_min_window {
+            s.verdict_min_window = w;
         }
         if problems.is_empty() {
             Ok(s)

@@ -12,6 +12,7 @@ use weir_model::{ClusterConfig, Resources};
 use crate::percentile::LeafUsage;
 use crate::plan::{Used, Window};
 use crate::settings::PlanSettings;
+use crate::summed::SummedUsage;
 
 /// Exact sums of usage, and the allocation they are measured against.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -101,11 +102,13 @@ pub struct TierStep {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
-    /// Tier-1 and tier-2 allocations exceed the cluster.
+    /// The summed tier-1 (or tier-1 and tier-2) usage at its percentile exceeds the cluster.
     Grow,
     /// The cluster's usage/capacity is below the shrink floor.
     Shrink,
     Keep,
+    /// The history cannot support a verdict (too short a window, rows larger than the cluster).
+    None,
 }
 
 impl Verdict {
@@ -114,6 +117,7 @@ impl Verdict {
             Verdict::Grow => "grow",
             Verdict::Shrink => "shrink",
             Verdict::Keep => "keep",
+            Verdict::None => "none",
         }
     }
 }
@@ -127,7 +131,12 @@ pub struct ClusterSummary {
     pub instances: f64,
     /// Σ allocations of the leaves planned from history.
     pub allocated: u64,
+    /// Σ of the tier-1 and tier-2 leaves' own allocations (as if every peak coincided).
     pub tier1_tier2_allocated: u64,
+    /// The summed usage of the tier-1 leaves, at tier 1's percentile: what capacity must cover.
+    pub tier1_summed: SummedUsage,
+    /// The summed usage of the tier-1 and tier-2 leaves, at tier 2's percentile.
+    pub tier1_2_summed: SummedUsage,
     pub used: Used,
     /// Usage over the cluster's own size for the window.
     pub usage_capacity: Ratios,
@@ -143,6 +152,8 @@ pub fn summarize(
     s: &PlanSettings,
     window: &Window,
     leaves: &[(u8, Totals, u64)],
+    summed: (SummedUsage, SummedUsage),
+    withhold: Option<&str>,
 ) -> (BTreeMap<u8, TierSummary>, TierOrder, ClusterSummary) {
     let ms = window.millis();
     let mut tiers = BTreeMap::new();
@@ -200,11 +211,18 @@ pub fn summarize(
     };
     let used_avg = if ms > 0 { all.instance_ms / ms as f64 } else { 0.0 };
     let ratio = usage_capacity.instances.unwrap_or(0.0);
-    let (verdict, reason) = if tier12 as f64 > size {
+    let (t1, t12) = summed;
+    let (verdict, reason) = if let Some(why) = withhold {
+        (Verdict::None, format!("no verdict: {why}"))
+    } else if t1.instances as f64 > size || t12.instances as f64 > size {
+        let (which, sum) =
+            if t1.instances as f64 > size { ("tier-1", &t1) } else { ("tier-1 and tier-2", &t12) };
         (
             Verdict::Grow,
             format!(
-                "tier-1 and tier-2 leaves are allocated {tier12} instances, more than the cluster's {}",
+                "the {which} leaves' usage added up needs {} instances at the {}th percentile, more than the cluster's {}",
+                sum.instances,
+                fmt_num(sum.percentile),
                 fmt_num(size)
             ),
         )
@@ -222,8 +240,11 @@ pub fn summarize(
         (
             Verdict::Keep,
             format!(
-                "tier-1 and tier-2 leaves fit ({tier12} of {} instances) and usage/capacity {ratio:.3} is at least the shrink floor {}",
+                "the tier-1 and tier-2 leaves' usage added up fits ({} of {} instances at the {}th percentile) and \
+                 usage/capacity {ratio:.3} is at least the shrink floor {}",
+                t12.instances,
                 fmt_num(size),
+                fmt_num(t12.percentile),
                 s.shrink_floor
             ),
         )
@@ -234,6 +255,8 @@ pub fn summarize(
         instances: size,
         allocated: all.allocated,
         tier1_tier2_allocated: tier12,
+        tier1_summed: t1,
+        tier1_2_summed: t12,
         used: all.used(),
         usage_capacity,
         allocated_usage_capacity: all.ratios(ms, &s.instance),

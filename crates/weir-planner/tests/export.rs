@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 use weir_model::{ClusterConfig, Limit, QueueConfig};
-use weir_planner::{export, import_yarn_fair, ExportOptions, Format, ImportOptions, PlanError};
+use weir_planner::{
+    export, import_yarn_fair, ExportOptions, Format, ImportOptions, PlanError, ResourceCalculator,
+};
 
 fn example() -> ClusterConfig {
     let text = include_str!("../../../examples/cluster.yaml");
@@ -17,7 +19,7 @@ fn example() -> ClusterConfig {
 }
 
 fn out(cfg: &ClusterConfig, f: Format) -> String {
-    export(cfg, f, &ExportOptions::default()).unwrap_or_else(|e| panic!("{f}: {e}"))
+    export(cfg, f, &ExportOptions::default()).unwrap_or_else(|e| panic!("{f}: {e}")).text
 }
 
 #[test]
@@ -164,7 +166,7 @@ fn kueue_quotas_add_up_to_the_cluster_and_every_leaf_has_a_local_queue() {
     let mut cpu = 0;
     let mut mem = 0;
     for cq in &cqs {
-        assert_eq!(cq["apiVersion"], "kueue.x-k8s.io/v1beta1");
+        assert_eq!(cq["apiVersion"], "kueue.x-k8s.io/v1beta2");
         let res = &cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"];
         cpu += quantity(&res[0]["nominalQuota"], false);
         mem += quantity(&res[1]["nominalQuota"], true);
@@ -174,7 +176,7 @@ fn kueue_quotas_add_up_to_the_cluster_and_every_leaf_has_a_local_queue() {
     let ranking =
         cohorts.iter().find(|c| c["metadata"]["name"] == "ads-ranking").expect("ads-ranking cohort");
     assert_eq!(
-        (&ranking["spec"]["parent"], &ranking["spec"]["fairSharing"]["weight"]),
+        (&ranking["spec"]["parentName"], &ranking["spec"]["fairSharing"]["weight"]),
         (&Value::from("ads"), &Value::from("5"))
     );
     let t3 = cqs.iter().find(|c| c["metadata"]["name"] == "ads-ranking-tier3").unwrap();
@@ -232,95 +234,39 @@ fn shared(q: &QueueConfig) -> Shared {
 fn import_of_the_fair_export_preserves_every_shared_setting() {
     let cfg = example();
     let xml = out(&cfg, Format::YarnFair);
-    let options = ImportOptions { nodes: cfg.file.nodes.clone(), tiers_from_names: false, preemption: true };
+    let options = ImportOptions {
+        nodes: cfg.file.nodes.clone(),
+        preemption: true,
+        resource_calculator: ResourceCalculator::Dominant,
+        ..ImportOptions::default()
+    };
     let imported = import_yarn_fair("fair-scheduler.xml", &xml, &options).unwrap();
     let back = ClusterConfig::from_file("imported", imported.file).unwrap();
-    let a: Vec<_> = cfg.queues.iter().map(shared).collect();
+    // Two settings come back changed on purpose: root is drf because data-platform (drf) may not
+    // sit under a fair parent in YARN, and the 10% min of search.indexing.tier1 is absolute
+    // because YARN reads a percentage minResources as none. Everything else is as it was.
+    let total = cfg.total_resources();
+    let mut a: Vec<_> = cfg.queues.iter().map(shared).collect();
+    a[0].policy = "drf";
+    for s in a.iter_mut().filter(|s| matches!(s.min, Limit::Percent(_))) {
+        s.min = Limit::Absolute(s.min.resolve(&total));
+    }
     let b: Vec<_> = back.queues.iter().map(shared).collect();
-    assert_eq!(a, b);
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x, y);
+    }
+    assert_eq!(a.len(), b.len());
     assert_eq!(back.scheduler.user_max_running_apps, Some(40));
-    assert_eq!(back.scheduler.root_policy, cfg.scheduler.root_policy);
+    assert_eq!(back.scheduler.root_policy, weir_model::Policy::Drf, "raised for data-platform");
     assert!(imported.notes.is_empty(), "{:?}", imported.notes);
 
     // With tiers taken from the leaf names, the shared settings still match and tiers return.
     let options = ImportOptions { tiers_from_names: true, ..options };
     let imported = import_yarn_fair("fair-scheduler.xml", &xml, &options).unwrap();
     let back = ClusterConfig::from_file("imported", imported.file).unwrap();
-    assert_eq!(back.queues.iter().map(shared).collect::<Vec<_>>(), a);
+    assert!(back.queues.iter().map(shared).eq(a.into_iter()));
     let tiers: Vec<Option<u8>> = back.queues.iter().map(|q| q.tier).collect();
     let want: Vec<Option<u8>> =
         cfg.queues.iter().map(|q| q.tier.filter(|_| q.name.starts_with("tier"))).collect();
     assert_eq!(tiers, want);
-}
-
-#[test]
-fn import_reads_the_documented_example_and_applies_queue_defaults() {
-    let xml = r#"<?xml version="1.0"?>
-<allocations>
-  <queue name="sample_queue">
-    <minResources>10000 mb,0vcores</minResources>
-    <maxResources>90000 mb,0vcores</maxResources>
-    <maxRunningApps>50</maxRunningApps>
-    <maxAMShare>0.1</maxAMShare>
-    <weight>2.0</weight>
-    <schedulingPolicy>fair</schedulingPolicy>
-    <queue name="sample_sub_queue">
-      <aclSubmitApps>charlie</aclSubmitApps>
-      <minResources>5000 mb,0vcores</minResources>
-    </queue>
-  </queue>
-  <queueMaxAMShareDefault>0.5</queueMaxAMShareDefault>
-  <queueMaxResourcesDefault>40000 mb,0vcores</queueMaxResourcesDefault>
-  <queue name="secondary_group_queue" type="parent">
-    <weight>3.0</weight>
-    <maxChildResources>4096 mb,4vcores</maxChildResources>
-  </queue>
-  <user name="sample_user"><maxRunningApps>30</maxRunningApps></user>
-  <userMaxAppsDefault>5</userMaxAppsDefault>
-  <pool name="legacy"><allowPreemptionFrom>false</allowPreemptionFrom><fairSharePreemptionTimeout>60</fairSharePreemptionTimeout></pool>
-</allocations>"#;
-    let options = ImportOptions { nodes: Vec::new(), tiers_from_names: false, preemption: false };
-    let imported = import_yarn_fair("fair-scheduler.xml", xml, &options).unwrap();
-    let cfg = ClusterConfig::from_file("imported", imported.file).unwrap();
-    let q = |p: &str| &cfg.queues[cfg.find(&weir_model::QueuePath::parse(p).unwrap()).unwrap()];
-    assert_eq!(q("root.sample_queue").weight, 2.0);
-    assert_eq!(q("root.sample_queue").max, Limit::Absolute(weir_model::Resources::new(0, 90_000, u64::MAX)));
-    // The defaults apply where a queue sets nothing itself.
-    assert_eq!(
-        q("root.sample_queue.sample_sub_queue").max,
-        Limit::Absolute(weir_model::Resources::new(0, 40_000, u64::MAX))
-    );
-    assert_eq!(q("root.sample_queue.sample_sub_queue").max_am_share, Some(0.5));
-    assert_eq!(q("root.legacy").max_am_share, Some(0.5));
-    assert!(!q("root.legacy").allow_preemption_from);
-    assert_eq!(q("root.legacy").fair_share_preemption_timeout, Some(weir_model::Duration::from_secs(60)));
-    assert_eq!(cfg.scheduler.user_max_running_apps, Some(5));
-    let notes = imported.notes.join("\n");
-    for want in [
-        "<aclSubmitApps> is ignored",
-        "<user> is ignored",
-        "<maxChildResources> is ignored",
-        "type=\"parent\"",
-        "no nodes",
-    ] {
-        assert!(notes.contains(want), "notes lack {want}:\n{notes}");
-    }
-}
-
-#[test]
-fn import_errors_name_the_queue_and_the_element() {
-    let xml = "<allocations><queue name=\"a\"><weight>heavy</weight><queue name=\"b\">\
-               <schedulingPolicy>com.example.Mine</schedulingPolicy><maxResources>5 gb</maxResources></queue></queue></allocations>";
-    let options = ImportOptions { nodes: Vec::new(), tiers_from_names: false, preemption: false };
-    let err = import_yarn_fair("fs.xml", xml, &options).unwrap_err().to_string();
-    assert!(err.starts_with("fs.xml: 3 problems:"), "{err}");
-    assert!(err.contains("fs.xml: root.a: weight: `heavy` is not a number"), "{err}");
-    assert!(
-        err.contains("fs.xml: root.a.b: schedulingPolicy: `com.example.mine` is not fair, drf or fifo"),
-        "{err}"
-    );
-    assert!(err.contains("fs.xml: root.a.b: maxResources: `5 gb`"), "{err}");
-    let err =
-        import_yarn_fair("fs.xml", "<allocations><queue name=\"a\"></allocations>", &options).unwrap_err();
-    assert!(matches!(err, PlanError::Xml { .. }), "{err}");
 }

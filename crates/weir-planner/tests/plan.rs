@@ -6,7 +6,9 @@ use weir_model::{
     Arrival, ClusterConfig, Distribution, Duration, JobTemplate, QueuePath, Resources, Stage, Time, Workflow,
     Workload,
 };
-use weir_planner::{plan, Plan, PlanError, PlanInput, PlanSettings, QueueStatus, UsageHistory, Verdict};
+use weir_planner::{
+    plan, NameKey, Plan, PlanError, PlanInput, PlanSettings, QueueStatus, UsageHistory, Verdict,
+};
 
 const H: u64 = 3_600_000;
 const CORES16: u64 = 16_000;
@@ -53,7 +55,7 @@ fn run(
     settings: &PlanSettings,
     workload: Option<&Workload>,
 ) -> Result<Plan, PlanError> {
-    let history = UsageHistory::read_csv(csv.as_bytes(), "usage.csv")?;
+    let history = UsageHistory::read_csv(csv.as_bytes(), "usage.csv", NameKey::default())?;
     plan(&PlanInput {
         cluster: cfg,
         history: &history,
@@ -92,8 +94,14 @@ fn leaves_get_their_percentile_and_parents_the_sum_of_their_children() {
         (QueueStatus::Vacant, 0, 0.0, Some(1))
     );
 
+    // idle had 4 of the 9 weight units at the top: 44.4% of the cluster. It keeps that share, in
+    // the plan's unit (instances): the planned leaves hold 7, so idle weighs 7 / (1 − 4/9) = 5.6.
     let idle = p.queue("root.idle").unwrap();
-    assert_eq!((idle.status, idle.weight, idle.max_running_apps), (QueueStatus::NoHistory, 4.0, Some(9)));
+    assert_eq!((idle.status, idle.weight, idle.max_running_apps), (QueueStatus::NoHistory, 5.6, Some(9)));
+    assert!(
+        (idle.previous_share - 4.0 / 9.0).abs() < 1e-6 && (idle.share - idle.previous_share).abs() < 1e-3,
+        "{idle:?}"
+    );
 
     let ads = p.queue("root.ads").unwrap();
     assert_eq!(
@@ -108,7 +116,7 @@ fn leaves_get_their_percentile_and_parents_the_sum_of_their_children() {
     };
     assert_eq!(weight("root.ads"), (7.0, None));
     assert_eq!(weight("root.ads.tier1"), (4.0, Some(5)));
-    assert_eq!(weight("root.idle"), (4.0, Some(9)));
+    assert_eq!(weight("root.idle"), (5.6, Some(9)));
 
     let ignored: Vec<(&str, &str)> = p.ignored_history.iter().map(|q| (q.queue.as_str(), q.reason)).collect();
     assert_eq!(
@@ -163,11 +171,24 @@ fn usage_capacity_per_queue_tier_and_cluster_and_the_tier_order_check() {
 
 #[test]
 fn the_verdict_is_grow_when_tiers_1_and_2_exceed_the_cluster_and_shrink_below_the_floor() {
-    let small = cluster(6);
+    // Per leaf, tiers 1 and 2 are allocated 4 + 3 = 7 instances, as if their peaks coincided.
+    // Added up hour by hour, resources first (tier1 2/4/10 instances of cpu with 8 GiB; tier2 3
+    // instances of cpu, then 1 of memory): 5 for 10 h, 2 for 40 h, 2 for 10 h (8 + 64 GiB is 1.1
+    // instances of memory), 4 for 35 h, 10 for 5 h. The 85th percentile of that sum is 4, so
+    // six instances are plenty though the per-leaf sum says 7.
+    let six = cluster(6);
+    let p = run(&six, &history_csv(), &PlanSettings::defaults_for(&six), None).unwrap();
+    assert_eq!((p.cluster.tier1_tier2_allocated, p.cluster.tier1_2_summed.instances), (7, 4));
+    assert_eq!((p.cluster.tier1_2_summed.peak_instances, p.cluster.tier1_summed.instances), (10, 4));
+    assert!(close(p.cluster.tier1_2_summed.in_use_hours, 100.0));
+    assert_eq!(p.cluster.verdict, Verdict::Keep, "{}", p.cluster.reason);
+    let small = cluster(3);
     let p = run(&small, &history_csv(), &PlanSettings::defaults_for(&small), None).unwrap();
     assert_eq!(p.cluster.verdict, Verdict::Grow);
     assert!(
-        p.cluster.reason.contains("allocated 7 instances, more than the cluster's 6"),
+        p.cluster.reason.contains(
+            "the tier-1 leaves' usage added up needs 4 instances at the 95th percentile, more than the cluster's 3"
+        ),
         "{}",
         p.cluster.reason
     );
@@ -261,11 +282,12 @@ fn an_slo_floor_raises_the_allocation_and_shows_in_the_plan() {
     let t2 = p.queue("root.ads.tier2").unwrap();
     assert_eq!((t2.percentile_instances, t2.instances, t2.weight), (3, 5, 5.0));
     assert!(close(t2.slo_floor.unwrap(), 5.0));
-    // A floor below the percentile changes nothing; a leaf without history keeps its settings.
+    // A floor below the percentile changes nothing; a leaf without history keeps its share.
     let w = Workload { workflows: vec![slo_workflow("root.ads.tier1", 10, 4, 3600)] };
     let p = run(&cfg, &history_csv(), &PlanSettings::defaults_for(&cfg), Some(&w)).unwrap();
     assert_eq!(p.queue("root.ads.tier1").unwrap().instances, 4);
-    assert_eq!(p.queue("root.idle").unwrap().weight, 4.0);
+    let idle = p.queue("root.idle").unwrap();
+    assert!((idle.share - idle.previous_share).abs() < 1e-3, "{idle:?}");
 }
 
 #[test]
@@ -278,7 +300,7 @@ fn the_plan_does_not_depend_on_row_order_or_threads() {
     let reversed = lines.join("\n");
     let a = run(&cfg, &csv, &s, None).unwrap();
     let b = run(&cfg, &reversed, &s, None).unwrap();
-    let history = UsageHistory::read_csv(csv.as_bytes(), "usage.csv").unwrap();
+    let history = UsageHistory::read_csv(csv.as_bytes(), "usage.csv", NameKey::default()).unwrap();
     let c = plan(&PlanInput {
         cluster: &cfg,
         history: &history,
@@ -291,4 +313,60 @@ fn the_plan_does_not_depend_on_row_order_or_threads() {
     let json = |p: &Plan| serde_json::to_string(p).unwrap();
     assert_eq!(json(&a), json(&b));
     assert_eq!(json(&a), json(&c));
+}
+
+#[test]
+fn histories_that_mean_nothing_are_refused_or_get_no_verdict() {
+    let cfg = cluster(10);
+    let s = PlanSettings::defaults_for(&cfg);
+    // No queue of the history is a leaf of this cluster.
+    let err = run(&cfg, "0,3600000,root.other.q,1000,0,1\n0,3600000,x.y,1000,0,1\n", &s, None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("usage.csv: none of its 2 queues is a leaf of the cluster (root.other.q, x.y)"),
+        "{err}"
+    );
+    // Leaves that never used anything.
+    let err = run(&cfg, &format!("0,{},root.ads.tier1,0,0,0\n", 48 * H), &s, None).unwrap_err().to_string();
+    assert!(err.contains("show no usage in the 48.0 h window"), "{err}");
+    // One second of history: a plan, but no verdict.
+    let p = run(&cfg, "0,1000,root.ads.tier1,16000,0,1\n", &s, None).unwrap();
+    assert_eq!(p.cluster.verdict, Verdict::None);
+    assert!(p.cluster.reason.contains("less than the 1d a verdict needs"), "{}", p.cluster.reason);
+    assert!(p.warnings.iter().any(|w| w.contains("less than the 30d window")), "{:?}", p.warnings);
+    // A row using 38 million times the cluster: named, and no verdict.
+    let huge = 38_000_000u64 * 160_000;
+    let csv =
+        format!("0,{},root.ads.tier1,16000,0,1\n{},{},root.ads.tier1,{huge},0,1\n", 47 * H, 47 * H, 48 * H);
+    let p = run(&cfg, &csv, &s, None).unwrap();
+    assert_eq!(p.cluster.verdict, Verdict::None);
+    let w = p.warnings.join("\n");
+    assert!(w.contains("1 row of usage.csv use more than the whole cluster, up to 38000000 times it (root.ads.tier1 line 2)"), "{w}");
+}
+
+#[test]
+fn the_readme_example_keeps_the_share_of_every_leaf_without_history() {
+    let text =
+        |p: &str| std::fs::read_to_string(format!("{}/../../{p}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let cfg = ClusterConfig::from_yaml("examples/cluster.yaml", &text("examples/cluster.yaml")).unwrap();
+    let p = run(&cfg, &text("examples/usage.csv"), &PlanSettings::defaults_for(&cfg), None).unwrap();
+    let kept: Vec<_> = p.queues.iter().filter(|q| q.status == QueueStatus::NoHistory).collect();
+    assert_eq!(kept.len(), 24);
+    for q in kept {
+        // min and max clamps move a share a little; nothing moves by more than a point.
+        assert!(
+            (q.share - q.previous_share).abs() < 0.01,
+            "{}: {:.4} → {:.4}",
+            q.queue,
+            q.previous_share,
+            q.share
+        );
+    }
+    // root.ml.eval has no history: its share stays, it does not double.
+    let eval = p.queue("root.ml.eval").unwrap();
+    assert!(eval.share < eval.previous_share * 1.1, "{eval:?}");
+    // The summed tier-1 percentile is reported beside the per-leaf sum.
+    assert!(p.cluster.tier1_summed.instances <= p.cluster.tier1_summed.per_leaf_sum);
+    assert!(p.cluster.tier1_summed.instances > 0);
 }

@@ -5,7 +5,7 @@
 //! `INSTA_UPDATE=always cargo test -p weir-planner --test report` and review the diff.
 
 use weir_model::ClusterConfig;
-use weir_planner::{plan, report_html, PlanInput, PlanSettings, QueueStatus, UsageHistory, Verdict};
+use weir_planner::{plan, report_html, NameKey, PlanInput, PlanSettings, QueueStatus, UsageHistory, Verdict};
 
 fn example_plan() -> weir_planner::Plan {
     let cfg =
@@ -16,7 +16,7 @@ fn example_plan() -> weir_planner::Plan {
             .unwrap();
     assert_eq!(settings, PlanSettings::defaults_for(&cfg), "examples/plan.yaml spells out the defaults");
     let csv = include_str!("../../../examples/usage.csv");
-    let history = UsageHistory::read_csv(csv.as_bytes(), "examples/usage.csv").unwrap();
+    let history = UsageHistory::read_csv(csv.as_bytes(), "examples/usage.csv", NameKey::default()).unwrap();
     plan(&PlanInput {
         cluster: &cfg,
         history: &history,
@@ -31,7 +31,7 @@ fn example_plan() -> weir_planner::Plan {
 #[test]
 fn golden_report_of_the_example_plan() {
     let p = example_plan();
-    insta::assert_snapshot!("report.html", report_html(&p, "examples/cluster.yaml"));
+    insta::assert_snapshot!("report.html", report_html(&p, "examples/cluster.yaml", None));
 }
 
 #[test]
@@ -51,11 +51,27 @@ fn the_example_history_plans_nine_leaves_in_tier_order() {
             q.peak_instances
         );
     }
-    let html = report_html(&p, "examples/cluster.yaml");
+    let html = report_html(&p, "examples/cluster.yaml", None);
     assert!(
         html.contains("<svg")
             && !html.contains("<script")
             && !html.contains("http://")
             && !html.contains("https://")
     );
+}
+
+#[test]
+fn a_validated_report_shows_current_and_planned_side_by_side() {
+    let p = example_plan();
+    let cmp = weir_planner::Comparison {
+        description: "examples/workload.yaml replayed for 7 days (seed 1)".into(),
+        rows: vec![["tier 1 SLO success".into(), "99.9%".into(), "99.5%".into()]],
+    };
+    let html = report_html(&p, "examples/cluster.yaml", Some(&cmp));
+    let at = html.find("Current and planned settings, replayed").expect("the comparison section");
+    assert!(at < html.find(">Cluster<").expect("the cluster section"), "it opens the page");
+    for cell in ["tier 1 SLO success", "99.9%", "99.5%", "examples/workload.yaml replayed for 7 days"] {
+        assert!(html.contains(cell), "{cell}");
+    }
+    assert!(!report_html(&p, "examples/cluster.yaml", None).contains("Current and planned settings"));
 }

@@ -8,6 +8,7 @@
 
 mod capacity;
 mod fair;
+mod guarantee;
 mod kueue;
 mod weir;
 mod xml;
@@ -93,6 +94,15 @@ pub struct ExportOptions {
     pub partition: String,
     /// Kueue: the ResourceFlavor every ClusterQueue uses.
     pub flavor: String,
+    /// The name of the GPU resource. YARN: written only when given (a resource type the
+    /// cluster must declare in resource-types.xml, usually `yarn.io/gpu`; an undeclared one
+    /// makes YARN refuse the whole file), otherwise GPU limits become comments. YuniKorn and
+    /// Kueue: `nvidia.com/gpu` when not given.
+    pub gpu_resource: Option<String>,
+    /// YARN Capacity Scheduler: the Hadoop release the file is for.
+    pub hadoop_version: Version,
+    /// Kueue: the release the objects are for (API versions and field names follow it).
+    pub kueue_version: Version,
 }
 
 impl Default for ExportOptions {
@@ -101,19 +111,103 @@ impl Default for ExportOptions {
             namespace: "default".into(),
             partition: "default".into(),
             flavor: "default-flavor".into(),
+            gpu_resource: None,
+            hadoop_version: Version(3, 4),
+            kueue_version: Version(0, 16),
         }
     }
 }
 
-/// Write `cluster` in `format`.
-pub fn export(cluster: &ClusterConfig, format: Format, options: &ExportOptions) -> Result<String, PlanError> {
-    match format {
-        Format::Weir => weir::export(cluster),
-        Format::YarnFair => Ok(fair::export(cluster)),
-        Format::YarnCapacity => Ok(capacity::export(cluster)),
-        Format::Yunikorn => yunikorn::export(cluster, options),
-        Format::Kueue => kueue::export(cluster, options),
+/// A `major.minor` release number (`3.4`, `0.16`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Version(pub u32, pub u32);
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.0, self.1)
     }
+}
+
+impl FromStr for Version {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Version, String> {
+        let t = s.trim().trim_start_matches('v');
+        let mut parts = t.split('.');
+        let num = |p: Option<&str>| p.and_then(|p| p.parse::<u32>().ok());
+        match (num(parts.next()), num(parts.next())) {
+            (Some(a), Some(b)) => Ok(Version(a, b)),
+            _ => Err(format!("`{s}` is not a release number such as 3.4 or 0.16")),
+        }
+    }
+}
+
+/// An exported file and what it could not say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exported {
+    /// The file, starting with a comment block that lists `losses`.
+    pub text: String,
+    /// One sentence per setting of the weir cluster the target cannot express, or expresses
+    /// only approximately (the same list as the file's opening comment).
+    pub losses: Vec<String>,
+}
+
+/// Write `cluster` in `format`.
+pub fn export(
+    cluster: &ClusterConfig,
+    format: Format,
+    options: &ExportOptions,
+) -> Result<Exported, PlanError> {
+    let mut losses = Vec::new();
+    let body = match format {
+        Format::Weir => weir::export(cluster)?,
+        Format::YarnFair => fair::export(cluster, options, &mut losses)?,
+        Format::YarnCapacity => capacity::export(cluster, options, &mut losses)?,
+        Format::Yunikorn => yunikorn::export(cluster, options, &mut losses)?,
+        Format::Kueue => kueue::export(cluster, options, &mut losses)?,
+    };
+    let text = match format {
+        Format::Weir => body,
+        Format::YarnFair | Format::YarnCapacity => xml_header(format, &losses, &body),
+        Format::Yunikorn | Format::Kueue => yaml_header(format, &losses, &body),
+    };
+    Ok(Exported { text, losses })
+}
+
+fn header_lines(format: Format, losses: &[String]) -> Vec<String> {
+    let mut lines = vec![format!("Written by weir ({}).", format.name())];
+    if losses.is_empty() {
+        lines.push("Everything in the weir cluster file is expressed here.".into());
+    } else {
+        lines.push(format!(
+            "What {} cannot express from the weir cluster file ({}):",
+            target_name(format),
+            losses.len()
+        ));
+        lines.extend(losses.iter().map(|l| format!("  - {l}")));
+    }
+    lines
+}
+
+fn target_name(format: Format) -> &'static str {
+    match format {
+        Format::Weir => "weir",
+        Format::YarnFair => "the YARN Fair Scheduler",
+        Format::YarnCapacity => "the YARN Capacity Scheduler",
+        Format::Yunikorn => "YuniKorn",
+        Format::Kueue => "Kueue",
+    }
+}
+
+/// The XML declaration must come first; the comment block follows it.
+fn xml_header(format: Format, losses: &[String], body: &str) -> String {
+    let (decl, rest) = body.split_once('\n').unwrap_or((body, ""));
+    let lines = header_lines(format, losses).iter().map(|l| l.replace("--", "- -")).collect::<Vec<_>>();
+    format!("{decl}\n<!--\n{}\n-->\n{rest}", lines.join("\n"))
+}
+
+fn yaml_header(format: Format, losses: &[String], body: &str) -> String {
+    let lines = header_lines(format, losses).iter().map(|l| format!("# {l}")).collect::<Vec<_>>();
+    format!("{}\n{body}", lines.join("\n"))
 }
 
 /// Split `total` units among `weights` in proportion, by largest remainder: the parts sum to
@@ -199,16 +293,43 @@ pub(crate) fn k8s_memory(mib: u64) -> String {
     }
 }
 
-/// `root.ads.tier1` → `ads-tier1`; `root` → `root`. Lower case, `.` and `_` become `-`.
+/// `root.ads.tier1` → `ads-tier1`; `root` → `root`: a valid DNS label (RFC 1123: lower-case
+/// letters, digits and `-`, starting and ending with a letter or digit, at most 63 characters).
+/// Other characters become `-`, runs of `-` collapse, and a name cut to fit keeps a hash of the
+/// full path so two long paths stay apart.
 pub(crate) fn k8s_name(path: &str) -> String {
     let rest = path.strip_prefix("root.").unwrap_or(path);
-    rest.chars()
-        .map(|c| match c {
-            'a'..='z' | '0'..='9' | '-' => c,
+    let mut out = String::with_capacity(rest.len());
+    for c in rest.chars() {
+        let c = match c {
+            'a'..='z' | '0'..='9' => c,
             'A'..='Z' => c.to_ascii_lowercase(),
             _ => '-',
-        })
-        .collect()
+        };
+        if !(c == '-' && (out.is_empty() || out.ends_with('-'))) {
+            out.push(c);
+        }
+    }
+    while out.ends_with('-') {
+        out.pop();
+    }
+    if out.is_empty() {
+        out = format!("q-{:08x}", fnv32(rest));
+    }
+    if out.len() > 63 {
+        out.truncate(54);
+        while out.ends_with('-') {
+            out.pop();
+        }
+        out = format!("{out}-{:08x}", fnv32(rest));
+    }
+    out
+}
+
+/// FNV-1a, 32 bits: a short, stable tag for names that had to be cut (not a security
+/// boundary: a clash is still detected and reported).
+pub(crate) fn fnv32(s: &str) -> u32 {
+    s.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
 }
 
 #[cfg(test)]
@@ -243,5 +364,10 @@ mod tests {
             ("96".into(), "1500m".into(), "64Gi".into(), "1500Mi".into())
         );
         assert_eq!(k8s_name("root.data_platform.Query.tier1"), "data-platform-query-tier1");
+        assert_eq!(k8s_name("root.ops_"), "ops");
+        assert_eq!(k8s_name("root._x__y_"), "x-y");
+        let long = k8s_name(&format!("root.{}", "a".repeat(80)));
+        assert!(long.len() <= 63 && long.starts_with("aaaa"), "{long}");
+        assert_ne!(long, k8s_name(&format!("root.{}", "a".repeat(81))));
     }
 }

@@ -44,7 +44,23 @@ impl XmlOut {
         self.buf.push_str(&format!("</{name}>\n"));
     }
 
-    /// `<name>text</name>` on one line.
+    /// `<name/>`.
+    pub fn empty(&mut self, name: &str) {
+        self.empty_with(name, &[]);
+    }
+
+    /// `<name a="v"/>`.
+    pub fn empty_with(&mut self, name: &str, attrs: &[(&str, &str)]) {
+        self.indent();
+        self.buf.push('<');
+        self.buf.push_str(name);
+        for (k, v) in attrs {
+            self.buf.push_str(&format!(" {k}=\"{}\"", escape(*v)));
+        }
+        self.buf.push_str("/>\n");
+    }
+
+    /// `<name>text</name>` on one line (the text as is: no trimming).
     pub fn text(&mut self, name: &str, text: &str) {
         self.indent();
         self.buf.push_str(&format!("<{name}>{}</{name}>\n", escape(text)));

@@ -93,7 +93,8 @@ pub fn run(leaves: usize, days: u64, resolution_secs: u64, csv_mb: u64, seed: u6
     }
     let csv_generate = t.elapsed();
     let t = Instant::now();
-    let read = UsageHistory::read_csv(csv.as_slice(), "<generated usage.csv>")?;
+    let read =
+        UsageHistory::read_csv(csv.as_slice(), "<generated usage.csv>", crate::cmd::plan::secret_name_key())?;
     let read_time = t.elapsed();
     if read.rows() as u64 != rows {
         bail!("read {} rows of the {rows} generated", read.rows());

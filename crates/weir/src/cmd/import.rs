@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use weir_model::cluster_file::NodeGroupSpec;
 use weir_model::resources::parse_memory;
 use weir_model::{ClusterConfig, PartialResources};
-use weir_planner::{import_yarn_fair, ExportOptions, Format, ImportOptions};
+use weir_planner::{import_yarn_fair, ExportOptions, Format, ImportOptions, ResourceCalculator};
 
 use crate::emit;
 
@@ -57,6 +57,26 @@ pub struct ImportArgs {
     /// Preemption is on (yarn.scheduler.fair.preemption=true).
     #[arg(long)]
     preemption: bool,
+    /// How limits count resources: `default` (YARN's DefaultResourceCalculator, memory only:
+    /// the vcores of minResources and maxResources are left out, and listed) or `dominant`
+    /// (memory and vcores, as written).
+    #[arg(long, value_enum, value_name = "CALCULATOR", default_value = "default")]
+    resource_calculator: Calculator,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Calculator {
+    Default,
+    Dominant,
+}
+
+impl From<Calculator> for ResourceCalculator {
+    fn from(c: Calculator) -> ResourceCalculator {
+        match c {
+            Calculator::Default => ResourceCalculator::Default,
+            Calculator::Dominant => ResourceCalculator::Dominant,
+        }
+    }
 }
 
 pub fn run(args: &ImportArgs) -> Result<()> {
@@ -73,13 +93,14 @@ pub fn run(args: &ImportArgs) -> Result<()> {
         }],
         tiers_from_names: args.tiers_from_names,
         preemption: args.preemption,
+        resource_calculator: args.resource_calculator.into(),
     };
     let imported = import_yarn_fair(&name, &text, &options)?;
     for note in &imported.notes {
         eprintln!("weir: {name}: {note}");
     }
     let cluster = ClusterConfig::from_file(&name, imported.file)?;
-    let yaml = weir_planner::export(&cluster, Format::Weir, &ExportOptions::default())?;
+    let yaml = weir_planner::export(&cluster, Format::Weir, &ExportOptions::default())?.text;
     match &args.out {
         Some(path) => {
             fs::write(path, yaml).with_context(|| format!("--out: cannot write {}", path.display()))

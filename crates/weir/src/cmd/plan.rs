@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args;
 use weir_model::{ClusterConfig, Duration, Workload};
-use weir_planner::{plan, report_html, ExportOptions, Format, PlanInput, PlanSettings, UsageHistory};
+use weir_planner::{
+    plan, report_html, Comparison, ExportOptions, Format, NameKey, PlanInput, PlanSettings, UsageHistory,
+};
 use weir_sim::{SimConfig, Simulation, Summary};
 
 use crate::cmd::simulate::{drive, horizon};
@@ -116,13 +118,24 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     let json = serde_json::to_string_pretty(&plan)?;
     write(&args.out, "plan.json", &(json + "\n"), &mut written)?;
     let options = ExportOptions { namespace: args.namespace.clone(), ..ExportOptions::default() };
+    let mut lossy = Vec::new();
     for format in Format::ALL {
-        let text = weir_planner::export(&plan.planned, format, &options)
+        let exported = weir_planner::export(&plan.planned, format, &options)
             .with_context(|| format!("cannot export the plan as {format}"))?;
-        write(&args.out, format.file_name(), &text, &mut written)?;
+        if !exported.losses.is_empty() {
+            lossy.push(format!("{} ({})", format.file_name(), exported.losses.len()));
+        }
+        write(&args.out, format.file_name(), &exported.text, &mut written)?;
     }
-    let title = args.cluster.display().to_string();
-    write(&args.out, "report.html", &report_html(&plan, &title), &mut written)?;
+    if !lossy.is_empty() {
+        eprintln!(
+            "weir: settings these formats cannot express are listed at the top of each file: {}",
+            lossy.join(", ")
+        );
+    }
+    for w in &plan.warnings {
+        eprintln!("weir: warning: {w}");
+    }
 
     let mut out = String::new();
     writeln!(
@@ -164,13 +177,34 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     }
     let kept = plan.queues.iter().filter(|q| q.status == weir_planner::QueueStatus::NoHistory).count();
     if kept > 0 {
-        writeln!(out, "{kept} leaves have no history and keep their settings (see plan.json)")?;
+        writeln!(out, "{kept} leaves have no history and keep their share of the cluster (see plan.json)")?;
     }
-    writeln!(out, "verdict: {} — {}", plan.cluster.verdict.name(), plan.cluster.reason)?;
-    if let (true, Some(workload)) = (args.validate, &workload) {
-        emit(&out)?;
-        out = validate(args, &cluster, &plan.planned, workload, &mut written)?;
+    let c = &plan.cluster;
+    for (label, u) in [("tier 1", &c.tier1_summed), ("tiers 1+2", &c.tier1_2_summed)] {
+        writeln!(
+            out,
+            "{label} usage added up: {} instances at the {}th percentile (peak {}); the leaves' own allocations sum to {}",
+            u.instances, u.percentile, u.peak_instances, u.per_leaf_sum
+        )?;
     }
+    writeln!(out, "verdict: {} — {}", c.verdict.name(), c.reason)?;
+    let comparison = match (args.validate, &workload) {
+        (true, Some(workload)) => {
+            emit(&out)?;
+            let cmp = validate(args, &cluster, &plan.planned, workload, &mut written)?;
+            out = format!(
+                "\nvalidation: {}\n{:<28} {:>12} {:>12}\n",
+                cmp.description, "", "current", "planned"
+            );
+            for [label, a, b] in &cmp.rows {
+                writeln!(out, "{label:<28} {a:>12} {b:>12}")?;
+            }
+            Some(cmp)
+        }
+        _ => None,
+    };
+    let title = args.cluster.display().to_string();
+    write(&args.out, "report.html", &report_html(&plan, &title, comparison.as_ref()), &mut written)?;
     writeln!(out, "wrote {}", written.join(", "))?;
     emit(&out)
 }
@@ -182,7 +216,7 @@ fn validate(
     after: &ClusterConfig,
     workload: &Workload,
     written: &mut Vec<String>,
-) -> Result<String> {
+) -> Result<Comparison> {
     let config = SimConfig {
         seed: args.seed,
         until: horizon(args.until, workload),
@@ -199,41 +233,55 @@ fn validate(
     let json = serde_json::json!({"current": &old, "planned": &new});
     write(&args.out, "validate.json", &(serde_json::to_string_pretty(&json)? + "\n"), written)?;
 
-    let mut out = String::new();
     let days = old.simulated_seconds / 86_400.0;
-    writeln!(
-        out,
-        "\nvalidation: {} replayed for {days:.1} days on the current and the planned settings (seed {})",
+    let description = format!(
+        "{} replayed for {days:.1} days on the current and the planned settings (seed {})",
         args.workload.as_ref().map_or(String::new(), |p| p.display().to_string()),
         args.seed
-    )?;
-    writeln!(out, "{:<28} {:>12} {:>12}", "", "current", "planned")?;
+    );
     let pct = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{:.1}%", r * 100.0));
+    let secs = |s: Option<f64>| {
+        s.map_or("-".to_string(), |s| weir_model::Duration::from_secs(s.round() as u64).human())
+    };
+    let mut rows = Vec::new();
     for tier in ["1", "2", "3"] {
         let (a, b) = (&old.tiers[tier], &new.tiers[tier]);
-        writeln!(
-            out,
-            "{:<28} {:>12} {:>12}",
-            format!("tier {tier} SLO success"),
-            pct(a.slo_success_ratio),
-            pct(b.slo_success_ratio)
-        )?;
+        rows.push([format!("tier {tier} SLO success"), pct(a.slo_success_ratio), pct(b.slo_success_ratio)]);
+        rows.push([format!("tier {tier} runtime p50"), secs(a.runtime_p50), secs(b.runtime_p50)]);
+        // The worst leaf's 99th-percentile wait for a first container, in this tier.
+        let wait = |s: &Summary| {
+            s.queues
+                .iter()
+                .filter(|q| q.tier.map(|t| t.to_string()).as_deref() == Some(tier))
+                .filter_map(|q| q.wait_p99)
+                .fold(None, |m: Option<f64>, w| Some(m.map_or(w, |m| m.max(w))))
+        };
+        rows.push([format!("tier {tier} wait p99 (worst leaf)"), secs(wait(&old)), secs(wait(&new))]);
     }
-    for (name, a, b) in [
-        ("utilization cpu", old.utilization.cpu, new.utilization.cpu),
-        ("utilization memory", old.utilization.memory, new.utilization.memory),
-    ] {
-        writeln!(out, "{name:<28} {:>12} {:>12}", pct(Some(a)), pct(Some(b)))?;
-    }
-    writeln!(out, "{:<28} {:>12} {:>12}", "containers preempted", old.preemptions, new.preemptions)?;
-    writeln!(out, "{:<28} {:>12} {:>12}", "runs completed", old.runs_completed, new.runs_completed)?;
-    Ok(out)
+    rows.push(["utilization cpu".into(), pct(Some(old.utilization.cpu)), pct(Some(new.utilization.cpu))]);
+    rows.push([
+        "utilization memory".into(),
+        pct(Some(old.utilization.memory)),
+        pct(Some(new.utilization.memory)),
+    ]);
+    rows.push(["containers preempted".into(), old.preemptions.to_string(), new.preemptions.to_string()]);
+    rows.push(["runs completed".into(), old.runs_completed.to_string(), new.runs_completed.to_string()]);
+    Ok(Comparison { description, rows })
 }
 
 /// Read usage.csv through a large buffer (histories run to gigabytes).
 pub fn read_history(path: &Path) -> Result<UsageHistory> {
     let file = fs::File::open(path).with_context(|| format!("--history: cannot read {}", path.display()))?;
-    Ok(UsageHistory::read_csv(BufReader::with_capacity(1 << 20, file), &path.display().to_string())?)
+    let reader = BufReader::with_capacity(1 << 20, file);
+    Ok(UsageHistory::read_csv(reader, &path.display().to_string(), secret_name_key())?)
+}
+
+/// A key for the history's name table that a file's author cannot predict: std's per-process
+/// random SipHash keys, drawn through two hashers (the CLI owns the process's randomness).
+pub fn secret_name_key() -> NameKey {
+    use std::hash::{BuildHasher, RandomState};
+    let state = RandomState::new();
+    NameKey(state.hash_one(1u8), state.hash_one(2u8))
 }
 
 fn write(dir: &Path, name: &str, text: &str, written: &mut Vec<String>) -> Result<()> {
