@@ -1,0 +1,1 @@
+//! weir-server (being written)
