@@ -16,10 +16,15 @@ pub enum BackendError {
     /// A record made by another kind of backend was handed to this one. Retrying never helps.
     #[error("attempt {attempt}: it was started by the {found:?} backend, not by {expected:?}")]
     WrongBackend { attempt: String, expected: String, found: String },
-    /// `start` was called for an attempt this backend is already running. Not retryable: each
-    /// attempt needs a new id.
-    #[error("attempt {attempt} is already running on this backend")]
-    AlreadyRunning { attempt: String },
+    /// `start` was called for an attempt that was started before (its folder exists), perhaps by
+    /// a server that crashed before recording it. Not retryable: use
+    /// [`Backend::recover`](crate::Backend::recover) to find it, and a new id for a new attempt.
+    #[error("attempt {attempt} was already started; recover it, or start a new attempt id")]
+    AlreadyStarted { attempt: String },
+    /// The launch request cannot be run as given (`field` names the part: `command`, `env`,
+    /// `workdir`). Retrying never helps.
+    #[error("attempt {attempt}: {field}: {reason}")]
+    BadLaunch { attempt: String, field: &'static str, reason: String },
     /// A file or folder the backend needs could not be made or read (`action` says which, e.g.
     /// "open stdout file"). Retrying helps only if the cause (disk full, permissions) goes away.
     #[error("attempt {attempt}: cannot {action} {path}: {source}")]
@@ -32,6 +37,10 @@ pub enum BackendError {
     /// (`call` names it, e.g. "kill(-pgid, SIGTERM)"). Usually a permission problem: not retryable.
     #[error("attempt {attempt}: {call} on pid {pid} failed: {source}")]
     Syscall { attempt: String, call: &'static str, pid: i32, source: io::Error },
+    /// The backend could not be set up (`action` says what failed, e.g. "create the state
+    /// folder"). Retrying helps only if the cause (permissions, a missing `/proc`) goes away.
+    #[error("local backend: cannot {action} {path}: {source}")]
+    Setup { action: &'static str, path: PathBuf, source: io::Error },
     /// The backend's background work stopped (its runtime is shutting down). Not retryable on
     /// this backend value.
     #[error("attempt {attempt}: the backend is shutting down")]

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 pub use error::BackendError;
 pub use local::{LocalBackend, LocalConfig};
-pub use task::{Adopted, AttemptId, Exit, Launched, TaskExit, TaskLaunch, MAX_ATTEMPT_ID_LEN};
+pub use task::{Adopted, AttemptId, Exit, Launched, Recovered, TaskExit, TaskLaunch, MAX_ATTEMPT_ID_LEN};
 
 /// A boxed future, so that [`Backend`] stays object-safe.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -47,8 +47,11 @@ pub trait Backend: Send + Sync {
     /// A short name stored in [`Launched::backend`] (`"local"`).
     fn kind(&self) -> &str;
 
-    /// Starts one attempt and returns once its process exists. The attempt's record should be
-    /// stored durably by the caller right after (record the intent to start *before* calling).
+    /// Starts one attempt and returns once its process exists. Record the intent to start (the
+    /// attempt id) durably *before* calling, and the returned record right after; an attempt id
+    /// can be started once only ([`BackendError::AlreadyStarted`] after that, even across
+    /// restarts). A server that crashed between the two finds the attempt with
+    /// [`Backend::recover`].
     fn start<'a>(&'a self, launch: &'a TaskLaunch) -> BoxFuture<'a, Result<Launched, BackendError>>;
 
     /// Asks an attempt to stop: SIGTERM to every process it started, SIGKILL to whatever is left
@@ -63,6 +66,11 @@ pub trait Backend: Send + Sync {
     /// (then how)? A pid now used by another process counts as ended. Adopting an attempt that
     /// is already watched returns [`Adopted::Running`] and changes nothing.
     fn adopt<'a>(&'a self, task: &'a Launched) -> BoxFuture<'a, Result<Adopted, BackendError>>;
+
+    /// Finds an attempt by id alone, for a start whose [`Launched`] record was never stored: is
+    /// it running (then it is watched from now on, as by `adopt`), did it end, or did it never
+    /// start? Slower than `adopt` (the local backend may scan `/proc`); meant for recovery only.
+    fn recover<'a>(&'a self, attempt: &'a AttemptId) -> BoxFuture<'a, Result<Recovered, BackendError>>;
 
     /// The caller has durably recorded the attempt's end: the backend may delete what it kept
     /// for it (the local backend: the attempt's status folder; log files are the caller's).

@@ -173,3 +173,16 @@ pub enum Adopted {
     /// It ended while nobody watched (no [`TaskExit`] will be sent for it).
     Ended(Exit),
 }
+
+/// What [`Backend::recover`](crate::Backend::recover) found for an attempt id whose start was
+/// asked for but whose [`Launched`] record the caller never stored (it crashed in between).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Recovered {
+    /// It is running; the backend now watches it (as after [`Adopted::Running`]). Store the record.
+    Running(Launched),
+    /// It ran and ended while nobody watched.
+    Ended(Exit),
+    /// No process of it runs and no end was recorded: it never started, or it left no trace.
+    /// Either way nothing of it is running, so a new attempt cannot overlap it.
+    NotFound,
+}
