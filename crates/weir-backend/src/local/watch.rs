@@ -6,9 +6,12 @@ use std::fs;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustix::io::Errno;
-use rustix::process::{pidfd_open, waitid, Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
+use rustix::process::{
+    pidfd_open, test_kill_process_group, waitid, Pid, PidfdFlags, Signal, WaitId, WaitIdOptions,
+};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::sync::watch;
@@ -78,12 +81,33 @@ async fn follow(
     // unreaped zombie now, which keeps its pid (the group id) from being re-used.
     let _ = signal_group(pgid, Signal::KILL);
     let waited = reap(pidfd.get_ref());
+    group_gone(pgid).await;
     let Ok(exit) = tokio::task::spawn_blocking(move || attempt::final_exit(&dir, waited, kill_asked)).await else {
         return;
     };
     inner.watched().remove(&attempt);
     // A closed channel means nobody listens any more; nothing to do about it here.
     let _ = inner.exits.send(TaskExit { attempt, exit, ended_at_ms: procfs::now_ms() });
+}
+
+/// How long to wait for killed members of a group to disappear before reporting anyway. Only
+/// a process stuck in the kernel (uninterruptible I/O) outlives SIGKILL this long.
+const GROUP_EXIT_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Waits until no process is left in group `pgid`, so an attempt is reported ended only when
+/// nothing of it runs (a retry then never overlaps it). SIGKILL is delivered asynchronously:
+/// the members die, become zombies and are reaped by their parents (or init) a moment later.
+/// While any member exists the group id cannot be re-used, so re-sending SIGKILL (to a member
+/// forked in between) reaches only this attempt's processes.
+async fn group_gone(pgid: i32) {
+    let Some(pid) = Pid::from_raw(pgid) else { return };
+    let until = Instant::now() + GROUP_EXIT_PATIENCE;
+    let mut pause = Duration::from_millis(1);
+    while test_kill_process_group(pid).is_ok() && Instant::now() < until {
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(100));
+        let _ = signal_group(pgid, Signal::KILL);
+    }
 }
 
 /// Reaps the wrapper if it is our child; `None` if it is not (an adopted process).
