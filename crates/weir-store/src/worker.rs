@@ -76,6 +76,8 @@ pub struct ActiveRun {
     pub tasks: Vec<TaskRow>,
     /// Attempts in `starting` or `running`.
     pub open_attempts: Vec<AttemptRow>,
+    /// Failed attempts per task (so retry limits survive a restart).
+    pub failed_attempts: Vec<(TaskKey, u32)>,
 }
 
 impl Store {
@@ -174,7 +176,25 @@ impl Store {
             let run = run_row(r)?;
             let jobs = self.jobs(run.id).await?;
             let tasks = self.tasks(run.id).await?;
-            out.push(ActiveRun { run, jobs, tasks, open_attempts: Vec::new() });
+            let failed = sqlx::query(
+                "SELECT job_idx, stage_idx, task_idx, COUNT(*) AS n FROM attempts WHERE run_id = $1 AND state = 'failed'
+                 GROUP BY job_idx, stage_idx, task_idx",
+            )
+            .bind(run.id)
+            .fetch_all(&self.read)
+            .await
+            .map_err(StoreError::db)?;
+            let mut failed_attempts = Vec::with_capacity(failed.len());
+            for f in &failed {
+                let key = TaskKey {
+                    run: run.id,
+                    job: int(f, "job_idx")? as u32,
+                    stage: int(f, "stage_idx")? as u32,
+                    task: int(f, "task_idx")? as u32,
+                };
+                failed_attempts.push((key, int(f, "n")? as u32));
+            }
+            out.push(ActiveRun { run, jobs, tasks, open_attempts: Vec::new(), failed_attempts });
         }
         let open = sqlx::query(
             "SELECT run_id, job_idx, stage_idx, task_idx, attempt, cluster, state, node, launched, stdout, stderr,
