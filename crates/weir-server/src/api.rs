@@ -26,7 +26,6 @@ use crate::error::ApiError;
 use crate::snapshot::Snapshot;
 use crate::submit::{self, Writer};
 use crate::time::{format_utc, now_ms};
-use crate::ServerConfig;
 
 /// Idempotency records replay for this long.
 const IDEMPOTENCY_MS: i64 = 24 * 3600 * 1000;
@@ -42,7 +41,7 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(store: Store, registry: Arc<Registry>, config: &ServerConfig, notify: Option<Arc<Notify>>) -> AppState {
+    pub fn new(store: Store, registry: Arc<Registry>, notify: Option<Arc<Notify>>) -> AppState {
         AppState {
             writer: Writer::start(store.clone()),
             store,

@@ -132,7 +132,7 @@ impl Server {
                 .map_err(|source| ServerError::Bind { addr: listen, source })?;
             addr = listener.local_addr().ok();
             let notify = worker.as_ref().map(|w| w.notify.clone());
-            let state = api::AppState::new(store.clone(), registry.clone(), &config, notify);
+            let state = api::AppState::new(store.clone(), registry.clone(), notify);
             let app = api::router(state, config.body_limit);
             let mut rx = stop_rx.clone();
             tasks.push(tokio::spawn(async move {

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use weir_backend::{AttemptId, Launched};
+use weir_backend::Launched;
 use weir_engine::{ContainerId, JobId};
 use weir_model::{ClusterConfig, Resources, Workload, WorkloadFile, WorkflowSpec};
 use weir_store::{AttemptKey, NewJob, NewTask, RunRow};
