@@ -88,6 +88,7 @@ pub struct Server {
     pub addr: Option<SocketAddr>,
     /// The admin token, when this start created it.
     pub created_admin_token: Option<String>,
+    store: Store,
     stop: watch::Sender<Stop>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     worker: Option<worker::WorkerHandle>,
@@ -148,7 +149,12 @@ impl Server {
                 }
             }));
         }
-        Ok(Server { addr, created_admin_token, stop, tasks, worker })
+        Ok(Server { addr, created_admin_token, store, stop, tasks, worker })
+    }
+
+    /// The server's store (tests use it to make the store unavailable).
+    pub fn store(&self) -> &Store {
+        &self.store
     }
 
     /// Stop: `Stop::Now` leaves tasks running for the next start to re-adopt; `Stop::Drain`

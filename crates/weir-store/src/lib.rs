@@ -151,3 +151,21 @@ pub(crate) fn text(row: &AnyRow, col: &'static str) -> Result<String, StoreError
 pub(crate) fn opt_text(row: &AnyRow, col: &'static str) -> Result<Option<String>, StoreError> {
     row.try_get::<Option<String>, _>(col).map_err(|e| StoreError::decode(col, e))
 }
+
+/// Create a fresh PostgreSQL database next to the one `url` names and return its URL (tests
+/// give each server its own database on one throwaway PostgreSQL).
+pub async fn create_postgres_database(url: &str, name: &str) -> Result<String, StoreError> {
+    sqlx::any::install_default_drivers();
+    if !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
+        return Err(StoreError::Url { url: format!("{url} (database name `{name}`)") });
+    }
+    let pool = AnyPoolOptions::new().max_connections(1).connect(url).await.map_err(StoreError::connect)?;
+    let statement = format!("CREATE DATABASE {name}");
+    pool.execute(sqlx::AssertSqlSafe(statement)).await.map_err(StoreError::db)?;
+    pool.close().await;
+    let base = match url.rfind('/') {
+        Some(i) if url[..i].ends_with(|c: char| c != '/') => &url[..i],
+        _ => url,
+    };
+    Ok(format!("{base}/{name}"))
+}
