@@ -2,6 +2,7 @@
 
 pub mod bench;
 mod bench_plan;
+pub mod bench_serve;
 pub mod bench_sim;
 pub mod client;
 pub mod export;
