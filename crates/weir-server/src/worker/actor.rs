@@ -151,20 +151,29 @@ impl Actor {
                     Err(e) => return Ended::Failed(format!("cannot read kill requests: {e}")),
                 }
             }
+            let t0 = std::time::Instant::now();
             if !self.draining {
                 if let Err(e) = self.claim().await {
                     return e;
                 }
             }
+            let t1 = t0.elapsed();
             let t = self.now();
             let decisions = self.engine.schedule(t);
             for d in decisions {
                 self.on_decision(d);
             }
+            let nchanges = self.changes.len();
+            let t2 = t0.elapsed();
             if let Err(e) = self.commit().await {
                 return e;
             }
+            let t3 = t0.elapsed();
+            let nstart = self.to_start.len();
             self.act().await;
+            if std::env::var_os("WEIR_TRACE_ACTOR").is_some() {
+                eprintln!("pass: claim {t1:?} schedule {:?} commit {nchanges} in {:?} act {nstart} in {:?}", t2 - t1, t3 - t2, t0.elapsed() - t3);
+            }
             if now_ms() - last_snapshot >= 1000 {
                 last_snapshot = now_ms();
                 if let Err(e) = self.publish().await {
