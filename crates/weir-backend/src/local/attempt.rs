@@ -100,15 +100,7 @@ pub(crate) fn spawn(
 ) -> Result<Spawned, BackendError> {
     let attempt = launch.attempt.as_str();
     check(launch)?;
-    if let Some(parent) = dir.parent() {
-        fs::create_dir_all(parent).map_err(io_err(attempt, "create the state folder", parent))?;
-    }
-    // A new folder per attempt: if it exists, this attempt was started before (perhaps by a
-    // server that crashed before recording it), and starting it again could run it twice.
-    fs::create_dir(&dir).map_err(|source| match source.kind() {
-        io::ErrorKind::AlreadyExists => BackendError::AlreadyStarted { attempt: attempt.to_string() },
-        _ => io_err(attempt, "create the attempt folder", &dir)(source),
-    })?;
+    create_attempt_dir(attempt, &dir)?;
     let stdout = open_log(attempt, &launch.stdout)?;
     let stderr = if launch.stderr == launch.stdout {
         stdout.try_clone().map_err(io_err(attempt, "reuse the log file", &launch.stderr))?
@@ -175,6 +167,37 @@ pub(crate) fn spawn(
         return Err(e);
     }
     Ok(Spawned { launched, pidfd })
+}
+
+/// A new folder per attempt: if it exists, this attempt was started before (perhaps by a
+/// server that crashed before recording it), and starting it again could run it twice.
+fn create_attempt_dir(attempt: &str, dir: &Path) -> Result<(), BackendError> {
+    let parent = dir.parent().unwrap_or(dir);
+    // `forget` removes parent folders it leaves empty; one may vanish between the two calls.
+    let mut tries = 0;
+    loop {
+        match fs::create_dir_all(parent) {
+            Ok(()) => {}
+            // std reports a folder removed while it was being made as "exists" or "not found".
+            Err(e) if is_race(&e) && tries < 100 => {
+                tries += 1;
+                continue;
+            }
+            Err(e) => return Err(io_err(attempt, "create the state folder", parent)(e)),
+        }
+        match fs::create_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(BackendError::AlreadyStarted { attempt: attempt.to_string() })
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound && tries < 100 => tries += 1,
+            Err(e) => return Err(io_err(attempt, "create the attempt folder", dir)(e)),
+        }
+    }
+}
+
+fn is_race(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::AlreadyExists | io::ErrorKind::NotFound)
 }
 
 /// The status the wrapper wrote, if it finished writing it.
