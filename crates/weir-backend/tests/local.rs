@@ -28,7 +28,9 @@ async fn exit_codes_and_signals_are_reported_once_each() {
 
 /// Whether any recorded attempt of this fixture is an unreaped zombie.
 fn zombies_of(f: &Fixture) -> bool {
-    f.started.iter().any(|&(pid, start)| start_ticks(pid) == Some(start) && stat(pid).is_some_and(|s| s.0 == 'Z'))
+    f.started
+        .iter()
+        .any(|&(pid, start)| start_ticks(pid) == Some(start) && stat(pid).is_some_and(|s| s.0 == 'Z'))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,7 +96,10 @@ async fn kill_ends_the_whole_process_tree() {
     // Reported only once everything is gone: nothing of the group is left, not even orphans.
     assert_eq!(group_members(launched.pid), Vec::<i32>::new());
     for pid in members {
-        assert!(stat(pid).is_none_or(|(state, _, pgrp)| pgrp != launched.pid || state == 'Z'), "{pid} survived");
+        assert!(
+            stat(pid).is_none_or(|(state, _, pgrp)| pgrp != launched.pid || state == 'Z'),
+            "{pid} survived"
+        );
     }
     // Idempotent: killing again, or killing an ended attempt, is fine and reports nothing more.
     f.backend().kill(&launched, Duration::from_secs(1)).await.unwrap();
@@ -233,7 +238,9 @@ async fn recover_finds_an_attempt_whose_record_was_never_stored() {
     std::fs::remove_file(launched.dir.join("launched.json")).unwrap();
     f.restart();
     let id = AttemptId::new("recover/a").unwrap();
-    let Recovered::Running(found) = f.backend().recover(&id).await.unwrap() else { panic!("not found running") };
+    let Recovered::Running(found) = f.backend().recover(&id).await.unwrap() else {
+        panic!("not found running")
+    };
     assert_eq!((found.pid, found.start_ticks), (launched.pid, launched.start_ticks));
     // Now recorded again: a second recover reads the record.
     assert_eq!(f.backend().recover(&id).await.unwrap(), Recovered::Running(found));

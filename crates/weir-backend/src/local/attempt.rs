@@ -9,7 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use rustix::process::{pidfd_open, PidfdFlags, Pid};
+use rustix::process::{pidfd_open, Pid, PidfdFlags};
 
 use super::procfs;
 use crate::{BackendError, Exit, Launched, TaskLaunch};
@@ -61,14 +61,22 @@ fn check(launch: &TaskLaunch) -> Result<(), BackendError> {
     }
     for (k, v) in &launch.env {
         if k.is_empty() || k.contains('=') || k.contains('\0') {
-            return Err(bad_launch(launch, "env", format!("variable name {k:?} is empty or contains '=' or NUL")));
+            return Err(bad_launch(
+                launch,
+                "env",
+                format!("variable name {k:?} is empty or contains '=' or NUL"),
+            ));
         }
         if v.contains('\0') {
             return Err(bad_launch(launch, "env", format!("the value of {k} contains a NUL byte")));
         }
     }
     if !launch.workdir.is_dir() {
-        return Err(bad_launch(launch, "workdir", format!("{} is not a directory", launch.workdir.display())));
+        return Err(bad_launch(
+            launch,
+            "workdir",
+            format!("{} is not a directory", launch.workdir.display()),
+        ));
     }
     Ok(())
 }
@@ -77,7 +85,11 @@ fn open_log(attempt: &str, path: &Path) -> Result<File, BackendError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(io_err(attempt, "create the log folder", parent))?;
     }
-    OpenOptions::new().create(true).append(true).open(path).map_err(io_err(attempt, "open the log file", path))
+    OpenOptions::new().create(true).append(true).open(path).map_err(io_err(
+        attempt,
+        "open the log file",
+        path,
+    ))
 }
 
 /// Writes `text` to `dir/name` atomically (temporary file, then rename).
