@@ -281,3 +281,40 @@ fn attempt_ids_are_safe_folder_paths() {
     let json = "{\"attempt\":\"../x\",\"backend\":\"local\",\"pid\":1,\"start_ticks\":1,\"boot_id\":\"b\",\"started_at_ms\":0,\"dir\":\"/d\"}";
     assert!(matches!(Launched::from_json(json), Err(BackendError::BadRecord { .. })));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starts_and_forgets_under_one_parent_folder_do_not_trip_each_other() {
+    // `forget` removes parent folders it empties while other attempts are being started there.
+    let mut f = Fixture::new("prune");
+    let backend = std::sync::Arc::new(f.backend.take().unwrap());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Launched>();
+    let n = 200;
+    let starter = {
+        let (backend, launches) =
+            (backend.clone(), (0..n).map(|i| f.launch(&format!("prune/{i}"), "true")).collect::<Vec<_>>());
+        tokio::spawn(async move {
+            for launch in launches {
+                tx.send(backend.start(&launch).await.unwrap()).unwrap();
+            }
+        })
+    };
+    let mut records = std::collections::HashMap::new();
+    let mut ended = 0;
+    while ended < n {
+        tokio::select! {
+            Some(l) = rx.recv() => { f.started.push((l.pid, l.start_ticks)); records.insert(l.attempt.clone(), l); }
+            e = f.exits.recv() => {
+                let e = e.unwrap();
+                assert_eq!(e.exit, Exit::Code(0));
+                ended += 1;
+                // The record may not have arrived yet; forget what has.
+                if let Some(l) = records.remove(&e.attempt) { backend.forget(&l).await.unwrap(); }
+            }
+        }
+    }
+    starter.await.unwrap();
+    for l in records.values() {
+        backend.forget(l).await.unwrap();
+    }
+    assert!(!f.root.join("state/prune").exists(), "every attempt folder and the emptied parent are gone");
+}
