@@ -115,8 +115,10 @@ impl Launched {
 
     /// Reads the stored form back.
     pub fn from_json(text: &str) -> Result<Launched, BackendError> {
-        serde_json::from_str(text)
-            .map_err(|e| BackendError::BadRecord { text: text.chars().take(200).collect(), message: e.to_string() })
+        serde_json::from_str(text).map_err(|e| BackendError::BadRecord {
+            text: text.chars().take(200).collect(),
+            message: e.to_string(),
+        })
     }
 }
 

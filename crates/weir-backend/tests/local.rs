@@ -28,7 +28,9 @@ async fn exit_codes_and_signals_are_reported_once_each() {
 
 /// Whether any recorded attempt of this fixture is an unreaped zombie.
 fn zombies_of(f: &Fixture) -> bool {
-    f.started.iter().any(|&(pid, start)| start_ticks(pid) == Some(start) && stat(pid).is_some_and(|s| s.0 == 'Z'))
+    f.started
+        .iter()
+        .any(|&(pid, start)| start_ticks(pid) == Some(start) && stat(pid).is_some_and(|s| s.0 == 'Z'))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,7 +96,10 @@ async fn kill_ends_the_whole_process_tree() {
     // Reported only once everything is gone: nothing of the group is left, not even orphans.
     assert_eq!(group_members(launched.pid), Vec::<i32>::new());
     for pid in members {
-        assert!(stat(pid).is_none_or(|(state, _, pgrp)| pgrp != launched.pid || state == 'Z'), "{pid} survived");
+        assert!(
+            stat(pid).is_none_or(|(state, _, pgrp)| pgrp != launched.pid || state == 'Z'),
+            "{pid} survived"
+        );
     }
     // Idempotent: killing again, or killing an ended attempt, is fine and reports nothing more.
     f.backend().kill(&launched, Duration::from_secs(1)).await.unwrap();
@@ -233,7 +238,9 @@ async fn recover_finds_an_attempt_whose_record_was_never_stored() {
     std::fs::remove_file(launched.dir.join("launched.json")).unwrap();
     f.restart();
     let id = AttemptId::new("recover/a").unwrap();
-    let Recovered::Running(found) = f.backend().recover(&id).await.unwrap() else { panic!("not found running") };
+    let Recovered::Running(found) = f.backend().recover(&id).await.unwrap() else {
+        panic!("not found running")
+    };
     assert_eq!((found.pid, found.start_ticks), (launched.pid, launched.start_ticks));
     // Now recorded again: a second recover reads the record.
     assert_eq!(f.backend().recover(&id).await.unwrap(), Recovered::Running(found));
@@ -273,4 +280,41 @@ fn attempt_ids_are_safe_folder_paths() {
     }
     let json = "{\"attempt\":\"../x\",\"backend\":\"local\",\"pid\":1,\"start_ticks\":1,\"boot_id\":\"b\",\"started_at_ms\":0,\"dir\":\"/d\"}";
     assert!(matches!(Launched::from_json(json), Err(BackendError::BadRecord { .. })));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starts_and_forgets_under_one_parent_folder_do_not_trip_each_other() {
+    // `forget` removes parent folders it empties while other attempts are being started there.
+    let mut f = Fixture::new("prune");
+    let backend = std::sync::Arc::new(f.backend.take().unwrap());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Launched>();
+    let n = 200;
+    let starter = {
+        let (backend, launches) =
+            (backend.clone(), (0..n).map(|i| f.launch(&format!("prune/{i}"), "true")).collect::<Vec<_>>());
+        tokio::spawn(async move {
+            for launch in launches {
+                tx.send(backend.start(&launch).await.unwrap()).unwrap();
+            }
+        })
+    };
+    let mut records = std::collections::HashMap::new();
+    let mut ended = 0;
+    while ended < n {
+        tokio::select! {
+            Some(l) = rx.recv() => { f.started.push((l.pid, l.start_ticks)); records.insert(l.attempt.clone(), l); }
+            e = f.exits.recv() => {
+                let e = e.unwrap();
+                assert_eq!(e.exit, Exit::Code(0));
+                ended += 1;
+                // The record may not have arrived yet; forget what has.
+                if let Some(l) = records.remove(&e.attempt) { backend.forget(&l).await.unwrap(); }
+            }
+        }
+    }
+    starter.await.unwrap();
+    for l in records.values() {
+        backend.forget(l).await.unwrap();
+    }
+    assert!(!f.root.join("state/prune").exists(), "every attempt folder and the emptied parent are gone");
 }

@@ -9,7 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use rustix::process::{pidfd_open, PidfdFlags, Pid};
+use rustix::process::{pidfd_open, Pid, PidfdFlags};
 
 use super::procfs;
 use crate::{BackendError, Exit, Launched, TaskLaunch};
@@ -61,14 +61,22 @@ fn check(launch: &TaskLaunch) -> Result<(), BackendError> {
     }
     for (k, v) in &launch.env {
         if k.is_empty() || k.contains('=') || k.contains('\0') {
-            return Err(bad_launch(launch, "env", format!("variable name {k:?} is empty or contains '=' or NUL")));
+            return Err(bad_launch(
+                launch,
+                "env",
+                format!("variable name {k:?} is empty or contains '=' or NUL"),
+            ));
         }
         if v.contains('\0') {
             return Err(bad_launch(launch, "env", format!("the value of {k} contains a NUL byte")));
         }
     }
     if !launch.workdir.is_dir() {
-        return Err(bad_launch(launch, "workdir", format!("{} is not a directory", launch.workdir.display())));
+        return Err(bad_launch(
+            launch,
+            "workdir",
+            format!("{} is not a directory", launch.workdir.display()),
+        ));
     }
     Ok(())
 }
@@ -77,7 +85,11 @@ fn open_log(attempt: &str, path: &Path) -> Result<File, BackendError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(io_err(attempt, "create the log folder", parent))?;
     }
-    OpenOptions::new().create(true).append(true).open(path).map_err(io_err(attempt, "open the log file", path))
+    OpenOptions::new().create(true).append(true).open(path).map_err(io_err(
+        attempt,
+        "open the log file",
+        path,
+    ))
 }
 
 /// Writes `text` to `dir/name` atomically (temporary file, then rename).
@@ -100,15 +112,7 @@ pub(crate) fn spawn(
 ) -> Result<Spawned, BackendError> {
     let attempt = launch.attempt.as_str();
     check(launch)?;
-    if let Some(parent) = dir.parent() {
-        fs::create_dir_all(parent).map_err(io_err(attempt, "create the state folder", parent))?;
-    }
-    // A new folder per attempt: if it exists, this attempt was started before (perhaps by a
-    // server that crashed before recording it), and starting it again could run it twice.
-    fs::create_dir(&dir).map_err(|source| match source.kind() {
-        io::ErrorKind::AlreadyExists => BackendError::AlreadyStarted { attempt: attempt.to_string() },
-        _ => io_err(attempt, "create the attempt folder", &dir)(source),
-    })?;
+    create_attempt_dir(attempt, &dir)?;
     let stdout = open_log(attempt, &launch.stdout)?;
     let stderr = if launch.stderr == launch.stdout {
         stdout.try_clone().map_err(io_err(attempt, "reuse the log file", &launch.stderr))?
@@ -175,6 +179,37 @@ pub(crate) fn spawn(
         return Err(e);
     }
     Ok(Spawned { launched, pidfd })
+}
+
+/// A new folder per attempt: if it exists, this attempt was started before (perhaps by a
+/// server that crashed before recording it), and starting it again could run it twice.
+fn create_attempt_dir(attempt: &str, dir: &Path) -> Result<(), BackendError> {
+    let parent = dir.parent().unwrap_or(dir);
+    // `forget` removes parent folders it leaves empty; one may vanish between the two calls.
+    let mut tries = 0;
+    loop {
+        match fs::create_dir_all(parent) {
+            Ok(()) => {}
+            // std reports a folder removed while it was being made as "exists" or "not found".
+            Err(e) if is_race(&e) && tries < 100 => {
+                tries += 1;
+                continue;
+            }
+            Err(e) => return Err(io_err(attempt, "create the state folder", parent)(e)),
+        }
+        match fs::create_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(BackendError::AlreadyStarted { attempt: attempt.to_string() })
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound && tries < 100 => tries += 1,
+            Err(e) => return Err(io_err(attempt, "create the attempt folder", dir)(e)),
+        }
+    }
+}
+
+fn is_race(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::AlreadyExists | io::ErrorKind::NotFound)
 }
 
 /// The status the wrapper wrote, if it finished writing it.

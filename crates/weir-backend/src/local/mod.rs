@@ -116,11 +116,8 @@ impl LocalBackend {
             source,
         })?;
         raise_fd_limit();
-        let inherited = config
-            .inherit_env
-            .iter()
-            .filter_map(|k| std::env::var_os(k).map(|v| (k.clone(), v)))
-            .collect();
+        let inherited =
+            config.inherit_env.iter().filter_map(|k| std::env::var_os(k).map(|v| (k.clone(), v))).collect();
         let watched = Mutex::new(HashMap::new());
         Ok(LocalBackend { inner: Arc::new(Inner { config, inherited, boot_id, exits, watched }) })
     }
@@ -210,7 +207,9 @@ impl LocalBackend {
             }
             watch::Probe::Gone => {
                 let (record, inner) = (task.clone(), Arc::clone(&self.inner));
-                let exit = blocking(&task.attempt, move || Ok(watch::ended_unwatched(&record, &inner.boot_id))).await?;
+                let exit =
+                    blocking(&task.attempt, move || Ok(watch::ended_unwatched(&record, &inner.boot_id)))
+                        .await?;
                 Ok(Adopted::Ended(exit))
             }
         }
@@ -225,10 +224,9 @@ impl LocalBackend {
         let attempt = task.attempt.to_string();
         // The marker lets a later server tell "killed" from "lost" for an attempt that ends
         // without a status while nobody watches. Best effort: the kill matters more.
-        let _ = blocking(&task.attempt, move || {
-            attempt::write_atomic(&attempt, &dir, attempt::KILLED_FILE, "")
-        })
-        .await;
+        let _ =
+            blocking(&task.attempt, move || attempt::write_atomic(&attempt, &dir, attempt::KILLED_FILE, ""))
+                .await;
         let deadline = Instant::now() + grace;
         let first = {
             let watched = self.inner.watched();

@@ -22,7 +22,11 @@ use super::{procfs, signal_group, Inner, Watched};
 use crate::{AttemptId, BackendError, Exit, Launched, TaskExit};
 
 /// Starts watching `task` through `pidfd`, unless this backend already watches it.
-pub(super) fn start_watching(inner: &Arc<Inner>, task: &Launched, pidfd: OwnedFd) -> Result<(), BackendError> {
+pub(super) fn start_watching(
+    inner: &Arc<Inner>,
+    task: &Launched,
+    pidfd: OwnedFd,
+) -> Result<(), BackendError> {
     // SAFETY: an `OwnedFd` is a valid open descriptor, always the same one, and stays open
     // until the `AsyncFd` that owns it is dropped.
     let registered = unsafe { AsyncFd::register_with_interest(pidfd, Interest::READABLE) };
@@ -39,7 +43,14 @@ pub(super) fn start_watching(inner: &Arc<Inner>, task: &Launched, pidfd: OwnedFd
     let (kill, kill_rx) = watch::channel(None);
     // The watcher removes its own entry when done; it cannot get there before this insert,
     // which happens under the same lock.
-    let handle = tokio::spawn(follow(Arc::clone(inner), task.attempt.clone(), task.pid, task.dir.clone(), pidfd, kill_rx));
+    let handle = tokio::spawn(follow(
+        Arc::clone(inner),
+        task.attempt.clone(),
+        task.pid,
+        task.dir.clone(),
+        pidfd,
+        kill_rx,
+    ));
     watched.insert(task.attempt.clone(), Watched { kill, task: handle.abort_handle() });
     Ok(())
 }
@@ -82,7 +93,8 @@ async fn follow(
     let _ = signal_group(pgid, Signal::KILL);
     let waited = reap(pidfd.get_ref());
     group_gone(pgid).await;
-    let Ok(exit) = tokio::task::spawn_blocking(move || attempt::final_exit(&dir, waited, kill_asked)).await else {
+    let Ok(exit) = tokio::task::spawn_blocking(move || attempt::final_exit(&dir, waited, kill_asked)).await
+    else {
         return;
     };
     inner.watched().remove(&attempt);
@@ -112,7 +124,8 @@ async fn group_gone(pgid: i32) {
 
 /// Reaps the wrapper if it is our child; `None` if it is not (an adopted process).
 fn reap(pidfd: &OwnedFd) -> Option<WrapperEnd> {
-    let status = waitid(WaitId::PidFd(pidfd.as_fd()), WaitIdOptions::EXITED | WaitIdOptions::NOHANG).ok()??;
+    let status =
+        waitid(WaitId::PidFd(pidfd.as_fd()), WaitIdOptions::EXITED | WaitIdOptions::NOHANG).ok()??;
     if let Some(code) = status.exit_status() {
         Some(WrapperEnd::Exited(code))
     } else {
