@@ -19,7 +19,17 @@ fn the_checked_in_document_is_current() {
     );
     let doc: serde_json::Value = serde_json::from_str(&generated).expect("JSON");
     assert!(doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.1")));
-    for path in ["/v1/runs", "/v1/runs/{id}", "/v1/runs/{id}/kill", "/v1/runs/{id}/tasks/{task}/logs", "/v1/queues", "/v1/routes/{key}", "/v1/clusters/{name}/config", "/healthz", "/readyz"] {
+    for path in [
+        "/v1/runs",
+        "/v1/runs/{id}",
+        "/v1/runs/{id}/kill",
+        "/v1/runs/{id}/tasks/{task}/logs",
+        "/v1/queues",
+        "/v1/routes/{key}",
+        "/v1/clusters/{name}/config",
+        "/healthz",
+        "/readyz",
+    ] {
         assert!(doc["paths"].get(path).is_some(), "{path} is missing");
     }
     assert!(doc["components"]["schemas"].get("SubmitRun").is_some());

@@ -409,7 +409,9 @@ impl<'c> Validator<'c> {
         match &spec.command {
             None => self.problem(format!("{here}.command"), "a stage of a live run needs a `command` to run"),
             Some(c) if c.trim().is_empty() => self.problem(format!("{here}.command"), "must not be empty"),
-            Some(c) if c.contains('\0') => self.problem(format!("{here}.command"), "must not contain a NUL byte"),
+            Some(c) if c.contains('\0') => {
+                self.problem(format!("{here}.command"), "must not contain a NUL byte")
+            }
             Some(_) => {}
         }
         for (name, value) in &spec.env {

@@ -934,10 +934,15 @@ fn a_live_stage_needs_a_command_and_no_duration() {
         vec![p("workflows.w.jobs.j.stages.s.command", "a stage of a live run needs a `command` to run")]
     );
     assert_eq!(
-        live_problems(&stage("tasks: 1, resources: {cpu: 1000}, command: ' ', env: {'A=B': x}, max_attempts: 0")),
+        live_problems(&stage(
+            "tasks: 1, resources: {cpu: 1000}, command: ' ', env: {'A=B': x}, max_attempts: 0"
+        )),
         vec![
             p("workflows.w.jobs.j.stages.s.command", "must not be empty"),
-            p("workflows.w.jobs.j.stages.s.env", "`A=B` is not an environment variable name (non-empty, no `=`)"),
+            p(
+                "workflows.w.jobs.j.stages.s.env",
+                "`A=B` is not an environment variable name (non-empty, no `=`)"
+            ),
             p("workflows.w.jobs.j.stages.s.max_attempts", "must be at least 1"),
         ]
     );
@@ -952,6 +957,8 @@ fn simulation_still_needs_a_duration_and_ignores_live_fields() {
             "a stage needs a `duration` to be simulated (live runs give a `command` instead)",
         )],
     );
-    let w = only(&stage("tasks: 1, resources: {cpu: 1000}, duration: {fixed: 1m}, command: 'true', max_attempts: 2"));
+    let w = only(&stage(
+        "tasks: 1, resources: {cpu: 1000}, duration: {fixed: 1m}, command: 'true', max_attempts: 2",
+    ));
     assert_eq!(w.jobs[0].stages[0].duration, Distribution::Fixed(secs(60)));
 }

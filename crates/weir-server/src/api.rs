@@ -14,9 +14,9 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use tokio::sync::Notify;
 use weir_api::{
-    ClusterConfigApplied, ClusterQueues, CreateToken, Grant, Health, Job, JobExplanation, QueuesResponse, Role,
-    Route, RouteList, RouteTarget, Run, RunCreated, RunExplanation, RunList, RunState, RunSummary, Task,
-    TokenCreated, TokenInfo, TokenList,
+    ClusterConfigApplied, ClusterQueues, CreateToken, Grant, Health, Job, JobExplanation, QueuesResponse,
+    Role, Route, RouteList, RouteTarget, Run, RunCreated, RunExplanation, RunList, RunState, RunSummary,
+    Task, TokenCreated, TokenInfo, TokenList,
 };
 use weir_store::{KillOutcome, NewRun, RouteRow, RunFilter, RunRow, Store, Submitted, TokenRow};
 
@@ -89,7 +89,11 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
 fn body(b: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     b.map_err(|r| {
         if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "the request body is larger than the server accepts")
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "the request body is larger than the server accepts",
+            )
         } else {
             ApiError::bad_request(format!("cannot read the request body: {r}"))
         }
@@ -161,9 +165,14 @@ async fn submit_run(
             let text = s.store.workflow(name).await?.ok_or_else(|| {
                 ApiError::invalid(format!("no registered workflow `{name}`")).field("workflow_name")
             })?;
-            serde_json::from_str(&text).map_err(|e| ApiError::internal(format!("stored workflow `{name}`: {e}")))?
+            serde_json::from_str(&text)
+                .map_err(|e| ApiError::internal(format!("stored workflow `{name}`: {e}")))?
         }
-        _ => return Err(ApiError::invalid("give exactly one of `workflow` and `workflow_name`").field("workflow")),
+        _ => {
+            return Err(
+                ApiError::invalid("give exactly one of `workflow` and `workflow_name`").field("workflow")
+            )
+        }
     };
     let spec = submit::workflow_spec(&spec_value)?;
     let accepted = submit::accept(&s.registry, spec)?;
@@ -212,7 +221,11 @@ async fn submit_run(
         }
         Submitted::Conflict { existing } => Err(conflict(existing)),
         Submitted::Replay { status: 201, run: id } => {
-            let row = s.store.run(id).await?.ok_or_else(|| ApiError::internal(format!("replayed run {id} is gone")))?;
+            let row = s
+                .store
+                .run(id)
+                .await?
+                .ok_or_else(|| ApiError::internal(format!("replayed run {id} is gone")))?;
             Ok((StatusCode::CREATED, Json(created(&row))).into_response())
         }
         Submitted::Replay { run: existing, .. } => Err(conflict(existing)),
@@ -261,7 +274,12 @@ async fn list_runs(
 }
 
 /// The run, if the caller may see it (403 otherwise, 404 if there is none).
-pub(crate) async fn readable_run(s: &AppState, headers: &HeaderMap, id: i64, role: Role) -> Result<RunRow, ApiError> {
+pub(crate) async fn readable_run(
+    s: &AppState,
+    headers: &HeaderMap,
+    id: i64,
+    role: Role,
+) -> Result<RunRow, ApiError> {
     let principal = s.principal(headers).await?;
     let run = s.store.run(id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id}")))?;
     principal.require(&run.project, role)?;
@@ -276,7 +294,11 @@ async fn snapshot(s: &AppState, cluster: &str) -> Result<Option<(Snapshot, i64)>
         .and_then(|r| serde_json::from_str::<Snapshot>(&r.body).ok().map(|sn| (sn, r.taken_ms))))
 }
 
-async fn get_run(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> Result<Json<Run>, ApiError> {
+async fn get_run(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+) -> Result<Json<Run>, ApiError> {
     let run = readable_run(&s, &headers, id, Role::Viewer).await?;
     let jobs = s.store.jobs(id).await?;
     let tasks = s.store.tasks(id).await?;
@@ -329,7 +351,11 @@ async fn get_run(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i
     }))
 }
 
-async fn kill_run(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> Result<Response, ApiError> {
+async fn kill_run(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+) -> Result<Response, ApiError> {
     readable_run(&s, &headers, id, Role::Submitter).await?;
     let outcome = s.store.request_kill(id, now_ms()).await?;
     if outcome == KillOutcome::NotFound {
@@ -353,11 +379,14 @@ async fn explain_run(
         .iter()
         .filter(|j| !matches!(j.state.as_str(), "succeeded" | "failed" | "killed"))
         .map(|j| {
-            let text = snap.as_ref().and_then(|(sn, _)| sn.explanations.get(&format!("{id}/{}", j.idx)).cloned());
+            let text =
+                snap.as_ref().and_then(|(sn, _)| sn.explanations.get(&format!("{id}/{}", j.idx)).cloned());
             let explanation = match (j.state.as_str(), text) {
                 (_, Some(t)) => t,
                 ("pending", None) => "waits for the jobs it comes after".to_string(),
-                (_, None) if state == RunState::Queued => "the run waits for a worker to claim it".to_string(),
+                (_, None) if state == RunState::Queued => {
+                    "the run waits for a worker to claim it".to_string()
+                }
                 (_, None) => "has every container it asked for, or no snapshot was published yet".to_string(),
             };
             JobExplanation { job: j.name.clone(), state: j.state.clone(), explanation }
@@ -378,7 +407,10 @@ async fn cluster_queues(s: &AppState, cluster: Option<&str>) -> Result<Vec<Clust
         if cluster.is_some_and(|c| c != name) {
             continue;
         }
-        let snap = rows.iter().find(|r| r.cluster == name).and_then(|r| serde_json::from_str::<Snapshot>(&r.body).ok());
+        let snap = rows
+            .iter()
+            .find(|r| r.cluster == name)
+            .and_then(|r| serde_json::from_str::<Snapshot>(&r.body).ok());
         let queues = snap.and_then(|sn| sn.queues).unwrap_or_else(|| ClusterQueues {
             cluster: name.clone(),
             as_of_ms: None,
@@ -426,7 +458,10 @@ async fn list_routes(State(s): State<AppState>, headers: HeaderMap) -> Result<Js
     s.principal(&headers).await?;
     let routes = s.store.routes().await?;
     Ok(Json(RouteList {
-        routes: routes.into_iter().map(|r| Route { key: r.key, cluster: r.cluster, queue: r.queue }).collect(),
+        routes: routes
+            .into_iter()
+            .map(|r| Route { key: r.key, cluster: r.cluster, queue: r.queue })
+            .collect(),
     }))
 }
 
@@ -446,14 +481,18 @@ async fn put_route(
 ) -> Result<Json<Route>, ApiError> {
     require_admin(&s.principal(&headers).await?)?;
     let b = body(b)?;
-    let target: RouteTarget = serde_json::from_slice(&b).map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?;
+    let target: RouteTarget =
+        serde_json::from_slice(&b).map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?;
     let ok_key = key.strip_prefix("workflow:").is_some_and(|w| !w.is_empty())
         || key
             .strip_prefix("project:")
             .and_then(|r| r.rsplit_once(':'))
             .is_some_and(|(p, t)| !p.is_empty() && matches!(t, "1" | "2" | "3"));
     if !ok_key {
-        return Err(ApiError::invalid("a route key is `workflow:NAME` or `project:PROJECT:TIER` (tier 1 to 3)").field("key"));
+        return Err(ApiError::invalid(
+            "a route key is `workflow:NAME` or `project:PROJECT:TIER` (tier 1 to 3)",
+        )
+        .field("key"));
     }
     let cluster = s
         .registry
@@ -463,8 +502,11 @@ async fn put_route(
         .and_then(|q| cluster.config.find(&q))
         .filter(|&i| cluster.config.queues[i].is_leaf());
     if leaf.is_none() {
-        return Err(ApiError::invalid(format!("{} is not a leaf queue of cluster `{}`", target.queue, target.cluster))
-            .field("queue"));
+        return Err(ApiError::invalid(format!(
+            "{} is not a leaf queue of cluster `{}`",
+            target.queue, target.cluster
+        ))
+        .field("queue"));
     }
     let row = RouteRow { key: key.clone(), cluster: target.cluster.clone(), queue: target.queue.clone() };
     s.store.put_route(&row, now_ms()).await?;
@@ -472,7 +514,11 @@ async fn put_route(
     Ok(Json(Route { key, cluster: target.cluster, queue: target.queue }))
 }
 
-async fn delete_route(State(s): State<AppState>, headers: HeaderMap, Path(key): Path<String>) -> Result<StatusCode, ApiError> {
+async fn delete_route(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+) -> Result<StatusCode, ApiError> {
     require_admin(&s.principal(&headers).await?)?;
     if !s.store.delete_route(&key).await? {
         return Err(ApiError::not_found(format!("no route `{key}`")));
@@ -491,13 +537,15 @@ async fn put_workflow(
     let b = body(b)?;
     let value: serde_json::Value = if is_yaml(&headers) {
         let text = std::str::from_utf8(&b).map_err(|_| ApiError::bad_request("the body is not UTF-8"))?;
-        weir_model::parse_yaml("request", text).map_err(|e| ApiError::bad_request(format!("malformed YAML: {e}")))?
+        weir_model::parse_yaml("request", text)
+            .map_err(|e| ApiError::bad_request(format!("malformed YAML: {e}")))?
     } else {
         serde_json::from_slice(&b).map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?
     };
     let spec = submit::workflow_spec(&value)?;
     if spec.name != name {
-        return Err(ApiError::invalid(format!("the workflow is named `{}`, not `{name}`", spec.name)).field("workflow.name"));
+        return Err(ApiError::invalid(format!("the workflow is named `{}`, not `{name}`", spec.name))
+            .field("workflow.name"));
     }
     let accepted = submit::accept(&s.registry, spec)?;
     principal.require(&accepted.project, Role::Submitter)?;
@@ -577,7 +625,11 @@ async fn list_tokens(State(s): State<AppState>, headers: HeaderMap) -> Result<Js
     Ok(Json(TokenList { tokens }))
 }
 
-async fn revoke_token(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+async fn revoke_token(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
     require_admin(&s.principal(&headers).await?)?;
     if !s.store.revoke_token(&id, now_ms()).await? {
         return Err(ApiError::not_found(format!("no live token `{id}`")));

@@ -99,13 +99,17 @@ pub fn admin_token_path(data_dir: &Path) -> PathBuf {
 
 /// On a store without tokens, create a global admin token and write it to the data
 /// directory's `admin.token`, readable only by its owner. Returns the secret if it made one.
-pub(crate) async fn ensure_admin_token(store: &Store, data_dir: &Path) -> Result<Option<String>, ServerError> {
+pub(crate) async fn ensure_admin_token(
+    store: &Store,
+    data_dir: &Path,
+) -> Result<Option<String>, ServerError> {
     if !store.tokens().await?.is_empty() {
         return Ok(None);
     }
     let path = admin_token_path(data_dir);
     let io = |action, source| ServerError::Io { action, path: path.clone(), source };
-    let secret = new_token().map_err(|e| io("make a random token for", std::io::Error::other(e.to_string())))?;
+    let secret =
+        new_token().map_err(|e| io("make a random token for", std::io::Error::other(e.to_string())))?;
     {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
@@ -157,7 +161,9 @@ impl Authenticator {
             _ => {
                 let row = store.token_by_hash(&hash).await?;
                 let p = row
-                    .filter(|r| r.revoked_ms.is_none() && bool::from(r.hash.as_bytes().ct_eq(hash.as_bytes())))
+                    .filter(|r| {
+                        r.revoked_ms.is_none() && bool::from(r.hash.as_bytes().ct_eq(hash.as_bytes()))
+                    })
                     .map(|r| Principal {
                         token_id: r.id,
                         grants: serde_json::from_str(&r.grants).unwrap_or_default(),

@@ -79,7 +79,8 @@ impl Registry {
     pub async fn refresh(&self, store: &Store) -> Result<(), ServerError> {
         let rows = store.clusters().await?;
         let routes = store.routes().await?;
-        let known: BTreeMap<String, i64> = self.read(|t| t.clusters.iter().map(|(k, v)| (k.clone(), v.version)).collect());
+        let known: BTreeMap<String, i64> =
+            self.read(|t| t.clusters.iter().map(|(k, v)| (k.clone(), v.version)).collect());
         let mut parsed = BTreeMap::new();
         for row in rows {
             if known.get(&row.name) == Some(&row.version) {
@@ -89,7 +90,10 @@ impl Registry {
                 Ok(c) => {
                     parsed.insert(row.name, LoadedCluster { config: Arc::new(c), version: row.version });
                 }
-                Err(e) => eprintln!("weir serve: stored cluster `{}` does not validate, kept the last good one: {e}", row.name),
+                Err(e) => eprintln!(
+                    "weir serve: stored cluster `{}` does not validate, kept the last good one: {e}",
+                    row.name
+                ),
             }
         }
         if let Ok(mut t) = self.tables.write() {
@@ -137,7 +141,11 @@ impl Registry {
     /// placement rules decide.
     pub fn route(&self, workflow: &str, project: Option<&str>, tier: u8) -> Option<Routed> {
         self.read(|t| {
-            let by = |key: String| t.routes.get(&key).map(|r| Routed { cluster: r.cluster.clone(), queue: Some(r.queue.clone()) });
+            let by = |key: String| {
+                t.routes
+                    .get(&key)
+                    .map(|r| Routed { cluster: r.cluster.clone(), queue: Some(r.queue.clone()) })
+            };
             by(format!("workflow:{workflow}"))
                 .or_else(|| project.and_then(|p| by(format!("project:{p}:{tier}"))))
                 .or_else(|| {

@@ -43,7 +43,12 @@ impl ApiError {
         ApiError {
             status,
             body: ErrorBody {
-                error: ErrorDetail { code: code.to_string(), message: message.into(), field: None, existing_run: None },
+                error: ErrorDetail {
+                    code: code.to_string(),
+                    message: message.into(),
+                    field: None,
+                    existing_run: None,
+                },
             },
         }
     }

@@ -108,8 +108,11 @@ impl Server {
     /// Open the store, load clusters, create the first admin token if there is none, and start
     /// the API and the worker.
     pub async fn start(config: ServerConfig) -> Result<Server, ServerError> {
-        std::fs::create_dir_all(&config.data_dir)
-            .map_err(|source| ServerError::Io { action: "create the data directory", path: config.data_dir.clone(), source })?;
+        std::fs::create_dir_all(&config.data_dir).map_err(|source| ServerError::Io {
+            action: "create the data directory",
+            path: config.data_dir.clone(),
+            source,
+        })?;
         let store = Store::open(&config.db_url).await?;
         let now = now_ms();
         for c in &config.clusters {

@@ -35,13 +35,23 @@ pub async fn task_logs(
     let (job_name, stage, index) = match parts.as_slice() {
         [j, st, i] => (Some(*j), *st, *i),
         [st, i] => (None, *st, *i),
-        _ => return Err(ApiError::bad_request(format!("`{task}` is not a task: write job.stage.index")).field("task")),
+        _ => {
+            return Err(
+                ApiError::bad_request(format!("`{task}` is not a task: write job.stage.index")).field("task")
+            )
+        }
     };
-    let index: u32 = index.parse().map_err(|_| ApiError::bad_request(format!("`{index}` is not a task index")).field("task"))?;
+    let index: u32 = index
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("`{index}` is not a task index")).field("task"))?;
     let job = match job_name {
         Some(n) => jobs.iter().find(|j| j.name == n),
         None if jobs.len() == 1 => jobs.first(),
-        None => return Err(ApiError::bad_request("this run has several jobs: write job.stage.index").field("task")),
+        None => {
+            return Err(
+                ApiError::bad_request("this run has several jobs: write job.stage.index").field("task")
+            )
+        }
     }
     .ok_or_else(|| ApiError::not_found(format!("run {id} has no task {task}")))?;
     let t = tasks
@@ -59,7 +69,8 @@ pub async fn task_logs(
         "stdout" => attempt.stdout.clone(),
         "stderr" => attempt.stderr.clone(),
         other => {
-            return Err(ApiError::bad_request(format!("stream `{other}` is neither stdout nor stderr")).field("stream"))
+            return Err(ApiError::bad_request(format!("stream `{other}` is neither stdout nor stderr"))
+                .field("stream"))
         }
     };
     let headers = [(header::CONTENT_TYPE, "text/plain; charset=utf-8")];
@@ -85,7 +96,11 @@ struct Tail {
 }
 
 /// Chunks of the file as it grows; ends once the attempt has ended and nothing is left.
-fn follow(store: Store, attempt: AttemptRow, path: String) -> impl futures_util::Stream<Item = Result<Vec<u8>, std::io::Error>> {
+fn follow(
+    store: Store,
+    attempt: AttemptRow,
+    path: String,
+) -> impl futures_util::Stream<Item = Result<Vec<u8>, std::io::Error>> {
     let tail = Tail { store, attempt, path, offset: 0, ended: false, done: false };
     futures_util::stream::unfold(tail, |mut t| async move {
         loop {
@@ -112,7 +127,8 @@ fn follow(store: Store, attempt: AttemptRow, path: String) -> impl futures_util:
             match t.store.attempts(a.run_id, a.job_idx, a.stage_idx, a.task_idx).await {
                 Ok(all) => {
                     // One more read after the end is seen, for what was written last.
-                    t.ended = all.iter().find(|x| x.attempt == a.attempt).is_none_or(|x| x.ended_ms.is_some());
+                    t.ended =
+                        all.iter().find(|x| x.attempt == a.attempt).is_none_or(|x| x.ended_ms.is_some());
                 }
                 Err(_) => t.ended = true,
             }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use tokio::sync::{mpsc, oneshot};
 use weir_api::SubmitRun;
-use weir_model::{Workload, WorkloadFile, WorkflowSpec};
+use weir_model::{WorkflowSpec, Workload, WorkloadFile};
 use weir_store::{NewRun, Store, Submitted};
 
 use crate::clusters::Registry;
@@ -59,7 +59,10 @@ impl Writer {
 
     pub async fn submit(&self, run: NewRun) -> Result<Submitted, ApiError> {
         let (reply, answer) = oneshot::channel();
-        self.tx.send((run, reply)).await.map_err(|_| ApiError::internal("the submission writer has stopped"))?;
+        self.tx
+            .send((run, reply))
+            .await
+            .map_err(|_| ApiError::internal("the submission writer has stopped"))?;
         answer.await.map_err(|_| ApiError::internal("the submission writer has stopped"))?
     }
 }
@@ -77,7 +80,11 @@ pub fn parse_body(body: &[u8], yaml: bool) -> Result<SubmitRun, ApiError> {
         let de = &mut serde_json::Deserializer::from_slice(body);
         serde_path_to_error::deserialize::<_, SubmitRun>(de).map_err(|e| {
             let path = e.path().to_string();
-            ApiError::bad_request(format!("malformed JSON: {}", e.inner())).field(if path == "." { String::new() } else { path })
+            ApiError::bad_request(format!("malformed JSON: {}", e.inner())).field(if path == "." {
+                String::new()
+            } else {
+                path
+            })
         })
     }
 }
@@ -103,22 +110,25 @@ pub struct Accepted {
 /// Route and validate a workflow. A route replaces the workflow's own placement.
 pub fn accept(registry: &Registry, mut spec: WorkflowSpec) -> Result<Accepted, ApiError> {
     let tier = spec.tier.unwrap_or(3);
-    let routed = registry
-        .route(&spec.name, spec.project.as_deref(), tier)
-        .ok_or_else(|| ApiError::invalid("no route for this workflow and no default cluster (name one `default`)"))?;
-    let loaded = registry
-        .cluster(&routed.cluster)
-        .ok_or_else(|| ApiError::invalid(format!("the route names cluster `{}`, which is not loaded", routed.cluster)))?;
+    let routed = registry.route(&spec.name, spec.project.as_deref(), tier).ok_or_else(|| {
+        ApiError::invalid("no route for this workflow and no default cluster (name one `default`)")
+    })?;
+    let loaded = registry.cluster(&routed.cluster).ok_or_else(|| {
+        ApiError::invalid(format!("the route names cluster `{}`, which is not loaded", routed.cluster))
+    })?;
     let declared_project = spec.project.clone();
     if let Some(q) = &routed.queue {
         spec.queue = Some(q.clone());
         spec.project = None;
     }
     if spec.jobs.len() > MAX_JOBS {
-        return Err(ApiError::invalid(format!("a workflow has at most {MAX_JOBS} jobs")).field("workflow.jobs"));
+        return Err(
+            ApiError::invalid(format!("a workflow has at most {MAX_JOBS} jobs")).field("workflow.jobs")
+        );
     }
     let file = WorkloadFile { version: 1, workflows: vec![spec.clone()] };
-    let workload = Workload::live_from_file("workflow", &file, &loaded.config).map_err(|e| invalid(&spec.name, e))?;
+    let workload =
+        Workload::live_from_file("workflow", &file, &loaded.config).map_err(|e| invalid(&spec.name, e))?;
     let wf = &workload.workflows[0];
     let queue = wf.queue.to_string();
     let project = declared_project.unwrap_or_else(|| project_of_queue(&queue));
@@ -165,7 +175,9 @@ pub fn check_params(params: &BTreeMap<String, String>) -> Result<(), ApiError> {
                 .field(format!("params.{k}")));
         }
         if v.contains('\0') {
-            return Err(ApiError::invalid("a parameter must not contain a NUL byte").field(format!("params.{k}")));
+            return Err(
+                ApiError::invalid("a parameter must not contain a NUL byte").field(format!("params.{k}"))
+            );
         }
     }
     Ok(())

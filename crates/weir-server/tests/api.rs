@@ -92,12 +92,17 @@ async fn stages_and_jobs_run_in_dag_order_and_keep_their_logs(db: Db) {
     for job in run["jobs"].as_array().expect("jobs") {
         assert_eq!(job["state"], "succeeded");
         for t in job["tasks"].as_array().expect("tasks") {
-            assert_eq!((t["state"].as_str(), t["attempts"].as_u64(), t["exit_code"].as_i64()), (Some("succeeded"), Some(1), Some(0)));
+            assert_eq!(
+                (t["state"].as_str(), t["attempts"].as_u64(), t["exit_code"].as_i64()),
+                (Some("succeeded"), Some(1), Some(0))
+            );
         }
     }
     let (st, out) = s.call(Method::GET, &format!("/v1/runs/{id}/tasks/first.a.1/logs"), None).await;
     assert_eq!((st, out), (200, Value::String("out-a-1\n".into())));
-    let (st, err) = s.call(Method::GET, &format!("/v1/runs/{id}/tasks/first.a.0/logs?stream=stderr&follow=true"), None).await;
+    let (st, err) = s
+        .call(Method::GET, &format!("/v1/runs/{id}/tasks/first.a.0/logs?stream=stderr&follow=true"), None)
+        .await;
     assert_eq!((st, err), (200, Value::String("err-a\n".into())));
     s.stop(Stop::Now).await;
 }
@@ -120,7 +125,10 @@ async fn a_failed_task_is_retried_up_to_its_limit(db: Db) {
     let run = s.wait(c["id"].as_i64().expect("id"), LONG).await;
     assert_eq!(run["state"], "failed", "{run:#}");
     let task = &run["jobs"][0]["tasks"][0];
-    assert_eq!((task["state"].as_str(), task["attempts"].as_u64(), task["exit_code"].as_i64()), (Some("failed"), Some(2), Some(7)));
+    assert_eq!(
+        (task["state"].as_str(), task["attempts"].as_u64(), task["exit_code"].as_i64()),
+        (Some("failed"), Some(2), Some(7))
+    );
     assert!(run["reason"].as_str().unwrap_or("").contains("failed 2 times"), "{run:#}");
     s.stop(Stop::Now).await;
 }
@@ -146,7 +154,11 @@ async fn a_kill_stops_the_processes(db: Db) {
     })
     .await;
     let started: Vec<i32> = loop {
-        let p: Vec<i32> = std::fs::read_to_string(&pids).unwrap_or_default().lines().filter_map(|l| l.parse().ok()).collect();
+        let p: Vec<i32> = std::fs::read_to_string(&pids)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.parse().ok())
+            .collect();
         if p.len() == 2 {
             break p;
         }
@@ -218,7 +230,8 @@ async fn bad_input_gets_its_status_code(db: Db) {
     let (st, e) = s.submit(wf, "d").await;
     assert_eq!((st, e["error"]["field"].as_str()), (400, Some("workflow.jobs.j.stages.s.command")), "{e:#}");
     // Oversize body: 413.
-    let big = json!({"workflow": one_task("w", "root.ads.tier1", &"x".repeat(100 * 1024)), "logical_date": "d"});
+    let big =
+        json!({"workflow": one_task("w", "root.ads.tier1", &"x".repeat(100 * 1024)), "logical_date": "d"});
     let (st, e) = s.call(Method::POST, "/v1/runs", Some(big)).await;
     assert_eq!((st, e["error"]["code"].as_str()), (413, Some("payload_too_large")), "{e:#}");
     // No token, a bad token: 401.
@@ -242,7 +255,8 @@ async fn bad_input_gets_its_status_code(db: Db) {
     let (url, dir) = (s.url.clone(), s.dir.clone());
     s.stop(Stop::Now).await;
     let reopened = weir_store::Store::open(&url).await.expect("reopen");
-    let after = reopened.list_runs(&weir_store::RunFilter { limit: 1000, ..Default::default() }).await.expect("list");
+    let after =
+        reopened.list_runs(&weir_store::RunFilter { limit: 1000, ..Default::default() }).await.expect("list");
     assert_eq!(Some(after.len()), before, "a run was written although the answer was 503");
     assert!(after.iter().all(|r| r.workflow != "late"));
     let _ = dir;
@@ -289,7 +303,8 @@ async fn uniqueness_and_idempotency(db: Db) {
     let (_, page) = s.call(Method::GET, "/v1/runs?workflow=daily&limit=2", None).await;
     assert_eq!(page["runs"].as_array().map(Vec::len), Some(2));
     let cursor = page["next_cursor"].as_str().expect("a next page").to_string();
-    let (_, rest) = s.call(Method::GET, &format!("/v1/runs?workflow=daily&limit=2&cursor={cursor}"), None).await;
+    let (_, rest) =
+        s.call(Method::GET, &format!("/v1/runs?workflow=daily&limit=2&cursor={cursor}"), None).await;
     assert_eq!(rest["runs"].as_array().map(Vec::len), Some(1));
     s.stop(Stop::Now).await;
 }
@@ -314,12 +329,20 @@ async fn a_restart_adopts_running_tasks_instead_of_starting_them_again(db: Db) {
 async fn authorization_follows_projects(db: Db) {
     let Some(mut s) = TestServer::start(db, "authz").await else { return };
     let (st, t) = s
-        .call(Method::POST, "/v1/tokens", Some(json!({"name": "ads-ci", "grants": [{"project": "ads", "role": "submitter"}]})))
+        .call(
+            Method::POST,
+            "/v1/tokens",
+            Some(json!({"name": "ads-ci", "grants": [{"project": "ads", "role": "submitter"}]})),
+        )
         .await;
     assert_eq!(st, 201, "{t:#}");
     let ads = t["token"].as_str().expect("secret").to_string();
     let submit_as = |token: String, queue: &'static str| {
-        let req = s.http.post(format!("{}/v1/runs", s.base)).bearer_auth(token).json(&json!({"workflow": one_task("w", queue, "true"), "logical_date": queue}));
+        let req = s
+            .http
+            .post(format!("{}/v1/runs", s.base))
+            .bearer_auth(token)
+            .json(&json!({"workflow": one_task("w", queue, "true"), "logical_date": queue}));
         async move {
             let r = req.send().await.expect("request");
             (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null))

@@ -66,20 +66,22 @@ impl Store {
 
     /// The token with this hash, revoked or not.
     pub async fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRow>, StoreError> {
-        let row = sqlx::query("SELECT id, name, hash, grants, created_ms, revoked_ms FROM tokens WHERE hash = $1")
-            .bind(hash)
-            .fetch_optional(&self.read)
-            .await
-            .map_err(StoreError::db)?;
+        let row =
+            sqlx::query("SELECT id, name, hash, grants, created_ms, revoked_ms FROM tokens WHERE hash = $1")
+                .bind(hash)
+                .fetch_optional(&self.read)
+                .await
+                .map_err(StoreError::db)?;
         row.as_ref().map(token_row).transpose()
     }
 
     pub async fn tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
-        let rows =
-            sqlx::query("SELECT id, name, hash, grants, created_ms, revoked_ms FROM tokens ORDER BY created_ms, id")
-                .fetch_all(&self.read)
-                .await
-                .map_err(StoreError::db)?;
+        let rows = sqlx::query(
+            "SELECT id, name, hash, grants, created_ms, revoked_ms FROM tokens ORDER BY created_ms, id",
+        )
+        .fetch_all(&self.read)
+        .await
+        .map_err(StoreError::db)?;
         rows.iter().map(token_row).collect()
     }
 
@@ -103,7 +105,9 @@ impl Store {
             .await
             .map_err(StoreError::db)?;
         rows.iter()
-            .map(|r| Ok(RouteRow { key: text(r, "key")?, cluster: text(r, "cluster")?, queue: text(r, "queue")? }))
+            .map(|r| {
+                Ok(RouteRow { key: text(r, "key")?, cluster: text(r, "cluster")?, queue: text(r, "queue")? })
+            })
             .collect()
     }
 
@@ -191,7 +195,13 @@ impl Store {
             .await
             .map_err(StoreError::db)?;
         rows.iter()
-            .map(|r| Ok(ClusterRow { name: text(r, "name")?, config: text(r, "config")?, version: int(r, "version")? }))
+            .map(|r| {
+                Ok(ClusterRow {
+                    name: text(r, "name")?,
+                    config: text(r, "config")?,
+                    version: int(r, "version")?,
+                })
+            })
             .collect()
     }
 
@@ -201,8 +211,14 @@ impl Store {
             .fetch_optional(&self.read)
             .await
             .map_err(StoreError::db)?;
-        row.map(|r| Ok(ClusterRow { name: text(&r, "name")?, config: text(&r, "config")?, version: int(&r, "version")? }))
-            .transpose()
+        row.map(|r| {
+            Ok(ClusterRow {
+                name: text(&r, "name")?,
+                config: text(&r, "config")?,
+                version: int(&r, "version")?,
+            })
+        })
+        .transpose()
     }
 
     pub async fn snapshots(&self) -> Result<Vec<SnapshotRow>, StoreError> {
@@ -211,7 +227,13 @@ impl Store {
             .await
             .map_err(StoreError::db)?;
         rows.iter()
-            .map(|r| Ok(SnapshotRow { cluster: text(r, "cluster")?, body: text(r, "body")?, taken_ms: int(r, "taken_ms")? }))
+            .map(|r| {
+                Ok(SnapshotRow {
+                    cluster: text(r, "cluster")?,
+                    body: text(r, "body")?,
+                    taken_ms: int(r, "taken_ms")?,
+                })
+            })
             .collect()
     }
 }

@@ -120,11 +120,9 @@ async fn sqlite_pool(url: &str, size: u32) -> Result<AnyPool, StoreError> {
             Box::pin(async move {
                 // synchronous=FULL: a commit is on disk before it is acknowledged (durable
                 // acknowledgement), at one fsync per transaction — hence group commit.
-                for pragma in [
-                    "PRAGMA journal_mode=WAL",
-                    "PRAGMA synchronous=FULL",
-                    "PRAGMA busy_timeout=10000",
-                ] {
+                for pragma in
+                    ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA busy_timeout=10000"]
+                {
                     conn.execute(pragma).await?;
                 }
                 Ok(())

@@ -33,11 +33,18 @@ pub struct NewRun {
 /// What became of one submission of a batch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Submitted {
-    Created { id: i64 },
+    Created {
+        id: i64,
+    },
     /// An active run already holds the (workflow, logical date).
-    Conflict { existing: i64 },
+    Conflict {
+        existing: i64,
+    },
     /// The idempotency key was seen: replay the first answer (its status and run).
-    Replay { status: u16, run: i64 },
+    Replay {
+        status: u16,
+        run: i64,
+    },
 }
 
 /// A stored run, without its jobs.

@@ -65,7 +65,13 @@ pub enum Change {
     AttemptLaunched { key: AttemptKey, launched: String, at: i64 },
     /// Compare-and-set from `starting` or `running` to an end state (`succeeded`, `failed`,
     /// `killed`, `lost`).
-    AttemptEnded { key: AttemptKey, to: &'static str, exit_code: Option<i32>, at: i64, reason: Option<String> },
+    AttemptEnded {
+        key: AttemptKey,
+        to: &'static str,
+        exit_code: Option<i32>,
+        at: i64,
+        reason: Option<String>,
+    },
 }
 
 /// A run a new owner picks up: its row, jobs, tasks and the attempts still open.

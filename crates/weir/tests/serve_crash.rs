@@ -46,7 +46,11 @@ fn serve(dir: &Path, port: u16, extra: &[&str]) -> Weir {
         "2".into(),
     ];
     args.extend(extra.iter().map(|s| s.to_string()));
-    let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join(format!("serve-{port}.log"))).expect("log");
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("serve-{port}.log")))
+        .expect("log");
     let child = Command::new(env!("CARGO_BIN_EXE_weir"))
         .args(&args)
         .stdout(Stdio::null())
@@ -236,7 +240,9 @@ async fn wait_ready(base: &str) {
 async fn kill_9_five_times_while_2000_runs_go_through() {
     let runs: u32 = std::env::var("WEIR_CRASH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
     let seed: u64 = std::env::var("WEIR_CRASH_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(7);
-    eprintln!("crash test: {runs} runs, seed {seed} (rerun with WEIR_CRASH_SEED={seed} WEIR_CRASH_RUNS={runs})");
+    eprintln!(
+        "crash test: {runs} runs, seed {seed} (rerun with WEIR_CRASH_SEED={seed} WEIR_CRASH_RUNS={runs})"
+    );
     let dir = scratch("sqlite");
     let marker = dir.join("marker");
     let port = free_port();
@@ -274,7 +280,15 @@ async fn kill_9_five_times_while_2000_runs_go_through() {
     let http = reqwest::Client::new();
     let marks = attempts(&marker);
     for id in &acked {
-        let run: Value = http.get(format!("{base}/v1/runs/{id}")).bearer_auth(&token).send().await.expect("get").json().await.expect("json");
+        let run: Value = http
+            .get(format!("{base}/v1/runs/{id}"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json");
         assert_eq!(run["state"], "succeeded", "{run:#}");
         let tries = marks.get(id).cloned().unwrap_or_default();
         let finished = tries.iter().filter(|t| t.2.is_some()).count();
@@ -338,7 +352,9 @@ async fn two_servers_on_one_postgres_never_start_a_task_twice_and_take_over() {
         assert!(killed_at.elapsed() < Duration::from_secs(30), "no takeover");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    eprintln!("multi-worker: the survivor took the cluster over {took_over:?} after the owner died (lease 2 s)");
+    eprintln!(
+        "multi-worker: the survivor took the cluster over {took_over:?} after the owner died (lease 2 s)"
+    );
     assert!(took_over < Duration::from_secs(2) + Duration::from_millis(1500), "takeover took {took_over:?}");
     let start = Instant::now();
     loop {
@@ -356,7 +372,8 @@ async fn two_servers_on_one_postgres_never_start_a_task_twice_and_take_over() {
         let finished = marks.get(id).map(|t| t.iter().filter(|x| x.2.is_some()).count()).unwrap_or(0);
         assert_eq!(finished, 1, "run {id} finished {finished} times");
     }
-    let started_twice: Vec<_> = marks.iter().filter(|(_, t)| t.iter().filter(|x| x.0 == 1).count() > 1).collect();
+    let started_twice: Vec<_> =
+        marks.iter().filter(|(_, t)| t.iter().filter(|x| x.0 == 1).count() > 1).collect();
     assert!(started_twice.is_empty(), "attempt 1 started twice: {started_twice:?}");
     drop((a, b));
 }

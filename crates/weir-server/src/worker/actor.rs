@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::{watch, Notify};
-use weir_backend::{AttemptId, Backend, Exit, Launched, LocalBackend, LocalConfig, TaskExit, TaskLaunch};
+use weir_backend::{
+    AttemptId, Backend, BackendError, Exit, Launched, LocalBackend, LocalConfig, TaskExit, TaskLaunch,
+};
 use weir_engine::{ContainerId, Decision, Engine, JobSpec, Request};
 use weir_model::{ClusterConfig, Time};
 use weir_store::{AttemptKey, Change, Fence, Store, StoreError, TaskKey};
@@ -27,6 +29,9 @@ use crate::Stop;
 
 /// Most queued runs claimed per pass.
 const CLAIM: u32 = 512;
+
+/// Attempts being started at once.
+const START_CONCURRENCY: usize = 4;
 
 pub(crate) struct Actor {
     pub cluster: String,
@@ -50,6 +55,10 @@ pub(crate) struct Actor {
     pub to_forget: Vec<Launched>,
     pub last_now: u64,
     pub draining: bool,
+    /// Route changes of this pass not yet committed: (index in `changes`, run).
+    pub routes_pending: Vec<(usize, i64)>,
+    /// Attempts to start go to the starter task.
+    pub starter: tokio::sync::mpsc::UnboundedSender<TaskLaunch>,
 }
 
 pub(crate) async fn run(
@@ -74,6 +83,9 @@ pub(crate) async fn run(
         Ok(b) => Arc::new(b),
         Err(e) => return Ended::Failed(format!("cannot set up the local backend: {e}")),
     };
+    let (launch_tx, launch_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (started_tx, started_rx) = tokio::sync::mpsc::unbounded_channel();
+    let starter_task = tokio::spawn(starter(backend.clone(), launch_rx, started_tx));
     let mut actor = Actor {
         cluster: cluster.to_string(),
         fence,
@@ -92,12 +104,17 @@ pub(crate) async fn run(
         to_forget: Vec::new(),
         last_now: 0,
         draining: false,
+        starter: launch_tx,
+        routes_pending: Vec::new(),
     };
-    match actor.recover().await {
-        Ok(()) => {}
-        Err(e) => return e,
-    }
-    actor.serve(registry, &mut stop, notify, exits).await
+    let ended = match actor.recover().await {
+        Ok(()) => actor.serve(registry, &mut stop, notify, exits, started_rx).await,
+        Err(e) => e,
+    };
+    // Starts not yet begun are dropped: their intents are in the store, and whoever owns the
+    // cluster next asks the backend about them.
+    starter_task.abort();
+    ended
 }
 
 impl Actor {
@@ -117,6 +134,7 @@ impl Actor {
         stop: &mut watch::Receiver<Stop>,
         notify: Arc<Notify>,
         mut exits: UnboundedReceiver<TaskExit>,
+        mut started: UnboundedReceiver<Started>,
     ) -> Ended {
         let mut last_snapshot = 0i64;
         let mut last_kill_poll = 0i64;
@@ -136,6 +154,9 @@ impl Actor {
                 return Ended::Reload;
             }
             // Inputs: task ends, kill requests, new runs.
+            while let Ok((id, result)) = started.try_recv() {
+                self.on_started(id, result);
+            }
             while let Ok(exit) = exits.try_recv() {
                 self.on_exit(exit);
             }
@@ -170,9 +191,14 @@ impl Actor {
             }
             let t3 = t0.elapsed();
             let nstart = self.to_start.len();
-            self.act().await;
+            self.act();
             if std::env::var_os("WEIR_TRACE_ACTOR").is_some() {
-                eprintln!("pass: claim {t1:?} schedule {:?} commit {nchanges} in {:?} act {nstart} in {:?}", t2 - t1, t3 - t2, t0.elapsed() - t3);
+                eprintln!(
+                    "pass: claim {t1:?} schedule {:?} commit {nchanges} in {:?} act {nstart} in {:?}",
+                    t2 - t1,
+                    t3 - t2,
+                    t0.elapsed() - t3
+                );
             }
             if now_ms() - last_snapshot >= 1000 {
                 last_snapshot = now_ms();
@@ -195,6 +221,11 @@ impl Actor {
                         self.on_exit(exit);
                     }
                 }
+                s = started.recv() => {
+                    if let Some((id, result)) = s {
+                        self.on_started(id, result);
+                    }
+                }
                 _ = notify.notified() => {}
                 _ = tokio::time::sleep(wake) => {}
                 _ = stop.changed() => {}
@@ -206,54 +237,65 @@ impl Actor {
     pub async fn commit(&mut self) -> Result<Vec<bool>, Ended> {
         let changes = std::mem::take(&mut self.changes);
         match self.store.apply(&self.fence, self.lease_until(), &changes).await {
-            Ok(applied) => Ok(applied),
+            Ok(applied) => {
+                self.settle_routes(&applied);
+                Ok(applied)
+            }
             Err(StoreError::LeaseLost { .. }) => Err(Ended::LeaseLost),
             Err(e) => Err(Ended::Failed(format!("cannot write to the store: {e}"))),
         }
     }
 
-    /// After a commit: start the attempts whose intent is now stored, send kills, let the
-    /// backend forget attempts whose end is stored.
-    async fn act(&mut self) {
-        let starts = std::mem::take(&mut self.to_start);
-        let mut set = tokio::task::JoinSet::new();
-        for launch in starts {
-            let backend = self.backend.clone();
-            set.spawn(async move {
-                let result = backend.start(&launch).await;
-                (launch.attempt, result)
-            });
-        }
-        while let Some(joined) = set.join_next().await {
-            let Ok((id, result)) = joined else { continue };
-            let at = now_ms();
-            match result {
-                Ok(launched) => {
-                    let Some(a) = self.attempts.get_mut(id.as_str()) else {
-                        // Ended before its start returned; kill what was started.
-                        self.to_kill.push(launched);
-                        continue;
-                    };
-                    a.launched = Some(launched.clone());
-                    self.changes.push(Change::AttemptLaunched { key: a.key, launched: launched.to_json(), at });
-                    let run = a.key.task.run;
-                    if self.runs.get(&run).is_some_and(|r| r.ending.is_some()) {
-                        self.to_kill.push(launched);
-                    }
-                }
-                Err(e) => {
-                    eprintln!("weir worker: cannot start {id}: {e}");
-                    self.on_exit(TaskExit { attempt: id, exit: Exit::Code(127), ended_at_ms: at as u64 });
-                }
+    /// After a commit: hand the attempts whose intent is now stored to the starter, send
+    /// kills, let the backend forget attempts whose end is stored. Nothing here waits for a
+    /// process: start results come back on the starter's channel.
+    fn act(&mut self) {
+        for launch in std::mem::take(&mut self.to_start) {
+            if self.starter.send(launch).is_err() {
+                eprintln!("weir worker: the starter has stopped");
             }
         }
-        for l in std::mem::take(&mut self.to_kill) {
-            if let Err(e) = self.backend.kill(&l, self.settings.kill_grace).await {
-                eprintln!("weir worker: cannot kill {}: {e}", l.attempt);
-            }
+        let kills = std::mem::take(&mut self.to_kill);
+        let forget = std::mem::take(&mut self.to_forget);
+        if kills.is_empty() && forget.is_empty() {
+            return;
         }
-        for l in std::mem::take(&mut self.to_forget) {
-            let _ = self.backend.forget(&l).await;
+        let backend = self.backend.clone();
+        let grace = self.settings.kill_grace;
+        tokio::spawn(async move {
+            for l in kills {
+                if let Err(e) = backend.kill(&l, grace).await {
+                    eprintln!("weir worker: cannot kill {}: {e}", l.attempt);
+                }
+            }
+            for l in forget {
+                let _ = backend.forget(&l).await;
+            }
+        });
+    }
+
+    /// A start came back from the starter.
+    fn on_started(&mut self, id: AttemptId, result: Result<Launched, BackendError>) {
+        let at = now_ms();
+        match result {
+            Ok(launched) => {
+                let Some(a) = self.attempts.get_mut(id.as_str()) else {
+                    // Its end was handled first (it ended, or its run ended): make sure it is gone.
+                    self.to_kill.push(launched);
+                    return;
+                };
+                a.launched = Some(launched.clone());
+                self.changes.push(Change::AttemptLaunched { key: a.key, launched: launched.to_json(), at });
+                let run = a.key.task.run;
+                if a.container.is_none() || self.runs.get(&run).is_some_and(|r| r.ending.is_some()) {
+                    // Preempted or its run ended while it was starting.
+                    self.to_kill.push(launched);
+                }
+            }
+            Err(e) => {
+                eprintln!("weir worker: cannot start {id}: {e}");
+                self.on_exit(TaskExit { attempt: id, exit: Exit::Code(127), ended_at_ms: at as u64 });
+            }
         }
     }
 
@@ -272,7 +314,8 @@ impl Actor {
                 }
             }
         }
-        let snap = Snapshot { queues: Some(snapshot::queues(&self.cluster, &self.engine, now)), explanations };
+        let snap =
+            Snapshot { queues: Some(snapshot::queues(&self.cluster, &self.engine, now)), explanations };
         let body = serde_json::to_string(&snap).unwrap_or_default();
         match self.store.publish_snapshot(&self.fence, self.lease_until(), &body, now).await {
             Ok(()) => Ok(()),
@@ -292,30 +335,52 @@ impl Actor {
             return Ok(());
         }
         let at = now_ms();
-        let mut built = Vec::new();
         for row in &rows {
             match RunLive::build(row, &self.config) {
                 Ok(live) => {
+                    // Optimistic: the run goes into the engine now, and the route commits with
+                    // the rest of this pass. If the compare-and-set fails (it was killed while
+                    // queued), `settle_routes` takes it out again before anything is started.
+                    self.routes_pending.push((self.changes.len(), row.id));
                     self.changes.push(Change::Route { run: row.id, jobs: live.new_jobs(), at });
-                    built.push(Some(live));
+                    let id = live.id;
+                    self.runs.insert(id, live);
+                    self.start_ready_jobs(id);
                 }
                 Err(why) => {
                     self.changes.push(Change::RunState { run: row.id, to: "failed", at, reason: Some(why) });
-                    built.push(None);
                 }
             }
         }
-        let applied = self.commit().await?;
-        for (live, ok) in built.into_iter().zip(applied) {
-            let Some(live) = live else { continue };
-            if !ok {
+        Ok(())
+    }
+
+    /// After a commit: undo the runs whose route did not apply. Their other changes in the
+    /// batch did not apply either (no job or task rows exist, the run is terminal), and their
+    /// attempts are dropped before they are handed to the starter.
+    fn settle_routes(&mut self, applied: &[bool]) {
+        let now = self.now();
+        for (ix, id) in std::mem::take(&mut self.routes_pending) {
+            if applied.get(ix).copied().unwrap_or(false) {
                 continue;
             }
-            let id = live.id;
-            self.runs.insert(id, live);
-            self.start_ready_jobs(id);
+            let Some(run) = self.runs.remove(&id) else { continue };
+            for (j, job) in run.jobs.iter().enumerate() {
+                if job.phase == JobPhase::InEngine {
+                    let _ = self.engine.on_job_finished(now, engine_job(id, j));
+                }
+            }
+            let gone: Vec<String> =
+                self.attempts.iter().filter(|(_, a)| a.key.task.run == id).map(|(k, _)| k.clone()).collect();
+            for k in gone {
+                if let Some(a) = self.attempts.remove(&k) {
+                    if let Some(c) = a.container {
+                        self.containers.remove(&c);
+                    }
+                }
+            }
+            self.to_start.retain(|l| !l.attempt.as_str().starts_with(&format!("run-{id}/")));
         }
-        Ok(())
     }
 
     /// Submit every pending job of a run whose upstream jobs are done; end the run if all are.
@@ -400,7 +465,14 @@ impl Actor {
         }
     }
 
-    fn start_container(&mut self, container: ContainerId, job: weir_engine::JobId, node: String, resources: weir_model::Resources, tag: u64) {
+    fn start_container(
+        &mut self,
+        container: ContainerId,
+        job: weir_engine::JobId,
+        node: String,
+        resources: weir_model::Resources,
+        tag: u64,
+    ) {
         let now = self.now();
         let (id, j) = split_job(job);
         let s = tag as usize;
@@ -429,7 +501,10 @@ impl Actor {
         let tl = &mut stage.tasks[t as usize];
         tl.phase = TaskPhase::Active;
         tl.attempts += 1;
-        let key = AttemptKey { task: TaskKey { run: id, job: j as u32, stage: s as u32, task: t }, attempt: tl.attempts };
+        let key = AttemptKey {
+            task: TaskKey { run: id, job: j as u32, stage: s as u32, task: t },
+            attempt: tl.attempts,
+        };
         let aid = attempt_id(&key);
         let logs = data_dir.join("logs").join(&aid);
         let (stdout, stderr) = (path_text(&logs.join("stdout")), path_text(&logs.join("stderr")));
@@ -446,7 +521,13 @@ impl Actor {
         }
         let command = run.jobs[j].stages[s].command.clone();
         let Ok(attempt) = AttemptId::new(aid.clone()) else { return };
-        self.changes.push(Change::AttemptStarting { key, node, stdout: stdout.clone(), stderr: stderr.clone(), at });
+        self.changes.push(Change::AttemptStarting {
+            key,
+            node,
+            stdout: stdout.clone(),
+            stderr: stderr.clone(),
+            at,
+        });
         if first_in_job {
             self.changes.push(Change::JobState { run: id, job: j as u32, to: "running", at });
         }
@@ -463,7 +544,8 @@ impl Actor {
             stderr: PathBuf::from(stderr),
         });
         self.containers.insert(container, aid.clone());
-        self.attempts.insert(aid, AttemptLive { key, container: Some(container), launched: None, preempted: false });
+        self.attempts
+            .insert(aid, AttemptLive { key, container: Some(container), launched: None, preempted: false });
     }
 
     /// An attempt ended (reported by the backend, or found ended during recovery).
@@ -502,7 +584,13 @@ impl Actor {
         if exit.exit.is_success() {
             stage.tasks[t as usize].phase = TaskPhase::Done;
             stage.done += 1;
-            self.changes.push(Change::AttemptEnded { key, to: "succeeded", exit_code: code, at, reason: None });
+            self.changes.push(Change::AttemptEnded {
+                key,
+                to: "succeeded",
+                exit_code: code,
+                at,
+                reason: None,
+            });
             self.changes.push(Change::TaskState { task: key.task, to: "succeeded", at, exit_code: code });
             if stage.done as usize == stage.tasks.len() {
                 self.stage_done(id, j, s);
@@ -516,7 +604,13 @@ impl Actor {
         } else {
             ("failed", exit.exit.to_string(), true)
         };
-        self.changes.push(Change::AttemptEnded { key, to, exit_code: code, at, reason: Some(reason.clone()) });
+        self.changes.push(Change::AttemptEnded {
+            key,
+            to,
+            exit_code: code,
+            at,
+            reason: Some(reason.clone()),
+        });
         let tl = &mut stage.tasks[t as usize];
         if counts {
             tl.failures += 1;
@@ -627,13 +721,51 @@ impl Actor {
                     for (t, task) in st.tasks.iter().enumerate() {
                         if matches!(task.phase, TaskPhase::Pending | TaskPhase::Ready) {
                             let key = TaskKey { run: id, job: j as u32, stage: s as u32, task: t as u32 };
-                            self.changes.push(Change::TaskState { task: key, to: "killed", at, exit_code: None });
+                            self.changes.push(Change::TaskState {
+                                task: key,
+                                to: "killed",
+                                at,
+                                exit_code: None,
+                            });
                         }
                     }
                 }
             }
         }
         self.changes.push(Change::RunState { run: id, to, at, reason });
+    }
+}
+
+pub(crate) type Started = (AttemptId, Result<Launched, BackendError>);
+
+/// Starts attempts, a few at once (each forks on the blocking pool; more threads than cores
+/// only queue behind each other), and sends each result back to the actor.
+async fn starter(
+    backend: Arc<dyn Backend>,
+    mut launches: UnboundedReceiver<TaskLaunch>,
+    results: tokio::sync::mpsc::UnboundedSender<Started>,
+) {
+    let mut set = tokio::task::JoinSet::new();
+    let mut open = true;
+    loop {
+        tokio::select! {
+            launch = launches.recv(), if open && set.len() < START_CONCURRENCY => match launch {
+                Some(launch) => {
+                    let backend = backend.clone();
+                    set.spawn(async move {
+                        let result = backend.start(&launch).await;
+                        (launch.attempt, result)
+                    });
+                }
+                None => open = false,
+            },
+            Some(done) = set.join_next(), if !set.is_empty() => {
+                if let Ok(done) = done {
+                    let _ = results.send(done);
+                }
+            }
+            else => return,
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use weir_backend::Launched;
 use weir_engine::{ContainerId, JobId};
-use weir_model::{ClusterConfig, Resources, Workload, WorkloadFile, WorkflowSpec};
+use weir_model::{ClusterConfig, Resources, WorkflowSpec, Workload, WorkloadFile};
 use weir_store::{AttemptKey, NewJob, NewTask, RunRow};
 
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
@@ -114,7 +114,8 @@ impl RunLive {
     /// Re-validate a stored run's workflow against the cluster and lay out its DAG, every task
     /// pending. `Err` says why it can no longer run here.
     pub fn build(row: &RunRow, cluster: &ClusterConfig) -> Result<RunLive, String> {
-        let spec: WorkflowSpec = serde_json::from_str(&row.spec).map_err(|e| format!("stored workflow does not parse: {e}"))?;
+        let spec: WorkflowSpec =
+            serde_json::from_str(&row.spec).map_err(|e| format!("stored workflow does not parse: {e}"))?;
         let file = WorkloadFile { version: 1, workflows: vec![spec.clone()] };
         let workload = Workload::live_from_file("workflow", &file, cluster)
             .map_err(|e| format!("no longer valid on the cluster's configuration: {e}"))?;
@@ -136,7 +137,9 @@ impl RunLive {
                     max_attempts: s.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
                     ready: VecDeque::new(),
                     done: 0,
-                    tasks: (0..stage.tasks).map(|_| TaskLive { phase: TaskPhase::Pending, attempts: 0, failures: 0 }).collect(),
+                    tasks: (0..stage.tasks)
+                        .map(|_| TaskLive { phase: TaskPhase::Pending, attempts: 0, failures: 0 })
+                        .collect(),
                 });
             }
             for s in 0..stages.len() {
@@ -187,7 +190,11 @@ impl RunLive {
                     .iter()
                     .enumerate()
                     .flat_map(|(s, st)| {
-                        (0..st.tasks.len() as u32).map(move |t| NewTask { stage_idx: s as u32, task_idx: t, stage: st.name.clone() })
+                        (0..st.tasks.len() as u32).map(move |t| NewTask {
+                            stage_idx: s as u32,
+                            task_idx: t,
+                            stage: st.name.clone(),
+                        })
                     })
                     .collect(),
             })

@@ -114,15 +114,27 @@ async fn supervise(
         }
         match store.acquire_lease(&cluster, &settings.owner, now_ms(), settings.lease_ms).await {
             Ok(Some(fence)) => {
-                let ended =
-                    actor::run(&cluster, fence.clone(), &settings, &store, &registry, stop.clone(), notify.clone()).await;
+                let ended = actor::run(
+                    &cluster,
+                    fence.clone(),
+                    &settings,
+                    &store,
+                    &registry,
+                    stop.clone(),
+                    notify.clone(),
+                )
+                .await;
                 match ended {
                     Ended::Stopped => {
                         let _ = store.release_lease(&fence).await;
                         return;
                     }
-                    Ended::Reload => eprintln!("weir worker: cluster `{cluster}`: configuration changed, rebuilding"),
-                    Ended::LeaseLost => eprintln!("weir worker: cluster `{cluster}`: lease lost to another worker"),
+                    Ended::Reload => {
+                        eprintln!("weir worker: cluster `{cluster}`: configuration changed, rebuilding")
+                    }
+                    Ended::LeaseLost => {
+                        eprintln!("weir worker: cluster `{cluster}`: lease lost to another worker")
+                    }
                     Ended::Failed(why) => {
                         eprintln!("weir worker: cluster `{cluster}`: {why}; starting over");
                         tokio::time::sleep(Duration::from_secs(1)).await;

@@ -35,14 +35,23 @@ impl Actor {
             let mut live = match RunLive::build(&a.run, &self.config) {
                 Ok(l) => l,
                 Err(why) => {
-                    self.changes.push(Change::RunState { run: a.run.id, to: "failed", at, reason: Some(why) });
+                    self.changes.push(Change::RunState {
+                        run: a.run.id,
+                        to: "failed",
+                        at,
+                        reason: Some(why),
+                    });
                     continue;
                 }
             };
             let id = live.id;
             let failures: HashMap<TaskKey, u32> = a.failed_attempts.into_iter().collect();
             for t in &a.tasks {
-                let Some(st) = live.jobs.get_mut(t.job_idx as usize).and_then(|j| j.stages.get_mut(t.stage_idx as usize)) else {
+                let Some(st) = live
+                    .jobs
+                    .get_mut(t.job_idx as usize)
+                    .and_then(|j| j.stages.get_mut(t.stage_idx as usize))
+                else {
                     continue;
                 };
                 let Some(task) = st.tasks.get_mut(t.task_idx as usize) else { continue };
@@ -61,7 +70,8 @@ impl Actor {
             // Stage barriers and job order from what is done.
             let mut failed_task = false;
             for job in &mut live.jobs {
-                let complete: Vec<bool> = job.stages.iter().map(|s| s.done as usize == s.tasks.len()).collect();
+                let complete: Vec<bool> =
+                    job.stages.iter().map(|s| s.done as usize == s.tasks.len()).collect();
                 job.stages_left = complete.iter().filter(|c| !**c).count() as u32;
                 for st in &mut job.stages {
                     st.waiting_on = st.after.iter().filter(|&&u| !complete[u]).count() as u32;
@@ -149,7 +159,12 @@ impl Actor {
                         l
                     }
                 };
-                holding.entry((id, key.task.job as usize)).or_default().entry(key.task.stage as usize).or_default().push(aid.clone());
+                holding
+                    .entry((id, key.task.job as usize))
+                    .or_default()
+                    .entry(key.task.stage as usize)
+                    .or_default()
+                    .push(aid.clone());
                 self.attempts.insert(aid, AttemptLive { key, container: None, launched, preempted: false });
             }
             self.runs.insert(id, live);
@@ -160,7 +175,9 @@ impl Actor {
             let Some(run) = self.runs.get(&id) else { continue };
             let requests: Vec<Request> = stages
                 .iter()
-                .map(|(&s, ids)| Request::new(run.jobs[j].stages[s].resources, ids.len() as u32).tagged(s as u64))
+                .map(|(&s, ids)| {
+                    Request::new(run.jobs[j].stages[s].resources, ids.len() as u32).tagged(s as u64)
+                })
                 .collect();
             resubmitted.push((id, j, requests));
         }
@@ -174,7 +191,10 @@ impl Actor {
             match d {
                 Decision::StartContainer { container, job, tag, .. } => {
                     let (id, j) = split_job(job);
-                    let aid = holding.get_mut(&(id, j)).and_then(|st| st.get_mut(&(tag as usize))).and_then(|v| v.pop());
+                    let aid = holding
+                        .get_mut(&(id, j))
+                        .and_then(|st| st.get_mut(&(tag as usize)))
+                        .and_then(|v| v.pop());
                     match aid.and_then(|a| self.attempts.get_mut(&a).map(|x| (a, x))) {
                         Some((aid, a)) => {
                             a.container = Some(container);

@@ -69,7 +69,8 @@ pub struct TestServer {
 pub fn config(dir: &Path, url: &str) -> ServerConfig {
     let mut c = ServerConfig::new(dir.to_path_buf(), url.to_string());
     c.listen = Some("127.0.0.1:0".parse().expect("addr"));
-    c.clusters = vec![ClusterSource { name: "default".into(), yaml: CLUSTER.into(), file: "test cluster".into() }];
+    c.clusters =
+        vec![ClusterSource { name: "default".into(), yaml: CLUSTER.into(), file: "test cluster".into() }];
     c.tick = Duration::from_millis(100);
     c.kill_grace = Duration::from_secs(2);
     c.body_limit = 64 * 1024;
@@ -87,7 +88,10 @@ impl TestServer {
         let dir = c.data_dir.clone();
         let url = c.db_url.clone();
         let server = Server::start(c).await.expect("server starts");
-        let token = std::fs::read_to_string(weir_server::admin_token_path(&dir)).expect("admin token").trim().to_string();
+        let token = std::fs::read_to_string(weir_server::admin_token_path(&dir))
+            .expect("admin token")
+            .trim()
+            .to_string();
         let base = format!("http://{}", server.addr.expect("listening"));
         TestServer { server: Some(server), base, token, dir, url, http: reqwest::Client::new() }
     }
@@ -103,7 +107,13 @@ impl TestServer {
         self.call_as(&self.token.clone(), method, path, body).await
     }
 
-    pub async fn call_as(&self, token: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    pub async fn call_as(
+        &self,
+        token: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         let mut req = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(token);
         if let Some(b) = body {
             req = req.json(&b);
@@ -115,7 +125,12 @@ impl TestServer {
     }
 
     pub async fn submit(&self, workflow: Value, logical_date: &str) -> (u16, Value) {
-        self.call(reqwest::Method::POST, "/v1/runs", Some(json!({"workflow": workflow, "logical_date": logical_date}))).await
+        self.call(
+            reqwest::Method::POST,
+            "/v1/runs",
+            Some(json!({"workflow": workflow, "logical_date": logical_date})),
+        )
+        .await
     }
 
     pub async fn run(&self, id: i64) -> Value {
@@ -136,7 +151,13 @@ impl TestServer {
     }
 
     /// Wait for a condition on the run.
-    pub async fn wait_until(&self, id: i64, limit: Duration, what: &str, f: impl Fn(&Value) -> bool) -> Value {
+    pub async fn wait_until(
+        &self,
+        id: i64,
+        limit: Duration,
+        what: &str,
+        f: impl Fn(&Value) -> bool,
+    ) -> Value {
         let start = std::time::Instant::now();
         loop {
             let run = self.run(id).await;

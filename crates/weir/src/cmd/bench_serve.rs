@@ -28,6 +28,9 @@ pub struct ServeBench {
     /// Runs of one `true` task for the dispatch measurement.
     #[arg(long, default_value_t = 2000)]
     dispatch: u32,
+    /// Concurrent clients submitting the dispatch runs.
+    #[arg(long, default_value_t = 32)]
+    dispatch_clients: u32,
     /// Also measure on this PostgreSQL (each measurement in a new database). Default:
     /// $WEIR_TEST_POSTGRES_URL if set.
     #[arg(long, value_name = "URL")]
@@ -91,9 +94,16 @@ pub fn run(a: &ServeBench) -> Result<()> {
         }
         let dir = root.join("dispatch");
         let url = format!("sqlite://{}", dir.join("weir.db").display());
-        let (tasks_per_s, secs) = dispatch(&dir, &url, a.dispatch).await?;
-        writeln!(out, "dispatch (sqlite, local backend): {} runs of `true` in {secs:.2} s = {tasks_per_s:.0} tasks/s", a.dispatch)?;
-        report.insert("dispatch".into(), json!({"runs": a.dispatch, "seconds": round(secs), "tasks_per_s": round(tasks_per_s)}));
+        let (tasks_per_s, secs) = dispatch(&dir, &url, a.dispatch, a.dispatch_clients.max(1)).await?;
+        writeln!(
+            out,
+            "dispatch (sqlite, local backend, {} clients): {} runs of `true` submitted and completed in {secs:.2} s = {tasks_per_s:.0} tasks/s",
+            a.dispatch_clients, a.dispatch
+        )?;
+        report.insert(
+            "dispatch".into(),
+            json!({"runs": a.dispatch, "clients": a.dispatch_clients, "seconds": round(secs), "tasks_per_s": round(tasks_per_s)}),
+        );
         writeln!(out, "{}", Value::Object(report))?;
         emit(&out)
     })
@@ -122,7 +132,8 @@ async fn start(dir: &Path, url: &str, worker: bool) -> Result<(Server, String, S
     c.listen = Some("127.0.0.1:0".parse()?);
     c.worker = worker;
     c.tick = Duration::from_millis(50);
-    c.clusters = vec![ClusterSource { name: "default".into(), yaml: CLUSTER.into(), file: "bench cluster".into() }];
+    c.clusters =
+        vec![ClusterSource { name: "default".into(), yaml: CLUSTER.into(), file: "bench cluster".into() }];
     let server = Server::start(c).await?;
     let token = std::fs::read_to_string(weir_server::admin_token_path(dir))
         .context("the bench server wrote no admin token")?
@@ -171,7 +182,7 @@ async fn submissions(dir: &Path, url: &str, clients: u32, per_client: u32) -> Re
     Ok(Measure { per_s: lat.len() as f64 / wall, p50_ms: q(0.5), p99_ms: q(0.99), n: lat.len() })
 }
 
-async fn dispatch(dir: &Path, url: &str, runs: u32) -> Result<(f64, f64)> {
+async fn dispatch(dir: &Path, url: &str, runs: u32, clients: u32) -> Result<(f64, f64)> {
     std::fs::create_dir_all(dir)?;
     let _ = std::fs::remove_file(dir.join("weir.db"));
     let (server, base, token) = start(dir, url, true).await?;
@@ -179,13 +190,18 @@ async fn dispatch(dir: &Path, url: &str, runs: u32) -> Result<(f64, f64)> {
     let wf = workflow();
     let started = Instant::now();
     let mut set = tokio::task::JoinSet::new();
-    for c in 0..32u32 {
+    for c in 0..clients {
         let (http, wf, base, token) = (http.clone(), wf.clone(), base.clone(), token.clone());
-        let mine: Vec<u32> = (0..runs).filter(|i| i % 32 == c).collect();
+        let mine: Vec<u32> = (0..runs).filter(|i| i % clients == c).collect();
         set.spawn(async move {
             for i in mine {
                 let body = json!({"workflow": wf, "logical_date": format!("d-{i}")});
-                http.post(format!("{base}/v1/runs")).bearer_auth(&token).json(&body).send().await?.error_for_status()?;
+                http.post(format!("{base}/v1/runs"))
+                    .bearer_auth(&token)
+                    .json(&body)
+                    .send()
+                    .await?
+                    .error_for_status()?;
             }
             Ok::<(), anyhow::Error>(())
         });

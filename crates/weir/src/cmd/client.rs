@@ -69,7 +69,8 @@ impl Client {
 
     /// Send; fail with the server's message on an error status.
     pub async fn checked(&self, req: reqwest::RequestBuilder) -> Result<reqwest::Response> {
-        let resp = req.send().await.with_context(|| format!("cannot reach the weir server at {}", self.base))?;
+        let resp =
+            req.send().await.with_context(|| format!("cannot reach the weir server at {}", self.base))?;
         if resp.status().is_success() {
             return Ok(resp);
         }

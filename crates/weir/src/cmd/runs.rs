@@ -40,8 +40,11 @@ pub struct SubmitArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(about = "List runs, newest first", long_about = "List runs, newest first.\n\nExamples:\n  \
-weir runs\n  weir runs --state running\n  weir runs --workflow nightly-backfill --json")]
+#[command(
+    about = "List runs, newest first",
+    long_about = "List runs, newest first.\n\nExamples:\n  \
+weir runs\n  weir runs --state running\n  weir runs --workflow nightly-backfill --json"
+)]
 pub struct RunsArgs {
     #[arg(long)]
     project: Option<String>,
@@ -112,7 +115,8 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
     let file = args.file.display().to_string();
     let workload: WorkloadFile = weir_model::parse_yaml(&file, &text)?;
     let mut params = std::collections::BTreeMap::new();
@@ -182,7 +186,11 @@ pub fn runs(args: &RunsArgs) -> Result<()> {
 
 fn runs_table(runs: &[RunSummary], now: i64) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{:>6}  {:<24} {:<26} {:>4}  {:<10} {:<28} {:>9}", "run", "workflow", "logical date", "tier", "state", "queue", "age");
+    let _ = writeln!(
+        out,
+        "{:>6}  {:<24} {:<26} {:>4}  {:<10} {:<28} {:>9}",
+        "run", "workflow", "logical date", "tier", "state", "queue", "age"
+    );
     for r in runs {
         let _ = writeln!(
             out,
@@ -211,7 +219,15 @@ pub fn status(args: &RunArgs) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         let mut out = String::new();
-        writeln!(out, "run {} of {} ({}), tier {}: {}", run.id, run.workflow, run.logical_date, run.tier, run.state.as_str())?;
+        writeln!(
+            out,
+            "run {} of {} ({}), tier {}: {}",
+            run.id,
+            run.workflow,
+            run.logical_date,
+            run.tier,
+            run.state.as_str()
+        )?;
         writeln!(out, "cluster {}, queue {}", run.cluster, run.queue)?;
         if let Some(r) = &run.reason {
             writeln!(out, "reason: {r}")?;
@@ -233,7 +249,11 @@ pub fn status(args: &RunArgs) -> Result<ExitCode> {
             for t in &job.tasks {
                 let exit = t.exit_code.map(|c| format!("exit {c}")).unwrap_or_default();
                 let node = t.node.clone().unwrap_or_default();
-                writeln!(out, "  {:<32} {:<10} attempts {:<2} {:<8} {exit}", t.name, t.state, t.attempts, node)?;
+                writeln!(
+                    out,
+                    "  {:<32} {:<10} attempts {:<2} {:<8} {exit}",
+                    t.name, t.state, t.attempts, node
+                )?;
             }
         }
         emit(&out)?;
@@ -244,8 +264,10 @@ pub fn status(args: &RunArgs) -> Result<ExitCode> {
 pub fn kill(args: &RunArgs) -> Result<()> {
     let client = args.conn.client()?;
     runtime()?.block_on(async {
-        let r: RunSummary = client.send(client.request(Method::POST, &format!("/v1/runs/{}/kill", args.run))).await?;
-        let what = if r.state.is_terminal() { r.state.as_str().to_string() } else { "being killed".to_string() };
+        let r: RunSummary =
+            client.send(client.request(Method::POST, &format!("/v1/runs/{}/kill", args.run))).await?;
+        let what =
+            if r.state.is_terminal() { r.state.as_str().to_string() } else { "being killed".to_string() };
         emit(&format!("run {} is {what}\n", r.id))
     })
 }
@@ -253,7 +275,8 @@ pub fn kill(args: &RunArgs) -> Result<()> {
 pub fn explain(args: &RunArgs) -> Result<()> {
     let client = args.conn.client()?;
     runtime()?.block_on(async {
-        let e: RunExplanation = client.send(client.request(Method::GET, &format!("/v1/runs/{}/explain", args.run))).await?;
+        let e: RunExplanation =
+            client.send(client.request(Method::GET, &format!("/v1/runs/{}/explain", args.run))).await?;
         if args.json {
             return emit(&format!("{}\n", serde_json::to_string(&e)?));
         }

@@ -88,7 +88,8 @@ fn cluster_sources(args: &Common, demo: bool) -> Result<Vec<ClusterSource>> {
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
             bail!("--cluster {c}: a cluster name is letters, digits, `-` and `_`");
         }
-        let yaml = std::fs::read_to_string(&file).with_context(|| format!("--cluster: cannot read {file}"))?;
+        let yaml =
+            std::fs::read_to_string(&file).with_context(|| format!("--cluster: cannot read {file}"))?;
         out.push(ClusterSource { name, yaml, file });
     }
     if demo && out.is_empty() {
@@ -142,7 +143,10 @@ pub fn worker(args: &WorkerArgs) -> Result<()> {
 }
 
 fn run(mut c: ServerConfig, common: &Common, demo: bool) -> Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
     rt.block_on(async move {
         let data_dir = c.data_dir.clone();
         let fresh = c.clusters.is_empty() && !has_store(&c.db_url, &data_dir);
@@ -170,7 +174,11 @@ fn run(mut c: ServerConfig, common: &Common, demo: bool) -> Result<()> {
         let how = if common.drain { Stop::Drain } else { Stop::Now };
         eprintln!(
             "weir serve: stopping{}",
-            if how == Stop::Drain { " once running tasks end (Ctrl-C again to stop now)" } else { "; running tasks keep running and are re-adopted at the next start" }
+            if how == Stop::Drain {
+                " once running tasks end (Ctrl-C again to stop now)"
+            } else {
+                "; running tasks keep running and are re-adopted at the next start"
+            }
         );
         tokio::select! {
             _ = server.shutdown(how) => {}
@@ -213,14 +221,20 @@ async fn submit_demo(addr: SocketAddr, data_dir: PathBuf) {
             logical_date: Some(format!("demo-{}", i + 1)),
             params: Default::default(),
         };
-        let resp = http.post(format!("http://{addr}/v1/runs")).bearer_auth(token.trim()).json(&body).send().await;
+        let resp =
+            http.post(format!("http://{addr}/v1/runs")).bearer_auth(token.trim()).json(&body).send().await;
         match resp {
             Ok(r) if r.status().is_success() => {
                 if let Ok(c) = r.json::<RunCreated>().await {
-                    eprintln!("weir serve --demo: submitted run {} of {} ({}) to {}", c.id, c.workflow, c.logical_date, c.queue);
+                    eprintln!(
+                        "weir serve --demo: submitted run {} of {} ({}) to {}",
+                        c.id, c.workflow, c.logical_date, c.queue
+                    );
                 }
             }
-            Ok(r) => eprintln!("weir serve --demo: {} refused: {}", wf.name, r.text().await.unwrap_or_default()),
+            Ok(r) => {
+                eprintln!("weir serve --demo: {} refused: {}", wf.name, r.text().await.unwrap_or_default())
+            }
             Err(e) => eprintln!("weir serve --demo: cannot submit {}: {e}", wf.name),
         }
     }

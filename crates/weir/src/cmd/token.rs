@@ -41,7 +41,8 @@ enum TokenCommand {
 }
 
 fn grant(text: &str) -> Result<Grant> {
-    let (project, role) = text.rsplit_once(':').with_context(|| format!("--grant `{text}` is not PROJECT:ROLE"))?;
+    let (project, role) =
+        text.rsplit_once(':').with_context(|| format!("--grant `{text}` is not PROJECT:ROLE"))?;
     let role = match role {
         "viewer" => Role::Viewer,
         "submitter" => Role::Submitter,
@@ -62,7 +63,8 @@ pub fn run(args: &TokenArgs) -> Result<()> {
             TokenCommand::Create { name, grants } => {
                 let grants = grants.iter().map(|g| grant(g)).collect::<Result<Vec<_>>>()?;
                 let body = CreateToken { name: name.clone(), grants };
-                let t: TokenCreated = client.send(client.request(Method::POST, "/v1/tokens").json(&body)).await?;
+                let t: TokenCreated =
+                    client.send(client.request(Method::POST, "/v1/tokens").json(&body)).await?;
                 emit(&format!("{}\n", t.token))?;
                 eprintln!("token {} ({}) created; the secret above is shown only once", t.id, t.name);
                 Ok(())
@@ -71,8 +73,11 @@ pub fn run(args: &TokenArgs) -> Result<()> {
                 let list: TokenList = client.send(client.request(Method::GET, "/v1/tokens")).await?;
                 let mut out = String::new();
                 for t in list.tokens {
-                    let grants: Vec<String> =
-                        t.grants.iter().map(|g| format!("{}:{}", g.project, format!("{:?}", g.role).to_lowercase())).collect();
+                    let grants: Vec<String> = t
+                        .grants
+                        .iter()
+                        .map(|g| format!("{}:{}", g.project, format!("{:?}", g.role).to_lowercase()))
+                        .collect();
                     let state = if t.revoked_ms.is_some() { "revoked" } else { "active" };
                     out.push_str(&format!("{:<16} {:<8} {:<30} {}\n", t.id, state, t.name, grants.join(",")));
                 }
