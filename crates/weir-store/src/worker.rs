@@ -104,7 +104,7 @@ impl Store {
             .map_err(StoreError::db)?;
         let row = sqlx::query(
             "UPDATE leases SET owner = $2, fence = fence + 1, expires_ms = $3
-             WHERE cluster = $1 AND (expires_ms < $4 OR owner = $2) RETURNING fence",
+             WHERE cluster = $1 AND (expires_ms <= $4 OR owner = $2) RETURNING fence",
         )
         .bind(cluster)
         .bind(owner)
@@ -141,9 +141,11 @@ impl Store {
         row.map(|r| Ok((crate::text(&r, "owner")?, int(&r, "fence")?, int(&r, "expires_ms")?))).transpose()
     }
 
-    /// Up to `limit` queued runs of the cluster, oldest first. On PostgreSQL rows locked by
-    /// another transaction are skipped (`FOR UPDATE SKIP LOCKED`); the claim itself is the
-    /// compare-and-set [`Change::Route`].
+    /// Up to `limit` queued runs of the cluster, oldest first. On PostgreSQL rows another
+    /// transaction holds locked (a kill being committed) are skipped rather than waited for
+    /// (`FOR UPDATE SKIP LOCKED`; SQLite has no row locks and rejects the clause). What makes
+    /// a claim exclusive is not this read but the lease and the compare-and-set
+    /// [`Change::Route`] in the worker's fenced batch.
     pub async fn queued_runs(&self, cluster: &str, limit: u32) -> Result<Vec<RunRow>, StoreError> {
         const SQLITE: &str = concat!(
             "SELECT ",
