@@ -39,6 +39,7 @@ on_both!(
     uniqueness_and_idempotency,
     a_restart_adopts_running_tasks_instead_of_starting_them_again,
     authorization_follows_projects,
+    routes_and_a_queue_tree_reload,
 );
 
 /// Each task appends `<name> start <ms>` and `<name> end <ms>` to a marker file.
@@ -371,5 +372,57 @@ async fn authorization_follows_projects(db: Db) {
     let id = t["id"].as_str().expect("id");
     let (st, _) = s.call(Method::DELETE, &format!("/v1/tokens/{id}"), None).await;
     assert_eq!(st, 204);
+    s.stop(Stop::Now).await;
+}
+
+async fn routes_and_a_queue_tree_reload(db: Db) {
+    let Some(mut s) = TestServer::start(db, "reload").await else { return };
+    let put_config = |text: String| {
+        let req = s.http.put(format!("{}/v1/clusters/default/config", s.base)).bearer_auth(&s.token).body(text);
+        async move {
+            let r = req.send().await.expect("request");
+            (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    // A bad file is refused with the path of the problem, and changes nothing.
+    let bad = common::CLUSTER.replace("{name: tier3, tier: 3}", "{name: tier3, tier: 3, weight: -1}");
+    let (st, e) = put_config(bad).await;
+    assert_eq!(st, 400, "{e:#}");
+    assert!(e["error"]["field"].as_str().unwrap_or("").contains("weight"), "{e:#}");
+    let (st, _) = s.submit(one_task("new-queue", "root.ml.tier2", "true"), "d").await;
+    assert_eq!(st, 400, "root.ml.tier2 does not exist yet");
+    // A good one adds a queue; runs go there and the worker runs them on the new tree.
+    let good = format!("{}  - name: ml\n    children: [{{name: tier2, tier: 2}}]\n", common::CLUSTER);
+    let (st, applied) = put_config(good).await;
+    assert_eq!(st, 200, "{applied:#}");
+    let (st, c) = s.submit(one_task("new-queue", "root.ml.tier2", "true"), "d").await;
+    assert_eq!(st, 201, "{c:#}");
+    let run = s.wait(c["id"].as_i64().expect("id"), LONG).await;
+    assert_eq!(run["state"], "succeeded", "{run:#}");
+    // A route sends a project's tier-1 workflows to a chosen leaf.
+    let (st, r) = s
+        .call(Method::PUT, "/v1/routes/project:reports:1", Some(json!({"cluster": "default", "queue": "root.search.tier1"})))
+        .await;
+    assert_eq!(st, 200, "{r:#}");
+    let mut wf = one_task("routed", "root.ads.tier1", "true");
+    wf.as_object_mut().expect("object").remove("queue");
+    wf["project"] = json!("reports");
+    wf["tier"] = json!(1);
+    let (st, c) = s.submit(wf, "d").await;
+    assert_eq!((st, c["queue"].as_str()), (201, Some("root.search.tier1")), "{c:#}");
+    let (st, _) = s.call(Method::PUT, "/v1/routes/project:reports:1", Some(json!({"cluster": "default", "queue": "root.nope"}))).await;
+    assert_eq!(st, 400);
+    let (_, list) = s.call(Method::GET, "/v1/routes", None).await;
+    assert_eq!(list["routes"].as_array().map(Vec::len), Some(1));
+    // The live queue tree includes the new queue once the actor has reloaded.
+    let start = std::time::Instant::now();
+    loop {
+        let (_, q) = s.call(Method::GET, "/v1/queues/root.ml.tier2", None).await;
+        if q["path"] == "root.ml.tier2" {
+            break;
+        }
+        assert!(start.elapsed() < LONG, "the reloaded tree was never published: {q:#}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     s.stop(Stop::Now).await;
 }
