@@ -378,7 +378,8 @@ async fn authorization_follows_projects(db: Db) {
 async fn routes_and_a_queue_tree_reload(db: Db) {
     let Some(mut s) = TestServer::start(db, "reload").await else { return };
     let put_config = |text: String| {
-        let req = s.http.put(format!("{}/v1/clusters/default/config", s.base)).bearer_auth(&s.token).body(text);
+        let req =
+            s.http.put(format!("{}/v1/clusters/default/config", s.base)).bearer_auth(&s.token).body(text);
         async move {
             let r = req.send().await.expect("request");
             (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null))
@@ -401,7 +402,11 @@ async fn routes_and_a_queue_tree_reload(db: Db) {
     assert_eq!(run["state"], "succeeded", "{run:#}");
     // A route sends a project's tier-1 workflows to a chosen leaf.
     let (st, r) = s
-        .call(Method::PUT, "/v1/routes/project:reports:1", Some(json!({"cluster": "default", "queue": "root.search.tier1"})))
+        .call(
+            Method::PUT,
+            "/v1/routes/project:reports:1",
+            Some(json!({"cluster": "default", "queue": "root.search.tier1"})),
+        )
         .await;
     assert_eq!(st, 200, "{r:#}");
     let mut wf = one_task("routed", "root.ads.tier1", "true");
@@ -410,7 +415,13 @@ async fn routes_and_a_queue_tree_reload(db: Db) {
     wf["tier"] = json!(1);
     let (st, c) = s.submit(wf, "d").await;
     assert_eq!((st, c["queue"].as_str()), (201, Some("root.search.tier1")), "{c:#}");
-    let (st, _) = s.call(Method::PUT, "/v1/routes/project:reports:1", Some(json!({"cluster": "default", "queue": "root.nope"}))).await;
+    let (st, _) = s
+        .call(
+            Method::PUT,
+            "/v1/routes/project:reports:1",
+            Some(json!({"cluster": "default", "queue": "root.nope"})),
+        )
+        .await;
     assert_eq!(st, 400);
     let (_, list) = s.call(Method::GET, "/v1/routes", None).await;
     assert_eq!(list["routes"].as_array().map(Vec::len), Some(1));
