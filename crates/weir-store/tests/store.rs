@@ -95,7 +95,7 @@ async fn a_stale_lease_holder_writes_nothing() {
             other => panic!("a stale owner wrote: {other:?}"),
         }
         assert_eq!(store.run(id).await.expect("read").expect("run").state, "queued", "nothing was written");
-        assert_eq!(store.apply(&b, 20_000, &[routed.clone()]).await.expect("apply"), vec![true]);
+        assert_eq!(store.apply(&b, 20_000, std::slice::from_ref(&routed)).await.expect("apply"), vec![true]);
         // Compare-and-set: routing twice does nothing the second time.
         assert_eq!(store.apply(&b, 20_000, &[routed]).await.expect("apply"), vec![false]);
         let key = AttemptKey { task: TaskKey { run: id, job: 0, stage: 0, task: 0 }, attempt: 1 };
