@@ -318,3 +318,18 @@ async fn starts_and_forgets_under_one_parent_folder_do_not_trip_each_other() {
     }
     assert!(!f.root.join("state/prune").exists(), "every attempt folder and the emptied parent are gone");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_after_a_restart_adopts_the_attempt_and_reports_its_end() {
+    let mut f = Fixture::new("killadopt");
+    let launched = f.start("killadopt/a", "echo ready; exec sleep 300").await;
+    let stdout = f.launch("killadopt/a", "").stdout;
+    eventually("the task to start", || read(&stdout).contains("ready")).await;
+    f.restart();
+    assert_eq!(f.backend().watching(), 0);
+    f.backend().kill(&launched, Duration::from_secs(30)).await.unwrap();
+    let exit = f.next_exit().await;
+    assert_eq!((exit.attempt.as_str(), exit.exit), ("killadopt/a", Exit::Killed));
+    assert_eq!(group_members(launched.pid), Vec::<i32>::new());
+    f.no_more_exits().await;
+}
