@@ -426,11 +426,16 @@ async fn routes_and_a_queue_tree_reload(db: Db) {
     let (_, list) = s.call(Method::GET, "/v1/routes", None).await;
     assert_eq!(list["routes"].as_array().map(Vec::len), Some(1));
     // A registered workflow is submitted by name.
-    let (st, e) = s.call(Method::PUT, "/v1/workflows/nightly", Some(one_task("nightly", "root.ads.tier1", "true"))).await;
+    let (st, e) = s
+        .call(Method::PUT, "/v1/workflows/nightly", Some(one_task("nightly", "root.ads.tier1", "true")))
+        .await;
     assert_eq!(st, 204, "{e:#}");
-    let (st, e) = s.call(Method::PUT, "/v1/workflows/other", Some(one_task("nightly", "root.ads.tier1", "true"))).await;
+    let (st, e) =
+        s.call(Method::PUT, "/v1/workflows/other", Some(one_task("nightly", "root.ads.tier1", "true"))).await;
     assert_eq!((st, e["error"]["field"].as_str()), (400, Some("workflow.name")), "{e:#}");
-    let (st, c) = s.call(Method::POST, "/v1/runs", Some(json!({"workflow_name": "nightly", "logical_date": "d"}))).await;
+    let (st, c) = s
+        .call(Method::POST, "/v1/runs", Some(json!({"workflow_name": "nightly", "logical_date": "d"})))
+        .await;
     assert_eq!((st, c["workflow"].as_str()), (201, Some("nightly")), "{c:#}");
     assert_eq!(s.wait(c["id"].as_i64().expect("id"), LONG).await["state"], "succeeded");
     let (st, e) = s.call(Method::POST, "/v1/runs", Some(json!({"workflow_name": "missing"}))).await;
