@@ -425,6 +425,7 @@ impl Actor {
             priority: run.priority,
             submit_time: Time(run.submitted_ms.max(0) as u64),
             requests,
+            has_am: false,
         };
         let at = now.0 as i64;
         self.changes.push(Change::JobState { run: id, job: j as u32, to: "waiting", at });

@@ -261,6 +261,7 @@ impl Actor {
             priority: run.priority,
             submit_time: weir_model::Time(run.submitted_ms.max(0) as u64),
             requests,
+            has_am: false,
         };
         if let Err(e) = self.engine.on_job_submitted(now, spec) {
             eprintln!("weir worker: cannot resubmit job {j} of run {id}: {e}");

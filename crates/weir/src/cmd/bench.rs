@@ -125,6 +125,7 @@ fn engine(a: &EngineBench) -> Result<()> {
             priority: None,
             submit_time: now,
             requests: vec![Request::new(synthetic::container(&mut rng), count)],
+            has_am: true,
         };
         engine.on_job_submitted(now, spec)?;
     }
