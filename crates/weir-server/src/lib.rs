@@ -20,8 +20,14 @@
 mod api;
 mod auth;
 mod clusters;
+mod dashboard;
 mod error;
 mod logs;
+mod loop_api;
+pub mod metrics;
+mod plans;
+mod replay;
+mod reports;
 mod snapshot;
 mod submit;
 mod time;
@@ -63,6 +69,8 @@ pub struct ServerConfig {
     pub body_limit: usize,
     /// The engine actor's periodic tick (scheduling even when nothing happens).
     pub tick: Duration,
+    /// Queue usage history is recorded with at most one row per queue per this span.
+    pub usage_resolution: Duration,
 }
 
 impl ServerConfig {
@@ -78,6 +86,7 @@ impl ServerConfig {
             kill_grace: Duration::from_secs(10),
             body_limit: 1 << 20,
             tick: Duration::from_millis(500),
+            usage_resolution: Duration::from_secs(60),
         }
     }
 }
@@ -121,11 +130,12 @@ impl Server {
         }
         let created_admin_token = auth::ensure_admin_token(&store, &config.data_dir).await?;
         let registry = Arc::new(clusters::Registry::load(&store).await?);
+        let metrics = Arc::new(metrics::Metrics::new());
         let (stop, stop_rx) = watch::channel(Stop::Running);
         let mut tasks = Vec::new();
         tasks.push(tokio::spawn(clusters::refresh_loop(store.clone(), registry.clone(), stop_rx.clone())));
         let worker = if config.worker {
-            Some(worker::start(&config, store.clone(), registry.clone(), stop_rx.clone())?)
+            Some(worker::start(&config, metrics.clone(), store.clone(), registry.clone(), stop_rx.clone())?)
         } else {
             None
         };
@@ -136,7 +146,7 @@ impl Server {
                 .map_err(|source| ServerError::Bind { addr: listen, source })?;
             addr = listener.local_addr().ok();
             let notify = worker.as_ref().map(|w| w.notify.clone());
-            let state = api::AppState::new(store.clone(), registry.clone(), notify);
+            let state = api::AppState::new(store.clone(), registry.clone(), notify, metrics.clone());
             let app = api::router(state, config.body_limit);
             let mut rx = stop_rx.clone();
             tasks.push(tokio::spawn(async move {

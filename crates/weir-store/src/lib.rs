@@ -18,6 +18,7 @@
 
 mod auth;
 mod error;
+mod history;
 mod runs;
 mod schema;
 mod worker;
@@ -29,6 +30,7 @@ use sqlx::{AnyPool, Executor, Row};
 
 pub use auth::{ClusterRow, RouteRow, SnapshotRow, TokenRow};
 pub use error::StoreError;
+pub use history::{PlanApplied, PreemptionRow, ProposalRow, RunRecordRow, UsageRow};
 pub use runs::{
     AttemptRow, JobRow, KillOutcome, NewRun, RunFilter, RunRow, Submitted, TaskRow, TERMINAL_RUN_STATES,
 };

@@ -6,6 +6,7 @@
 mod actor;
 mod live;
 mod recover;
+mod usage;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -18,6 +19,7 @@ use weir_store::Store;
 
 use crate::clusters::Registry;
 use crate::error::ServerError;
+use crate::metrics::Metrics;
 use crate::time::now_ms;
 use crate::{ServerConfig, Stop};
 
@@ -29,6 +31,9 @@ pub(crate) struct WorkerSettings {
     pub kill_grace: Duration,
     pub tick: Duration,
     pub data_dir: PathBuf,
+    /// Usage rows are at most one per queue per this many milliseconds.
+    pub usage_resolution_ms: u64,
+    pub metrics: Arc<Metrics>,
 }
 
 pub(crate) struct WorkerHandle {
@@ -45,6 +50,7 @@ impl WorkerHandle {
 
 pub(crate) fn start(
     config: &ServerConfig,
+    metrics: Arc<Metrics>,
     store: Store,
     registry: Arc<Registry>,
     stop: watch::Receiver<Stop>,
@@ -55,6 +61,8 @@ pub(crate) fn start(
         kill_grace: config.kill_grace,
         tick: config.tick,
         data_dir: config.data_dir.clone(),
+        usage_resolution_ms: config.usage_resolution.as_millis().max(1) as u64,
+        metrics,
     };
     let notify = Arc::new(Notify::new());
     let n = notify.clone();
