@@ -17,7 +17,10 @@
 //! - [`export()`] in five [`Format`]s, each an [`Exported`] file with the list of what the
 //!   target cannot express; [`import_yarn_fair`] for YARN allocation files; and
 //!   [`report_html`] for a self-contained HTML report (with a [`Comparison`] of current and
-//!   planned settings after `--validate`).
+//!   planned settings after `--validate`);
+//! - [`slo_report`]: SLO success per tier and workflow over run records, with `weir
+//!   simulate`'s definitions; [`comparison_rows`] and [`tier1_regression`] judge a plan by
+//!   the replays of `--validate` (run by the caller).
 
 pub mod error;
 pub mod export;
@@ -32,6 +35,7 @@ pub mod slo_report;
 pub mod summary;
 pub mod summed;
 pub mod usage;
+pub mod validation;
 
 pub use error::PlanError;
 pub use export::{export, ExportOptions, Exported, Format, Version};
@@ -45,3 +49,4 @@ pub use slo_report::{slo_report, RunEnd, RunOutcome, SloFigures, SloReport, Tier
 pub use summary::{ClusterSummary, Ratios, TierOrder, TierSummary, Verdict};
 pub use summed::SummedUsage;
 pub use usage::{Interval, NameKey, UsageHistory};
+pub use validation::{comparison_rows, tier1_regression, Tier1};

@@ -19,6 +19,7 @@
 
 mod api;
 mod auth;
+mod autoplan;
 mod clusters;
 mod dashboard;
 mod error;
@@ -42,6 +43,7 @@ use tokio::sync::watch;
 use weir_store::Store;
 
 pub use auth::{admin_token_path, hash_token, new_token};
+pub use autoplan::AutoPlan;
 pub use clusters::{default_cluster_yaml, ClusterSource};
 pub use error::ServerError;
 pub use time::{format_utc, now_ms};
@@ -71,6 +73,8 @@ pub struct ServerConfig {
     pub tick: Duration,
     /// Queue usage history is recorded with at most one row per queue per this span.
     pub usage_resolution: Duration,
+    /// Plan every cluster on this schedule and store the plans as proposals (`--auto-plan`).
+    pub auto_plan: Option<AutoPlan>,
 }
 
 impl ServerConfig {
@@ -87,6 +91,7 @@ impl ServerConfig {
             body_limit: 1 << 20,
             tick: Duration::from_millis(500),
             usage_resolution: Duration::from_secs(60),
+            auto_plan: None,
         }
     }
 }
@@ -134,6 +139,9 @@ impl Server {
         let (stop, stop_rx) = watch::channel(Stop::Running);
         let mut tasks = Vec::new();
         tasks.push(tokio::spawn(clusters::refresh_loop(store.clone(), registry.clone(), stop_rx.clone())));
+        if let Some(cfg) = config.auto_plan {
+            tasks.push(tokio::spawn(autoplan::run(store.clone(), registry.clone(), cfg, stop_rx.clone())));
+        }
         let worker = if config.worker {
             Some(worker::start(&config, metrics.clone(), store.clone(), registry.clone(), stop_rx.clone())?)
         } else {

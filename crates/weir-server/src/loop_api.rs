@@ -252,7 +252,18 @@ pub async fn replay_of(
         .cluster(cluster)
         .ok_or_else(|| ApiError::not_found(format!("no cluster `{cluster}`")))?
         .config;
-    let runs = s.store.run_records(Some(cluster), since, until).await?;
+    Ok(recorded_workload(&s.store, &config, cluster, since, until).await?)
+}
+
+/// The runs of `cluster` submitted in `[since, until)` as a workload to replay.
+pub async fn recorded_workload(
+    store: &weir_store::Store,
+    config: &weir_model::ClusterConfig,
+    cluster: &str,
+    since: i64,
+    until: i64,
+) -> Result<(weir_model::WorkloadFile, Vec<String>), weir_store::StoreError> {
+    let runs = store.run_records(Some(cluster), since, until).await?;
     let mut specs = BTreeMap::new();
     let mut latest: BTreeMap<&str, i64> = BTreeMap::new();
     for r in &runs {
@@ -260,17 +271,17 @@ pub async fn replay_of(
         *e = (*e).max(r.id);
     }
     for (name, id) in latest {
-        if let Some(row) = s.store.run(id).await? {
+        if let Some(row) = store.run(id).await? {
             specs.insert(name.to_string(), row.spec);
         }
     }
-    let durations = s.store.attempt_durations(cluster, since, until).await?;
+    let durations = store.attempt_durations(cluster, since, until).await?;
     let rec = crate::replay::Recorded {
         since_ms: since,
         runs: &runs,
         specs: &specs,
         durations: &durations,
-        cluster: &config,
+        cluster: config,
     };
     Ok(crate::replay::workload(&rec))
 }

@@ -117,7 +117,7 @@ pub fn usage(
                 clip(r, since_ms, until_ms)
                     .map(|(s, e)| instances_of(&res(r.cpu, r.memory), &instance) * (e - s) as f64)
             })
-            .sum::<f64>()
+            .fold(0.0, |a, b| a + b)
             / 3_600_000.0;
         let allocated = shares.get(i).map_or(0.0, |s| instances_of(&s.steady, &instance)) * hours;
         let tier = q.tier.unwrap_or(3).clamp(1, 3);

@@ -324,8 +324,9 @@ impl Store {
         Ok(PlanApplied::Applied { version })
     }
 
-    /// Store a proposal; earlier proposals of the cluster still waiting become `superseded`.
-    /// One transaction. Returns the new proposal's id.
+    /// Store a proposal in its `state` (`proposed`, or `refused` when its validation failed);
+    /// earlier proposals of the cluster still waiting become `superseded`. One transaction.
+    /// Returns the new proposal's id.
     pub async fn put_proposal(&self, p: &ProposalRow) -> Result<i64, StoreError> {
         let mut tx = self.begin().await?;
         sqlx::query("UPDATE proposals SET state = 'superseded', decided_ms = $2 WHERE cluster = $1 AND state = 'proposed'")
@@ -336,7 +337,7 @@ impl Store {
             .map_err(StoreError::db)?;
         let row = sqlx::query(
             "INSERT INTO proposals (cluster, created_ms, base_version, config, routes, summary, state)
-             VALUES ($1, $2, $3, $4, $5, $6, 'proposed') RETURNING id",
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
         )
         .bind(p.cluster.as_str())
         .bind(p.created_ms)
@@ -344,6 +345,7 @@ impl Store {
         .bind(p.config.as_str())
         .bind(p.routes.as_str())
         .bind(p.summary.as_str())
+        .bind(p.state.as_str())
         .fetch_one(&mut *tx)
         .await
         .map_err(StoreError::db)?;

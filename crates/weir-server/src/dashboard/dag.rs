@@ -149,7 +149,7 @@ pub fn dag_svg(run: i64, spec: &WorkflowSpec, jobs: &[JobRow], tasks: &[TaskRow]
         b.y = *y;
         *y += b.h + 24.0;
     }
-    let width = x.max(300.0);
+    let width = x.max(580.0);
     let height = col_y.values().fold(80.0f64, |a, &b| a.max(b)) + 10.0;
     let mut s = format!(
         "<svg class=\"dag\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" role=\"img\" aria-label=\"the run's jobs and stages\">"
@@ -295,8 +295,8 @@ pub fn timeline_svg(submitted: i64, deadline: Option<i64>, now: i64, jobs: &[Job
         let x = px(d);
         let _ = write!(
             s,
-            "<line x1=\"{x:.1}\" y1=\"18\" x2=\"{x:.1}\" y2=\"{height:.0}\" stroke=\"#D55E00\" stroke-width=\"2\" stroke-dasharray=\"4 3\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"#D55E00\">SLO deadline</text>",
-            x + 4.0,
+            "<line x1=\"{x:.1}\" y1=\"18\" x2=\"{x:.1}\" y2=\"{height:.0}\" stroke=\"#D55E00\" stroke-width=\"2\" stroke-dasharray=\"4 3\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"#D55E00\" text-anchor=\"end\">SLO deadline</text>",
+            x - 4.0,
             height - 4.0
         );
     }

@@ -83,12 +83,13 @@ fn as_of(c: &ClusterQueues, now: i64) -> String {
 /// Cluster utilization over `[since, until)` in buckets, from recorded usage rows.
 fn utilization_chart(
     cluster: &str,
+    span_label: &str,
     total: &weir_api::Resources,
     rows: &[UsageRow],
     since: i64,
     until: i64,
 ) -> String {
-    const BUCKETS: i64 = 96;
+    const BUCKETS: i64 = 60;
     let width = ((until - since) / BUCKETS).max(1);
     let mut cpu = vec![0f64; BUCKETS as usize];
     let mut mem = vec![0f64; BUCKETS as usize];
@@ -105,20 +106,22 @@ fn utilization_chart(
             mem[b as usize] += r.memory as f64 * overlap;
         }
     }
+    let (unit_ms, unit) =
+        if until - since > 3 * 3_600_000 { (3_600_000.0, "hours") } else { (60_000.0, "minutes") };
     let series = |name: &str, v: &[f64], t: u64| Series {
         name: name.to_string(),
         points: v
             .iter()
             .enumerate()
             .map(|(b, x)| {
-                let hours = ((b as i64 + 1) * width - (until - since)) as f64 / 3_600_000.0;
-                (hours, if t == 0 { 0.0 } else { 100.0 * x / (t as f64 * width as f64) })
+                let at = ((b as i64 + 1) * width - (until - since)) as f64 / unit_ms;
+                (at, if t == 0 { 0.0 } else { 100.0 * x / (t as f64 * width as f64) })
             })
             .collect(),
     };
     LineChart {
-        title: format!("{cluster}: cpu and memory in use, % of the cluster"),
-        x_label: "hours from now".into(),
+        title: format!("{cluster}, {span_label}: cpu and memory in use, % of the cluster"),
+        x_label: format!("{unit} from now"),
         y_label: "% of the cluster".into(),
         series: vec![series("cpu", &cpu, total.cpu), series("memory", &mem, total.memory)],
         y_max: Some(100.0),
@@ -147,7 +150,22 @@ pub async fn overview(State(s): State<AppState>, headers: HeaderMap) -> Response
         });
         let rows = try_page!(s.store.usage(&c.cluster, now - 86_400_000, now).await);
         if !rows.is_empty() {
-            chart.push_str(&utilization_chart(&c.cluster, &c.total, &rows, now - 86_400_000, now));
+            chart.push_str(&utilization_chart(
+                &c.cluster,
+                "last 24 hours",
+                &c.total,
+                &rows,
+                now - 86_400_000,
+                now,
+            ));
+            chart.push_str(&utilization_chart(
+                &c.cluster,
+                "last hour",
+                &c.total,
+                &rows,
+                now - 3_600_000,
+                now,
+            ));
         }
     }
     let states: Vec<&'static str> = RunState::ALL.iter().map(|s| s.as_str()).collect();
@@ -690,5 +708,28 @@ mod tests {
     fn query_values_are_encoded() {
         assert_eq!(encode("ads ranking/1"), "ads%20ranking%2F1");
         assert_eq!(encode("job.stage.0"), "job.stage.0");
+    }
+}
+
+#[cfg(test)]
+mod chart_tests {
+    use super::*;
+
+    #[test]
+    fn usage_fills_its_bucket_as_a_share_of_the_cluster() {
+        // Half the cluster's cpu for 40 s of the last minute: 33.3% in the last bucket.
+        let row = UsageRow {
+            cluster: "c".into(),
+            queue: "root.a".into(),
+            start_ms: 3_550_000,
+            end_ms: 3_590_000,
+            cpu: 8000,
+            memory: 0,
+            running_apps: 1,
+        };
+        let total = weir_api::Resources { cpu: 16000, memory: 32768, gpu: 0 };
+        let svg = utilization_chart("c", "last hour", &total, &[row], 0, 3_600_000);
+        // y = 46 + 230 − 0.333 × 230 = 199.3 at the last point (x = 980).
+        assert!(svg.contains("L964.5 276.0 L980.0 199.3\""), "{svg}");
     }
 }

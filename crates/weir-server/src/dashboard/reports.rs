@@ -166,12 +166,25 @@ struct UsagePage {
     reports: Vec<ClusterUsage>,
 }
 
+/// Instance-hours with three significant figures (demo clusters use thousandths).
+fn hours(h: f64) -> String {
+    if h == 0.0 {
+        "0".into()
+    } else if h.abs() < 0.01 {
+        format!("{h:.5}")
+    } else if h.abs() < 10.0 {
+        format!("{h:.3}")
+    } else {
+        format!("{h:.1}")
+    }
+}
+
 fn line(f: &weir_api::UsageFigures) -> FigureLine {
     FigureLine {
         name: f.name.clone(),
         tier: f.tier.map(|t| t.to_string()).unwrap_or_default(),
-        used: format!("{:.2}", f.used_instance_hours),
-        allocated: format!("{:.2}", f.allocated_instance_hours),
+        used: hours(f.used_instance_hours),
+        allocated: hours(f.allocated_instance_hours),
         ratio: percent(f.usage_capacity),
     }
 }

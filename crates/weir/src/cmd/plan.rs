@@ -239,33 +239,7 @@ fn validate(
         args.workload.as_ref().map_or(String::new(), |p| p.display().to_string()),
         args.seed
     );
-    let pct = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{:.1}%", r * 100.0));
-    let secs = |s: Option<f64>| {
-        s.map_or("-".to_string(), |s| weir_model::Duration::from_secs(s.round() as u64).human())
-    };
-    let mut rows = Vec::new();
-    for tier in ["1", "2", "3"] {
-        let (a, b) = (&old.tiers[tier], &new.tiers[tier]);
-        rows.push([format!("tier {tier} SLO success"), pct(a.slo_success_ratio), pct(b.slo_success_ratio)]);
-        rows.push([format!("tier {tier} runtime p50"), secs(a.runtime_p50), secs(b.runtime_p50)]);
-        // The worst leaf's 99th-percentile wait for a first container, in this tier.
-        let wait = |s: &Summary| {
-            s.queues
-                .iter()
-                .filter(|q| q.tier.map(|t| t.to_string()).as_deref() == Some(tier))
-                .filter_map(|q| q.wait_p99)
-                .fold(None, |m: Option<f64>, w| Some(m.map_or(w, |m| m.max(w))))
-        };
-        rows.push([format!("tier {tier} wait p99 (worst leaf)"), secs(wait(&old)), secs(wait(&new))]);
-    }
-    rows.push(["utilization cpu".into(), pct(Some(old.utilization.cpu)), pct(Some(new.utilization.cpu))]);
-    rows.push([
-        "utilization memory".into(),
-        pct(Some(old.utilization.memory)),
-        pct(Some(new.utilization.memory)),
-    ]);
-    rows.push(["containers preempted".into(), old.preemptions.to_string(), new.preemptions.to_string()]);
-    rows.push(["runs completed".into(), old.runs_completed.to_string(), new.runs_completed.to_string()]);
+    let rows = weir_planner::comparison_rows(&old, &new);
     Ok(Comparison { description, rows })
 }
 
