@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
-use weir_store::Store;
+use weir_store::JobStore;
 
 use crate::clusters::Registry;
 use crate::error::ServerError;
@@ -45,7 +45,7 @@ impl WorkerHandle {
 
 pub(crate) fn start(
     config: &ServerConfig,
-    store: Store,
+    store: Arc<dyn JobStore>,
     registry: Arc<Registry>,
     stop: watch::Receiver<Stop>,
 ) -> Result<WorkerHandle, ServerError> {
@@ -103,7 +103,7 @@ pub(crate) enum Ended {
 async fn supervise(
     cluster: String,
     settings: WorkerSettings,
-    store: Store,
+    store: Arc<dyn JobStore>,
     registry: Arc<Registry>,
     stop: watch::Receiver<Stop>,
     notify: Arc<Notify>,
