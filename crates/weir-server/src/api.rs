@@ -18,7 +18,7 @@ use weir_api::{
     Role, Route, RouteList, RouteTarget, Run, RunCreated, RunExplanation, RunList, RunState, RunSummary,
     Task, TokenCreated, TokenInfo, TokenList,
 };
-use weir_store::{KillOutcome, NewRun, RouteRow, RunFilter, RunRow, Store, Submitted, TokenRow};
+use weir_store::{JobStore, KillOutcome, NewRun, RouteRow, RunFilter, RunRow, Submitted, TokenRow};
 
 use crate::auth::{hash_token, new_token, Authenticator, Principal};
 use crate::clusters::Registry;
@@ -33,7 +33,7 @@ const IDEMPOTENCY_MS: i64 = 24 * 3600 * 1000;
 
 #[derive(Clone)]
 pub struct AppState {
-    pub store: Store,
+    pub store: Arc<dyn JobStore>,
     pub registry: Arc<Registry>,
     pub auth: Arc<Authenticator>,
     pub writer: Writer,
@@ -44,7 +44,7 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(
-        store: Store,
+        store: Arc<dyn JobStore>,
         registry: Arc<Registry>,
         notify: Option<Arc<Notify>>,
         metrics: Arc<Metrics>,
@@ -60,7 +60,7 @@ impl AppState {
     }
 
     pub(crate) async fn principal(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
-        self.auth.principal(&self.store, headers).await
+        self.auth.principal(self.store.as_ref(), headers).await
     }
 
     pub(crate) fn wake(&self) {

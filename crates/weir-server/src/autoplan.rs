@@ -19,7 +19,7 @@ use weir_api::Route;
 use weir_model::{ClusterConfig, Workload, WorkloadFile};
 use weir_planner::{export, plan, ExportOptions, Format, PlanInput, PlanSettings, Tier1};
 use weir_sim::{SimConfig, Simulation, Summary};
-use weir_store::{ProposalRow, Store};
+use weir_store::{JobStore, ProposalRow};
 
 use crate::clusters::Registry;
 use crate::time::now_ms;
@@ -33,7 +33,7 @@ pub struct AutoPlan {
 }
 
 pub(crate) async fn run(
-    store: Store,
+    store: Arc<dyn JobStore>,
     registry: Arc<Registry>,
     cfg: AutoPlan,
     mut stop: watch::Receiver<Stop>,
@@ -50,7 +50,7 @@ pub(crate) async fn run(
                 continue;
             }
             tried.insert(cluster.clone(), now);
-            match propose(&store, &registry, &cluster, cfg.window).await {
+            match propose(store.as_ref(), &registry, &cluster, cfg.window).await {
                 Ok((id, state)) => {
                     eprintln!("weir serve: auto-plan: cluster `{cluster}`: proposal {id} ({state})")
                 }
@@ -73,7 +73,7 @@ struct Planned {
 
 /// Plan and validate one cluster now; store the proposal. Returns its id and state.
 pub(crate) async fn propose(
-    store: &Store,
+    store: &dyn JobStore,
     registry: &Registry,
     cluster: &str,
     window: Duration,

@@ -14,6 +14,9 @@
 //!   batches. Every start is a recovery: the actor rebuilds the engine from the store and
 //!   re-adopts running attempts through the backend (crash-only).
 //!
+//! It knows the store only as the [`weir_store::JobStore`] trait: the binary opens the
+//! implementation (SQLite or PostgreSQL) and hands it to [`Server::start`].
+//!
 //! What it never does: SQL (that is weir-store's), scheduling policy (weir-engine's), block the
 //! async runtime, or start an attempt whose intent is not committed first.
 
@@ -40,7 +43,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
-use weir_store::Store;
+use weir_store::JobStore;
 
 pub use auth::{admin_token_path, hash_token, new_token};
 pub use autoplan::AutoPlan;
@@ -51,10 +54,8 @@ pub use time::{format_utc, now_ms};
 /// Everything `weir serve` (or `weir worker`) is started with.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
-    /// Logs, the local backend's state, the admin token file, and the SQLite file by default.
+    /// Logs, the local backend's state and the admin token file.
     pub data_dir: PathBuf,
-    /// `sqlite:///…` or `postgres://…`.
-    pub db_url: String,
     /// Where the API listens; `None` runs a worker only (`weir worker`).
     pub listen: Option<SocketAddr>,
     /// Clusters to (re)load into the store at start. Empty: keep what the store has.
@@ -78,10 +79,9 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    pub fn new(data_dir: PathBuf, db_url: String) -> ServerConfig {
+    pub fn new(data_dir: PathBuf) -> ServerConfig {
         ServerConfig {
             data_dir,
-            db_url,
             listen: Some(SocketAddr::from(([127, 0, 0, 1], 8470))),
             clusters: Vec::new(),
             worker: true,
@@ -102,7 +102,7 @@ pub struct Server {
     pub addr: Option<SocketAddr>,
     /// The admin token, when this start created it.
     pub created_admin_token: Option<String>,
-    store: Store,
+    store: Arc<dyn JobStore>,
     stop: watch::Sender<Stop>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     worker: Option<worker::WorkerHandle>,
@@ -119,22 +119,22 @@ pub enum Stop {
 }
 
 impl Server {
-    /// Open the store, load clusters, create the first admin token if there is none, and start
-    /// the API and the worker.
-    pub async fn start(config: ServerConfig) -> Result<Server, ServerError> {
+    /// Load clusters into `store`, create the first admin token if there is none, and start
+    /// the API and the worker. The caller opens the store (the binary picks the
+    /// implementation; `weir_store::open` gives SQLite or PostgreSQL).
+    pub async fn start(config: ServerConfig, store: Arc<dyn JobStore>) -> Result<Server, ServerError> {
         std::fs::create_dir_all(&config.data_dir).map_err(|source| ServerError::Io {
             action: "create the data directory",
             path: config.data_dir.clone(),
             source,
         })?;
-        let store = Store::open(&config.db_url).await?;
         let now = now_ms();
         for c in &config.clusters {
             clusters::validate_source(c)?;
             store.put_cluster(&c.name, &c.yaml, now).await?;
         }
-        let created_admin_token = auth::ensure_admin_token(&store, &config.data_dir).await?;
-        let registry = Arc::new(clusters::Registry::load(&store).await?);
+        let created_admin_token = auth::ensure_admin_token(store.as_ref(), &config.data_dir).await?;
+        let registry = Arc::new(clusters::Registry::load(store.as_ref()).await?);
         let metrics = Arc::new(metrics::Metrics::new());
         let (stop, stop_rx) = watch::channel(Stop::Running);
         let mut tasks = Vec::new();
@@ -173,8 +173,8 @@ impl Server {
         Ok(Server { addr, created_admin_token, store, stop, tasks, worker })
     }
 
-    /// The server's store (tests use it to make the store unavailable).
-    pub fn store(&self) -> &Store {
+    /// The server's store.
+    pub fn store(&self) -> &Arc<dyn JobStore> {
         &self.store
     }
 

@@ -252,12 +252,12 @@ pub async fn replay_of(
         .cluster(cluster)
         .ok_or_else(|| ApiError::not_found(format!("no cluster `{cluster}`")))?
         .config;
-    Ok(recorded_workload(&s.store, &config, cluster, since, until).await?)
+    Ok(recorded_workload(s.store.as_ref(), &config, cluster, since, until).await?)
 }
 
 /// The runs of `cluster` submitted in `[since, until)` as a workload to replay.
 pub async fn recorded_workload(
-    store: &weir_store::Store,
+    store: &dyn weir_store::JobStore,
     config: &weir_model::ClusterConfig,
     cluster: &str,
     since: i64,
@@ -329,7 +329,7 @@ pub async fn apply_plan(s: &AppState, cluster: &str, req: &PlanRequest) -> Resul
     match s.store.apply_plan(cluster, base, &req.config, &routes, now_ms()).await? {
         PlanApplied::Applied { version } => {
             s.registry.put_cluster(cluster, checked.config, version);
-            if let Err(e) = s.registry.refresh(&s.store).await {
+            if let Err(e) = s.registry.refresh(s.store.as_ref()).await {
                 eprintln!("weir serve: cannot refresh routes after a plan: {e}");
             }
             s.wake();

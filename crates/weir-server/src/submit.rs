@@ -4,11 +4,12 @@
 //! the previous one was committing — so a 201 always means "committed".
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 use weir_api::SubmitRun;
 use weir_model::{WorkflowSpec, Workload, WorkloadFile};
-use weir_store::{NewRun, Store, Submitted};
+use weir_store::{JobStore, NewRun, Submitted};
 
 use crate::clusters::Registry;
 use crate::error::ApiError;
@@ -28,7 +29,7 @@ pub struct Writer {
 }
 
 impl Writer {
-    pub fn start(store: Store, metrics: std::sync::Arc<crate::metrics::Metrics>) -> Writer {
+    pub fn start(store: Arc<dyn JobStore>, metrics: Arc<crate::metrics::Metrics>) -> Writer {
         let (tx, mut rx) = mpsc::channel::<(NewRun, Reply)>(4096);
         tokio::spawn(async move {
             while let Some(first) = rx.recv().await {

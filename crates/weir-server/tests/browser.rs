@@ -55,9 +55,9 @@ async fn the_dashboard_in_a_real_browser() {
     }
     let dir = temp_dir("browser");
     let url = common::db_url(Db::Sqlite, &dir, "browser").await.expect("sqlite");
-    let mut c = common::config(&dir, &url);
+    let mut c = common::config(&dir);
     c.usage_resolution = Duration::from_secs(1);
-    let mut server = TestServer::start_with(c).await;
+    let mut server = TestServer::start_with(c, &url).await;
     let base = server.base.clone();
     let driver = Driver::start(&dir.join("chromedriver.log")).await;
     let s = driver.session(&dir.join("chromium-profile")).await;

@@ -26,14 +26,14 @@ queues:
 async fn a_starved_tier_1_job_takes_a_container_from_tier_3() {
     let dir = common::temp_dir("preempt");
     let url = format!("sqlite://{}", dir.join("weir.db").display());
-    let mut c = common::config(&dir, &url);
+    let mut c = common::config(&dir);
     c.clusters = vec![ClusterSource {
         name: "default".into(),
         yaml: CLUSTER.into(),
         file: "preemption cluster".into(),
     }];
     c.kill_grace = Duration::from_millis(500);
-    let mut s = TestServer::start_with(c).await;
+    let mut s = TestServer::start_with(c, &url).await;
     // The tier-3 job fills the node with two long tasks; max_attempts 1, so only a kill that
     // does not count lets its task run again.
     let mut lo = one_task("lo", "root.lo", "sleep 60");
@@ -61,7 +61,7 @@ async fn a_starved_tier_1_job_takes_a_container_from_tier_3() {
         })
         .await;
     assert_ne!(lo_run["state"], "failed", "{lo_run:#}");
-    let store = weir_store::Store::open(&url).await.expect("store");
+    let store = weir_store::open(&url).await.expect("store");
     let tasks = store.tasks(lo_id).await.expect("tasks");
     let again = tasks.iter().find(|t| t.attempts == 2).expect("a task with two attempts");
     let attempts =

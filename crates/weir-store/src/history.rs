@@ -123,7 +123,7 @@ const PROPOSAL_COLUMNS: &str =
 
 impl Store {
     /// Usage rows of `cluster` that overlap `[since_ms, until_ms)`, by queue then start.
-    pub async fn usage(
+    pub(crate) async fn usage(
         &self,
         cluster: &str,
         since_ms: i64,
@@ -143,7 +143,7 @@ impl Store {
     }
 
     /// Runs submitted in `[since_ms, until_ms)`, of one cluster or all, oldest first.
-    pub async fn run_records(
+    pub(crate) async fn run_records(
         &self,
         cluster: Option<&str>,
         since_ms: i64,
@@ -181,7 +181,7 @@ impl Store {
     /// Every attempt that succeeded for runs of `cluster` submitted in `[since_ms, until_ms)`:
     /// (workflow, job index, stage index, run id, milliseconds it ran). What a replay of the
     /// recorded runs draws its task durations from.
-    pub async fn attempt_durations(
+    pub(crate) async fn attempt_durations(
         &self,
         cluster: &str,
         since_ms: i64,
@@ -208,7 +208,10 @@ impl Store {
 
     /// Runs by (project, tier, state): those submitted since `since_ms` and every run not yet
     /// ended.
-    pub async fn run_counts(&self, since_ms: i64) -> Result<Vec<(String, u8, String, i64)>, StoreError> {
+    pub(crate) async fn run_counts(
+        &self,
+        since_ms: i64,
+    ) -> Result<Vec<(String, u8, String, i64)>, StoreError> {
         let rows = sqlx::query(
             "SELECT project, tier, state, COUNT(*) AS n FROM runs
              WHERE submitted_ms >= $1 OR state NOT IN ('succeeded', 'failed', 'killed')
@@ -232,7 +235,7 @@ impl Store {
 
     /// Preemptions of `cluster` (or every cluster) since `since_ms`, newest first, at most
     /// `limit`.
-    pub async fn preemptions(
+    pub(crate) async fn preemptions(
         &self,
         cluster: Option<&str>,
         since_ms: i64,
@@ -269,7 +272,7 @@ impl Store {
     /// become exactly `routes`. **One transaction**, compare-and-set on the configuration
     /// version: if the cluster is no longer at `base_version`, nothing is written. The version
     /// moves on only if the text changed (as [`Store::put_cluster`]).
-    pub async fn apply_plan(
+    pub(crate) async fn apply_plan(
         &self,
         cluster: &str,
         base_version: i64,
@@ -327,7 +330,7 @@ impl Store {
     /// Store a proposal in its `state` (`proposed`, or `refused` when its validation failed);
     /// earlier proposals of the cluster still waiting become `superseded`. One transaction.
     /// Returns the new proposal's id.
-    pub async fn put_proposal(&self, p: &ProposalRow) -> Result<i64, StoreError> {
+    pub(crate) async fn put_proposal(&self, p: &ProposalRow) -> Result<i64, StoreError> {
         let mut tx = self.begin().await?;
         sqlx::query("UPDATE proposals SET state = 'superseded', decided_ms = $2 WHERE cluster = $1 AND state = 'proposed'")
             .bind(p.cluster.as_str())
@@ -355,7 +358,11 @@ impl Store {
     }
 
     /// The newest proposals (of one cluster or all), newest first.
-    pub async fn proposals(&self, cluster: Option<&str>, limit: u32) -> Result<Vec<ProposalRow>, StoreError> {
+    pub(crate) async fn proposals(
+        &self,
+        cluster: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<ProposalRow>, StoreError> {
         const Q: &str =
             "SELECT id, cluster, created_ms, base_version, config, routes, summary, state, decided_ms
              FROM proposals WHERE ($1 IS NULL OR cluster = $1) ORDER BY id DESC LIMIT $2";
@@ -369,7 +376,7 @@ impl Store {
         rows.iter().map(proposal_row).collect()
     }
 
-    pub async fn proposal(&self, id: i64) -> Result<Option<ProposalRow>, StoreError> {
+    pub(crate) async fn proposal(&self, id: i64) -> Result<Option<ProposalRow>, StoreError> {
         let row = sqlx::query(
             "SELECT id, cluster, created_ms, base_version, config, routes, summary, state, decided_ms
              FROM proposals WHERE id = $1",
@@ -383,7 +390,7 @@ impl Store {
 
     /// Compare-and-set a proposal from `proposed` to `to` (`applied`, `dismissed`); `false`
     /// if it was no longer waiting.
-    pub async fn decide_proposal(&self, id: i64, to: &str, now_ms: i64) -> Result<bool, StoreError> {
+    pub(crate) async fn decide_proposal(&self, id: i64, to: &str, now_ms: i64) -> Result<bool, StoreError> {
         let mut tx = self.begin().await?;
         let n = sqlx::query(
             "UPDATE proposals SET state = $2, decided_ms = $3 WHERE id = $1 AND state = 'proposed'",
@@ -400,7 +407,7 @@ impl Store {
     }
 
     /// When the newest proposal of `cluster` was made, if any.
-    pub async fn last_proposal_ms(&self, cluster: &str) -> Result<Option<i64>, StoreError> {
+    pub(crate) async fn last_proposal_ms(&self, cluster: &str) -> Result<Option<i64>, StoreError> {
         let row = sqlx::query("SELECT MAX(created_ms) AS at FROM proposals WHERE cluster = $1")
             .bind(cluster)
             .fetch_one(&self.read)

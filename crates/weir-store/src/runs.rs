@@ -225,7 +225,7 @@ impl Store {
     /// Store a batch of submissions in one transaction (group commit): all of them or none.
     /// Within the batch, each is checked in order against idempotency records and against
     /// the active runs (including those earlier in the same batch).
-    pub async fn submit(&self, runs: &[NewRun]) -> Result<Vec<Submitted>, StoreError> {
+    pub(crate) async fn submit(&self, runs: &[NewRun]) -> Result<Vec<Submitted>, StoreError> {
         let mut tx = self.begin().await?;
         let mut out = Vec::with_capacity(runs.len());
         for run in runs {
@@ -309,13 +309,13 @@ impl Store {
         Ok(out)
     }
 
-    pub async fn run(&self, id: i64) -> Result<Option<RunRow>, StoreError> {
+    pub(crate) async fn run(&self, id: i64) -> Result<Option<RunRow>, StoreError> {
         const Q: &str = concat!("SELECT ", run_columns!(), " FROM runs WHERE id = $1");
         let row = sqlx::query(Q).bind(id).fetch_optional(&self.read).await.map_err(StoreError::db)?;
         row.as_ref().map(run_row).transpose()
     }
 
-    pub async fn jobs(&self, run: i64) -> Result<Vec<JobRow>, StoreError> {
+    pub(crate) async fn jobs(&self, run: i64) -> Result<Vec<JobRow>, StoreError> {
         let rows = sqlx::query(
             "SELECT run_id, idx, name, state, started_ms, finished_ms FROM jobs WHERE run_id = $1 ORDER BY idx",
         )
@@ -326,7 +326,7 @@ impl Store {
         rows.iter().map(job_row).collect()
     }
 
-    pub async fn tasks(&self, run: i64) -> Result<Vec<TaskRow>, StoreError> {
+    pub(crate) async fn tasks(&self, run: i64) -> Result<Vec<TaskRow>, StoreError> {
         let rows = sqlx::query(
             "SELECT run_id, job_idx, stage_idx, task_idx, stage, state, attempts, node, started_ms, finished_ms,
              exit_code FROM tasks WHERE run_id = $1 ORDER BY job_idx, stage_idx, task_idx",
@@ -339,7 +339,7 @@ impl Store {
     }
 
     /// Every attempt of one task, oldest first.
-    pub async fn attempts(
+    pub(crate) async fn attempts(
         &self,
         run: i64,
         job: u32,
@@ -362,7 +362,7 @@ impl Store {
     }
 
     /// Runs matching `filter`, newest first, at most `filter.limit`.
-    pub async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRow>, StoreError> {
+    pub(crate) async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRow>, StoreError> {
         const Q: &str = concat!(
             "SELECT ",
             run_columns!(),
@@ -404,7 +404,7 @@ impl Store {
 
     /// Ask for a run to be killed. A queued run is killed at once (compare-and-set on its
     /// state, so a worker claiming it at the same moment either gets it first or not at all).
-    pub async fn request_kill(&self, id: i64, now_ms: i64) -> Result<KillOutcome, StoreError> {
+    pub(crate) async fn request_kill(&self, id: i64, now_ms: i64) -> Result<KillOutcome, StoreError> {
         let mut tx = self.begin().await?;
         let done = sqlx::query(
             "UPDATE runs SET state = 'killed', finished_ms = $2, active_key = NULL, kill_requested = 1,
@@ -445,7 +445,7 @@ impl Store {
     }
 
     /// Forget idempotency records created before `before_ms`.
-    pub async fn expire_idempotency(&self, before_ms: i64) -> Result<u64, StoreError> {
+    pub(crate) async fn expire_idempotency(&self, before_ms: i64) -> Result<u64, StoreError> {
         let mut tx = self.begin().await?;
         let r = sqlx::query("DELETE FROM idempotency WHERE created_ms < $1")
             .bind(before_ms)

@@ -13,6 +13,14 @@ pub struct Fence {
     pub fence: i64,
 }
 
+/// A cluster's lease as stored: who holds it, its fencing number, when it expires.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    pub owner: String,
+    pub fence: i64,
+    pub expires_ms: i64,
+}
+
 /// One task of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TaskKey {
@@ -97,7 +105,7 @@ pub struct ActiveRun {
 impl Store {
     /// Take the lease on `cluster` if it is free, expired, or already ours; the fencing number
     /// moves on whenever the owner changes. `None`: another owner holds it.
-    pub async fn acquire_lease(
+    pub(crate) async fn acquire_lease(
         &self,
         cluster: &str,
         owner: &str,
@@ -127,7 +135,7 @@ impl Store {
     }
 
     /// Give the lease up (a clean shutdown), so another worker need not wait for it to expire.
-    pub async fn release_lease(&self, fence: &Fence) -> Result<(), StoreError> {
+    pub(crate) async fn release_lease(&self, fence: &Fence) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
         sqlx::query("UPDATE leases SET expires_ms = 0 WHERE cluster = $1 AND owner = $2 AND fence = $3")
             .bind(fence.cluster.as_str())
@@ -139,14 +147,20 @@ impl Store {
         tx.commit().await.map_err(StoreError::db)
     }
 
-    /// The current owner and fence of a cluster's lease, if any (for tests and `/readyz`).
-    pub async fn lease(&self, cluster: &str) -> Result<Option<(String, i64, i64)>, StoreError> {
+    pub(crate) async fn lease(&self, cluster: &str) -> Result<Option<Lease>, StoreError> {
         let row = sqlx::query("SELECT owner, fence, expires_ms FROM leases WHERE cluster = $1")
             .bind(cluster)
             .fetch_optional(&self.read)
             .await
             .map_err(StoreError::db)?;
-        row.map(|r| Ok((crate::text(&r, "owner")?, int(&r, "fence")?, int(&r, "expires_ms")?))).transpose()
+        row.map(|r| {
+            Ok(Lease {
+                owner: crate::text(&r, "owner")?,
+                fence: int(&r, "fence")?,
+                expires_ms: int(&r, "expires_ms")?,
+            })
+        })
+        .transpose()
     }
 
     /// Up to `limit` queued runs of the cluster, oldest first. On PostgreSQL rows another
@@ -154,7 +168,7 @@ impl Store {
     /// (`FOR UPDATE SKIP LOCKED`; SQLite has no row locks and rejects the clause). What makes
     /// a claim exclusive is not this read but the lease and the compare-and-set
     /// [`Change::Route`] in the worker's fenced batch.
-    pub async fn queued_runs(&self, cluster: &str, limit: u32) -> Result<Vec<RunRow>, StoreError> {
+    pub(crate) async fn queued_runs(&self, cluster: &str, limit: u32) -> Result<Vec<RunRow>, StoreError> {
         const SQLITE: &str = concat!(
             "SELECT ",
             run_columns!(),
@@ -180,7 +194,7 @@ impl Store {
 
     /// Every unfinished, routed run of the cluster with its jobs, tasks and open attempts:
     /// what a new owner rebuilds its engine from.
-    pub async fn active_runs(&self, cluster: &str) -> Result<Vec<ActiveRun>, StoreError> {
+    pub(crate) async fn active_runs(&self, cluster: &str) -> Result<Vec<ActiveRun>, StoreError> {
         const RUNS: &str = concat!(
             "SELECT ",
             run_columns!(),
@@ -231,7 +245,7 @@ impl Store {
     }
 
     /// Unfinished runs of the cluster whose kill was requested.
-    pub async fn kill_requests(&self, cluster: &str) -> Result<Vec<i64>, StoreError> {
+    pub(crate) async fn kill_requests(&self, cluster: &str) -> Result<Vec<i64>, StoreError> {
         let rows = sqlx::query(
             "SELECT id FROM runs WHERE cluster = $1 AND kill_requested = 1
              AND state IN ('routed', 'waiting', 'running')",
@@ -247,7 +261,7 @@ impl Store {
     /// (`expires_ms = lease_until_ms`). Returns, per change, whether it applied (a
     /// compare-and-set whose precondition failed did not). [`StoreError::LeaseLost`]: nothing
     /// was written.
-    pub async fn apply(
+    pub(crate) async fn apply(
         &self,
         fence: &Fence,
         lease_until_ms: i64,
@@ -276,7 +290,7 @@ impl Store {
     }
 
     /// Publish the cluster's queue snapshot (JSON), fenced like every worker write.
-    pub async fn publish_snapshot(
+    pub(crate) async fn publish_snapshot(
         &self,
         fence: &Fence,
         lease_until_ms: i64,

@@ -1,21 +1,24 @@
 //! The store's guarantees on a real SQLite file (and on PostgreSQL when
 //! `WEIR_TEST_POSTGRES_URL` is set): group-committed submissions with uniqueness and
 //! idempotency, leases whose fencing number stops a stale owner from writing anything, and
-//! compare-and-set state changes.
+//! compare-and-set state changes. Every call goes through the `JobStore` trait object, as the
+//! server's do.
 
-use weir_store::{AttemptKey, Change, NewJob, NewRun, NewTask, Store, StoreError, Submitted, TaskKey};
+use std::sync::Arc;
 
-async fn stores(tag: &str) -> Vec<Store> {
+use weir_store::{AttemptKey, Change, JobStore, NewJob, NewRun, NewTask, StoreError, Submitted, TaskKey};
+
+async fn stores(tag: &str) -> Vec<Arc<dyn JobStore>> {
     let dir = std::env::temp_dir().join(format!("weir-store-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("dir");
     let mut out =
-        vec![Store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite")];
+        vec![weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite")];
     match std::env::var("WEIR_TEST_POSTGRES_URL") {
         Ok(url) => {
             let name = format!("weir_store_{tag}_{}", std::process::id());
             let db = weir_store::create_postgres_database(&url, &name).await.expect("database");
-            out.push(Store::open(&db).await.expect("postgres"));
+            out.push(weir_store::open(&db).await.expect("postgres"));
         }
         Err(_) => eprintln!("\n*** SKIPPED on PostgreSQL: WEIR_TEST_POSTGRES_URL is not set ***\n"),
     }

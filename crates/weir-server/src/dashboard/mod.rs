@@ -139,7 +139,7 @@ pub async fn visitor(s: &AppState, headers: &HeaderMap) -> Result<Visitor, Respo
     let Some(token) = cookie_token(headers) else {
         return Err(Redirect::to("/login").into_response());
     };
-    match s.auth.principal_of(&s.store, &token).await {
+    match s.auth.principal_of(s.store.as_ref(), &token).await {
         Ok(principal) => Ok(Visitor { principal, csrf: csrf_of(&token) }),
         Err(e) if e.status == StatusCode::UNAUTHORIZED => {
             Err(Redirect::to("/login?expired=1").into_response())
@@ -266,7 +266,7 @@ pub struct LoginForm {
 
 async fn login(State(s): State<AppState>, Form(f): Form<LoginForm>) -> Response {
     let token = f.token.trim();
-    match s.auth.principal_of(&s.store, token).await {
+    match s.auth.principal_of(s.store.as_ref(), token).await {
         Ok(_) => {
             let cookie = format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200");
             let mut r = Redirect::to("/").into_response();

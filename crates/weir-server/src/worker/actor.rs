@@ -18,7 +18,7 @@ use weir_backend::{
 };
 use weir_engine::{ContainerId, Decision, Engine, JobSpec, Request};
 use weir_model::{ClusterConfig, Time};
-use weir_store::{AttemptKey, Change, Fence, Store, StoreError, TaskKey};
+use weir_store::{AttemptKey, Change, Fence, JobStore, StoreError, TaskKey};
 
 use super::live::{attempt_id, engine_job, split_job, AttemptLive, JobPhase, RunLive, TaskPhase};
 use super::usage::{Held, UsageRecorder};
@@ -38,7 +38,7 @@ const START_CONCURRENCY: usize = 4;
 pub(crate) struct Actor {
     pub cluster: String,
     pub fence: Fence,
-    pub store: Store,
+    pub store: Arc<dyn JobStore>,
     pub settings: WorkerSettings,
     pub backend: Arc<dyn Backend>,
     pub engine: Engine,
@@ -88,7 +88,7 @@ pub(crate) async fn run(
     cluster: &str,
     fence: Fence,
     settings: &WorkerSettings,
-    store: &Store,
+    store: &Arc<dyn JobStore>,
     registry: &Registry,
     mut stop: watch::Receiver<Stop>,
     notify: Arc<Notify>,

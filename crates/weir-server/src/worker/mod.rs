@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
-use weir_store::Store;
+use weir_store::JobStore;
 
 use crate::clusters::Registry;
 use crate::error::ServerError;
@@ -51,7 +51,7 @@ impl WorkerHandle {
 pub(crate) fn start(
     config: &ServerConfig,
     metrics: Arc<Metrics>,
-    store: Store,
+    store: Arc<dyn JobStore>,
     registry: Arc<Registry>,
     stop: watch::Receiver<Stop>,
 ) -> Result<WorkerHandle, ServerError> {
@@ -111,7 +111,7 @@ pub(crate) enum Ended {
 async fn supervise(
     cluster: String,
     settings: WorkerSettings,
-    store: Store,
+    store: Arc<dyn JobStore>,
     registry: Arc<Registry>,
     stop: watch::Receiver<Stop>,
     notify: Arc<Notify>,

@@ -131,20 +131,20 @@ fn machine_cluster() -> ClusterSource {
     }
 }
 
-fn config(common: &Common, listen: Option<SocketAddr>, demo: bool) -> Result<ServerConfig> {
+fn config(common: &Common, listen: Option<SocketAddr>, demo: bool) -> Result<(ServerConfig, String)> {
     std::fs::create_dir_all(&common.data_dir)
         .with_context(|| format!("--data-dir: cannot create {}", common.data_dir.display()))?;
     let data_dir = std::fs::canonicalize(&common.data_dir)
         .with_context(|| format!("--data-dir: cannot resolve {}", common.data_dir.display()))?;
     let db = common.db.clone().unwrap_or_else(|| format!("sqlite://{}", data_dir.join("weir.db").display()));
-    let mut c = ServerConfig::new(data_dir, db);
+    let mut c = ServerConfig::new(data_dir);
     c.listen = listen;
     c.clusters = cluster_sources(common, demo)?;
     c.lease = Duration::from_secs(common.lease.max(1));
     c.kill_grace = Duration::from_secs(common.kill_grace);
     let resolution = common.usage_resolution.map_or(if demo { 10_000 } else { 60_000 }, |d| d.as_millis());
     c.usage_resolution = Duration::from_millis(resolution.max(1000));
-    Ok(c)
+    Ok((c, db))
 }
 
 /// `--auto-plan`: `daily`, `hourly` or a span.
@@ -169,31 +169,33 @@ fn auto_plan(value: &str, window: weir_model::Duration) -> Result<weir_server::A
 }
 
 pub fn serve(args: &ServeArgs) -> Result<()> {
-    let mut c = config(&args.common, Some(args.listen), args.demo)?;
+    let (mut c, db) = config(&args.common, Some(args.listen), args.demo)?;
     c.body_limit = args.body_limit;
     if let Some(v) = &args.auto_plan {
         c.auto_plan = Some(auto_plan(v, args.auto_plan_window)?);
     }
-    run(c, &args.common, args.demo)
+    run(c, &db, &args.common, args.demo)
 }
 
 pub fn worker(args: &WorkerArgs) -> Result<()> {
-    let c = config(&args.common, None, false)?;
-    run(c, &args.common, false)
+    let (c, db) = config(&args.common, None, false)?;
+    run(c, &db, &args.common, false)
 }
 
-fn run(mut c: ServerConfig, common: &Common, demo: bool) -> Result<()> {
+fn run(mut c: ServerConfig, db: &str, common: &Common, demo: bool) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     rt.block_on(async move {
         let data_dir = c.data_dir.clone();
-        let fresh = c.clusters.is_empty() && !has_store(&c.db_url, &data_dir);
+        let fresh = c.clusters.is_empty() && !has_store(db, &data_dir);
         if fresh {
             c.clusters.push(machine_cluster());
         }
-        let server = Server::start(c.clone()).await.context("weir serve could not start")?;
+        // The binary picks the store implementation; the server knows only `JobStore`.
+        let store = weir_store::open(db).await.with_context(|| format!("--db {db}"))?;
+        let server = Server::start(c.clone(), store).await.context("weir serve could not start")?;
         if let Some(addr) = server.addr {
             eprintln!("weir serve: listening on http://{addr}, data in {}", data_dir.display());
             match std::fs::read_to_string(weir_server::admin_token_path(&data_dir)) {
