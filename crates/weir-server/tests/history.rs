@@ -68,7 +68,10 @@ fn cpu_ms(csv: &str, queue: &str) -> i64 {
         .skip(1)
         .map(|l| l.split(',').collect::<Vec<_>>())
         .filter(|f| f[2] == queue)
-        .map(|f| (f[1].parse::<i64>().unwrap_or(0) - f[0].parse::<i64>().unwrap_or(0)) * f[3].parse::<i64>().unwrap_or(0))
+        .map(|f| {
+            (f[1].parse::<i64>().unwrap_or(0) - f[0].parse::<i64>().unwrap_or(0))
+                * f[3].parse::<i64>().unwrap_or(0)
+        })
         .sum()
 }
 
@@ -103,7 +106,10 @@ async fn usage_and_runs_are_recorded_reported_and_exported(db: Db) {
         if (got - attempts).abs() * 100 <= attempts {
             break csv;
         }
-        assert!(start.elapsed() < LONG, "usage {got} millicore-ms never matched the attempts' {attempts}:\n{csv}");
+        assert!(
+            start.elapsed() < LONG,
+            "usage {got} millicore-ms never matched the attempts' {attempts}:\n{csv}"
+        );
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
     assert!(csv.starts_with("start,end,queue,cpu,memory,running_apps\n"), "{csv}");
@@ -117,23 +123,42 @@ async fn usage_and_runs_are_recorded_reported_and_exported(db: Db) {
     let (_, v) = s.call(Method::GET, "/v1/runs.csv?window=1h", None).await;
     let lines: Vec<&str> = text(&v).lines().collect();
     assert_eq!(lines[0], "workflow,tier,queue,submit,start,end,slo,met,status");
-    assert!(lines.iter().any(|l| l.starts_with("report,1,root.ads.tier1,") && l.ends_with(",60000,true,completed")), "{lines:?}");
-    assert!(lines.iter().any(|l| l.starts_with("backfill,3,root.ads.tier3,") && l.ends_with(",,,completed")), "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("report,1,root.ads.tier1,") && l.ends_with(",60000,true,completed")),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("backfill,3,root.ads.tier3,") && l.ends_with(",,,completed")),
+        "{lines:?}"
+    );
 
     // The SLO report and the usage report.
     let (_, slo) = s.call(Method::GET, "/v1/reports/slo?window=1h", None).await;
     let t1 = &slo["tiers"][0];
-    assert_eq!((t1["tier"].as_u64(), t1["runs"].as_u64(), t1["slo_met"].as_u64()), (Some(1), Some(1), Some(1)), "{slo:#}");
+    assert_eq!(
+        (t1["tier"].as_u64(), t1["runs"].as_u64(), t1["slo_met"].as_u64()),
+        (Some(1), Some(1), Some(1)),
+        "{slo:#}"
+    );
     assert_eq!(t1["slo_success_ratio"], 1.0);
     assert_eq!(slo["workflows"][0]["workflow"], "report");
     let (_, usage) = s.call(Method::GET, "/v1/reports/usage?window=1h", None).await;
-    let q = usage["queues"].as_array().expect("queues").iter().find(|q| q["name"] == "root.ads.tier1").expect("tier1").clone();
+    let q = usage["queues"]
+        .as_array()
+        .expect("queues")
+        .iter()
+        .find(|q| q["name"] == "root.ads.tier1")
+        .expect("tier1")
+        .clone();
     assert!(q["used_instance_hours"].as_f64().unwrap_or(0.0) > 0.0, "{usage:#}");
     assert!(usage["verdict"].is_string() && usage["verdict_reason"].is_string());
 
     // The replay workload: the run at its submission time, durations as recorded.
     let (_, v) = s.call(Method::GET, "/v1/replay?window=1h", None).await;
-    let file: weir_model::WorkloadFile = serde_saphyr::from_str(text(&v)).unwrap_or_else(|e| panic!("{e}: {v}"));
+    let file: weir_model::WorkloadFile =
+        serde_saphyr::from_str(text(&v)).unwrap_or_else(|e| panic!("{e}: {v}"));
     let wf = file.workflows.iter().find(|w| w.name == "report").expect("report");
     assert_eq!(wf.at.as_ref().map(Vec::len), Some(1));
     let q = &wf.jobs.iter().find(|j| j.name == "extract").expect("extract").stages[0];
@@ -162,7 +187,13 @@ async fn usage_and_runs_are_recorded_reported_and_exported(db: Db) {
     assert!(m.contains("weir_scheduling_pass_duration_seconds_count{cluster=\"default\"}"), "{m}");
     assert!(m.contains("weir_submission_duration_seconds_count 2"), "{m}");
     // Only a token that reads every project gets /metrics.
-    let (_, t) = s.call(Method::POST, "/v1/tokens", Some(json!({"name": "ads", "grants": [{"project": "ads", "role": "viewer"}]}))).await;
+    let (_, t) = s
+        .call(
+            Method::POST,
+            "/v1/tokens",
+            Some(json!({"name": "ads", "grants": [{"project": "ads", "role": "viewer"}]})),
+        )
+        .await;
     let ads = t["token"].as_str().expect("token").to_string();
     let (status, _) = s.call_as(&ads, Method::GET, "/metrics", None).await;
     assert_eq!(status, 403);
@@ -191,18 +222,37 @@ async fn a_plan_is_shown_then_applied_or_refused_whole(db: Db) {
 
     // A dry run shows what would change and changes nothing.
     let (status, diff) = s
-        .call(Method::POST, "/v1/clusters/default/plan", Some(json!({"config": PLANNED, "routes": route, "dry_run": true})))
+        .call(
+            Method::POST,
+            "/v1/clusters/default/plan",
+            Some(json!({"config": PLANNED, "routes": route, "dry_run": true})),
+        )
         .await;
     assert_eq!(status, 200, "{diff}");
     assert_eq!(diff["applied"], false);
-    assert_eq!(diff["queues"], json!([{"queue": "root.ads.tier1", "field": "weight", "from": "1", "to": "5"}]));
+    assert_eq!(
+        diff["queues"],
+        json!([{"queue": "root.ads.tier1", "field": "weight", "from": "1", "to": "5"}])
+    );
     assert_eq!(diff["routes"], json!([{"key": "workflow:report", "to": "default:root.ads.tier1"}]));
 
     // Bad plans are refused whole: nothing changes, and the answer says why.
     let bad = [
-        (PLANNED.replace("{name: tier3, tier: 3}", "{name: tier3, tier: 3}, {name: tier9, tier: 3}"), "unknown queue", None),
-        (PLANNED.replace("weight: 5}", "weight: 5, min: {cpu: 9000, memory: 1g}}"), "capacities do not fit", None),
-        (PLANNED.to_string(), "unknown queue", Some(json!([{"key": "workflow:x", "cluster": "default", "queue": "root.nowhere"}]))),
+        (
+            PLANNED.replace("{name: tier3, tier: 3}", "{name: tier3, tier: 3}, {name: tier9, tier: 3}"),
+            "unknown queue",
+            None,
+        ),
+        (
+            PLANNED.replace("weight: 5}", "weight: 5, min: {cpu: 9000, memory: 1g}}"),
+            "capacities do not fit",
+            None,
+        ),
+        (
+            PLANNED.to_string(),
+            "unknown queue",
+            Some(json!([{"key": "workflow:x", "cluster": "default", "queue": "root.nowhere"}])),
+        ),
         (PLANNED.replace("count: 1", "count: 4"), "does not resize", None),
     ];
     for (config, why, routes) in bad {
@@ -217,12 +267,27 @@ async fn a_plan_is_shown_then_applied_or_refused_whole(db: Db) {
         assert!(err["error"]["field"].is_string(), "{err}");
     }
     let (status, _) = s
-        .call(Method::POST, "/v1/clusters/default/plan", Some(json!({"config": PLANNED, "base_version": version - 1})))
+        .call(
+            Method::POST,
+            "/v1/clusters/default/plan",
+            Some(json!({"config": PLANNED, "base_version": version - 1})),
+        )
         .await;
     assert_eq!(status, 409, "a plan made from another version");
-    let (_, t) = s.call(Method::POST, "/v1/tokens", Some(json!({"name": "sub", "grants": [{"project": "*", "role": "submitter"}]}))).await;
+    let (_, t) = s
+        .call(
+            Method::POST,
+            "/v1/tokens",
+            Some(json!({"name": "sub", "grants": [{"project": "*", "role": "submitter"}]})),
+        )
+        .await;
     let (status, _) = s
-        .call_as(t["token"].as_str().expect("token"), Method::POST, "/v1/clusters/default/plan", Some(json!({"config": PLANNED})))
+        .call_as(
+            t["token"].as_str().expect("token"),
+            Method::POST,
+            "/v1/clusters/default/plan",
+            Some(json!({"config": PLANNED})),
+        )
         .await;
     assert_eq!(status, 403, "only a global admin applies plans");
     let (_, after) = s.call(Method::GET, "/v1/clusters/default/config", None).await;
@@ -232,7 +297,11 @@ async fn a_plan_is_shown_then_applied_or_refused_whole(db: Db) {
 
     // The good plan: configuration and routes together; the live queues follow.
     let (status, diff) = s
-        .call(Method::POST, "/v1/clusters/default/plan", Some(json!({"config": PLANNED, "routes": route, "base_version": version})))
+        .call(
+            Method::POST,
+            "/v1/clusters/default/plan",
+            Some(json!({"config": PLANNED, "routes": route, "base_version": version})),
+        )
         .await;
     assert_eq!(status, 200, "{diff}");
     assert_eq!((diff["applied"].as_bool(), diff["version"].as_i64()), (Some(true), Some(version + 1)));
@@ -256,7 +325,8 @@ async fn a_plan_is_shown_then_applied_or_refused_whole(db: Db) {
 
 async fn the_scheduled_planner_proposes_and_an_admin_applies(db: Db) {
     let Some(mut s) = server(db, "autoplan", |c| {
-        c.auto_plan = Some(weir_server::AutoPlan { every: Duration::from_secs(1), window: Duration::from_secs(3600) });
+        c.auto_plan =
+            Some(weir_server::AutoPlan { every: Duration::from_secs(1), window: Duration::from_secs(3600) });
     })
     .await
     else {
@@ -268,7 +338,8 @@ async fn the_scheduled_planner_proposes_and_an_admin_applies(db: Db) {
     let start = Instant::now();
     let proposal = loop {
         let (_, v) = s.call(Method::GET, "/v1/proposals", None).await;
-        let found = v["proposals"].as_array().and_then(|p| p.iter().find(|p| p["state"] == "proposed").cloned());
+        let found =
+            v["proposals"].as_array().and_then(|p| p.iter().find(|p| p["state"] == "proposed").cloned());
         if let Some(p) = found {
             break p;
         }
@@ -277,14 +348,20 @@ async fn the_scheduled_planner_proposes_and_an_admin_applies(db: Db) {
     };
     // Validated by replaying the recorded run on the current and the planned settings.
     let validation = proposal["summary"]["validation"].as_array().expect("validation figures");
-    assert!(validation.iter().any(|r| r[0] == "tier 1 SLO success" && r[1] == "100.0%" && r[2] == "100.0%"), "{proposal:#}");
+    assert!(
+        validation.iter().any(|r| r[0] == "tier 1 SLO success" && r[1] == "100.0%" && r[2] == "100.0%"),
+        "{proposal:#}"
+    );
     assert!(proposal["diff"]["queues"].is_array(), "{proposal:#}");
     let id = proposal["id"].as_i64().expect("id");
     let (status, diff) = s.call(Method::POST, &format!("/v1/proposals/{id}/apply"), None).await;
     assert_eq!(status, 200, "{diff}");
     assert_eq!(diff["applied"], true);
     let (_, v) = s.call(Method::GET, "/v1/proposals", None).await;
-    let applied = v["proposals"].as_array().and_then(|p| p.iter().find(|p| p["id"] == id).cloned()).expect("still listed");
+    let applied = v["proposals"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["id"] == id).cloned())
+        .expect("still listed");
     assert_eq!(applied["state"], "applied");
     let (status, _) = s.call(Method::POST, &format!("/v1/proposals/{id}/apply"), None).await;
     assert_eq!(status, 409, "a proposal applies once");

@@ -34,7 +34,8 @@ impl Drop for Prometheus {
 
 impl Prometheus {
     async fn start(dir: &Path, target: &str, token: &str) -> Prometheus {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+        let port =
+            std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
         std::fs::write(dir.join("token"), token).expect("token file");
         let config = format!(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
@@ -62,7 +63,11 @@ impl Prometheus {
                     return p;
                 }
             }
-            assert!(start.elapsed() < LONG, "prometheus did not become ready; see {}", dir.join("prometheus.log").display());
+            assert!(
+                start.elapsed() < LONG,
+                "prometheus did not become ready; see {}",
+                dir.join("prometheus.log").display()
+            );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
@@ -103,7 +108,11 @@ async fn prometheus_scrapes_queue_usage_and_slo_counters() {
     }
     let mut s = TestServer::start(Db::Sqlite, "prometheus").await.expect("server");
     let (_, t) = s
-        .call(Method::POST, "/v1/tokens", Some(json!({"name": "prometheus", "grants": [{"project": "*", "role": "viewer"}]})))
+        .call(
+            Method::POST,
+            "/v1/tokens",
+            Some(json!({"name": "prometheus", "grants": [{"project": "*", "role": "viewer"}]})),
+        )
         .await;
     let token = t["token"].as_str().expect("token").to_string();
     let dir = temp_dir("prometheus");
@@ -115,7 +124,8 @@ async fn prometheus_scrapes_queue_usage_and_slo_counters() {
     s.wait(quick["id"].as_i64().expect("id"), LONG).await;
     let (_, slow) = s.submit(run("slow", "sleep 12"), "d1").await;
     let slow = slow["id"].as_i64().expect("id");
-    s.wait_until(slow, LONG, "the slow task to run", |r| r["jobs"][0]["tasks"][0]["state"] == "running").await;
+    s.wait_until(slow, LONG, "the slow task to run", |r| r["jobs"][0]["tasks"][0]["state"] == "running")
+        .await;
 
     // The queue's usage as Prometheus scraped it equals the API's (2000 millicores = 2 cores,
     // once the owning worker has published its snapshot).
@@ -148,7 +158,11 @@ async fn prometheus_scrapes_queue_usage_and_slo_counters() {
     let query = "weir_slo_runs_total{job=\"weir\",tier=\"1\",outcome=\"met\"}";
     let start = Instant::now();
     while prom.value(query).await != Some(met) {
-        assert!(start.elapsed() < LONG, "Prometheus' SLO counter is {:?}, the API says {met}", prom.value(query).await);
+        assert!(
+            start.elapsed() < LONG,
+            "Prometheus' SLO counter is {:?}, the API says {met}",
+            prom.value(query).await
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     assert_eq!(prom.value("up{job=\"weir\"}").await, Some(1.0));

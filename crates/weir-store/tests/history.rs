@@ -51,9 +51,19 @@ async fn usage_rows_never_overlap_and_extend_by_compare_and_set() {
                     // Entirely inside what is recorded: dropped.
                     usage("root.a", 100, 900, 1),
                     usage("root.b", 0, 500, 1000),
-                    Change::UsageExtended { queue: "root.b".into(), start_ms: 0, old_end_ms: 500, end_ms: 800 },
+                    Change::UsageExtended {
+                        queue: "root.b".into(),
+                        start_ms: 0,
+                        old_end_ms: 500,
+                        end_ms: 800,
+                    },
                     // A stale extension (the old end moved on) does nothing.
-                    Change::UsageExtended { queue: "root.b".into(), start_ms: 0, old_end_ms: 500, end_ms: 9000 },
+                    Change::UsageExtended {
+                        queue: "root.b".into(),
+                        start_ms: 0,
+                        old_end_ms: 500,
+                        end_ms: 9000,
+                    },
                 ],
             )
             .await
@@ -101,10 +111,15 @@ async fn run_records_carry_their_slo_and_counts_group_by_state() {
             idempotency_key: None,
             idempotency_after_ms: 0,
         };
-        store.submit(&[run("a", 1000, Some(60_000)), run("b", 2000, None), run("a", 9000, None)]).await.expect("submit");
+        store
+            .submit(&[run("a", 1000, Some(60_000)), run("b", 2000, None), run("a", 9000, None)])
+            .await
+            .expect("submit");
         let records = store.run_records(Some("c"), 0, 5000).await.expect("records");
-        let got: Vec<(&str, i64, Option<i64>, &str)> =
-            records.iter().map(|r| (r.workflow.as_str(), r.submitted_ms, r.slo_ms, r.state.as_str())).collect();
+        let got: Vec<(&str, i64, Option<i64>, &str)> = records
+            .iter()
+            .map(|r| (r.workflow.as_str(), r.submitted_ms, r.slo_ms, r.state.as_str()))
+            .collect();
         assert_eq!(got, [("a", 1000, Some(60_000), "queued"), ("b", 2000, None, "queued")]);
         assert!(store.run_records(Some("other"), 0, 5000).await.expect("records").is_empty());
         let counts = store.run_counts(5000).await.expect("counts");
@@ -117,7 +132,11 @@ async fn run_records_carry_their_slo_and_counts_group_by_state() {
 async fn a_plan_applies_configuration_and_routes_together_or_not_at_all() {
     for store in stores("plan").await {
         let v1 = store.put_cluster("c", "version: 1 # one", 0).await.expect("cluster");
-        let route = |key: &str, cluster: &str, queue: &str| RouteRow { key: key.into(), cluster: cluster.into(), queue: queue.into() };
+        let route = |key: &str, cluster: &str, queue: &str| RouteRow {
+            key: key.into(),
+            cluster: cluster.into(),
+            queue: queue.into(),
+        };
         store.put_route(&route("workflow:old", "c", "root.a"), 0).await.expect("route");
         store.put_route(&route("workflow:elsewhere", "d", "root.x"), 0).await.expect("route");
         // A plan made from an older version changes nothing.
@@ -131,10 +150,13 @@ async fn a_plan_applies_configuration_and_routes_together_or_not_at_all() {
             .await
             .expect("apply");
         assert_eq!(done, PlanApplied::Applied { version: v1 + 1 });
-        let routes: Vec<String> = store.routes().await.expect("routes").iter().map(|r| r.key.clone()).collect();
+        let routes: Vec<String> =
+            store.routes().await.expect("routes").iter().map(|r| r.key.clone()).collect();
         assert_eq!(routes, ["workflow:elsewhere", "workflow:new"], "the other cluster's route stays");
         // The same text again keeps the version.
-        let same = store.apply_plan("c", v1 + 1, "version: 1 # two", &[route("workflow:new", "c", "root.b")], 3).await;
+        let same = store
+            .apply_plan("c", v1 + 1, "version: 1 # two", &[route("workflow:new", "c", "root.b")], 3)
+            .await;
         assert_eq!(same.expect("apply"), PlanApplied::Applied { version: v1 + 1 });
     }
 }
@@ -156,9 +178,17 @@ async fn proposals_supersede_each_other_and_are_decided_once() {
         let first = store.put_proposal(&p(100, "proposed")).await.expect("put");
         let second = store.put_proposal(&p(200, "proposed")).await.expect("put");
         let refused = store.put_proposal(&p(300, "refused")).await.expect("put");
-        let states: Vec<(i64, String)> =
-            store.proposals(Some("c"), 10).await.expect("list").into_iter().map(|p| (p.id, p.state)).collect();
-        assert_eq!(states, [(refused, "refused".into()), (second, "superseded".into()), (first, "superseded".into())]);
+        let states: Vec<(i64, String)> = store
+            .proposals(Some("c"), 10)
+            .await
+            .expect("list")
+            .into_iter()
+            .map(|p| (p.id, p.state))
+            .collect();
+        assert_eq!(
+            states,
+            [(refused, "refused".into()), (second, "superseded".into()), (first, "superseded".into())]
+        );
         assert_eq!(store.last_proposal_ms("c").await.expect("last"), Some(300));
         assert_eq!(store.last_proposal_ms("none").await.expect("last"), None);
         let fourth = store.put_proposal(&p(400, "proposed")).await.expect("put");
