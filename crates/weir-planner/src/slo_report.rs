@@ -154,7 +154,7 @@ pub fn slo_report(runs: &[RunOutcome], now_ms: u64) -> SloReport {
         .map(|((tier, name), acc)| {
             let figures = acc.finish();
             let slo_successful = (figures.runs_with_slo > 0)
-                .then(|| figures.slo_met as f64 >= SLO_SUCCESSFUL * figures.runs_with_slo as f64);
+                .then_some(figures.slo_met as f64 >= SLO_SUCCESSFUL * figures.runs_with_slo as f64);
             WorkflowSlo { workflow: name.to_string(), tier, figures, slo_successful }
         })
         .collect();

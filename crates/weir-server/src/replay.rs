@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use weir_model::{DistributionSpec, Duration, WorkflowSpec, Workload, WorkloadFile};
-use weir_store::RunRecordRow;
+use weir_store::{AttemptDuration, RunRecordRow};
 
 /// At most this many samples per stage (evenly spaced over the sorted durations, so the
 /// distribution's shape is kept).
@@ -20,8 +20,8 @@ pub struct Recorded<'a> {
     pub runs: &'a [RunRecordRow],
     /// The spec (JSON) of each workflow's latest run, by workflow name.
     pub specs: &'a BTreeMap<String, String>,
-    /// (run id, job index, stage index, milliseconds) of successful attempts.
-    pub durations: &'a [(i64, u32, u32, i64)],
+    /// How long successful attempts ran.
+    pub durations: &'a [AttemptDuration],
     pub cluster: &'a weir_model::ClusterConfig,
 }
 
@@ -31,9 +31,9 @@ pub fn workload(rec: &Recorded) -> (WorkloadFile, Vec<String>) {
     let workflow_of: BTreeMap<i64, &RunRecordRow> = rec.runs.iter().map(|r| (r.id, r)).collect();
     // (workflow, job index, stage index) → durations.
     let mut samples: BTreeMap<(&str, u32, u32), Vec<u64>> = BTreeMap::new();
-    for &(run, job, stage, ms) in rec.durations {
-        if let Some(r) = workflow_of.get(&run) {
-            samples.entry((r.workflow.as_str(), job, stage)).or_default().push(ms.max(1) as u64);
+    for d in rec.durations {
+        if let Some(r) = workflow_of.get(&d.run) {
+            samples.entry((r.workflow.as_str(), d.job, d.stage)).or_default().push(d.ms.max(1) as u64);
         }
     }
     let mut by_workflow: BTreeMap<&str, Vec<&RunRecordRow>> = BTreeMap::new();
@@ -140,7 +140,8 @@ mod tests {
         };
         let runs = [run(1, 10_000), run(2, 70_000)];
         let specs = BTreeMap::from([("report".to_string(), spec)]);
-        let durations = [(1, 0, 0, 900), (1, 0, 0, 1100), (2, 0, 0, 1000), (2, 1, 0, 50)];
+        let d = |run, job, ms| AttemptDuration { run, job, stage: 0, ms };
+        let durations = [d(1, 0, 900), d(1, 0, 1100), d(2, 0, 1000), d(2, 1, 50)];
         let (file, skipped) = workload(&Recorded {
             since_ms: 0,
             runs: &runs,

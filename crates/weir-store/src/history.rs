@@ -42,6 +42,24 @@ pub struct RunRecordRow {
     pub slo_ms: Option<i64>,
 }
 
+/// How long one successful task attempt ran (what a replay draws task durations from).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptDuration {
+    pub run: i64,
+    pub job: u32,
+    pub stage: u32,
+    pub ms: i64,
+}
+
+/// Runs of one (project, tier, state).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunCount {
+    pub project: String,
+    pub tier: u8,
+    pub state: String,
+    pub runs: i64,
+}
+
 /// A container taken by preemption, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PreemptionRow {
@@ -178,15 +196,14 @@ impl Store {
             .collect()
     }
 
-    /// Every attempt that succeeded for runs of `cluster` submitted in `[since_ms, until_ms)`:
-    /// (workflow, job index, stage index, run id, milliseconds it ran). What a replay of the
-    /// recorded runs draws its task durations from.
+    /// Every attempt that succeeded for runs of `cluster` submitted in `[since_ms, until_ms)`,
+    /// and how long it ran. What a replay of the recorded runs draws its task durations from.
     pub(crate) async fn attempt_durations(
         &self,
         cluster: &str,
         since_ms: i64,
         until_ms: i64,
-    ) -> Result<Vec<(i64, u32, u32, i64)>, StoreError> {
+    ) -> Result<Vec<AttemptDuration>, StoreError> {
         let rows = sqlx::query(
             "SELECT a.run_id AS run_id, a.job_idx AS job_idx, a.stage_idx AS stage_idx, a.ended_ms - a.started_ms AS ms
              FROM attempts a JOIN runs r ON r.id = a.run_id
@@ -201,17 +218,19 @@ impl Store {
         .map_err(StoreError::db)?;
         rows.iter()
             .map(|r| {
-                Ok((int(r, "run_id")?, int(r, "job_idx")? as u32, int(r, "stage_idx")? as u32, int(r, "ms")?))
+                Ok(AttemptDuration {
+                    run: int(r, "run_id")?,
+                    job: int(r, "job_idx")? as u32,
+                    stage: int(r, "stage_idx")? as u32,
+                    ms: int(r, "ms")?,
+                })
             })
             .collect()
     }
 
     /// Runs by (project, tier, state): those submitted since `since_ms` and every run not yet
     /// ended.
-    pub(crate) async fn run_counts(
-        &self,
-        since_ms: i64,
-    ) -> Result<Vec<(String, u8, String, i64)>, StoreError> {
+    pub(crate) async fn run_counts(&self, since_ms: i64) -> Result<Vec<RunCount>, StoreError> {
         let rows = sqlx::query(
             "SELECT project, tier, state, COUNT(*) AS n FROM runs
              WHERE submitted_ms >= $1 OR state NOT IN ('succeeded', 'failed', 'killed')
@@ -223,12 +242,12 @@ impl Store {
         .map_err(StoreError::db)?;
         rows.iter()
             .map(|r| {
-                Ok((
-                    text(r, "project")?,
-                    int(r, "tier")?.clamp(0, 255) as u8,
-                    text(r, "state")?,
-                    int(r, "n")?,
-                ))
+                Ok(RunCount {
+                    project: text(r, "project")?,
+                    tier: int(r, "tier")?.clamp(0, 255) as u8,
+                    state: text(r, "state")?,
+                    runs: int(r, "n")?,
+                })
             })
             .collect()
     }

@@ -24,9 +24,9 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::{
-    ActiveRun, AttemptRow, Change, ClusterRow, Fence, JobRow, KillOutcome, Lease, NewRun, PlanApplied,
-    PreemptionRow, ProposalRow, RouteRow, RunFilter, RunRecordRow, RunRow, SnapshotRow, StoreError,
-    Submitted, TaskRow, TokenRow, UsageRow,
+    ActiveRun, AttemptDuration, AttemptRow, Change, ClusterRow, Fence, JobRow, KillOutcome, Lease, NewRun,
+    PlanApplied, PreemptionRow, ProposalRow, RouteRow, RunCount, RunFilter, RunRecordRow, RunRow,
+    SnapshotRow, StoreError, Submitted, TaskRow, TokenRow, UsageRow,
 };
 
 /// A boxed future, so that [`JobStore`] stays object-safe.
@@ -225,18 +225,18 @@ pub trait JobStore: Send + Sync {
         until_ms: i64,
     ) -> BoxFuture<'a, Result<Vec<RunRecordRow>, StoreError>>;
 
-    /// (run, job index, stage index, milliseconds) of every successful attempt of the runs of
-    /// `cluster` submitted in `[since_ms, until_ms)`: what a replay draws task durations from.
+    /// How long every successful attempt of the runs of `cluster` submitted in
+    /// `[since_ms, until_ms)` ran: what a replay draws task durations from.
     fn attempt_durations<'a>(
         &'a self,
         cluster: &'a str,
         since_ms: i64,
         until_ms: i64,
-    ) -> BoxFuture<'a, Result<Vec<(i64, u32, u32, i64)>, StoreError>>;
+    ) -> BoxFuture<'a, Result<Vec<AttemptDuration>, StoreError>>;
 
     /// Runs by (project, tier, state): those submitted since `since_ms` and every run not yet
     /// ended.
-    fn run_counts(&self, since_ms: i64) -> BoxFuture<'_, Result<Vec<(String, u8, String, i64)>, StoreError>>;
+    fn run_counts(&self, since_ms: i64) -> BoxFuture<'_, Result<Vec<RunCount>, StoreError>>;
 
     /// Preemptions of one cluster or all since `since_ms`, newest first, at most `limit`.
     fn preemptions<'a>(
@@ -473,11 +473,11 @@ impl JobStore for crate::Store {
         cluster: &'a str,
         since_ms: i64,
         until_ms: i64,
-    ) -> BoxFuture<'a, Result<Vec<(i64, u32, u32, i64)>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Vec<AttemptDuration>, StoreError>> {
         Box::pin(crate::Store::attempt_durations(self, cluster, since_ms, until_ms))
     }
 
-    fn run_counts(&self, since_ms: i64) -> BoxFuture<'_, Result<Vec<(String, u8, String, i64)>, StoreError>> {
+    fn run_counts(&self, since_ms: i64) -> BoxFuture<'_, Result<Vec<RunCount>, StoreError>> {
         Box::pin(crate::Store::run_counts(self, since_ms))
     }
 

@@ -4,7 +4,7 @@
 
 use askama::Template;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::Form;
 use serde::Deserialize;
@@ -12,7 +12,7 @@ use weir_store::RouteRow;
 
 use super::pages::{signed_in, try_page};
 use super::views::{resources, time};
-use super::{api_error, html, page_error, visitor, Nav, Visitor};
+use super::{api_error, html, visitor, Nav, Visitor};
 use crate::api::AppState;
 use crate::error::ApiError;
 use crate::time::now_ms;
@@ -76,20 +76,9 @@ pub struct RouteForm {
     queue: String,
 }
 
-fn admin_only(v: &Visitor) -> Result<(), Response> {
-    if v.is_admin() {
-        Ok(())
-    } else {
-        Err(page_error(
-            StatusCode::FORBIDDEN,
-            &format!("token {} is not a global admin", v.principal.token_id),
-        ))
-    }
-}
-
 pub async fn put_route(State(s): State<AppState>, headers: HeaderMap, Form(f): Form<RouteForm>) -> Response {
     let v = signed_in!(s, headers);
-    if let Err(r) = v.check_form(&f.csrf).and_then(|()| admin_only(&v)) {
+    if let Some(r) = v.refuse_form(&f.csrf, true) {
         return r;
     }
     let key = f.key.trim().to_string();
@@ -129,7 +118,7 @@ pub async fn delete_route(
     Form(f): Form<DeleteForm>,
 ) -> Response {
     let v = signed_in!(s, headers);
-    if let Err(r) = v.check_form(&f.csrf).and_then(|()| admin_only(&v)) {
+    if let Some(r) = v.refuse_form(&f.csrf, true) {
         return r;
     }
     let outcome = match s.store.delete_route(&f.key).await {
@@ -282,7 +271,7 @@ pub async fn put_cluster(
     Form(f): Form<ClusterForm>,
 ) -> Response {
     let v = signed_in!(s, headers);
-    if let Err(r) = v.check_form(&f.csrf).and_then(|()| admin_only(&v)) {
+    if let Some(r) = v.refuse_form(&f.csrf, true) {
         return r;
     }
     let outcome = match (f.apply_proposal, f.config) {

@@ -121,16 +121,22 @@ impl Visitor {
         self.principal.can_all(Role::Viewer)
     }
 
-    /// Check a submitted form's token.
-    pub fn check_form(&self, csrf: &str) -> Result<(), Response> {
-        if bool::from(self.csrf.as_bytes().ct_eq(csrf.as_bytes())) {
-            Ok(())
-        } else {
-            Err(page_error(
+    /// Why a submitted form may change nothing, if it may not: its token is not the one the
+    /// dashboard gave this visitor (a stale or forged form), or it needs a global admin.
+    pub fn refuse_form(&self, csrf: &str, admin_only: bool) -> Option<Response> {
+        if !bool::from(self.csrf.as_bytes().ct_eq(csrf.as_bytes())) {
+            return Some(page_error(
                 StatusCode::FORBIDDEN,
                 "this form is stale or was not sent by the dashboard; reload the page",
-            ))
+            ));
         }
+        if admin_only && !self.is_admin() {
+            return Some(page_error(
+                StatusCode::FORBIDDEN,
+                &format!("token {} is not a global admin", self.principal.token_id),
+            ));
+        }
+        None
     }
 }
 
@@ -293,7 +299,7 @@ pub struct CsrfForm {
 
 async fn logout(State(s): State<AppState>, headers: HeaderMap, Form(f): Form<CsrfForm>) -> Response {
     if let Ok(v) = visitor(&s, &headers).await {
-        if let Err(r) = v.check_form(&f.csrf) {
+        if let Some(r) = v.refuse_form(&f.csrf, false) {
             return r;
         }
     }

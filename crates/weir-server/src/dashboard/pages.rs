@@ -171,12 +171,12 @@ pub async fn overview(State(s): State<AppState>, headers: HeaderMap) -> Response
     let states: Vec<&'static str> = RunState::ALL.iter().map(|s| s.as_str()).collect();
     let counts = try_page!(s.store.run_counts(now - 86_400_000).await);
     let mut table: BTreeMap<u8, Vec<i64>> = (1..=3).map(|t| (t, vec![0; states.len()])).collect();
-    for (project, tier, state, n) in counts {
-        if !v.reads(&project) {
+    for c in counts {
+        if !v.reads(&c.project) {
             continue;
         }
-        if let Some(i) = states.iter().position(|s| *s == state) {
-            table.entry(tier).or_insert_with(|| vec![0; states.len()])[i] += n;
+        if let Some(i) = states.iter().position(|s| *s == c.state) {
+            table.entry(c.tier).or_insert_with(|| vec![0; states.len()])[i] += c.runs;
         }
     }
     let by_tier =
