@@ -170,16 +170,27 @@ async fn usage_and_runs_are_recorded_reported_and_exported(db: Db) {
         other => panic!("{other:?}"),
     }
 
-    // /metrics: the counters of this process, the queue gauges of the snapshot.
-    let (status, v) = s.call(Method::GET, "/metrics", None).await;
-    assert_eq!(status, 200);
+    // /metrics: the counters of this process, the queue gauges of the snapshot. The actor
+    // publishes its snapshot at most once a second, so the gauges may still show the last
+    // run's containers for a moment after it ended: wait for the idle tier-1 queue.
+    let idle =
+        "weir_queue_usage{cluster=\"default\",queue=\"root.ads.tier1\",resource=\"cpu\",unit=\"core\"} 0.0";
+    let start = Instant::now();
+    let v = loop {
+        let (status, v) = s.call(Method::GET, "/metrics", None).await;
+        assert_eq!(status, 200);
+        if text(&v).lines().any(|l| l == idle) {
+            break v;
+        }
+        assert!(start.elapsed() < LONG, "no `{idle}` within {LONG:?}:\n{v}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     let m = text(&v);
     for line in [
         "weir_runs_finished_total{tier=\"1\",state=\"succeeded\"} 1",
         "weir_runs_started_total{tier=\"3\"} 1",
         "weir_slo_runs_total{tier=\"1\",outcome=\"met\"} 1",
         "weir_task_starts_total{cluster=\"default\"} 4",
-        "weir_queue_usage{cluster=\"default\",queue=\"root.ads.tier1\",resource=\"cpu\",unit=\"core\"} 0.0",
         "weir_cluster_capacity{cluster=\"default\",resource=\"cpu\",unit=\"core\"} 8.0",
     ] {
         assert!(m.contains(line), "no `{line}` in\n{m}");
