@@ -78,6 +78,10 @@ async fn viewers_see_their_projects_and_only_admins_change_anything() {
     );
     let (status, _) = page(&s, &viewer, &format!("/runs/{search_id}")).await;
     assert_eq!(status, 403, "another project's run");
+    // Its own run's page; the run has no SLO, so no deadline is promised.
+    let (status, run) = page(&s, &viewer, &format!("/runs/{ads_id}")).await;
+    assert_eq!(status, 200);
+    assert!(run.contains("<dd id=\"slo-status\">none</dd>") && run.contains("<h2>Timings</h2>"), "{run}");
     let (status, queues) = page(&s, &viewer, "/queues").await;
     assert_eq!(status, 200);
     assert!(
