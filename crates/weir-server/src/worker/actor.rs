@@ -78,7 +78,9 @@ pub(crate) async fn run(
         Err(e) => return Ended::Failed(format!("the engine refuses the configuration: {e}")),
     };
     let (exit_tx, exits) = tokio::sync::mpsc::unbounded_channel();
-    let state_dir = settings.data_dir.join("backend").join(cluster);
+    let (state_dir, kill_grace) = settings.local_backend(cluster);
+    let mut settings = settings.clone();
+    settings.kill_grace = kill_grace;
     let backend: Arc<dyn Backend> = match LocalBackend::new(LocalConfig::new(state_dir), exit_tx) {
         Ok(b) => Arc::new(b),
         Err(e) => return Ended::Failed(format!("cannot set up the local backend: {e}")),
@@ -90,7 +92,7 @@ pub(crate) async fn run(
         cluster: cluster.to_string(),
         fence,
         store: store.clone(),
-        settings: settings.clone(),
+        settings,
         backend,
         engine,
         config: loaded.config.clone(),
