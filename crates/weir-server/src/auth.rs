@@ -153,6 +153,11 @@ impl Authenticator {
             .and_then(|h| h.strip_prefix("Bearer "))
             .map(str::trim)
             .ok_or_else(|| ApiError::unauthorized("the Authorization header is not `Bearer <token>`"))?;
+        self.principal_of(store, secret).await
+    }
+
+    /// The holder of a token secret (the dashboard's login and cookie).
+    pub async fn principal_of(&self, store: &dyn JobStore, secret: &str) -> Result<Principal, ApiError> {
         let hash = hash_token(secret);
         let now = now_ms();
         let cached = self.cache.lock().ok().and_then(|c| c.get(&hash).cloned());

@@ -22,9 +22,16 @@
 
 mod api;
 mod auth;
+mod autoplan;
 mod clusters;
+mod dashboard;
 mod error;
 mod logs;
+mod loop_api;
+pub mod metrics;
+mod plans;
+mod replay;
+mod reports;
 mod snapshot;
 mod submit;
 mod time;
@@ -40,6 +47,7 @@ use tokio::sync::watch;
 use weir_store::JobStore;
 
 pub use auth::{admin_token_path, hash_token, new_token};
+pub use autoplan::AutoPlan;
 pub use clusters::{default_cluster_yaml, ClusterSource};
 pub use error::ServerError;
 pub use time::{format_utc, now_ms};
@@ -68,6 +76,10 @@ pub struct ServerConfig {
     pub body_limit: usize,
     /// The engine actor's periodic tick (scheduling even when nothing happens).
     pub tick: Duration,
+    /// Queue usage history is recorded with at most one row per queue per this span.
+    pub usage_resolution: Duration,
+    /// Plan every cluster on this schedule and store the plans as proposals (`--auto-plan`).
+    pub auto_plan: Option<AutoPlan>,
 }
 
 impl ServerConfig {
@@ -83,6 +95,8 @@ impl ServerConfig {
             backends: BTreeMap::new(),
             body_limit: 1 << 20,
             tick: Duration::from_millis(500),
+            usage_resolution: Duration::from_secs(60),
+            auto_plan: None,
         }
     }
 }
@@ -138,11 +152,15 @@ impl Server {
         }
         let created_admin_token = auth::ensure_admin_token(store.as_ref(), &config.data_dir).await?;
         let registry = Arc::new(clusters::Registry::load(store.as_ref()).await?);
+        let metrics = Arc::new(metrics::Metrics::new());
         let (stop, stop_rx) = watch::channel(Stop::Running);
         let mut tasks = Vec::new();
         tasks.push(tokio::spawn(clusters::refresh_loop(store.clone(), registry.clone(), stop_rx.clone())));
+        if let Some(cfg) = config.auto_plan {
+            tasks.push(tokio::spawn(autoplan::run(store.clone(), registry.clone(), cfg, stop_rx.clone())));
+        }
         let worker = if config.worker {
-            Some(worker::start(&config, store.clone(), registry.clone(), stop_rx.clone())?)
+            Some(worker::start(&config, metrics.clone(), store.clone(), registry.clone(), stop_rx.clone())?)
         } else {
             None
         };
@@ -153,7 +171,7 @@ impl Server {
                 .map_err(|source| ServerError::Bind { addr: listen, source })?;
             addr = listener.local_addr().ok();
             let notify = worker.as_ref().map(|w| w.notify.clone());
-            let state = api::AppState::new(store.clone(), registry.clone(), notify);
+            let state = api::AppState::new(store.clone(), registry.clone(), notify, metrics.clone());
             let app = api::router(state, config.body_limit);
             let mut rx = stop_rx.clone();
             tasks.push(tokio::spawn(async move {

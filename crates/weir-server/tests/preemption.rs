@@ -1,13 +1,14 @@
 //! The engine's preemption carried out on real processes: a starved tier-1 job takes a
 //! container from a tier-3 job; the victim's process is killed (SIGTERM, then SIGKILL), its
 //! attempt is recorded as killed by preemption, and its task runs again without using up an
-//! attempt.
+//! attempt. The dashboard's queues page lists the preemption and `/metrics` counts it.
 
 mod common;
 
 use std::time::Duration;
 
 use common::{one_task, TestServer};
+use reqwest::header::{COOKIE, SET_COOKIE};
 use reqwest::Method;
 use serde_json::json;
 use weir_server::{ClusterSource, Stop};
@@ -68,6 +69,35 @@ async fn a_starved_tier_1_job_takes_a_container_from_tier_3() {
         store.attempts(lo_id, again.job_idx, again.stage_idx, again.task_idx).await.expect("attempts");
     assert_eq!(attempts[0].state, "killed");
     assert_eq!(attempts[0].reason.as_deref(), Some("preempted"));
+    let task = format!("j.s.{}", again.task_idx);
+
+    // The queues page shows it under "Preemptions in the last hour": the task and attempt that
+    // lost the container, its queue, the queue it was taken for and the engine's reason.
+    let http =
+        reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let login = http
+        .post(format!("{}/login", s.base))
+        .form(&[("token", s.token.as_str())])
+        .send()
+        .await
+        .expect("login");
+    let cookie = login.headers().get(SET_COOKIE).and_then(|v| v.to_str().ok()).expect("a cookie");
+    let cookie = cookie.split(';').next().expect("name=value").to_string();
+    let page = http.get(format!("{}/queues", s.base)).header(COOKIE, &cookie).send().await.expect("page");
+    let html = page.text().await.expect("html");
+    let at =
+        html.find("<table id=\"preemptions\">").unwrap_or_else(|| panic!("no preemptions table:\n{html}"));
+    let table = &html[at..at + html[at..].find("</table>").expect("the table's end")];
+    let row = format!("run {lo_id}</a> {task} (attempt 1)</td><td>root.lo</td><td>root.hi</td><td>");
+    assert!(table.contains(&row), "no row `{row}` in:\n{table}");
+    assert_eq!(table.matches("<tr>").count(), 2, "a header and one preemption:\n{table}");
+    // /metrics counts it by the starvation that caused it (only a fair-share timeout is set).
+    let (status, metrics) = s.call(Method::GET, "/metrics", None).await;
+    assert_eq!(status, 200);
+    let metrics = metrics.as_str().expect("OpenMetrics text");
+    let line = "weir_preemptions_total{cluster=\"default\",reason=\"fair_share\"} 1";
+    assert!(metrics.lines().any(|l| l == line), "no `{line}` in:\n{metrics}");
+
     s.call(Method::POST, &format!("/v1/runs/{lo_id}/kill"), None).await;
     assert_eq!(s.wait(lo_id, Duration::from_secs(30)).await["state"], "killed");
     s.stop(Stop::Now).await;

@@ -24,8 +24,9 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::{
-    ActiveRun, AttemptRow, Change, ClusterRow, Fence, JobRow, KillOutcome, Lease, NewRun, RouteRow,
-    RunFilter, RunRow, SnapshotRow, StoreError, Submitted, TaskRow, TokenRow,
+    ActiveRun, AttemptDuration, AttemptRow, Change, ClusterRow, Fence, JobRow, KillOutcome, Lease, NewRun,
+    PlanApplied, PreemptionRow, ProposalRow, RouteRow, RunCount, RunFilter, RunRecordRow, RunRow,
+    SnapshotRow, StoreError, Submitted, TaskRow, TokenRow, UsageRow,
 };
 
 /// A boxed future, so that [`JobStore`] stays object-safe.
@@ -202,6 +203,85 @@ pub trait JobStore: Send + Sync {
 
     /// One cluster's configuration.
     fn cluster<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<ClusterRow>, StoreError>>;
+    // ---- History, reports and the plan → apply loop (history.rs) ----
+    // Usage rows and preemptions are written by the owning worker inside its fenced
+    // [`JobStore::apply`] batches (`Change::Usage`, `Change::UsageExtended`,
+    // `Change::Preempted`); these read them.
+
+    /// Usage rows of `cluster` overlapping `[since_ms, until_ms)`, by queue then start. Rows
+    /// of one queue never overlap.
+    fn usage<'a>(
+        &'a self,
+        cluster: &'a str,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<Vec<UsageRow>, StoreError>>;
+
+    /// Runs submitted in `[since_ms, until_ms)`, of one cluster or all, oldest first.
+    fn run_records<'a>(
+        &'a self,
+        cluster: Option<&'a str>,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<Vec<RunRecordRow>, StoreError>>;
+
+    /// How long every successful attempt of the runs of `cluster` submitted in
+    /// `[since_ms, until_ms)` ran: what a replay draws task durations from.
+    fn attempt_durations<'a>(
+        &'a self,
+        cluster: &'a str,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<Vec<AttemptDuration>, StoreError>>;
+
+    /// Runs by (project, tier, state): those submitted since `since_ms` and every run not yet
+    /// ended.
+    fn run_counts(&self, since_ms: i64) -> BoxFuture<'_, Result<Vec<RunCount>, StoreError>>;
+
+    /// Preemptions of one cluster or all since `since_ms`, newest first, at most `limit`.
+    fn preemptions<'a>(
+        &'a self,
+        cluster: Option<&'a str>,
+        since_ms: i64,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<PreemptionRow>, StoreError>>;
+
+    /// Applies a plan: the cluster's configuration becomes `config` and the routes to it become
+    /// exactly `routes`. **One transaction: all or nothing**, **compare-and-set** on the
+    /// configuration version: a cluster no longer at `base_version` is left alone
+    /// ([`PlanApplied::Stale`]). The version moves on only if the text changed.
+    fn apply_plan<'a>(
+        &'a self,
+        cluster: &'a str,
+        base_version: i64,
+        config: &'a str,
+        routes: &'a [RouteRow],
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<PlanApplied, StoreError>>;
+
+    /// Stores a proposal in its state; the cluster's earlier waiting proposals become
+    /// `superseded`. One transaction. Returns the new id.
+    fn put_proposal<'a>(&'a self, proposal: &'a ProposalRow) -> BoxFuture<'a, Result<i64, StoreError>>;
+
+    /// The newest proposals of one cluster or all, newest first.
+    fn proposals<'a>(
+        &'a self,
+        cluster: Option<&'a str>,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<ProposalRow>, StoreError>>;
+
+    fn proposal(&self, id: i64) -> BoxFuture<'_, Result<Option<ProposalRow>, StoreError>>;
+
+    /// Compare-and-set a proposal from `proposed` to `to`; `false` if it was no longer waiting.
+    fn decide_proposal<'a>(
+        &'a self,
+        id: i64,
+        to: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// When the cluster's newest proposal was made.
+    fn last_proposal_ms<'a>(&'a self, cluster: &'a str) -> BoxFuture<'a, Result<Option<i64>, StoreError>>;
 }
 
 /// The SQLite/PostgreSQL store keeps the contract through one code path; the inherent methods
@@ -369,5 +449,84 @@ impl JobStore for crate::Store {
 
     fn cluster<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<ClusterRow>, StoreError>> {
         Box::pin(crate::Store::cluster(self, name))
+    }
+    fn usage<'a>(
+        &'a self,
+        cluster: &'a str,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<Vec<UsageRow>, StoreError>> {
+        Box::pin(crate::Store::usage(self, cluster, since_ms, until_ms))
+    }
+
+    fn run_records<'a>(
+        &'a self,
+        cluster: Option<&'a str>,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<Vec<RunRecordRow>, StoreError>> {
+        Box::pin(crate::Store::run_records(self, cluster, since_ms, until_ms))
+    }
+
+    fn attempt_durations<'a>(
+        &'a self,
+        cluster: &'a str,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<Vec<AttemptDuration>, StoreError>> {
+        Box::pin(crate::Store::attempt_durations(self, cluster, since_ms, until_ms))
+    }
+
+    fn run_counts(&self, since_ms: i64) -> BoxFuture<'_, Result<Vec<RunCount>, StoreError>> {
+        Box::pin(crate::Store::run_counts(self, since_ms))
+    }
+
+    fn preemptions<'a>(
+        &'a self,
+        cluster: Option<&'a str>,
+        since_ms: i64,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<PreemptionRow>, StoreError>> {
+        Box::pin(crate::Store::preemptions(self, cluster, since_ms, limit))
+    }
+
+    fn apply_plan<'a>(
+        &'a self,
+        cluster: &'a str,
+        base_version: i64,
+        config: &'a str,
+        routes: &'a [RouteRow],
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<PlanApplied, StoreError>> {
+        Box::pin(crate::Store::apply_plan(self, cluster, base_version, config, routes, now_ms))
+    }
+
+    fn put_proposal<'a>(&'a self, proposal: &'a ProposalRow) -> BoxFuture<'a, Result<i64, StoreError>> {
+        Box::pin(crate::Store::put_proposal(self, proposal))
+    }
+
+    fn proposals<'a>(
+        &'a self,
+        cluster: Option<&'a str>,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<ProposalRow>, StoreError>> {
+        Box::pin(crate::Store::proposals(self, cluster, limit))
+    }
+
+    fn proposal(&self, id: i64) -> BoxFuture<'_, Result<Option<ProposalRow>, StoreError>> {
+        Box::pin(crate::Store::proposal(self, id))
+    }
+
+    fn decide_proposal<'a>(
+        &'a self,
+        id: i64,
+        to: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(crate::Store::decide_proposal(self, id, to, now_ms))
+    }
+
+    fn last_proposal_ms<'a>(&'a self, cluster: &'a str) -> BoxFuture<'a, Result<Option<i64>, StoreError>> {
+        Box::pin(crate::Store::last_proposal_ms(self, cluster))
     }
 }

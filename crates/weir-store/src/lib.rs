@@ -23,6 +23,7 @@
 
 mod auth;
 mod error;
+mod history;
 mod job_store;
 mod runs;
 mod schema;
@@ -36,6 +37,9 @@ use sqlx::{AnyPool, Executor, Row};
 
 pub use auth::{ClusterRow, RouteRow, SnapshotRow, TokenRow};
 pub use error::StoreError;
+pub use history::{
+    AttemptDuration, PlanApplied, PreemptionRow, ProposalRow, RunCount, RunRecordRow, UsageRow,
+};
 pub use job_store::{BoxFuture, JobStore};
 pub use runs::{
     AttemptRow, JobRow, KillOutcome, NewRun, RunFilter, RunRow, Submitted, TaskRow, TERMINAL_RUN_STATES,

@@ -24,6 +24,8 @@ pub struct NewRun {
     /// Token id of the submitter.
     pub submitted_by: String,
     pub submitted_ms: i64,
+    /// The workflow's runtime SLO, for the SLO reports.
+    pub slo_ms: Option<i64>,
     /// `token id + ":" + Idempotency-Key`, if the request had one.
     pub idempotency_key: Option<String>,
     /// Records older than this (ms) are expired and do not replay.
@@ -249,7 +251,7 @@ impl Store {
             let key = active_key(&run.workflow, &run.logical_date);
             let inserted = sqlx::query(
                 "INSERT INTO runs (workflow, project, tier, logical_date, active_key, state, cluster, queue,
-                 spec, params, submitted_by, submitted_ms) VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11)
+                 spec, params, submitted_by, submitted_ms, slo_ms) VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $12)
                  ON CONFLICT DO NOTHING RETURNING id",
             )
             .bind(run.workflow.as_str())
@@ -263,6 +265,7 @@ impl Store {
             .bind(run.params.as_str())
             .bind(run.submitted_by.as_str())
             .bind(run.submitted_ms)
+            .bind(run.slo_ms)
             .fetch_optional(&mut *tx)
             .await
             .map_err(StoreError::db)?;

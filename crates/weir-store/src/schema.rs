@@ -9,10 +9,10 @@ use crate::{Dialect, Store, StoreError};
 /// (version, SQLite statements, PostgreSQL statements)
 type Migration = (i64, &'static [&'static str], &'static [&'static str]);
 
-const MIGRATIONS: &[Migration] = &[(1, V1_SQLITE, V1_POSTGRES)];
+const MIGRATIONS: &[Migration] = &[(1, V1_SQLITE, V1_POSTGRES), (2, V2_SQLITE, V2_POSTGRES)];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -58,6 +58,35 @@ macro_rules! v1 {
 }
 
 const V1_SQLITE: &[&str] = v1!("INTEGER PRIMARY KEY AUTOINCREMENT");
+
+/// History for the dashboard and the plan → apply loop: the SLO a run was submitted with, queue
+/// usage intervals (`usage.csv`), preemptions carried out, and plan proposals.
+macro_rules! v2 {
+    ($id:literal) => {
+        &[
+            "ALTER TABLE runs ADD COLUMN slo_ms BIGINT",
+            "CREATE INDEX runs_submitted ON runs (submitted_ms)",
+            "CREATE TABLE queue_usage (cluster TEXT NOT NULL, queue TEXT NOT NULL, start_ms BIGINT NOT NULL,
+             end_ms BIGINT NOT NULL, cpu BIGINT NOT NULL, memory BIGINT NOT NULL, running_apps BIGINT NOT NULL,
+             PRIMARY KEY (cluster, queue, start_ms))",
+            "CREATE INDEX queue_usage_time ON queue_usage (cluster, start_ms)",
+            "CREATE TABLE preemptions (cluster TEXT NOT NULL, at_ms BIGINT NOT NULL, run_id BIGINT NOT NULL,
+             task TEXT NOT NULL, attempt BIGINT NOT NULL, queue TEXT NOT NULL, for_queue TEXT NOT NULL,
+             kind TEXT NOT NULL, reason TEXT NOT NULL)",
+            "CREATE INDEX preemptions_time ON preemptions (at_ms)",
+            concat!(
+                "CREATE TABLE proposals (id ",
+                $id,
+                ", cluster TEXT NOT NULL, created_ms BIGINT NOT NULL, base_version BIGINT NOT NULL,
+                 config TEXT NOT NULL, routes TEXT NOT NULL, summary TEXT NOT NULL, state TEXT NOT NULL,
+                 decided_ms BIGINT)"
+            ),
+        ]
+    };
+}
+
+const V2_SQLITE: &[&str] = v2!("INTEGER PRIMARY KEY AUTOINCREMENT");
+const V2_POSTGRES: &[&str] = v2!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
 const V1_POSTGRES: &[&str] = v1!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
 
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {

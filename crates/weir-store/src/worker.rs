@@ -80,6 +80,14 @@ pub enum Change {
         at: i64,
         reason: Option<String>,
     },
+    /// A usage interval of a leaf queue (`usage.csv`). Never overlaps the queue's earlier rows:
+    /// a start before the last row's end is moved up to it.
+    Usage(crate::UsageRow),
+    /// Compare-and-set: the queue's row starting at `start_ms` still ends at `old_end_ms`; it
+    /// now ends at `end_ms` (the same usage went on).
+    UsageExtended { queue: String, start_ms: i64, old_end_ms: i64, end_ms: i64 },
+    /// A container was taken by preemption.
+    Preempted(crate::PreemptionRow),
 }
 
 /// A run a new owner picks up: its row, jobs, tasks and the attempts still open.
@@ -321,6 +329,9 @@ type Tx = sqlx::Transaction<'static, sqlx::Any>;
 
 async fn apply_one(tx: &mut Tx, cluster: &str, change: &Change) -> Result<bool, StoreError> {
     let affected = match change {
+        Change::Usage(_) | Change::UsageExtended { .. } | Change::Preempted(_) => {
+            apply_history(tx, cluster, change).await?
+        }
         Change::Route { run, jobs, at: _ } => {
             let n = sqlx::query("UPDATE runs SET state = 'routed' WHERE id = $1 AND state = 'queued'")
                 .bind(*run)
@@ -501,4 +512,15 @@ async fn apply_one(tx: &mut Tx, cluster: &str, change: &Change) -> Result<bool, 
         }
     };
     Ok(affected == 1)
+}
+
+async fn apply_history(tx: &mut Tx, cluster: &str, change: &Change) -> Result<u64, StoreError> {
+    match change {
+        Change::Usage(row) => crate::history::insert_usage(tx, cluster, row).await,
+        Change::UsageExtended { queue, start_ms, old_end_ms, end_ms } => {
+            crate::history::extend_usage(tx, cluster, queue, *start_ms, *old_end_ms, *end_ms).await
+        }
+        Change::Preempted(p) => crate::history::insert_preemption(tx, p).await,
+        _ => Ok(0),
+    }
 }

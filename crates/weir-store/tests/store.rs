@@ -37,6 +37,7 @@ fn run(workflow: &str, date: &str, key: Option<&str>) -> NewRun {
         params: "{}".into(),
         submitted_by: "admin".into(),
         submitted_ms: 1_000,
+        slo_ms: None,
         idempotency_key: key.map(str::to_string),
         idempotency_after_ms: 0,
     }

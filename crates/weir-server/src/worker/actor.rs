@@ -21,8 +21,10 @@ use weir_model::{ClusterConfig, Time};
 use weir_store::{AttemptKey, Change, Fence, JobStore, StoreError, TaskKey};
 
 use super::live::{attempt_id, engine_job, split_job, AttemptLive, JobPhase, RunLive, TaskPhase};
+use super::usage::{Held, UsageRecorder};
 use super::{Ended, WorkerSettings};
 use crate::clusters::Registry;
+use crate::metrics::Metrics;
 use crate::snapshot::{self, Snapshot};
 use crate::time::now_ms;
 use crate::Stop;
@@ -59,6 +61,27 @@ pub(crate) struct Actor {
     pub routes_pending: Vec<(usize, i64)>,
     /// Attempts to start go to the starter task.
     pub starter: tokio::sync::mpsc::UnboundedSender<TaskLaunch>,
+    pub metrics: Arc<Metrics>,
+    /// Leaf queues' usage, turned into `usage.csv` rows.
+    pub recorder: UsageRecorder,
+    /// The leaves, by their index in the configuration, in the recorder's order.
+    pub leaves: Vec<usize>,
+    /// Tier, submission time and SLO of each run the actor handles, until its end is counted.
+    pub run_meta: HashMap<i64, RunMeta>,
+}
+
+/// What the metrics need of a run when its state changes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunMeta {
+    pub tier: u8,
+    pub submitted_ms: i64,
+    pub slo_ms: Option<i64>,
+}
+
+impl RunMeta {
+    pub fn of(run: &RunLive) -> RunMeta {
+        RunMeta { tier: run.tier, submitted_ms: run.submitted_ms, slo_ms: run.slo_ms }
+    }
 }
 
 pub(crate) async fn run(
@@ -88,10 +111,15 @@ pub(crate) async fn run(
     let (launch_tx, launch_rx) = tokio::sync::mpsc::unbounded_channel();
     let (started_tx, started_rx) = tokio::sync::mpsc::unbounded_channel();
     let starter_task = tokio::spawn(starter(backend.clone(), launch_rx, started_tx));
+    let leaves: Vec<usize> =
+        (0..loaded.config.queues.len()).filter(|&i| loaded.config.queues[i].is_leaf()).collect();
+    let names = leaves.iter().map(|&i| loaded.config.queues[i].path.to_string()).collect();
+    let recorder = UsageRecorder::new(names, settings.usage_resolution_ms, now_ms().max(0) as u64);
     let mut actor = Actor {
         cluster: cluster.to_string(),
         fence,
         store: store.clone(),
+        metrics: settings.metrics.clone(),
         settings,
         backend,
         engine,
@@ -108,6 +136,9 @@ pub(crate) async fn run(
         draining: false,
         starter: launch_tx,
         routes_pending: Vec::new(),
+        recorder,
+        leaves,
+        run_meta: HashMap::new(),
     };
     let ended = match actor.recover().await {
         Ok(()) => actor.serve(registry, &mut stop, notify, exits, started_rx).await,
@@ -186,6 +217,7 @@ impl Actor {
             for d in decisions {
                 self.on_decision(d);
             }
+            self.record_usage(t.0);
             let nchanges = self.changes.len();
             let t2 = t0.elapsed();
             if let Err(e) = self.commit().await {
@@ -194,6 +226,7 @@ impl Actor {
             let t3 = t0.elapsed();
             let nstart = self.to_start.len();
             self.act();
+            self.metrics.observe_pass(&self.cluster, t0.elapsed());
             if std::env::var_os("WEIR_TRACE_ACTOR").is_some() {
                 eprintln!(
                     "pass: claim {t1:?} schedule {:?} commit {nchanges} in {:?} act {nstart} in {:?}",
@@ -238,13 +271,59 @@ impl Actor {
     /// Commit this pass's changes in one fenced transaction.
     pub async fn commit(&mut self) -> Result<Vec<bool>, Ended> {
         let changes = std::mem::take(&mut self.changes);
-        match self.store.apply(&self.fence, self.lease_until(), &changes).await {
+        let t0 = std::time::Instant::now();
+        let result = self.store.apply(&self.fence, self.lease_until(), &changes).await;
+        self.metrics.observe_store("apply", t0.elapsed());
+        match result {
             Ok(applied) => {
                 self.settle_routes(&applied);
+                self.count(&changes, &applied);
                 Ok(applied)
             }
             Err(StoreError::LeaseLost { .. }) => Err(Ended::LeaseLost),
             Err(e) => Err(Ended::Failed(format!("cannot write to the store: {e}"))),
+        }
+    }
+
+    /// Count runs started and ended (with their SLO outcome) among the changes that applied.
+    fn count(&mut self, changes: &[Change], applied: &[bool]) {
+        for (c, ok) in changes.iter().zip(applied) {
+            let Change::RunState { run, to, at, .. } = c else { continue };
+            if !*ok {
+                continue;
+            }
+            let Some(meta) = self.run_meta.get(run).copied() else { continue };
+            match *to {
+                "running" => self.metrics.run_started(meta.tier),
+                "succeeded" | "failed" | "killed" => {
+                    let met = match *to {
+                        "killed" => None,
+                        "succeeded" => meta.slo_ms.map(|slo| at - meta.submitted_ms <= slo),
+                        _ => meta.slo_ms.map(|_| false),
+                    };
+                    self.metrics.run_finished(meta.tier, to, met);
+                    self.run_meta.remove(run);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Show the recorder every leaf's usage now; closed windows become `Usage` changes.
+    fn record_usage(&mut self, now: u64) {
+        let mut out = Vec::new();
+        for (i, &q) in self.leaves.iter().enumerate() {
+            let stat = self.engine.queue_stat(q);
+            let held =
+                Held { cpu: stat.usage.cpu, memory: stat.usage.memory, running_apps: stat.running_apps };
+            self.recorder.observe(i, now, held, &mut out);
+        }
+        self.recorder.flush(now, &mut out);
+        for mut c in out {
+            if let Change::Usage(row) = &mut c {
+                row.cluster = self.cluster.clone();
+            }
+            self.changes.push(c);
         }
     }
 
@@ -287,6 +366,7 @@ impl Actor {
                     return;
                 };
                 a.launched = Some(launched.clone());
+                self.metrics.task_started(&self.cluster);
                 self.changes.push(Change::AttemptLaunched { key: a.key, launched: launched.to_json(), at });
                 let run = a.key.task.run;
                 if a.container.is_none() || self.runs.get(&run).is_some_and(|r| r.ending.is_some()) {
@@ -296,6 +376,7 @@ impl Actor {
             }
             Err(e) => {
                 eprintln!("weir worker: cannot start {id}: {e}");
+                self.metrics.task_failed(&self.cluster, "start_error");
                 self.on_exit(TaskExit { attempt: id, exit: Exit::Code(127), ended_at_ms: at as u64 });
             }
         }
@@ -319,7 +400,10 @@ impl Actor {
         let snap =
             Snapshot { queues: Some(snapshot::queues(&self.cluster, &self.engine, now)), explanations };
         let body = serde_json::to_string(&snap).unwrap_or_default();
-        match self.store.publish_snapshot(&self.fence, self.lease_until(), &body, now).await {
+        let t0 = std::time::Instant::now();
+        let published = self.store.publish_snapshot(&self.fence, self.lease_until(), &body, now).await;
+        self.metrics.observe_store("publish", t0.elapsed());
+        match published {
             Ok(()) => Ok(()),
             Err(StoreError::LeaseLost { .. }) => Err(Ended::LeaseLost),
             Err(e) => Err(Ended::Failed(format!("cannot publish the queue snapshot: {e}"))),
@@ -329,7 +413,10 @@ impl Actor {
     /// Claim queued runs of this cluster: route them (creating their jobs and tasks) and
     /// submit their first jobs.
     async fn claim(&mut self) -> Result<(), Ended> {
-        let rows = match self.store.queued_runs(&self.cluster, CLAIM).await {
+        let t0 = std::time::Instant::now();
+        let rows = self.store.queued_runs(&self.cluster, CLAIM).await;
+        self.metrics.observe_store("claim", t0.elapsed());
+        let rows = match rows {
             Ok(r) => r,
             Err(e) => return Err(Ended::Failed(format!("cannot read queued runs: {e}"))),
         };
@@ -340,6 +427,7 @@ impl Actor {
         for row in &rows {
             match RunLive::build(row, &self.config) {
                 Ok(live) => {
+                    self.run_meta.insert(live.id, RunMeta::of(&live));
                     // Optimistic: the run goes into the engine now, and the route commits with
                     // the rest of this pass. If the compare-and-set fails (it was killed while
                     // queued), `settle_routes` takes it out again before anything is started.
@@ -350,6 +438,10 @@ impl Actor {
                     self.start_ready_jobs(id);
                 }
                 Err(why) => {
+                    self.run_meta.insert(
+                        row.id,
+                        RunMeta { tier: row.tier, submitted_ms: row.submitted_ms, slo_ms: None },
+                    );
                     self.changes.push(Change::RunState { run: row.id, to: "failed", at, reason: Some(why) });
                 }
             }
@@ -457,6 +549,8 @@ impl Actor {
                             self.to_kill.push(l.clone());
                         }
                         eprintln!("weir worker: {id}: {reason}");
+                        let key = a.key;
+                        self.record_preemption(key, &reason);
                     }
                 }
             }
@@ -466,6 +560,34 @@ impl Actor {
             }
             Decision::PreemptContainer { .. } | Decision::JobRunnable { .. } => {}
         }
+    }
+
+    fn record_preemption(&mut self, key: AttemptKey, reason: &weir_engine::PreemptReason) {
+        let kind = match reason.kind {
+            weir_engine::Starvation::FairShare => "fair_share",
+            weir_engine::Starvation::MinShare => "min_share",
+        };
+        self.metrics.preempted(&self.cluster, kind);
+        let Some(run) = self.runs.get(&key.task.run) else { return };
+        let (job, stage) = match run.jobs.get(key.task.job as usize) {
+            Some(j) => (
+                j.name.clone(),
+                j.stages.get(key.task.stage as usize).map(|s| s.name.clone()).unwrap_or_default(),
+            ),
+            None => return,
+        };
+        let at = self.last_now as i64;
+        self.changes.push(Change::Preempted(weir_store::PreemptionRow {
+            cluster: self.cluster.clone(),
+            at_ms: at,
+            run_id: key.task.run,
+            task: format!("{job}.{stage}.{}", key.task.task),
+            attempt: key.attempt,
+            queue: run.queue.to_string(),
+            for_queue: reason.for_queue.to_string(),
+            kind: kind.to_string(),
+            reason: reason.to_string(),
+        }));
     }
 
     fn start_container(
@@ -603,8 +725,11 @@ impl Actor {
         let (to, reason, counts) = if a.preempted {
             ("killed", "preempted".to_string(), false)
         } else if exit.exit == Exit::Lost {
+            self.metrics.task_failed(&self.cluster, "lost");
             ("lost", "lost: no process and no exit status".to_string(), false)
         } else {
+            let kind = if matches!(exit.exit, Exit::Signal(_)) { "signal" } else { "exit_code" };
+            self.metrics.task_failed(&self.cluster, kind);
             ("failed", exit.exit.to_string(), true)
         };
         self.changes.push(Change::AttemptEnded {

@@ -6,6 +6,7 @@
 mod actor;
 mod live;
 mod recover;
+mod usage;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -18,6 +19,7 @@ use weir_store::JobStore;
 
 use crate::clusters::Registry;
 use crate::error::ServerError;
+use crate::metrics::Metrics;
 use crate::time::now_ms;
 use crate::{BackendSettings, ServerConfig, Stop};
 
@@ -30,6 +32,9 @@ pub(crate) struct WorkerSettings {
     pub tick: Duration,
     pub data_dir: PathBuf,
     pub backends: BTreeMap<String, BackendSettings>,
+    /// Usage rows are at most one per queue per this many milliseconds.
+    pub usage_resolution_ms: u64,
+    pub metrics: Arc<Metrics>,
 }
 
 impl WorkerSettings {
@@ -59,6 +64,7 @@ impl WorkerHandle {
 
 pub(crate) fn start(
     config: &ServerConfig,
+    metrics: Arc<Metrics>,
     store: Arc<dyn JobStore>,
     registry: Arc<Registry>,
     stop: watch::Receiver<Stop>,
@@ -70,6 +76,8 @@ pub(crate) fn start(
         tick: config.tick,
         data_dir: config.data_dir.clone(),
         backends: config.backends.clone(),
+        usage_resolution_ms: config.usage_resolution.as_millis().max(1) as u64,
+        metrics,
     };
     let notify = Arc::new(Notify::new());
     let n = notify.clone();

@@ -1,5 +1,6 @@
 //! One module per subcommand: its clap `Args` struct and a `run` function.
 
+pub mod apply;
 pub mod bench;
 mod bench_plan;
 pub mod bench_serve;
@@ -8,6 +9,7 @@ pub mod client;
 pub mod export;
 pub mod import;
 pub mod plan;
+mod plan_server;
 pub mod routes;
 pub mod runs;
 pub mod serve;

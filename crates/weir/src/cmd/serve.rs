@@ -46,6 +46,15 @@ pub struct ServeArgs {
     /// Largest request body accepted, in bytes (larger: 413). [default: 1048576]
     #[arg(long, value_name = "BYTES")]
     body_limit: Option<usize>,
+    /// Plan every cluster on a schedule from its recorded history and validate the plan by
+    /// replaying the recorded runs: `daily`, `hourly`, or a span such as `6h`. It only proposes:
+    /// the proposal and its validation figures appear on the dashboard's Clusters page for an
+    /// admin to apply. Give it to one process per store.
+    #[arg(long, value_name = "daily|hourly|SPAN")]
+    auto_plan: Option<String>,
+    /// The history a scheduled plan looks at (the planner's window).
+    #[arg(long, default_value = "30d", value_name = "SPAN", value_parser = crate::cmd::simulate::parse_duration)]
+    auto_plan_window: weir_model::Duration,
 }
 
 #[derive(Debug, Args)]
@@ -87,6 +96,11 @@ struct Common {
     /// On Ctrl-C, take no new work and wait for running tasks to end before stopping.
     #[arg(long)]
     drain: bool,
+    /// Queue usage is recorded (for `weir plan --server` and the dashboard) with at most one
+    /// row per queue per this span: each row holds the average over its span. Default 1m
+    /// (10s with --demo).
+    #[arg(long, value_name = "SPAN", value_parser = crate::cmd::simulate::parse_duration)]
+    usage_resolution: Option<weir_model::Duration>,
 }
 
 fn cluster_sources(args: &Common, demo: bool) -> Result<Vec<ClusterSource>> {
@@ -174,7 +188,30 @@ fn config(common: &Common, listen: Option<SocketAddr>, demo: bool) -> Result<(Se
         }
         None => c.clusters = cluster_sources(common, demo)?,
     }
+    let resolution = common.usage_resolution.map_or(if demo { 10_000 } else { 60_000 }, |d| d.as_millis());
+    c.usage_resolution = Duration::from_millis(resolution.max(1000));
     Ok((c, db))
+}
+
+/// `--auto-plan`: `daily`, `hourly` or a span.
+fn auto_plan(value: &str, window: weir_model::Duration) -> Result<weir_server::AutoPlan> {
+    let every = match value {
+        "daily" => 86_400_000,
+        "hourly" => 3_600_000,
+        other => other
+            .parse::<weir_model::Duration>()
+            .map_err(|e| {
+                anyhow::anyhow!("--auto-plan {other}: write daily, hourly or a span such as 6h ({e})")
+            })?
+            .as_millis(),
+    };
+    if every < 60_000 {
+        bail!("--auto-plan {value}: plan at most once a minute");
+    }
+    Ok(weir_server::AutoPlan {
+        every: Duration::from_millis(every),
+        window: Duration::from_millis(window.as_millis()),
+    })
 }
 
 pub fn serve(args: &ServeArgs) -> Result<()> {
@@ -184,6 +221,9 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
     }
     if let Some(b) = args.body_limit {
         c.body_limit = b;
+    }
+    if let Some(v) = &args.auto_plan {
+        c.auto_plan = Some(auto_plan(v, args.auto_plan_window)?);
     }
     run(c, &db, &args.common, args.demo)
 }
@@ -209,6 +249,13 @@ fn run(mut c: ServerConfig, db: &str, common: &Common, demo: bool) -> Result<()>
         let server = Server::start(c.clone(), store).await.context("weir serve could not start")?;
         if let Some(addr) = server.addr {
             eprintln!("weir serve: listening on http://{addr}, data in {}", data_dir.display());
+            match std::fs::read_to_string(weir_server::admin_token_path(&data_dir)) {
+                Ok(token) => eprintln!(
+                    "weir serve: dashboard at http://{addr}/ — log in with the admin token {}",
+                    token.trim()
+                ),
+                Err(_) => eprintln!("weir serve: dashboard at http://{addr}/ — log in with an API token"),
+            }
         } else {
             eprintln!("weir worker: running (owner {}), data in {}", c.owner, data_dir.display());
         }
@@ -261,21 +308,50 @@ async fn submit_demo(addr: SocketAddr, data_dir: PathBuf) {
     }
     plan.sort();
     let http = reqwest::Client::new();
+    for round in 0u64.. {
+        let start = std::time::Instant::now();
+        submit_round(&http, addr, token.trim(), &workload, &plan, round).await;
+        if round == 0 {
+            eprintln!(
+                "weir serve --demo: all submitted; open the dashboard, or try `weir runs`, `weir queues`, \
+                 `weir status RUN`, `weir logs RUN TASK`; the demo submits again every {} s",
+                DEMO_EVERY.as_secs()
+            );
+        }
+        if let Some(wait) = DEMO_EVERY.checked_sub(start.elapsed()) {
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// The demo submits its workload again this often, so the dashboard keeps moving.
+const DEMO_EVERY: Duration = Duration::from_secs(180);
+
+/// One round of the demo: logical dates `demo-1`, `demo-2`, … in the first round, then
+/// `demo-rR-1`, ….
+async fn submit_round(
+    http: &reqwest::Client,
+    addr: SocketAddr,
+    token: &str,
+    workload: &WorkloadFile,
+    plan: &[(u64, usize, usize)],
+    round: u64,
+) {
     let start = std::time::Instant::now();
-    for (at, w, i) in plan {
+    for &(at, w, i) in plan {
         let due = Duration::from_millis(at);
         if let Some(wait) = due.checked_sub(start.elapsed()) {
             tokio::time::sleep(wait).await;
         }
         let wf = &workload.workflows[w];
+        let date = if round == 0 { format!("demo-{}", i + 1) } else { format!("demo-r{round}-{}", i + 1) };
         let body = SubmitRun {
             workflow: serde_json::to_value(wf).ok(),
             workflow_name: None,
-            logical_date: Some(format!("demo-{}", i + 1)),
+            logical_date: Some(date),
             params: Default::default(),
         };
-        let resp =
-            http.post(format!("http://{addr}/v1/runs")).bearer_auth(token.trim()).json(&body).send().await;
+        let resp = http.post(format!("http://{addr}/v1/runs")).bearer_auth(token).json(&body).send().await;
         match resp {
             Ok(r) if r.status().is_success() => {
                 if let Ok(c) = r.json::<RunCreated>().await {
@@ -291,5 +367,4 @@ async fn submit_demo(addr: SocketAddr, data_dir: PathBuf) {
             Err(e) => eprintln!("weir serve --demo: cannot submit {}: {e}", wf.name),
         }
     }
-    eprintln!("weir serve --demo: all submitted; try `weir runs`, `weir queues`, `weir status RUN`, `weir logs RUN TASK`");
 }
