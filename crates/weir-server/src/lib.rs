@@ -37,6 +37,7 @@ mod submit;
 mod time;
 mod worker;
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -66,8 +67,11 @@ pub struct ServerConfig {
     pub owner: String,
     /// How long a lease lasts without renewal; another worker takes over after it.
     pub lease: Duration,
-    /// Grace between SIGTERM and SIGKILL when killing a task.
+    /// Grace between SIGTERM and SIGKILL when killing a task (a cluster's backend may set its own).
     pub kill_grace: Duration,
+    /// How each cluster runs its tasks, by cluster name. A cluster not named here runs on the
+    /// local backend under `DATA_DIR/backend/NAME` with [`ServerConfig::kill_grace`].
+    pub backends: BTreeMap<String, BackendSettings>,
     /// Largest accepted request body.
     pub body_limit: usize,
     /// The engine actor's periodic tick (scheduling even when nothing happens).
@@ -88,12 +92,25 @@ impl ServerConfig {
             owner: format!("weir-{}", std::process::id()),
             lease: Duration::from_secs(10),
             kill_grace: Duration::from_secs(10),
+            backends: BTreeMap::new(),
             body_limit: 1 << 20,
             tick: Duration::from_millis(500),
             usage_resolution: Duration::from_secs(60),
             auto_plan: None,
         }
     }
+}
+
+/// How one cluster's tasks are run: the backend kind and its options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BackendSettings {
+    /// Process groups on this machine (`weir_backend::LocalBackend`).
+    Local {
+        /// The backend's state folder (one folder per attempt). `None`: `DATA_DIR/backend/NAME`.
+        state_dir: Option<PathBuf>,
+        /// Grace between SIGTERM and SIGKILL. `None`: [`ServerConfig::kill_grace`].
+        kill_grace: Option<Duration>,
+    },
 }
 
 /// A running server. Dropping it does not stop it; call [`Server::shutdown`].

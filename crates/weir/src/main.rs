@@ -60,6 +60,7 @@ enum Command {
     /// Why each unfinished job of a run is where it is (the engine's explanation).
     Explain(cmd::runs::RunArgs),
     Token(cmd::token::TokenArgs),
+    Routes(cmd::routes::RoutesArgs),
 }
 
 fn main() -> ExitCode {
@@ -83,6 +84,7 @@ fn main() -> ExitCode {
         Command::Queues(args) => cmd::runs::queues(args).map(|()| ExitCode::SUCCESS),
         Command::Explain(args) => cmd::runs::explain(args).map(|()| ExitCode::SUCCESS),
         Command::Token(args) => cmd::token::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Routes(args) => cmd::routes::run(args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -101,7 +101,9 @@ pub(crate) async fn run(
         Err(e) => return Ended::Failed(format!("the engine refuses the configuration: {e}")),
     };
     let (exit_tx, exits) = tokio::sync::mpsc::unbounded_channel();
-    let state_dir = settings.data_dir.join("backend").join(cluster);
+    let (state_dir, kill_grace) = settings.local_backend(cluster);
+    let mut settings = settings.clone();
+    settings.kill_grace = kill_grace;
     let backend: Arc<dyn Backend> = match LocalBackend::new(LocalConfig::new(state_dir), exit_tx) {
         Ok(b) => Arc::new(b),
         Err(e) => return Ended::Failed(format!("cannot set up the local backend: {e}")),
@@ -117,7 +119,8 @@ pub(crate) async fn run(
         cluster: cluster.to_string(),
         fence,
         store: store.clone(),
-        settings: settings.clone(),
+        metrics: settings.metrics.clone(),
+        settings,
         backend,
         engine,
         config: loaded.config.clone(),
@@ -133,7 +136,6 @@ pub(crate) async fn run(
         draining: false,
         starter: launch_tx,
         routes_pending: Vec::new(),
-        metrics: settings.metrics.clone(),
         recorder,
         leaves,
         run_meta: HashMap::new(),

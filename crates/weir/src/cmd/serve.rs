@@ -10,6 +10,10 @@ use weir_api::{RunCreated, SubmitRun};
 use weir_model::WorkloadFile;
 use weir_server::{ClusterSource, Server, ServerConfig, Stop};
 
+use super::serve_config;
+
+const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 8470);
+
 pub const DEMO_CLUSTER: &str = include_str!("../../../../examples/demo/cluster.yaml");
 pub const DEMO_WORKLOAD: &str = include_str!("../../../../examples/demo/workload.yaml");
 
@@ -25,21 +29,23 @@ With no --cluster, one node the size of this machine with a root.default queue. 
 once and leaves running tasks running: the next start re-adopts them (--drain waits for them).\n\n\
 Examples:\n  weir serve --demo                       # example workflows through tiered queues\n  \
 weir serve --cluster examples/cluster.yaml\n  \
-weir serve --db postgres://weir@127.0.0.1:5432/weir --listen 127.0.0.1:9000"
+weir serve --db postgres://weir@127.0.0.1:5432/weir --listen 127.0.0.1:9000\n  \
+weir serve --config examples/serve/server.yaml   # several clusters, each with its backend"
 )]
 pub struct ServeArgs {
     #[command(flatten)]
     common: Common,
     /// Where the API listens. Bind other than loopback only behind TLS you trust.
-    #[arg(long, default_value = "127.0.0.1:8470", value_name = "ADDR")]
-    listen: SocketAddr,
+    /// [default: 127.0.0.1:8470]
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
     /// Load the demo cluster (examples/demo/cluster.yaml) and submit the demo workflows
     /// (examples/demo/workload.yaml: `sleep` commands) once the server is up.
     #[arg(long)]
     demo: bool,
-    /// Largest request body accepted, in bytes (larger: 413).
-    #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
-    body_limit: usize,
+    /// Largest request body accepted, in bytes (larger: 413). [default: 1048576]
+    #[arg(long, value_name = "BYTES")]
+    body_limit: Option<usize>,
     /// Plan every cluster on a schedule from its recorded history and validate the plan by
     /// replaying the recorded runs: `daily`, `hourly`, or a span such as `6h`. It only proposes:
     /// the proposal and its validation figures appear on the dashboard's Clusters page for an
@@ -66,22 +72,27 @@ pub struct WorkerArgs {
 
 #[derive(Debug, Args)]
 struct Common {
-    /// Data directory: store (SQLite), logs, backend state, admin.token.
-    #[arg(long, default_value = "weir-data", value_name = "DIR")]
-    data_dir: PathBuf,
+    /// A server file (YAML, `version: 1`): listen address, data directory, store, lease, body
+    /// limit and the clusters, each a cluster file and a backend. Flags given too override it;
+    /// --cluster cannot be combined with it. See docs/serve.md and examples/serve/server.yaml.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Data directory: store (SQLite), logs, backend state, admin.token. [default: weir-data]
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
     /// The store: sqlite:///path/weir.db or postgres://user@host:port/db. Default: weir.db in
     /// the data directory.
     #[arg(long, value_name = "URL")]
     db: Option<String>,
     /// A cluster file to load, as FILE (named `default`) or NAME=FILE (repeatable).
-    #[arg(long = "cluster", value_name = "[NAME=]FILE")]
+    #[arg(long = "cluster", value_name = "[NAME=]FILE", conflicts_with = "config")]
     clusters: Vec<String>,
-    /// Seconds a cluster's lease lasts without renewal (takeover time after a crash).
-    #[arg(long, default_value_t = 10)]
-    lease: u64,
-    /// Seconds between SIGTERM and SIGKILL when a task is killed.
-    #[arg(long, default_value_t = 10)]
-    kill_grace: u64,
+    /// Seconds a cluster's lease lasts without renewal (takeover time after a crash). [default: 10]
+    #[arg(long)]
+    lease: Option<u64>,
+    /// Seconds between SIGTERM and SIGKILL when a task is killed. [default: 10]
+    #[arg(long)]
+    kill_grace: Option<u64>,
     /// On Ctrl-C, take no new work and wait for running tasks to end before stopping.
     #[arg(long)]
     drain: bool,
@@ -99,7 +110,7 @@ fn cluster_sources(args: &Common, demo: bool) -> Result<Vec<ClusterSource>> {
             Some((n, f)) => (n.to_string(), f.to_string()),
             None => ("default".to_string(), c.clone()),
         };
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        if !serve_config::valid_cluster_name(&name) {
             bail!("--cluster {c}: a cluster name is letters, digits, `-` and `_`");
         }
         let yaml =
@@ -131,17 +142,52 @@ fn machine_cluster() -> ClusterSource {
     }
 }
 
+/// The server's settings from --config (if given) and the flags (which win), and the store URL.
 fn config(common: &Common, listen: Option<SocketAddr>, demo: bool) -> Result<(ServerConfig, String)> {
-    std::fs::create_dir_all(&common.data_dir)
-        .with_context(|| format!("--data-dir: cannot create {}", common.data_dir.display()))?;
-    let data_dir = std::fs::canonicalize(&common.data_dir)
-        .with_context(|| format!("--data-dir: cannot resolve {}", common.data_dir.display()))?;
-    let db = common.db.clone().unwrap_or_else(|| format!("sqlite://{}", data_dir.join("weir.db").display()));
+    let file = match &common.config {
+        Some(path) => Some(serve_config::load(path)?),
+        None => None,
+    };
+    let data_dir_arg = common
+        .data_dir
+        .clone()
+        .or_else(|| file.as_ref().and_then(|f| f.data_dir.clone()))
+        .unwrap_or_else(|| PathBuf::from("weir-data"));
+    std::fs::create_dir_all(&data_dir_arg)
+        .with_context(|| format!("--data-dir: cannot create {}", data_dir_arg.display()))?;
+    let data_dir = std::fs::canonicalize(&data_dir_arg)
+        .with_context(|| format!("--data-dir: cannot resolve {}", data_dir_arg.display()))?;
+    let db = common
+        .db
+        .clone()
+        .or_else(|| file.as_ref().and_then(|f| f.db.clone()))
+        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("weir.db").display()));
     let mut c = ServerConfig::new(data_dir);
     c.listen = listen;
-    c.clusters = cluster_sources(common, demo)?;
-    c.lease = Duration::from_secs(common.lease.max(1));
-    c.kill_grace = Duration::from_secs(common.kill_grace);
+    c.lease = common
+        .lease
+        .map(Duration::from_secs)
+        .or(file.as_ref().and_then(|f| f.lease))
+        .unwrap_or(Duration::from_secs(10))
+        .max(Duration::from_secs(1));
+    c.kill_grace = common
+        .kill_grace
+        .map(Duration::from_secs)
+        .or(file.as_ref().and_then(|f| f.kill_grace))
+        .unwrap_or(Duration::from_secs(10));
+    match file {
+        Some(f) => {
+            if let (Some(l), Some(_)) = (f.listen, listen) {
+                c.listen = Some(l);
+            }
+            if let Some(b) = f.body_limit {
+                c.body_limit = b;
+            }
+            c.clusters = f.clusters;
+            c.backends = f.backends;
+        }
+        None => c.clusters = cluster_sources(common, demo)?,
+    }
     let resolution = common.usage_resolution.map_or(if demo { 10_000 } else { 60_000 }, |d| d.as_millis());
     c.usage_resolution = Duration::from_millis(resolution.max(1000));
     Ok((c, db))
@@ -169,8 +215,13 @@ fn auto_plan(value: &str, window: weir_model::Duration) -> Result<weir_server::A
 }
 
 pub fn serve(args: &ServeArgs) -> Result<()> {
-    let (mut c, db) = config(&args.common, Some(args.listen), args.demo)?;
-    c.body_limit = args.body_limit;
+    let (mut c, db) = config(&args.common, Some(args.listen.unwrap_or(DEFAULT_LISTEN)), args.demo)?;
+    if let Some(l) = args.listen {
+        c.listen = Some(l);
+    }
+    if let Some(b) = args.body_limit {
+        c.body_limit = b;
+    }
     if let Some(v) = &args.auto_plan {
         c.auto_plan = Some(auto_plan(v, args.auto_plan_window)?);
     }
