@@ -27,6 +27,11 @@ store, task logs, and admin.token, the admin token created on first start (mode 
 client commands use by default.\n\n\
 With no --cluster, one node the size of this machine with a root.default queue. Ctrl-C stops at \
 once and leaves running tasks running: the next start re-adopts them (--drain waits for them).\n\n\
+The same address serves the web dashboard at / (log in with a token: runs and their DAGs, task \
+logs, the live queue tree with each pending job's explanation, the SLO and usage/capacity \
+reports, routes and clusters) and Prometheus metrics at /metrics. The server records queue \
+usage and run outcomes: `weir plan --server URL --validate --out plan/` plans from them and \
+`weir apply plan/` applies the plan.\n\n\
 Examples:\n  weir serve --demo                       # example workflows through tiered queues\n  \
 weir serve --cluster examples/cluster.yaml\n  \
 weir serve --db postgres://weir@127.0.0.1:5432/weir --listen 127.0.0.1:9000\n  \
