@@ -172,7 +172,8 @@ pub struct Task {
     pub name: String,
     pub stage: String,
     pub index: u32,
-    /// `pending`, `ready` (asked of the engine), `starting`, `running`, `succeeded`, `failed`,
+    /// `pending`, `ready` (asked of the engine), `starting`, `running`, `preempting` (running,
+    /// warned that its container will be taken: see `preemption`), `succeeded`, `failed`,
     /// `killed`.
     pub state: String,
     /// Attempts started so far.
@@ -186,6 +187,20 @@ pub struct Task {
     /// Exit code of the last attempt that ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// While the task is `preempting`: why its container is taken and when it will be killed.
+    /// The task was told too: the file named by its `WEIR_PREEMPT_NOTICE` holds the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemption: Option<PreemptionWarning>,
+}
+
+/// A preemption warning: the scheduler takes this task's container at `kill_at_ms` (SIGTERM,
+/// then SIGKILL after the kill grace) unless the task ends first. A preempted attempt does not
+/// count against the task's `max_attempts`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PreemptionWarning {
+    /// The engine's reason, e.g. `preempted to restore job 7 of root.hi to its fair share`.
+    pub reason: String,
+    pub kill_at_ms: i64,
 }
 
 /// One line of `GET /v1/runs`.

@@ -14,9 +14,9 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use tokio::sync::Notify;
 use weir_api::{
-    ClusterConfigApplied, ClusterQueues, CreateToken, Grant, Health, Job, JobExplanation, QueuesResponse,
-    Role, Route, RouteList, RouteTarget, Run, RunCreated, RunExplanation, RunList, RunState, RunSummary,
-    Task, TokenCreated, TokenInfo, TokenList,
+    ClusterConfigApplied, ClusterQueues, CreateToken, Grant, Health, Job, JobExplanation, PreemptionWarning,
+    QueuesResponse, Role, Route, RouteList, RouteTarget, Run, RunCreated, RunExplanation, RunList, RunState,
+    RunSummary, Task, TokenCreated, TokenInfo, TokenList,
 };
 use weir_store::{JobStore, KillOutcome, NewRun, RouteRow, RunFilter, RunRow, Submitted, TokenRow};
 
@@ -330,6 +330,16 @@ async fn get_run(
     } else {
         BTreeMap::new()
     };
+    let mut warnings = BTreeMap::new();
+    for t in tasks.iter().filter(|t| t.state == "preempting") {
+        let attempts = s.store.attempts(id, t.job_idx, t.stage_idx, t.task_idx).await?;
+        if let Some(a) = attempts.iter().rev().find(|a| a.state == "preempting") {
+            if let (Some(reason), Some(kill_at_ms)) = (a.reason.clone(), a.kill_at_ms) {
+                warnings
+                    .insert((t.job_idx, t.stage_idx, t.task_idx), PreemptionWarning { reason, kill_at_ms });
+            }
+        }
+    }
     let wire_jobs = jobs
         .iter()
         .map(|j| Job {
@@ -351,6 +361,7 @@ async fn get_run(
                     started_ms: t.started_ms,
                     finished_ms: t.finished_ms,
                     exit_code: t.exit_code,
+                    preemption: warnings.get(&(t.job_idx, t.stage_idx, t.task_idx)).cloned(),
                 })
                 .collect(),
         })

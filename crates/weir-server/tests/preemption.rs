@@ -1,7 +1,12 @@
 //! The engine's preemption carried out on real processes: a starved tier-1 job takes a
-//! container from a tier-3 job; the victim's process is killed (SIGTERM, then SIGKILL), its
-//! attempt is recorded as killed by preemption, and its task runs again without using up an
-//! attempt. The dashboard's queues page lists the preemption and `/metrics` counts it.
+//! container from a tier-3 job. First the warning: the victim's task shows `preempting` with the
+//! reason and the kill time, and finds the same in the file `WEIR_PREEMPT_NOTICE` names — as
+//! YARN's Fair Scheduler first marks the containers (`FSPreemptionThread.preemptContainers` →
+//! `FSAppAttempt.trackContainerForPreemption`, which the AM learns through the allocate
+//! response's `PreemptionMessage`) and kills them `waitTimeBeforeKill` later
+//! (`PreemptContainersTask`). Then the kill, no earlier than the kill time: SIGTERM, then
+//! SIGKILL; the attempt is recorded as killed by preemption, and its task runs again without
+//! using up an attempt.
 
 mod common;
 
@@ -15,7 +20,7 @@ use weir_server::{ClusterSource, Stop};
 
 const CLUSTER: &str = "version: 1
 scheduler:
-  preemption: {enabled: true, utilization_threshold: 0.5, kill_wait: 1s}
+  preemption: {enabled: true, utilization_threshold: 0.5, kill_wait: 3s}
 nodes:
   - {count: 1, resources: {cpu: 2000, memory: 2048}}
 queues:
@@ -37,7 +42,13 @@ async fn a_starved_tier_1_job_takes_a_container_from_tier_3() {
     let mut s = TestServer::start_with(c, &url).await;
     // The tier-3 job fills the node with two long tasks; max_attempts 1, so only a kill that
     // does not count lets its task run again.
-    let mut lo = one_task("lo", "root.lo", "sleep 60");
+    // Each waits for its preemption notice and keeps a copy, as a task that checkpoints would.
+    let wait_for_notice = format!(
+        "while [ ! -e \"$WEIR_PREEMPT_NOTICE\" ]; do sleep 0.05; done; \
+         cp \"$WEIR_PREEMPT_NOTICE\" {}/notice.$WEIR_TASK_INDEX; sleep 60",
+        dir.display()
+    );
+    let mut lo = one_task("lo", "root.lo", &wait_for_notice);
     lo["jobs"][0]["stages"][0]["tasks"] = json!(2);
     lo["jobs"][0]["stages"][0]["max_attempts"] = json!(1);
     // Memory decides (the fair policy, as YARN's, shares memory): each task takes half the node.
@@ -51,6 +62,37 @@ async fn a_starved_tier_1_job_takes_a_container_from_tier_3() {
     let mut hi = one_task("hi", "root.hi", "true");
     hi["jobs"][0]["stages"][0]["resources"] = json!({"cpu": 1000, "memory": 1024});
     let (_, hi) = s.submit(hi, "d").await;
+    // First the warning (the engine's PreemptContainer): the victim is `preempting`, with the
+    // reason and the kill time, and the task finds the same in its notice file.
+    let warned = s
+        .wait_until(lo_id, Duration::from_secs(30), "a tier-3 task warned", |r| {
+            r["jobs"][0]["tasks"].as_array().is_some_and(|t| t.iter().any(|t| t["state"] == "preempting"))
+        })
+        .await;
+    let victim = warned["jobs"][0]["tasks"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["state"] == "preempting"))
+        .expect("the warned task")
+        .clone();
+    let reason = victim["preemption"]["reason"].as_str().expect("a reason").to_string();
+    let kill_at_ms = victim["preemption"]["kill_at_ms"].as_i64().expect("a kill time");
+    assert!(reason.contains("root.hi") && reason.contains("fair share"), "{reason}");
+    assert_eq!(victim["attempts"], 1);
+    let copy = dir.join(format!("notice.{}", victim["index"]));
+    for _ in 0..200 {
+        if copy.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let notice = std::fs::read_to_string(&copy).expect("notice");
+    assert_eq!(
+        notice,
+        format!(
+            "kill_at_ms={kill_at_ms}\nkill_at={}\nreason={reason}\n",
+            weir_server::format_utc(kill_at_ms)
+        )
+    );
     let hi_run = s.wait(hi["id"].as_i64().expect("id"), Duration::from_secs(60)).await;
     assert_eq!(hi_run["state"], "succeeded", "{hi_run:#}");
     // One tier-3 task lost its container and runs again as attempt 2.
@@ -69,6 +111,10 @@ async fn a_starved_tier_1_job_takes_a_container_from_tier_3() {
         store.attempts(lo_id, again.job_idx, again.stage_idx, again.task_idx).await.expect("attempts");
     assert_eq!(attempts[0].state, "killed");
     assert_eq!(attempts[0].reason.as_deref(), Some("preempted"));
+    // The warned attempt, killed no earlier than the kill time it was given.
+    assert_eq!(again.task_idx as i64, victim["index"].as_i64().expect("index"));
+    assert_eq!(attempts[0].kill_at_ms, Some(kill_at_ms));
+    assert!(attempts[0].ended_ms.is_some_and(|e| e >= kill_at_ms), "{:?}", attempts[0]);
     let task = format!("j.s.{}", again.task_idx);
 
     // The queues page shows it under "Preemptions in the last hour": the task and attempt that

@@ -27,6 +27,7 @@ mod history;
 mod job_store;
 mod runs;
 mod schema;
+mod warning;
 mod worker;
 
 use std::sync::Arc;
@@ -44,7 +45,7 @@ pub use job_store::{BoxFuture, JobStore};
 pub use runs::{
     AttemptRow, JobRow, KillOutcome, NewRun, RunFilter, RunRow, Submitted, TaskRow, TERMINAL_RUN_STATES,
 };
-pub use worker::{ActiveRun, AttemptKey, Change, Fence, Lease, NewJob, NewTask, TaskKey};
+pub use worker::{ActiveRun, AttemptKey, Change, Fence, Lease, NewJob, NewTask, TaskKey, Warning};
 
 /// Which SQL the store speaks where the two databases differ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -103,8 +103,9 @@ pub struct AttemptRow {
     pub task_idx: u32,
     pub attempt: u32,
     pub cluster: String,
-    /// `starting` (intent recorded, process maybe not started), `running`, `succeeded`,
-    /// `failed`, `killed`, `lost`.
+    /// `starting` (intent recorded, process maybe not started), `running`, `preempting` (warned:
+    /// it will be killed at `kill_at_ms`, `reason` says why), `succeeded`, `failed`, `killed`,
+    /// `lost`.
     pub state: String,
     pub node: Option<String>,
     /// The backend's record of the started process (JSON), once known.
@@ -115,6 +116,8 @@ pub struct AttemptRow {
     pub ended_ms: Option<i64>,
     pub exit_code: Option<i32>,
     pub reason: Option<String>,
+    /// When the engine warned that it takes this attempt's container: the kill time.
+    pub kill_at_ms: Option<i64>,
 }
 
 /// Filters of `GET /v1/runs`; runs come newest first, `before` is the paging cursor.
@@ -214,6 +217,7 @@ pub(crate) fn attempt_row(r: &AnyRow) -> Result<AttemptRow, StoreError> {
         ended_ms: opt_int(r, "ended_ms")?,
         exit_code: opt_int(r, "exit_code")?.map(|c| c as i32),
         reason: opt_text(r, "reason")?,
+        kill_at_ms: opt_int(r, "kill_at_ms")?,
     })
 }
 
@@ -348,7 +352,7 @@ impl Store {
     ) -> Result<Vec<AttemptRow>, StoreError> {
         let rows = sqlx::query(
             "SELECT run_id, job_idx, stage_idx, task_idx, attempt, cluster, state, node, launched, stdout, stderr,
-             started_ms, ended_ms, exit_code, reason FROM attempts
+             started_ms, ended_ms, exit_code, reason, kill_at_ms FROM attempts
              WHERE run_id = $1 AND job_idx = $2 AND stage_idx = $3 AND task_idx = $4 ORDER BY attempt",
         )
         .bind(run)

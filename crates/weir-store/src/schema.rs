@@ -9,10 +9,10 @@ use crate::{Dialect, Store, StoreError};
 /// (version, SQLite statements, PostgreSQL statements)
 type Migration = (i64, &'static [&'static str], &'static [&'static str]);
 
-const MIGRATIONS: &[Migration] = &[(1, V1_SQLITE, V1_POSTGRES), (2, V2_SQLITE, V2_POSTGRES)];
+const MIGRATIONS: &[Migration] = &[(1, V1_SQLITE, V1_POSTGRES), (2, V2_SQLITE, V2_POSTGRES), (3, V3, V3)];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -87,6 +87,10 @@ macro_rules! v2 {
 
 const V2_SQLITE: &[&str] = v2!("INTEGER PRIMARY KEY AUTOINCREMENT");
 const V2_POSTGRES: &[&str] = v2!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
+
+/// Preemption warnings: an attempt in state `preempting` has its reason in `reason` and the time
+/// it will be killed in `kill_at_ms` (kept after it ends).
+const V3: &[&str] = &["ALTER TABLE attempts ADD COLUMN kill_at_ms BIGINT"];
 const V1_POSTGRES: &[&str] = v1!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
 
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {

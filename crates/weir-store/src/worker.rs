@@ -71,7 +71,7 @@ pub enum Change {
     AttemptStarting { key: AttemptKey, node: String, stdout: String, stderr: String, at: i64 },
     /// Compare-and-set `starting → running`, recording the backend's launch record.
     AttemptLaunched { key: AttemptKey, launched: String, at: i64 },
-    /// Compare-and-set from `starting` or `running` to an end state (`succeeded`, `failed`,
+    /// Compare-and-set from `starting`, `running` or `preempting` to an end state (`succeeded`, `failed`,
     /// `killed`, `lost`).
     AttemptEnded {
         key: AttemptKey,
@@ -88,6 +88,17 @@ pub enum Change {
     UsageExtended { queue: String, start_ms: i64, old_end_ms: i64, end_ms: i64 },
     /// A container was taken by preemption.
     Preempted(crate::PreemptionRow),
+    /// `Some`: compare-and-set `running → preempting` on the attempt and its task, recording the
+    /// warning (reason, kill time). `None`: `preempting → running`, clearing it (a new owner's
+    /// engine, rebuilt from the store, no longer plans that kill).
+    AttemptPreempting { key: AttemptKey, warning: Option<Warning> },
+}
+
+/// A preemption warning: why the container is taken and when it will be killed (Unix ms).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    pub reason: String,
+    pub kill_at_ms: i64,
 }
 
 /// A run a new owner picks up: its row, jobs, tasks and the attempts still open.
@@ -96,7 +107,7 @@ pub struct ActiveRun {
     pub run: RunRow,
     pub jobs: Vec<JobRow>,
     pub tasks: Vec<TaskRow>,
-    /// Attempts in `starting` or `running`.
+    /// Attempts in `starting`, `running` or `preempting`.
     pub open_attempts: Vec<AttemptRow>,
     /// Failed attempts per task (so retry limits survive a restart).
     pub failed_attempts: Vec<(TaskKey, u32)>,
@@ -228,8 +239,8 @@ impl Store {
         }
         let open = sqlx::query(
             "SELECT run_id, job_idx, stage_idx, task_idx, attempt, cluster, state, node, launched, stdout, stderr,
-             started_ms, ended_ms, exit_code, reason FROM attempts
-             WHERE cluster = $1 AND state IN ('starting', 'running') ORDER BY run_id, attempt",
+             started_ms, ended_ms, exit_code, reason, kill_at_ms FROM attempts
+             WHERE cluster = $1 AND state IN ('starting', 'running', 'preempting') ORDER BY run_id, attempt",
         )
         .bind(cluster)
         .fetch_all(&self.read)
@@ -325,12 +336,15 @@ impl Store {
     }
 }
 
-type Tx = sqlx::Transaction<'static, sqlx::Any>;
+pub(crate) type Tx = sqlx::Transaction<'static, sqlx::Any>;
 
 async fn apply_one(tx: &mut Tx, cluster: &str, change: &Change) -> Result<bool, StoreError> {
     let affected = match change {
         Change::Usage(_) | Change::UsageExtended { .. } | Change::Preempted(_) => {
             apply_history(tx, cluster, change).await?
+        }
+        Change::AttemptPreempting { key, warning } => {
+            crate::warning::apply(tx, key, warning.as_ref()).await?
         }
         Change::Route { run, jobs, at: _ } => {
             let n = sqlx::query("UPDATE runs SET state = 'routed' WHERE id = $1 AND state = 'queued'")
@@ -494,7 +508,7 @@ async fn apply_one(tx: &mut Tx, cluster: &str, change: &Change) -> Result<bool, 
             sqlx::query(
                 "UPDATE attempts SET state = $6, exit_code = $7, ended_ms = $8, reason = $9
                  WHERE run_id = $1 AND job_idx = $2 AND stage_idx = $3 AND task_idx = $4 AND attempt = $5
-                 AND state IN ('starting', 'running')",
+                 AND state IN ('starting', 'running', 'preempting')",
             )
             .bind(t.run)
             .bind(i64::from(t.job))

@@ -136,7 +136,7 @@ pub fn state_colour(state: &str) -> &'static str {
         "starting" | "routed" => "#56B4E9",
         "failed" | "lost" => "#D55E00",
         "killed" => "#CC79A7",
-        "waiting" | "ready" => "#E69F00",
+        "waiting" | "ready" | "preempting" => "#E69F00",
         _ => "#bbbbbb",
     }
 }

@@ -68,6 +68,8 @@ pub(crate) struct Actor {
     pub leaves: Vec<usize>,
     /// Tier, submission time and SLO of each run the actor handles, until its end is counted.
     pub run_meta: HashMap<i64, RunMeta>,
+    /// Preemption notices to write (`Some`) or remove (`None`) once `changes` is committed.
+    pub notices: Vec<(PathBuf, Option<String>)>,
 }
 
 /// What the metrics need of a run when its state changes.
@@ -139,6 +141,7 @@ pub(crate) async fn run(
         recorder,
         leaves,
         run_meta: HashMap::new(),
+        notices: Vec::new(),
     };
     let ended = match actor.recover().await {
         Ok(()) => actor.serve(registry, &mut stop, notify, exits, started_rx).await,
@@ -331,6 +334,7 @@ impl Actor {
     /// kills, let the backend forget attempts whose end is stored. Nothing here waits for a
     /// process: start results come back on the starter's channel.
     fn act(&mut self) {
+        self.write_notices();
         for launch in std::mem::take(&mut self.to_start) {
             if self.starter.send(launch).is_err() {
                 eprintln!("weir worker: the starter has stopped");
@@ -369,9 +373,13 @@ impl Actor {
                 self.metrics.task_started(&self.cluster);
                 self.changes.push(Change::AttemptLaunched { key: a.key, launched: launched.to_json(), at });
                 let run = a.key.task.run;
+                let warning = a.warning.take();
+                let key = a.key;
                 if a.container.is_none() || self.runs.get(&run).is_some_and(|r| r.ending.is_some()) {
                     // Preempted or its run ended while it was starting.
                     self.to_kill.push(launched);
+                } else if let Some(w) = warning {
+                    self.record_warning(key, w);
                 }
             }
             Err(e) => {
@@ -558,7 +566,10 @@ impl Actor {
                 let (run, _) = split_job(job);
                 self.end_run(run, "failed", format!("rejected by the scheduler: {reason}"));
             }
-            Decision::PreemptContainer { .. } | Decision::JobRunnable { .. } => {}
+            Decision::PreemptContainer { container, kill_at, reason, .. } => {
+                self.on_preempt_warning(container, kill_at, &reason)
+            }
+            Decision::JobRunnable { .. } => {}
         }
     }
 
@@ -641,6 +652,10 @@ impl Actor {
         env.insert("WEIR_STAGE".into(), run.jobs[j].stages[s].name.clone());
         env.insert("WEIR_TASK_INDEX".into(), t.to_string());
         env.insert("WEIR_ATTEMPT".into(), key.attempt.to_string());
+        env.insert(
+            super::warning::NOTICE_ENV.into(),
+            path_text(&super::warning::notice_path(&data_dir, &aid)),
+        );
         for (k, v) in &run.params {
             env.insert(format!("WEIR_PARAM_{}", k.to_uppercase()), v.clone());
         }
@@ -669,8 +684,10 @@ impl Actor {
             stderr: PathBuf::from(stderr),
         });
         self.containers.insert(container, aid.clone());
-        self.attempts
-            .insert(aid, AttemptLive { key, container: Some(container), launched: None, preempted: false });
+        self.attempts.insert(
+            aid,
+            AttemptLive { key, container: Some(container), launched: None, preempted: false, warning: None },
+        );
     }
 
     /// An attempt ended (reported by the backend, or found ended during recovery).

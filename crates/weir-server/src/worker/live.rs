@@ -98,6 +98,8 @@ pub struct AttemptLive {
     pub launched: Option<Launched>,
     /// The engine took its container: its end is not a failure.
     pub preempted: bool,
+    /// A preemption warning that came before the launch record: recorded once it is.
+    pub warning: Option<weir_store::Warning>,
 }
 
 /// Engine job ids pack the run id and the job's index.

@@ -7,6 +7,7 @@ mod actor;
 mod live;
 mod recover;
 mod usage;
+mod warning;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

@@ -167,7 +167,13 @@ impl Actor {
                     .entry(key.task.stage as usize)
                     .or_default()
                     .push(aid.clone());
-                self.attempts.insert(aid, AttemptLive { key, container: None, launched, preempted: false });
+                if open.state == "preempting" && launched.is_some() {
+                    self.withdraw_warning(key);
+                }
+                self.attempts.insert(
+                    aid,
+                    AttemptLive { key, container: None, launched, preempted: false, warning: None },
+                );
             }
             self.run_meta.insert(id, RunMeta::of(&live));
             self.runs.insert(id, live);
