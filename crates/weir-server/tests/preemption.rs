@@ -59,6 +59,21 @@ async fn a_starved_tier_1_job_takes_a_container_from_tier_3() {
         r["jobs"][0]["tasks"].as_array().is_some_and(|t| t.iter().all(|t| t["state"] == "running"))
     })
     .await;
+    // A dashboard session, to see the warning and the preemption as an operator would.
+    let http =
+        reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let login = http
+        .post(format!("{}/login", s.base))
+        .form(&[("token", s.token.as_str())])
+        .send()
+        .await
+        .expect("login");
+    let cookie = login.headers().get(SET_COOKIE).and_then(|v| v.to_str().ok()).expect("a cookie");
+    let cookie = cookie.split(';').next().expect("name=value").to_string();
+    let page = |path: String| {
+        let req = http.get(format!("{}{path}", s.base)).header(COOKIE, &cookie);
+        async move { req.send().await.expect("page").text().await.expect("html") }
+    };
     let mut hi = one_task("hi", "root.hi", "true");
     hi["jobs"][0]["stages"][0]["resources"] = json!({"cpu": 1000, "memory": 1024});
     let (_, hi) = s.submit(hi, "d").await;
@@ -78,6 +93,14 @@ async fn a_starved_tier_1_job_takes_a_container_from_tier_3() {
     let kill_at_ms = victim["preemption"]["kill_at_ms"].as_i64().expect("a kill time");
     assert!(reason.contains("root.hi") && reason.contains("fair share"), "{reason}");
     assert_eq!(victim["attempts"], 1);
+    // The run's page shows the warned task's kill time and reason under its state, within the
+    // kill wait (3 s). The reason is HTML-escaped on the page; compare its words.
+    let html = page(format!("/runs/{lo_id}")).await;
+    let row = format!("<tr data-task=\"j.s.{}\" data-state=\"preempting\">", victim["index"]);
+    let at = html.find(&row).unwrap_or_else(|| panic!("no row `{row}`:\n{html}"));
+    let cell = &html[at..at + html[at..].find("</tr>").expect("the row's end")];
+    let warning = format!("preempted at {}", &weir_server::format_utc(kill_at_ms).replace('T', " ")[..19]);
+    assert!(cell.contains(&warning) && cell.contains("root.hi"), "no `{warning}` in:\n{cell}");
     let copy = dir.join(format!("notice.{}", victim["index"]));
     for _ in 0..200 {
         if copy.exists() {
@@ -119,18 +142,7 @@ async fn a_starved_tier_1_job_takes_a_container_from_tier_3() {
 
     // The queues page shows it under "Preemptions in the last hour": the task and attempt that
     // lost the container, its queue, the queue it was taken for and the engine's reason.
-    let http =
-        reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
-    let login = http
-        .post(format!("{}/login", s.base))
-        .form(&[("token", s.token.as_str())])
-        .send()
-        .await
-        .expect("login");
-    let cookie = login.headers().get(SET_COOKIE).and_then(|v| v.to_str().ok()).expect("a cookie");
-    let cookie = cookie.split(';').next().expect("name=value").to_string();
-    let page = http.get(format!("{}/queues", s.base)).header(COOKIE, &cookie).send().await.expect("page");
-    let html = page.text().await.expect("html");
+    let html = page("/queues".to_string()).await;
     let at =
         html.find("<table id=\"preemptions\">").unwrap_or_else(|| panic!("no preemptions table:\n{html}"));
     let table = &html[at..at + html[at..].find("</table>").expect("the table's end")];

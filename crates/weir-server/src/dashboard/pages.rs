@@ -464,6 +464,8 @@ pub struct TaskLine {
     started: String,
     took: String,
     exit: String,
+    /// For a task warned of preemption: when its container will be taken, and why.
+    warning: String,
 }
 
 pub struct Explained {
@@ -541,6 +543,21 @@ pub async fn run(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i
             .collect()
     };
     let job_names: BTreeMap<u32, &str> = jobs.iter().map(|j| (j.idx, j.name.as_str())).collect();
+    // A task warned of preemption: its warned attempt's kill time and the engine's reason.
+    let mut warnings = BTreeMap::new();
+    for t in tasks.iter().filter(|t| t.state == "preempting") {
+        let attempts =
+            try_page!(s.store.attempts(id, t.job_idx, t.stage_idx, t.task_idx).await.map_err(ApiError::from));
+        if let Some(a) = attempts.iter().rev().find(|a| a.state == "preempting") {
+            if let (Some(reason), Some(kill_at)) = (&a.reason, a.kill_at_ms) {
+                let when = if kill_at > now { format!("in {}", span(kill_at - now)) } else { "now".into() };
+                warnings.insert(
+                    (t.job_idx, t.stage_idx, t.task_idx),
+                    format!("preempted at {} ({when}): {reason}", time(kill_at)),
+                );
+            }
+        }
+    }
     let task_lines = tasks
         .iter()
         .map(|t| TaskLine {
@@ -555,6 +572,7 @@ pub async fn run(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i
                 _ => String::new(),
             },
             exit: t.exit_code.map(|c| c.to_string()).unwrap_or_default(),
+            warning: warnings.remove(&(t.job_idx, t.stage_idx, t.task_idx)).unwrap_or_default(),
         })
         .collect();
     let runtime = match (r.finished_ms, terminal) {
