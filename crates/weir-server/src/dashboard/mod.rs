@@ -17,6 +17,7 @@ mod admin;
 mod dag;
 mod pages;
 mod reports;
+mod run;
 pub(crate) mod views;
 
 use askama::Template;
@@ -50,8 +51,8 @@ pub fn router() -> Router<AppState> {
         .route("/logout", post(logout))
         .route("/queues", get(pages::queues))
         .route("/runs", get(pages::runs))
-        .route("/runs/{id}", get(pages::run))
-        .route("/runs/{id}/logs/{task}", get(pages::logs))
+        .route("/runs/{id}", get(run::run))
+        .route("/runs/{id}/logs/{task}", get(run::logs))
         .route("/slo", get(reports::slo))
         .route("/usage", get(reports::usage))
         .route("/routes", get(admin::routes).post(admin::put_route))
