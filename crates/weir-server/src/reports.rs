@@ -317,6 +317,7 @@ mod tests {
             end_ms: e,
             cpu,
             memory: 0,
+            gpu: 0,
             running_apps: 1,
         };
         // One hour window; a uses 2 instances for the whole hour (a row sticking out on both

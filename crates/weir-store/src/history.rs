@@ -22,6 +22,8 @@ pub struct UsageRow {
     pub cpu: i64,
     /// MiB.
     pub memory: i64,
+    /// GPUs (not part of `usage.csv`).
+    pub gpu: i64,
     pub running_apps: i64,
 }
 
@@ -118,6 +120,7 @@ fn usage_row(r: &sqlx::any::AnyRow) -> Result<UsageRow, StoreError> {
         end_ms: int(r, "end_ms")?,
         cpu: int(r, "cpu")?,
         memory: int(r, "memory")?,
+        gpu: int(r, "gpu")?,
         running_apps: int(r, "running_apps")?,
     })
 }
@@ -148,7 +151,7 @@ impl Store {
         until_ms: i64,
     ) -> Result<Vec<UsageRow>, StoreError> {
         let rows = sqlx::query(
-            "SELECT cluster, queue, start_ms, end_ms, cpu, memory, running_apps FROM queue_usage
+            "SELECT cluster, queue, start_ms, end_ms, cpu, memory, gpu, running_apps FROM queue_usage
              WHERE cluster = $1 AND start_ms < $3 AND end_ms > $2 ORDER BY queue, start_ms",
         )
         .bind(cluster)
@@ -453,8 +456,8 @@ pub(crate) async fn insert_usage(tx: &mut Tx, cluster: &str, row: &UsageRow) -> 
         return Ok(0);
     }
     let n = sqlx::query(
-        "INSERT INTO queue_usage (cluster, queue, start_ms, end_ms, cpu, memory, running_apps)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+        "INSERT INTO queue_usage (cluster, queue, start_ms, end_ms, cpu, memory, gpu, running_apps)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
     )
     .bind(cluster)
     .bind(row.queue.as_str())
@@ -462,6 +465,7 @@ pub(crate) async fn insert_usage(tx: &mut Tx, cluster: &str, row: &UsageRow) -> 
     .bind(row.end_ms)
     .bind(row.cpu)
     .bind(row.memory)
+    .bind(row.gpu)
     .bind(row.running_apps)
     .execute(&mut **tx)
     .await

@@ -9,10 +9,11 @@ use crate::{Dialect, Store, StoreError};
 /// (version, SQLite statements, PostgreSQL statements)
 type Migration = (i64, &'static [&'static str], &'static [&'static str]);
 
-const MIGRATIONS: &[Migration] = &[(1, V1_SQLITE, V1_POSTGRES), (2, V2_SQLITE, V2_POSTGRES), (3, V3, V3)];
+const MIGRATIONS: &[Migration] =
+    &[(1, V1_SQLITE, V1_POSTGRES), (2, V2_SQLITE, V2_POSTGRES), (3, V3, V3), (4, V4, V4)];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -91,6 +92,10 @@ const V2_POSTGRES: &[&str] = v2!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KE
 /// Preemption warnings: an attempt in state `preempting` has its reason in `reason` and the time
 /// it will be killed in `kill_at_ms` (kept after it ends).
 const V3: &[&str] = &["ALTER TABLE attempts ADD COLUMN kill_at_ms BIGINT"];
+
+/// GPUs in the usage history (the dashboard's utilization charts; `usage.csv` has no gpu
+/// column). Rows recorded before it hold 0.
+const V4: &[&str] = &["ALTER TABLE queue_usage ADD COLUMN gpu BIGINT NOT NULL DEFAULT 0"];
 const V1_POSTGRES: &[&str] = v1!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
 
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {

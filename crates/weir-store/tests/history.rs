@@ -32,6 +32,8 @@ fn usage(queue: &str, start: i64, end: i64, cpu: i64) -> Change {
         end_ms: end,
         cpu,
         memory: 1024,
+        // GPUs follow cpu here, so each row's are told apart.
+        gpu: cpu / 1000,
         running_apps: 1,
     })
 }
@@ -70,9 +72,12 @@ async fn usage_rows_never_overlap_and_extend_by_compare_and_set() {
             .expect("apply");
         assert_eq!(applied, [true, true, false, true, true, false]);
         let rows = store.usage("c", 0, 10_000).await.expect("usage");
-        let got: Vec<(&str, i64, i64, i64)> =
-            rows.iter().map(|r| (r.queue.as_str(), r.start_ms, r.end_ms, r.cpu)).collect();
-        assert_eq!(got, [("root.a", 0, 1000, 2000), ("root.a", 1000, 2000, 3000), ("root.b", 0, 800, 1000)]);
+        let got: Vec<(&str, i64, i64, i64, i64)> =
+            rows.iter().map(|r| (r.queue.as_str(), r.start_ms, r.end_ms, r.cpu, r.gpu)).collect();
+        assert_eq!(
+            got,
+            [("root.a", 0, 1000, 2000, 2), ("root.a", 1000, 2000, 3000, 3), ("root.b", 0, 800, 1000, 1)]
+        );
         // The window only picks overlapping rows.
         assert_eq!(store.usage("c", 1500, 1600).await.expect("usage").len(), 1);
         // A preemption is recorded with the batch.

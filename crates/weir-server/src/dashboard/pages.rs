@@ -80,7 +80,8 @@ fn as_of(c: &ClusterQueues, now: i64) -> String {
     }
 }
 
-/// Cluster utilization over `[since, until)` in buckets, from recorded usage rows.
+/// Cluster utilization over `[since, until)` in buckets, from recorded usage rows: cpu and
+/// memory, and gpus when the cluster has any.
 fn utilization_chart(
     cluster: &str,
     span_label: &str,
@@ -93,6 +94,7 @@ fn utilization_chart(
     let width = ((until - since) / BUCKETS).max(1);
     let mut cpu = vec![0f64; BUCKETS as usize];
     let mut mem = vec![0f64; BUCKETS as usize];
+    let mut gpu = vec![0f64; BUCKETS as usize];
     for r in rows {
         let (s, e) = (r.start_ms.max(since), r.end_ms.min(until));
         if s >= e {
@@ -104,6 +106,7 @@ fn utilization_chart(
             let overlap = (e.min(be) - s.max(bs)).max(0) as f64;
             cpu[b as usize] += r.cpu as f64 * overlap;
             mem[b as usize] += r.memory as f64 * overlap;
+            gpu[b as usize] += r.gpu as f64 * overlap;
         }
     }
     let (unit_ms, unit) =
@@ -119,11 +122,18 @@ fn utilization_chart(
             })
             .collect(),
     };
+    let mut all = vec![series("cpu", &cpu, total.cpu), series("memory", &mem, total.memory)];
+    let what = if total.gpu > 0 {
+        all.push(series("gpu", &gpu, total.gpu));
+        "cpu, memory and gpus"
+    } else {
+        "cpu and memory"
+    };
     LineChart {
-        title: format!("{cluster}, {span_label}: cpu and memory in use, % of the cluster"),
+        title: format!("{cluster}, {span_label}: {what} in use, % of the cluster"),
         x_label: format!("{unit} from now"),
         y_label: "% of the cluster".into(),
-        series: vec![series("cpu", &cpu, total.cpu), series("memory", &mem, total.memory)],
+        series: all,
         y_max: Some(100.0),
     }
     .render()
@@ -481,11 +491,33 @@ mod chart_tests {
             end_ms: 3_590_000,
             cpu: 8000,
             memory: 0,
+            gpu: 0,
             running_apps: 1,
         };
         let total = weir_api::Resources { cpu: 16000, memory: 32768, gpu: 0 };
         let svg = utilization_chart("c", "last hour", &total, &[row], 0, 3_600_000);
         // y = 46 + 230 − 0.333 × 230 = 199.3 at the last point (x = 980).
         assert!(svg.contains("L964.5 276.0 L980.0 199.3\""), "{svg}");
+        assert!(!svg.contains(">gpu<"), "no gpu series for a cluster without gpus: {svg}");
+    }
+
+    #[test]
+    fn a_cluster_with_gpus_gets_a_gpu_series() {
+        // 2 of 4 gpus for the last minute: 50% in the last bucket, y = 46 + 230 − 115 = 161.
+        let row = UsageRow {
+            cluster: "c".into(),
+            queue: "root.a".into(),
+            start_ms: 3_540_000,
+            end_ms: 3_600_000,
+            cpu: 0,
+            memory: 0,
+            gpu: 2,
+            running_apps: 1,
+        };
+        let total = weir_api::Resources { cpu: 16000, memory: 32768, gpu: 4 };
+        let svg = utilization_chart("c", "last hour", &total, &[row], 0, 3_600_000);
+        assert!(svg.contains("cpu, memory and gpus in use"), "{svg}");
+        assert!(svg.contains(">gpu<"), "{svg}");
+        assert!(svg.contains("L980.0 161.0\""), "{svg}");
     }
 }

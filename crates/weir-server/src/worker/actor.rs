@@ -317,8 +317,12 @@ impl Actor {
         let mut out = Vec::new();
         for (i, &q) in self.leaves.iter().enumerate() {
             let stat = self.engine.queue_stat(q);
-            let held =
-                Held { cpu: stat.usage.cpu, memory: stat.usage.memory, running_apps: stat.running_apps };
+            let held = Held {
+                cpu: stat.usage.cpu,
+                memory: stat.usage.memory,
+                gpu: stat.usage.gpu,
+                running_apps: stat.running_apps,
+            };
             self.recorder.observe(i, now, held, &mut out);
         }
         self.recorder.flush(now, &mut out);

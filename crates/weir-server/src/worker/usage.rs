@@ -17,13 +17,23 @@ use weir_store::{Change, UsageRow};
 pub struct Held {
     pub cpu: u64,
     pub memory: u64,
+    pub gpu: u64,
     pub running_apps: u32,
 }
 
 impl Held {
     fn in_use(&self) -> bool {
-        self.cpu > 0 || self.memory > 0 || self.running_apps > 0
+        self.cpu > 0 || self.memory > 0 || self.gpu > 0 || self.running_apps > 0
     }
+}
+
+/// A row's figures: average cpu, memory and gpus over its span, the most apps at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Figures {
+    cpu: i64,
+    memory: i64,
+    gpu: i64,
+    apps: i64,
 }
 
 #[derive(Default)]
@@ -31,6 +41,7 @@ struct Window {
     index: u64,
     cpu_ms: u128,
     memory_ms: u128,
+    gpu_ms: u128,
     first: Option<u64>,
     last: u64,
     apps: u32,
@@ -41,8 +52,8 @@ struct Leaf {
     held: Held,
     since: u64,
     window: Window,
-    /// The last row written: (start, end, cpu, memory, apps), to extend it.
-    last_row: Option<(i64, i64, i64, i64, i64)>,
+    /// The last row written: (start, end, figures), to extend it.
+    last_row: Option<(i64, i64, Figures)>,
 }
 
 pub struct UsageRecorder {
@@ -109,6 +120,7 @@ impl Leaf {
                 let w = &mut self.window;
                 w.cpu_ms += u128::from(self.held.cpu) * span;
                 w.memory_ms += u128::from(self.held.memory) * span;
+                w.gpu_ms += u128::from(self.held.gpu) * span;
                 w.first.get_or_insert(t);
                 w.last = end;
                 w.apps = w.apps.max(self.held.running_apps);
@@ -127,30 +139,35 @@ impl Leaf {
         let Some(first) = w.first else { return };
         let span = u128::from(w.last - first).max(1);
         let avg = |v: u128| ((v + span / 2) / span).min(i64::MAX as u128) as i64;
-        let row = (first as i64, w.last as i64, avg(w.cpu_ms), avg(w.memory_ms), i64::from(w.apps));
+        let (start_ms, end_ms) = (first as i64, w.last as i64);
+        let f = Figures {
+            cpu: avg(w.cpu_ms),
+            memory: avg(w.memory_ms),
+            gpu: avg(w.gpu_ms),
+            apps: i64::from(w.apps),
+        };
         match self.last_row {
-            Some((start, end, cpu, memory, apps))
-                if end == row.0 && (cpu, memory, apps) == (row.2, row.3, row.4) =>
-            {
+            Some((start, end, last)) if end == start_ms && last == f => {
                 out.push(Change::UsageExtended {
                     queue: self.queue.clone(),
                     start_ms: start,
                     old_end_ms: end,
-                    end_ms: row.1,
+                    end_ms,
                 });
-                self.last_row = Some((start, row.1, cpu, memory, apps));
+                self.last_row = Some((start, end_ms, f));
             }
             _ => {
                 out.push(Change::Usage(UsageRow {
                     cluster: String::new(),
                     queue: self.queue.clone(),
-                    start_ms: row.0,
-                    end_ms: row.1,
-                    cpu: row.2,
-                    memory: row.3,
-                    running_apps: row.4,
+                    start_ms,
+                    end_ms,
+                    cpu: f.cpu,
+                    memory: f.memory,
+                    gpu: f.gpu,
+                    running_apps: f.apps,
                 }));
-                self.last_row = Some(row);
+                self.last_row = Some((start_ms, end_ms, f));
             }
         }
     }
@@ -176,7 +193,7 @@ mod tests {
     }
 
     fn held(cpu: u64, memory: u64, apps: u32) -> Held {
-        Held { cpu, memory, running_apps: apps }
+        Held { cpu, memory, gpu: 0, running_apps: apps }
     }
 
     #[test]
@@ -190,6 +207,27 @@ mod tests {
         r.flush(1000, &mut out);
         // 2000 × 200 + 4000 × 200 over the 400 ms in use: 3000 millicores; at most 2 apps.
         assert_eq!(rows(&out), ["root.a 100..500 3000 1024 2"]);
+    }
+
+    #[test]
+    fn gpus_are_averaged_and_a_gpu_change_starts_a_new_row() {
+        let mut r = UsageRecorder::new(vec!["root.g".into()], 1000, 0);
+        let mut out = Vec::new();
+        let gpus = |gpu| Held { cpu: 1000, memory: 512, gpu, running_apps: 1 };
+        r.observe(0, 0, gpus(2), &mut out);
+        r.observe(0, 500, gpus(4), &mut out);
+        r.observe(0, 1000, gpus(4), &mut out);
+        r.flush(2000, &mut out);
+        let got: Vec<(i64, i64, i64)> = out
+            .iter()
+            .filter_map(|c| match c {
+                Change::Usage(u) => Some((u.start_ms, u.end_ms, u.gpu)),
+                _ => None,
+            })
+            .collect();
+        // 2 gpus for 500 ms and 4 for 500 ms: 3 on average; then 4, a new row although cpu,
+        // memory and apps did not change.
+        assert_eq!(got, [(0, 1000, 3), (1000, 2000, 4)]);
     }
 
     #[test]
