@@ -160,3 +160,69 @@ async fn a_starved_tier_1_job_takes_a_container_from_tier_3() {
     assert_eq!(s.wait(lo_id, Duration::from_secs(30)).await["state"], "killed");
     s.stop(Stop::Now).await;
 }
+
+/// The warned task of run `id` (state `preempting`), once there is one.
+async fn warned_task(s: &TestServer, id: i64) -> serde_json::Value {
+    let run = s
+        .wait_until(id, Duration::from_secs(30), "a task warned", |r| {
+            r["jobs"][0]["tasks"].as_array().is_some_and(|t| t.iter().any(|t| t["state"] == "preempting"))
+        })
+        .await;
+    run["jobs"][0]["tasks"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["state"] == "preempting"))
+        .expect("the warned task")
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_withdraws_a_warning_its_rebuilt_engine_does_not_plan() {
+    let dir = common::temp_dir("preempt-restart");
+    let url = format!("sqlite://{}", dir.join("weir.db").display());
+    let mut c = common::config(&dir);
+    // A kill far enough away that the restart comes first.
+    c.clusters = vec![ClusterSource {
+        name: "default".into(),
+        yaml: CLUSTER.replace("kill_wait: 3s", "kill_wait: 10m"),
+        file: "preemption cluster".into(),
+    }];
+    let mut s = TestServer::start_with(c.clone(), &url).await;
+    let mut lo = one_task("lo", "root.lo", "sleep 600");
+    lo["jobs"][0]["stages"][0]["tasks"] = json!(2);
+    lo["jobs"][0]["stages"][0]["resources"] = json!({"cpu": 1000, "memory": 1024});
+    let lo_id = s.submit(lo, "d").await.1["id"].as_i64().expect("id");
+    s.wait_until(lo_id, Duration::from_secs(30), "both tier-3 tasks running", |r| {
+        r["jobs"][0]["tasks"].as_array().is_some_and(|t| t.iter().all(|t| t["state"] == "running"))
+    })
+    .await;
+    let mut hi = one_task("hi", "root.hi", "true");
+    hi["jobs"][0]["stages"][0]["resources"] = json!({"cpu": 1000, "memory": 1024});
+    let hi_id = s.submit(hi, "d").await.1["id"].as_i64().expect("id");
+    let victim = warned_task(&s, lo_id).await;
+    let notice = dir.join("logs").join(format!("run-{lo_id}/0/0/{}/1/preempt-notice", victim["index"]));
+    assert!(notice.exists(), "no notice at {}", notice.display());
+    // The starved job goes away; the warning stands (the engine, as YARN's, does not take back
+    // a marked container) until the server restarts: its new engine plans no kill.
+    s.call(Method::POST, &format!("/v1/runs/{hi_id}/kill"), None).await;
+    assert_eq!(s.wait(hi_id, Duration::from_secs(30)).await["state"], "killed");
+    s.stop(Stop::Now).await;
+    let mut s2 = TestServer::start_with(c, &url).await;
+    let run = s2
+        .wait_until(lo_id, Duration::from_secs(30), "the warning withdrawn", |r| {
+            r["jobs"][0]["tasks"].as_array().is_some_and(|t| t.iter().all(|t| t["state"] == "running"))
+        })
+        .await;
+    for t in run["jobs"][0]["tasks"].as_array().expect("tasks") {
+        assert_eq!((t["attempts"].as_i64(), t.get("preemption")), (Some(1), None), "{t:#}");
+    }
+    for _ in 0..100 {
+        if !notice.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!notice.exists(), "the notice of a withdrawn warning is removed");
+    s2.call(Method::POST, &format!("/v1/runs/{lo_id}/kill"), None).await;
+    assert_eq!(s2.wait(lo_id, Duration::from_secs(30)).await["state"], "killed");
+    s2.stop(Stop::Now).await;
+}

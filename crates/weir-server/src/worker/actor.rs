@@ -368,13 +368,14 @@ impl Actor {
         let at = now_ms();
         match result {
             Ok(launched) => {
+                // The backend started it: counted even when its end was handled first.
+                self.metrics.task_started(&self.cluster);
                 let Some(a) = self.attempts.get_mut(id.as_str()) else {
                     // Its end was handled first (it ended, or its run ended): make sure it is gone.
                     self.to_kill.push(launched);
                     return;
                 };
                 a.launched = Some(launched.clone());
-                self.metrics.task_started(&self.cluster);
                 self.changes.push(Change::AttemptLaunched { key: a.key, launched: launched.to_json(), at });
                 let run = a.key.task.run;
                 let warning = a.warning.take();
