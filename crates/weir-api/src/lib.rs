@@ -172,7 +172,8 @@ pub struct Task {
     pub name: String,
     pub stage: String,
     pub index: u32,
-    /// `pending`, `ready` (asked of the engine), `starting`, `running`, `succeeded`, `failed`,
+    /// `pending`, `ready` (asked of the engine), `starting`, `running`, `preempting` (running,
+    /// warned that its container will be taken: see `preemption`), `succeeded`, `failed`,
     /// `killed`.
     pub state: String,
     /// Attempts started so far.
@@ -186,6 +187,20 @@ pub struct Task {
     /// Exit code of the last attempt that ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// While the task is `preempting`: why its container is taken and when it will be killed.
+    /// The task was told too: the file named by its `WEIR_PREEMPT_NOTICE` holds the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemption: Option<PreemptionWarning>,
+}
+
+/// A preemption warning: the scheduler takes this task's container at `kill_at_ms` (SIGTERM,
+/// then SIGKILL after the kill grace) unless the task ends first. A preempted attempt does not
+/// count against the task's `max_attempts`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PreemptionWarning {
+    /// The engine's reason, e.g. `preempted to restore job 7 of root.hi to its fair share`.
+    pub reason: String,
+    pub kill_at_ms: i64,
 }
 
 /// One line of `GET /v1/runs`.
@@ -361,6 +376,184 @@ pub struct JobExplanation {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Health {
     pub status: String,
+}
+
+/// `GET /v1/clusters`: the clusters the server manages.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ClusterList {
+    pub clusters: Vec<ClusterInfo>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ClusterInfo {
+    pub name: String,
+    /// Moves on with every change of the cluster file; a plan names the version it was made from.
+    pub version: i64,
+    pub nodes: u64,
+    pub total: Resources,
+    pub queues: usize,
+    pub leaves: usize,
+}
+
+/// `POST /v1/clusters/{name}/plan`: apply a plan — the cluster's queue settings and the routes
+/// to it — or, with `dry_run`, only check it and show what would change.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanRequest {
+    /// The planned cluster file (YAML), e.g. `weir plan`'s `cluster.yaml`. It must keep the
+    /// cluster's nodes and queue tree: a plan changes queue settings, not the tree.
+    pub config: String,
+    /// The routes to this cluster after the plan, exactly (routes to it not listed are
+    /// removed). Absent: the routes are left as they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routes: Option<Vec<Route>>,
+    /// The cluster configuration version the plan was made from; if the cluster has changed
+    /// since, nothing is applied (409). Default: whatever is current.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_version: Option<i64>,
+    /// Check and show the changes; apply nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// What a plan changes (and, unless a dry run, changed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PlanDiff {
+    pub cluster: String,
+    pub base_version: i64,
+    /// The configuration version after applying; absent on a dry run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<i64>,
+    pub applied: bool,
+    /// Queue settings that change, field by field, in tree order.
+    pub queues: Vec<SettingChange>,
+    /// Routes to this cluster that appear, change or go.
+    pub routes: Vec<RouteChange>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SettingChange {
+    /// A queue path, or `scheduler` / `tiers` / `placement` for cluster-wide settings.
+    pub queue: String,
+    pub field: String,
+    pub from: String,
+    pub to: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RouteChange {
+    pub key: String,
+    /// `cluster:queue` before; absent for a new route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// `cluster:queue` after; absent for a removed route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+}
+
+/// `GET /v1/reports/slo`: SLO success per tier and per workflow over a window — the
+/// definitions `weir simulate` uses (a run's outcome is known once it ends, or once it is past
+/// its deadline; a workflow is SLO-successful at ≥ 90%).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SloReport {
+    /// Runs submitted in `[since_ms, until_ms)` count.
+    pub since_ms: i64,
+    pub until_ms: i64,
+    pub tiers: Vec<TierSlo>,
+    pub workflows: Vec<WorkflowSlo>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SloFigures {
+    /// Runs that ended (succeeded or failed).
+    pub runs: u64,
+    /// Runs with a known SLO outcome.
+    pub runs_with_slo: u64,
+    pub slo_met: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_success_ratio: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_p50_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_p99_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TierSlo {
+    pub tier: u8,
+    #[serde(flatten)]
+    pub figures: SloFigures,
+    /// Workflows with a known SLO outcome, and those meeting it in ≥ 90% of their runs.
+    pub workflows: u64,
+    pub slo_successful_workflows: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct WorkflowSlo {
+    pub workflow: String,
+    pub tier: u8,
+    #[serde(flatten)]
+    pub figures: SloFigures,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_successful: Option<bool>,
+}
+
+/// `GET /v1/reports/usage`: a cluster's usage against its allocation over a window, per queue
+/// and per tier, in instances of the cluster's instance type (dominant resource), with the
+/// planner's verdict on the recorded history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct UsageReport {
+    pub cluster: String,
+    pub since_ms: i64,
+    pub until_ms: i64,
+    /// The instance the figures count in (the cluster's most common node).
+    pub instance: Resources,
+    /// The cluster's size in instances.
+    pub cluster_instances: f64,
+    pub tiers: Vec<UsageFigures>,
+    /// Leaf queues, in tree order.
+    pub queues: Vec<UsageFigures>,
+    pub total: UsageFigures,
+    /// `grow`, `shrink`, `keep` or `none`.
+    pub verdict: String,
+    /// The numbers behind the verdict, or why there is none.
+    pub verdict_reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct UsageFigures {
+    /// A queue path, `tier N`, or `cluster`.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<u8>,
+    /// Instance-hours used in the window.
+    pub used_instance_hours: f64,
+    /// Instance-hours allocated: the steady fair share (in instances) over the window.
+    pub allocated_instance_hours: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_capacity: Option<f64>,
+}
+
+/// `GET /v1/proposals`: plans the server's scheduled planner made, newest first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ProposalList {
+    pub proposals: Vec<Proposal>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Proposal {
+    pub id: i64,
+    pub cluster: String,
+    pub created_ms: i64,
+    pub base_version: i64,
+    /// `proposed`, `applied`, `dismissed`, `superseded`.
+    pub state: String,
+    /// The plan's verdict and validation figures.
+    #[schema(value_type = Object)]
+    pub summary: serde_json::Value,
+    /// What applying it would change now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<PlanDiff>,
 }
 
 /// The OpenAPI 3.1 document of the API, as JSON text (pretty-printed, stable order).

@@ -32,6 +32,17 @@ state, read their logs, see the live queues. Every request but /healthz and /rea
         create_token,
         list_tokens,
         revoke_token,
+        usage_csv,
+        runs_csv,
+        slo_report,
+        usage_report,
+        list_clusters,
+        get_cluster_config,
+        post_plan,
+        replay,
+        list_proposals,
+        apply_proposal,
+        metrics,
         healthz,
         readyz
     ),
@@ -145,3 +156,81 @@ fn healthz() {}
 #[utoipa::path(get, path = "/readyz", security(),
     responses((status = 200, body = Health), (status = 503, body = ErrorBody)))]
 fn readyz() {}
+
+/// The recorded queue usage of a cluster as `usage.csv` (`start,end,queue,cpu,memory,running_apps`,
+/// Unix ms), the history `weir plan` reads: at most one row per queue per `--usage-resolution`,
+/// each the average over its span. Needs a viewer grant on `*`.
+#[utoipa::path(get, path = "/v1/usage",
+    params(("cluster" = Option<String>, Query, description = "default: the only cluster, or `default`"),
+        ("since" = Option<i64>, Query, description = "Unix ms; default until minus window"),
+        ("until" = Option<i64>, Query, description = "Unix ms; default now"),
+        ("window" = Option<String>, Query, description = "e.g. 30d (the default)")),
+    responses((status = 200, content_type = "text/csv", body = String), (status = 403, body = ErrorBody)))]
+fn usage_csv() {}
+
+/// Runs submitted in the window that the caller may read, as `runs.csv`
+/// (`workflow,tier,queue,submit,start,end,slo,met,status`, as `weir simulate` writes it).
+#[utoipa::path(get, path = "/v1/runs.csv",
+    params(("cluster" = Option<String>, Query), ("since" = Option<i64>, Query), ("until" = Option<i64>, Query),
+        ("window" = Option<String>, Query, description = "default 30d")),
+    responses((status = 200, content_type = "text/csv", body = String)))]
+fn runs_csv() {}
+
+/// SLO success per tier and per workflow over runs submitted in the window (default 7d), for
+/// the projects the caller may read.
+#[utoipa::path(get, path = "/v1/reports/slo",
+    params(("cluster" = Option<String>, Query), ("since" = Option<i64>, Query), ("until" = Option<i64>, Query),
+        ("window" = Option<String>, Query)),
+    responses((status = 200, body = SloReport), (status = 400, body = ErrorBody)))]
+fn slo_report() {}
+
+/// Usage against allocation per queue and tier over the window (default 1d), and the
+/// planner's verdict on the recorded history. Needs a viewer grant on `*`.
+#[utoipa::path(get, path = "/v1/reports/usage",
+    params(("cluster" = Option<String>, Query), ("since" = Option<i64>, Query), ("until" = Option<i64>, Query),
+        ("window" = Option<String>, Query)),
+    responses((status = 200, body = UsageReport), (status = 403, body = ErrorBody)))]
+fn usage_report() {}
+
+#[utoipa::path(get, path = "/v1/clusters", responses((status = 200, body = ClusterList)))]
+fn list_clusters() {}
+
+/// The cluster file in force (YAML); its version in the `Weir-Config-Version` header.
+#[utoipa::path(get, path = "/v1/clusters/{name}/config", params(("name" = String, Path)),
+    responses((status = 200, content_type = "application/yaml", body = String), (status = 404, body = ErrorBody)))]
+fn get_cluster_config() {}
+
+/// Apply a plan (global admin): the cluster's queue settings and, if given, exactly the routes
+/// to it, in one transaction; `dry_run` only checks and shows the changes. A plan that names an
+/// unknown queue, leaves one out, changes the nodes, has capacities that do not fit, or routes
+/// to a queue that is not a leaf is refused (400) and nothing changes; one made from another
+/// configuration version gets 409.
+#[utoipa::path(post, path = "/v1/clusters/{name}/plan", params(("name" = String, Path)), request_body = PlanRequest,
+    responses((status = 200, body = PlanDiff), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+fn post_plan() {}
+
+/// The runs submitted in the window (default 30d) as a workload file (YAML) to replay in the
+/// simulator: each workflow with `at` its submissions and `empirical` durations as recorded.
+#[utoipa::path(get, path = "/v1/replay",
+    params(("cluster" = Option<String>, Query), ("since" = Option<i64>, Query), ("until" = Option<i64>, Query),
+        ("window" = Option<String>, Query)),
+    responses((status = 200, content_type = "application/yaml", body = String), (status = 403, body = ErrorBody)))]
+fn replay() {}
+
+/// Plans the scheduled planner (`weir serve --auto-plan`) made, with their validation figures
+/// and what each would change now. Needs a viewer grant on `*`.
+#[utoipa::path(get, path = "/v1/proposals", params(("cluster" = Option<String>, Query)),
+    responses((status = 200, body = ProposalList)))]
+fn list_proposals() {}
+
+/// Apply a waiting proposal (global admin), with the checks of `POST /v1/clusters/{name}/plan`.
+#[utoipa::path(post, path = "/v1/proposals/{id}/apply", params(("id" = i64, Path)),
+    responses((status = 200, body = PlanDiff), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+fn apply_proposal() {}
+
+/// Prometheus metrics (OpenMetrics text): queue gauges, run, SLO, preemption and task counters,
+/// latency histograms. Needs a viewer grant on `*`.
+#[utoipa::path(get, path = "/metrics",
+    responses((status = 200, content_type = "application/openmetrics-text", body = String), (status = 403, body = ErrorBody)))]
+fn metrics() {}

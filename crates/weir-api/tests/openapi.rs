@@ -29,6 +29,12 @@ fn the_checked_in_document_is_current() {
         "/v1/clusters/{name}/config",
         "/healthz",
         "/readyz",
+        "/v1/usage",
+        "/v1/runs.csv",
+        "/v1/reports/slo",
+        "/v1/clusters/{name}/plan",
+        "/v1/proposals/{id}/apply",
+        "/metrics",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} is missing");
     }

@@ -10,14 +10,15 @@ use weir_model::Resources;
 
 use crate::BackendError;
 
-/// The longest attempt id accepted, in bytes. It becomes a folder path on disk.
+/// The longest attempt id accepted, in bytes. It becomes a folder name on disk.
 pub const MAX_ATTEMPT_ID_LEN: usize = 240;
 
 /// Names one attempt of one task, unique across everything a backend ever runs, e.g.
 /// `run-42/extract/map/3/1` (run / job / stage / task index / attempt number).
 ///
-/// It is also a relative folder path under the backend's state folder, so it is restricted to
-/// ASCII letters, digits, `.`, `_`, `-` and `/`, with no empty, `.` or `..` segment.
+/// It also names a folder under the backend's state folder (the local backend writes its `/` as
+/// `+`), so it is restricted to ASCII letters, digits, `.`, `_`, `-` and `/`, with no empty, `.`
+/// or `..` segment.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct AttemptId(String);
@@ -69,7 +70,8 @@ impl From<AttemptId> for String {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskLaunch {
     pub attempt: AttemptId,
-    /// A shell command line, run as `/bin/sh -c COMMAND`.
+    /// A shell command line for `/bin/sh`. The local backend evaluates it in a subshell of its
+    /// wrapper: as `/bin/sh -c COMMAND` would, but `$$` is the wrapper's pid.
     pub command: String,
     /// Variables set for the command, on top of the few the backend passes through from its own
     /// environment (the local backend: `PATH`, `HOME`, `LANG`, … — see `LocalConfig`).

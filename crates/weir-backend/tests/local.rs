@@ -333,3 +333,25 @@ async fn kill_after_a_restart_adopts_the_attempt_and_reports_its_end() {
     assert_eq!(group_members(launched.pid), Vec::<i32>::new());
     f.no_more_exits().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attempts_in_the_nested_folders_of_an_earlier_weir_are_recovered_and_not_restarted() {
+    // Folders are flat now (`state/old+a`); the first service release nested them by the id's
+    // segments (`state/old/a`). An upgrade must neither lose nor re-run such an attempt.
+    let mut f = Fixture::new("legacy");
+    let launched = f.start("old/a", "exit 4").await;
+    assert_eq!(launched.dir.file_name().unwrap(), "old+a", "one flat folder per attempt");
+    assert_eq!(f.next_exit().await.exit, Exit::Code(4));
+    f.restart();
+    let state = launched.dir.parent().unwrap().to_path_buf();
+    let legacy = state.join("old").join("a");
+    std::fs::create_dir_all(legacy.parent().unwrap()).unwrap();
+    std::fs::rename(&launched.dir, &legacy).unwrap();
+    let record = read(&legacy.join("launched.json")).replace("old+a", "old/a");
+    std::fs::write(legacy.join("launched.json"), record).unwrap();
+    let id = AttemptId::new("old/a").unwrap();
+    assert_eq!(f.backend().recover(&id).await.unwrap(), Recovered::Ended(Exit::Code(4)));
+    let again = f.backend().start(&f.launch("old/a", "exit 5")).await;
+    assert!(matches!(again, Err(BackendError::AlreadyStarted { .. })), "{again:?}");
+    assert!(!state.join("old+a").exists(), "no new folder for a refused start");
+}

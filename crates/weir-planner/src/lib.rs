@@ -17,7 +17,10 @@
 //! - [`export()`] in five [`Format`]s, each an [`Exported`] file with the list of what the
 //!   target cannot express; [`import_yarn_fair`] for YARN allocation files; and
 //!   [`report_html`] for a self-contained HTML report (with a [`Comparison`] of current and
-//!   planned settings after `--validate`).
+//!   planned settings after `--validate`);
+//! - [`slo_report`]: SLO success per tier and workflow over run records, with `weir
+//!   simulate`'s definitions; [`comparison_rows`] and [`tier1_regression`] judge a plan by
+//!   the replays of `--validate` (run by the caller).
 
 pub mod error;
 pub mod export;
@@ -28,9 +31,11 @@ pub mod plan;
 mod plan_checks;
 pub mod settings;
 pub mod slo;
+pub mod slo_report;
 pub mod summary;
 pub mod summed;
 pub mod usage;
+pub mod validation;
 
 pub use error::PlanError;
 pub use export::{export, ExportOptions, Exported, Format, Version};
@@ -40,6 +45,8 @@ pub use percentile::{LeafUsage, TimeHistogram};
 pub use plan::{plan, IgnoredQueue, Plan, PlanInput, QueuePlan, QueueStatus, Used, Window};
 pub use settings::PlanSettings;
 pub use slo::{slo_floors, SloFloor};
+pub use slo_report::{slo_report, RunEnd, RunOutcome, SloFigures, SloReport, TierSlo, WorkflowSlo};
 pub use summary::{ClusterSummary, Ratios, TierOrder, TierSummary, Verdict};
 pub use summed::SummedUsage;
 pub use usage::{Interval, NameKey, UsageHistory};
+pub use validation::{comparison_rows, tier1_regression, Tier1};

@@ -14,15 +14,16 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use tokio::sync::Notify;
 use weir_api::{
-    ClusterConfigApplied, ClusterQueues, CreateToken, Grant, Health, Job, JobExplanation, QueuesResponse,
-    Role, Route, RouteList, RouteTarget, Run, RunCreated, RunExplanation, RunList, RunState, RunSummary,
-    Task, TokenCreated, TokenInfo, TokenList,
+    ClusterConfigApplied, ClusterQueues, CreateToken, Grant, Health, Job, JobExplanation, PreemptionWarning,
+    QueuesResponse, Role, Route, RouteList, RouteTarget, Run, RunCreated, RunExplanation, RunList, RunState,
+    RunSummary, Task, TokenCreated, TokenInfo, TokenList,
 };
-use weir_store::{KillOutcome, NewRun, RouteRow, RunFilter, RunRow, Store, Submitted, TokenRow};
+use weir_store::{JobStore, KillOutcome, NewRun, RouteRow, RunFilter, RunRow, Submitted, TokenRow};
 
 use crate::auth::{hash_token, new_token, Authenticator, Principal};
 use crate::clusters::Registry;
 use crate::error::ApiError;
+use crate::metrics::Metrics;
 use crate::snapshot::Snapshot;
 use crate::submit::{self, Writer};
 use crate::time::{format_utc, now_ms};
@@ -32,30 +33,37 @@ const IDEMPOTENCY_MS: i64 = 24 * 3600 * 1000;
 
 #[derive(Clone)]
 pub struct AppState {
-    pub store: Store,
+    pub store: Arc<dyn JobStore>,
     pub registry: Arc<Registry>,
     pub auth: Arc<Authenticator>,
     pub writer: Writer,
     /// Wakes this process's worker when a run is submitted or killed.
     pub notify: Option<Arc<Notify>>,
+    pub metrics: Arc<Metrics>,
 }
 
 impl AppState {
-    pub fn new(store: Store, registry: Arc<Registry>, notify: Option<Arc<Notify>>) -> AppState {
+    pub fn new(
+        store: Arc<dyn JobStore>,
+        registry: Arc<Registry>,
+        notify: Option<Arc<Notify>>,
+        metrics: Arc<Metrics>,
+    ) -> AppState {
         AppState {
-            writer: Writer::start(store.clone()),
+            writer: Writer::start(store.clone(), metrics.clone()),
             store,
             registry,
             auth: Arc::new(Authenticator::default()),
             notify,
+            metrics,
         }
     }
 
-    async fn principal(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
-        self.auth.principal(&self.store, headers).await
+    pub(crate) async fn principal(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
+        self.auth.principal(self.store.as_ref(), headers).await
     }
 
-    fn wake(&self) {
+    pub(crate) fn wake(&self) {
         if let Some(n) = &self.notify {
             n.notify_one();
         }
@@ -77,16 +85,28 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         .route("/v1/routes", get(list_routes))
         .route("/v1/routes/{key}", put(put_route).delete(delete_route))
         .route("/v1/workflows/{name}", put(put_workflow))
-        .route("/v1/clusters/{name}/config", put(put_cluster_config))
         .route("/v1/tokens", post(create_token).get(list_tokens))
         .route("/v1/tokens/{id}", axum::routing::delete(revoke_token))
+        .route("/v1/usage", get(crate::loop_api::usage_csv))
+        .route("/v1/runs.csv", get(crate::loop_api::runs_csv))
+        .route("/v1/reports/slo", get(crate::loop_api::slo_report))
+        .route("/v1/reports/usage", get(crate::loop_api::usage_report))
+        .route("/v1/clusters", get(crate::loop_api::clusters))
+        .route("/v1/clusters/{name}/config", get(crate::loop_api::cluster_config).put(put_cluster_config))
+        .route("/v1/clusters/{name}/plan", post(crate::loop_api::post_plan))
+        .route("/v1/replay", get(crate::loop_api::replay))
+        .route("/v1/proposals", get(crate::loop_api::proposals))
+        .route("/v1/proposals/{id}/apply", post(crate::loop_api::post_apply_proposal))
+        .route("/metrics", get(metrics))
+        .merge(crate::dashboard::router())
         .fallback(|| async { ApiError::not_found("no such endpoint; see /v1/openapi.json") })
+        .layer(axum::middleware::from_fn(crate::dashboard::cookie_for_reads))
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)
 }
 
 /// The body, or the right error: 413 over the size limit, 400 otherwise.
-fn body(b: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+pub(crate) fn body(b: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     b.map_err(|r| {
         if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
@@ -155,6 +175,7 @@ async fn submit_run(
     headers: HeaderMap,
     b: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    let started = std::time::Instant::now();
     let principal = s.principal(&headers).await?;
     let b = body(b)?;
     let req = submit::parse_body(&b, is_yaml(&headers))?;
@@ -193,6 +214,7 @@ async fn submit_run(
         params: serde_json::to_string(&req.params).map_err(|e| ApiError::internal(e.to_string()))?,
         submitted_by: principal.token_id.clone(),
         submitted_ms: now,
+        slo_ms: accepted.slo_ms,
         idempotency_key,
         idempotency_after_ms: now - IDEMPOTENCY_MS,
     };
@@ -206,6 +228,7 @@ async fn submit_run(
             existing,
         )
     };
+    s.metrics.observe_submission(started.elapsed());
     match outcome {
         Submitted::Created { id } => {
             s.wake();
@@ -286,7 +309,7 @@ pub(crate) async fn readable_run(
     Ok(run)
 }
 
-async fn snapshot(s: &AppState, cluster: &str) -> Result<Option<(Snapshot, i64)>, ApiError> {
+pub(crate) async fn snapshot(s: &AppState, cluster: &str) -> Result<Option<(Snapshot, i64)>, ApiError> {
     let rows = s.store.snapshots().await?;
     Ok(rows
         .into_iter()
@@ -307,6 +330,16 @@ async fn get_run(
     } else {
         BTreeMap::new()
     };
+    let mut warnings = BTreeMap::new();
+    for t in tasks.iter().filter(|t| t.state == "preempting") {
+        let attempts = s.store.attempts(id, t.job_idx, t.stage_idx, t.task_idx).await?;
+        if let Some(a) = attempts.iter().rev().find(|a| a.state == "preempting") {
+            if let (Some(reason), Some(kill_at_ms)) = (a.reason.clone(), a.kill_at_ms) {
+                warnings
+                    .insert((t.job_idx, t.stage_idx, t.task_idx), PreemptionWarning { reason, kill_at_ms });
+            }
+        }
+    }
     let wire_jobs = jobs
         .iter()
         .map(|j| Job {
@@ -328,6 +361,7 @@ async fn get_run(
                     started_ms: t.started_ms,
                     finished_ms: t.finished_ms,
                     exit_code: t.exit_code,
+                    preemption: warnings.get(&(t.job_idx, t.stage_idx, t.task_idx)).cloned(),
                 })
                 .collect(),
         })
@@ -360,6 +394,12 @@ async fn kill_run(
     let outcome = s.store.request_kill(id, now_ms()).await?;
     if outcome == KillOutcome::NotFound {
         return Err(ApiError::not_found(format!("no run {id}")));
+    }
+    if outcome == KillOutcome::Killed {
+        // Killed while queued: no worker will see it end.
+        if let Ok(Some(run)) = s.store.run(id).await {
+            s.metrics.run_finished(run.tier, "killed", None);
+        }
     }
     s.wake();
     let run = s.store.run(id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id}")))?;
@@ -400,7 +440,10 @@ struct ClusterQuery {
     cluster: Option<String>,
 }
 
-async fn cluster_queues(s: &AppState, cluster: Option<&str>) -> Result<Vec<ClusterQueues>, ApiError> {
+pub(crate) async fn cluster_queues(
+    s: &AppState,
+    cluster: Option<&str>,
+) -> Result<Vec<ClusterQueues>, ApiError> {
     let rows = s.store.snapshots().await?;
     let mut out = Vec::new();
     for name in s.registry.cluster_names() {
@@ -562,21 +605,31 @@ async fn put_cluster_config(
 ) -> Result<Json<ClusterConfigApplied>, ApiError> {
     require_admin(&s.principal(&headers).await?)?;
     let b = body(b)?;
-    if s.registry.cluster(&name).is_none() {
+    let text = String::from_utf8(b.to_vec()).map_err(|_| ApiError::bad_request("the body is not UTF-8"))?;
+    Ok(Json(reload_cluster(&s, &name, text).await?))
+}
+
+/// Reload a cluster's queue tree from a cluster file: validated first, a bad file changes
+/// nothing.
+pub(crate) async fn reload_cluster(
+    s: &AppState,
+    name: &str,
+    text: String,
+) -> Result<ClusterConfigApplied, ApiError> {
+    if s.registry.cluster(name).is_none() {
         return Err(ApiError::not_found(format!("no cluster `{name}`")));
     }
-    let text = String::from_utf8(b.to_vec()).map_err(|_| ApiError::bad_request("the body is not UTF-8"))?;
     let config = weir_model::ClusterConfig::from_yaml("config", &text).map_err(|e| {
         let first = e.problems().into_iter().next();
         let message = e.problems().iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ");
         ApiError::invalid(message).field(first.map(|p| p.path).unwrap_or_default())
     })?;
     weir_engine::Engine::new(config.clone()).map_err(|e| ApiError::invalid(e.to_string()))?;
-    let version = s.store.put_cluster(&name, &text, now_ms()).await?;
+    let version = s.store.put_cluster(name, &text, now_ms()).await?;
     let (queues, leaves) = (config.queues.len(), config.leaves().count());
-    s.registry.put_cluster(&name, config, version);
+    s.registry.put_cluster(name, config, version);
     s.wake();
-    Ok(Json(ClusterConfigApplied { cluster: name, queues, leaves }))
+    Ok(ClusterConfigApplied { cluster: name.to_string(), queues, leaves })
 }
 
 async fn create_token(
@@ -635,4 +688,23 @@ async fn revoke_token(
         return Err(ApiError::not_found(format!("no live token `{id}`")));
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /metrics`: OpenMetrics text. Needs a token that may read every project (the queue
+/// gauges cover every queue).
+async fn metrics(State(s): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let p = s.principal(&headers).await?;
+    if !p.can_all(Role::Viewer) {
+        return Err(ApiError::forbidden(format!(
+            "token {} cannot read every project; /metrics needs a viewer grant on `*`",
+            p.token_id
+        )));
+    }
+    let clusters = cluster_queues(&s, None).await?;
+    let text = s.metrics.render(&clusters, now_ms()).await;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
+        text,
+    )
+        .into_response())
 }

@@ -10,7 +10,7 @@ use axum::http::HeaderMap;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use weir_api::{Grant, Role};
-use weir_store::{Store, TokenRow};
+use weir_store::{JobStore, TokenRow};
 
 use crate::error::{ApiError, ServerError};
 use crate::time::now_ms;
@@ -100,7 +100,7 @@ pub fn admin_token_path(data_dir: &Path) -> PathBuf {
 /// On a store without tokens, create a global admin token and write it to the data
 /// directory's `admin.token`, readable only by its owner. Returns the secret if it made one.
 pub(crate) async fn ensure_admin_token(
-    store: &Store,
+    store: &dyn JobStore,
     data_dir: &Path,
 ) -> Result<Option<String>, ServerError> {
     if !store.tokens().await?.is_empty() {
@@ -143,7 +143,7 @@ pub struct Authenticator {
 
 impl Authenticator {
     /// The caller of a request, from `Authorization: Bearer <token>`.
-    pub async fn principal(&self, store: &Store, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    pub async fn principal(&self, store: &dyn JobStore, headers: &HeaderMap) -> Result<Principal, ApiError> {
         let header = headers
             .get(axum::http::header::AUTHORIZATION)
             .ok_or_else(|| ApiError::unauthorized("no token: send `Authorization: Bearer <token>`"))?;
@@ -153,6 +153,11 @@ impl Authenticator {
             .and_then(|h| h.strip_prefix("Bearer "))
             .map(str::trim)
             .ok_or_else(|| ApiError::unauthorized("the Authorization header is not `Bearer <token>`"))?;
+        self.principal_of(store, secret).await
+    }
+
+    /// The holder of a token secret (the dashboard's login and cookie).
+    pub async fn principal_of(&self, store: &dyn JobStore, secret: &str) -> Result<Principal, ApiError> {
         let hash = hash_token(secret);
         let now = now_ms();
         let cached = self.cache.lock().ok().and_then(|c| c.get(&hash).cloned());

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use weir_model::ClusterConfig;
-use weir_store::{RouteRow, Store};
+use weir_store::{JobStore, RouteRow};
 
 use crate::error::ServerError;
 use crate::Stop;
@@ -69,14 +69,14 @@ pub struct Routed {
 }
 
 impl Registry {
-    pub async fn load(store: &Store) -> Result<Registry, ServerError> {
+    pub async fn load(store: &dyn JobStore) -> Result<Registry, ServerError> {
         let r = Registry::default();
         r.refresh(store).await?;
         Ok(r)
     }
 
     /// Re-read clusters (parsing only those whose version moved) and routes.
-    pub async fn refresh(&self, store: &Store) -> Result<(), ServerError> {
+    pub async fn refresh(&self, store: &dyn JobStore) -> Result<(), ServerError> {
         let rows = store.clusters().await?;
         let routes = store.routes().await?;
         let known: BTreeMap<String, i64> =
@@ -160,13 +160,17 @@ impl Registry {
     }
 }
 
-pub(crate) async fn refresh_loop(store: Store, registry: Arc<Registry>, mut stop: watch::Receiver<Stop>) {
+pub(crate) async fn refresh_loop(
+    store: Arc<dyn JobStore>,
+    registry: Arc<Registry>,
+    mut stop: watch::Receiver<Stop>,
+) {
     loop {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             _ = stop.changed() => return,
         }
-        if let Err(e) = registry.refresh(&store).await {
+        if let Err(e) = registry.refresh(store.as_ref()).await {
             eprintln!("weir serve: cannot refresh clusters and routes: {e}");
         }
     }

@@ -14,28 +14,40 @@
 //!   batches. Every start is a recovery: the actor rebuilds the engine from the store and
 //!   re-adopts running attempts through the backend (crash-only).
 //!
+//! It knows the store only as the [`weir_store::JobStore`] trait: the binary opens the
+//! implementation (SQLite or PostgreSQL) and hands it to [`Server::start`].
+//!
 //! What it never does: SQL (that is weir-store's), scheduling policy (weir-engine's), block the
 //! async runtime, or start an attempt whose intent is not committed first.
 
 mod api;
 mod auth;
+mod autoplan;
 mod clusters;
+mod dashboard;
 mod error;
 mod logs;
+mod loop_api;
+pub mod metrics;
+mod plans;
+mod replay;
+mod reports;
 mod snapshot;
 mod submit;
 mod time;
 mod worker;
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
-use weir_store::Store;
+use weir_store::JobStore;
 
 pub use auth::{admin_token_path, hash_token, new_token};
+pub use autoplan::AutoPlan;
 pub use clusters::{default_cluster_yaml, ClusterSource};
 pub use error::ServerError;
 pub use time::{format_utc, now_ms};
@@ -43,10 +55,8 @@ pub use time::{format_utc, now_ms};
 /// Everything `weir serve` (or `weir worker`) is started with.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
-    /// Logs, the local backend's state, the admin token file, and the SQLite file by default.
+    /// Logs, the local backend's state and the admin token file.
     pub data_dir: PathBuf,
-    /// `sqlite:///…` or `postgres://…`.
-    pub db_url: String,
     /// Where the API listens; `None` runs a worker only (`weir worker`).
     pub listen: Option<SocketAddr>,
     /// Clusters to (re)load into the store at start. Empty: keep what the store has.
@@ -57,29 +67,50 @@ pub struct ServerConfig {
     pub owner: String,
     /// How long a lease lasts without renewal; another worker takes over after it.
     pub lease: Duration,
-    /// Grace between SIGTERM and SIGKILL when killing a task.
+    /// Grace between SIGTERM and SIGKILL when killing a task (a cluster's backend may set its own).
     pub kill_grace: Duration,
+    /// How each cluster runs its tasks, by cluster name. A cluster not named here runs on the
+    /// local backend under `DATA_DIR/backend/NAME` with [`ServerConfig::kill_grace`].
+    pub backends: BTreeMap<String, BackendSettings>,
     /// Largest accepted request body.
     pub body_limit: usize,
     /// The engine actor's periodic tick (scheduling even when nothing happens).
     pub tick: Duration,
+    /// Queue usage history is recorded with at most one row per queue per this span.
+    pub usage_resolution: Duration,
+    /// Plan every cluster on this schedule and store the plans as proposals (`--auto-plan`).
+    pub auto_plan: Option<AutoPlan>,
 }
 
 impl ServerConfig {
-    pub fn new(data_dir: PathBuf, db_url: String) -> ServerConfig {
+    pub fn new(data_dir: PathBuf) -> ServerConfig {
         ServerConfig {
             data_dir,
-            db_url,
             listen: Some(SocketAddr::from(([127, 0, 0, 1], 8470))),
             clusters: Vec::new(),
             worker: true,
             owner: format!("weir-{}", std::process::id()),
             lease: Duration::from_secs(10),
             kill_grace: Duration::from_secs(10),
+            backends: BTreeMap::new(),
             body_limit: 1 << 20,
             tick: Duration::from_millis(500),
+            usage_resolution: Duration::from_secs(60),
+            auto_plan: None,
         }
     }
+}
+
+/// How one cluster's tasks are run: the backend kind and its options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BackendSettings {
+    /// Process groups on this machine (`weir_backend::LocalBackend`).
+    Local {
+        /// The backend's state folder (one folder per attempt). `None`: `DATA_DIR/backend/NAME`.
+        state_dir: Option<PathBuf>,
+        /// Grace between SIGTERM and SIGKILL. `None`: [`ServerConfig::kill_grace`].
+        kill_grace: Option<Duration>,
+    },
 }
 
 /// A running server. Dropping it does not stop it; call [`Server::shutdown`].
@@ -88,7 +119,7 @@ pub struct Server {
     pub addr: Option<SocketAddr>,
     /// The admin token, when this start created it.
     pub created_admin_token: Option<String>,
-    store: Store,
+    store: Arc<dyn JobStore>,
     stop: watch::Sender<Stop>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     worker: Option<worker::WorkerHandle>,
@@ -105,27 +136,31 @@ pub enum Stop {
 }
 
 impl Server {
-    /// Open the store, load clusters, create the first admin token if there is none, and start
-    /// the API and the worker.
-    pub async fn start(config: ServerConfig) -> Result<Server, ServerError> {
+    /// Load clusters into `store`, create the first admin token if there is none, and start
+    /// the API and the worker. The caller opens the store (the binary picks the
+    /// implementation; `weir_store::open` gives SQLite or PostgreSQL).
+    pub async fn start(config: ServerConfig, store: Arc<dyn JobStore>) -> Result<Server, ServerError> {
         std::fs::create_dir_all(&config.data_dir).map_err(|source| ServerError::Io {
             action: "create the data directory",
             path: config.data_dir.clone(),
             source,
         })?;
-        let store = Store::open(&config.db_url).await?;
         let now = now_ms();
         for c in &config.clusters {
             clusters::validate_source(c)?;
             store.put_cluster(&c.name, &c.yaml, now).await?;
         }
-        let created_admin_token = auth::ensure_admin_token(&store, &config.data_dir).await?;
-        let registry = Arc::new(clusters::Registry::load(&store).await?);
+        let created_admin_token = auth::ensure_admin_token(store.as_ref(), &config.data_dir).await?;
+        let registry = Arc::new(clusters::Registry::load(store.as_ref()).await?);
+        let metrics = Arc::new(metrics::Metrics::new());
         let (stop, stop_rx) = watch::channel(Stop::Running);
         let mut tasks = Vec::new();
         tasks.push(tokio::spawn(clusters::refresh_loop(store.clone(), registry.clone(), stop_rx.clone())));
+        if let Some(cfg) = config.auto_plan {
+            tasks.push(tokio::spawn(autoplan::run(store.clone(), registry.clone(), cfg, stop_rx.clone())));
+        }
         let worker = if config.worker {
-            Some(worker::start(&config, store.clone(), registry.clone(), stop_rx.clone())?)
+            Some(worker::start(&config, metrics.clone(), store.clone(), registry.clone(), stop_rx.clone())?)
         } else {
             None
         };
@@ -136,7 +171,7 @@ impl Server {
                 .map_err(|source| ServerError::Bind { addr: listen, source })?;
             addr = listener.local_addr().ok();
             let notify = worker.as_ref().map(|w| w.notify.clone());
-            let state = api::AppState::new(store.clone(), registry.clone(), notify);
+            let state = api::AppState::new(store.clone(), registry.clone(), notify, metrics.clone());
             let app = api::router(state, config.body_limit);
             let mut rx = stop_rx.clone();
             tasks.push(tokio::spawn(async move {
@@ -155,8 +190,8 @@ impl Server {
         Ok(Server { addr, created_admin_token, store, stop, tasks, worker })
     }
 
-    /// The server's store (tests use it to make the store unavailable).
-    pub fn store(&self) -> &Store {
+    /// The server's store.
+    pub fn store(&self) -> &Arc<dyn JobStore> {
         &self.store
     }
 

@@ -1,6 +1,7 @@
 //! `GET /v1/runs/{id}/tasks/{task}/logs`: an attempt's stdout or stderr file, whole, or
 //! followed (`follow=true`) until the attempt has ended and the file is read to its end.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -10,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use weir_api::Role;
-use weir_store::{AttemptRow, Store};
+use weir_store::{AttemptRow, JobStore};
 
 use crate::api::{readable_run, AppState};
 use crate::error::ApiError;
@@ -87,7 +88,7 @@ pub async fn task_logs(
 }
 
 struct Tail {
-    store: Store,
+    store: Arc<dyn JobStore>,
     attempt: AttemptRow,
     path: String,
     offset: u64,
@@ -97,7 +98,7 @@ struct Tail {
 
 /// Chunks of the file as it grows; ends once the attempt has ended and nothing is left.
 fn follow(
-    store: Store,
+    store: Arc<dyn JobStore>,
     attempt: AttemptRow,
     path: String,
 ) -> impl futures_util::Stream<Item = Result<Vec<u8>, std::io::Error>> {

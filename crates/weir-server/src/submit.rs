@@ -4,11 +4,12 @@
 //! the previous one was committing — so a 201 always means "committed".
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 use weir_api::SubmitRun;
 use weir_model::{WorkflowSpec, Workload, WorkloadFile};
-use weir_store::{NewRun, Store, Submitted};
+use weir_store::{JobStore, NewRun, Submitted};
 
 use crate::clusters::Registry;
 use crate::error::ApiError;
@@ -28,7 +29,7 @@ pub struct Writer {
 }
 
 impl Writer {
-    pub fn start(store: Store) -> Writer {
+    pub fn start(store: Arc<dyn JobStore>, metrics: Arc<crate::metrics::Metrics>) -> Writer {
         let (tx, mut rx) = mpsc::channel::<(NewRun, Reply)>(4096);
         tokio::spawn(async move {
             while let Some(first) = rx.recv().await {
@@ -40,7 +41,10 @@ impl Writer {
                     }
                 }
                 let (runs, replies): (Vec<NewRun>, Vec<Reply>) = batch.into_iter().unzip();
-                match store.submit(&runs).await {
+                let t0 = std::time::Instant::now();
+                let result = store.submit(&runs).await;
+                metrics.observe_store("submit", t0.elapsed());
+                match result {
                     Ok(outcomes) => {
                         for (reply, outcome) in replies.into_iter().zip(outcomes) {
                             let _ = reply.send(Ok(outcome));
@@ -105,6 +109,8 @@ pub struct Accepted {
     pub queue: String,
     pub project: String,
     pub tier: u8,
+    /// The workflow's runtime SLO.
+    pub slo_ms: Option<i64>,
 }
 
 /// Route and validate a workflow. A route replaces the workflow's own placement.
@@ -132,7 +138,8 @@ pub fn accept(registry: &Registry, mut spec: WorkflowSpec) -> Result<Accepted, A
     let wf = &workload.workflows[0];
     let queue = wf.queue.to_string();
     let project = declared_project.unwrap_or_else(|| project_of_queue(&queue));
-    Ok(Accepted { cluster: routed.cluster, queue, project, tier: wf.tier, spec })
+    let slo_ms = wf.slo.map(|d| d.as_millis() as i64);
+    Ok(Accepted { cluster: routed.cluster, queue, project, tier: wf.tier, slo_ms, spec })
 }
 
 /// Validation problems as one 400: the first problem's path is the field; every problem is in

@@ -250,12 +250,12 @@ async fn bad_input_gets_its_status_code(db: Db) {
     assert_eq!(st, 200);
     // Store unavailable: 503, and nothing half-written.
     let before = s.call(Method::GET, "/v1/runs", None).await.1["runs"].as_array().map(Vec::len);
-    s.server.as_ref().expect("server").store().close().await;
+    s.store.close().await;
     let (st, e) = s.submit(one_task("late", "root.ads.tier1", "true"), "d").await;
     assert_eq!((st, e["error"]["code"].as_str()), (503, Some("unavailable")), "{e:#}");
     let (url, dir) = (s.url.clone(), s.dir.clone());
     s.stop(Stop::Now).await;
-    let reopened = weir_store::Store::open(&url).await.expect("reopen");
+    let reopened = weir_store::open(&url).await.expect("reopen");
     let after =
         reopened.list_runs(&weir_store::RunFilter { limit: 1000, ..Default::default() }).await.expect("list");
     assert_eq!(Some(after.len()), before, "a run was written although the answer was 503");
@@ -319,7 +319,7 @@ async fn a_restart_adopts_running_tasks_instead_of_starting_them_again(db: Db) {
     s.wait_until(id, LONG, "the task running", |r| r["jobs"][0]["tasks"][0]["state"] == "running").await;
     s.stop(Stop::Now).await;
     // The process outlives the server; a new server on the same store adopts it.
-    let mut s2 = TestServer::start_with(common::config(&s.dir, &s.url)).await;
+    let mut s2 = TestServer::start_with(common::config(&s.dir), &s.url.clone()).await;
     let run = s2.wait(id, LONG).await;
     assert_eq!(run["state"], "succeeded", "{run:#}");
     assert_eq!(run["jobs"][0]["tasks"][0]["attempts"], 1);

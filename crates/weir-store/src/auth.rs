@@ -50,7 +50,7 @@ fn token_row(r: &sqlx::any::AnyRow) -> Result<TokenRow, StoreError> {
 }
 
 impl Store {
-    pub async fn create_token(&self, token: &TokenRow) -> Result<(), StoreError> {
+    pub(crate) async fn create_token(&self, token: &TokenRow) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
         sqlx::query("INSERT INTO tokens (id, name, hash, grants, created_ms) VALUES ($1, $2, $3, $4, $5)")
             .bind(token.id.as_str())
@@ -65,7 +65,7 @@ impl Store {
     }
 
     /// The token with this hash, revoked or not.
-    pub async fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRow>, StoreError> {
+    pub(crate) async fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRow>, StoreError> {
         let row =
             sqlx::query("SELECT id, name, hash, grants, created_ms, revoked_ms FROM tokens WHERE hash = $1")
                 .bind(hash)
@@ -75,7 +75,7 @@ impl Store {
         row.as_ref().map(token_row).transpose()
     }
 
-    pub async fn tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
+    pub(crate) async fn tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, name, hash, grants, created_ms, revoked_ms FROM tokens ORDER BY created_ms, id",
         )
@@ -86,7 +86,7 @@ impl Store {
     }
 
     /// Revoke a token; `false` if there is no live token with this id.
-    pub async fn revoke_token(&self, id: &str, now_ms: i64) -> Result<bool, StoreError> {
+    pub(crate) async fn revoke_token(&self, id: &str, now_ms: i64) -> Result<bool, StoreError> {
         let mut tx = self.begin().await?;
         let n = sqlx::query("UPDATE tokens SET revoked_ms = $2 WHERE id = $1 AND revoked_ms IS NULL")
             .bind(id)
@@ -99,7 +99,7 @@ impl Store {
         Ok(n == 1)
     }
 
-    pub async fn routes(&self) -> Result<Vec<RouteRow>, StoreError> {
+    pub(crate) async fn routes(&self) -> Result<Vec<RouteRow>, StoreError> {
         let rows = sqlx::query("SELECT key, cluster, queue FROM routes ORDER BY key")
             .fetch_all(&self.read)
             .await
@@ -111,7 +111,7 @@ impl Store {
             .collect()
     }
 
-    pub async fn put_route(&self, route: &RouteRow, now_ms: i64) -> Result<(), StoreError> {
+    pub(crate) async fn put_route(&self, route: &RouteRow, now_ms: i64) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
         sqlx::query(
             "INSERT INTO routes (key, cluster, queue, updated_ms) VALUES ($1, $2, $3, $4)
@@ -128,7 +128,7 @@ impl Store {
         tx.commit().await.map_err(StoreError::db)
     }
 
-    pub async fn delete_route(&self, key: &str) -> Result<bool, StoreError> {
+    pub(crate) async fn delete_route(&self, key: &str) -> Result<bool, StoreError> {
         let mut tx = self.begin().await?;
         let n = sqlx::query("DELETE FROM routes WHERE key = $1")
             .bind(key)
@@ -140,7 +140,7 @@ impl Store {
         Ok(n == 1)
     }
 
-    pub async fn put_workflow(&self, name: &str, spec: &str, now_ms: i64) -> Result<(), StoreError> {
+    pub(crate) async fn put_workflow(&self, name: &str, spec: &str, now_ms: i64) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
         sqlx::query(
             "INSERT INTO workflows (name, spec, updated_ms) VALUES ($1, $2, $3)
@@ -155,7 +155,7 @@ impl Store {
         tx.commit().await.map_err(StoreError::db)
     }
 
-    pub async fn workflow(&self, name: &str) -> Result<Option<String>, StoreError> {
+    pub(crate) async fn workflow(&self, name: &str) -> Result<Option<String>, StoreError> {
         let row = sqlx::query("SELECT spec FROM workflows WHERE name = $1")
             .bind(name)
             .fetch_optional(&self.read)
@@ -165,7 +165,7 @@ impl Store {
     }
 
     /// Store a cluster's configuration; the version moves on only if the text changed.
-    pub async fn put_cluster(&self, name: &str, config: &str, now_ms: i64) -> Result<i64, StoreError> {
+    pub(crate) async fn put_cluster(&self, name: &str, config: &str, now_ms: i64) -> Result<i64, StoreError> {
         let mut tx = self.begin().await?;
         sqlx::query(
             "INSERT INTO clusters (name, config, version, updated_ms) VALUES ($1, $2, 1, $3)
@@ -189,7 +189,7 @@ impl Store {
         Ok(version)
     }
 
-    pub async fn clusters(&self) -> Result<Vec<ClusterRow>, StoreError> {
+    pub(crate) async fn clusters(&self) -> Result<Vec<ClusterRow>, StoreError> {
         let rows = sqlx::query("SELECT name, config, version FROM clusters ORDER BY name")
             .fetch_all(&self.read)
             .await
@@ -205,7 +205,7 @@ impl Store {
             .collect()
     }
 
-    pub async fn cluster(&self, name: &str) -> Result<Option<ClusterRow>, StoreError> {
+    pub(crate) async fn cluster(&self, name: &str) -> Result<Option<ClusterRow>, StoreError> {
         let row = sqlx::query("SELECT name, config, version FROM clusters WHERE name = $1")
             .bind(name)
             .fetch_optional(&self.read)
@@ -221,7 +221,7 @@ impl Store {
         .transpose()
     }
 
-    pub async fn snapshots(&self) -> Result<Vec<SnapshotRow>, StoreError> {
+    pub(crate) async fn snapshots(&self) -> Result<Vec<SnapshotRow>, StoreError> {
         let rows = sqlx::query("SELECT cluster, body, taken_ms FROM snapshots ORDER BY cluster")
             .fetch_all(&self.read)
             .await

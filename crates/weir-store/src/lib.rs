@@ -7,21 +7,30 @@
 //! decided. Everything is integers (milliseconds since the Unix epoch) and text, which both
 //! databases and `Any` agree on. Versioned migrations are applied when a [`Store`] opens.
 //!
-//! Atomicity, method by method, is documented where it matters. The two that carry the
+//! The server knows only the [`JobStore`] trait (object-safe: it holds an `Arc<dyn JobStore>`);
+//! the binary opens a [`Store`] and hands it over ([`open`] does both). The trait's
+//! documentation states, method by method, what each guarantees. The two that carry the
 //! service's guarantees:
-//! - [`Store::submit`] commits a whole batch of submissions in one transaction (group commit):
-//!   either every run of the batch is stored, with its idempotency record, or none is.
-//! - [`Store::apply`] commits a worker's batch of state changes in one transaction that first
-//!   checks (and renews) the worker's lease on the cluster by its fencing number: a worker that
-//!   lost its lease writes nothing. State changes in it are compare-and-set: a change whose
+//! - [`JobStore::submit`] commits a whole batch of submissions in one transaction (group
+//!   commit): either every run of the batch is stored, with its idempotency record, or none is.
+//! - [`JobStore::apply`] commits a worker's batch of state changes in one transaction that
+//!   first checks (and renews) the worker's lease on the cluster by its fencing number: a worker
+//!   that lost its lease writes nothing. State changes in it are compare-and-set: a change whose
 //!   precondition no longer holds is skipped and reported as not applied, never forced.
+//!
+//! There is no in-memory implementation: tests run against real SQLite files and a real
+//! PostgreSQL, where the failures are real.
 
 mod auth;
 mod error;
+mod history;
+mod job_store;
 mod runs;
 mod schema;
+mod warning;
 mod worker;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyPoolOptions, AnyRow};
@@ -29,10 +38,14 @@ use sqlx::{AnyPool, Executor, Row};
 
 pub use auth::{ClusterRow, RouteRow, SnapshotRow, TokenRow};
 pub use error::StoreError;
+pub use history::{
+    AttemptDuration, PlanApplied, PreemptionRow, ProposalRow, RunCount, RunRecordRow, UsageRow,
+};
+pub use job_store::{BoxFuture, JobStore};
 pub use runs::{
     AttemptRow, JobRow, KillOutcome, NewRun, RunFilter, RunRow, Submitted, TaskRow, TERMINAL_RUN_STATES,
 };
-pub use worker::{ActiveRun, AttemptKey, Change, Fence, NewJob, NewTask, TaskKey};
+pub use worker::{ActiveRun, AttemptKey, Change, Fence, Lease, NewJob, NewTask, TaskKey, Warning};
 
 /// Which SQL the store speaks where the two databases differ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,7 +54,12 @@ pub enum Dialect {
     Postgres,
 }
 
-/// An open store: a pool of connections and the dialect.
+/// Opens the store at `url` (see [`Store::open`]) as the trait object the server takes.
+pub async fn open(url: &str) -> Result<Arc<dyn JobStore>, StoreError> {
+    Ok(Arc::new(Store::open(url).await?))
+}
+
+/// An open store: a pool of connections and the dialect. It implements [`JobStore`].
 ///
 /// On SQLite, writes go through a single connection (SQLite has one writer; in-process
 /// queuing beats lock retries), reads through a small pool.
@@ -91,7 +109,7 @@ impl Store {
     }
 
     /// The store answers a trivial query (for `/readyz`).
-    pub async fn ping(&self) -> Result<(), StoreError> {
+    pub(crate) async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.read).await.map_err(StoreError::db)?;
         Ok(())
     }
@@ -105,7 +123,7 @@ impl Store {
         }
     }
 
-    /// Close every connection (tests that simulate an unavailable store).
+    /// Close every connection: every later call fails as unavailable (tests of the 503 path).
     pub async fn close(&self) {
         self.read.close().await;
         self.write.close().await;

@@ -24,6 +24,8 @@ pub struct NewRun {
     /// Token id of the submitter.
     pub submitted_by: String,
     pub submitted_ms: i64,
+    /// The workflow's runtime SLO, for the SLO reports.
+    pub slo_ms: Option<i64>,
     /// `token id + ":" + Idempotency-Key`, if the request had one.
     pub idempotency_key: Option<String>,
     /// Records older than this (ms) are expired and do not replay.
@@ -101,8 +103,9 @@ pub struct AttemptRow {
     pub task_idx: u32,
     pub attempt: u32,
     pub cluster: String,
-    /// `starting` (intent recorded, process maybe not started), `running`, `succeeded`,
-    /// `failed`, `killed`, `lost`.
+    /// `starting` (intent recorded, process maybe not started), `running`, `preempting` (warned:
+    /// it will be killed at `kill_at_ms`, `reason` says why), `succeeded`, `failed`, `killed`,
+    /// `lost`.
     pub state: String,
     pub node: Option<String>,
     /// The backend's record of the started process (JSON), once known.
@@ -113,6 +116,8 @@ pub struct AttemptRow {
     pub ended_ms: Option<i64>,
     pub exit_code: Option<i32>,
     pub reason: Option<String>,
+    /// When the engine warned that it takes this attempt's container: the kill time.
+    pub kill_at_ms: Option<i64>,
 }
 
 /// Filters of `GET /v1/runs`; runs come newest first, `before` is the paging cursor.
@@ -212,6 +217,7 @@ pub(crate) fn attempt_row(r: &AnyRow) -> Result<AttemptRow, StoreError> {
         ended_ms: opt_int(r, "ended_ms")?,
         exit_code: opt_int(r, "exit_code")?.map(|c| c as i32),
         reason: opt_text(r, "reason")?,
+        kill_at_ms: opt_int(r, "kill_at_ms")?,
     })
 }
 
@@ -223,7 +229,7 @@ impl Store {
     /// Store a batch of submissions in one transaction (group commit): all of them or none.
     /// Within the batch, each is checked in order against idempotency records and against
     /// the active runs (including those earlier in the same batch).
-    pub async fn submit(&self, runs: &[NewRun]) -> Result<Vec<Submitted>, StoreError> {
+    pub(crate) async fn submit(&self, runs: &[NewRun]) -> Result<Vec<Submitted>, StoreError> {
         let mut tx = self.begin().await?;
         let mut out = Vec::with_capacity(runs.len());
         for run in runs {
@@ -249,7 +255,7 @@ impl Store {
             let key = active_key(&run.workflow, &run.logical_date);
             let inserted = sqlx::query(
                 "INSERT INTO runs (workflow, project, tier, logical_date, active_key, state, cluster, queue,
-                 spec, params, submitted_by, submitted_ms) VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11)
+                 spec, params, submitted_by, submitted_ms, slo_ms) VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $12)
                  ON CONFLICT DO NOTHING RETURNING id",
             )
             .bind(run.workflow.as_str())
@@ -263,6 +269,7 @@ impl Store {
             .bind(run.params.as_str())
             .bind(run.submitted_by.as_str())
             .bind(run.submitted_ms)
+            .bind(run.slo_ms)
             .fetch_optional(&mut *tx)
             .await
             .map_err(StoreError::db)?;
@@ -306,13 +313,13 @@ impl Store {
         Ok(out)
     }
 
-    pub async fn run(&self, id: i64) -> Result<Option<RunRow>, StoreError> {
+    pub(crate) async fn run(&self, id: i64) -> Result<Option<RunRow>, StoreError> {
         const Q: &str = concat!("SELECT ", run_columns!(), " FROM runs WHERE id = $1");
         let row = sqlx::query(Q).bind(id).fetch_optional(&self.read).await.map_err(StoreError::db)?;
         row.as_ref().map(run_row).transpose()
     }
 
-    pub async fn jobs(&self, run: i64) -> Result<Vec<JobRow>, StoreError> {
+    pub(crate) async fn jobs(&self, run: i64) -> Result<Vec<JobRow>, StoreError> {
         let rows = sqlx::query(
             "SELECT run_id, idx, name, state, started_ms, finished_ms FROM jobs WHERE run_id = $1 ORDER BY idx",
         )
@@ -323,7 +330,7 @@ impl Store {
         rows.iter().map(job_row).collect()
     }
 
-    pub async fn tasks(&self, run: i64) -> Result<Vec<TaskRow>, StoreError> {
+    pub(crate) async fn tasks(&self, run: i64) -> Result<Vec<TaskRow>, StoreError> {
         let rows = sqlx::query(
             "SELECT run_id, job_idx, stage_idx, task_idx, stage, state, attempts, node, started_ms, finished_ms,
              exit_code FROM tasks WHERE run_id = $1 ORDER BY job_idx, stage_idx, task_idx",
@@ -336,7 +343,7 @@ impl Store {
     }
 
     /// Every attempt of one task, oldest first.
-    pub async fn attempts(
+    pub(crate) async fn attempts(
         &self,
         run: i64,
         job: u32,
@@ -345,7 +352,7 @@ impl Store {
     ) -> Result<Vec<AttemptRow>, StoreError> {
         let rows = sqlx::query(
             "SELECT run_id, job_idx, stage_idx, task_idx, attempt, cluster, state, node, launched, stdout, stderr,
-             started_ms, ended_ms, exit_code, reason FROM attempts
+             started_ms, ended_ms, exit_code, reason, kill_at_ms FROM attempts
              WHERE run_id = $1 AND job_idx = $2 AND stage_idx = $3 AND task_idx = $4 ORDER BY attempt",
         )
         .bind(run)
@@ -359,7 +366,7 @@ impl Store {
     }
 
     /// Runs matching `filter`, newest first, at most `filter.limit`.
-    pub async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRow>, StoreError> {
+    pub(crate) async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRow>, StoreError> {
         const Q: &str = concat!(
             "SELECT ",
             run_columns!(),
@@ -401,7 +408,7 @@ impl Store {
 
     /// Ask for a run to be killed. A queued run is killed at once (compare-and-set on its
     /// state, so a worker claiming it at the same moment either gets it first or not at all).
-    pub async fn request_kill(&self, id: i64, now_ms: i64) -> Result<KillOutcome, StoreError> {
+    pub(crate) async fn request_kill(&self, id: i64, now_ms: i64) -> Result<KillOutcome, StoreError> {
         let mut tx = self.begin().await?;
         let done = sqlx::query(
             "UPDATE runs SET state = 'killed', finished_ms = $2, active_key = NULL, kill_requested = 1,
@@ -442,7 +449,7 @@ impl Store {
     }
 
     /// Forget idempotency records created before `before_ms`.
-    pub async fn expire_idempotency(&self, before_ms: i64) -> Result<u64, StoreError> {
+    pub(crate) async fn expire_idempotency(&self, before_ms: i64) -> Result<u64, StoreError> {
         let mut tx = self.begin().await?;
         let r = sqlx::query("DELETE FROM idempotency WHERE created_ms < $1")
             .bind(before_ms)

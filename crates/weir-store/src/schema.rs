@@ -9,10 +9,11 @@ use crate::{Dialect, Store, StoreError};
 /// (version, SQLite statements, PostgreSQL statements)
 type Migration = (i64, &'static [&'static str], &'static [&'static str]);
 
-const MIGRATIONS: &[Migration] = &[(1, V1_SQLITE, V1_POSTGRES)];
+const MIGRATIONS: &[Migration] =
+    &[(1, V1_SQLITE, V1_POSTGRES), (2, V2_SQLITE, V2_POSTGRES), (3, V3, V3), (4, V4, V4)];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 4;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -58,6 +59,43 @@ macro_rules! v1 {
 }
 
 const V1_SQLITE: &[&str] = v1!("INTEGER PRIMARY KEY AUTOINCREMENT");
+
+/// History for the dashboard and the plan → apply loop: the SLO a run was submitted with, queue
+/// usage intervals (`usage.csv`), preemptions carried out, and plan proposals.
+macro_rules! v2 {
+    ($id:literal) => {
+        &[
+            "ALTER TABLE runs ADD COLUMN slo_ms BIGINT",
+            "CREATE INDEX runs_submitted ON runs (submitted_ms)",
+            "CREATE TABLE queue_usage (cluster TEXT NOT NULL, queue TEXT NOT NULL, start_ms BIGINT NOT NULL,
+             end_ms BIGINT NOT NULL, cpu BIGINT NOT NULL, memory BIGINT NOT NULL, running_apps BIGINT NOT NULL,
+             PRIMARY KEY (cluster, queue, start_ms))",
+            "CREATE INDEX queue_usage_time ON queue_usage (cluster, start_ms)",
+            "CREATE TABLE preemptions (cluster TEXT NOT NULL, at_ms BIGINT NOT NULL, run_id BIGINT NOT NULL,
+             task TEXT NOT NULL, attempt BIGINT NOT NULL, queue TEXT NOT NULL, for_queue TEXT NOT NULL,
+             kind TEXT NOT NULL, reason TEXT NOT NULL)",
+            "CREATE INDEX preemptions_time ON preemptions (at_ms)",
+            concat!(
+                "CREATE TABLE proposals (id ",
+                $id,
+                ", cluster TEXT NOT NULL, created_ms BIGINT NOT NULL, base_version BIGINT NOT NULL,
+                 config TEXT NOT NULL, routes TEXT NOT NULL, summary TEXT NOT NULL, state TEXT NOT NULL,
+                 decided_ms BIGINT)"
+            ),
+        ]
+    };
+}
+
+const V2_SQLITE: &[&str] = v2!("INTEGER PRIMARY KEY AUTOINCREMENT");
+const V2_POSTGRES: &[&str] = v2!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
+
+/// Preemption warnings: an attempt in state `preempting` has its reason in `reason` and the time
+/// it will be killed in `kill_at_ms` (kept after it ends).
+const V3: &[&str] = &["ALTER TABLE attempts ADD COLUMN kill_at_ms BIGINT"];
+
+/// GPUs in the usage history (the dashboard's utilization charts; `usage.csv` has no gpu
+/// column). Rows recorded before it hold 0.
+const V4: &[&str] = &["ALTER TABLE queue_usage ADD COLUMN gpu BIGINT NOT NULL DEFAULT 0"];
 const V1_POSTGRES: &[&str] = v1!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
 
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {

@@ -13,6 +13,14 @@ pub struct Fence {
     pub fence: i64,
 }
 
+/// A cluster's lease as stored: who holds it, its fencing number, when it expires.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    pub owner: String,
+    pub fence: i64,
+    pub expires_ms: i64,
+}
+
 /// One task of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TaskKey {
@@ -63,7 +71,7 @@ pub enum Change {
     AttemptStarting { key: AttemptKey, node: String, stdout: String, stderr: String, at: i64 },
     /// Compare-and-set `starting → running`, recording the backend's launch record.
     AttemptLaunched { key: AttemptKey, launched: String, at: i64 },
-    /// Compare-and-set from `starting` or `running` to an end state (`succeeded`, `failed`,
+    /// Compare-and-set from `starting`, `running` or `preempting` to an end state (`succeeded`, `failed`,
     /// `killed`, `lost`).
     AttemptEnded {
         key: AttemptKey,
@@ -72,6 +80,25 @@ pub enum Change {
         at: i64,
         reason: Option<String>,
     },
+    /// A usage interval of a leaf queue (`usage.csv`). Never overlaps the queue's earlier rows:
+    /// a start before the last row's end is moved up to it.
+    Usage(crate::UsageRow),
+    /// Compare-and-set: the queue's row starting at `start_ms` still ends at `old_end_ms`; it
+    /// now ends at `end_ms` (the same usage went on).
+    UsageExtended { queue: String, start_ms: i64, old_end_ms: i64, end_ms: i64 },
+    /// A container was taken by preemption.
+    Preempted(crate::PreemptionRow),
+    /// `Some`: compare-and-set `running → preempting` on the attempt and its task, recording the
+    /// warning (reason, kill time). `None`: `preempting → running`, clearing it (a new owner's
+    /// engine, rebuilt from the store, no longer plans that kill).
+    AttemptPreempting { key: AttemptKey, warning: Option<Warning> },
+}
+
+/// A preemption warning: why the container is taken and when it will be killed (Unix ms).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    pub reason: String,
+    pub kill_at_ms: i64,
 }
 
 /// A run a new owner picks up: its row, jobs, tasks and the attempts still open.
@@ -80,7 +107,7 @@ pub struct ActiveRun {
     pub run: RunRow,
     pub jobs: Vec<JobRow>,
     pub tasks: Vec<TaskRow>,
-    /// Attempts in `starting` or `running`.
+    /// Attempts in `starting`, `running` or `preempting`.
     pub open_attempts: Vec<AttemptRow>,
     /// Failed attempts per task (so retry limits survive a restart).
     pub failed_attempts: Vec<(TaskKey, u32)>,
@@ -89,7 +116,7 @@ pub struct ActiveRun {
 impl Store {
     /// Take the lease on `cluster` if it is free, expired, or already ours; the fencing number
     /// moves on whenever the owner changes. `None`: another owner holds it.
-    pub async fn acquire_lease(
+    pub(crate) async fn acquire_lease(
         &self,
         cluster: &str,
         owner: &str,
@@ -119,7 +146,7 @@ impl Store {
     }
 
     /// Give the lease up (a clean shutdown), so another worker need not wait for it to expire.
-    pub async fn release_lease(&self, fence: &Fence) -> Result<(), StoreError> {
+    pub(crate) async fn release_lease(&self, fence: &Fence) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
         sqlx::query("UPDATE leases SET expires_ms = 0 WHERE cluster = $1 AND owner = $2 AND fence = $3")
             .bind(fence.cluster.as_str())
@@ -131,14 +158,20 @@ impl Store {
         tx.commit().await.map_err(StoreError::db)
     }
 
-    /// The current owner and fence of a cluster's lease, if any (for tests and `/readyz`).
-    pub async fn lease(&self, cluster: &str) -> Result<Option<(String, i64, i64)>, StoreError> {
+    pub(crate) async fn lease(&self, cluster: &str) -> Result<Option<Lease>, StoreError> {
         let row = sqlx::query("SELECT owner, fence, expires_ms FROM leases WHERE cluster = $1")
             .bind(cluster)
             .fetch_optional(&self.read)
             .await
             .map_err(StoreError::db)?;
-        row.map(|r| Ok((crate::text(&r, "owner")?, int(&r, "fence")?, int(&r, "expires_ms")?))).transpose()
+        row.map(|r| {
+            Ok(Lease {
+                owner: crate::text(&r, "owner")?,
+                fence: int(&r, "fence")?,
+                expires_ms: int(&r, "expires_ms")?,
+            })
+        })
+        .transpose()
     }
 
     /// Up to `limit` queued runs of the cluster, oldest first. On PostgreSQL rows another
@@ -146,7 +179,7 @@ impl Store {
     /// (`FOR UPDATE SKIP LOCKED`; SQLite has no row locks and rejects the clause). What makes
     /// a claim exclusive is not this read but the lease and the compare-and-set
     /// [`Change::Route`] in the worker's fenced batch.
-    pub async fn queued_runs(&self, cluster: &str, limit: u32) -> Result<Vec<RunRow>, StoreError> {
+    pub(crate) async fn queued_runs(&self, cluster: &str, limit: u32) -> Result<Vec<RunRow>, StoreError> {
         const SQLITE: &str = concat!(
             "SELECT ",
             run_columns!(),
@@ -172,7 +205,7 @@ impl Store {
 
     /// Every unfinished, routed run of the cluster with its jobs, tasks and open attempts:
     /// what a new owner rebuilds its engine from.
-    pub async fn active_runs(&self, cluster: &str) -> Result<Vec<ActiveRun>, StoreError> {
+    pub(crate) async fn active_runs(&self, cluster: &str) -> Result<Vec<ActiveRun>, StoreError> {
         const RUNS: &str = concat!(
             "SELECT ",
             run_columns!(),
@@ -206,8 +239,8 @@ impl Store {
         }
         let open = sqlx::query(
             "SELECT run_id, job_idx, stage_idx, task_idx, attempt, cluster, state, node, launched, stdout, stderr,
-             started_ms, ended_ms, exit_code, reason FROM attempts
-             WHERE cluster = $1 AND state IN ('starting', 'running') ORDER BY run_id, attempt",
+             started_ms, ended_ms, exit_code, reason, kill_at_ms FROM attempts
+             WHERE cluster = $1 AND state IN ('starting', 'running', 'preempting') ORDER BY run_id, attempt",
         )
         .bind(cluster)
         .fetch_all(&self.read)
@@ -223,7 +256,7 @@ impl Store {
     }
 
     /// Unfinished runs of the cluster whose kill was requested.
-    pub async fn kill_requests(&self, cluster: &str) -> Result<Vec<i64>, StoreError> {
+    pub(crate) async fn kill_requests(&self, cluster: &str) -> Result<Vec<i64>, StoreError> {
         let rows = sqlx::query(
             "SELECT id FROM runs WHERE cluster = $1 AND kill_requested = 1
              AND state IN ('routed', 'waiting', 'running')",
@@ -239,7 +272,7 @@ impl Store {
     /// (`expires_ms = lease_until_ms`). Returns, per change, whether it applied (a
     /// compare-and-set whose precondition failed did not). [`StoreError::LeaseLost`]: nothing
     /// was written.
-    pub async fn apply(
+    pub(crate) async fn apply(
         &self,
         fence: &Fence,
         lease_until_ms: i64,
@@ -268,7 +301,7 @@ impl Store {
     }
 
     /// Publish the cluster's queue snapshot (JSON), fenced like every worker write.
-    pub async fn publish_snapshot(
+    pub(crate) async fn publish_snapshot(
         &self,
         fence: &Fence,
         lease_until_ms: i64,
@@ -303,10 +336,16 @@ impl Store {
     }
 }
 
-type Tx = sqlx::Transaction<'static, sqlx::Any>;
+pub(crate) type Tx = sqlx::Transaction<'static, sqlx::Any>;
 
 async fn apply_one(tx: &mut Tx, cluster: &str, change: &Change) -> Result<bool, StoreError> {
     let affected = match change {
+        Change::Usage(_) | Change::UsageExtended { .. } | Change::Preempted(_) => {
+            apply_history(tx, cluster, change).await?
+        }
+        Change::AttemptPreempting { key, warning } => {
+            crate::warning::apply(tx, key, warning.as_ref()).await?
+        }
         Change::Route { run, jobs, at: _ } => {
             let n = sqlx::query("UPDATE runs SET state = 'routed' WHERE id = $1 AND state = 'queued'")
                 .bind(*run)
@@ -469,7 +508,7 @@ async fn apply_one(tx: &mut Tx, cluster: &str, change: &Change) -> Result<bool, 
             sqlx::query(
                 "UPDATE attempts SET state = $6, exit_code = $7, ended_ms = $8, reason = $9
                  WHERE run_id = $1 AND job_idx = $2 AND stage_idx = $3 AND task_idx = $4 AND attempt = $5
-                 AND state IN ('starting', 'running')",
+                 AND state IN ('starting', 'running', 'preempting')",
             )
             .bind(t.run)
             .bind(i64::from(t.job))
@@ -487,4 +526,15 @@ async fn apply_one(tx: &mut Tx, cluster: &str, change: &Change) -> Result<bool, 
         }
     };
     Ok(affected == 1)
+}
+
+async fn apply_history(tx: &mut Tx, cluster: &str, change: &Change) -> Result<u64, StoreError> {
+    match change {
+        Change::Usage(row) => crate::history::insert_usage(tx, cluster, row).await,
+        Change::UsageExtended { queue, start_ms, old_end_ms, end_ms } => {
+            crate::history::extend_usage(tx, cluster, queue, *start_ms, *old_end_ms, *end_ms).await
+        }
+        Change::Preempted(p) => crate::history::insert_preemption(tx, p).await,
+        _ => Ok(0),
+    }
 }

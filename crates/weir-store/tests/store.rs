@@ -1,21 +1,26 @@
 //! The store's guarantees on a real SQLite file (and on PostgreSQL when
 //! `WEIR_TEST_POSTGRES_URL` is set): group-committed submissions with uniqueness and
 //! idempotency, leases whose fencing number stops a stale owner from writing anything, and
-//! compare-and-set state changes.
+//! compare-and-set state changes. Every call goes through the `JobStore` trait object, as the
+//! server's do.
 
-use weir_store::{AttemptKey, Change, NewJob, NewRun, NewTask, Store, StoreError, Submitted, TaskKey};
+use std::sync::Arc;
 
-async fn stores(tag: &str) -> Vec<Store> {
+use weir_store::{
+    AttemptKey, Change, JobStore, NewJob, NewRun, NewTask, StoreError, Submitted, TaskKey, Warning,
+};
+
+async fn stores(tag: &str) -> Vec<Arc<dyn JobStore>> {
     let dir = std::env::temp_dir().join(format!("weir-store-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("dir");
     let mut out =
-        vec![Store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite")];
+        vec![weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite")];
     match std::env::var("WEIR_TEST_POSTGRES_URL") {
         Ok(url) => {
             let name = format!("weir_store_{tag}_{}", std::process::id());
             let db = weir_store::create_postgres_database(&url, &name).await.expect("database");
-            out.push(Store::open(&db).await.expect("postgres"));
+            out.push(weir_store::open(&db).await.expect("postgres"));
         }
         Err(_) => eprintln!("\n*** SKIPPED on PostgreSQL: WEIR_TEST_POSTGRES_URL is not set ***\n"),
     }
@@ -34,6 +39,7 @@ fn run(workflow: &str, date: &str, key: Option<&str>) -> NewRun {
         params: "{}".into(),
         submitted_by: "admin".into(),
         submitted_ms: 1_000,
+        slo_ms: None,
         idempotency_key: key.map(str::to_string),
         idempotency_after_ms: 0,
     }
@@ -122,5 +128,84 @@ async fn a_stale_lease_holder_writes_nothing() {
         // Recovery sees no open attempt.
         let active = store.active_runs("c").await.expect("active");
         assert!(active.iter().all(|r| r.open_attempts.is_empty()));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preemption_warning_moves_a_running_attempt_and_its_task_and_can_be_cleared() {
+    for store in stores("warning").await {
+        let fence = store.acquire_lease("c", "me", 1_000, 60_000).await.expect("lease").expect("free");
+        let id = match store.submit(&[run("w", "d", None)]).await.expect("submit")[0] {
+            Submitted::Created { id } => id,
+            ref other => panic!("{other:?}"),
+        };
+        let task = TaskKey { run: id, job: 0, stage: 0, task: 0 };
+        let key = AttemptKey { task, attempt: 1 };
+        let setup = [
+            Change::Route {
+                run: id,
+                jobs: vec![NewJob {
+                    idx: 0,
+                    name: "j".into(),
+                    tasks: vec![NewTask { stage_idx: 0, task_idx: 0, stage: "s".into() }],
+                }],
+                at: 2_000,
+            },
+            Change::AttemptStarting {
+                key,
+                node: "n".into(),
+                stdout: "o".into(),
+                stderr: "e".into(),
+                at: 2_000,
+            },
+        ];
+        assert_eq!(store.apply(&fence, 60_000, &setup).await.expect("apply"), vec![true, true]);
+        let warn = Change::AttemptPreempting {
+            key,
+            warning: Some(Warning { reason: "preempted for root.hi".into(), kill_at_ms: 9_000 }),
+        };
+        let clear = Change::AttemptPreempting { key, warning: None };
+        // Only a running attempt is warned: not one still starting.
+        assert_eq!(
+            store.apply(&fence, 60_000, std::slice::from_ref(&warn)).await.expect("apply"),
+            vec![false]
+        );
+        let launched = Change::AttemptLaunched { key, launched: "{}".into(), at: 2_001 };
+        assert_eq!(
+            store.apply(&fence, 60_000, &[launched, warn.clone(), warn.clone()]).await.expect("apply"),
+            vec![true, true, false]
+        );
+        let a = &store.attempts(id, 0, 0, 0).await.expect("attempts")[0];
+        assert_eq!(
+            (a.state.as_str(), a.reason.as_deref(), a.kill_at_ms),
+            ("preempting", Some("preempted for root.hi"), Some(9_000))
+        );
+        assert_eq!(store.tasks(id).await.expect("tasks")[0].state, "preempting");
+        // Still open: recovery sees it.
+        let active = store.active_runs("c").await.expect("active");
+        assert_eq!(active[0].open_attempts[0].state, "preempting");
+        // Cleared (a new owner), then warned again and ended by the kill.
+        assert_eq!(
+            store.apply(&fence, 60_000, &[clear.clone(), clear]).await.expect("apply"),
+            vec![true, false]
+        );
+        let a = &store.attempts(id, 0, 0, 0).await.expect("attempts")[0];
+        assert_eq!((a.state.as_str(), a.reason.as_deref(), a.kill_at_ms), ("running", None, None));
+        assert_eq!(store.tasks(id).await.expect("tasks")[0].state, "running");
+        let killed = Change::AttemptEnded {
+            key,
+            to: "killed",
+            exit_code: None,
+            at: 9_001,
+            reason: Some("preempted".into()),
+        };
+        assert_eq!(store.apply(&fence, 60_000, &[warn, killed]).await.expect("apply"), vec![true, true]);
+        let a = &store.attempts(id, 0, 0, 0).await.expect("attempts")[0];
+        assert_eq!(
+            (a.state.as_str(), a.kill_at_ms),
+            ("killed", Some(9_000)),
+            "the kill time stays on record"
+        );
+        assert!(store.active_runs("c").await.expect("active").iter().all(|r| r.open_attempts.is_empty()));
     }
 }

@@ -43,6 +43,7 @@ enum Command {
     Shares(cmd::shares::SharesArgs),
     Simulate(Box<cmd::simulate::SimulateArgs>),
     Plan(cmd::plan::PlanArgs),
+    Apply(cmd::apply::ApplyArgs),
     Export(cmd::export::ExportArgs),
     Import(cmd::import::ImportArgs),
     Bench(cmd::bench::BenchArgs),
@@ -59,6 +60,7 @@ enum Command {
     /// Why each unfinished job of a run is where it is (the engine's explanation).
     Explain(cmd::runs::RunArgs),
     Token(cmd::token::TokenArgs),
+    Routes(cmd::routes::RoutesArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
         Command::Shares(args) => cmd::shares::run(args).map(|()| ExitCode::SUCCESS),
         Command::Simulate(args) => cmd::simulate::run(args).map(|()| ExitCode::SUCCESS),
         Command::Plan(args) => cmd::plan::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Apply(args) => cmd::apply::run(args).map(|()| ExitCode::SUCCESS),
         Command::Export(args) => cmd::export::run(args).map(|()| ExitCode::SUCCESS),
         Command::Import(args) => cmd::import::run(args).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => cmd::bench::run(args).map(|()| ExitCode::SUCCESS),
@@ -81,6 +84,7 @@ fn main() -> ExitCode {
         Command::Queues(args) => cmd::runs::queues(args).map(|()| ExitCode::SUCCESS),
         Command::Explain(args) => cmd::runs::explain(args).map(|()| ExitCode::SUCCESS),
         Command::Token(args) => cmd::token::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Routes(args) => cmd::routes::run(args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

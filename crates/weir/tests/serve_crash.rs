@@ -333,8 +333,9 @@ async fn two_servers_on_one_postgres_never_start_a_task_twice_and_take_over() {
     let mut acked = submit_all(&base1, &token, &marker, 150, 300).await;
     acked.extend(half.await.expect("submitter"));
     // Kill whichever owns the cluster; the other must finish the work.
-    let store = weir_store::Store::open(&db).await.expect("store");
-    let (owner, fence, _) = store.lease("default").await.expect("lease").expect("someone owns it");
+    let store = weir_store::open(&db).await.expect("store");
+    let weir_store::Lease { owner, fence, .. } =
+        store.lease("default").await.expect("lease").expect("someone owns it");
     let killed_at = Instant::now();
     let pid_a = a.child.id();
     let survivor = if owner == format!("weir-{pid_a}") {
@@ -345,8 +346,8 @@ async fn two_servers_on_one_postgres_never_start_a_task_twice_and_take_over() {
         base1.clone()
     };
     let took_over = loop {
-        let (o, f, _) = store.lease("default").await.expect("lease").expect("lease row");
-        if o != owner && f > fence {
+        let now = store.lease("default").await.expect("lease").expect("lease row");
+        if now.owner != owner && now.fence > fence {
             break killed_at.elapsed();
         }
         assert!(killed_at.elapsed() < Duration::from_secs(30), "no takeover");

@@ -16,19 +16,25 @@ use crate::{BackendError, Exit, Launched, TaskLaunch};
 
 /// The wrapper every attempt runs under: `/bin/sh -c WRAPPER weir-task COMMAND STATUS_FILE`.
 ///
-/// It runs the command in a child shell, then writes `$?` and a newline to the status file and
-/// exits with the same status. The status survives the server: the file is read once the
-/// wrapper is gone, whoever reaped it. A status is complete only with its newline, and the file
-/// is read only after the writer has ended, so a wrapper killed mid-write leaves no status, never
-/// a wrong one (no temporary file + `mv` needed, which would cost one more process per task).
+/// It runs the command in a subshell (`( eval … )`: a fork of the wrapper, no second `exec` of
+/// a shell, which on a virtual machine costs as much as the rest of a start together), then
+/// writes `$?` and a newline to the status file and exits with the same status. The status
+/// survives the server: the file is read once the wrapper is gone, whoever reaped it. A status
+/// is complete only with its newline, and the file is read only after the writer has ended, so
+/// a wrapper killed mid-write leaves no status, never a wrong one (no temporary file + `mv`
+/// needed, which would cost one more process per task).
+///
+/// The subshell is the command's own shell: `exit N` and `exec PROGRAM` end or replace it, not
+/// the wrapper; it sees no positional parameters (`$#` is 0; `$0` is `weir-task`); `$$` is the
+/// wrapper's pid, as POSIX has it in a subshell (still unique among running attempts).
 ///
 /// `trap 'k=1' TERM`: a shell waiting for a foreground command runs its traps only after the
 /// command ends, so on the backend's SIGTERM (sent to the whole group) the wrapper outlives the
-/// command and still records its status; the command itself gets the default action back (a
-/// caught signal is reset in children). `k` also keeps a command that was killed before it
-/// started from starting.
+/// command and still records its status; the subshell and everything it starts get the default
+/// action back (a subshell resets caught signals, as `exec` does). `k` also keeps a command
+/// that was killed before it started from starting.
 pub(crate) const WRAPPER: &str = r#"trap 'k=1' TERM
-[ -z "$k" ] && /bin/sh -c "$1"
+[ -z "$k" ] && (c=$1; set --; eval "$c")
 s=$?
 printf '%s\n' "$s" > "$2"
 exit "$s""#;
@@ -81,15 +87,41 @@ fn check(launch: &TaskLaunch) -> Result<(), BackendError> {
     Ok(())
 }
 
+/// Opens a log file for appending; creates its folder only when the file cannot be opened
+/// without it (one system call when the folder exists, as it does for every attempt of a run
+/// after the first).
 fn open_log(attempt: &str, path: &Path) -> Result<File, BackendError> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent).map_err(io_err(attempt, "create the log folder", parent))?;
+    let open = || OpenOptions::new().create(true).append(true).open(path);
+    match open() {
+        Ok(f) => Ok(f),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                fs::create_dir_all(parent).map_err(io_err(attempt, "create the log folder", parent))?;
+            }
+            open().map_err(io_err(attempt, "open the log file", path))
+        }
+        Err(e) => Err(io_err(attempt, "open the log file", path)(e)),
     }
-    OpenOptions::new().create(true).append(true).open(path).map_err(io_err(
-        attempt,
-        "open the log file",
-        path,
-    ))
+}
+
+/// Writes the attempt's record into its new folder. Not through a temporary file: the file is
+/// new (`O_EXCL`) and small, so a reader sees it whole or — only after a crash of the machine
+/// mid-write — torn, which [`read_record`] treats as no record (the attempt is then found by
+/// its process, or counts as never started).
+fn write_record(attempt: &str, dir: &Path, record: &Launched) -> Result<(), BackendError> {
+    let path = dir.join(RECORD_FILE);
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(io_err(attempt, "create", &path))?;
+    f.write_all(record.to_json().as_bytes()).map_err(io_err(attempt, "write", &path))
+}
+
+/// The attempt's own copy of its record, if there is a whole one.
+pub(crate) fn read_record(dir: &Path) -> Option<Launched> {
+    let text = fs::read_to_string(dir.join(RECORD_FILE)).ok()?;
+    Launched::from_json(&text).ok()
 }
 
 /// Writes `text` to `dir/name` atomically (temporary file, then rename).
@@ -107,12 +139,13 @@ pub(crate) fn write_atomic(attempt: &str, dir: &Path, name: &str, text: &str) ->
 pub(crate) fn spawn(
     launch: &TaskLaunch,
     dir: PathBuf,
+    legacy: Option<&Path>,
     inherited: &[(String, std::ffi::OsString)],
     boot_id: &str,
 ) -> Result<Spawned, BackendError> {
     let attempt = launch.attempt.as_str();
     check(launch)?;
-    create_attempt_dir(attempt, &dir)?;
+    create_attempt_dir(attempt, &dir, legacy)?;
     let stdout = open_log(attempt, &launch.stdout)?;
     let stderr = if launch.stderr == launch.stdout {
         stdout.try_clone().map_err(io_err(attempt, "reuse the log file", &launch.stderr))?
@@ -169,7 +202,7 @@ pub(crate) fn spawn(
         dir: dir.clone(),
     };
     // Kept beside the status so a server that crashed before storing the record can find it.
-    if let Err(e) = write_atomic(attempt, &dir, RECORD_FILE, &launched.to_json()) {
+    if let Err(e) = write_record(attempt, &dir, &launched) {
         // Not recorded, not run: stop it and reap it (it is our child; SIGKILL ends it at once).
         let _ = super::signal_group(raw_pid, rustix::process::Signal::KILL);
         let _ = rustix::process::waitid(
@@ -183,33 +216,26 @@ pub(crate) fn spawn(
 
 /// A new folder per attempt: if it exists, this attempt was started before (perhaps by a
 /// server that crashed before recording it), and starting it again could run it twice.
-fn create_attempt_dir(attempt: &str, dir: &Path) -> Result<(), BackendError> {
-    let parent = dir.parent().unwrap_or(dir);
-    // `forget` removes parent folders it leaves empty; one may vanish between the two calls.
-    let mut tries = 0;
-    loop {
-        match fs::create_dir_all(parent) {
-            Ok(()) => {}
-            // std reports a folder removed while it was being made as "exists" or "not found".
-            Err(e) if is_race(&e) && tries < 100 => {
-                tries += 1;
-                continue;
-            }
-            Err(e) => return Err(io_err(attempt, "create the state folder", parent)(e)),
-        }
-        match fs::create_dir(dir) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(BackendError::AlreadyStarted { attempt: attempt.to_string() })
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound && tries < 100 => tries += 1,
-            Err(e) => return Err(io_err(attempt, "create the attempt folder", dir)(e)),
-        }
+/// `legacy` is where an earlier weir kept the attempt's folder (nested by the id's segments),
+/// checked too so that an upgrade does not forget what was started.
+fn create_attempt_dir(attempt: &str, dir: &Path, legacy: Option<&Path>) -> Result<(), BackendError> {
+    if legacy.is_some_and(|l| l.symlink_metadata().is_ok()) {
+        return Err(BackendError::AlreadyStarted { attempt: attempt.to_string() });
     }
-}
-
-fn is_race(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::AlreadyExists | io::ErrorKind::NotFound)
+    let mut result = fs::create_dir(dir);
+    if matches!(&result, Err(e) if e.kind() == io::ErrorKind::NotFound) {
+        // The state folder itself is gone (removed under a running server): make it again.
+        let parent = dir.parent().unwrap_or(dir);
+        fs::create_dir_all(parent).map_err(io_err(attempt, "create the state folder", parent))?;
+        result = fs::create_dir(dir);
+    }
+    match result {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            Err(BackendError::AlreadyStarted { attempt: attempt.to_string() })
+        }
+        Err(e) => Err(io_err(attempt, "create the attempt folder", dir)(e)),
+    }
 }
 
 /// The status the wrapper wrote, if it finished writing it.

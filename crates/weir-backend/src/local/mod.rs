@@ -1,10 +1,17 @@
 //! The local-process backend: each attempt is a process group on this machine.
 //!
 //! Each attempt runs as `/bin/sh -c WRAPPER` (see [`attempt::WRAPPER`]) in its own process
-//! group; the wrapper runs the command in a child shell and records its exit status in the
+//! group; the wrapper runs the command in a subshell and records its exit status in the
 //! attempt's folder under [`LocalConfig::state_dir`], so the status outlives the server. The
-//! attempt's folder also holds `launched.json` (its [`Launched`] record) and, once a kill was
-//! asked for, a `killed` marker.
+//! attempt's folder (`STATE_DIR/run-1+0+0+0+1` for attempt `run-1/0/0/0/1`: one level, so a
+//! start makes one folder) also holds `launched.json` (its [`Launched`] record) and, once a kill
+//! was asked for, a `killed` marker.
+//!
+//! What a start costs, and why it is no more: one `posix_spawn` (vfork + exec of `/bin/sh`),
+//! one subshell fork, one folder, one record file, the status file the wrapper writes, and the
+//! caller's log files (their folder only when missing). On a virtual machine each `exec` of a
+//! dynamically linked program is the dearest part (the loader's CPU-feature probing traps to
+//! the hypervisor), hence a single shell.
 //!
 //! Watching: one pidfd per running attempt, registered with tokio's reactor (epoll), and one
 //! small tokio task per attempt waiting on it — no thread per task, no `waitpid(-1)` (which
@@ -96,8 +103,16 @@ impl Inner {
         self.watched.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// The attempt's folder: one level under the state folder, its id's `/` written as `+`
+    /// (which ids cannot contain), so a start makes one folder, not one per id segment.
     fn dir(&self, attempt: &AttemptId) -> PathBuf {
-        self.config.state_dir.join(attempt.as_str())
+        self.config.state_dir.join(attempt.as_str().replace('/', "+"))
+    }
+
+    /// Where weir up to 0.1's first service release kept the folder: nested by segments.
+    /// `None` when it is the same path (an id without `/`).
+    fn legacy_dir(&self, attempt: &AttemptId) -> Option<PathBuf> {
+        attempt.as_str().contains('/').then(|| self.config.state_dir.join(attempt.as_str()))
     }
 }
 
@@ -184,7 +199,8 @@ impl LocalBackend {
         let launch_owned = launch.clone();
         let spawned = blocking(&launch.attempt, move || {
             let dir = inner.dir(&launch_owned.attempt);
-            attempt::spawn(&launch_owned, dir, &inner.inherited, &inner.boot_id)
+            let legacy = inner.legacy_dir(&launch_owned.attempt);
+            attempt::spawn(&launch_owned, dir, legacy.as_deref(), &inner.inherited, &inner.boot_id)
         })
         .await?;
         let launched = spawned.launched.clone();
@@ -259,7 +275,11 @@ impl LocalBackend {
     }
 
     async fn recover_attempt(&self, id: &AttemptId) -> Result<Recovered, BackendError> {
-        let dir = self.inner.dir(id);
+        let dir = match self.inner.legacy_dir(id) {
+            // Started by an earlier weir, before folders were flat.
+            Some(legacy) if legacy.is_dir() => legacy,
+            _ => self.inner.dir(id),
+        };
         let inner = Arc::clone(&self.inner);
         let owned = id.clone();
         let found = blocking(id, move || watch::find_unrecorded(&owned, &dir, &inner.boot_id)).await?;

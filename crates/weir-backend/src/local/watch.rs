@@ -2,7 +2,6 @@
 //! deadlines, sweeps its process group, reaps it and reports its end. Also the probes that
 //! decide, after a restart, whether a recorded attempt is still the same running process.
 
-use std::fs;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -179,8 +178,8 @@ pub(super) fn find_unrecorded(id: &AttemptId, dir: &Path, boot_id: &str) -> Resu
     if !dir.is_dir() {
         return Ok(Found::Nothing);
     }
-    if let Ok(text) = fs::read_to_string(dir.join(attempt::RECORD_FILE)) {
-        return Launched::from_json(&text).map(Found::Record);
+    if let Some(record) = attempt::read_record(dir) {
+        return Ok(Found::Record(record));
     }
     // Crashed between spawning and writing the record: look for a wrapper whose status file
     // argument is this attempt's.

@@ -18,11 +18,13 @@ use weir_backend::{
 };
 use weir_engine::{ContainerId, Decision, Engine, JobSpec, Request};
 use weir_model::{ClusterConfig, Time};
-use weir_store::{AttemptKey, Change, Fence, Store, StoreError, TaskKey};
+use weir_store::{AttemptKey, Change, Fence, JobStore, StoreError, TaskKey};
 
 use super::live::{attempt_id, engine_job, split_job, AttemptLive, JobPhase, RunLive, TaskPhase};
+use super::usage::{Held, UsageRecorder};
 use super::{Ended, WorkerSettings};
 use crate::clusters::Registry;
+use crate::metrics::Metrics;
 use crate::snapshot::{self, Snapshot};
 use crate::time::now_ms;
 use crate::Stop;
@@ -36,7 +38,7 @@ const START_CONCURRENCY: usize = 4;
 pub(crate) struct Actor {
     pub cluster: String,
     pub fence: Fence,
-    pub store: Store,
+    pub store: Arc<dyn JobStore>,
     pub settings: WorkerSettings,
     pub backend: Arc<dyn Backend>,
     pub engine: Engine,
@@ -59,13 +61,36 @@ pub(crate) struct Actor {
     pub routes_pending: Vec<(usize, i64)>,
     /// Attempts to start go to the starter task.
     pub starter: tokio::sync::mpsc::UnboundedSender<TaskLaunch>,
+    pub metrics: Arc<Metrics>,
+    /// Leaf queues' usage, turned into `usage.csv` rows.
+    pub recorder: UsageRecorder,
+    /// The leaves, by their index in the configuration, in the recorder's order.
+    pub leaves: Vec<usize>,
+    /// Tier, submission time and SLO of each run the actor handles, until its end is counted.
+    pub run_meta: HashMap<i64, RunMeta>,
+    /// Preemption notices to write (`Some`) or remove (`None`) once `changes` is committed.
+    pub notices: Vec<(PathBuf, Option<String>)>,
+}
+
+/// What the metrics need of a run when its state changes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunMeta {
+    pub tier: u8,
+    pub submitted_ms: i64,
+    pub slo_ms: Option<i64>,
+}
+
+impl RunMeta {
+    pub fn of(run: &RunLive) -> RunMeta {
+        RunMeta { tier: run.tier, submitted_ms: run.submitted_ms, slo_ms: run.slo_ms }
+    }
 }
 
 pub(crate) async fn run(
     cluster: &str,
     fence: Fence,
     settings: &WorkerSettings,
-    store: &Store,
+    store: &Arc<dyn JobStore>,
     registry: &Registry,
     mut stop: watch::Receiver<Stop>,
     notify: Arc<Notify>,
@@ -78,7 +103,9 @@ pub(crate) async fn run(
         Err(e) => return Ended::Failed(format!("the engine refuses the configuration: {e}")),
     };
     let (exit_tx, exits) = tokio::sync::mpsc::unbounded_channel();
-    let state_dir = settings.data_dir.join("backend").join(cluster);
+    let (state_dir, kill_grace) = settings.local_backend(cluster);
+    let mut settings = settings.clone();
+    settings.kill_grace = kill_grace;
     let backend: Arc<dyn Backend> = match LocalBackend::new(LocalConfig::new(state_dir), exit_tx) {
         Ok(b) => Arc::new(b),
         Err(e) => return Ended::Failed(format!("cannot set up the local backend: {e}")),
@@ -86,11 +113,16 @@ pub(crate) async fn run(
     let (launch_tx, launch_rx) = tokio::sync::mpsc::unbounded_channel();
     let (started_tx, started_rx) = tokio::sync::mpsc::unbounded_channel();
     let starter_task = tokio::spawn(starter(backend.clone(), launch_rx, started_tx));
+    let leaves: Vec<usize> =
+        (0..loaded.config.queues.len()).filter(|&i| loaded.config.queues[i].is_leaf()).collect();
+    let names = leaves.iter().map(|&i| loaded.config.queues[i].path.to_string()).collect();
+    let recorder = UsageRecorder::new(names, settings.usage_resolution_ms, now_ms().max(0) as u64);
     let mut actor = Actor {
         cluster: cluster.to_string(),
         fence,
         store: store.clone(),
-        settings: settings.clone(),
+        metrics: settings.metrics.clone(),
+        settings,
         backend,
         engine,
         config: loaded.config.clone(),
@@ -106,6 +138,10 @@ pub(crate) async fn run(
         draining: false,
         starter: launch_tx,
         routes_pending: Vec::new(),
+        recorder,
+        leaves,
+        run_meta: HashMap::new(),
+        notices: Vec::new(),
     };
     let ended = match actor.recover().await {
         Ok(()) => actor.serve(registry, &mut stop, notify, exits, started_rx).await,
@@ -184,6 +220,7 @@ impl Actor {
             for d in decisions {
                 self.on_decision(d);
             }
+            self.record_usage(t.0);
             let nchanges = self.changes.len();
             let t2 = t0.elapsed();
             if let Err(e) = self.commit().await {
@@ -192,6 +229,7 @@ impl Actor {
             let t3 = t0.elapsed();
             let nstart = self.to_start.len();
             self.act();
+            self.metrics.observe_pass(&self.cluster, t0.elapsed());
             if std::env::var_os("WEIR_TRACE_ACTOR").is_some() {
                 eprintln!(
                     "pass: claim {t1:?} schedule {:?} commit {nchanges} in {:?} act {nstart} in {:?}",
@@ -236,9 +274,13 @@ impl Actor {
     /// Commit this pass's changes in one fenced transaction.
     pub async fn commit(&mut self) -> Result<Vec<bool>, Ended> {
         let changes = std::mem::take(&mut self.changes);
-        match self.store.apply(&self.fence, self.lease_until(), &changes).await {
+        let t0 = std::time::Instant::now();
+        let result = self.store.apply(&self.fence, self.lease_until(), &changes).await;
+        self.metrics.observe_store("apply", t0.elapsed());
+        match result {
             Ok(applied) => {
                 self.settle_routes(&applied);
+                self.count(&changes, &applied);
                 Ok(applied)
             }
             Err(StoreError::LeaseLost { .. }) => Err(Ended::LeaseLost),
@@ -246,10 +288,57 @@ impl Actor {
         }
     }
 
+    /// Count runs started and ended (with their SLO outcome) among the changes that applied.
+    fn count(&mut self, changes: &[Change], applied: &[bool]) {
+        for (c, ok) in changes.iter().zip(applied) {
+            let Change::RunState { run, to, at, .. } = c else { continue };
+            if !*ok {
+                continue;
+            }
+            let Some(meta) = self.run_meta.get(run).copied() else { continue };
+            match *to {
+                "running" => self.metrics.run_started(meta.tier),
+                "succeeded" | "failed" | "killed" => {
+                    let met = match *to {
+                        "killed" => None,
+                        "succeeded" => meta.slo_ms.map(|slo| at - meta.submitted_ms <= slo),
+                        _ => meta.slo_ms.map(|_| false),
+                    };
+                    self.metrics.run_finished(meta.tier, to, met);
+                    self.run_meta.remove(run);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Show the recorder every leaf's usage now; closed windows become `Usage` changes.
+    fn record_usage(&mut self, now: u64) {
+        let mut out = Vec::new();
+        for (i, &q) in self.leaves.iter().enumerate() {
+            let stat = self.engine.queue_stat(q);
+            let held = Held {
+                cpu: stat.usage.cpu,
+                memory: stat.usage.memory,
+                gpu: stat.usage.gpu,
+                running_apps: stat.running_apps,
+            };
+            self.recorder.observe(i, now, held, &mut out);
+        }
+        self.recorder.flush(now, &mut out);
+        for mut c in out {
+            if let Change::Usage(row) = &mut c {
+                row.cluster = self.cluster.clone();
+            }
+            self.changes.push(c);
+        }
+    }
+
     /// After a commit: hand the attempts whose intent is now stored to the starter, send
     /// kills, let the backend forget attempts whose end is stored. Nothing here waits for a
     /// process: start results come back on the starter's channel.
     fn act(&mut self) {
+        self.write_notices();
         for launch in std::mem::take(&mut self.to_start) {
             if self.starter.send(launch).is_err() {
                 eprintln!("weir worker: the starter has stopped");
@@ -279,6 +368,8 @@ impl Actor {
         let at = now_ms();
         match result {
             Ok(launched) => {
+                // The backend started it: counted even when its end was handled first.
+                self.metrics.task_started(&self.cluster);
                 let Some(a) = self.attempts.get_mut(id.as_str()) else {
                     // Its end was handled first (it ended, or its run ended): make sure it is gone.
                     self.to_kill.push(launched);
@@ -287,13 +378,18 @@ impl Actor {
                 a.launched = Some(launched.clone());
                 self.changes.push(Change::AttemptLaunched { key: a.key, launched: launched.to_json(), at });
                 let run = a.key.task.run;
+                let warning = a.warning.take();
+                let key = a.key;
                 if a.container.is_none() || self.runs.get(&run).is_some_and(|r| r.ending.is_some()) {
                     // Preempted or its run ended while it was starting.
                     self.to_kill.push(launched);
+                } else if let Some(w) = warning {
+                    self.record_warning(key, w);
                 }
             }
             Err(e) => {
                 eprintln!("weir worker: cannot start {id}: {e}");
+                self.metrics.task_failed(&self.cluster, "start_error");
                 self.on_exit(TaskExit { attempt: id, exit: Exit::Code(127), ended_at_ms: at as u64 });
             }
         }
@@ -317,7 +413,10 @@ impl Actor {
         let snap =
             Snapshot { queues: Some(snapshot::queues(&self.cluster, &self.engine, now)), explanations };
         let body = serde_json::to_string(&snap).unwrap_or_default();
-        match self.store.publish_snapshot(&self.fence, self.lease_until(), &body, now).await {
+        let t0 = std::time::Instant::now();
+        let published = self.store.publish_snapshot(&self.fence, self.lease_until(), &body, now).await;
+        self.metrics.observe_store("publish", t0.elapsed());
+        match published {
             Ok(()) => Ok(()),
             Err(StoreError::LeaseLost { .. }) => Err(Ended::LeaseLost),
             Err(e) => Err(Ended::Failed(format!("cannot publish the queue snapshot: {e}"))),
@@ -327,7 +426,10 @@ impl Actor {
     /// Claim queued runs of this cluster: route them (creating their jobs and tasks) and
     /// submit their first jobs.
     async fn claim(&mut self) -> Result<(), Ended> {
-        let rows = match self.store.queued_runs(&self.cluster, CLAIM).await {
+        let t0 = std::time::Instant::now();
+        let rows = self.store.queued_runs(&self.cluster, CLAIM).await;
+        self.metrics.observe_store("claim", t0.elapsed());
+        let rows = match rows {
             Ok(r) => r,
             Err(e) => return Err(Ended::Failed(format!("cannot read queued runs: {e}"))),
         };
@@ -338,6 +440,7 @@ impl Actor {
         for row in &rows {
             match RunLive::build(row, &self.config) {
                 Ok(live) => {
+                    self.run_meta.insert(live.id, RunMeta::of(&live));
                     // Optimistic: the run goes into the engine now, and the route commits with
                     // the rest of this pass. If the compare-and-set fails (it was killed while
                     // queued), `settle_routes` takes it out again before anything is started.
@@ -348,6 +451,10 @@ impl Actor {
                     self.start_ready_jobs(id);
                 }
                 Err(why) => {
+                    self.run_meta.insert(
+                        row.id,
+                        RunMeta { tier: row.tier, submitted_ms: row.submitted_ms, slo_ms: None },
+                    );
                     self.changes.push(Change::RunState { run: row.id, to: "failed", at, reason: Some(why) });
                 }
             }
@@ -455,6 +562,8 @@ impl Actor {
                             self.to_kill.push(l.clone());
                         }
                         eprintln!("weir worker: {id}: {reason}");
+                        let key = a.key;
+                        self.record_preemption(key, &reason);
                     }
                 }
             }
@@ -462,8 +571,39 @@ impl Actor {
                 let (run, _) = split_job(job);
                 self.end_run(run, "failed", format!("rejected by the scheduler: {reason}"));
             }
-            Decision::PreemptContainer { .. } | Decision::JobRunnable { .. } => {}
+            Decision::PreemptContainer { container, kill_at, reason, .. } => {
+                self.on_preempt_warning(container, kill_at, &reason)
+            }
+            Decision::JobRunnable { .. } => {}
         }
+    }
+
+    fn record_preemption(&mut self, key: AttemptKey, reason: &weir_engine::PreemptReason) {
+        let kind = match reason.kind {
+            weir_engine::Starvation::FairShare => "fair_share",
+            weir_engine::Starvation::MinShare => "min_share",
+        };
+        self.metrics.preempted(&self.cluster, kind);
+        let Some(run) = self.runs.get(&key.task.run) else { return };
+        let (job, stage) = match run.jobs.get(key.task.job as usize) {
+            Some(j) => (
+                j.name.clone(),
+                j.stages.get(key.task.stage as usize).map(|s| s.name.clone()).unwrap_or_default(),
+            ),
+            None => return,
+        };
+        let at = self.last_now as i64;
+        self.changes.push(Change::Preempted(weir_store::PreemptionRow {
+            cluster: self.cluster.clone(),
+            at_ms: at,
+            run_id: key.task.run,
+            task: format!("{job}.{stage}.{}", key.task.task),
+            attempt: key.attempt,
+            queue: run.queue.to_string(),
+            for_queue: reason.for_queue.to_string(),
+            kind: kind.to_string(),
+            reason: reason.to_string(),
+        }));
     }
 
     fn start_container(
@@ -517,6 +657,10 @@ impl Actor {
         env.insert("WEIR_STAGE".into(), run.jobs[j].stages[s].name.clone());
         env.insert("WEIR_TASK_INDEX".into(), t.to_string());
         env.insert("WEIR_ATTEMPT".into(), key.attempt.to_string());
+        env.insert(
+            super::warning::NOTICE_ENV.into(),
+            path_text(&super::warning::notice_path(&data_dir, &aid)),
+        );
         for (k, v) in &run.params {
             env.insert(format!("WEIR_PARAM_{}", k.to_uppercase()), v.clone());
         }
@@ -545,8 +689,10 @@ impl Actor {
             stderr: PathBuf::from(stderr),
         });
         self.containers.insert(container, aid.clone());
-        self.attempts
-            .insert(aid, AttemptLive { key, container: Some(container), launched: None, preempted: false });
+        self.attempts.insert(
+            aid,
+            AttemptLive { key, container: Some(container), launched: None, preempted: false, warning: None },
+        );
     }
 
     /// An attempt ended (reported by the backend, or found ended during recovery).
@@ -601,8 +747,11 @@ impl Actor {
         let (to, reason, counts) = if a.preempted {
             ("killed", "preempted".to_string(), false)
         } else if exit.exit == Exit::Lost {
+            self.metrics.task_failed(&self.cluster, "lost");
             ("lost", "lost: no process and no exit status".to_string(), false)
         } else {
+            let kind = if matches!(exit.exit, Exit::Signal(_)) { "signal" } else { "exit_code" };
+            self.metrics.task_failed(&self.cluster, kind);
             ("failed", exit.exit.to_string(), true)
         };
         self.changes.push(Change::AttemptEnded {

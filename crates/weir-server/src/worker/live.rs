@@ -71,6 +71,10 @@ pub struct JobLive {
 pub struct RunLive {
     pub id: i64,
     pub workflow: String,
+    /// The run's tier as stored (metrics).
+    pub tier: u8,
+    /// The workflow's runtime SLO (metrics count the outcome when the run ends).
+    pub slo_ms: Option<i64>,
     pub logical_date: String,
     pub queue: weir_model::QueuePath,
     pub user: String,
@@ -94,6 +98,8 @@ pub struct AttemptLive {
     pub launched: Option<Launched>,
     /// The engine took its container: its end is not a failure.
     pub preempted: bool,
+    /// A preemption warning that came before the launch record: recorded once it is.
+    pub warning: Option<weir_store::Warning>,
 }
 
 /// Engine job ids pack the run id and the job's index.
@@ -163,6 +169,8 @@ impl RunLive {
         Ok(RunLive {
             id: row.id,
             workflow: row.workflow.clone(),
+            tier: row.tier,
+            slo_ms: wf.slo.map(|d| d.as_millis() as i64),
             logical_date: row.logical_date.clone(),
             queue: wf.queue.clone(),
             user: wf.user.clone(),

@@ -6,20 +6,23 @@
 mod actor;
 mod live;
 mod recover;
+mod usage;
+mod warning;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
-use weir_store::Store;
+use weir_store::JobStore;
 
 use crate::clusters::Registry;
 use crate::error::ServerError;
+use crate::metrics::Metrics;
 use crate::time::now_ms;
-use crate::{ServerConfig, Stop};
+use crate::{BackendSettings, ServerConfig, Stop};
 
 /// Settings every actor of this process shares.
 #[derive(Clone, Debug)]
@@ -29,6 +32,23 @@ pub(crate) struct WorkerSettings {
     pub kill_grace: Duration,
     pub tick: Duration,
     pub data_dir: PathBuf,
+    pub backends: BTreeMap<String, BackendSettings>,
+    /// Usage rows are at most one per queue per this many milliseconds.
+    pub usage_resolution_ms: u64,
+    pub metrics: Arc<Metrics>,
+}
+
+impl WorkerSettings {
+    /// The local backend's state folder and kill grace for `cluster`.
+    pub fn local_backend(&self, cluster: &str) -> (PathBuf, Duration) {
+        let default_dir = || self.data_dir.join("backend").join(cluster);
+        match self.backends.get(cluster) {
+            Some(BackendSettings::Local { state_dir, kill_grace }) => {
+                (state_dir.clone().unwrap_or_else(default_dir), kill_grace.unwrap_or(self.kill_grace))
+            }
+            None => (default_dir(), self.kill_grace),
+        }
+    }
 }
 
 pub(crate) struct WorkerHandle {
@@ -45,7 +65,8 @@ impl WorkerHandle {
 
 pub(crate) fn start(
     config: &ServerConfig,
-    store: Store,
+    metrics: Arc<Metrics>,
+    store: Arc<dyn JobStore>,
     registry: Arc<Registry>,
     stop: watch::Receiver<Stop>,
 ) -> Result<WorkerHandle, ServerError> {
@@ -55,6 +76,9 @@ pub(crate) fn start(
         kill_grace: config.kill_grace,
         tick: config.tick,
         data_dir: config.data_dir.clone(),
+        backends: config.backends.clone(),
+        usage_resolution_ms: config.usage_resolution.as_millis().max(1) as u64,
+        metrics,
     };
     let notify = Arc::new(Notify::new());
     let n = notify.clone();
@@ -103,7 +127,7 @@ pub(crate) enum Ended {
 async fn supervise(
     cluster: String,
     settings: WorkerSettings,
-    store: Store,
+    store: Arc<dyn JobStore>,
     registry: Arc<Registry>,
     stop: watch::Receiver<Stop>,
     notify: Arc<Notify>,

@@ -11,7 +11,7 @@ use weir_backend::{Adopted, AttemptId, Exit, Launched, Recovered, TaskExit};
 use weir_engine::{Decision, Request};
 use weir_store::{AttemptKey, Change, TaskKey};
 
-use super::actor::Actor;
+use super::actor::{Actor, RunMeta};
 use super::live::{attempt_id, engine_job, split_job, AttemptLive, JobPhase, RunLive, TaskPhase};
 use super::Ended;
 use crate::time::now_ms;
@@ -35,6 +35,8 @@ impl Actor {
             let mut live = match RunLive::build(&a.run, &self.config) {
                 Ok(l) => l,
                 Err(why) => {
+                    let meta = RunMeta { tier: a.run.tier, submitted_ms: a.run.submitted_ms, slo_ms: None };
+                    self.run_meta.insert(a.run.id, meta);
                     self.changes.push(Change::RunState {
                         run: a.run.id,
                         to: "failed",
@@ -165,8 +167,15 @@ impl Actor {
                     .entry(key.task.stage as usize)
                     .or_default()
                     .push(aid.clone());
-                self.attempts.insert(aid, AttemptLive { key, container: None, launched, preempted: false });
+                if open.state == "preempting" && launched.is_some() {
+                    self.withdraw_warning(key);
+                }
+                self.attempts.insert(
+                    aid,
+                    AttemptLive { key, container: None, launched, preempted: false, warning: None },
+                );
             }
+            self.run_meta.insert(id, RunMeta::of(&live));
             self.runs.insert(id, live);
         }
         // Jobs holding containers go back into the engine first, asking for exactly those.

@@ -63,11 +63,13 @@ pub struct TestServer {
     pub token: String,
     pub dir: PathBuf,
     pub url: String,
+    /// The server's store, as the concrete implementation (tests close it to make it fail).
+    pub store: weir_store::Store,
     pub http: reqwest::Client,
 }
 
-pub fn config(dir: &Path, url: &str) -> ServerConfig {
-    let mut c = ServerConfig::new(dir.to_path_buf(), url.to_string());
+pub fn config(dir: &Path) -> ServerConfig {
+    let mut c = ServerConfig::new(dir.to_path_buf());
     c.listen = Some("127.0.0.1:0".parse().expect("addr"));
     c.clusters =
         vec![ClusterSource { name: "default".into(), yaml: CLUSTER.into(), file: "test cluster".into() }];
@@ -81,19 +83,20 @@ impl TestServer {
     pub async fn start(db: Db, tag: &str) -> Option<TestServer> {
         let dir = temp_dir(tag);
         let url = db_url(db, &dir, tag).await?;
-        Some(TestServer::start_with(config(&dir, &url)).await)
+        Some(TestServer::start_with(config(&dir), &url).await)
     }
 
-    pub async fn start_with(c: ServerConfig) -> TestServer {
+    pub async fn start_with(c: ServerConfig, url: &str) -> TestServer {
         let dir = c.data_dir.clone();
-        let url = c.db_url.clone();
-        let server = Server::start(c).await.expect("server starts");
+        let url = url.to_string();
+        let store = weir_store::Store::open(&url).await.expect("store opens");
+        let server = Server::start(c, std::sync::Arc::new(store.clone())).await.expect("server starts");
         let token = std::fs::read_to_string(weir_server::admin_token_path(&dir))
             .expect("admin token")
             .trim()
             .to_string();
         let base = format!("http://{}", server.addr.expect("listening"));
-        TestServer { server: Some(server), base, token, dir, url, http: reqwest::Client::new() }
+        TestServer { server: Some(server), base, token, dir, url, store, http: reqwest::Client::new() }
     }
 
     pub async fn stop(&mut self, how: Stop) {

@@ -128,13 +128,14 @@ async fn store_url(name: &str, admin: Option<&str>, dir: &Path, seq: u32) -> Res
 }
 
 async fn start(dir: &Path, url: &str, worker: bool) -> Result<(Server, String, String)> {
-    let mut c = ServerConfig::new(dir.to_path_buf(), url.to_string());
+    let mut c = ServerConfig::new(dir.to_path_buf());
     c.listen = Some("127.0.0.1:0".parse()?);
     c.worker = worker;
     c.tick = Duration::from_millis(50);
     c.clusters =
         vec![ClusterSource { name: "default".into(), yaml: CLUSTER.into(), file: "bench cluster".into() }];
-    let server = Server::start(c).await?;
+    let store = weir_store::open(url).await?;
+    let server = Server::start(c, store).await?;
     let token = std::fs::read_to_string(weir_server::admin_token_path(dir))
         .context("the bench server wrote no admin token")?
         .trim()

@@ -1,5 +1,6 @@
 //! One module per subcommand: its clap `Args` struct and a `run` function.
 
+pub mod apply;
 pub mod bench;
 mod bench_plan;
 pub mod bench_serve;
@@ -8,8 +9,11 @@ pub mod client;
 pub mod export;
 pub mod import;
 pub mod plan;
+mod plan_server;
+pub mod routes;
 pub mod runs;
 pub mod serve;
+mod serve_config;
 pub mod shares;
 pub mod simulate;
 pub mod token;

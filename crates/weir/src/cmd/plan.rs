@@ -6,7 +6,7 @@ use std::fs;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use weir_model::{ClusterConfig, Duration, Workload};
 use weir_planner::{
@@ -14,6 +14,8 @@ use weir_planner::{
 };
 use weir_sim::{SimConfig, Simulation, Summary};
 
+use crate::cmd::client::Connection;
+use crate::cmd::plan_server;
 use crate::cmd::simulate::{drive, horizon};
 use crate::{emit, load_cluster};
 
@@ -51,12 +53,28 @@ weir simulate --until 30d --out sim/ && weir plan --cluster examples/cluster.yam
 --history sim/usage.csv --workload examples/workload.yaml --validate --out plan/"
 )]
 pub struct PlanArgs {
-    /// The cluster file to plan.
-    #[arg(long, value_name = "FILE")]
-    cluster: PathBuf,
-    /// The usage history (usage.csv).
-    #[arg(long, value_name = "FILE")]
-    history: PathBuf,
+    /// The cluster file to plan (or --server).
+    #[arg(long, value_name = "FILE", required_unless_present = "server", conflicts_with = "server")]
+    cluster: Option<PathBuf>,
+    /// The usage history (usage.csv) (or --server).
+    #[arg(long, value_name = "FILE", required_unless_present = "server", conflicts_with = "server")]
+    history: Option<PathBuf>,
+    /// Plan a running server's cluster from the history it recorded: its cluster file, its
+    /// usage over --window and, with --validate, its recorded runs replayed on the current and
+    /// the planned settings. Copies go to --out (current.yaml, usage.csv, runs.csv,
+    /// workload.yaml, routes.yaml, source.json); `weir apply DIR` applies the plan.
+    #[arg(long, value_name = "URL")]
+    server: Option<String>,
+    /// With --server: the cluster to plan (default: the only one, or `default`).
+    #[arg(long, value_name = "NAME", requires = "server")]
+    server_cluster: Option<String>,
+    /// With --server: the local data directory whose admin.token is used when $WEIR_TOKEN is
+    /// unset.
+    #[arg(long, value_name = "DIR", default_value = "weir-data", requires = "server")]
+    data_dir: PathBuf,
+    /// The most recent span of history to plan from (default 30d, or the settings' `window`).
+    #[arg(long, value_name = "DURATION", value_parser = crate::cmd::simulate::parse_duration)]
+    window: Option<Duration>,
     /// Planner settings (plan.yaml). Default: 30d window, the most common node as the instance,
     /// the cluster's tier percentiles, 20% headroom, shrink floor 0.3.
     #[arg(long, value_name = "FILE")]
@@ -71,9 +89,10 @@ pub struct PlanArgs {
     /// Σ instance-hours of one run / SLO hours instances. Needed by --validate.
     #[arg(long, value_name = "FILE")]
     workload: Option<PathBuf>,
-    /// Replay --workload under the old and the new settings with the simulator, print SLO success
-    /// per tier and utilization for both, and write validate.json.
-    #[arg(long, requires = "workload")]
+    /// Replay --workload (with --server: the recorded runs) under the old and the new settings
+    /// with the simulator, print SLO success per tier and utilization for both, and write
+    /// validate.json.
+    #[arg(long)]
     validate: bool,
     /// --validate: the simulated window. Default 7d for recurring workflows.
     #[arg(long, value_name = "DURATION", value_parser = crate::cmd::simulate::parse_duration, requires = "validate")]
@@ -83,16 +102,47 @@ pub struct PlanArgs {
     seed: u64,
 }
 
-pub fn run(args: &PlanArgs) -> Result<()> {
-    let cluster = load_cluster(&args.cluster)?;
-    let settings = match &args.settings {
-        Some(path) => {
-            let text = fs::read_to_string(path)
-                .with_context(|| format!("--settings: cannot read {}", path.display()))?;
-            PlanSettings::from_yaml(&path.display().to_string(), &text, &cluster)?
+/// What a plan starts from: files, or a running server.
+struct Inputs {
+    cluster: ClusterConfig,
+    title: String,
+    history: UsageHistory,
+    history_name: String,
+    workload: Option<Workload>,
+    /// Where the workload came from, for the validation's description.
+    workload_name: String,
+    /// The server's jobs run without application masters; replays of them do too.
+    live: bool,
+}
+
+fn inputs(args: &PlanArgs, window_ms: u64) -> Result<Inputs> {
+    if let Some(server) = &args.server {
+        if args.workload.is_some() {
+            bail!("--workload: with --server the workload is the server's recorded runs");
         }
-        None => PlanSettings::defaults_for(&cluster),
+        let conn = Connection { server: Some(server.clone()), data_dir: args.data_dir.clone() };
+        let f =
+            plan_server::fetch(&conn, args.server_cluster.as_deref(), window_ms, args.validate, &args.out)?;
+        if args.validate && f.workload.is_none() {
+            bail!("--validate: the server recorded no runs of cluster `{}` in the window", f.source.cluster);
+        }
+        return Ok(Inputs {
+            title: format!("cluster `{}` of {}", f.source.cluster, f.source.server),
+            cluster: f.cluster,
+            history: f.history,
+            history_name: f.history_name,
+            workload: f.workload,
+            workload_name: format!("the runs {} recorded", f.source.server),
+            live: true,
+        });
+    }
+    let (Some(cluster_path), Some(history_path)) = (&args.cluster, &args.history) else {
+        bail!("give --cluster and --history, or --server");
     };
+    if args.validate && args.workload.is_none() {
+        bail!("--validate needs --workload (or --server, whose recorded runs are replayed)");
+    }
+    let cluster = load_cluster(cluster_path)?;
     let workload = match &args.workload {
         Some(path) => {
             let text = fs::read_to_string(path)
@@ -101,8 +151,32 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         }
         None => None,
     };
-    let history_name = args.history.display().to_string();
-    let history = read_history(&args.history)?;
+    Ok(Inputs {
+        cluster,
+        title: cluster_path.display().to_string(),
+        history: read_history(history_path)?,
+        history_name: history_path.display().to_string(),
+        workload,
+        workload_name: args.workload.as_ref().map_or(String::new(), |p| p.display().to_string()),
+        live: false,
+    })
+}
+
+pub fn run(args: &PlanArgs) -> Result<()> {
+    let window = args.window.map_or(weir_planner::settings::DEFAULT_WINDOW.as_millis(), |w| w.as_millis());
+    let Inputs { cluster, title, history, history_name, workload, workload_name, live } =
+        inputs(args, window)?;
+    let mut settings = match &args.settings {
+        Some(path) => {
+            let text = fs::read_to_string(path)
+                .with_context(|| format!("--settings: cannot read {}", path.display()))?;
+            PlanSettings::from_yaml(&path.display().to_string(), &text, &cluster)?
+        }
+        None => PlanSettings::defaults_for(&cluster),
+    };
+    if let Some(w) = args.window {
+        settings.window = w;
+    }
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let plan = plan(&PlanInput {
         cluster: &cluster,
@@ -141,7 +215,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     writeln!(
         out,
         "planned {} from {} ({} rows, {:.1} h window)",
-        args.cluster.display(),
+        title,
         history_name,
         history.rows(),
         plan.window.hours
@@ -191,7 +265,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     let comparison = match (args.validate, &workload) {
         (true, Some(workload)) => {
             emit(&out)?;
-            let cmp = validate(args, &cluster, &plan.planned, workload, &mut written)?;
+            let cmp = validate(args, &cluster, &plan.planned, workload, &workload_name, live, &mut written)?;
             out = format!(
                 "\nvalidation: {}\n{:<28} {:>12} {:>12}\n",
                 cmp.description, "", "current", "planned"
@@ -203,7 +277,6 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         }
         _ => None,
     };
-    let title = args.cluster.display().to_string();
     write(&args.out, "report.html", &report_html(&plan, &title, comparison.as_ref()), &mut written)?;
     writeln!(out, "wrote {}", written.join(", "))?;
     emit(&out)
@@ -215,14 +288,19 @@ fn validate(
     before: &ClusterConfig,
     after: &ClusterConfig,
     workload: &Workload,
+    workload_name: &str,
+    live: bool,
     written: &mut Vec<String>,
 ) -> Result<Comparison> {
-    let config = SimConfig {
+    let mut config = SimConfig {
         seed: args.seed,
         until: horizon(args.until, workload),
         check_invariants: cfg!(debug_assertions),
         ..SimConfig::default()
     };
+    if live {
+        config.am = None;
+    }
     let run = |cluster: &ClusterConfig, label: &str| -> Result<Summary> {
         let sim = Simulation::new(cluster.clone(), workload.clone(), config.clone())
             .with_context(|| format!("--validate: cannot simulate the {label} settings"))?;
@@ -235,37 +313,10 @@ fn validate(
 
     let days = old.simulated_seconds / 86_400.0;
     let description = format!(
-        "{} replayed for {days:.1} days on the current and the planned settings (seed {})",
-        args.workload.as_ref().map_or(String::new(), |p| p.display().to_string()),
+        "{workload_name} replayed for {days:.1} days on the current and the planned settings (seed {})",
         args.seed
     );
-    let pct = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{:.1}%", r * 100.0));
-    let secs = |s: Option<f64>| {
-        s.map_or("-".to_string(), |s| weir_model::Duration::from_secs(s.round() as u64).human())
-    };
-    let mut rows = Vec::new();
-    for tier in ["1", "2", "3"] {
-        let (a, b) = (&old.tiers[tier], &new.tiers[tier]);
-        rows.push([format!("tier {tier} SLO success"), pct(a.slo_success_ratio), pct(b.slo_success_ratio)]);
-        rows.push([format!("tier {tier} runtime p50"), secs(a.runtime_p50), secs(b.runtime_p50)]);
-        // The worst leaf's 99th-percentile wait for a first container, in this tier.
-        let wait = |s: &Summary| {
-            s.queues
-                .iter()
-                .filter(|q| q.tier.map(|t| t.to_string()).as_deref() == Some(tier))
-                .filter_map(|q| q.wait_p99)
-                .fold(None, |m: Option<f64>, w| Some(m.map_or(w, |m| m.max(w))))
-        };
-        rows.push([format!("tier {tier} wait p99 (worst leaf)"), secs(wait(&old)), secs(wait(&new))]);
-    }
-    rows.push(["utilization cpu".into(), pct(Some(old.utilization.cpu)), pct(Some(new.utilization.cpu))]);
-    rows.push([
-        "utilization memory".into(),
-        pct(Some(old.utilization.memory)),
-        pct(Some(new.utilization.memory)),
-    ]);
-    rows.push(["containers preempted".into(), old.preemptions.to_string(), new.preemptions.to_string()]);
-    rows.push(["runs completed".into(), old.runs_completed.to_string(), new.runs_completed.to_string()]);
+    let rows = weir_planner::comparison_rows(&old, &new);
     Ok(Comparison { description, rows })
 }
 

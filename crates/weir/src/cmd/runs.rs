@@ -254,6 +254,14 @@ pub fn status(args: &RunArgs) -> Result<ExitCode> {
                     "  {:<32} {:<10} attempts {:<2} {:<8} {exit}",
                     t.name, t.state, t.attempts, node
                 )?;
+                if let Some(p) = &t.preemption {
+                    writeln!(
+                        out,
+                        "  | killed at {} unless it ends first: {}",
+                        weir_server::format_utc(p.kill_at_ms),
+                        p.reason
+                    )?;
+                }
             }
         }
         emit(&out)?;

@@ -10,6 +10,10 @@ use weir_api::{RunCreated, SubmitRun};
 use weir_model::WorkloadFile;
 use weir_server::{ClusterSource, Server, ServerConfig, Stop};
 
+use super::serve_config;
+
+const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 8470);
+
 pub const DEMO_CLUSTER: &str = include_str!("../../../../examples/demo/cluster.yaml");
 pub const DEMO_WORKLOAD: &str = include_str!("../../../../examples/demo/workload.yaml");
 
@@ -23,23 +27,39 @@ store, task logs, and admin.token, the admin token created on first start (mode 
 client commands use by default.\n\n\
 With no --cluster, one node the size of this machine with a root.default queue. Ctrl-C stops at \
 once and leaves running tasks running: the next start re-adopts them (--drain waits for them).\n\n\
+The same address serves the web dashboard at / (log in with a token: runs and their DAGs, task \
+logs, the live queue tree with each pending job's explanation, the SLO and usage/capacity \
+reports, routes and clusters) and Prometheus metrics at /metrics. The server records queue \
+usage and run outcomes: `weir plan --server URL --validate --out plan/` plans from them and \
+`weir apply plan/` applies the plan.\n\n\
 Examples:\n  weir serve --demo                       # example workflows through tiered queues\n  \
 weir serve --cluster examples/cluster.yaml\n  \
-weir serve --db postgres://weir@127.0.0.1:5432/weir --listen 127.0.0.1:9000"
+weir serve --db postgres://weir@127.0.0.1:5432/weir --listen 127.0.0.1:9000\n  \
+weir serve --config examples/serve/server.yaml   # several clusters, each with its backend"
 )]
 pub struct ServeArgs {
     #[command(flatten)]
     common: Common,
     /// Where the API listens. Bind other than loopback only behind TLS you trust.
-    #[arg(long, default_value = "127.0.0.1:8470", value_name = "ADDR")]
-    listen: SocketAddr,
+    /// [default: 127.0.0.1:8470]
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
     /// Load the demo cluster (examples/demo/cluster.yaml) and submit the demo workflows
     /// (examples/demo/workload.yaml: `sleep` commands) once the server is up.
     #[arg(long)]
     demo: bool,
-    /// Largest request body accepted, in bytes (larger: 413).
-    #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
-    body_limit: usize,
+    /// Largest request body accepted, in bytes (larger: 413). [default: 1048576]
+    #[arg(long, value_name = "BYTES")]
+    body_limit: Option<usize>,
+    /// Plan every cluster on a schedule from its recorded history and validate the plan by
+    /// replaying the recorded runs: `daily`, `hourly`, or a span such as `6h`. It only proposes:
+    /// the proposal and its validation figures appear on the dashboard's Clusters page for an
+    /// admin to apply. Give it to one process per store.
+    #[arg(long, value_name = "daily|hourly|SPAN")]
+    auto_plan: Option<String>,
+    /// The history a scheduled plan looks at (the planner's window).
+    #[arg(long, default_value = "30d", value_name = "SPAN", value_parser = crate::cmd::simulate::parse_duration)]
+    auto_plan_window: weir_model::Duration,
 }
 
 #[derive(Debug, Args)]
@@ -57,25 +77,35 @@ pub struct WorkerArgs {
 
 #[derive(Debug, Args)]
 struct Common {
-    /// Data directory: store (SQLite), logs, backend state, admin.token.
-    #[arg(long, default_value = "weir-data", value_name = "DIR")]
-    data_dir: PathBuf,
+    /// A server file (YAML, `version: 1`): listen address, data directory, store, lease, body
+    /// limit and the clusters, each a cluster file and a backend. Flags given too override it;
+    /// --cluster cannot be combined with it. See docs/serve.md and examples/serve/server.yaml.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Data directory: store (SQLite), logs, backend state, admin.token. [default: weir-data]
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
     /// The store: sqlite:///path/weir.db or postgres://user@host:port/db. Default: weir.db in
     /// the data directory.
     #[arg(long, value_name = "URL")]
     db: Option<String>,
     /// A cluster file to load, as FILE (named `default`) or NAME=FILE (repeatable).
-    #[arg(long = "cluster", value_name = "[NAME=]FILE")]
+    #[arg(long = "cluster", value_name = "[NAME=]FILE", conflicts_with = "config")]
     clusters: Vec<String>,
-    /// Seconds a cluster's lease lasts without renewal (takeover time after a crash).
-    #[arg(long, default_value_t = 10)]
-    lease: u64,
-    /// Seconds between SIGTERM and SIGKILL when a task is killed.
-    #[arg(long, default_value_t = 10)]
-    kill_grace: u64,
+    /// Seconds a cluster's lease lasts without renewal (takeover time after a crash). [default: 10]
+    #[arg(long)]
+    lease: Option<u64>,
+    /// Seconds between SIGTERM and SIGKILL when a task is killed. [default: 10]
+    #[arg(long)]
+    kill_grace: Option<u64>,
     /// On Ctrl-C, take no new work and wait for running tasks to end before stopping.
     #[arg(long)]
     drain: bool,
+    /// Queue usage is recorded (for `weir plan --server` and the dashboard) with at most one
+    /// row per queue per this span: each row holds the average over its span. Default 1m
+    /// (10s with --demo).
+    #[arg(long, value_name = "SPAN", value_parser = crate::cmd::simulate::parse_duration)]
+    usage_resolution: Option<weir_model::Duration>,
 }
 
 fn cluster_sources(args: &Common, demo: bool) -> Result<Vec<ClusterSource>> {
@@ -85,7 +115,7 @@ fn cluster_sources(args: &Common, demo: bool) -> Result<Vec<ClusterSource>> {
             Some((n, f)) => (n.to_string(), f.to_string()),
             None => ("default".to_string(), c.clone()),
         };
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        if !serve_config::valid_cluster_name(&name) {
             bail!("--cluster {c}: a cluster name is letters, digits, `-` and `_`");
         }
         let yaml =
@@ -117,45 +147,120 @@ fn machine_cluster() -> ClusterSource {
     }
 }
 
-fn config(common: &Common, listen: Option<SocketAddr>, demo: bool) -> Result<ServerConfig> {
-    std::fs::create_dir_all(&common.data_dir)
-        .with_context(|| format!("--data-dir: cannot create {}", common.data_dir.display()))?;
-    let data_dir = std::fs::canonicalize(&common.data_dir)
-        .with_context(|| format!("--data-dir: cannot resolve {}", common.data_dir.display()))?;
-    let db = common.db.clone().unwrap_or_else(|| format!("sqlite://{}", data_dir.join("weir.db").display()));
-    let mut c = ServerConfig::new(data_dir, db);
+/// The server's settings from --config (if given) and the flags (which win), and the store URL.
+fn config(common: &Common, listen: Option<SocketAddr>, demo: bool) -> Result<(ServerConfig, String)> {
+    let file = match &common.config {
+        Some(path) => Some(serve_config::load(path)?),
+        None => None,
+    };
+    let data_dir_arg = common
+        .data_dir
+        .clone()
+        .or_else(|| file.as_ref().and_then(|f| f.data_dir.clone()))
+        .unwrap_or_else(|| PathBuf::from("weir-data"));
+    std::fs::create_dir_all(&data_dir_arg)
+        .with_context(|| format!("--data-dir: cannot create {}", data_dir_arg.display()))?;
+    let data_dir = std::fs::canonicalize(&data_dir_arg)
+        .with_context(|| format!("--data-dir: cannot resolve {}", data_dir_arg.display()))?;
+    let db = common
+        .db
+        .clone()
+        .or_else(|| file.as_ref().and_then(|f| f.db.clone()))
+        .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("weir.db").display()));
+    let mut c = ServerConfig::new(data_dir);
     c.listen = listen;
-    c.clusters = cluster_sources(common, demo)?;
-    c.lease = Duration::from_secs(common.lease.max(1));
-    c.kill_grace = Duration::from_secs(common.kill_grace);
-    Ok(c)
+    c.lease = common
+        .lease
+        .map(Duration::from_secs)
+        .or(file.as_ref().and_then(|f| f.lease))
+        .unwrap_or(Duration::from_secs(10))
+        .max(Duration::from_secs(1));
+    c.kill_grace = common
+        .kill_grace
+        .map(Duration::from_secs)
+        .or(file.as_ref().and_then(|f| f.kill_grace))
+        .unwrap_or(Duration::from_secs(10));
+    match file {
+        Some(f) => {
+            if let (Some(l), Some(_)) = (f.listen, listen) {
+                c.listen = Some(l);
+            }
+            if let Some(b) = f.body_limit {
+                c.body_limit = b;
+            }
+            c.clusters = f.clusters;
+            c.backends = f.backends;
+        }
+        None => c.clusters = cluster_sources(common, demo)?,
+    }
+    let resolution = common.usage_resolution.map_or(if demo { 10_000 } else { 60_000 }, |d| d.as_millis());
+    c.usage_resolution = Duration::from_millis(resolution.max(1000));
+    Ok((c, db))
+}
+
+/// `--auto-plan`: `daily`, `hourly` or a span.
+fn auto_plan(value: &str, window: weir_model::Duration) -> Result<weir_server::AutoPlan> {
+    let every = match value {
+        "daily" => 86_400_000,
+        "hourly" => 3_600_000,
+        other => other
+            .parse::<weir_model::Duration>()
+            .map_err(|e| {
+                anyhow::anyhow!("--auto-plan {other}: write daily, hourly or a span such as 6h ({e})")
+            })?
+            .as_millis(),
+    };
+    if every < 60_000 {
+        bail!("--auto-plan {value}: plan at most once a minute");
+    }
+    Ok(weir_server::AutoPlan {
+        every: Duration::from_millis(every),
+        window: Duration::from_millis(window.as_millis()),
+    })
 }
 
 pub fn serve(args: &ServeArgs) -> Result<()> {
-    let mut c = config(&args.common, Some(args.listen), args.demo)?;
-    c.body_limit = args.body_limit;
-    run(c, &args.common, args.demo)
+    let (mut c, db) = config(&args.common, Some(args.listen.unwrap_or(DEFAULT_LISTEN)), args.demo)?;
+    if let Some(l) = args.listen {
+        c.listen = Some(l);
+    }
+    if let Some(b) = args.body_limit {
+        c.body_limit = b;
+    }
+    if let Some(v) = &args.auto_plan {
+        c.auto_plan = Some(auto_plan(v, args.auto_plan_window)?);
+    }
+    run(c, &db, &args.common, args.demo)
 }
 
 pub fn worker(args: &WorkerArgs) -> Result<()> {
-    let c = config(&args.common, None, false)?;
-    run(c, &args.common, false)
+    let (c, db) = config(&args.common, None, false)?;
+    run(c, &db, &args.common, false)
 }
 
-fn run(mut c: ServerConfig, common: &Common, demo: bool) -> Result<()> {
+fn run(mut c: ServerConfig, db: &str, common: &Common, demo: bool) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     rt.block_on(async move {
         let data_dir = c.data_dir.clone();
-        let fresh = c.clusters.is_empty() && !has_store(&c.db_url, &data_dir);
+        let fresh = c.clusters.is_empty() && !has_store(db, &data_dir);
         if fresh {
             c.clusters.push(machine_cluster());
         }
-        let server = Server::start(c.clone()).await.context("weir serve could not start")?;
+        // The binary picks the store implementation; the server knows only `JobStore`.
+        let store = weir_store::open(db).await.with_context(|| format!("--db {db}"))?;
+        let server = Server::start(c.clone(), store).await.context("weir serve could not start")?;
         if let Some(addr) = server.addr {
             eprintln!("weir serve: listening on http://{addr}, data in {}", data_dir.display());
+            match std::fs::read_to_string(weir_server::admin_token_path(&data_dir)) {
+                Ok(token) => eprintln!(
+                    "weir serve: dashboard at http://{addr}/ — log in with the admin token {}",
+                    token.trim()
+                ),
+                Err(_) => eprintln!("weir serve: dashboard at http://{addr}/ — log in with an API token"),
+            }
         } else {
             eprintln!("weir worker: running (owner {}), data in {}", c.owner, data_dir.display());
         }
@@ -208,21 +313,50 @@ async fn submit_demo(addr: SocketAddr, data_dir: PathBuf) {
     }
     plan.sort();
     let http = reqwest::Client::new();
+    for round in 0u64.. {
+        let start = std::time::Instant::now();
+        submit_round(&http, addr, token.trim(), &workload, &plan, round).await;
+        if round == 0 {
+            eprintln!(
+                "weir serve --demo: all submitted; open the dashboard, or try `weir runs`, `weir queues`, \
+                 `weir status RUN`, `weir logs RUN TASK`; the demo submits again every {} s",
+                DEMO_EVERY.as_secs()
+            );
+        }
+        if let Some(wait) = DEMO_EVERY.checked_sub(start.elapsed()) {
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// The demo submits its workload again this often, so the dashboard keeps moving.
+const DEMO_EVERY: Duration = Duration::from_secs(180);
+
+/// One round of the demo: logical dates `demo-1`, `demo-2`, … in the first round, then
+/// `demo-rR-1`, ….
+async fn submit_round(
+    http: &reqwest::Client,
+    addr: SocketAddr,
+    token: &str,
+    workload: &WorkloadFile,
+    plan: &[(u64, usize, usize)],
+    round: u64,
+) {
     let start = std::time::Instant::now();
-    for (at, w, i) in plan {
+    for &(at, w, i) in plan {
         let due = Duration::from_millis(at);
         if let Some(wait) = due.checked_sub(start.elapsed()) {
             tokio::time::sleep(wait).await;
         }
         let wf = &workload.workflows[w];
+        let date = if round == 0 { format!("demo-{}", i + 1) } else { format!("demo-r{round}-{}", i + 1) };
         let body = SubmitRun {
             workflow: serde_json::to_value(wf).ok(),
             workflow_name: None,
-            logical_date: Some(format!("demo-{}", i + 1)),
+            logical_date: Some(date),
             params: Default::default(),
         };
-        let resp =
-            http.post(format!("http://{addr}/v1/runs")).bearer_auth(token.trim()).json(&body).send().await;
+        let resp = http.post(format!("http://{addr}/v1/runs")).bearer_auth(token).json(&body).send().await;
         match resp {
             Ok(r) if r.status().is_success() => {
                 if let Ok(c) = r.json::<RunCreated>().await {
@@ -238,5 +372,4 @@ async fn submit_demo(addr: SocketAddr, data_dir: PathBuf) {
             Err(e) => eprintln!("weir serve --demo: cannot submit {}: {e}", wf.name),
         }
     }
-    eprintln!("weir serve --demo: all submitted; try `weir runs`, `weir queues`, `weir status RUN`, `weir logs RUN TASK`");
 }

@@ -1,0 +1,332 @@
+//! Routes and clusters: read-only for viewers, editable by global admins (the same checks and
+//! store writes as the API's `PUT /v1/routes/{key}`, `PUT /v1/clusters/{name}/config` and
+//! `POST /v1/proposals/{id}/apply`).
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::Form;
+use serde::Deserialize;
+use weir_store::RouteRow;
+
+use super::pages::{signed_in, try_page};
+use super::views::{resources, time};
+use super::{api_error, html, visitor, Nav, Visitor};
+use crate::api::AppState;
+use crate::error::ApiError;
+use crate::time::now_ms;
+
+pub struct RouteLine {
+    key: String,
+    cluster: String,
+    queue: String,
+}
+
+#[derive(Template)]
+#[template(path = "routes.html")]
+struct RoutesPage {
+    nav: Nav,
+    admin: bool,
+    message: String,
+    message_class: String,
+    routes: Vec<RouteLine>,
+    clusters: Vec<String>,
+    leaves: Vec<String>,
+}
+
+async fn routes_page(s: &AppState, v: &Visitor, message: Result<String, String>) -> Response {
+    let rows = try_page!(s.store.routes().await.map_err(ApiError::from));
+    let clusters = s.registry.cluster_names();
+    let leaves = clusters
+        .iter()
+        .filter_map(|c| s.registry.cluster(c))
+        .flat_map(|c| c.config.leaves().map(|q| q.path.to_string()).collect::<Vec<_>>())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let (message, message_class) = match message {
+        Ok(m) => (m, "ok".to_string()),
+        Err(m) => (m, "error".to_string()),
+    };
+    html(&RoutesPage {
+        nav: Nav::new(v, "Routes", "/routes", 0),
+        admin: v.is_admin(),
+        message,
+        message_class,
+        routes: rows
+            .into_iter()
+            .map(|r| RouteLine { key: r.key, cluster: r.cluster, queue: r.queue })
+            .collect(),
+        clusters,
+        leaves,
+    })
+}
+
+pub async fn routes(State(s): State<AppState>, headers: HeaderMap) -> Response {
+    let v = signed_in!(s, headers);
+    routes_page(&s, &v, Ok(String::new())).await
+}
+
+#[derive(Deserialize)]
+pub struct RouteForm {
+    csrf: String,
+    key: String,
+    cluster: String,
+    queue: String,
+}
+
+pub async fn put_route(State(s): State<AppState>, headers: HeaderMap, Form(f): Form<RouteForm>) -> Response {
+    let v = signed_in!(s, headers);
+    if let Some(r) = v.refuse_form(&f.csrf, true) {
+        return r;
+    }
+    let key = f.key.trim().to_string();
+    let outcome = if !crate::plans::route_key_ok(&key) {
+        Err(format!("`{key}` is not a route key: write workflow:NAME or project:PROJECT:TIER (tier 1 to 3)"))
+    } else {
+        let leaf = s.registry.cluster(&f.cluster).is_some_and(|c| {
+            weir_model::QueuePath::parse(&f.queue)
+                .and_then(|q| c.config.find(&q))
+                .is_some_and(|i| c.config.queues[i].is_leaf())
+        });
+        if !leaf {
+            Err(format!("{} is not a leaf queue of cluster `{}`", f.queue, f.cluster))
+        } else {
+            let row = RouteRow { key: key.clone(), cluster: f.cluster.clone(), queue: f.queue.clone() };
+            match s.store.put_route(&row, now_ms()).await {
+                Ok(()) => {
+                    s.registry.put_route(row);
+                    Ok(format!("{key} now goes to {}:{}", f.cluster, f.queue))
+                }
+                Err(e) => Err(ApiError::from(e).body.error.message),
+            }
+        }
+    };
+    routes_page(&s, &v, outcome).await
+}
+
+#[derive(Deserialize)]
+pub struct DeleteForm {
+    csrf: String,
+    key: String,
+}
+
+pub async fn delete_route(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Form(f): Form<DeleteForm>,
+) -> Response {
+    let v = signed_in!(s, headers);
+    if let Some(r) = v.refuse_form(&f.csrf, true) {
+        return r;
+    }
+    let outcome = match s.store.delete_route(&f.key).await {
+        Ok(true) => {
+            s.registry.delete_route(&f.key);
+            Ok(format!("deleted {}", f.key))
+        }
+        Ok(false) => Err(format!("no route {}", f.key)),
+        Err(e) => Err(ApiError::from(e).body.error.message),
+    };
+    routes_page(&s, &v, outcome).await
+}
+
+pub struct ValidationLine {
+    label: String,
+    current: String,
+    planned: String,
+}
+
+pub struct ProposalView {
+    id: i64,
+    state: String,
+    created: String,
+    headline: String,
+    validation: Vec<ValidationLine>,
+    changes: Vec<String>,
+}
+
+pub struct ClusterView {
+    name: String,
+    version: i64,
+    nodes: u64,
+    total: String,
+    queues: usize,
+    config: String,
+    proposals: Vec<ProposalView>,
+}
+
+#[derive(Template)]
+#[template(path = "clusters.html")]
+struct ClustersPage {
+    nav: Nav,
+    admin: bool,
+    message: String,
+    message_class: String,
+    clusters: Vec<ClusterView>,
+}
+
+/// A proposal's stored summary as lines: its verdict and the validation figures.
+fn proposal_view(p: &weir_api::Proposal) -> ProposalView {
+    let sum = &p.summary;
+    let headline = sum["headline"].as_str().unwrap_or("").to_string();
+    let validation = sum["validation"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .filter_map(|r| {
+                    Some(ValidationLine {
+                        label: r.get(0)?.as_str()?.to_string(),
+                        current: r.get(1)?.as_str()?.to_string(),
+                        planned: r.get(2)?.as_str()?.to_string(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let changes = p
+        .diff
+        .as_ref()
+        .map(|d| {
+            d.queues
+                .iter()
+                .map(|c| format!("{} {}: {} → {}", c.queue, c.field, c.from, c.to))
+                .chain(d.routes.iter().map(|r| {
+                    format!(
+                        "route {}: {} → {}",
+                        r.key,
+                        r.from.as_deref().unwrap_or("none"),
+                        r.to.as_deref().unwrap_or("removed")
+                    )
+                }))
+                .collect()
+        })
+        .unwrap_or_default();
+    ProposalView {
+        id: p.id,
+        state: p.state.clone(),
+        created: time(p.created_ms),
+        headline,
+        validation,
+        changes,
+    }
+}
+
+async fn clusters_page(s: &AppState, v: &Visitor, message: Result<String, String>) -> Response {
+    let mut views = Vec::new();
+    let show_proposals = v.reads_all();
+    for name in s.registry.cluster_names() {
+        let Some(row) = try_page!(s.store.cluster(&name).await.map_err(ApiError::from)) else { continue };
+        let loaded = s.registry.cluster(&name);
+        let proposals = if show_proposals {
+            try_page!(crate::loop_api::proposals_of(s, Some(&name), 3).await)
+                .iter()
+                .map(proposal_view)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        views.push(ClusterView {
+            version: row.version,
+            nodes: loaded.as_ref().map_or(0, |c| c.config.node_count()),
+            total: loaded
+                .as_ref()
+                .map_or_else(String::new, |c| resources(&crate::snapshot::wire(c.config.total_resources()))),
+            queues: loaded.as_ref().map_or(0, |c| c.config.queues.len()),
+            config: row.config,
+            proposals,
+            name,
+        });
+    }
+    let (message, message_class) = match message {
+        Ok(m) => (m, "ok".to_string()),
+        Err(m) => (m, "error".to_string()),
+    };
+    html(&ClustersPage {
+        nav: Nav::new(v, "Clusters", "/clusters", 0),
+        admin: v.is_admin(),
+        message,
+        message_class,
+        clusters: views,
+    })
+}
+
+pub async fn clusters(State(s): State<AppState>, headers: HeaderMap) -> Response {
+    let v = signed_in!(s, headers);
+    clusters_page(&s, &v, Ok(String::new())).await
+}
+
+#[derive(Deserialize)]
+pub struct ClusterForm {
+    csrf: String,
+    config: Option<String>,
+    apply_proposal: Option<i64>,
+}
+
+pub async fn put_cluster(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    Form(f): Form<ClusterForm>,
+) -> Response {
+    let v = signed_in!(s, headers);
+    if let Some(r) = v.refuse_form(&f.csrf, true) {
+        return r;
+    }
+    let outcome = match (f.apply_proposal, f.config) {
+        (Some(id), _) => match crate::loop_api::apply_proposal(&s, id).await {
+            Ok(d) => Ok(format!(
+                "applied proposal {id}: cluster `{}` is at configuration version {}; {} settings and {} routes changed",
+                d.cluster,
+                d.version.unwrap_or(d.base_version),
+                d.queues.len(),
+                d.routes.len()
+            )),
+            Err(e) => Err(e.body.error.message),
+        },
+        (None, Some(text)) => match crate::api::reload_cluster(&s, &name, text.replace("\r\n", "\n")).await {
+            Ok(a) => Ok(format!("reloaded `{}`: {} queues, {} leaves", a.cluster, a.queues, a.leaves)),
+            Err(e) => Err(e.body.error.message),
+        },
+        (None, None) => Err("nothing to do: the form sent neither a file nor a proposal".to_string()),
+    };
+    clusters_page(&s, &v, outcome).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_proposal_reads_as_its_headline_figures_and_changes() {
+        let p = weir_api::Proposal {
+            id: 4,
+            cluster: "default".into(),
+            created_ms: 0,
+            base_version: 2,
+            state: "proposed".into(),
+            summary: serde_json::json!({
+                "headline": "verdict keep",
+                "validation": [["tier 1 SLO success", "50.0%", "100.0%"]]
+            }),
+            diff: Some(weir_api::PlanDiff {
+                cluster: "default".into(),
+                base_version: 2,
+                version: None,
+                applied: false,
+                queues: vec![weir_api::SettingChange {
+                    queue: "root.a".into(),
+                    field: "weight".into(),
+                    from: "1".into(),
+                    to: "3".into(),
+                }],
+                routes: vec![],
+            }),
+        };
+        let v = proposal_view(&p);
+        assert_eq!(v.headline, "verdict keep");
+        assert_eq!(v.validation[0].planned, "100.0%");
+        assert_eq!(v.changes, ["root.a weight: 1 → 3"]);
+    }
+}

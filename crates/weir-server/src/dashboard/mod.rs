@@ -1,0 +1,334 @@
+//! The web dashboard, served by `weir serve` at `/`: server-rendered pages (askama templates,
+//! checked at compile time) over the same store reads as the API, with one small script
+//! (`static/weir.js`, no dependencies) that refreshes a page's `<main>` in place and tails
+//! task logs.
+//!
+//! Authentication is the API's: a token, given once on the login page and then kept in an
+//! `HttpOnly`, `SameSite=Strict` cookie. The cookie also authenticates the API's GET requests
+//! (what the log tail reads) but never a request that changes anything; the dashboard's own
+//! forms carry a token derived from the cookie's (double submit), checked before any change.
+//! A token's grants decide what a page shows: a viewer of a project sees only its runs and
+//! queues; routes and clusters are editable by global admins only.
+//!
+//! Like the API, the dashboard is service layer: it reads the store (and the queue snapshots
+//! the engine actors publish) and never touches an engine or a backend.
+
+mod admin;
+mod dag;
+mod pages;
+mod reports;
+mod run;
+pub(crate) mod views;
+
+use askama::Template;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Form, Router};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use weir_api::Role;
+
+use crate::api::AppState;
+use crate::auth::Principal;
+use crate::error::ApiError;
+use crate::time::now_ms;
+
+/// The cookie that carries the token.
+const COOKIE: &str = "weir_token";
+
+const CSS: &str = include_str!("../../static/weir.css");
+const JS: &str = include_str!("../../static/weir.js");
+
+/// Pages, their assets, login and logout.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(pages::overview))
+        .route("/login", get(login_page).post(login))
+        .route("/logout", post(logout))
+        .route("/queues", get(pages::queues))
+        .route("/runs", get(pages::runs))
+        .route("/runs/{id}", get(run::run))
+        .route("/runs/{id}/logs/{task}", get(run::logs))
+        .route("/slo", get(reports::slo))
+        .route("/usage", get(reports::usage))
+        .route("/routes", get(admin::routes).post(admin::put_route))
+        .route("/routes/delete", post(admin::delete_route))
+        .route("/clusters", get(admin::clusters))
+        .route("/clusters/{name}", post(admin::put_cluster))
+        .route("/static/weir.css", get(|| async { asset("text/css; charset=utf-8", CSS) }))
+        .route("/static/weir.js", get(|| async { asset("text/javascript; charset=utf-8", JS) }))
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")], body).into_response()
+}
+
+/// `/v1` GET requests without an `Authorization` header may authenticate with the dashboard's
+/// cookie (the log tail's `fetch`); anything that changes state must send the header.
+pub async fn cookie_for_reads(mut req: Request, next: Next) -> Response {
+    let read = matches!(*req.method(), Method::GET | Method::HEAD);
+    if read && !req.headers().contains_key(header::AUTHORIZATION) {
+        if let Some(token) = cookie_token(req.headers()) {
+            if let Ok(v) = HeaderValue::from_str(&format!("Bearer {token}")) {
+                req.headers_mut().insert(header::AUTHORIZATION, v);
+            }
+        }
+    }
+    next.run(req).await
+}
+
+fn cookie_token(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == COOKIE)
+        .map(|(_, v)| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// The form token for a login token: a hash only the cookie's holder can compute.
+fn csrf_of(token: &str) -> String {
+    Sha256::digest(format!("weir-dashboard-form:{token}").as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A signed-in visitor.
+pub struct Visitor {
+    pub principal: Principal,
+    pub csrf: String,
+}
+
+impl Visitor {
+    pub fn is_admin(&self) -> bool {
+        self.principal.is_global_admin()
+    }
+
+    /// Whether the visitor may read what belongs to `project`.
+    pub fn reads(&self, project: &str) -> bool {
+        self.principal.can(project, Role::Viewer)
+    }
+
+    /// Whether the visitor sees everything (a viewer of `*` or more).
+    pub fn reads_all(&self) -> bool {
+        self.principal.can_all(Role::Viewer)
+    }
+
+    /// Why a submitted form may change nothing, if it may not: its token is not the one the
+    /// dashboard gave this visitor (a stale or forged form), or it needs a global admin.
+    pub fn refuse_form(&self, csrf: &str, admin_only: bool) -> Option<Response> {
+        if !bool::from(self.csrf.as_bytes().ct_eq(csrf.as_bytes())) {
+            return Some(page_error(
+                StatusCode::FORBIDDEN,
+                "this form is stale or was not sent by the dashboard; reload the page",
+            ));
+        }
+        if admin_only && !self.is_admin() {
+            return Some(page_error(
+                StatusCode::FORBIDDEN,
+                &format!("token {} is not a global admin", self.principal.token_id),
+            ));
+        }
+        None
+    }
+}
+
+/// The visitor, or a redirect to the login page.
+pub async fn visitor(s: &AppState, headers: &HeaderMap) -> Result<Visitor, Response> {
+    let Some(token) = cookie_token(headers) else {
+        return Err(Redirect::to("/login").into_response());
+    };
+    match s.auth.principal_of(s.store.as_ref(), &token).await {
+        Ok(principal) => Ok(Visitor { principal, csrf: csrf_of(&token) }),
+        Err(e) if e.status == StatusCode::UNAUTHORIZED => {
+            Err(Redirect::to("/login?expired=1").into_response())
+        }
+        Err(e) => Err(page_error(e.status, &e.body.error.message)),
+    }
+}
+
+/// The navigation bar and page frame every page template gets.
+pub struct Nav {
+    pub title: String,
+    pub tabs: Vec<Tab>,
+    pub who: String,
+    pub csrf: String,
+    /// Seconds between live refreshes of `<main>`; 0: none.
+    pub refresh: u32,
+    pub now: String,
+}
+
+pub struct Tab {
+    pub href: &'static str,
+    pub label: &'static str,
+    pub active: bool,
+}
+
+impl Nav {
+    pub fn new(v: &Visitor, title: impl Into<String>, active: &str, refresh: u32) -> Nav {
+        let tabs = [
+            ("/", "Overview"),
+            ("/queues", "Queues"),
+            ("/runs", "Runs"),
+            ("/slo", "SLO"),
+            ("/usage", "Usage"),
+            ("/routes", "Routes"),
+            ("/clusters", "Clusters"),
+        ]
+        .into_iter()
+        .map(|(href, label)| Tab { href, label, active: href == active })
+        .collect();
+        let role = if v.is_admin() {
+            "admin"
+        } else if v.reads_all() {
+            "viewer of all projects"
+        } else {
+            "project access"
+        };
+        Nav {
+            title: title.into(),
+            tabs,
+            who: format!("token {} · {role}", v.principal.token_id),
+            csrf: v.csrf.clone(),
+            refresh,
+            now: views::time(now_ms()),
+        }
+    }
+}
+
+/// Render a template as a page.
+pub fn html<T: Template>(t: &T) -> Response {
+    match t.render() {
+        Ok(body) => page(StatusCode::OK, body),
+        Err(e) => page_error(StatusCode::INTERNAL_SERVER_ERROR, &format!("cannot render the page: {e}")),
+    }
+}
+
+fn page(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; \
+                 frame-ancestors 'none'; form-action 'self'",
+            ),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    status: u16,
+    message: &'a str,
+}
+
+/// A plain page that says what went wrong.
+pub fn page_error(status: StatusCode, message: &str) -> Response {
+    let body = ErrorPage { status: status.as_u16(), message }
+        .render()
+        .unwrap_or_else(|_| format!("{} {message}", status.as_u16()));
+    page(status, body)
+}
+
+/// An API error as a page.
+pub fn api_error(e: ApiError) -> Response {
+    page_error(e.status, &e.body.error.message)
+}
+
+#[derive(Template)]
+#[template(path = "login.html")]
+struct LoginPage {
+    message: String,
+}
+
+#[derive(Deserialize)]
+pub struct LoginQuery {
+    expired: Option<u8>,
+}
+
+async fn login_page(q: axum::extract::Query<LoginQuery>) -> Response {
+    let message = if q.expired.is_some() { "Your token is no longer valid; give another." } else { "" };
+    html(&LoginPage { message: message.to_string() })
+}
+
+#[derive(Deserialize)]
+pub struct LoginForm {
+    token: String,
+}
+
+async fn login(State(s): State<AppState>, Form(f): Form<LoginForm>) -> Response {
+    let token = f.token.trim();
+    match s.auth.principal_of(s.store.as_ref(), token).await {
+        Ok(_) => {
+            let cookie = format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200");
+            let mut r = Redirect::to("/").into_response();
+            if let Ok(v) = HeaderValue::from_str(&cookie) {
+                r.headers_mut().insert(header::SET_COOKIE, v);
+            }
+            r
+        }
+        Err(e) => {
+            let page =
+                LoginPage { message: format!("{} — check the token and try again.", e.body.error.message) };
+            match page.render() {
+                Ok(body) => self::page(StatusCode::UNAUTHORIZED, body),
+                Err(_) => page_error(StatusCode::UNAUTHORIZED, "unknown token"),
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    csrf: String,
+}
+
+async fn logout(State(s): State<AppState>, headers: HeaderMap, Form(f): Form<CsrfForm>) -> Response {
+    if let Ok(v) = visitor(&s, &headers).await {
+        if let Some(r) = v.refuse_form(&f.csrf, false) {
+            return r;
+        }
+    }
+    let mut r = Redirect::to("/login").into_response();
+    r.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_static("weir_token=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+    );
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cookie_is_found_among_others() {
+        let mut h = HeaderMap::new();
+        h.insert(header::COOKIE, HeaderValue::from_static("a=1; weir_token=weir_abc ; b=2"));
+        assert_eq!(cookie_token(&h).as_deref(), Some("weir_abc"));
+        h.insert(header::COOKIE, HeaderValue::from_static("weir_token="));
+        assert_eq!(cookie_token(&h), None);
+    }
+
+    #[test]
+    fn form_tokens_depend_on_the_login_token() {
+        assert_eq!(csrf_of("a"), csrf_of("a"));
+        assert_ne!(csrf_of("a"), csrf_of("b"));
+        assert_eq!(csrf_of("a").len(), 64);
+    }
+}

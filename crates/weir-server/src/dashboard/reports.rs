@@ -1,0 +1,227 @@
+//! The SLO report and the usage/capacity report pages.
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use serde::Deserialize;
+use weir_report::{BarChart, Bars};
+
+use super::pages::{signed_in, try_page, Choice};
+use super::views::{percent, span};
+use super::{api_error, html, visitor, Nav};
+use crate::api::AppState;
+use crate::error::ApiError;
+use crate::time::now_ms;
+
+#[derive(Deserialize, Default)]
+pub struct WindowQuery {
+    window: Option<String>,
+}
+
+fn window(q: &WindowQuery, default: &'static str) -> Result<(String, i64), ApiError> {
+    let w = q.window.clone().filter(|w| !w.trim().is_empty()).unwrap_or_else(|| default.to_string());
+    let d: weir_model::Duration =
+        w.parse().map_err(|e| ApiError::bad_request(format!("{e}")).field("window"))?;
+    Ok((w, d.as_millis().min(400 * 86_400_000) as i64))
+}
+
+fn choices(current: &str) -> Vec<Choice> {
+    ["1h", "1d", "7d", "30d"].iter().map(|w| Choice { value: w.to_string(), chosen: *w == current }).collect()
+}
+
+pub struct TierLine {
+    tier: u8,
+    runs: u64,
+    with_slo: u64,
+    met: u64,
+    ratio: String,
+    workflows: u64,
+    successful: u64,
+    p50: String,
+    p99: String,
+}
+
+pub struct WorkflowLine {
+    name: String,
+    tier: u8,
+    runs: u64,
+    with_slo: u64,
+    met: u64,
+    ratio: String,
+    successful: String,
+    p50: String,
+    p99: String,
+}
+
+#[derive(Template)]
+#[template(path = "slo.html")]
+struct SloPage {
+    nav: Nav,
+    window: String,
+    windows: Vec<Choice>,
+    chart: String,
+    tiers: Vec<TierLine>,
+    workflows: Vec<WorkflowLine>,
+}
+
+fn ms(v: Option<u64>) -> String {
+    v.map(|x| span(x as i64)).unwrap_or_else(|| "–".into())
+}
+
+pub async fn slo(State(s): State<AppState>, headers: HeaderMap, Query(q): Query<WindowQuery>) -> Response {
+    let v = signed_in!(s, headers);
+    let (label, len) = try_page!(window(&q, "7d"));
+    let windows = choices(&label);
+    let now = now_ms();
+    let runs = try_page!(crate::loop_api::readable_runs(&s, &v.principal, None, now - len, now).await);
+    let r = crate::reports::slo(&runs, now - len, now, now);
+    let chart = BarChart {
+        title: "SLO success per tier".into(),
+        unit: "%".into(),
+        series: vec!["runs meeting the SLO".into(), "SLO-successful workflows".into()],
+        groups: r
+            .tiers
+            .iter()
+            .map(|t| Bars {
+                label: format!("tier {}", t.tier),
+                values: vec![
+                    t.figures.slo_success_ratio.map(|x| x * 100.0),
+                    (t.workflows > 0).then(|| 100.0 * t.slo_successful_workflows as f64 / t.workflows as f64),
+                ],
+            })
+            .collect(),
+        max: Some(100.0),
+    }
+    .render();
+    let tiers = r
+        .tiers
+        .iter()
+        .map(|t| TierLine {
+            tier: t.tier,
+            runs: t.figures.runs,
+            with_slo: t.figures.runs_with_slo,
+            met: t.figures.slo_met,
+            ratio: percent(t.figures.slo_success_ratio),
+            workflows: t.workflows,
+            successful: t.slo_successful_workflows,
+            p50: ms(t.figures.runtime_p50_ms),
+            p99: ms(t.figures.runtime_p99_ms),
+        })
+        .collect();
+    let workflows = r
+        .workflows
+        .iter()
+        .map(|w| WorkflowLine {
+            name: w.workflow.clone(),
+            tier: w.tier,
+            runs: w.figures.runs,
+            with_slo: w.figures.runs_with_slo,
+            met: w.figures.slo_met,
+            ratio: percent(w.figures.slo_success_ratio),
+            successful: match w.slo_successful {
+                Some(true) => "yes".into(),
+                Some(false) => "no".into(),
+                None => "–".into(),
+            },
+            p50: ms(w.figures.runtime_p50_ms),
+            p99: ms(w.figures.runtime_p99_ms),
+        })
+        .collect();
+    html(&SloPage {
+        nav: Nav::new(&v, "SLO report", "/slo", 30),
+        window: label,
+        windows,
+        chart,
+        tiers,
+        workflows,
+    })
+}
+
+pub struct FigureLine {
+    name: String,
+    tier: String,
+    used: String,
+    allocated: String,
+    ratio: String,
+}
+
+pub struct ClusterUsage {
+    cluster: String,
+    instances: String,
+    instance: String,
+    verdict: String,
+    reason: String,
+    tiers: Vec<FigureLine>,
+    queues: Vec<FigureLine>,
+    chart: String,
+}
+
+#[derive(Template)]
+#[template(path = "usage.html")]
+struct UsagePage {
+    nav: Nav,
+    window: String,
+    windows: Vec<Choice>,
+    reports: Vec<ClusterUsage>,
+}
+
+/// Instance-hours with three significant figures (demo clusters use thousandths).
+fn hours(h: f64) -> String {
+    if h == 0.0 {
+        "0".into()
+    } else if h.abs() < 0.01 {
+        format!("{h:.5}")
+    } else if h.abs() < 10.0 {
+        format!("{h:.3}")
+    } else {
+        format!("{h:.1}")
+    }
+}
+
+fn line(f: &weir_api::UsageFigures) -> FigureLine {
+    FigureLine {
+        name: f.name.clone(),
+        tier: f.tier.map(|t| t.to_string()).unwrap_or_default(),
+        used: hours(f.used_instance_hours),
+        allocated: hours(f.allocated_instance_hours),
+        ratio: percent(f.usage_capacity),
+    }
+}
+
+pub async fn usage(State(s): State<AppState>, headers: HeaderMap, Query(q): Query<WindowQuery>) -> Response {
+    let v = signed_in!(s, headers);
+    let (label, len) = try_page!(window(&q, "1d"));
+    let windows = choices(&label);
+    let now = now_ms();
+    let mut reports = Vec::new();
+    for cluster in s.registry.cluster_names() {
+        let r = try_page!(crate::loop_api::usage_report_of(&s, &cluster, now - len, now).await);
+        let visible = |name: &str| v.reads_all() || v.reads(&crate::submit::project_of_queue(name));
+        let queues: Vec<&weir_api::UsageFigures> = r.queues.iter().filter(|q| visible(&q.name)).collect();
+        let chart = BarChart {
+            title: "usage/capacity per leaf queue".into(),
+            unit: "%".into(),
+            series: vec!["usage/capacity".into()],
+            groups: queues
+                .iter()
+                .map(|q| Bars { label: q.name.clone(), values: vec![q.usage_capacity.map(|x| x * 100.0)] })
+                .collect(),
+            max: None,
+        }
+        .render();
+        let mut tiers: Vec<FigureLine> = r.tiers.iter().map(line).collect();
+        tiers.push(line(&r.total));
+        reports.push(ClusterUsage {
+            cluster: r.cluster.clone(),
+            instances: format!("{:.1}", r.cluster_instances),
+            instance: super::views::resources(&r.instance),
+            verdict: r.verdict.clone(),
+            reason: r.verdict_reason.clone(),
+            tiers: if v.reads_all() { tiers } else { Vec::new() },
+            queues: queues.into_iter().map(line).collect(),
+            chart,
+        });
+    }
+    html(&UsagePage { nav: Nav::new(&v, "Usage", "/usage", 30), window: label, windows, reports })
+}

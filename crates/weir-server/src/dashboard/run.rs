@@ -1,0 +1,285 @@
+//! The run page (its DAG, timeline against the SLO deadline, tasks and their attempts) and
+//! the task log page.
+
+use std::collections::BTreeMap;
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use serde::Deserialize;
+use weir_api::{Role, RunState};
+
+use super::pages::{encode, signed_in, try_page};
+use super::views::{span, time, time_opt};
+use super::{api_error, html, visitor, Nav};
+use crate::api::AppState;
+use crate::error::ApiError;
+use crate::time::now_ms;
+
+pub struct TaskLine {
+    name: String,
+    state: String,
+    attempts: u32,
+    node: String,
+    started: String,
+    took: String,
+    exit: String,
+    /// For a task warned of preemption: when its container will be taken, and why.
+    warning: String,
+}
+
+pub struct Explained {
+    job: String,
+    state: String,
+    text: String,
+}
+
+#[derive(Template)]
+#[template(path = "run.html")]
+struct RunPage {
+    nav: Nav,
+    id: i64,
+    workflow: String,
+    state: String,
+    logical_date: String,
+    project: String,
+    tier: u8,
+    cluster: String,
+    queue: String,
+    submitted: String,
+    started: String,
+    finished: String,
+    runtime: String,
+    slo: String,
+    reason: String,
+    dag: String,
+    timeline: String,
+    explanations: Vec<Explained>,
+    tasks: Vec<TaskLine>,
+}
+
+/// The SLO line of a run: its deadline and whether it was, or still can be, met.
+fn slo_line(submitted: i64, finished: Option<i64>, state: &str, slo_ms: Option<i64>, now: i64) -> String {
+    let Some(slo) = slo_ms else { return "none".into() };
+    let deadline = submitted + slo;
+    let head = format!("{} (deadline {})", span(slo), time(deadline));
+    match (state, finished) {
+        ("succeeded", Some(f)) if f <= deadline => format!("{head}: met, {} to spare", span(deadline - f)),
+        ("succeeded", Some(f)) => format!("{head}: missed by {}", span(f - deadline)),
+        ("failed", _) => format!("{head}: missed (the run failed)"),
+        ("killed", _) => format!("{head}: no outcome (killed)"),
+        _ if now > deadline => format!("{head}: missed, overdue by {}", span(now - deadline)),
+        _ => format!("{head}: {} left", span(deadline - now)),
+    }
+}
+
+pub async fn run(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> Response {
+    let v = signed_in!(s, headers);
+    let now = now_ms();
+    let Some(r) = try_page!(s.store.run(id).await.map_err(ApiError::from)) else {
+        return api_error(ApiError::not_found(format!("no run {id}")));
+    };
+    try_page!(v.principal.require(&r.project, Role::Viewer));
+    let jobs = try_page!(s.store.jobs(id).await.map_err(ApiError::from));
+    let tasks = try_page!(s.store.tasks(id).await.map_err(ApiError::from));
+    let spec: Option<weir_model::WorkflowSpec> = serde_json::from_str(&r.spec).ok();
+    let slo_ms = spec.as_ref().and_then(|w| w.slo).map(|d| d.as_millis() as i64);
+    let dag = spec.as_ref().map(|w| super::dag::dag_svg(id, w, &jobs, &tasks)).unwrap_or_default();
+    let timeline = super::dag::timeline_svg(r.submitted_ms, slo_ms.map(|d| r.submitted_ms + d), now, &jobs);
+    let terminal = RunState::parse(&r.state).is_some_and(|st| st.is_terminal());
+    let explanations = if terminal {
+        Vec::new()
+    } else {
+        let snap = try_page!(crate::api::snapshot(&s, &r.cluster).await);
+        let texts = snap.map(|(sn, _)| sn.explanations).unwrap_or_default();
+        jobs.iter()
+            .filter_map(|j| {
+                texts.get(&format!("{id}/{}", j.idx)).map(|t| Explained {
+                    job: j.name.clone(),
+                    state: j.state.clone(),
+                    text: t.clone(),
+                })
+            })
+            .collect()
+    };
+    let job_names: BTreeMap<u32, &str> = jobs.iter().map(|j| (j.idx, j.name.as_str())).collect();
+    // A task warned of preemption: its warned attempt's kill time and the engine's reason.
+    let mut warnings = BTreeMap::new();
+    for t in tasks.iter().filter(|t| t.state == "preempting") {
+        let attempts =
+            try_page!(s.store.attempts(id, t.job_idx, t.stage_idx, t.task_idx).await.map_err(ApiError::from));
+        if let Some(a) = attempts.iter().rev().find(|a| a.state == "preempting") {
+            if let (Some(reason), Some(kill_at)) = (&a.reason, a.kill_at_ms) {
+                let when = if kill_at > now { format!("in {}", span(kill_at - now)) } else { "now".into() };
+                warnings.insert(
+                    (t.job_idx, t.stage_idx, t.task_idx),
+                    format!("preempted at {} ({when}): {reason}", time(kill_at)),
+                );
+            }
+        }
+    }
+    let task_lines = tasks
+        .iter()
+        .map(|t| TaskLine {
+            name: format!("{}.{}.{}", job_names.get(&t.job_idx).copied().unwrap_or("?"), t.stage, t.task_idx),
+            state: t.state.clone(),
+            attempts: t.attempts,
+            node: t.node.clone().unwrap_or_default(),
+            started: time_opt(t.started_ms),
+            took: match (t.started_ms, t.finished_ms) {
+                (Some(a), Some(b)) => span(b - a),
+                (Some(a), None) => format!("{} so far", span(now - a)),
+                _ => String::new(),
+            },
+            exit: t.exit_code.map(|c| c.to_string()).unwrap_or_default(),
+            warning: warnings.remove(&(t.job_idx, t.stage_idx, t.task_idx)).unwrap_or_default(),
+        })
+        .collect();
+    let runtime = match (r.finished_ms, terminal) {
+        (Some(f), _) => span(f - r.submitted_ms),
+        (None, false) => format!("{} so far", span(now - r.submitted_ms)),
+        _ => String::new(),
+    };
+    let refresh = if terminal { 0 } else { 2 };
+    html(&RunPage {
+        nav: Nav::new(&v, format!("Run {id}"), "/runs", refresh),
+        id,
+        slo: slo_line(r.submitted_ms, r.finished_ms, &r.state, slo_ms, now),
+        workflow: r.workflow,
+        state: r.state,
+        logical_date: r.logical_date,
+        project: r.project,
+        tier: r.tier,
+        cluster: r.cluster,
+        queue: r.queue,
+        submitted: time(r.submitted_ms),
+        started: time_opt(r.started_ms),
+        finished: time_opt(r.finished_ms),
+        runtime,
+        reason: r.reason.unwrap_or_default(),
+        dag,
+        timeline,
+        explanations,
+        tasks: task_lines,
+    })
+}
+
+#[derive(Deserialize, Default)]
+pub struct LogQuery {
+    attempt: Option<u32>,
+    stream: Option<String>,
+}
+
+pub struct AttemptLink {
+    number: u32,
+    state: String,
+    href: String,
+    current: bool,
+}
+
+#[derive(Template)]
+#[template(path = "logs.html")]
+struct LogsPage {
+    nav: Nav,
+    id: i64,
+    task: String,
+    stream: String,
+    attempts: Vec<AttemptLink>,
+    other_stream: String,
+    other_stream_name: String,
+    raw: String,
+    src: String,
+    live: bool,
+    initial: String,
+}
+
+pub async fn logs(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path((id, task)): Path<(i64, String)>,
+    Query(q): Query<LogQuery>,
+) -> Response {
+    let v = signed_in!(s, headers);
+    let Some(r) = try_page!(s.store.run(id).await.map_err(ApiError::from)) else {
+        return api_error(ApiError::not_found(format!("no run {id}")));
+    };
+    try_page!(v.principal.require(&r.project, Role::Viewer));
+    let stream = match q.stream.as_deref() {
+        Some("stderr") => "stderr",
+        _ => "stdout",
+    };
+    let parts: Vec<&str> = task.split('.').collect();
+    let [job, stage, index] = parts.as_slice() else {
+        return api_error(ApiError::bad_request(format!("`{task}` is not a task: write job.stage.index")));
+    };
+    let Ok(index) = index.parse::<u32>() else {
+        return api_error(ApiError::bad_request(format!("`{index}` is not a task index")));
+    };
+    let jobs = try_page!(s.store.jobs(id).await.map_err(ApiError::from));
+    let tasks = try_page!(s.store.tasks(id).await.map_err(ApiError::from));
+    let found = jobs
+        .iter()
+        .find(|j| j.name == *job)
+        .and_then(|j| tasks.iter().find(|t| t.job_idx == j.idx && t.stage == *stage && t.task_idx == index));
+    let Some(t) = found else {
+        return api_error(ApiError::not_found(format!("run {id} has no task {task}")));
+    };
+    let attempts =
+        try_page!(s.store.attempts(id, t.job_idx, t.stage_idx, t.task_idx).await.map_err(ApiError::from));
+    let Some(current) = q.attempt.and_then(|n| attempts.iter().find(|a| a.attempt == n)).or(attempts.last())
+    else {
+        return api_error(ApiError::not_found(format!(
+            "task {task} of run {id} has not started an attempt yet"
+        )));
+    };
+    let base = format!("/runs/{id}/logs/{}", encode(&task));
+    let links = attempts
+        .iter()
+        .map(|a| AttemptLink {
+            number: a.attempt,
+            state: a.state.clone(),
+            href: format!("{base}?attempt={}&stream={stream}", a.attempt),
+            current: a.attempt == current.attempt,
+        })
+        .collect();
+    let other = if stream == "stdout" { "stderr" } else { "stdout" };
+    let api =
+        format!("/v1/runs/{id}/tasks/{}/logs?attempt={}&stream={stream}", encode(&task), current.attempt);
+    let live = current.ended_ms.is_none();
+    let path = if stream == "stdout" { &current.stdout } else { &current.stderr };
+    let initial = match tokio::fs::read(path).await {
+        Ok(b) => String::from_utf8_lossy(&b[..b.len().min(1 << 20)]).into_owned(),
+        Err(_) => String::new(),
+    };
+    html(&LogsPage {
+        nav: Nav::new(&v, format!("Run {id} · {task}"), "/runs", 0),
+        id,
+        task: task.clone(),
+        stream: stream.to_string(),
+        attempts: links,
+        other_stream: format!("{base}?attempt={}&stream={other}", current.attempt),
+        other_stream_name: other.to_string(),
+        raw: api.clone(),
+        src: format!("{api}&follow=true"),
+        live,
+        initial,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slo_line_says_where_the_run_stands() {
+        assert_eq!(
+            slo_line(0, Some(50_000), "succeeded", Some(60_000), 99_000),
+            "1m 00s (deadline 1970-01-01 00:01:00): met, 10s to spare"
+        );
+        assert!(slo_line(0, Some(70_000), "succeeded", Some(60_000), 99_000).ends_with("missed by 10s"));
+        assert!(slo_line(0, None, "running", Some(60_000), 30_000).ends_with("30s left"));
+        assert!(slo_line(0, None, "running", Some(60_000), 90_000).ends_with("overdue by 30s"));
+        assert_eq!(slo_line(0, None, "running", None, 90_000), "none");
+    }
+}

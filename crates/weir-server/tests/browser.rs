@@ -1,0 +1,202 @@
+//! The dashboard end to end in headless Chromium (Debian's `chromium` + `chromium-driver`,
+//! driven over WebDriver): log in with a token, submit runs through the API, watch one reach
+//! `succeeded` on the runs page, open its DAG and a task's log, follow a running task's log as
+//! it grows, see a queue's usage bar move on the queues page, and visit every page. A
+//! screenshot of each page goes to `target/screenshots/`; no page may log a console error.
+//!
+//! `.ci/run` installs the browser and sets `WEIR_REQUIRE_BROWSER=1`, which turns a missing
+//! browser into a failure; elsewhere the test says loudly that it skipped.
+
+mod common;
+#[path = "common/webdriver.rs"]
+mod webdriver;
+
+use std::time::Duration;
+
+use common::{temp_dir, Db, TestServer};
+use serde_json::{json, Value};
+use webdriver::{screenshot_dir, Driver, Session};
+
+/// Console entries at `SEVERE` (errors: failed loads, exceptions) are failures.
+async fn no_console_errors(s: &Session, page: &str) {
+    let errors: Vec<Value> = s.console().await.into_iter().filter(|e| e["level"] == "SEVERE").collect();
+    assert!(errors.is_empty(), "the {page} page logged console errors: {errors:#?}");
+}
+
+async fn shot(s: &Session, name: &str) {
+    s.screenshot(&screenshot_dir().join(format!("{name}.png"))).await;
+    no_console_errors(s, name).await;
+}
+
+fn report(queue: &str, command: &str, slo: &str) -> Value {
+    json!({
+        "name": "revenue-report", "queue": queue, "slo": slo,
+        "jobs": [
+            {"name": "extract", "stages": [
+                {"name": "query", "tasks": 2, "resources": {"cpu": 2000, "memory": 1024}, "command": command}]},
+            {"name": "publish", "after": ["extract"], "stages": [
+                {"name": "upload", "tasks": 1, "resources": {"cpu": 1000, "memory": 512},
+                 "command": "echo report for $WEIR_LOGICAL_DATE is ready"}]}
+        ]
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_dashboard_in_a_real_browser() {
+    if !webdriver::available() {
+        assert!(
+            std::env::var_os("WEIR_REQUIRE_BROWSER").is_none(),
+            "WEIR_REQUIRE_BROWSER is set but {} or {} is missing",
+            webdriver::CHROMIUM,
+            webdriver::CHROMEDRIVER
+        );
+        eprintln!("\n*** SKIPPED the browser test: install Debian's chromium and chromium-driver (.ci/run does) ***\n");
+        return;
+    }
+    let dir = temp_dir("browser");
+    let url = common::db_url(Db::Sqlite, &dir, "browser").await.expect("sqlite");
+    let mut c = common::config(&dir);
+    c.usage_resolution = Duration::from_secs(1);
+    let mut server = TestServer::start_with(c, &url).await;
+    let base = server.base.clone();
+    let driver = Driver::start(&dir.join("chromedriver.log")).await;
+    let s = driver.session(&dir.join("chromium-profile")).await;
+    let long = Duration::from_secs(60);
+
+    // Log in: the dashboard sends a visitor without a token to the login page.
+    s.goto(&format!("{base}/queues")).await;
+    let field = s.wait_for("#token", long).await;
+    assert!(s.current_url().await.ends_with("/login"), "{}", s.current_url().await);
+    shot(&s, "login").await;
+    s.type_into(&field, &server.token).await;
+    s.click(&s.wait_for("#login", long).await).await;
+    s.wait_for("#runs-by-state", long).await;
+
+    // The queues page before anything runs: the tier-1 queue's bar is empty.
+    s.goto(&format!("{base}/queues")).await;
+    let bar = "return (document.querySelector('svg.bar[data-queue=\"root.ads.tier1\"]') || {dataset: {}}).dataset.usage";
+    let before = s.wait_until("the tier-1 bar", bar, long, |v| v.is_string()).await;
+    assert_eq!(before, json!("0.0000"), "nothing runs yet");
+
+    // A run whose tasks take a few seconds, submitted through the API.
+    let (status, created) = server
+        .submit(report("root.ads.tier1", "echo querying shard $WEIR_TASK_INDEX; sleep 4", "1m"), "d1")
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_i64().expect("id");
+    // The page refreshes itself: the bar grows while the run's containers are held.
+    let during = s
+        .wait_until("the tier-1 bar to grow", bar, long, |v| v.as_str().is_some_and(|u| u != "0.0000"))
+        .await;
+    let share: f64 = during.as_str().and_then(|u| u.parse().ok()).expect("a share");
+    assert!(share > 0.0 && share <= 1.0, "{share}");
+    shot(&s, "queues").await;
+
+    // The runs page shows the run reach `succeeded` on its own.
+    s.goto(&format!("{base}/runs")).await;
+    let row = format!(
+        "return (document.querySelector('tr[data-run=\"{id}\"]') || {{dataset: {{}}}}).dataset.state"
+    );
+    s.wait_until("the run to succeed on the runs page", &row, long, |v| v == "succeeded").await;
+    shot(&s, "runs").await;
+
+    // Its page: the DAG with both jobs done, and the timeline against the deadline.
+    s.click(&s.wait_for(&format!("tr[data-run=\"{id}\"] a"), long).await).await;
+    s.wait_for("svg.dag g.job[data-job=\"publish\"][data-state=\"succeeded\"]", long).await;
+    s.wait_for("svg.dag g.job[data-job=\"extract\"][data-state=\"succeeded\"]", long).await;
+    let slo = s.text(&s.wait_for("#slo-status", long).await).await;
+    assert!(slo.contains("met"), "{slo}");
+    shot(&s, "run").await;
+
+    // A task square links to that task's log, which the page streams.
+    s.click(&s.wait_for("svg.dag a[href$=\"/logs/extract.query.1\"]", long).await).await;
+    let log = "return (document.getElementById('log') || {}).textContent";
+    s.wait_until("the task's log", log, long, |v| v == "querying shard 1\n").await;
+    s.wait_until("the stream to end", "return document.getElementById('log').dataset.state", long, |v| {
+        v == "ended"
+    })
+    .await;
+    shot(&s, "logs").await;
+
+    // A running task's log grows on the page without a reload.
+    let ticker = "for i in 1 2 3 4 5 6; do echo tick $i; sleep 1; done";
+    let (status, created) = server.submit(report("root.ads.tier1", ticker, "5m"), "d2").await;
+    assert_eq!(status, 201, "{created}");
+    let live = created["id"].as_i64().expect("id");
+    server.wait_until(live, long, "a task to run", |r| r["jobs"][0]["tasks"][0]["state"] == "running").await;
+    s.goto(&format!("{base}/runs/{live}/logs/extract.query.0")).await;
+    s.wait_until("the first ticks", log, long, |v| v.as_str().is_some_and(|t| t.contains("tick 1"))).await;
+    let early = s.script(log).await;
+    assert!(
+        !early.as_str().unwrap_or("").contains("tick 6"),
+        "the page should open while the task runs: {early}"
+    );
+    s.wait_until("the last tick, streamed", log, long, |v| v.as_str().is_some_and(|t| t.contains("tick 6")))
+        .await;
+    no_console_errors(&s, "live log").await;
+    server.wait(live, long).await;
+
+    // The reports and the admin pages.
+    s.goto(&format!("{base}/slo?window=1d")).await;
+    let ratio = s.text(&s.wait_for("#slo-tiers tr[data-tier=\"1\"] td:nth-child(5)", long).await).await;
+    assert_eq!(ratio, "100.0%", "both tier-1 runs met their SLO");
+    shot(&s, "slo").await;
+    s.goto(&format!("{base}/usage?window=1h")).await;
+    s.wait_for("table.usage-queues tr[data-queue=\"root.ads.tier1\"]", long).await;
+    shot(&s, "usage").await;
+    s.goto(&format!("{base}/routes")).await;
+    s.wait_for("#route-form", long).await;
+    shot(&s, "routes").await;
+    s.goto(&format!("{base}/clusters")).await;
+    s.wait_for("textarea#config-default", long).await;
+    shot(&s, "clusters").await;
+    s.goto(&format!("{base}/")).await;
+    let tier1 = s.text(&s.wait_for("#slo-by-tier tr[data-tier=\"1\"] td.ratio", long).await).await;
+    assert_eq!(tier1, "100.0%");
+    shot(&s, "overview").await;
+
+    s.close().await;
+    drop(driver);
+    server.stop(weir_server::Stop::Now).await;
+}
+
+/// Screenshots of every page of a server that is already running (the acceptance check on
+/// `weir serve --demo`): `WEIR_DASHBOARD_URL=http://127.0.0.1:8470 WEIR_TOKEN=… cargo test -p
+/// weir-server --test browser -- --ignored`. Writes `target/screenshots/demo-*.png`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a running server: WEIR_DASHBOARD_URL and WEIR_TOKEN"]
+async fn screenshots_of_a_running_server() {
+    let (Ok(base), Ok(token)) = (std::env::var("WEIR_DASHBOARD_URL"), std::env::var("WEIR_TOKEN")) else {
+        panic!("set WEIR_DASHBOARD_URL and WEIR_TOKEN");
+    };
+    let dir = temp_dir("screenshots");
+    let driver = Driver::start(&dir.join("chromedriver.log")).await;
+    let s = driver.session(&dir.join("chromium-profile")).await;
+    let long = Duration::from_secs(30);
+    s.goto(&format!("{base}/login")).await;
+    s.type_into(&s.wait_for("#token", long).await, token.trim()).await;
+    s.click(&s.wait_for("#login", long).await).await;
+    s.wait_for("#runs-by-state", long).await;
+    for (name, path) in [
+        ("overview", "/"),
+        ("queues", "/queues"),
+        ("runs", "/runs"),
+        ("slo", "/slo?window=1d"),
+        ("usage", "/usage?window=1h"),
+        ("routes", "/routes"),
+        ("clusters", "/clusters"),
+    ] {
+        s.goto(&format!("{base}{path}")).await;
+        s.wait_for("main", long).await;
+        shot(&s, &format!("demo-{name}")).await;
+    }
+    s.goto(&format!("{base}/runs")).await;
+    s.click(&s.wait_for("#runs tbody tr:last-child a", long).await).await;
+    s.wait_for("svg.dag", long).await;
+    shot(&s, "demo-run").await;
+    s.click(&s.wait_for("a.log-link", long).await).await;
+    s.wait_for("#log", long).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    shot(&s, "demo-logs").await;
+    s.close().await;
+}

@@ -1,0 +1,112 @@
+use std::path::Path;
+
+use super::*;
+
+const CLUSTER: &str = "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 4000, memory: 8192}}\nqueues:\n  - {name: default}\n";
+
+/// A scratch folder with two cluster files.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("weir-serve-config-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("clusters")).unwrap();
+    std::fs::write(dir.join("clusters/a.yaml"), CLUSTER).unwrap();
+    std::fs::write(dir.join("clusters/b.yaml"), CLUSTER.replace("4000", "8000")).unwrap();
+    dir
+}
+
+fn problems(text: &str, base: &Path) -> Vec<String> {
+    match parse("server.yaml", text, base) {
+        Ok(c) => panic!("accepted: {c:?}"),
+        Err(e) => e.problems().iter().map(|p| p.to_string()).collect(),
+    }
+}
+
+#[test]
+fn a_full_file_resolves_paths_from_its_folder() {
+    let dir = scratch("full");
+    let text = "version: 1
+listen: 127.0.0.1:9001
+data_dir: data
+db: postgres://weir@127.0.0.1:5432/weir
+lease_seconds: 3
+kill_grace_seconds: 7
+body_limit_bytes: 4096
+clusters:
+  - name: alpha
+    file: clusters/a.yaml
+  - name: beta
+    file: clusters/b.yaml
+    backend: {kind: local, state_dir: /var/lib/weir/beta, kill_grace_seconds: 2}
+";
+    let c = parse("server.yaml", text, &dir).unwrap();
+    assert_eq!(c.listen, Some("127.0.0.1:9001".parse().unwrap()));
+    assert_eq!(c.data_dir, Some(dir.join("data")));
+    assert_eq!(c.db.as_deref(), Some("postgres://weir@127.0.0.1:5432/weir"));
+    assert_eq!((c.lease, c.kill_grace), (Some(Duration::from_secs(3)), Some(Duration::from_secs(7))));
+    assert_eq!(c.body_limit, Some(4096));
+    let names: Vec<&str> = c.clusters.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["alpha", "beta"]);
+    assert!(c.clusters[1].yaml.contains("8000"), "beta's own cluster file is read");
+    assert_eq!(c.clusters[0].file, dir.join("clusters/a.yaml").display().to_string());
+    assert_eq!(c.backends["alpha"], BackendSettings::Local { state_dir: None, kill_grace: None });
+    assert_eq!(
+        c.backends["beta"],
+        BackendSettings::Local {
+            state_dir: Some(PathBuf::from("/var/lib/weir/beta")),
+            kill_grace: Some(Duration::from_secs(2))
+        }
+    );
+}
+
+#[test]
+fn every_problem_is_named_by_its_field_path() {
+    let dir = scratch("bad");
+    let text = "version: 2
+lease_seconds: 0
+clusters:
+  - {name: alpha, file: clusters/a.yaml, backend: {state_dir: s}}
+  - {name: alpha, file: clusters/b.yaml, backend: {state_dir: s}}
+  - {name: 'no spaces', file: clusters/missing.yaml}
+";
+    let p = problems(text, &dir);
+    let want = [
+        "version: 2 is not a known version",
+        "lease_seconds: 0",
+        "clusters[1].name: `alpha` is named twice",
+        "clusters[1].backend.state_dir:",
+        "clusters[2].name: `no spaces`",
+        "clusters[2].file: cannot read",
+    ];
+    for w in want {
+        assert!(p.iter().any(|p| p.starts_with(w)), "missing `{w}` in {p:#?}");
+    }
+    assert_eq!(p.len(), want.len(), "{p:#?}");
+}
+
+#[test]
+fn shape_errors_name_the_path_and_unknown_backends_are_refused() {
+    let dir = scratch("shape");
+    let unknown_field =
+        "version: 1\nclusters:\n  - {name: a, file: clusters/a.yaml, backend: {kind: local, grace: 1}}\n";
+    let p = problems(unknown_field, &dir);
+    assert!(p[0].starts_with("clusters[0].backend.grace: unknown field"), "{p:?}");
+    let slurm = "version: 1\nclusters:\n  - {name: a, file: clusters/a.yaml, backend: {kind: slurm}}\n";
+    let p = problems(slurm, &dir);
+    assert!(p[0].starts_with("clusters[0].backend.kind:") && p[0].contains("slurm"), "{p:?}");
+    let listen = "version: 1\nlisten: everywhere\nclusters: []\n";
+    let p = problems(listen, &dir);
+    assert!(p[0].starts_with("listen:"), "{p:?}");
+    let none = "version: 1\nclusters: []\n";
+    assert_eq!(problems(none, &dir), ["clusters: empty: name at least one cluster (name, file)"]);
+}
+
+#[test]
+fn the_example_server_file_is_valid() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/serve/server.yaml");
+    let c = load(&path).unwrap();
+    let names: Vec<&str> = c.clusters.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["default", "shared"]);
+    for source in &c.clusters {
+        weir_model::ClusterConfig::from_yaml(&source.file, &source.yaml).unwrap();
+    }
+}
