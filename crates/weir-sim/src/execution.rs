@@ -14,7 +14,7 @@ use weir_model::{Duration, Resources, Time};
 use crate::error::SimError;
 use crate::sample::{self, Rng};
 use crate::sim::{Event, Simulation, AM_TAG};
-use crate::summary::RunRecord;
+use crate::summary::{bounded_slowdown, RunRecord};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum JobState {
@@ -35,7 +35,18 @@ pub(crate) struct JobRun {
     /// Whether the engine knows it (a rejected job never entered it).
     pub in_engine: bool,
     pub submit: Time,
-    pub started: bool,
+    /// Its first container (the application master, if it has one).
+    pub first_start: Option<Time>,
+    /// When every container of its first request (its AM and the tasks of the stages it could
+    /// run at once) had been granted: the job held all it asked for (a gang: it started).
+    pub all_started: Option<Time>,
+    /// When it completed or failed.
+    pub end: Option<Time>,
+    /// Containers of that first request not granted yet.
+    pub first_left: u32,
+    /// Whether its application master was ever granted (a lost one asked for again is not
+    /// part of the first request a second time).
+    pub am_granted: bool,
     /// Resources its containers hold now.
     pub held: Resources,
     pub am: Option<ContainerId>,
@@ -59,6 +70,8 @@ pub(crate) struct StageRun {
     /// Tasks to run again: (duration ms, attempts used).
     pub retry: Vec<(u64, u32)>,
     pub done: u32,
+    /// Part of the job's first request (requested when the job was submitted).
+    pub first: bool,
 }
 
 /// A task attempt holding a container (or a job's application master, `stage == u32::MAX`).
@@ -86,6 +99,27 @@ pub(crate) struct RunState {
     pub upstream_left: Vec<u32>,
     pub jobs_left: u32,
     pub ended: bool,
+    /// Jobs of the run submitted and not yet holding all they first asked for, since when
+    /// some have been, and the time so far with at least one such job (the run's delay).
+    pub waiting_jobs: u32,
+    pub waiting_since: Time,
+    pub delay_ms: u64,
+}
+
+impl RunState {
+    fn job_waits(&mut self, now: Time) {
+        if self.waiting_jobs == 0 {
+            self.waiting_since = now;
+        }
+        self.waiting_jobs += 1;
+    }
+
+    fn job_granted(&mut self, now: Time) {
+        self.waiting_jobs = self.waiting_jobs.saturating_sub(1);
+        if self.waiting_jobs == 0 {
+            self.delay_ms += now.since(self.waiting_since).as_millis();
+        }
+    }
 }
 
 impl Simulation {
@@ -102,6 +136,9 @@ impl Simulation {
             upstream_left,
             jobs_left: wf.jobs.len() as u32,
             ended: false,
+            waiting_jobs: 0,
+            waiting_since: self.now,
+            delay_ms: 0,
         });
         self.runs_active += 1;
         if roots.is_empty() {
@@ -126,6 +163,7 @@ impl Simulation {
                 fresh: s.tasks,
                 retry: Vec::new(),
                 done: 0,
+                first: false,
             })
             .collect();
         let mut requests = Vec::new();
@@ -162,7 +200,11 @@ impl Simulation {
             state: JobState::Active,
             in_engine: true,
             submit: self.now,
-            started: false,
+            first_start: None,
+            all_started: None,
+            end: None,
+            first_left: 0,
+            am_granted: false,
             held: Resources::ZERO,
             am: None,
             stages_left: stages.len() as u32,
@@ -175,6 +217,23 @@ impl Simulation {
         self.engine.on_job_submitted(self.now, spec).map_err(|e| self.refused(e))?;
         for s in empty_roots {
             self.stage_done(id, s)?;
+        }
+        // The first request: the AM and every stage requested now (roots, and stages after
+        // roots without tasks).
+        let tmpl = &self.workload.workflows[workflow as usize].jobs[template as usize];
+        let j = &mut self.jobs[id as usize];
+        let mut first = u32::from(self.config.am.is_some());
+        for (st, spec) in j.stages.iter_mut().zip(&tmpl.stages) {
+            if st.waiting_on == 0 && spec.tasks > 0 {
+                st.first = true;
+                first = first.saturating_add(spec.tasks);
+            }
+        }
+        j.first_left = first;
+        if first == 0 {
+            j.all_started = Some(self.now);
+        } else {
+            self.runs[run as usize].job_waits(self.now);
         }
         if self.jobs[id as usize].is_active() && self.jobs[id as usize].stages_left == 0 {
             self.job_done(id)?;
@@ -199,14 +258,19 @@ impl Simulation {
         j.held += resources;
         self.metrics.by_tier[usize::from(j.tier.min(3))] += resources;
         self.metrics.touch(j.leaf);
-        if !j.started {
-            j.started = true;
+        if j.first_start.is_none() {
+            j.first_start = Some(now);
             let wait = now.since(j.submit).as_millis();
             self.metrics.leaves[j.leaf].waits.push(wait);
             let run = &mut self.runs[j.run as usize];
             run.first_start.get_or_insert(now);
         }
+        // Whether this container is one of the job's first request, granted for the first time.
+        let mut first = false;
         let (stage, duration, attempt) = if tag == AM_TAG {
+            // A lost AM asked for again is not part of the first request a second time.
+            first = !j.am_granted;
+            j.am_granted = true;
             j.am = Some(container);
             (AM_STAGE, 0, 0)
         } else {
@@ -217,6 +281,7 @@ impl Simulation {
                 Some(r) => r,
                 None => {
                     st.fresh = st.fresh.saturating_sub(1);
+                    first = st.first;
                     (sample::duration_ms(&template.duration, &mut j.rng), 0)
                 }
             };
@@ -226,6 +291,15 @@ impl Simulation {
             self.push(now.plus(Duration(end.max(1))), Event::TaskEnd { container, failed: fails });
             (s as u32, duration, attempt)
         };
+        let j = &mut self.jobs[job as usize];
+        if first && j.all_started.is_none() {
+            j.first_left = j.first_left.saturating_sub(1);
+            if j.first_left == 0 {
+                j.all_started = Some(now);
+                self.metrics.leaves[j.leaf].delays.push(now.since(j.submit).as_millis());
+                self.runs[j.run as usize].job_granted(now);
+            }
+        }
         let ix = container.index();
         if self.tasks.len() <= ix {
             self.tasks.resize(ix + 1, None);
@@ -387,8 +461,20 @@ impl Simulation {
         let j = &mut self.jobs[job as usize];
         j.state = state;
         j.stages = Vec::new();
+        j.end = Some(now);
         let (held, tier, leaf, in_engine, am) = (j.held, j.tier, j.leaf, j.in_engine, j.am.take());
         j.held = Resources::ZERO;
+        match j.all_started {
+            // It never held all it asked for: it no longer waits either.
+            None => self.runs[j.run as usize].job_granted(now),
+            Some(all) if state == JobState::Done => {
+                let response = now.since(j.submit).as_millis();
+                let l = &mut self.metrics.leaves[leaf];
+                l.responses.push(response);
+                l.slowdowns.push(bounded_slowdown(response, all.since(j.submit).as_millis()));
+            }
+            Some(_) => {}
+        }
         self.metrics.by_tier[usize::from(tier.min(3))] -= held;
         self.metrics.touch(leaf);
         if let Some(am) = am {
@@ -444,6 +530,7 @@ impl Simulation {
             end: Some(self.now),
             failed,
             met: wf.slo.map(|slo| !failed && elapsed <= slo),
+            delay: Some(Duration(r.delay_ms)),
         });
         Ok(())
     }
@@ -462,6 +549,7 @@ impl Simulation {
                 end: None,
                 failed: false,
                 met: missed,
+                delay: None,
             });
         }
     }

@@ -33,6 +33,7 @@ pub use metrics::{Sample, UsageRow, MAX_SAMPLES};
 pub use pending::{write_pending_csv, PendingJob};
 pub use sim::{Progress, Simulation};
 pub use summary::{
-    write_runs_csv, Outcome, QueueSummary, ReservationSummary, ResourceFloats, RunRecord, Summary,
-    TierSummary, UsageCsv, SLO_SUCCESSFUL,
+    bounded_slowdown, write_jobs_csv, write_runs_csv, JobRecord, JobStatus, Outcome, QueueSummary,
+    ReservationSummary, ResourceFloats, RunRecord, Stats, Summary, TierSummary, TimeFigures, UsageCsv,
+    SLO_SUCCESSFUL, SLOWDOWN_BOUND_MS,
 };

@@ -46,6 +46,11 @@ pub(crate) struct LeafMetrics {
     pub share_sum: [u128; 3],
     /// Submit → first container, in milliseconds, of each job that started.
     pub waits: Vec<u64>,
+    /// Submit → every container of its first request granted, of each job that got there.
+    pub delays: Vec<u64>,
+    /// Submit → end of each job that completed, and its bounded slowdown.
+    pub responses: Vec<u64>,
+    pub slowdowns: Vec<f64>,
     /// Containers taken from this queue by preemption.
     pub preempted: u64,
 }

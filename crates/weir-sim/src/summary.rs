@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use serde::Serialize;
-use weir_model::{ClusterConfig, QueuePath, Resources, Time, Workload};
+use weir_model::{ClusterConfig, Duration, QueuePath, Resources, Time, Workload};
 
 use crate::metrics::{Sample, UsageRow};
 use crate::sim::Simulation;
@@ -28,6 +28,82 @@ pub struct RunRecord {
     /// Whether it met its workflow's SLO; `None` without an SLO, or when it was still running
     /// at the horizon before its deadline.
     pub met: Option<bool>,
+    /// The time during which at least one of its jobs had been submitted but did not yet hold
+    /// every container of its first request; `None` if still running at the end.
+    pub delay: Option<Duration>,
+}
+
+impl RunRecord {
+    /// Submit → its first container.
+    pub fn wait(&self) -> Option<Duration> {
+        self.start.map(|s| s.since(self.submit))
+    }
+
+    /// Submit → end (the response time, or turnaround); `None` if it had not ended.
+    pub fn response(&self) -> Option<Duration> {
+        self.end.map(|e| e.since(self.submit))
+    }
+
+    /// [`bounded_slowdown`] of a completed run.
+    pub fn bounded_slowdown(&self) -> Option<f64> {
+        match (self.failed, self.response(), self.delay) {
+            (false, Some(r), Some(d)) => Some(bounded_slowdown(r.as_millis(), d.as_millis())),
+            _ => None,
+        }
+    }
+}
+
+/// The bound of [`bounded_slowdown`]: runs shorter than this count as this long.
+pub const SLOWDOWN_BOUND_MS: u64 = 10_000;
+
+/// Bounded slowdown as the parallel-job-scheduling literature defines it (Feitelson, Rudolph,
+/// Schwiegelshohn, Sevcik and Wong, "Theory and Practice in Parallel Job Scheduling", JSSPP
+/// 1997; Feitelson, "Metrics for Parallel Job Scheduling and their Convergence", JSSPP 2001):
+/// `max(1, (wait + run) / max(run, 10 s))`. Here the wait is the delay (until the job held
+/// everything it first asked for) and the run is the response time less that delay, so a rigid
+/// parallel job gets exactly the HPC figure; the 10 s bound keeps very short jobs from
+/// dominating a mean.
+pub fn bounded_slowdown(response_ms: u64, delay_ms: u64) -> f64 {
+    let run = response_ms.saturating_sub(delay_ms).max(SLOWDOWN_BOUND_MS);
+    (response_ms as f64 / run as f64).max(1.0)
+}
+
+/// How one job went: `jobs.csv`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobRecord {
+    /// The simulator's job number (the engine's `JobId`, `pending.csv`'s `job`).
+    pub job: u64,
+    /// Index into the workload's workflows, and the job's index in its workflow.
+    pub workflow: u32,
+    pub template: u32,
+    pub tier: u8,
+    pub submit: Time,
+    /// Its first container.
+    pub first_start: Option<Time>,
+    /// When every container of its first request had been granted (a gang: when it started).
+    pub all_started: Option<Time>,
+    /// When it completed or failed.
+    pub end: Option<Time>,
+    pub status: JobStatus,
+}
+
+/// How a job ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobStatus {
+    Completed,
+    Failed,
+    /// Still in the engine when the simulation ended.
+    Unfinished,
+}
+
+impl JobStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            JobStatus::Completed => "completed",
+            JobStatus::Failed => "failed",
+            JobStatus::Unfinished => "unfinished",
+        }
+    }
 }
 
 /// Everything a simulation measured.
@@ -44,6 +120,8 @@ pub struct Outcome {
     pub pending: Vec<crate::pending::PendingJob>,
     /// Jobs submitted in all (their numbers are 0 to this, less one).
     pub jobs: u64,
+    /// One record per job, in job order (`jobs.csv`).
+    pub job_records: Vec<JobRecord>,
 }
 
 /// `summary.json`.
@@ -81,6 +159,10 @@ pub struct Summary {
     pub reservations: ReservationSummary,
     /// Jobs still in the engine at the end (`pending.csv` explains each).
     pub jobs_unfinished: u64,
+    /// Wait, delay, response time and bounded slowdown of every job (`jobs.csv` has each).
+    pub job_figures: TimeFigures,
+    /// The same for workflow runs (`runs.csv` has each).
+    pub run_figures: TimeFigures,
     pub tiers: BTreeMap<String, TierSummary>,
     /// Leaf queues, in the cluster file's order.
     pub queues: Vec<QueueSummary>,
@@ -99,6 +181,66 @@ pub struct ReservationSummary {
     pub active_at_end: u64,
     /// Time-average of the nodes reserved: nodes whose free room nobody else could use.
     pub reserved_nodes_avg: f64,
+}
+
+/// Wait, delay, response time and bounded slowdown over jobs or runs, in seconds (the
+/// slowdown is a ratio). Waits and delays count every job (run) that got there; response
+/// times and slowdowns count those that completed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TimeFigures {
+    /// Jobs (runs) that completed.
+    pub completed: u64,
+    /// Submit → first container.
+    pub wait: Stats,
+    /// Submit → every container of the first request granted: the honest wait of a job that
+    /// asked for many containers (a gang: submit → start).
+    pub delay: Stats,
+    /// Submit → end.
+    pub response: Stats,
+    /// `max(1, response / max(response − delay, 10 s))`.
+    pub bounded_slowdown: Stats,
+}
+
+/// Mean, median, 99th percentile (nearest rank) and maximum of some values; all `null`
+/// without any.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Stats {
+    pub count: u64,
+    pub mean: Option<f64>,
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl Stats {
+    /// Of milliseconds, in seconds.
+    pub fn of_ms(values: &mut [u64]) -> Stats {
+        values.sort_unstable();
+        let secs = |v: Option<u64>| v.map(|ms| ms as f64 / 1000.0);
+        let sum: u128 = values.iter().map(|&v| u128::from(v)).sum();
+        Stats {
+            count: values.len() as u64,
+            mean: (!values.is_empty()).then(|| sum as f64 / values.len() as f64 / 1000.0),
+            p50: secs(percentile(values, 0.50)),
+            p99: secs(percentile(values, 0.99)),
+            max: secs(values.last().copied()),
+        }
+    }
+
+    pub fn of(values: &mut [f64]) -> Stats {
+        values.sort_unstable_by(f64::total_cmp);
+        let rank = |p: f64| {
+            let rank = (p * values.len() as f64).ceil() as usize;
+            values.get(rank.clamp(1, values.len().max(1)) - 1).copied()
+        };
+        Stats {
+            count: values.len() as u64,
+            mean: (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64),
+            p50: rank(0.50),
+            p99: rank(0.99),
+            max: values.last().copied(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -120,9 +262,18 @@ pub struct TierSummary {
     pub workflows: u64,
     /// Those meeting their SLO in at least 90% of their runs.
     pub slo_successful_workflows: u64,
-    /// Runtime (submit → end) of ended runs, seconds.
+    /// Runtime (submit → end: the response time) of ended runs, seconds.
     pub runtime_p50: Option<f64>,
     pub runtime_p99: Option<f64>,
+    /// Submit → first container of runs that got one, seconds.
+    pub wait_p50: Option<f64>,
+    pub wait_p99: Option<f64>,
+    /// Runs' delays (the time some job of the run was short of its first request), ended runs.
+    pub delay_p50: Option<f64>,
+    pub delay_p99: Option<f64>,
+    /// Bounded slowdown of completed runs.
+    pub bounded_slowdown_mean: Option<f64>,
+    pub bounded_slowdown_p99: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -137,6 +288,15 @@ pub struct QueueSummary {
     /// Submit → first container of its jobs, seconds.
     pub wait_p50: Option<f64>,
     pub wait_p99: Option<f64>,
+    /// Submit → every container of a job's first request granted, seconds.
+    pub delay_p50: Option<f64>,
+    pub delay_p99: Option<f64>,
+    /// Submit → end of its completed jobs, seconds.
+    pub response_p50: Option<f64>,
+    pub response_p99: Option<f64>,
+    /// Bounded slowdown of its completed jobs.
+    pub bounded_slowdown_mean: Option<f64>,
+    pub bounded_slowdown_p99: Option<f64>,
     /// Containers taken from it by preemption.
     pub preempted: u64,
 }
@@ -166,8 +326,10 @@ pub(crate) fn build(sim: Simulation) -> Outcome {
                 let t = end.as_millis().max(1) as f64;
                 ResourceFloats { cpu: i[0] as f64 / t, memory: i[1] as f64 / t, gpu: i[2] as f64 / t }
             };
-            let mut waits = l.waits.clone();
-            waits.sort_unstable();
+            let wait = Stats::of_ms(&mut l.waits.clone());
+            let delay = Stats::of_ms(&mut l.delays.clone());
+            let response = Stats::of_ms(&mut l.responses.clone());
+            let slowdown = Stats::of(&mut l.slowdowns.clone());
             QueueSummary {
                 queue: sim.cluster.queues[q].path.to_string(),
                 tier: sim.cluster.queues[q].tier,
@@ -177,14 +339,35 @@ pub(crate) fn build(sim: Simulation) -> Outcome {
                     memory: l.share_sum[1] as f64 / samples,
                     gpu: l.share_sum[2] as f64 / samples,
                 },
-                jobs_started: waits.len() as u64,
-                wait_p50: percentile(&waits, 0.50).map(|ms| ms as f64 / 1000.0),
-                wait_p99: percentile(&waits, 0.99).map(|ms| ms as f64 / 1000.0),
+                jobs_started: wait.count,
+                wait_p50: wait.p50,
+                wait_p99: wait.p99,
+                delay_p50: delay.p50,
+                delay_p99: delay.p99,
+                response_p50: response.p50,
+                response_p99: response.p99,
+                bounded_slowdown_mean: slowdown.mean,
+                bounded_slowdown_p99: slowdown.p99,
                 preempted: l.preempted,
             }
         })
         .collect();
     let tiers = tiers(&sim.records, &sim.workload);
+    let job_figures = {
+        let all = |f: fn(&crate::metrics::LeafMetrics) -> &Vec<u64>| -> Vec<u64> {
+            m.leaves.iter().flat_map(|l| f(l).iter().copied()).collect()
+        };
+        let mut slowdowns: Vec<f64> = m.leaves.iter().flat_map(|l| l.slowdowns.iter().copied()).collect();
+        TimeFigures {
+            completed: m.jobs_completed,
+            wait: Stats::of_ms(&mut all(|l| &l.waits)),
+            delay: Stats::of_ms(&mut all(|l| &l.delays)),
+            response: Stats::of_ms(&mut all(|l| &l.responses)),
+            bounded_slowdown: Stats::of(&mut slowdowns),
+        }
+    };
+    let run_figures = run_figures(&sim.records);
+    let job_records = job_records(&sim);
     let count = |f: &dyn Fn(&RunRecord) -> bool| sim.records.iter().filter(|r| f(r)).count() as u64;
     let summary = Summary {
         seed: sim.config.seed,
@@ -218,6 +401,8 @@ pub(crate) fn build(sim: Simulation) -> Outcome {
             }
         },
         jobs_unfinished: pending.len() as u64,
+        job_figures,
+        run_figures,
         tiers,
         queues,
     };
@@ -231,7 +416,45 @@ pub(crate) fn build(sim: Simulation) -> Outcome {
         workload: sim.workload,
         cluster: sim.cluster,
         jobs: sim.jobs.len() as u64,
+        job_records,
         pending,
+    }
+}
+
+fn job_records(sim: &Simulation) -> Vec<JobRecord> {
+    use crate::execution::JobState;
+    sim.jobs
+        .iter()
+        .enumerate()
+        .map(|(id, j)| JobRecord {
+            job: id as u64,
+            workflow: j.workflow,
+            template: j.template,
+            tier: j.tier,
+            submit: j.submit,
+            first_start: j.first_start,
+            all_started: j.all_started,
+            end: j.end,
+            status: match j.state {
+                JobState::Done => JobStatus::Completed,
+                JobState::Failed => JobStatus::Failed,
+                JobState::Active => JobStatus::Unfinished,
+            },
+        })
+        .collect()
+}
+
+fn run_figures(records: &[RunRecord]) -> TimeFigures {
+    let ms = |f: &dyn Fn(&RunRecord) -> Option<Duration>| -> Vec<u64> {
+        records.iter().filter_map(|r| f(r).map(Duration::as_millis)).collect()
+    };
+    let mut slowdowns: Vec<f64> = records.iter().filter_map(RunRecord::bounded_slowdown).collect();
+    TimeFigures {
+        completed: records.iter().filter(|r| r.end.is_some() && !r.failed).count() as u64,
+        wait: Stats::of_ms(&mut ms(&RunRecord::wait)),
+        delay: Stats::of_ms(&mut ms(&|r| r.delay)),
+        response: Stats::of_ms(&mut ms(&|r| r.response().filter(|_| !r.failed))),
+        bounded_slowdown: Stats::of(&mut slowdowns),
     }
 }
 
@@ -240,14 +463,25 @@ fn tiers(records: &[RunRecord], workload: &Workload) -> BTreeMap<String, TierSum
         (1..=3).map(|t: u8| (t.to_string(), TierSummary::default())).collect();
     // Per workflow: (runs with a known SLO outcome, runs meeting it).
     let mut per_workflow: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-    let mut runtimes: BTreeMap<u8, Vec<u64>> = BTreeMap::new();
+    #[derive(Default)]
+    struct Times {
+        runtimes: Vec<u64>,
+        waits: Vec<u64>,
+        delays: Vec<u64>,
+        slowdowns: Vec<f64>,
+    }
+    let mut times: BTreeMap<u8, Times> = BTreeMap::new();
     for r in records {
         let wf = &workload.workflows[r.workflow as usize];
         let t = out.entry(wf.tier.to_string()).or_default();
+        let x = times.entry(wf.tier).or_default();
         if let Some(end) = r.end {
             t.runs += 1;
-            runtimes.entry(wf.tier).or_default().push(end.since(r.submit).as_millis());
+            x.runtimes.push(end.since(r.submit).as_millis());
         }
+        x.waits.extend(r.wait().map(Duration::as_millis));
+        x.delays.extend(r.delay.map(Duration::as_millis));
+        x.slowdowns.extend(r.bounded_slowdown());
         if let Some(met) = r.met {
             t.runs_with_slo += 1;
             t.slo_met += u64::from(met);
@@ -263,10 +497,15 @@ fn tiers(records: &[RunRecord], workload: &Workload) -> BTreeMap<String, TierSum
     }
     for (tier, t) in out.iter_mut() {
         t.slo_success_ratio = (t.runs_with_slo > 0).then(|| t.slo_met as f64 / t.runs_with_slo as f64);
-        if let Some(v) = tier.parse::<u8>().ok().and_then(|k| runtimes.get_mut(&k)) {
-            v.sort_unstable();
-            t.runtime_p50 = percentile(v, 0.50).map(|ms| ms as f64 / 1000.0);
-            t.runtime_p99 = percentile(v, 0.99).map(|ms| ms as f64 / 1000.0);
+        if let Some(x) = tier.parse::<u8>().ok().and_then(|k| times.get_mut(&k)) {
+            let runtime = Stats::of_ms(&mut x.runtimes);
+            (t.runtime_p50, t.runtime_p99) = (runtime.p50, runtime.p99);
+            let wait = Stats::of_ms(&mut x.waits);
+            (t.wait_p50, t.wait_p99) = (wait.p50, wait.p99);
+            let delay = Stats::of_ms(&mut x.delays);
+            (t.delay_p50, t.delay_p99) = (delay.p50, delay.p99);
+            let slowdown = Stats::of(&mut x.slowdowns);
+            (t.bounded_slowdown_mean, t.bounded_slowdown_p99) = (slowdown.mean, slowdown.p99);
         }
     }
     out
@@ -292,7 +531,7 @@ impl Summary {
 
 /// `runs.csv`: one row per run, in submission order.
 pub fn write_runs_csv(mut w: impl Write, outcome: &Outcome) -> io::Result<()> {
-    writeln!(w, "workflow,tier,queue,submit,start,end,slo,met,status")?;
+    writeln!(w, "workflow,tier,queue,submit,start,end,slo,met,status,wait,delay,response,bounded_slowdown")?;
     let opt = |t: Option<u64>| t.map(|v| v.to_string()).unwrap_or_default();
     for r in &outcome.runs {
         let wf = &outcome.workload.workflows[r.workflow as usize];
@@ -308,14 +547,58 @@ pub fn write_runs_csv(mut w: impl Write, outcome: &Outcome) -> io::Result<()> {
         };
         writeln!(
             w,
-            "{},{},{},{},{},{},{},{met},{status}",
+            "{},{},{},{},{},{},{},{met},{status},{},{},{},{}",
             csv_field(&wf.name),
             wf.tier,
-            wf.queue,
+            csv_field(wf.queue.as_str()),
             r.submit.as_millis(),
             opt(r.start.map(Time::as_millis)),
             opt(r.end.map(Time::as_millis)),
             opt(wf.slo.map(|d| d.as_millis())),
+            opt(r.wait().map(Duration::as_millis)),
+            opt(r.delay.map(Duration::as_millis)),
+            opt(r.response().map(Duration::as_millis)),
+            ratio(r.bounded_slowdown()),
+        )?;
+    }
+    Ok(())
+}
+
+/// A ratio with four decimals, or empty.
+fn ratio(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.4}")).unwrap_or_default()
+}
+
+/// `jobs.csv`: one row per job, in job order (job numbers as in `pending.csv`).
+pub fn write_jobs_csv(mut w: impl Write, outcome: &Outcome) -> io::Result<()> {
+    writeln!(
+        w,
+        "job,workflow,job_name,tier,queue,submit,first_container,all_granted,end,wait,delay,response,bounded_slowdown,status"
+    )?;
+    let opt = |t: Option<u64>| t.map(|v| v.to_string()).unwrap_or_default();
+    for j in &outcome.job_records {
+        let wf = &outcome.workload.workflows[j.workflow as usize];
+        let since = |t: Option<Time>| t.map(|t| t.since(j.submit).as_millis());
+        let completed = j.status == JobStatus::Completed;
+        let response = since(j.end).filter(|_| completed);
+        let slowdown = response.zip(since(j.all_started)).map(|(r, d)| bounded_slowdown(r, d));
+        writeln!(
+            w,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            j.job,
+            csv_field(&wf.name),
+            csv_field(&wf.jobs[j.template as usize].name),
+            j.tier,
+            csv_field(wf.queue.as_str()),
+            j.submit.as_millis(),
+            opt(j.first_start.map(Time::as_millis)),
+            opt(j.all_started.map(Time::as_millis)),
+            opt(j.end.map(Time::as_millis)),
+            opt(since(j.first_start)),
+            opt(since(j.all_started)),
+            opt(response),
+            ratio(slowdown),
+            j.status.name(),
         )?;
     }
     Ok(())

@@ -328,6 +328,9 @@ fn write_outputs(dir: &Path, outcome: &Outcome, report: bool) -> Result<()> {
     let mut runs = Vec::new();
     weir_sim::write_runs_csv(&mut runs, outcome).context("cannot format runs.csv")?;
     write("runs.csv", &runs)?;
+    let mut jobs = Vec::new();
+    weir_sim::write_jobs_csv(&mut jobs, outcome).context("cannot format jobs.csv")?;
+    write("jobs.csv", &jobs)?;
     let mut pending = Vec::new();
     weir_sim::write_pending_csv(&mut pending, outcome).context("cannot format pending.csv")?;
     write("pending.csv", &pending)?;
@@ -379,14 +382,37 @@ fn screen(o: &Outcome, out: &Path, report: bool) -> String {
         "reservations {} ({} fulfilled, {} released, {} held at the end; {:.1} nodes reserved on average) · jobs unfinished {}",
         r.made, r.fulfilled, r.released, r.active_at_end, r.reserved_nodes_avg, s.jobs_unfinished
     );
-    let _ = writeln!(t, "\ntier  runs  with SLO  met    SLO success  workflows  SLO-successful  runtime p50");
+    let w = |v: Option<f64>| v.map_or("-".to_string(), human);
+    let f = &s.job_figures;
+    let _ = writeln!(
+        t,
+        "jobs: wait p50 {} p99 {} · delay (until all asked for was granted) p50 {} p99 {} max {} · bounded slowdown mean {} p99 {}",
+        w(f.wait.p50),
+        w(f.wait.p99),
+        w(f.delay.p50),
+        w(f.delay.p99),
+        w(f.delay.max),
+        slowdown(f.bounded_slowdown.mean),
+        slowdown(f.bounded_slowdown.p99),
+    );
+    let _ = writeln!(
+        t,
+        "\ntier  runs  with SLO  met    SLO success  workflows  SLO-successful  runtime p50  delay p50  delay p99  slowdown"
+    );
     for (tier, x) in &s.tiers {
         let ratio = x.slo_success_ratio.map_or("-".to_string(), |r| format!("{:.1}%", r * 100.0));
-        let p50 = x.runtime_p50.map_or("-".to_string(), human);
         let _ = writeln!(
             t,
-            "{tier:<5} {:>4}  {:>8}  {:>5}  {ratio:>11}  {:>9}  {:>14}  {p50:>11}",
-            x.runs, x.runs_with_slo, x.slo_met, x.workflows, x.slo_successful_workflows
+            "{tier:<5} {:>4}  {:>8}  {:>5}  {ratio:>11}  {:>9}  {:>14}  {:>11}  {:>9}  {:>9}  {:>8}",
+            x.runs,
+            x.runs_with_slo,
+            x.slo_met,
+            x.workflows,
+            x.slo_successful_workflows,
+            w(x.runtime_p50),
+            w(x.delay_p50),
+            w(x.delay_p99),
+            slowdown(x.bounded_slowdown_mean),
         );
     }
     let busiest: Vec<_> = {
@@ -397,18 +423,19 @@ fn screen(o: &Outcome, out: &Path, report: bool) -> String {
     if !busiest.is_empty() {
         let _ = writeln!(
             t,
-            "\nbusiest queues                      avg memory  avg fair share  wait p50  wait p99  preempted"
+            "\nbusiest queues                      avg memory  avg fair share  wait p50  wait p99  delay p50  delay p99  preempted"
         );
         for q in busiest {
-            let w = |v: Option<f64>| v.map_or("-".to_string(), human);
             let _ = writeln!(
                 t,
-                "{:<35} {:>10}  {:>14}  {:>8}  {:>8}  {:>9}",
+                "{:<35} {:>10}  {:>14}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9}",
                 q.queue,
                 format!("{:.0} MiB", q.usage_avg.memory),
                 format!("{:.0} MiB", q.fair_share_avg.memory),
                 w(q.wait_p50),
                 w(q.wait_p99),
+                w(q.delay_p50),
+                w(q.delay_p99),
                 q.preempted
             );
         }
@@ -416,10 +443,14 @@ fn screen(o: &Outcome, out: &Path, report: bool) -> String {
     let report = if report { ", report.html" } else { "" };
     let _ = writeln!(
         t,
-        "\nwrote {}, runs.csv, usage.csv, pending.csv{report}",
+        "\nwrote {}, runs.csv, jobs.csv, usage.csv, pending.csv{report}",
         out.join("summary.json").display()
     );
     t
+}
+
+fn slowdown(v: Option<f64>) -> String {
+    v.map_or("-".to_string(), |v| format!("{v:.2}"))
 }
 
 fn human(seconds: f64) -> String {
