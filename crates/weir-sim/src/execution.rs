@@ -86,7 +86,7 @@ pub(crate) struct TaskRun {
     pub resources: Resources,
 }
 
-const AM_STAGE: u32 = u32::MAX;
+pub(crate) const AM_STAGE: u32 = u32::MAX;
 
 #[derive(Debug)]
 pub(crate) struct RunState {
@@ -285,6 +285,7 @@ impl Simulation {
                     (sample::duration_ms(&template.duration, &mut j.rng), 0)
                 }
             };
+            self.metrics.tasks_started += 1;
             let p = template.failure_probability;
             let fails = p > 0.0 && sample::unit(&mut j.rng) < p;
             let end = if fails { (sample::unit(&mut j.rng) * duration as f64) as u64 } else { duration };

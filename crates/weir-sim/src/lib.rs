@@ -17,6 +17,7 @@
 //! can name the file.
 
 mod config;
+mod ending;
 mod error;
 mod execution;
 pub mod import;
@@ -27,11 +28,12 @@ mod sample;
 mod sim;
 mod summary;
 
+pub use ending::{human_wait, longest_wait, Ending, ReasonCount, LONG_WAIT};
 pub use config::{NodeFailures, SimConfig, DEFAULT_MAX_RUNS, MAX_SIMULATED};
 pub use error::SimError;
 pub use metrics::{Sample, UsageRow, MAX_SAMPLES};
 pub use pending::{write_pending_csv, PendingJob};
-pub use sim::{Progress, Simulation};
+pub use sim::{EndReason, Progress, Simulation, STALL_STEPS};
 pub use summary::{
     bounded_slowdown, write_jobs_csv, write_runs_csv, JobRecord, JobStatus, Outcome, QueueSummary,
     ReservationSummary, ResourceFloats, RunRecord, Stats, Summary, TierSummary, TimeFigures, UsageCsv,

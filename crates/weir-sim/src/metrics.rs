@@ -73,6 +73,7 @@ pub(crate) struct Metrics {
     pub jobs_submitted: u64,
     pub jobs_completed: u64,
     pub jobs_failed: u64,
+    pub tasks_started: u64,
     pub tasks_completed: u64,
     pub task_attempts_failed: u64,
     pub preemptions: u64,
@@ -104,6 +105,7 @@ impl Metrics {
             jobs_submitted: 0,
             jobs_completed: 0,
             jobs_failed: 0,
+            tasks_started: 0,
             tasks_completed: 0,
             task_attempts_failed: 0,
             preemptions: 0,
@@ -200,6 +202,17 @@ impl Metrics {
 
     pub fn samples_taken(&self) -> u64 {
         self.samples_taken
+    }
+
+    /// A number that grows whenever work moves: a task starts, ends or fails, a job is
+    /// submitted or ends.
+    pub fn progress(&self) -> u64 {
+        self.tasks_started
+            + self.tasks_completed
+            + self.task_attempts_failed
+            + self.jobs_submitted
+            + self.jobs_completed
+            + self.jobs_failed
     }
 }
 

@@ -88,7 +88,50 @@ pub struct Simulation {
     pub(crate) runs_active: u64,
     runs_expected: Option<u64>,
     finished: bool,
+    /// Task-end events in the queue (stale ones included): while there are none, nothing runs
+    /// that will end by itself.
+    task_ends_pending: u64,
+    /// Nodes down, each with a repair due.
+    nodes_down: u64,
+    /// Whether the horizon held back an arrival: the workload would have gone on.
+    arrivals_cut: bool,
+    /// Steps in a row in which nothing started, ended or arrived, while nothing ran and nothing
+    /// but timers and node faults were due.
+    stalled_steps: u32,
+    /// How the simulation ended, once it has.
+    pub(crate) ending: Option<(EndReason, Option<Time>)>,
 }
+
+/// Why a simulation ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// Every run submitted has ended and no more would come (before or at the horizon).
+    Completed,
+    /// The horizon (`--until`) was reached with runs still going.
+    Horizon,
+    /// Runs were left that could never go on: nothing was running, and nothing but the
+    /// engine's timers and node faults was due, for [`STALL_STEPS`] steps (or nothing at all
+    /// was due) — e.g. every container held by application masters whose tasks find no room,
+    /// or jobs in a queue whose `max` is 0.
+    NoProgress,
+}
+
+impl EndReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            EndReason::Completed => "completed",
+            EndReason::Horizon => "horizon",
+            EndReason::NoProgress => "no_progress",
+        }
+    }
+}
+
+/// Steps in a row without progress, while nothing runs and no arrival or repair is due, after
+/// which a simulation stops as unable to progress. Timers alone (starvation checks, kills of
+/// containers that run no task) and node faults change nothing lasting in that state; a
+/// thousand such steps cost milliseconds.
+pub const STALL_STEPS: u32 = 1000;
 
 /// The tag of an application master's request; stage requests are tagged with their index.
 pub(crate) const AM_TAG: u64 = u64::MAX;
@@ -166,6 +209,11 @@ impl Simulation {
             runs_active: 0,
             runs_expected,
             finished: false,
+            task_ends_pending: 0,
+            nodes_down: 0,
+            arrivals_cut: false,
+            stalled_steps: 0,
+            ending: None,
         };
         for w in 0..sim.workload.workflows.len() {
             sim.schedule_arrival(w as u32, 0);
@@ -177,6 +225,9 @@ impl Simulation {
     }
 
     pub(crate) fn push(&mut self, at: Time, event: Event) {
+        if matches!(event, Event::TaskEnd { .. }) {
+            self.task_ends_pending += 1;
+        }
         self.seq += 1;
         self.events.push(Reverse((at, self.seq, event)));
     }
@@ -199,6 +250,7 @@ impl Simulation {
         };
         let Some(at) = at else { return };
         if self.config.until.is_some_and(|u| at >= u) {
+            self.arrivals_cut = true;
             return;
         }
         self.arrivals_pending += 1;
@@ -227,18 +279,11 @@ impl Simulation {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let work_left = self.runs_active > 0 || self.arrivals_pending > 0;
-        let end = match (self.config.until, next) {
-            (Some(u), Some(t)) if t >= u => Some(u),
-            (Some(u), None) => Some(u),
-            (None, None) => Some(self.now),
-            (None, Some(_)) if !work_left => Some(self.now),
-            _ => None,
-        };
-        if let Some(end) = end {
+        if let Some((end, reason, cut)) = self.end_now(next) {
             self.metrics.advance(&self.engine, &self.leaves, self.now, end);
             self.now = end;
             self.finished = true;
+            self.ending = Some((reason, cut));
             return Ok(false);
         }
         let now = next.unwrap_or(self.now);
@@ -251,11 +296,15 @@ impl Simulation {
         }
         self.metrics.advance(&self.engine, &self.leaves, self.now, now);
         self.now = now;
+        let before = self.metrics.progress();
         while let Some(&Reverse((t, _, event))) = self.events.peek() {
             if t != now {
                 break;
             }
             self.events.pop();
+            if matches!(event, Event::TaskEnd { .. }) {
+                self.task_ends_pending -= 1;
+            }
             self.metrics.events += 1;
             self.handle(event)?;
         }
@@ -265,6 +314,11 @@ impl Simulation {
             self.decide(d)?;
         }
         self.metrics.flush(&self.engine, now);
+        if self.metrics.progress() != before {
+            self.stalled_steps = 0;
+        } else if self.task_ends_pending == 0 && self.arrivals_pending == 0 && self.nodes_down == 0 {
+            self.stalled_steps += 1;
+        }
         if self.config.check_invariants {
             self.check()?;
         }
@@ -299,6 +353,7 @@ impl Simulation {
                 let spec = node_spec(&self.node_groups, &self.node_ends, node);
                 self.engine.on_node_added(self.now, spec).map_err(|e| self.internal(e))?;
                 self.node_up[node as usize] = true;
+                self.nodes_down -= 1;
             }
         }
         Ok(())
@@ -309,6 +364,7 @@ impl Simulation {
         let lost =
             self.engine.on_node_removed(self.now, NodeId(node as u64)).map_err(|e| self.internal(e))?;
         self.node_up[node] = false;
+        self.nodes_down += 1;
         self.metrics.node_failures += 1;
         for c in lost {
             self.metrics.containers_lost += 1;
@@ -337,6 +393,29 @@ impl Simulation {
                 Ok(())
             }
             Decision::JobRejected { job, .. } => self.fail_job(job.0 as u32, false),
+        }
+    }
+
+    /// Whether the simulation ends before the step at `next`: where, why, and the horizon it
+    /// stopped short of when the workload ended well before it.
+    fn end_now(&self, next: Option<Time>) -> Option<(Time, EndReason, Option<Time>)> {
+        let now = self.now;
+        let work_left = self.runs_active > 0 || self.arrivals_pending > 0;
+        if !work_left {
+            return Some(match self.config.until {
+                // A recurring workload would go on: the horizon is its window.
+                Some(u) if self.arrivals_cut => (u.max(now), EndReason::Completed, None),
+                // Every run ended long before a horizon that cut nothing: stop here, and say so.
+                Some(u) if u > now => (now, EndReason::Completed, Some(u)),
+                _ => (now, EndReason::Completed, None),
+            });
+        }
+        if next.is_none() || self.stalled_steps >= STALL_STEPS {
+            return Some((now, EndReason::NoProgress, None));
+        }
+        match (self.config.until, next) {
+            (Some(u), Some(t)) if t >= u => Some((u, EndReason::Horizon, None)),
+            _ => None,
         }
     }
 

@@ -159,6 +159,8 @@ pub struct Summary {
     pub reservations: ReservationSummary,
     /// Jobs still in the engine at the end (`pending.csv` explains each).
     pub jobs_unfinished: u64,
+    /// Why the simulation ended, and what holds the work left unfinished.
+    pub ending: crate::ending::Ending,
     /// Wait, delay, response time and bounded slowdown of every job (`jobs.csv` has each).
     pub job_figures: TimeFigures,
     /// The same for workflow runs (`runs.csv` has each).
@@ -369,6 +371,7 @@ pub(crate) fn build(sim: Simulation) -> Outcome {
     let run_figures = run_figures(&sim.records);
     let job_records = job_records(&sim);
     let count = |f: &dyn Fn(&RunRecord) -> bool| sim.records.iter().filter(|r| f(r)).count() as u64;
+    let ending = crate::ending::ending(&sim, &pending, count(&|r| r.end.is_none()));
     let summary = Summary {
         seed: sim.config.seed,
         nodes: sim.engine.node_count(),
@@ -401,6 +404,7 @@ pub(crate) fn build(sim: Simulation) -> Outcome {
             }
         },
         jobs_unfinished: pending.len() as u64,
+        ending,
         job_figures,
         run_figures,
         tiers,

@@ -23,7 +23,9 @@ virtual time, as fast as the machine allows, and measure what the queue layout d
 workflows' SLOs, the queues' waits and the cluster's use.\n\n\
 Without --cluster and --workload, the examples built into weir are used (examples/cluster.yaml \
 and examples/workload.yaml). Recurring workflows need a horizon: --until (default 7d for them); \
-a trace replay runs until its last job ends.\n\n\
+a trace replay runs until its last job ends. A run that ends with work unfinished says so, and \
+why: the horizon was reached, or no progress was possible (e.g. application masters holding \
+every container while their tasks find no room), with the engine's reasons grouped.\n\n\
 Writes to --out: summary.json (the figures), runs.csv (one row per workflow run), usage.csv \
 (usage intervals per leaf queue: the input of `weir plan`), pending.csv (every job still \
 waiting or running at the end, with the engine's explanation of why) and report.html (charts). \
@@ -52,7 +54,9 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// End of the simulated window, e.g. 30d. Default: 7d for workloads with recurring
-    /// workflows, else until every run has ended.
+    /// workflows (they never end by themselves), else until every run has ended. A run stops
+    /// early, saying why, when the cluster can make no progress (nothing runs and nothing but
+    /// timers is due), and a horizon far past the last run's end is cut there, with a note.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     until: Option<Duration>,
     /// Seed of every random draw (durations, failures, arrivals, faults, the tier mix).
@@ -202,6 +206,19 @@ fn load_workload(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<(Worklo
                 wf.tier = tier;
             }
         }
+        let leaves: std::collections::BTreeSet<&QueuePath> =
+            imported.workload.workflows.iter().map(|w| &w.queue).collect();
+        let mut note = note;
+        for leaf in leaves {
+            if let Some(caps) = caps(cluster, leaf) {
+                let jobs = imported.workload.workflows.iter().filter(|w| &w.queue == leaf).count();
+                let _ = writeln!(
+                    note,
+                    "warning: {jobs} of the trace's jobs go to {leaf}, which is capped: {caps}; they will \
+                     queue behind the cap (send them elsewhere with --queue or --queue-map)"
+                );
+            }
+        }
         return Ok((imported.workload, Some(note)));
     }
     let (name, text) = match &args.workload {
@@ -212,6 +229,27 @@ fn load_workload(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<(Worklo
         None => ("examples/workload.yaml (built in)".to_string(), EXAMPLE_WORKLOAD.to_string()),
     };
     Ok((Workload::from_yaml(&name, &text, cluster)?, None))
+}
+
+/// The caps on `leaf` and its ancestors (`max` below the whole cluster, `max_running_apps`), in
+/// words, or `None` if nothing caps it.
+fn caps(cluster: &ClusterConfig, leaf: &QueuePath) -> Option<String> {
+    let total = cluster.total_resources();
+    let mut found = Vec::new();
+    let mut q = cluster.find(leaf);
+    while let Some(ix) = q {
+        let queue = &cluster.queues[ix];
+        match queue.max {
+            weir_model::Limit::Percent(p) if p < 100.0 => found.push(format!("max {p}% of the cluster ({})", queue.path)),
+            weir_model::Limit::Absolute(r) if !total.fits_in(&r) => found.push(format!("max {r} ({})", queue.path)),
+            _ => {}
+        }
+        if let Some(n) = queue.max_running_apps {
+            found.push(format!("max_running_apps {n} ({})", queue.path));
+        }
+        q = queue.parent;
+    }
+    (!found.is_empty()).then(|| found.join(", "))
 }
 
 fn import_options(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<ImportOptions> {
@@ -376,6 +414,16 @@ fn screen(o: &Outcome, out: &Path, report: bool) -> String {
         s.wasted_container_seconds,
         s.node_failures
     );
+    t.push_str(&s.ending.screen());
+    let longest = weir_sim::longest_wait(s.job_figures.delay.max, s.ending.longest_unfinished_seconds);
+    if let Some(w) = longest.filter(|&w| w >= weir_sim::LONG_WAIT.as_secs_f64()) {
+        let _ = writeln!(
+            t,
+            "warning: a job waited {} for what it asked for: the cluster, or the queues' caps, are far \
+             too small for this workload (see jobs.csv and pending.csv)",
+            weir_sim::human_wait(w)
+        );
+    }
     let r = &s.reservations;
     let _ = writeln!(
         t,
