@@ -8,8 +8,8 @@ use serde::Serialize;
 use weir_engine::JobStatus as EngineStatus;
 use weir_model::Duration;
 
-use crate::pending::PendingJob;
 use crate::execution::AM_STAGE;
+use crate::pending::PendingJob;
 use crate::sim::{EndReason, Simulation};
 
 /// `summary.json`'s `ending`.

@@ -28,8 +28,8 @@ mod sample;
 mod sim;
 mod summary;
 
-pub use ending::{human_wait, longest_wait, Ending, ReasonCount, LONG_WAIT};
 pub use config::{NodeFailures, SimConfig, DEFAULT_MAX_RUNS, MAX_SIMULATED};
+pub use ending::{human_wait, longest_wait, Ending, ReasonCount, LONG_WAIT};
 pub use error::SimError;
 pub use metrics::{Sample, UsageRow, MAX_SAMPLES};
 pub use pending::{write_pending_csv, PendingJob};
@@ -37,5 +37,5 @@ pub use sim::{EndReason, Progress, Simulation, STALL_STEPS};
 pub use summary::{
     bounded_slowdown, write_jobs_csv, write_runs_csv, JobRecord, JobStatus, Outcome, QueueSummary,
     ReservationSummary, ResourceFloats, RunRecord, Stats, Summary, TierSummary, TimeFigures, UsageCsv,
-    SLO_SUCCESSFUL, SLOWDOWN_BOUND_MS,
+    SLOWDOWN_BOUND_MS, SLO_SUCCESSFUL,
 };

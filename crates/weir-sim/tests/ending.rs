@@ -95,7 +95,10 @@ fn node_faults_do_not_hide_a_stuck_cluster() {
     // Faults keep killing and replacing the AMs, so events never run out; the guard still
     // sees that nothing but faults happens and stops.
     let config = SimConfig {
-        node_failures: Some(NodeFailures { mtbf: Duration::from_secs(3600), repair: Duration::from_secs(60) }),
+        node_failures: Some(NodeFailures {
+            mtbf: Duration::from_secs(3600),
+            repair: Duration::from_secs(60),
+        }),
         ..am()
     };
     let out = run(deadlock(), config);

@@ -99,7 +99,10 @@ fn a_job_that_starts_piecemeal_waits_until_its_last_task_starts() {
         Some("w,3,root.batch,0,0,20000,,,completed,0,10000,20000,2.0000")
     );
     let f = &out.summary.job_figures;
-    assert_eq!((f.completed, f.wait.p50, f.delay.p50, f.response.p50), (1, Some(0.0), Some(10.0), Some(20.0)));
+    assert_eq!(
+        (f.completed, f.wait.p50, f.delay.p50, f.response.p50),
+        (1, Some(0.0), Some(10.0), Some(20.0))
+    );
     assert_eq!(f.bounded_slowdown.mean, Some(2.0));
     let q = out.summary.queues.iter().find(|q| q.queue == "root.batch").expect("batch");
     assert_eq!((q.wait_p99, q.delay_p99, q.response_p99), (Some(0.0), Some(10.0), Some(20.0)));
@@ -162,14 +165,14 @@ fn an_application_master_is_part_of_the_first_request() {
     // With a 1-core AM, the 4-core node runs the AM and 3 tasks; the job holds all it asked
     // for (AM + 4 tasks) when the fourth task starts at 10 s.
     let cluster = ClusterConfig::from_yaml("c.yaml", CLUSTER).unwrap_or_else(|e| panic!("{e}"));
-    let config = SimConfig {
-        am: Some(Resources::new(1000, 1024, 0)),
-        check_invariants: true,
-        ..SimConfig::default()
-    };
+    let config =
+        SimConfig { am: Some(Resources::new(1000, 1024, 0)), check_invariants: true, ..SimConfig::default() };
     let wf = workflow("w", 0, vec![job("j", vec![], stage(4, 10))]);
     let sim = Simulation::new(cluster, Workload { workflows: vec![wf] }, config).expect("sim");
     let out = sim.finish().expect("finish");
     let j = &out.job_records[0];
-    assert_eq!((j.first_start, j.all_started, j.end), (Some(Time(0)), Some(Time(10_000)), Some(Time(20_000))));
+    assert_eq!(
+        (j.first_start, j.all_started, j.end),
+        (Some(Time(0)), Some(Time(10_000)), Some(Time(20_000)))
+    );
 }

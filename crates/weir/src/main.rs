@@ -5,6 +5,7 @@
 //! with context naming the file or flag involved.
 
 mod cmd;
+mod staging;
 mod synthetic;
 
 use std::fs;

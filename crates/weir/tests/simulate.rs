@@ -61,7 +61,16 @@ fn the_built_in_example_writes_every_output() {
         }
     }
     let q = &s["queues"][0];
-    for f in ["queue", "usage_avg", "fair_share_avg", "wait_p50", "wait_p99", "delay_p50", "delay_p99", "preempted"] {
+    for f in [
+        "queue",
+        "usage_avg",
+        "fair_share_avg",
+        "wait_p50",
+        "wait_p99",
+        "delay_p50",
+        "delay_p99",
+        "preempted",
+    ] {
         assert!(q.get(f).is_some(), "queues[0].{f}");
     }
     let runs = fs::read_to_string(dir.0.join("runs.csv")).expect("runs.csv");

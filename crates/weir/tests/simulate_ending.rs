@@ -52,11 +52,23 @@ fn unfinished_work_is_named_on_the_terminal_and_in_the_summary() {
     );
     let out = dir.0.join("out").display().to_string();
     let o = weir(&[
-        "simulate", "--cluster", &cluster, "--workload", &workload, "--until", "30d", "--out", &out, "--no-report",
+        "simulate",
+        "--cluster",
+        &cluster,
+        "--workload",
+        &workload,
+        "--until",
+        "30d",
+        "--out",
+        &out,
+        "--no-report",
     ]);
     let stdout = text(&o.stdout);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(stdout.contains("unfinished work (no progress possible): 1 run (1 job) could make no progress"), "{stdout}");
+    assert!(
+        stdout.contains("unfinished work (no progress possible): 1 run (1 job) could make no progress"),
+        "{stdout}"
+    );
     assert!(stdout.contains("root.shut: pending because root.shut is at its max"), "{stdout}");
     let s = summary(&dir.0.join("out"));
     assert_eq!(s["ending"]["reason"], "no_progress");

@@ -13,6 +13,7 @@ use weir_model::{ClusterConfig, Duration, QueuePath, Resources, Time, Workload};
 use weir_sim::import::{self, ImportOptions, TraceSpec};
 use weir_sim::{NodeFailures, Outcome, SimConfig, Simulation, UsageCsv};
 
+use crate::staging::Staging;
 use crate::{emit, load_cluster, EXAMPLE_CLUSTER, EXAMPLE_WORKLOAD};
 
 #[derive(Debug, Args)]
@@ -50,7 +51,8 @@ pub struct SimulateArgs {
     /// A trace instead of a workload: alibaba2018:PATH, swf:PATH or sls:PATH (see docs/importers.md).
     #[arg(long, value_name = "KIND:PATH")]
     trace: Option<TraceSpec>,
-    /// Where the output files go (created if missing).
+    /// Where the output files go (created if missing). They are written to a hidden folder
+    /// beside it and moved in when the run succeeds; other files in it are left alone.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// End of the simulated window, e.g. 30d. Default: 7d for workloads with recurring
@@ -145,8 +147,10 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
     if args.max_attempts == 0 {
         bail!("--max-attempts must be at least 1");
     }
-    fs::create_dir_all(&args.out).with_context(|| format!("cannot create --out {}", args.out.display()))?;
-    let usage_path = args.out.join("usage.csv");
+    // Everything is written to a hidden folder beside --out and moved in only at the end, so
+    // a run that fails leaves the previous run's files whole.
+    let staging = Staging::new(&args.out, "--out")?;
+    let usage_path = staging.path("usage.csv");
     let usage_file =
         File::create(&usage_path).with_context(|| format!("cannot write {}", usage_path.display()))?;
     let mut usage = UsageCsv::new(BufWriter::new(usage_file), &cluster)
@@ -157,7 +161,9 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
         usage.write(&rows).with_context(|| format!("cannot write {}", usage_path.display()))
     })?;
     usage.finish().with_context(|| format!("cannot write {}", usage_path.display()))?;
-    write_outputs(&args.out, &outcome, !args.no_report)?;
+    write_outputs(&staging, &outcome, !args.no_report)?;
+    // An old report would describe another run.
+    staging.commit(if args.no_report { &["report.html"] } else { &[] })?;
     let mut text = screen(&outcome, &args.out, !args.no_report);
     for &job in &args.explain {
         text.push_str(&explain(&outcome, job));
@@ -240,8 +246,12 @@ fn caps(cluster: &ClusterConfig, leaf: &QueuePath) -> Option<String> {
     while let Some(ix) = q {
         let queue = &cluster.queues[ix];
         match queue.max {
-            weir_model::Limit::Percent(p) if p < 100.0 => found.push(format!("max {p}% of the cluster ({})", queue.path)),
-            weir_model::Limit::Absolute(r) if !total.fits_in(&r) => found.push(format!("max {r} ({})", queue.path)),
+            weir_model::Limit::Percent(p) if p < 100.0 => {
+                found.push(format!("max {p}% of the cluster ({})", queue.path))
+            }
+            weir_model::Limit::Absolute(r) if !total.fits_in(&r) => {
+                found.push(format!("max {r} ({})", queue.path))
+            }
             _ => {}
         }
         if let Some(n) = queue.max_running_apps {
@@ -357,9 +367,9 @@ fn update(bar: &ProgressBar, sim: &Simulation) {
     bar.set_message(format!("{} events, t={}", p.events, Duration(p.now.as_millis()).human()));
 }
 
-fn write_outputs(dir: &Path, outcome: &Outcome, report: bool) -> Result<()> {
+fn write_outputs(dir: &Staging, outcome: &Outcome, report: bool) -> Result<()> {
     let write = |name: &str, bytes: &[u8]| -> Result<()> {
-        let path = dir.join(name);
+        let path = dir.path(name);
         fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
     };
     write("summary.json", outcome.summary.to_json().as_bytes())?;
@@ -374,9 +384,6 @@ fn write_outputs(dir: &Path, outcome: &Outcome, report: bool) -> Result<()> {
     write("pending.csv", &pending)?;
     if report {
         write("report.html", weir_sim::report::render(outcome).as_bytes())?;
-    } else {
-        // An old report would describe another run.
-        let _ = fs::remove_file(dir.join("report.html"));
     }
     Ok(())
 }
