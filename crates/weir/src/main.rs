@@ -7,6 +7,7 @@
 mod cmd;
 mod staging;
 mod synthetic;
+mod trace_file;
 
 use std::fs;
 use std::path::Path;

@@ -55,3 +55,32 @@ fn a_run_that_fails_leaves_the_previous_outputs_whole() {
     assert!(out.join("usage.csv").exists());
     assert_eq!(fs::read_to_string(&keep).expect("kept"), "mine");
 }
+
+#[test]
+fn a_compressed_trace_is_read_as_it_is() {
+    use std::io::Write;
+    let dir = Scratch::new("outputs-gz");
+    let plain: String = (0..200).map(|i| swf_line(i + 1, i * 7, 60 + i % 50, 1 + i % 8)).collect();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    // Two gzip members, as `cat a.gz b.gz` makes: one stream to the reader.
+    let half = plain.len() / 2;
+    let cut = plain[..half].rfind('\n').map_or(0, |i| i + 1);
+    gz.write_all(plain[..cut].as_bytes()).expect("gzip");
+    let mut bytes = gz.finish().expect("gzip");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(plain[cut..].as_bytes()).expect("gzip");
+    bytes.extend(gz.finish().expect("gzip"));
+    fs::write(dir.0.join("t.swf.gz"), &bytes).expect("write");
+    let run = |trace: &str, out: &str| {
+        let out = dir.0.join(out).display().to_string();
+        let o = weir(&["simulate", "--trace", trace, "--out", &out, "--no-report"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        (text(&o.stderr), fs::read_to_string(dir.0.join(&out).join("runs.csv")).expect("runs.csv"))
+    };
+    let (plain_note, plain_runs) = run(&format!("swf:{}", dir.file("t.swf", &plain)), "plain");
+    let (gz_note, gz_runs) = run(&format!("swf:{}", dir.0.join("t.swf.gz").display()), "gz");
+    assert!(gz_note.contains("200 rows read, 0 skipped"), "{gz_note}");
+    assert_eq!(plain_note.replace("t.swf:", "t.swf.gz:").lines().next(), gz_note.lines().next());
+    assert_eq!(plain_runs, gz_runs);
+    assert_eq!(gz_runs.lines().count(), 201);
+}

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 use std::fs::{self, File};
-use std::io::{BufReader, BufWriter};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -48,7 +48,8 @@ pub struct SimulateArgs {
     /// The workload file. Default (without --trace): the example workload built into weir.
     #[arg(long, value_name = "FILE", conflicts_with = "trace")]
     workload: Option<PathBuf>,
-    /// A trace instead of a workload: alibaba2018:PATH, swf:PATH or sls:PATH (see docs/importers.md).
+    /// A trace instead of a workload: alibaba2018:PATH, swf:PATH or sls:PATH (see
+    /// docs/importers.md). A gzip-compressed file (`.gz`) is read as it is.
     #[arg(long, value_name = "KIND:PATH")]
     trace: Option<TraceSpec>,
     /// Where the output files go (created if missing). They are written to a hidden folder
@@ -200,8 +201,8 @@ fn load_workload(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<(Worklo
     if let Some(spec) = &args.trace {
         let options = import_options(args, cluster)?;
         let path = spec.path.display().to_string();
-        let file = File::open(&spec.path).with_context(|| format!("--trace {spec}: cannot open {path}"))?;
-        let mut imported = import::import(spec.kind, &path, BufReader::new(file), &options)?;
+        let reader = crate::trace_file::open(&spec.path, &format!("--trace {spec}"))?;
+        let mut imported = import::import(spec.kind, &path, reader, &options)?;
         let note = format!("{path}: {imported}");
         if imported.workload.workflows.is_empty() {
             bail!("{path}: no usable job in the trace\n{note}");
