@@ -110,6 +110,40 @@ pub struct ImportOptions {
     /// The most stages those jobs may have in all. Copies of a job arrive together, so their
     /// stages are all live at once: a few hundred bytes each.
     pub max_stages: u64,
+    /// The nodes the trace will run on: a task none of them can hold is skipped and counted
+    /// like any other bad row (empty: no check).
+    pub fit: NodeFit,
+}
+
+/// The node shapes of a cluster and its request rounding, to tell whether a task could ever be
+/// placed (as the engine rounds it: the minimum allocation, then the increment).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeFit {
+    pub nodes: Vec<weir_model::Resources>,
+    pub minimum_allocation: weir_model::Resources,
+    pub increment: weir_model::Resources,
+}
+
+/// The reason under which tasks no node can hold are counted.
+pub(crate) const TOO_LARGE: &str = "task larger than any node of the cluster";
+
+impl NodeFit {
+    pub fn of(cluster: &weir_model::ClusterConfig) -> NodeFit {
+        let mut nodes: Vec<_> = cluster.nodes.iter().map(|g| g.resources).collect();
+        nodes.sort_by_key(|r| (r.cpu, r.memory, r.gpu));
+        nodes.dedup();
+        NodeFit {
+            nodes,
+            minimum_allocation: cluster.scheduler.minimum_allocation,
+            increment: cluster.scheduler.increment,
+        }
+    }
+
+    /// Whether some node could hold a task of `r` (always, without nodes to check).
+    pub fn fits(&self, r: &weir_model::Resources) -> bool {
+        let needs = r.component_max(&self.minimum_allocation).round_up_to(&self.increment);
+        self.nodes.is_empty() || self.nodes.iter().any(|n| needs.fits_in(n))
+    }
 }
 
 /// The default [`ImportOptions::max_jobs`]: 0.5 GB at most. 100 SLS records of 85 bytes asking
@@ -163,6 +197,7 @@ impl Default for ImportOptions {
             swf_memory: 1024,
             max_jobs: DEFAULT_MAX_JOBS,
             max_stages: DEFAULT_MAX_STAGES,
+            fit: NodeFit::default(),
         }
     }
 }

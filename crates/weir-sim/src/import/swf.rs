@@ -24,7 +24,8 @@
 //! Skipped and counted: lines that are not UTF-8, lines with other than 18 fields or a field
 //! that is not a number, a missing, negative or absurd submit time, a missing or absurd run
 //! time (cancelled jobs that never ran have none), no processor count, memory above 1 PiB per
-//! processor, and partial-execution lines.
+//! processor, a task (one processor and its memory) larger than any node of the cluster
+//! (`ImportOptions::fit`), and partial-execution lines.
 
 use std::io::BufRead;
 
@@ -103,6 +104,9 @@ fn parse(
         return Err("memory per processor above 1 PiB (absurd)");
     }
     let memory = memory_kb.map_or(options.swf_memory, |kb| (kb / 1024.0).ceil().max(1.0) as u64);
+    if !options.fit.fits(&Resources::new(1000, memory, 0)) {
+        return Err(super::TOO_LARGE);
+    }
     let (duration, lengthened) = task_duration((runtime * 1000.0).round() as i64);
     let mut notes = Vec::new();
     if lengthened {

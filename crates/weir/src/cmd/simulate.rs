@@ -291,6 +291,7 @@ fn import_options(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<Import
         swf_memory: args.swf_memory,
         max_jobs: args.max_jobs,
         max_stages: args.max_stages,
+        fit: import::NodeFit::of(cluster),
     })
 }
 
