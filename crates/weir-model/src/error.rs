@@ -60,7 +60,7 @@ impl ModelError {
 /// message; callers print `file: path: message` per problem, so a single line reads better.
 pub fn parse_yaml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, ModelError> {
     let mut path = String::new();
-    let result = serde_saphyr::with_deserializer_from_str(text, |de| {
+    let result = serde_saphyr::with_deserializer_from_str_with_options(text, options(text.len()), |de| {
         serde_path_to_error::deserialize::<_, T>(de).map_err(|e| {
             path = e.path().to_string();
             e.into_inner()
@@ -68,9 +68,28 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Res
     });
     result.map_err(|e| {
         let path = if path == "." { String::new() } else { path };
-        let message = match e.without_snippet() {
+        let message = match root(&e) {
             serde_saphyr::Error::Eof { .. } if path.is_empty() && !has_content(text) => {
                 "the file is empty: expected a YAML document starting with `version: 1`".to_string()
+            }
+            serde_saphyr::Error::Budget { breach, location } => budget_message(breach, location),
+            serde_saphyr::Error::AliasReplayLimitExceeded { max_total_replayed_events, location, .. } => {
+                format!(
+                    "the YAML aliases (`*name`) expand into more than {max_total_replayed_events} parser \
+                     events, weir's limit, so that a small file cannot expand into a huge one; write the \
+                     repeated parts out (at line {}, column {})",
+                    location.line(),
+                    location.column()
+                )
+            }
+            serde_saphyr::Error::AliasExpansionLimitExceeded { max_expansions_per_anchor, location, .. } => {
+                format!(
+                    "one YAML anchor is used more than {max_expansions_per_anchor} times, weir's limit, so \
+                     that a small file cannot expand into a huge one; write the repeated parts out (at \
+                     line {}, column {})",
+                    location.line(),
+                    location.column()
+                )
             }
             _ => e.render_with_options(serde_saphyr::render_options! {
                 formatter: &serde_saphyr::UserMessageFormatter,
@@ -79,6 +98,61 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Res
         };
         ModelError::Syntax { file: file.to_string(), path, message }
     })
+}
+
+/// The parser's limits for a document of `len` bytes. serde-saphyr's defaults (250,000 nodes,
+/// a million events) stop a workload at about 8,300 single-task workflows; here the node,
+/// event and scalar budgets grow with the file (a node takes at least a byte or two of text,
+/// so plain YAML can never reach them), while the limits that bound what a small file can
+/// expand into — aliases, anchors, nesting depth, documents — keep their defaults.
+fn options(len: usize) -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_nodes = budget.max_nodes.max(len.saturating_add(16));
+    budget.max_events = budget.max_events.max(len.saturating_mul(2).saturating_add(16));
+    budget.max_total_scalar_bytes = budget.max_total_scalar_bytes.max(len.saturating_add(16));
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options
+}
+
+/// A limit of the YAML reader, in words: which limit, and what to do about it.
+fn budget_message(breach: &serde_saphyr::budget::BudgetBreach, at: &serde_saphyr::Location) -> String {
+    use serde_saphyr::budget::BudgetBreach as B;
+    let what = match breach {
+        B::Aliases { aliases } => format!(
+            "more than 50000 YAML aliases (`*name`; {aliases} read): weir reads at most 50,000 per file, \
+             so that a small file cannot expand into a huge one; write the repeated parts out"
+        ),
+        B::Anchors { anchors } => format!(
+            "more than 50000 YAML anchors (`&name`; {anchors} read): weir reads at most 50,000 per file; \
+             write the repeated parts out"
+        ),
+        B::AliasAnchorRatio { aliases, anchors } => format!(
+            "{aliases} YAML aliases for {anchors} anchors: more than 10 per anchor looks like an expansion \
+             bomb, which weir refuses; write the repeated parts out"
+        ),
+        B::Depth { depth } => format!(
+            "nested {depth} levels deep: weir reads YAML nested at most 64 levels (cluster and workload \
+             files need about 10); check the indentation"
+        ),
+        B::Documents { documents } => {
+            format!("{documents} YAML documents (`---`): a weir file is one document")
+        }
+        other => format!(
+            "the YAML reader's limit {other:?} was reached; it grows with the file's size, so this file \
+             expands (through aliases or merge keys) far beyond its own length: write the repeated parts out"
+        ),
+    };
+    format!("{what} (at line {}, column {})", at.line(), at.column())
+}
+
+/// The error beneath serde-saphyr's wrappers (a source snippet, the alias it came through).
+fn root(e: &serde_saphyr::Error) -> &serde_saphyr::Error {
+    let mut e = e;
+    while let serde_saphyr::Error::WithSnippet { error, .. } | serde_saphyr::Error::AliasError { error, .. } = e {
+        e = error;
+    }
+    e
 }
 
 /// Whether `text` holds anything but blank lines and comments.
