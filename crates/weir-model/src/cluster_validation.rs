@@ -27,6 +27,9 @@ pub(crate) fn validate(file: &str, raw: ClusterFile) -> Result<ClusterConfig, Mo
 }
 
 const DEFAULT_THRESHOLD: f64 = 0.5;
+/// The largest queue weight: weights are relative, and YARN's 32-bit float shares stop adding
+/// up to the pool a little above 10^7.
+pub(crate) const MAX_WEIGHT: f64 = 1e6;
 /// YARN's `queueMaxAMShareDefault`.
 const DEFAULT_AM_SHARE: f64 = 0.5;
 /// YARN's `yarn.scheduler.fair.reservable-nodes`.
@@ -185,6 +188,8 @@ impl Validator {
         }
         let context = Context { tiers: &tiers, am_default, rounding: s.rounding };
         self.children(&mut queues, 0, "queues", &raw.queues, &root_inherit, &context);
+        let total = nodes.iter().fold(Resources::ZERO, |a, g| a + g.resources.times(u64::from(g.count)));
+        crate::cluster_limits::check(&queues, total, &mut self.problems, &mut self.warnings);
         let placement = placement::rules(&raw.placement, &queues, &mut self.problems);
 
         ClusterConfig {
@@ -344,6 +349,16 @@ impl Validator {
             self.problem(
                 format!("{here}.weight"),
                 format!("{weight} is not a weight: use a number ≥ 0 (0 = served last)"),
+            );
+        } else if weight > MAX_WEIGHT {
+            self.problem(
+                format!("{here}.weight"),
+                format!(
+                    "{weight} is above the largest weight weir accepts, {MAX_WEIGHT}: weights only count \
+                     relative to their siblings', and YARN computes shares with 32-bit floats, whose 24 \
+                     bits of precision make shares overshoot the pool past about 10^7 (a weight of 1e15 \
+                     gives one queue 22,737% of the cluster); scale the weights down together"
+                ),
             );
         }
         let min = self.limit(&format!("{here}.min"), spec.min.as_ref(), 0);

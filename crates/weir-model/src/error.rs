@@ -82,7 +82,9 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Res
                     location.column()
                 )
             }
-            serde_saphyr::Error::AliasExpansionLimitExceeded { max_expansions_per_anchor, location, .. } => {
+            serde_saphyr::Error::AliasExpansionLimitExceeded {
+                max_expansions_per_anchor, location, ..
+            } => {
                 format!(
                     "one YAML anchor is used more than {max_expansions_per_anchor} times, weir's limit, so \
                      that a small file cannot expand into a huge one; write the repeated parts out (at \
@@ -149,7 +151,9 @@ fn budget_message(breach: &serde_saphyr::budget::BudgetBreach, at: &serde_saphyr
 /// The error beneath serde-saphyr's wrappers (a source snippet, the alias it came through).
 fn root(e: &serde_saphyr::Error) -> &serde_saphyr::Error {
     let mut e = e;
-    while let serde_saphyr::Error::WithSnippet { error, .. } | serde_saphyr::Error::AliasError { error, .. } = e {
+    while let serde_saphyr::Error::WithSnippet { error, .. } | serde_saphyr::Error::AliasError { error, .. } =
+        e
+    {
         e = error;
     }
     e

@@ -11,6 +11,7 @@
 pub mod access;
 pub mod cluster;
 pub mod cluster_file;
+mod cluster_limits;
 mod cluster_validation;
 mod dag;
 pub mod error;
@@ -21,6 +22,7 @@ pub mod time;
 pub mod workload;
 pub mod workload_file;
 mod workload_validation;
+mod workload_warnings;
 
 pub use access::{AclSpec, PlacementRuleKind, PlacementRuleSpec, UserSpec};
 pub use cluster::{

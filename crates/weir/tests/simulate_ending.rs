@@ -63,8 +63,18 @@ fn unfinished_work_is_named_on_the_terminal_and_in_the_summary() {
         &out,
         "--no-report",
     ]);
-    let stdout = text(&o.stdout);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let (stdout, stderr) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{stderr}");
+    // Said before the run: the cap of nothing, and the work it will hold back.
+    assert!(stderr.contains("c.yaml: queues.shut.max: max {cpu: 0, memory: 0"), "{stderr}");
+    assert!(stderr.contains("w.yaml: workflows.never.jobs.j.stages.s.resources: a task of"), "{stderr}");
+    let v = weir(&["validate", "--cluster", &cluster, &workload]);
+    assert!(v.status.success(), "warnings do not fail validation");
+    assert!(
+        text(&v.stderr).contains("warning: workflows.never.jobs.j.stages.s.resources"),
+        "{}",
+        text(&v.stderr)
+    );
     assert!(
         stdout.contains("unfinished work (no progress possible): 1 run (1 job) could make no progress"),
         "{stdout}"

@@ -134,6 +134,16 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
     if let Some(note) = &note {
         eprint!("{note}");
     }
+    // Valid, but work that can never be scheduled: said before the run, named again after it.
+    let cluster_name =
+        args.cluster.as_ref().map_or("examples/cluster.yaml (built in)".into(), |p| p.display().to_string());
+    let workload_name = match (&args.trace, &args.workload) {
+        (Some(t), _) => t.to_string(),
+        (None, Some(p)) => p.display().to_string(),
+        (None, None) => "examples/workload.yaml (built in)".to_string(),
+    };
+    warn(&cluster_name, &cluster.warnings);
+    warn(&workload_name, &workload.warnings(&cluster));
     let config = SimConfig {
         seed: args.seed,
         until: horizon(args.until, &workload),
@@ -170,6 +180,17 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
         text.push_str(&explain(&outcome, job));
     }
     emit(&text)
+}
+
+/// Print the first few warnings about a file on stderr, and how many more there are.
+fn warn(file: &str, warnings: &[weir_model::Problem]) {
+    const SHOWN: usize = 10;
+    for w in warnings.iter().take(SHOWN) {
+        eprintln!("warning: {file}: {w}");
+    }
+    if warnings.len() > SHOWN {
+        eprintln!("warning: {file}: … and {} more like these", warnings.len() - SHOWN);
+    }
 }
 
 /// The engine's explanation of `job` at the end, or why there is none.
