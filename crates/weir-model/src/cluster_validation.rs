@@ -280,12 +280,17 @@ impl Validator {
         let mut seen = BTreeSet::new();
         for spec in specs {
             let here = format!("{path}.{}", display_name(&spec.name));
-            if spec.name.is_empty() || spec.name.contains(['.', ' ', '\t']) {
+            if spec.name.is_empty()
+                || spec.name.contains(['.', ',', '"'])
+                || spec.name.contains(char::is_whitespace)
+                || spec.name.contains(char::is_control)
+            {
                 self.problem(
                     format!("{here}.name"),
                     format!(
-                        "`{}` is not a queue name: use a non-empty name without dots or spaces",
-                        spec.name
+                        "`{}` is not a queue name: use a non-empty name without dots, spaces, commas, quotes \
+                         or line breaks (queue names go into CSV files such as usage.csv, which weir plan reads)",
+                        spec.name.escape_debug()
                     ),
                 );
             } else if spec.name == "root" {

@@ -84,3 +84,78 @@ fn a_compressed_trace_is_read_as_it_is() {
     assert_eq!(plain_runs, gz_runs);
     assert_eq!(gz_runs.lines().count(), 201);
 }
+
+/// Split one CSV record (RFC 4180: fields with commas, quotes or line breaks are quoted, quotes
+/// doubled).
+fn fields(record: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = record.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                out.last_mut().expect("field").push('"');
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(String::new()),
+            (c, _) => out.last_mut().expect("field").push(c),
+        }
+    }
+    out
+}
+
+#[test]
+fn names_that_would_break_a_csv_are_refused_or_quoted() {
+    let dir = Scratch::new("outputs-csv");
+    let bad = dir.file(
+        "bad.yaml",
+        "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 4000, memory: 16g}}\nqueues:\n  - {name: \"a,b\"}\n  - {name: \"say\\\"hi\"}\n",
+    );
+    let o = weir(&["validate", &bad]);
+    let e = text(&o.stderr);
+    assert!(!o.status.success());
+    assert!(e.contains("`a,b` is not a queue name") && e.contains("usage.csv"), "{e}");
+    assert!(e.contains(r#"`say\"hi` is not a queue name"#), "{e}");
+
+    // Workflow and job names may hold commas and quotes: every CSV quotes them, so each row
+    // reads back with its header's number of fields, and weir plan reads usage.csv back.
+    let cluster = dir.file(
+        "c.yaml",
+        "version: 1\nnodes:\n  - {count: 2, resources: {cpu: 4000, memory: 16g}}\nqueues:\n  - {name: prod, tier: 1}\n",
+    );
+    let workload = dir.file(
+        "w.yaml",
+        "version: 1\nworkflows:\n  - name: 'load,\"nightly\"'\n    queue: root.prod\n    slo: 1h\n    every: 1h\n    jobs:\n      - name: 'x,y'\n        stages:\n          - {name: s, tasks: 3, resources: {cpu: 1000, memory: 1g}, duration: {fixed: 20m}}\n",
+    );
+    let out = dir.0.join("out").display().to_string();
+    let o = weir(&[
+        "simulate",
+        "--cluster",
+        &cluster,
+        "--workload",
+        &workload,
+        "--until",
+        "3h10m",
+        "--out",
+        &out,
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for f in ["runs.csv", "jobs.csv", "pending.csv", "usage.csv"] {
+        let csv = fs::read_to_string(dir.0.join("out").join(f)).expect("csv");
+        let mut lines = csv.lines();
+        let width = fields(lines.next().expect("header")).len();
+        let rows: Vec<Vec<String>> = lines.map(fields).collect();
+        assert!(!rows.is_empty(), "{f} has rows");
+        for r in &rows {
+            assert_eq!(r.len(), width, "{f}: {r:?}");
+        }
+        if f != "usage.csv" {
+            assert_eq!(rows[0][if f == "runs.csv" { 0 } else { 1 }], "load,\"nightly\"", "{f}");
+        }
+    }
+    let plan = dir.0.join("plan").display().to_string();
+    let history = dir.0.join("out/usage.csv").display().to_string();
+    let o = weir(&["plan", "--cluster", &cluster, "--history", &history, "--out", &plan]);
+    assert!(o.status.success(), "weir plan reads weir's usage.csv: {}", text(&o.stderr));
+}
