@@ -196,7 +196,7 @@ fn queue_rules() {
             "fraction",
         ),
         ("- {name: a.b}", "queues.a.b.name", "`a.b` is not a queue name"),
-        ("- {name: 'a b'}", "queues.a b.name", "without dots or spaces"),
+        ("- {name: 'a b'}", "queues.a b.name", "without dots, spaces, commas, quotes or line breaks"),
         ("- {name: ''}", "queues.<unnamed>.name", "non-empty"),
         ("- {name: root}", "queues.root.name", "`root` is the implicit top"),
         ("- {name: a}\n  - {name: a}", "queues.a.name", "a sibling is also named `a`"),
