@@ -17,6 +17,7 @@
 //! can name the file.
 
 mod config;
+mod csv;
 mod ending;
 mod error;
 mod execution;
@@ -27,15 +28,17 @@ pub mod report;
 mod sample;
 mod sim;
 mod summary;
+mod usage_csv;
 
 pub use config::{NodeFailures, SimConfig, DEFAULT_MAX_RUNS, MAX_SIMULATED};
+pub use csv::{write_jobs_csv, write_runs_csv};
 pub use ending::{human_wait, longest_wait, Ending, ReasonCount, LONG_WAIT};
 pub use error::SimError;
 pub use metrics::{Sample, UsageRow, MAX_SAMPLES};
 pub use pending::{write_pending_csv, PendingJob};
 pub use sim::{EndReason, Progress, Simulation, STALL_STEPS};
 pub use summary::{
-    bounded_slowdown, write_jobs_csv, write_runs_csv, JobRecord, JobStatus, Outcome, QueueSummary,
-    ReservationSummary, ResourceFloats, RunRecord, Stats, Summary, TierSummary, TimeFigures, UsageCsv,
-    SLOWDOWN_BOUND_MS, SLO_SUCCESSFUL,
+    bounded_slowdown, JobRecord, JobStatus, Outcome, QueueSummary, ReservationSummary, ResourceFloats,
+    RunRecord, Stats, Summary, TierSummary, TimeFigures, SLOWDOWN_BOUND_MS, SLO_SUCCESSFUL,
 };
+pub use usage_csv::UsageCsv;

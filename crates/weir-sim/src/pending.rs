@@ -6,8 +6,9 @@ use std::io::{self, Write};
 use weir_engine::{Explanation, JobId, JobStatus};
 use weir_model::Time;
 
+use crate::csv::csv_field;
 use crate::sim::Simulation;
-use crate::summary::{csv_field, Outcome};
+use crate::summary::Outcome;
 
 /// One job unfinished at the end of a simulation.
 #[derive(Clone, Debug, PartialEq)]

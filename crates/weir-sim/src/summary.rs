@@ -6,10 +6,9 @@
 //! which the host measures and fills in.
 
 use std::collections::BTreeMap;
-use std::io::{self, Write};
 
 use serde::Serialize;
-use weir_model::{ClusterConfig, Duration, QueuePath, Resources, Time, Workload};
+use weir_model::{ClusterConfig, Duration, Time, Workload};
 
 use crate::metrics::{Sample, UsageRow};
 use crate::sim::Simulation;
@@ -533,123 +532,6 @@ impl Summary {
     }
 }
 
-/// `runs.csv`: one row per run, in submission order.
-pub fn write_runs_csv(mut w: impl Write, outcome: &Outcome) -> io::Result<()> {
-    writeln!(w, "workflow,tier,queue,submit,start,end,slo,met,status,wait,delay,response,bounded_slowdown")?;
-    let opt = |t: Option<u64>| t.map(|v| v.to_string()).unwrap_or_default();
-    for r in &outcome.runs {
-        let wf = &outcome.workload.workflows[r.workflow as usize];
-        let status = match (r.failed, r.end) {
-            (true, _) => "failed",
-            (false, Some(_)) => "completed",
-            (false, None) => "unfinished",
-        };
-        let met = match r.met {
-            Some(true) => "true",
-            Some(false) => "false",
-            None => "",
-        };
-        writeln!(
-            w,
-            "{},{},{},{},{},{},{},{met},{status},{},{},{},{}",
-            csv_field(&wf.name),
-            wf.tier,
-            csv_field(wf.queue.as_str()),
-            r.submit.as_millis(),
-            opt(r.start.map(Time::as_millis)),
-            opt(r.end.map(Time::as_millis)),
-            opt(wf.slo.map(|d| d.as_millis())),
-            opt(r.wait().map(Duration::as_millis)),
-            opt(r.delay.map(Duration::as_millis)),
-            opt(r.response().map(Duration::as_millis)),
-            ratio(r.bounded_slowdown()),
-        )?;
-    }
-    Ok(())
-}
-
-/// A ratio with four decimals, or empty.
-fn ratio(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.4}")).unwrap_or_default()
-}
-
-/// `jobs.csv`: one row per job, in job order (job numbers as in `pending.csv`).
-pub fn write_jobs_csv(mut w: impl Write, outcome: &Outcome) -> io::Result<()> {
-    writeln!(
-        w,
-        "job,workflow,job_name,tier,queue,submit,first_container,all_granted,end,wait,delay,response,bounded_slowdown,status"
-    )?;
-    let opt = |t: Option<u64>| t.map(|v| v.to_string()).unwrap_or_default();
-    for j in &outcome.job_records {
-        let wf = &outcome.workload.workflows[j.workflow as usize];
-        let since = |t: Option<Time>| t.map(|t| t.since(j.submit).as_millis());
-        let completed = j.status == JobStatus::Completed;
-        let response = since(j.end).filter(|_| completed);
-        let slowdown = response.zip(since(j.all_started)).map(|(r, d)| bounded_slowdown(r, d));
-        writeln!(
-            w,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            j.job,
-            csv_field(&wf.name),
-            csv_field(&wf.jobs[j.template as usize].name),
-            j.tier,
-            csv_field(wf.queue.as_str()),
-            j.submit.as_millis(),
-            opt(j.first_start.map(Time::as_millis)),
-            opt(j.all_started.map(Time::as_millis)),
-            opt(j.end.map(Time::as_millis)),
-            opt(since(j.first_start)),
-            opt(since(j.all_started)),
-            opt(response),
-            ratio(slowdown),
-            j.status.name(),
-        )?;
-    }
-    Ok(())
-}
-
-/// Quote a field that holds a comma, quote or line break (RFC 4180).
-pub(crate) fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\"")).into()
-    } else {
-        s.into()
-    }
-}
-
-/// Writes `usage.csv`: the header once, then rows as the simulation hands them over.
-pub struct UsageCsv<W: Write> {
-    out: W,
-    names: Vec<QueuePath>,
-}
-
-impl<W: Write> UsageCsv<W> {
-    pub fn new(mut out: W, cluster: &ClusterConfig) -> io::Result<UsageCsv<W>> {
-        writeln!(out, "start,end,queue,cpu,memory,running_apps")?;
-        Ok(UsageCsv { out, names: cluster.queues.iter().map(|q| q.path.clone()).collect() })
-    }
-
-    pub fn write(&mut self, rows: &[UsageRow]) -> io::Result<()> {
-        for r in rows {
-            let Resources { cpu, memory, .. } = r.usage;
-            writeln!(
-                self.out,
-                "{},{},{},{cpu},{memory},{}",
-                r.start.as_millis(),
-                r.end.as_millis(),
-                self.names[r.queue],
-                r.running_apps
-            )?;
-        }
-        Ok(())
-    }
-
-    pub fn finish(mut self) -> io::Result<W> {
-        self.out.flush()?;
-        Ok(self.out)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -662,12 +544,5 @@ mod tests {
         assert_eq!(percentile(&v, 0.50), Some(50));
         assert_eq!(percentile(&v, 0.99), Some(99));
         assert_eq!(percentile(&v, 1.0), Some(100));
-    }
-
-    #[test]
-    fn csv_fields_with_commas_are_quoted() {
-        assert_eq!(csv_field("plain"), "plain");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
     }
 }

@@ -159,3 +159,49 @@ fn names_that_would_break_a_csv_are_refused_or_quoted() {
     let o = weir(&["plan", "--cluster", &cluster, "--history", &history, "--out", &plan]);
     assert!(o.status.success(), "weir plan reads weir's usage.csv: {}", text(&o.stderr));
 }
+
+/// Σ cpu × (end − start) and the rows of a usage.csv.
+fn container_time(csv: &str) -> (u128, usize) {
+    let mut sum = 0u128;
+    let mut rows = 0;
+    for line in csv.lines().skip(1) {
+        let f: Vec<u64> = line.split(',').filter_map(|x| x.parse().ok()).collect();
+        sum += u128::from(f[3]) * u128::from(f[1] - f[0]);
+        rows += 1;
+    }
+    (sum, rows)
+}
+
+#[test]
+fn usage_can_be_coarsened_and_progress_shows_in_a_log() {
+    let dir = Scratch::new("outputs-resolution");
+    let run = |out: &str, extra: &[&str]| {
+        let out = dir.0.join(out).display().to_string();
+        let mut args = vec!["simulate", "--until", "6h", "--no-report", "--out", &out];
+        args.extend_from_slice(extra);
+        let o = weir(&args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        (text(&o.stderr), fs::read_to_string(dir.0.join(&out).join("usage.csv")).expect("usage.csv"))
+    };
+    let (_, exact) = run("exact", &[]);
+    let (stderr, coarse) = run("coarse", &["--usage-resolution", "1m", "--progress-every", "0s"]);
+    let ((exact_time, exact_rows), (coarse_time, coarse_rows)) =
+        (container_time(&exact), container_time(&coarse));
+    assert!(coarse_rows * 2 < exact_rows, "{coarse_rows} rows at 1m, {exact_rows} exact");
+    // Container time is kept up to rounding (half a millicore per row-millisecond at most).
+    let diff = exact_time.abs_diff(coarse_time);
+    assert!(diff * 10_000 < exact_time, "exact {exact_time}, coarse {coarse_time}");
+    for line in coarse.lines().skip(1) {
+        let f: Vec<u64> = line.split(',').filter_map(|x| x.parse().ok()).collect();
+        let (start, end) = (f[0], f[1]);
+        // Inside one minute, or whole minutes of constant use.
+        assert!(
+            end - 1 < (start / 60_000 + 1) * 60_000 || (start % 60_000 == 0 && end % 60_000 == 0),
+            "{line}"
+        );
+    }
+    // Not on a terminal: progress comes as lines.
+    assert!(stderr.contains("simulating: t=") && stderr.contains("of 6h ("), "{stderr}");
+    let e = weir(&["simulate", "--usage-resolution", "0s", "--out", &dir.0.join("z").display().to_string()]);
+    assert!(text(&e.stderr).contains("--usage-resolution must be positive"), "{}", text(&e.stderr));
+}

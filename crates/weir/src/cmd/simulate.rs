@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 use std::fs::{self, File};
-use std::io::BufWriter;
+use std::io::{BufWriter, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -112,6 +112,14 @@ pub struct SimulateArgs {
     /// (a period typed in the wrong unit) is refused before the simulation starts.
     #[arg(long, value_name = "N", default_value_t = weir_sim::DEFAULT_MAX_RUNS)]
     max_runs: u64,
+    /// Coarsen usage.csv to at most one row per leaf and this span (e.g. 1m): each row the
+    /// time-weighted mean over the part of its span the leaf was in use. Default: every change.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    usage_resolution: Option<Duration>,
+    /// When stderr is not a terminal (a log, CI), print a progress line this often (wall
+    /// clock; 0s: every few steps). On a terminal a progress bar shows instead.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    progress_every: Duration,
     /// Skip report.html (the charts); the other files are still written.
     #[arg(long)]
     no_report: bool,
@@ -164,11 +172,19 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
     let usage_path = staging.path("usage.csv");
     let usage_file =
         File::create(&usage_path).with_context(|| format!("cannot write {}", usage_path.display()))?;
-    let mut usage = UsageCsv::new(BufWriter::new(usage_file), &cluster)
-        .with_context(|| format!("cannot write {}", usage_path.display()))?;
+    let usage_out = BufWriter::new(usage_file);
+    let mut usage = match args.usage_resolution {
+        Some(d) if d.as_millis() == 0 => {
+            bail!("--usage-resolution must be positive (leave it out for every change)")
+        }
+        Some(d) => UsageCsv::coarse(usage_out, &cluster, d),
+        None => UsageCsv::new(usage_out, &cluster),
+    }
+    .with_context(|| format!("cannot write {}", usage_path.display()))?;
 
     let sim = Simulation::new(cluster, workload, config)?;
-    let outcome = drive(sim, "simulating", |rows| {
+    let every = std::time::Duration::from_millis(args.progress_every.as_millis());
+    let outcome = drive_with(sim, "simulating", every, |rows| {
         usage.write(&rows).with_context(|| format!("cannot write {}", usage_path.display()))
     })?;
     usage.finish().with_context(|| format!("cannot write {}", usage_path.display()))?;
@@ -340,12 +356,25 @@ pub(crate) fn horizon(until: Option<Duration>, workload: &Workload) -> Option<Ti
 /// Run a simulation to its end behind a progress bar (on stderr, hidden when that is not a
 /// terminal), handing usage rows to `rows` as they close. Fills in `wall_seconds`.
 pub(crate) fn drive(
+    sim: Simulation,
+    label: &str,
+    rows: impl FnMut(Vec<weir_sim::UsageRow>) -> Result<()>,
+) -> Result<Outcome> {
+    drive_with(sim, label, std::time::Duration::from_secs(10), rows)
+}
+
+/// [`drive`], printing a progress line on stderr every `every` of wall-clock time when stderr
+/// is not a terminal (where the bar would be hidden), so a long run in a log shows it moves.
+pub(crate) fn drive_with(
     mut sim: Simulation,
     label: &str,
+    every: std::time::Duration,
     mut rows: impl FnMut(Vec<weir_sim::UsageRow>) -> Result<()>,
 ) -> Result<Outcome> {
     let started = Instant::now();
     let bar = progress_bar(&sim, label);
+    let lines = !std::io::stderr().is_terminal();
+    let mut last_line = started;
     let mut steps = 0u64;
     while sim.step()? {
         steps += 1;
@@ -353,6 +382,10 @@ pub(crate) fn drive(
         // moves every 64 steps (indicatif limits the redraws); rows are flushed in larger batches.
         if steps.is_multiple_of(64) {
             update(&bar, &sim);
+            if lines && last_line.elapsed() >= every {
+                last_line = Instant::now();
+                eprintln!("{}", progress_line(&sim, label, started.elapsed().as_secs_f64()));
+            }
         }
         if steps.is_multiple_of(4096) {
             rows(sim.take_usage_rows())?;
@@ -363,6 +396,24 @@ pub(crate) fn drive(
     outcome.summary.wall_seconds = started.elapsed().as_secs_f64();
     rows(std::mem::take(&mut outcome.usage_rows))?;
     Ok(outcome)
+}
+
+/// `simulating: t=3d 4h of 7d (45%) · 1234 runs ended · 2301223 events · 12 s`
+fn progress_line(sim: &Simulation, label: &str, wall: f64) -> String {
+    let p = sim.progress();
+    let t = Duration(p.now.as_millis()).human();
+    let of = match (p.until, p.runs_expected) {
+        (Some(u), _) => {
+            let pct = p.now.as_millis() as f64 * 100.0 / u.as_millis().max(1) as f64;
+            format!(" of {} ({pct:.0}%)", Duration(u.as_millis()).human())
+        }
+        _ => String::new(),
+    };
+    let runs = match p.runs_expected {
+        Some(n) => format!("{} of {n} runs ended", p.runs_ended),
+        None => format!("{} runs ended", p.runs_ended),
+    };
+    format!("{label}: t={t}{of} · {runs} · {} events · {wall:.0} s", p.events)
 }
 
 fn progress_bar(sim: &Simulation, label: &str) -> ProgressBar {
