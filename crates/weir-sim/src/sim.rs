@@ -579,7 +579,12 @@ mod tests {
 
     #[test]
     fn node_ids_count_through_the_groups() {
-        let group = |count, cpu| NodeGroup { count, resources: Resources::new(cpu, 1, 0), label: None };
+        let group = |count, cpu| NodeGroup {
+            count,
+            resources: Resources::new(cpu, 1, 0),
+            label: None,
+            gpu_model: None,
+        };
         let groups = [group(2, 10), group(1, 20), group(3, 30)];
         let ends = [2, 3, 6];
         let cpu: Vec<u64> = (0..6).map(|i| node_spec(&groups, &ends, i).resources.cpu).collect();
