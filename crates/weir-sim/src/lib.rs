@@ -26,6 +26,7 @@ pub mod report;
 mod sample;
 mod sim;
 mod summary;
+pub mod synth_swf;
 
 pub use config::{NodeFailures, SimConfig, DEFAULT_MAX_RUNS, MAX_SIMULATED};
 pub use error::SimError;
