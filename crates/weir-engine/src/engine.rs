@@ -116,7 +116,9 @@ impl Engine {
                 am_usage: Resources::ZERO,
                 running_apps: 0,
                 waiting_apps: 0,
-                runnable: Vec::new(),
+                runnable: BTreeSet::new(),
+                split: Default::default(),
+                holding: BTreeSet::new(),
                 waiting: BTreeSet::new(),
                 steady: Resources::ZERO,
                 instantaneous: Resources::ZERO,
@@ -323,7 +325,6 @@ impl Engine {
             containers: BTreeSet::new(),
             am_started: false,
             am_running: false,
-            fair_share: Resources::ZERO,
             ready: None,
             // YARN starts lastTimeAtFairShare at the app's start.
             fair_clock: Some(now),

@@ -188,7 +188,7 @@ impl Engine {
             queue: leaf.path.clone(),
             status,
             usage: j.usage,
-            fair_share: j.fair_share,
+            fair_share: self.fair_share_of(slot),
             pending: j.pending,
             pending_containers: j.pending_containers,
             running_containers: j.containers.len(),
@@ -270,7 +270,7 @@ impl Engine {
                      (fair-share preemption timeout {timeout})",
                     self.fair_target(slot),
                     leaf.fair_share_threshold,
-                    j.fair_share,
+                    self.fair_share_of(slot),
                     j.demand()
                 ));
             }

@@ -170,6 +170,9 @@ impl Engine {
             }
             (j.leaf, c.am)
         };
+        if self.job(c.job).containers.is_empty() {
+            self.queues[leaf as usize].holding.remove(&c.job);
+        }
         let mut q = Some(leaf);
         while let Some(ix) = q {
             let queue = &mut self.queues[ix as usize];

@@ -133,6 +133,11 @@ impl Engine {
 
     fn place_in_leaf(&mut self, leaf: QueueIx, failed: &mut Vec<Resources>) -> bool {
         while let Some(((_, job, shape), am)) = self.first_ready(leaf) {
+            if self.queues[leaf as usize].holders == 0 && self.subtree_failed(leaf, failed) {
+                // Every request left here is at least one that found no node: skipping its jobs
+                // one by one would cost a step per waiting job for nothing.
+                break;
+            }
             // Limits first, from the entry alone: most failures never read the job's record.
             let r: Resources = shape.into();
             // A request at least as large as one that found no node fails too (unless its job
@@ -284,7 +289,10 @@ impl Engine {
         j.am_started = true;
         j.am_running |= am;
         j.containers.insert((seq, id));
-        let (leaf, job_id) = (j.leaf, j.id);
+        let (leaf, job_id, first) = (j.leaf, j.id, j.containers.len() == 1);
+        if first {
+            self.queues[leaf as usize].holding.insert(job);
+        }
         self.total_pending -= r;
         let mut q = Some(leaf);
         while let Some(ix) = q {

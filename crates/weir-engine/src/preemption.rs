@@ -130,10 +130,11 @@ impl Engine {
             if !q.is_leaf() || !q.allow_preemption_from {
                 continue;
             }
-            for &s in &q.runnable {
+            for &(_, _, _, s) in &q.runnable {
                 let j = self.job(s);
                 let left = j.usage - j.outgoing;
-                if below(q.policy, &left, &j.fair_share, &self.nodes.total) || left == j.fair_share {
+                let share = self.fair_share_of(s);
+                if below(q.policy, &left, &share, &self.nodes.total) || left == share {
                     continue;
                 }
                 for &(seq, id) in j.containers.iter().rev() {
@@ -213,7 +214,7 @@ impl Engine {
                 let already =
                     took_from.iter().filter(|(s, _)| *s == c.job).fold(Resources::ZERO, |a, (_, x)| a + *x);
                 let after = v.usage - v.outgoing - already - c.resources;
-                if below(self.policy_of(v.leaf), &after, &v.fair_share, &self.nodes.total) {
+                if below(self.policy_of(v.leaf), &after, &self.fair_share_of(c.job), &self.nodes.total) {
                     continue;
                 }
                 room += c.resources;

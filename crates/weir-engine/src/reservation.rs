@@ -196,7 +196,8 @@ impl Engine {
         let j = self.job(job);
         let policy = self.queues[j.leaf as usize].policy;
         let cluster = &self.nodes.total;
-        let starved = below(policy, &j.usage, &j.fair_share, cluster) || !j.min_share_starvation.is_zero();
+        let starved =
+            below(policy, &j.usage, &self.fair_share_of(job), cluster) || !j.min_share_starvation.is_zero();
         starved && !below(policy, r, &self.config.scheduler.increment, cluster)
     }
 }

@@ -19,6 +19,24 @@ pub(crate) type PromotionKey = (i64, u64, u64);
 /// Where a ready job stands in its leaf's order: smaller is served first (see `ready.rs`).
 pub(crate) type JobKey = ([u64; 3], u64, u64);
 
+/// A runnable job's place in its leaf's share split: (minus its priority under the `priority`
+/// policy, else 0; submit time; id; slot). The first gets a fifo or priority leaf's whole share;
+/// under `rounding: exact` the first ones get the units an equal split leaves over.
+pub(crate) type RunnableKey = (i64, u64, u64, JobSlot);
+
+/// How a leaf's instantaneous share is split among its runnable jobs, kept in O(1) per change
+/// so that a leaf with thousands of waiting jobs does not rewrite every job's share each time
+/// one arrives or leaves: a job's share is read from it (`Engine::fair_share_of`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) enum JobSplit {
+    #[default]
+    Nobody,
+    /// `fair`, `drf`: per resource, every job gets `base`; jobs whose key is below `cut` one more.
+    Equal { base: Resources, cut: [Option<RunnableKey>; 3] },
+    /// `fifo`, `priority`: the first job gets the whole share, the others none.
+    First { job: JobSlot, share: Resources },
+}
+
 /// A ready job in its lane: its key, its slot (unique: the order is the key's), and the size
 /// of its next container, so that limits can be checked without reading the job's record.
 pub(crate) type ReadyEntry = (JobKey, JobSlot, Shape);
@@ -75,8 +93,13 @@ pub(crate) struct Queue {
     pub running_apps: u32,
     /// Jobs in the subtree waiting for a running-app slot.
     pub waiting_apps: u32,
-    /// Leaves only: runnable jobs, in the order they became runnable.
-    pub runnable: Vec<JobSlot>,
+    /// Leaves only: runnable jobs, by their place in the share split.
+    pub runnable: BTreeSet<RunnableKey>,
+    /// Leaves only: how the leaf's share is split among them.
+    pub split: JobSplit,
+    /// Leaves only: the runnable jobs that hold containers (whose starvation can change with
+    /// their share even while it stays above zero).
+    pub holding: BTreeSet<JobSlot>,
     /// Leaves only: jobs waiting for a running-app slot, in promotion order.
     pub waiting: BTreeSet<(PromotionKey, JobSlot)>,
     pub steady: Resources,
@@ -163,7 +186,6 @@ pub(crate) struct Job {
     pub am_started: bool,
     /// Whether it holds a live application master (YARN's `isAmRunning`).
     pub am_running: bool,
-    pub fair_share: Resources,
     /// Its key, next request size and lane (AM or not) while it is in a ready set of its leaf.
     pub ready: Option<(JobKey, Resources, bool)>,
     /// YARN's `lastTimeAtFairShare`: `None` while it is seen at its fair-share target; else

@@ -65,7 +65,8 @@ impl SwfModel {
                 let run_s = run_time(&mut rng, frac);
                 let factor = 1.0 + Exp::new(1.0 / 1.5).map_or(1.5, |e| e.sample(&mut rng));
                 let want = (run_s as f64 * factor).ceil() as u64;
-                let requested_s = REQUEST_STEPS.iter().copied().find(|&s| s >= want).unwrap_or(want.max(run_s));
+                let requested_s =
+                    REQUEST_STEPS.iter().copied().find(|&s| s >= want).unwrap_or(want.max(run_s));
                 let user = (sample::unit(&mut rng) * 64.0) as u32 + 1;
                 SwfJob { submit_s: 0, run_s, procs, requested_s, user }
             })
@@ -148,7 +149,8 @@ mod tests {
         let serial = jobs.iter().filter(|j| j.procs == 1).count() as f64 / 20_000.0;
         assert!((0.22..0.28).contains(&serial), "serial share {serial}");
         let parallel: Vec<&SwfJob> = jobs.iter().filter(|j| j.procs > 1).collect();
-        let pow2 = parallel.iter().filter(|j| j.procs.is_power_of_two()).count() as f64 / parallel.len() as f64;
+        let pow2 =
+            parallel.iter().filter(|j| j.procs.is_power_of_two()).count() as f64 / parallel.len() as f64;
         assert!(pow2 > 0.7, "power-of-two share {pow2}");
         assert!(jobs.iter().all(|j| (1..=128).contains(&j.procs)));
         assert!(jobs.iter().any(|j| j.procs == 128) && jobs.iter().any(|j| j.procs == 2));

@@ -144,7 +144,9 @@ queues:
 /// `--backlog`: the synthetic SWF trace on 128 one-processor nodes, one FIFO leaf, no AMs.
 fn backlog(a: &SimBench) -> Result<()> {
     if cfg!(debug_assertions) {
-        eprintln!("warning: this is a debug build; measure with `cargo run --release -- bench sim --backlog`");
+        eprintln!(
+            "warning: this is a debug build; measure with `cargo run --release -- bench sim --backlog`"
+        );
     }
     if !(a.load.is_finite() && a.load > 0.0) || a.jobs == 0 {
         bail!("--load must be a positive number and --jobs at least 1");
@@ -162,7 +164,8 @@ queues:
     let cluster = ClusterConfig::from_yaml("bench cluster", &yaml)?;
     let model = weir_sim::synth_swf::SwfModel { jobs: a.jobs, processors: NODES, load: a.load, seed: a.seed };
     let text = model.swf();
-    let options = ImportOptions { seed: a.seed, swf_memory: 1024, slo_factor: Some(2.0), ..ImportOptions::default() };
+    let options =
+        ImportOptions { seed: a.seed, swf_memory: 1024, slo_factor: Some(2.0), ..ImportOptions::default() };
     let t = Instant::now();
     let imported = import::import(TraceKind::Swf, "synthetic.swf", text.as_bytes(), &options)?;
     let import_secs = t.elapsed().as_secs_f64();
@@ -182,7 +185,8 @@ queues:
     while sim.step()? {
         steps += 1;
         if steps.is_multiple_of(256) {
-            deepest = deepest.max(sim.engine().queue_stat(1).waiting_apps + sim.engine().queue_stat(1).running_apps);
+            deepest = deepest
+                .max(sim.engine().queue_stat(1).waiting_apps + sim.engine().queue_stat(1).running_apps);
         }
         if steps.is_multiple_of(4096) {
             drop(sim.take_usage_rows());
@@ -199,7 +203,11 @@ queues:
          capacity of {NODES} one-processor nodes, one FIFO leaf, seed {}",
         a.jobs, a.load, a.seed
     )?;
-    writeln!(out, "import: {} jobs, {import_secs:.3} s; at most {deepest} jobs in the leaf at once", imported.jobs)?;
+    writeln!(
+        out,
+        "import: {} jobs, {import_secs:.3} s; at most {deepest} jobs in the leaf at once",
+        imported.jobs
+    )?;
     writeln!(
         out,
         "simulated {:.1} days: {} runs completed, {} tasks, utilization cpu {:.1}%",
