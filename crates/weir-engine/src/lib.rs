@@ -15,11 +15,14 @@
 //! `fair_share`, `order`, `admission`, `placement` and `preemption`.
 
 mod admission;
+mod backfill;
+mod containers;
 mod decision;
 mod engine;
 mod error;
 mod explain;
 pub mod fair_share;
+mod gang;
 mod ids;
 mod input;
 mod invariants;
@@ -35,11 +38,11 @@ mod starvation;
 mod state;
 
 pub use decision::{Decision, PreemptReason, Starvation};
-pub use engine::Engine;
+pub use engine::{Engine, DEFAULT_CONTAINER_LIMIT};
 pub use error::EngineError;
 pub use explain::{Explanation, JobStatus, QueueSnapshot, QueueStat};
 pub use ids::{ContainerId, JobId, NodeId};
-pub use input::{Input, JobSpec, NodeSpec, Request};
+pub use input::{Input, JobSpec, NodeSpec, Request, Selector, SelectorId};
 pub use invariants::NodeSnapshot;
 pub use reservation::ReservationStats;
 pub use shares::{shares_for, QueueShares};

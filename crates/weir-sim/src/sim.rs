@@ -128,7 +128,12 @@ impl Simulation {
         for g in &node_groups {
             for _ in 0..g.count {
                 let id = NodeId(specs.len() as u64);
-                specs.push(NodeSpec { id, resources: g.resources, label: g.label.clone() });
+                specs.push(NodeSpec {
+                    id,
+                    resources: g.resources,
+                    label: g.label.clone(),
+                    gpu_model: g.gpu_model.clone(),
+                });
             }
         }
         let node_count = specs.len();
@@ -446,9 +451,10 @@ impl Simulation {
 /// `ends[g]` is the id after group `g`'s last node.
 fn node_spec(groups: &[NodeGroup], ends: &[u64], i: u64) -> NodeSpec {
     let g = ends.partition_point(|&end| end <= i);
-    let (resources, label) =
-        groups.get(g).map_or((Resources::ZERO, None), |g| (g.resources, g.label.clone()));
-    NodeSpec { id: NodeId(i), resources, label }
+    let (resources, label, gpu_model) = groups
+        .get(g)
+        .map_or((Resources::ZERO, None, None), |g| (g.resources, g.label.clone(), g.gpu_model.clone()));
+    NodeSpec { id: NodeId(i), resources, label, gpu_model }
 }
 
 /// Resolve every workflow's leaf, reject tasks no node can hold, and read the DAGs forwards.

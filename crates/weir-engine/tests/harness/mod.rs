@@ -42,7 +42,7 @@ impl Env {
     }
 
     pub fn add_node(&mut self, id: u64, r: Resources) {
-        self.engine.on_node_added(self.now, NodeSpec { id: NodeId(id), resources: r, label: None }).unwrap();
+        self.engine.on_node_added(self.now, NodeSpec::new(NodeId(id), r)).unwrap();
     }
 
     pub fn submit(&mut self, id: u64, queue: &str, requests: &[(Resources, u32)]) {
