@@ -28,12 +28,12 @@ mod sim;
 mod summary;
 pub mod synth_swf;
 
-pub use config::{NodeFailures, SimConfig, DEFAULT_MAX_RUNS, MAX_SIMULATED};
+pub use config::{NodeFailures, SimConfig, DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_RUNS, MAX_SIMULATED};
 pub use error::SimError;
 pub use metrics::{Sample, UsageRow, MAX_SAMPLES};
 pub use pending::{write_pending_csv, PendingJob};
 pub use sim::{Progress, Simulation};
 pub use summary::{
-    write_runs_csv, Outcome, QueueSummary, ReservationSummary, ResourceFloats, RunRecord, Summary,
-    TierSummary, UsageCsv, SLO_SUCCESSFUL,
+    write_runs_csv, GangSummary, GpuSummary, Outcome, QueueSummary, ReservationSummary, ResourceFloats,
+    RunRecord, Summary, TierSummary, UsageCsv, SLO_SUCCESSFUL,
 };
