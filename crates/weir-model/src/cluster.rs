@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use crate::access::{AclSpec, PlacementRuleSpec, UserSpec};
-use crate::cluster_file::{name_queue_path, ClusterFile, Mode, Policy, Promotion, Rounding};
+use crate::cluster_file::{
+    name_queue_path, Backfill, ClusterFile, GangPreemption, Mode, Policy, Promotion, Rounding,
+};
 use crate::error::{parse_yaml, ModelError, Problem};
 use crate::placement::PlacementRule;
 use crate::queue_path::QueuePath;
@@ -71,6 +73,10 @@ pub struct SchedulerConfig {
     pub minimum_allocation: Resources,
     /// The share of the nodes one job may hold reserved; 0 = no reservations.
     pub reservable_nodes: f64,
+    /// How a gang that cannot start waits: holding room (`None`) or EASY backfilling.
+    pub backfill: Backfill,
+    /// How long a gang may hold placeholders without starting (YuniKorn's placeholder timeout).
+    pub gang_timeout: Duration,
 }
 
 impl SchedulerConfig {
@@ -104,6 +110,8 @@ pub struct NodeGroup {
     pub count: u32,
     pub resources: Resources,
     pub label: Option<String>,
+    /// The model of the nodes' GPUs, when they have GPUs and it is known.
+    pub gpu_model: Option<String>,
 }
 
 /// A queue's min or max, resolved against the cluster's size when the engine needs it.
@@ -145,6 +153,8 @@ pub struct QueueConfig {
     pub fair_share_preemption_timeout: Option<Duration>,
     pub fair_share_preemption_threshold: f64,
     pub min_share_preemption_timeout: Option<Duration>,
+    /// What preemption may do to a running gang in this queue (inherited from the parent).
+    pub gang_preemption: GangPreemption,
     /// Carried for other schedulers, not enforced (see `access.rs`).
     pub acl: Option<AclSpec>,
     pub dynamic_parent: bool,

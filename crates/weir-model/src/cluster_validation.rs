@@ -8,7 +8,9 @@ use crate::cluster::{
     builtin_tier, not_a_tier, too_many_nodes, ClusterConfig, Limit, NodeGroup, PreemptionConfig, QueueConfig,
     QueueIndex, SchedulerConfig, TierDefaults, MAX_NODES, TIERS,
 };
-use crate::cluster_file::{ClusterFile, LimitSpec, Mode, Policy, QueueSpec, Rounding, TierSpec};
+use crate::cluster_file::{
+    ClusterFile, GangPreemption, LimitSpec, Mode, Policy, QueueSpec, Rounding, TierSpec,
+};
 use crate::error::{ModelError, Problem};
 use crate::placement;
 use crate::queue_path::QueuePath;
@@ -34,6 +36,8 @@ pub(crate) const MAX_WEIGHT: f64 = 1e6;
 const DEFAULT_AM_SHARE: f64 = 0.5;
 /// YARN's `yarn.scheduler.fair.reservable-nodes`.
 const DEFAULT_RESERVABLE_NODES: f64 = 0.05;
+/// YuniKorn's placeholder timeout (`defaultPlaceholderTimeout` in `objects/application.go`).
+const DEFAULT_GANG_TIMEOUT: Duration = Duration(15 * 60 * 1000);
 
 /// An AM share as written: -1 (off; YARN compares within 0.0001), or a fraction in (0, 1].
 /// `Err` holds the problem.
@@ -106,6 +110,10 @@ impl Validator {
         if let Some(t) = p.fair_share_preemption_threshold {
             self.fraction("scheduler.preemption.fair_share_preemption_threshold", t);
         }
+        let gang_timeout = s.gang_timeout.unwrap_or(DEFAULT_GANG_TIMEOUT);
+        if gang_timeout == Duration::ZERO {
+            self.problem("scheduler.gang_timeout", "must be positive (leave it out for 15m)");
+        }
         if s.user_max_running_apps == Some(0) {
             self.problem("scheduler.user_max_running_apps", "must be at least 1");
         }
@@ -135,7 +143,23 @@ impl Validator {
             } else if u64::from(g.count) > MAX_NODES {
                 self.problem(format!("{path}.count"), too_many_nodes(u64::from(g.count)));
             }
-            nodes.push(NodeGroup { count: g.count, resources: r, label: g.label.clone() });
+            for (field, v) in [("label", &g.label), ("gpu_model", &g.gpu_model)] {
+                if v.as_deref().is_some_and(|v| v.trim().is_empty() || v.contains(',')) {
+                    self.problem(format!("{path}.{field}"), "must be a non-empty name without commas");
+                }
+            }
+            if g.gpu_model.is_some() && r.gpu == 0 {
+                self.problem(
+                    format!("{path}.gpu_model"),
+                    "the nodes have no GPUs (resources.gpu is 0), so they have no GPU model",
+                );
+            }
+            nodes.push(NodeGroup {
+                count: g.count,
+                resources: r,
+                label: g.label.clone(),
+                gpu_model: g.gpu_model.clone(),
+            });
         }
         let total: u64 = nodes.iter().map(|g| u64::from(g.count)).sum();
         if total > MAX_NODES && nodes.iter().all(|g| u64::from(g.count) <= MAX_NODES) {
@@ -152,6 +176,7 @@ impl Validator {
         let root_inherit = Inherited {
             priority: 0,
             allow_preemption_from: true,
+            gang_preemption: GangPreemption::Whole,
             fair_share_preemption_timeout: p.fair_share_preemption_timeout,
             fair_share_preemption_threshold: p.fair_share_preemption_threshold.unwrap_or(DEFAULT_THRESHOLD),
             min_share_preemption_timeout: p.min_share_preemption_timeout,
@@ -174,6 +199,7 @@ impl Validator {
             fair_share_preemption_timeout: root_inherit.fair_share_preemption_timeout,
             fair_share_preemption_threshold: root_inherit.fair_share_preemption_threshold,
             min_share_preemption_timeout: root_inherit.min_share_preemption_timeout,
+            gang_preemption: GangPreemption::Whole,
             acl: raw.root_acl.clone(),
             dynamic_parent: false,
             reservable: false,
@@ -204,6 +230,8 @@ impl Validator {
                 queue_max_am_share_default: am_default,
                 minimum_allocation: s.minimum_allocation.map(|m| m.or(0)).unwrap_or(Resources::ZERO),
                 reservable_nodes,
+                backfill: s.backfill,
+                gang_timeout,
             },
             tiers,
             nodes,
@@ -328,6 +356,7 @@ impl Validator {
             let child_inherit = Inherited {
                 priority: q.priority,
                 allow_preemption_from: q.allow_preemption_from,
+                gang_preemption: q.gang_preemption,
                 fair_share_preemption_timeout: q.fair_share_preemption_timeout,
                 fair_share_preemption_threshold: q.fair_share_preemption_threshold,
                 min_share_preemption_timeout: q.min_share_preemption_timeout,
@@ -457,6 +486,7 @@ impl Validator {
                 .min_share_preemption_timeout
                 .or(td.and_then(|t| t.min_share_preemption_timeout))
                 .or(inherit.min_share_preemption_timeout),
+            gang_preemption: spec.gang_preemption.unwrap_or(inherit.gang_preemption),
             acl: spec.acl.clone(),
             dynamic_parent: spec.dynamic_parent.unwrap_or(false),
             reservable: spec.reservable.unwrap_or(false),
@@ -491,6 +521,7 @@ struct Context<'a> {
 struct Inherited {
     priority: i32,
     allow_preemption_from: bool,
+    gang_preemption: GangPreemption,
     fair_share_preemption_timeout: Option<Duration>,
     fair_share_preemption_threshold: f64,
     min_share_preemption_timeout: Option<Duration>,

@@ -7,6 +7,12 @@
 //! fails. A task whose container is preempted or lost with its node loses its work and is asked
 //! for again, without using up an attempt. A job holds its application master, when there is
 //! one, from its first container to its end.
+//!
+//! A gang stage's tasks (or, for a gang job, the tasks of every set of stages released
+//! together) are requested as one gang: the engine starts all of them in one pass. A gang is
+//! never left partly running: when one of its tasks is lost with its node, or fails, the
+//! others still running are ended too (their work lost, as a restarted MPI job's), and the
+//! whole set is asked for again as a gang.
 
 use weir_engine::{ContainerId, JobId, JobSpec, Request};
 use weir_model::{Duration, Resources, Time};
@@ -53,6 +59,10 @@ pub(crate) struct JobRun {
     pub stages: Vec<StageRun>,
     pub stages_left: u32,
     pub rng: Rng,
+    /// The last gang number handed out (gangs are numbered per job from 1).
+    pub gangs: u32,
+    /// Running tasks that belong to a gang: (gang, container).
+    pub gang_tasks: Vec<(u32, ContainerId)>,
 }
 
 impl JobRun {
@@ -72,6 +82,8 @@ pub(crate) struct StageRun {
     pub done: u32,
     /// Part of the job's first request (requested when the job was submitted).
     pub first: bool,
+    /// The gang its tasks were asked for in (0: none).
+    pub gang: u32,
 }
 
 /// A task attempt holding a container (or a job's application master, `stage == u32::MAX`).
@@ -164,22 +176,28 @@ impl Simulation {
                 retry: Vec::new(),
                 done: 0,
                 first: false,
+                gang: 0,
             })
             .collect();
+        let mut stages = stages;
+        let mut gangs = 0;
         let mut requests = Vec::new();
         if let Some(am) = self.config.am {
             requests.push(Request::new(am, 1).tagged(AM_TAG).as_am());
         }
         let mut empty_roots = Vec::new();
+        let mut roots = Vec::new();
         for (s, stage) in tmpl.stages.iter().enumerate() {
             if stage.after.is_empty() {
                 if stage.tasks == 0 {
                     empty_roots.push(s as u32);
                 } else {
-                    requests.push(Request::new(stage.resources, stage.tasks).tagged(s as u64));
+                    roots.push(s as u32);
                 }
             }
         }
+        let plan = &self.plans[workflow as usize];
+        requests.extend(release(tmpl, &plan.selectors[template as usize], &roots, &mut stages, &mut gangs));
         let spec = JobSpec {
             id: JobId(u64::from(id)),
             queue: wf.queue.clone(),
@@ -210,6 +228,8 @@ impl Simulation {
             stages_left: stages.len() as u32,
             stages,
             rng,
+            gangs,
+            gang_tasks: Vec::new(),
         });
         self.runs[run as usize].jobs[template as usize] = Some(id);
         self.metrics.jobs_submitted += 1;
@@ -286,6 +306,13 @@ impl Simulation {
                 }
             };
             self.metrics.tasks_started += 1;
+            if st.gang != 0 {
+                // A gang starts all at once and never partly runs: its first task here is a start.
+                if !j.gang_tasks.iter().any(|&(g, _)| g == st.gang) {
+                    self.metrics.gangs_started += 1;
+                }
+                j.gang_tasks.push((st.gang, container));
+            }
             let p = template.failure_probability;
             let fails = p > 0.0 && sample::unit(&mut j.rng) < p;
             let end = if fails { (sample::unit(&mut j.rng) * duration as f64) as u64 } else { duration };
@@ -326,6 +353,9 @@ impl Simulation {
 
     fn release(&mut self, t: &TaskRun) {
         let j = &mut self.jobs[t.job as usize];
+        if let Some(pos) = j.gang_tasks.iter().position(|&(_, c)| c == t.id) {
+            j.gang_tasks.swap_remove(pos);
+        }
         j.held -= t.resources;
         self.metrics.by_tier[usize::from(j.tier.min(3))] -= t.resources;
         self.metrics.touch(j.leaf);
@@ -341,6 +371,7 @@ impl Simulation {
                 return self.fail_job(t.job, true);
             }
             self.jobs[t.job as usize].stages[t.stage as usize].retry.push((t.duration, t.attempt + 1));
+            self.break_gang(&t)?;
             return self.ask_again(&t);
         }
         self.metrics.tasks_completed += 1;
@@ -373,22 +404,52 @@ impl Simulation {
             self.jobs[t.job as usize].am = None;
         } else {
             self.jobs[t.job as usize].stages[t.stage as usize].retry.push((t.duration, t.attempt));
+            if !preempted {
+                // Preemption takes a whole gang itself; a node failure takes only what ran there.
+                self.break_gang(&t)?;
+            }
         }
         self.ask_again(&t)
     }
 
+    /// One task of a gang is gone (failed, or lost with its node): end the others still running
+    /// — their work is lost — and ask for them again, so the gang restarts whole.
+    fn break_gang(&mut self, t: &TaskRun) -> Result<(), SimError> {
+        let stage_gang = self.jobs[t.job as usize].stages.get(t.stage as usize).map_or(0, |s| s.gang);
+        if stage_gang == 0 {
+            return Ok(());
+        }
+        let others: Vec<ContainerId> = self.jobs[t.job as usize]
+            .gang_tasks
+            .iter()
+            .filter(|&&(g, c)| g == stage_gang && c != t.id)
+            .map(|&(_, c)| c)
+            .collect();
+        for c in others {
+            let Some(sibling) = self.take_task(c) else { continue };
+            self.engine.on_container_finished(self.now, c).map_err(|e| self.internal(e))?;
+            self.release(&sibling);
+            self.metrics.gang_restarts_tasks += 1;
+            self.metrics.wasted_ms += u128::from(self.now.since(sibling.start).as_millis());
+            self.jobs[t.job as usize].stages[sibling.stage as usize]
+                .retry
+                .push((sibling.duration, sibling.attempt));
+            self.ask_again(&sibling)?;
+        }
+        Ok(())
+    }
+
     fn ask_again(&mut self, t: &TaskRun) -> Result<(), SimError> {
         let j = &self.jobs[t.job as usize];
-        let (resources, tag) = if t.stage == AM_STAGE {
-            (self.config.am.unwrap_or(t.resources), AM_TAG)
+        let request = if t.stage == AM_STAGE {
+            // A lost AM is asked for again as an AM: it goes first and counts against the AM share.
+            Request::new(self.config.am.unwrap_or(t.resources), 1).tagged(AM_TAG).as_am()
         } else {
             let s = &self.workload.workflows[j.workflow as usize].jobs[j.template as usize].stages
                 [t.stage as usize];
-            (s.resources, u64::from(t.stage))
+            let selector = self.plans[j.workflow as usize].selectors[j.template as usize][t.stage as usize];
+            stage_request(s, t.stage, 1, j.stages[t.stage as usize].gang, selector)
         };
-        // A lost AM is asked for again as an AM: it goes first and counts against the AM share.
-        let request = Request::new(resources, 1).tagged(tag);
-        let request = if t.stage == AM_STAGE { request.as_am() } else { request };
         self.engine
             .on_requests_added(self.now, JobId(u64::from(t.job)), vec![request])
             .map_err(|e| self.refused(e))
@@ -400,7 +461,7 @@ impl Simulation {
         let j = &mut self.jobs[job as usize];
         let (w, t) = (j.workflow as usize, j.template as usize);
         let template = &self.workload.workflows[w].jobs[t];
-        let mut requests = Vec::new();
+        let mut ready = Vec::new();
         let mut finished = vec![stage];
         while let Some(s) = finished.pop() {
             j.stages_left -= 1;
@@ -408,15 +469,15 @@ impl Simulation {
                 let st = &mut j.stages[d as usize];
                 st.waiting_on -= 1;
                 if st.waiting_on == 0 {
-                    let spec = &template.stages[d as usize];
-                    if spec.tasks == 0 {
+                    if template.stages[d as usize].tasks == 0 {
                         finished.push(d);
                     } else {
-                        requests.push(Request::new(spec.resources, spec.tasks).tagged(u64::from(d)));
+                        ready.push(d);
                     }
                 }
             }
         }
+        let requests = release(template, &self.plans[w].selectors[t], &ready, &mut j.stages, &mut j.gangs);
         if !requests.is_empty() {
             self.engine
                 .on_requests_added(self.now, JobId(u64::from(job)), requests)
@@ -554,4 +615,54 @@ impl Simulation {
             });
         }
     }
+}
+
+/// The request for `count` tasks of a stage, in gang `gang` (0: none), on its selector.
+pub(crate) fn stage_request(
+    s: &weir_model::Stage,
+    stage: u32,
+    count: u32,
+    gang: u32,
+    selector: weir_engine::SelectorId,
+) -> Request {
+    let mut r = Request::new(s.resources, count)
+        .tagged(u64::from(stage))
+        .in_gang(gang)
+        .with_gpu_milli(s.placement.gpu_milli)
+        .on(selector);
+    if let Some(w) = s.walltime {
+        r = r.with_walltime(w);
+    }
+    r
+}
+
+/// The requests for stages released together: a gang job's stages form one gang, a gang stage
+/// its own; gang numbers are handed out per job.
+fn release(
+    tmpl: &weir_model::JobTemplate,
+    selectors: &[weir_engine::SelectorId],
+    stages: &[u32],
+    runs: &mut [StageRun],
+    gangs: &mut u32,
+) -> Vec<Request> {
+    let mut job_gang = 0;
+    let mut out = Vec::with_capacity(stages.len());
+    for &s in stages {
+        let spec = &tmpl.stages[s as usize];
+        let gang = if tmpl.gang {
+            if job_gang == 0 {
+                *gangs += 1;
+                job_gang = *gangs;
+            }
+            job_gang
+        } else if spec.gang {
+            *gangs += 1;
+            *gangs
+        } else {
+            0
+        };
+        runs[s as usize].gang = gang;
+        out.push(stage_request(spec, s, spec.tasks, gang, selectors[s as usize]));
+    }
+    out
 }

@@ -28,9 +28,10 @@ pub mod report;
 mod sample;
 mod sim;
 mod summary;
+pub mod synth_swf;
 mod usage_csv;
 
-pub use config::{NodeFailures, SimConfig, DEFAULT_MAX_RUNS, MAX_SIMULATED};
+pub use config::{NodeFailures, SimConfig, DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_RUNS, MAX_SIMULATED};
 pub use csv::{write_jobs_csv, write_runs_csv};
 pub use ending::{human_wait, longest_wait, Ending, ReasonCount, LONG_WAIT};
 pub use error::SimError;
@@ -38,7 +39,8 @@ pub use metrics::{Sample, UsageRow, MAX_SAMPLES};
 pub use pending::{write_pending_csv, PendingJob};
 pub use sim::{EndReason, Progress, Simulation, STALL_STEPS};
 pub use summary::{
-    bounded_slowdown, JobRecord, JobStatus, Outcome, QueueSummary, ReservationSummary, ResourceFloats,
-    RunRecord, Stats, Summary, TierSummary, TimeFigures, SLOWDOWN_BOUND_MS, SLO_SUCCESSFUL,
+    bounded_slowdown, GangSummary, GpuSummary, JobRecord, JobStatus, Outcome, QueueSummary,
+    ReservationSummary, ResourceFloats, RunRecord, Stats, Summary, TierSummary, TimeFigures,
+    SLOWDOWN_BOUND_MS, SLO_SUCCESSFUL,
 };
 pub use usage_csv::UsageCsv;

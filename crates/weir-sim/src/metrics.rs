@@ -84,6 +84,30 @@ pub(crate) struct Metrics {
     pub wasted_ms: u128,
     /// ∫ reserved nodes dt, in node-milliseconds.
     pub reserved_node_ms: u128,
+    /// ∫ room held by gang placeholders dt, per resource.
+    pub placeholder_integral: [u128; 3],
+    /// Gangs that started, and tasks ended because another task of their gang failed or was
+    /// lost (the gang restarts whole).
+    pub gangs_started: u64,
+    pub gang_restarts_tasks: u64,
+    /// GPU task kinds of the workload and their shares, for the FGD fragmentation measure
+    /// (`None` when the cluster or the workload has no GPUs).
+    pub gpu_mix: Option<Vec<(weir_engine::Request, f64)>>,
+    pub gpu: GpuIntegrals,
+}
+
+/// Sums over the samples of the cluster's GPU state (thousandths of a GPU).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct GpuIntegrals {
+    pub samples: u64,
+    pub total: u64,
+    pub allocated_sum: u128,
+    pub idle_sum: u128,
+    pub fragmented_sum: f64,
+    /// Σ fragmented / idle over the samples with idle room, and how many there were.
+    pub ratio_sum: f64,
+    pub ratio_samples: u64,
+    pub ratio_max: f64,
 }
 
 const KINDS: [fn(&Resources) -> u64; 3] = [|r| r.cpu, |r| r.memory, |r| r.gpu];
@@ -114,6 +138,11 @@ impl Metrics {
             containers_lost: 0,
             wasted_ms: 0,
             reserved_node_ms: 0,
+            placeholder_integral: [0; 3],
+            gangs_started: 0,
+            gang_restarts_tasks: 0,
+            gpu_mix: None,
+            gpu: GpuIntegrals::default(),
         }
     }
 
@@ -133,10 +162,13 @@ impl Metrics {
             return;
         }
         let dt = u128::from(to.as_millis() - from.as_millis());
-        let (used, total) = (engine.cluster_used(), engine.cluster_total());
+        // Room held by gang placeholders is not in use: it is counted apart.
+        let held = engine.placeholder_room();
+        let (used, total) = (engine.cluster_used() - held, engine.cluster_total());
         for (k, get) in KINDS.iter().enumerate() {
             self.used_integral[k] += u128::from(get(&used)) * dt;
             self.total_integral[k] += u128::from(get(&total)) * dt;
+            self.placeholder_integral[k] += u128::from(get(&held)) * dt;
         }
         self.reserved_node_ms += u128::from(engine.reservation_stats().active) * dt;
         if self.next_sample >= to {
@@ -153,6 +185,21 @@ impl Metrics {
             let sum = &mut self.leaves[leaf].share_sum;
             for (k, get) in KINDS.iter().enumerate() {
                 sum[k] += u128::from(get(&share)) * u128::from(n);
+            }
+        }
+        if let Some(mix) = &self.gpu_mix {
+            let f = engine.gpu_fragmentation(mix);
+            let g = &mut self.gpu;
+            g.samples += n;
+            g.total = f.total;
+            g.allocated_sum += u128::from(f.allocated) * u128::from(n);
+            g.idle_sum += u128::from(f.idle) * u128::from(n);
+            g.fragmented_sum += f.fragmented * n as f64;
+            if f.idle > 0 {
+                let ratio = f.fragmented / f.idle as f64;
+                g.ratio_sum += ratio * n as f64;
+                g.ratio_samples += n;
+                g.ratio_max = g.ratio_max.max(ratio);
             }
         }
         self.samples_taken += n;

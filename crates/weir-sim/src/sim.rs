@@ -9,7 +9,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use weir_engine::{ContainerId, Decision, Engine, NodeId, NodeSpec};
+use weir_engine::{ContainerId, Decision, Engine, NodeId, NodeSpec, Selector, SelectorId};
 use weir_model::{Arrival, ClusterConfig, Duration, NodeGroup, Resources, Time, Workload};
 
 use crate::config::{SimConfig, MAX_SIMULATED};
@@ -47,6 +47,8 @@ pub(crate) struct Plan {
     pub job_next: Vec<Vec<u32>>,
     /// For each job and stage, the stages that wait for it.
     pub stage_next: Vec<Vec<Vec<u32>>>,
+    /// For each job and stage, the engine's selector for its tasks' labels and GPU models.
+    pub selectors: Vec<Vec<SelectorId>>,
     pub arrival_rng: Rng,
 }
 
@@ -171,15 +173,24 @@ impl Simulation {
         for g in &node_groups {
             for _ in 0..g.count {
                 let id = NodeId(specs.len() as u64);
-                specs.push(NodeSpec { id, resources: g.resources, label: g.label.clone() });
+                specs.push(NodeSpec {
+                    id,
+                    resources: g.resources,
+                    label: g.label.clone(),
+                    gpu_model: g.gpu_model.clone(),
+                });
             }
         }
         let node_count = specs.len();
         engine.on_nodes_added(Time::ZERO, specs)?;
-        let plans = plan(&cluster, &workload, &config, &node_groups)?;
+        engine.set_container_limit(config.max_containers);
+        let plans = plan(&cluster, &workload, &config, &node_groups, &mut engine)?;
         let leaves: Vec<usize> = (0..cluster.queues.len()).filter(|&q| cluster.queues[q].is_leaf()).collect();
         let runs_expected = expected_runs(&workload, config.until);
-        let metrics = Metrics::new(cluster.queues.len(), config.sample_every.as_millis());
+        let mut metrics = Metrics::new(cluster.queues.len(), config.sample_every.as_millis());
+        if cluster.total_resources().gpu > 0 {
+            metrics.gpu_mix = gpu_mix(&workload, &plans);
+        }
         let mut sim = Simulation {
             engine,
             fault_rng: sample::stream(config.seed, &[3]),
@@ -466,10 +477,12 @@ impl Simulation {
             .flatten()
             .filter(|t| self.jobs[t.job as usize].is_active())
             .fold(Resources::ZERO, |a, t| a + t.resources);
-        if held != self.engine.cluster_used() {
+        // The engine's nodes also hold placeholders: room kept for gangs not started yet.
+        let running = self.engine.cluster_used() - self.engine.placeholder_room();
+        if held != running {
             return Err(self.internal(format!(
-                "the simulator's running tasks hold {held} but the engine's nodes hold {}",
-                self.engine.cluster_used()
+                "the simulator's running tasks hold {held} but the engine's nodes hold {running} (and {} in placeholders)",
+                self.engine.placeholder_room()
             )));
         }
         Ok(())
@@ -521,13 +534,53 @@ impl Simulation {
     }
 }
 
+/// The GPU task kinds of a workload and their shares (by tasks, once per listed run): the mix
+/// the FGD fragmentation is measured against. At most [`MIX_KINDS`] kinds, the most common.
+fn gpu_mix(workload: &Workload, plans: &[Plan]) -> Option<Vec<(weir_engine::Request, f64)>> {
+    type Kind = ([u64; 3], u32, SelectorId);
+    let mut kinds: std::collections::BTreeMap<Kind, f64> = std::collections::BTreeMap::new();
+    for (w, wf) in workload.workflows.iter().enumerate() {
+        let runs = match &wf.arrival {
+            Arrival::At(times) => times.len().max(1) as f64,
+            _ => 1.0,
+        };
+        for (j, job) in wf.jobs.iter().enumerate() {
+            for (s, stage) in job.stages.iter().enumerate() {
+                if stage.resources.gpu == 0 && stage.placement.gpu_milli == 0 {
+                    continue;
+                }
+                let r = stage.resources;
+                let key = ([r.cpu, r.memory, r.gpu], stage.placement.gpu_milli, plans[w].selectors[j][s]);
+                *kinds.entry(key).or_default() += f64::from(stage.tasks) * runs;
+            }
+        }
+    }
+    let mut kinds: Vec<(Kind, f64)> = kinds.into_iter().collect();
+    kinds.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    kinds.truncate(MIX_KINDS);
+    let total: f64 = kinds.iter().map(|k| k.1).sum();
+    (total > 0.0).then(|| {
+        kinds
+            .into_iter()
+            .map(|(([cpu, memory, gpu], milli, sel), n)| {
+                let r = Resources::new(cpu, memory, gpu);
+                (weir_engine::Request::new(r, 1).with_gpu_milli(milli).on(sel), n / total)
+            })
+            .collect()
+    })
+}
+
+/// The most GPU task kinds the fragmentation measure weighs (the rest are rare).
+const MIX_KINDS: usize = 32;
+
 /// Node `i` of the cluster: node ids count the nodes of the file's groups in order, and
 /// `ends[g]` is the id after group `g`'s last node.
 fn node_spec(groups: &[NodeGroup], ends: &[u64], i: u64) -> NodeSpec {
     let g = ends.partition_point(|&end| end <= i);
-    let (resources, label) =
-        groups.get(g).map_or((Resources::ZERO, None), |g| (g.resources, g.label.clone()));
-    NodeSpec { id: NodeId(i), resources, label }
+    let (resources, label, gpu_model) = groups
+        .get(g)
+        .map_or((Resources::ZERO, None, None), |g| (g.resources, g.label.clone(), g.gpu_model.clone()));
+    NodeSpec { id: NodeId(i), resources, label, gpu_model }
 }
 
 /// Resolve every workflow's leaf, reject tasks no node can hold, and read the DAGs forwards.
@@ -536,9 +589,17 @@ fn plan(
     workload: &Workload,
     config: &SimConfig,
     nodes: &[NodeGroup],
+    engine: &mut Engine,
 ) -> Result<Vec<Plan>, SimError> {
     let largest = nodes.iter().fold(Resources::ZERO, |a, n| a.component_max(&n.resources));
     let fits_somewhere = |r: &Resources| nodes.iter().any(|n| r.fits_in(&n.resources));
+    let placeable = |r: &Resources, p: &weir_model::TaskPlacement| {
+        nodes.iter().any(|n| {
+            r.fits_in(&n.resources)
+                && (p.gpu_milli == 0 || n.resources.gpu > 0)
+                && p.allows(n.label.as_deref(), n.gpu_model.as_deref())
+        })
+    };
     let mut plans = Vec::with_capacity(workload.workflows.len());
     for (w, wf) in workload.workflows.iter().enumerate() {
         let leaf = match cluster.find(&wf.queue) {
@@ -563,6 +624,7 @@ fn plan(
         }
         let mut job_next = vec![Vec::new(); wf.jobs.len()];
         let mut stage_next = Vec::with_capacity(wf.jobs.len());
+        let mut selectors = Vec::with_capacity(wf.jobs.len());
         for (j, job) in wf.jobs.iter().enumerate() {
             for &u in &job.after {
                 job_next[u].push(j as u32);
@@ -573,7 +635,7 @@ fn plan(
                     next[u].push(s as u32);
                 }
                 let needs = cluster.scheduler.normalize(&stage.resources);
-                if !fits_somewhere(&needs) {
+                if !placeable(&needs, &stage.placement) {
                     return Err(SimError::TaskTooLarge {
                         workflow: wf.name.clone(),
                         job: job.name.clone(),
@@ -584,6 +646,17 @@ fn plan(
                 }
             }
             stage_next.push(next);
+            selectors.push(
+                job.stages
+                    .iter()
+                    .map(|s| {
+                        engine.selector(&Selector {
+                            labels: s.placement.node_labels.clone(),
+                            gpu_models: s.placement.gpu_models.clone(),
+                        })
+                    })
+                    .collect(),
+            );
         }
         if let Some(am) = config.am.map(|r| cluster.scheduler.normalize(&r)) {
             if !fits_somewhere(&am) {
@@ -597,6 +670,7 @@ fn plan(
             leaf,
             job_next,
             stage_next,
+            selectors,
             arrival_rng: sample::stream(config.seed, &[2, w as u64]),
         });
     }
@@ -658,7 +732,12 @@ mod tests {
 
     #[test]
     fn node_ids_count_through_the_groups() {
-        let group = |count, cpu| NodeGroup { count, resources: Resources::new(cpu, 1, 0), label: None };
+        let group = |count, cpu| NodeGroup {
+            count,
+            resources: Resources::new(cpu, 1, 0),
+            label: None,
+            gpu_model: None,
+        };
         let groups = [group(2, 10), group(1, 20), group(3, 30)];
         let ends = [2, 3, 6];
         let cpu: Vec<u64> = (0..6).map(|i| node_spec(&groups, &ends, i).resources.cpu).collect();

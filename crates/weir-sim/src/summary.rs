@@ -164,6 +164,12 @@ pub struct Summary {
     pub job_figures: TimeFigures,
     /// The same for workflow runs (`runs.csv` has each).
     pub run_figures: TimeFigures,
+    /// Gangs (all-or-nothing sets of tasks), when the workload has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gangs: Option<GangSummary>,
+    /// GPUs, when the cluster and the workload have any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<GpuSummary>,
     pub tiers: BTreeMap<String, TierSummary>,
     /// Leaf queues, in the cluster file's order.
     pub queues: Vec<QueueSummary>,
@@ -242,6 +248,38 @@ impl Stats {
             max: values.last().copied(),
         }
     }
+}
+
+/// What gangs did over the simulation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct GangSummary {
+    /// Gangs that started (each all at once; a gang restarted after a loss counts again).
+    pub started: u64,
+    /// Gangs whose placeholders were released because they had not started within
+    /// `gang_timeout`, and went to the back of their queue.
+    pub placeholder_timeouts: u64,
+    /// Time-average room held by placeholders for gangs not started yet (idle, and not in
+    /// `utilization`).
+    pub placeholder_avg: ResourceFloats,
+    /// Tasks ended because another task of their gang failed or was lost with its node.
+    pub tasks_restarted: u64,
+}
+
+/// The cluster's GPUs over the simulation, sampled every `--sample-every`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct GpuSummary {
+    pub gpus: f64,
+    /// Time-average GPUs given out (whole GPUs and fractions).
+    pub allocated_avg: f64,
+    /// Time-average idle GPUs.
+    pub idle_avg: f64,
+    /// Time-average idle GPUs that a task drawn from the workload's GPU task mix could not use
+    /// (the FGD paper's fragmentation), and that as a share of the idle GPUs: average and peak.
+    pub fragmented_avg: f64,
+    pub fragmentation_ratio_avg: Option<f64>,
+    pub fragmentation_ratio_max: Option<f64>,
+    /// Containers still wanted at the end by jobs that could not get them (`pending.csv`).
+    pub tasks_unplaced: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -406,6 +444,8 @@ pub(crate) fn build(sim: Simulation) -> Outcome {
         ending,
         job_figures,
         run_figures,
+        gangs: gangs(&sim, end),
+        gpus: gpus(&sim, &pending),
         tiers,
         queues,
     };
@@ -459,6 +499,47 @@ fn run_figures(records: &[RunRecord]) -> TimeFigures {
         response: Stats::of_ms(&mut ms(&|r| r.response().filter(|_| !r.failed))),
         bounded_slowdown: Stats::of(&mut slowdowns),
     }
+}
+
+fn gangs(sim: &Simulation, end: Time) -> Option<GangSummary> {
+    let any = sim
+        .workload
+        .workflows
+        .iter()
+        .flat_map(|w| &w.jobs)
+        .any(|j| j.gang || j.stages.iter().any(|s| s.gang));
+    if !any {
+        return None;
+    }
+    let m = &sim.metrics;
+    let t = end.as_millis().max(1) as f64;
+    let p = &m.placeholder_integral;
+    Some(GangSummary {
+        started: m.gangs_started,
+        placeholder_timeouts: sim.engine.gang_timeouts(),
+        placeholder_avg: ResourceFloats {
+            cpu: p[0] as f64 / t,
+            memory: p[1] as f64 / t,
+            gpu: p[2] as f64 / t,
+        },
+        tasks_restarted: m.gang_restarts_tasks,
+    })
+}
+
+fn gpus(sim: &Simulation, pending: &[crate::pending::PendingJob]) -> Option<GpuSummary> {
+    sim.metrics.gpu_mix.as_ref()?;
+    let g = &sim.metrics.gpu;
+    let n = g.samples.max(1) as f64;
+    let gpus = |milli: f64| milli / 1000.0;
+    Some(GpuSummary {
+        gpus: gpus(g.total as f64),
+        allocated_avg: gpus(g.allocated_sum as f64 / n),
+        idle_avg: gpus(g.idle_sum as f64 / n),
+        fragmented_avg: gpus(g.fragmented_sum / n),
+        fragmentation_ratio_avg: (g.ratio_samples > 0).then(|| g.ratio_sum / g.ratio_samples as f64),
+        fragmentation_ratio_max: (g.ratio_samples > 0).then_some(g.ratio_max),
+        tasks_unplaced: pending.iter().map(|p| p.explanation.pending_containers).sum(),
+    })
 }
 
 fn tiers(records: &[RunRecord], workload: &Workload) -> BTreeMap<String, TierSummary> {

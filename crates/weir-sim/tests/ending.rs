@@ -44,7 +44,11 @@ fn workflow(name: &str, queue: &str, at: u64, tasks: u32, cpu: u64) -> Workflow 
                 resources: Resources::new(cpu, 1024, 0),
                 duration: Distribution::Fixed(Duration::from_secs(10)),
                 failure_probability: 0.0,
+                gang: false,
+                walltime: None,
+                placement: Default::default(),
             }],
+            gang: false,
         }],
     }
 }

@@ -33,11 +33,14 @@ fn stage(tasks: u32, duration: u64) -> Stage {
         resources: Resources::new(1000, 1024, 0),
         duration: Distribution::Fixed(secs(duration)),
         failure_probability: 0.0,
+        gang: false,
+        walltime: None,
+        placement: Default::default(),
     }
 }
 
 fn job(name: &str, after: Vec<usize>, stage: Stage) -> JobTemplate {
-    JobTemplate { name: name.into(), after, stages: vec![stage] }
+    JobTemplate { name: name.into(), after, stages: vec![stage], gang: false }
 }
 
 fn workflow(name: &str, at: u64, jobs: Vec<JobTemplate>) -> Workflow {

@@ -297,12 +297,9 @@ fn job(name: String, job: JobRows, ledger: &mut Ledger) -> Option<TraceJob> {
     let stages: Vec<TraceStage> = kept
         .into_iter()
         .zip(deps)
-        .map(|(r, after)| TraceStage {
-            name: r.task,
-            after,
-            tasks: r.instances,
-            resources: r.resources,
-            duration: Distribution::Fixed(task_duration((r.end - r.start) * 1000).0),
+        .map(|(r, after)| {
+            let duration = Distribution::Fixed(task_duration((r.end - r.start) * 1000).0);
+            TraceStage::new(r.task, after, r.instances, r.resources, duration)
         })
         .collect();
     Some(TraceJob {

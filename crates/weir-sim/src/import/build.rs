@@ -5,7 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::BufRead;
 
-use weir_model::{Arrival, Distribution, Duration, JobTemplate, QueuePath, Resources, Stage, Time, Workflow};
+use weir_model::{
+    Arrival, Distribution, Duration, JobTemplate, QueuePath, Resources, Stage, TaskPlacement, Time, Workflow,
+};
 
 use super::{ImportError, ImportOptions, Skipped, Tally};
 
@@ -40,6 +42,34 @@ pub(crate) struct TraceStage {
     pub tasks: u32,
     pub resources: Resources,
     pub duration: Distribution,
+    /// All-or-nothing start (an SWF job is a rigid parallel job).
+    pub gang: bool,
+    /// The run time each task asked for (SWF's requested time), for backfilling.
+    pub walltime: Option<Duration>,
+    /// A GPU fraction and the nodes the tasks may use.
+    pub placement: TaskPlacement,
+}
+
+impl TraceStage {
+    /// A stage of `tasks` identical tasks, placed anywhere, not a gang, with no walltime.
+    pub fn new(
+        name: String,
+        after: Vec<usize>,
+        tasks: u32,
+        resources: Resources,
+        duration: Distribution,
+    ) -> TraceStage {
+        TraceStage {
+            name,
+            after,
+            tasks,
+            resources,
+            duration,
+            gang: false,
+            walltime: None,
+            placement: TaskPlacement::default(),
+        }
+    }
 }
 
 /// Skipped rows, dropped jobs and rows kept after a repair, by reason. Only the first few line
@@ -287,6 +317,7 @@ pub(crate) fn workflows(
         let template = JobTemplate {
             name: job.name.clone(),
             after: Vec::new(),
+            gang: false,
             stages: job
                 .stages
                 .into_iter()
@@ -297,6 +328,9 @@ pub(crate) fn workflows(
                     resources: s.resources,
                     duration: s.duration,
                     failure_probability: 0.0,
+                    gang: s.gang,
+                    walltime: s.walltime,
+                    placement: s.placement,
                 })
                 .collect(),
         };

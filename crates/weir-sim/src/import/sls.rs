@@ -239,7 +239,7 @@ fn stage(
         (Some(&a), Some(&b)) if a == b => Distribution::Fixed(a),
         _ => Distribution::Empirical(draws.into()),
     };
-    TraceStage { name, after, tasks: tasks.min(u32::MAX as u64) as u32, resources, duration }
+    TraceStage::new(name, after, tasks.min(u32::MAX as u64) as u32, resources, duration)
 }
 
 fn sls_job(

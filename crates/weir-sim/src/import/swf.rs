@@ -131,13 +131,13 @@ fn parse(
         submit_ms: (submit * 1000.0).round() as i64,
         queue_keys,
         user,
-        stages: vec![TraceStage {
-            name: "run".to_string(),
-            after: Vec::new(),
-            tasks: procs.min(u32::MAX as f64) as u32,
-            resources: Resources::new(1000, memory, 0),
-            duration: Distribution::Fixed(duration),
-        }],
+        stages: vec![TraceStage::new(
+            "run".to_string(),
+            Vec::new(),
+            procs.min(u32::MAX as f64) as u32,
+            Resources::new(1000, memory, 0),
+            Distribution::Fixed(duration),
+        )],
     };
     Ok((job, notes))
 }

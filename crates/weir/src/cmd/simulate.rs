@@ -120,6 +120,10 @@ pub struct SimulateArgs {
     /// clock; 0s: every few steps). On a terminal a progress bar shows instead.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     progress_every: Duration,
+    /// The most containers (tasks, application masters, room held for gangs) running at once:
+    /// a bound on memory (a few hundred bytes each); the rest wait. See docs/limits.md.
+    #[arg(long, value_name = "N", default_value_t = weir_sim::DEFAULT_MAX_CONTAINERS)]
+    max_containers: usize,
     /// Skip report.html (the charts); the other files are still written.
     #[arg(long)]
     no_report: bool,
@@ -162,6 +166,7 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
         // Debug builds check the engine's and the simulator's invariants after every step.
         check_invariants: cfg!(debug_assertions),
         max_runs: args.max_runs,
+        max_containers: args.max_containers,
     };
     if args.max_attempts == 0 {
         bail!("--max-attempts must be at least 1");
