@@ -179,3 +179,29 @@ fn an_application_master_is_part_of_the_first_request() {
         (Some(Time(0)), Some(Time(10_000)), Some(Time(20_000)))
     );
 }
+
+#[test]
+fn a_gang_waits_until_it_starts_whole_and_its_delay_says_so() {
+    // Two 4-core nodes; a blocker holds four cores from 0 to 30 s. Six one-core tasks of 10 s
+    // asked for at 1 s: as a plain stage, four start at once (wait 0) and the other two when
+    // those end at 11 s (delay 10 s); as a gang, all six start together at 30 s (wait and
+    // delay 29 s).
+    let two_nodes = CLUSTER.replace("count: 1", "count: 2");
+    let run = |gang: bool| {
+        let cluster = ClusterConfig::from_yaml("c.yaml", &two_nodes).unwrap_or_else(|e| panic!("{e}"));
+        let mut six = stage(6, 10);
+        six.gang = gang;
+        let workflows = vec![
+            workflow("blocker", 0, vec![job("b", vec![], stage(4, 30))]),
+            workflow("six", 1, vec![job("g", vec![], six)]),
+        ];
+        let config = SimConfig { am: None, check_invariants: true, ..SimConfig::default() };
+        let sim = Simulation::new(cluster, Workload { workflows }, config).unwrap_or_else(|e| panic!("{e}"));
+        let out = sim.finish().unwrap_or_else(|e| panic!("{e}"));
+        let j = out.job_records.iter().find(|j| j.workflow == 1).cloned().expect("job");
+        let since = |t: Option<Time>| t.map(|t| t.since(j.submit).as_millis());
+        (since(j.first_start), since(j.all_started))
+    };
+    assert_eq!(run(false), (Some(0), Some(10_000)), "piecemeal: the first container flatters");
+    assert_eq!(run(true), (Some(29_000), Some(29_000)), "a gang: wait and delay agree");
+}
