@@ -20,7 +20,8 @@ use weir_model::{Duration, Resources, Time};
 use crate::error::SimError;
 use crate::sample::{self, Rng};
 use crate::sim::{Event, Simulation, AM_TAG};
-use crate::summary::{bounded_slowdown, RunRecord};
+use crate::stats::ratio_units;
+use crate::summary::{bounded_slowdown, JobRecord, JobStatus, RunRecord};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum JobState {
@@ -153,6 +154,7 @@ impl Simulation {
             delay_ms: 0,
         });
         self.runs_active += 1;
+        self.plans[workflow as usize].live_runs += 1;
         if roots.is_empty() {
             return self.end_run(run, false);
         }
@@ -281,7 +283,7 @@ impl Simulation {
         if j.first_start.is_none() {
             j.first_start = Some(now);
             let wait = now.since(j.submit).as_millis();
-            self.metrics.leaves[j.leaf].waits.push(wait);
+            self.metrics.leaves[j.leaf].jobs.wait.push(wait);
             let run = &mut self.runs[j.run as usize];
             run.first_start.get_or_insert(now);
         }
@@ -324,7 +326,7 @@ impl Simulation {
             j.first_left = j.first_left.saturating_sub(1);
             if j.first_left == 0 {
                 j.all_started = Some(now);
-                self.metrics.leaves[j.leaf].delays.push(now.since(j.submit).as_millis());
+                self.metrics.leaves[j.leaf].jobs.delay.push(now.since(j.submit).as_millis());
                 self.runs[j.run as usize].job_granted(now);
             }
         }
@@ -524,6 +526,7 @@ impl Simulation {
         j.state = state;
         j.stages = Vec::new();
         j.end = Some(now);
+        let record = job_record(job, j);
         let (held, tier, leaf, in_engine, am) = (j.held, j.tier, j.leaf, j.in_engine, j.am.take());
         j.held = Resources::ZERO;
         match j.all_started {
@@ -531,9 +534,10 @@ impl Simulation {
             None => self.runs[j.run as usize].job_granted(now),
             Some(all) if state == JobState::Done => {
                 let response = now.since(j.submit).as_millis();
-                let l = &mut self.metrics.leaves[leaf];
-                l.responses.push(response);
-                l.slowdowns.push(bounded_slowdown(response, all.since(j.submit).as_millis()));
+                let l = &mut self.metrics.leaves[leaf].jobs;
+                l.completed += 1;
+                l.response.push(response);
+                l.slowdown.push(ratio_units(bounded_slowdown(response, all.since(j.submit).as_millis())));
             }
             Some(_) => {}
         }
@@ -547,7 +551,8 @@ impl Simulation {
         if in_engine {
             self.engine.on_job_finished(now, JobId(u64::from(job))).map_err(|e| self.internal(e))?;
         }
-        Ok(())
+        let wf = &self.workload.workflows[record.workflow as usize];
+        self.sink.job(record, wf).map_err(|source| SimError::Records { source })
     }
 
     /// A job failed (a task out of attempts, or the engine rejected it): its run fails with it,
@@ -585,7 +590,7 @@ impl Simulation {
         self.runs_active -= 1;
         let wf = &self.workload.workflows[r.workflow as usize];
         let elapsed = self.now.since(r.submit);
-        self.records.push(RunRecord {
+        let record = RunRecord {
             workflow: r.workflow,
             submit: r.submit,
             start: r.first_start,
@@ -593,18 +598,53 @@ impl Simulation {
             failed,
             met: wf.slo.map(|slo| !failed && elapsed <= slo),
             delay: Some(Duration(r.delay_ms)),
-        });
+        };
+        self.run_over(record)
+    }
+
+    /// A run's record is final (it ended, or the simulation did): count it, hand it over, and
+    /// close its workflow's SLO record if no run of it is left.
+    fn run_over(&mut self, record: RunRecord) -> Result<(), SimError> {
+        let w = record.workflow as usize;
+        let wf = &self.workload.workflows[w];
+        let plan = &mut self.plans[w];
+        self.run_stats.run(&record, wf.tier, &mut plan.slo);
+        plan.live_runs -= 1;
+        self.runs_ended += 1;
+        self.sink.run(record, wf).map_err(|source| SimError::Records { source })?;
+        self.workflow_maybe_done(w as u32);
         Ok(())
     }
 
-    /// Runs still going at the horizon: missed if their deadline has already passed, else
-    /// unfinished and left out of SLO figures.
-    pub(crate) fn record_unfinished(&mut self, end: Time) {
-        for r in self.runs.iter_mut().filter(|r| !r.ended) {
+    /// Fold a workflow's SLO record into its tier once it will have no more runs.
+    pub(crate) fn workflow_maybe_done(&mut self, w: u32) {
+        let plan = &mut self.plans[w as usize];
+        if plan.arrivals_done && plan.live_runs == 0 && !plan.finalized {
+            plan.finalized = true;
+            let slo = std::mem::take(&mut plan.slo);
+            let wf = &self.workload.workflows[w as usize];
+            self.run_stats.workflow_done(&wf.name, wf.tier, wf.slo, slo);
+        }
+    }
+
+    /// The end of the simulation: runs still going are missed if their deadline has already
+    /// passed, else unfinished and left out of SLO figures; jobs still going get their records;
+    /// every workflow's SLO record is closed.
+    pub(crate) fn record_unfinished(&mut self, end: Time) -> Result<(), SimError> {
+        let live: Vec<u32> =
+            (0..self.jobs.len() as u32).filter(|&j| self.jobs[j as usize].is_active()).collect();
+        for job in live {
+            let record = job_record(job, &self.jobs[job as usize]);
+            let wf = &self.workload.workflows[record.workflow as usize];
+            self.sink.job(record, wf).map_err(|source| SimError::Records { source })?;
+        }
+        let open: Vec<u32> = (0..self.runs.len() as u32).filter(|&r| !self.runs[r as usize].ended).collect();
+        for run in open {
+            let r = &mut self.runs[run as usize];
             r.ended = true;
             let wf = &self.workload.workflows[r.workflow as usize];
             let missed = wf.slo.filter(|slo| r.submit.plus(*slo) <= end).map(|_| false);
-            self.records.push(RunRecord {
+            let record = RunRecord {
                 workflow: r.workflow,
                 submit: r.submit,
                 start: r.first_start,
@@ -612,8 +652,33 @@ impl Simulation {
                 failed: false,
                 met: missed,
                 delay: None,
-            });
+            };
+            self.run_over(record)?;
         }
+        for w in 0..self.plans.len() as u32 {
+            self.plans[w as usize].arrivals_done = true;
+            self.workflow_maybe_done(w);
+        }
+        Ok(())
+    }
+}
+
+/// A job's record as it stands.
+fn job_record(id: u32, j: &JobRun) -> JobRecord {
+    JobRecord {
+        job: u64::from(id),
+        workflow: j.workflow,
+        template: j.template,
+        tier: j.tier,
+        submit: j.submit,
+        first_start: j.first_start,
+        all_started: j.all_started,
+        end: j.end,
+        status: match j.state {
+            JobState::Done => JobStatus::Completed,
+            JobState::Failed => JobStatus::Failed,
+            JobState::Active => JobStatus::Unfinished,
+        },
     }
 }
 

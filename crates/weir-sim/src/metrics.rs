@@ -44,13 +44,10 @@ pub(crate) struct LeafMetrics {
     pub usage_integral: [u128; 3],
     /// Σ of sampled instantaneous fair shares, per resource (exact).
     pub share_sum: [u128; 3],
-    /// Submit → first container, in milliseconds, of each job that started.
-    pub waits: Vec<u64>,
-    /// Submit → every container of its first request granted, of each job that got there.
-    pub delays: Vec<u64>,
-    /// Submit → end of each job that completed, and its bounded slowdown.
-    pub responses: Vec<u64>,
-    pub slowdowns: Vec<f64>,
+    /// Its jobs' waits (submit → first container) and delays (→ every container of the first
+    /// request granted) as they get there, and response times and bounded slowdowns as they
+    /// complete: milliseconds (slowdowns in millionths), in bounded memory.
+    pub jobs: crate::stats::Times,
     /// Containers taken from this queue by preemption.
     pub preempted: u64,
 }

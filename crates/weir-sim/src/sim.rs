@@ -16,8 +16,10 @@ use crate::config::{SimConfig, MAX_SIMULATED};
 use crate::error::SimError;
 use crate::execution::{JobRun, RunState, TaskRun};
 use crate::metrics::{Metrics, UsageRow};
+use crate::records::{RecordSink, Sink};
 use crate::sample::{self, Rng};
-use crate::summary::{Outcome, RunRecord};
+use crate::stats::{RunStats, WorkflowSlo};
+use crate::summary::Outcome;
 
 /// Something due at a point of virtual time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -50,6 +52,11 @@ pub(crate) struct Plan {
     /// For each job and stage, the engine's selector for its tasks' labels and GPU models.
     pub selectors: Vec<Vec<SelectorId>>,
     pub arrival_rng: Rng,
+    /// Runs going now; whether no more will come; whether its SLO record went to its tier.
+    pub live_runs: u32,
+    pub arrivals_done: bool,
+    pub finalized: bool,
+    pub slo: WorkflowSlo,
 }
 
 /// Where the simulation stands, for progress displays.
@@ -79,7 +86,10 @@ pub struct Simulation {
     /// Running tasks, indexed by `ContainerId::index`.
     pub(crate) tasks: Vec<Option<TaskRun>>,
     pub(crate) metrics: Metrics,
-    pub(crate) records: Vec<RunRecord>,
+    /// Where run and job records go as they end, and the figures gathered from them.
+    pub(crate) sink: Sink,
+    pub(crate) run_stats: RunStats,
+    pub(crate) runs_ended: u64,
     /// The node groups of the cluster file; node ids number the nodes group after group.
     node_groups: Vec<NodeGroup>,
     node_ends: Vec<u64>,
@@ -205,7 +215,9 @@ impl Simulation {
             runs: Vec::new(),
             tasks: Vec::new(),
             metrics,
-            records: Vec::new(),
+            sink: Sink::default(),
+            run_stats: RunStats::default(),
+            runs_ended: 0,
             node_up: vec![true; node_count],
             node_ends: node_groups
                 .iter()
@@ -259,11 +271,15 @@ impl Simulation {
                 Some(from.plus(Duration(gap)))
             }
         };
-        let Some(at) = at else { return };
-        if self.config.until.is_some_and(|u| at >= u) {
-            self.arrivals_cut = true;
+        let Some(at) = at.filter(|&at| {
+            let cut = self.config.until.is_some_and(|u| at >= u);
+            self.arrivals_cut |= cut;
+            !cut
+        }) else {
+            self.plans[w as usize].arrivals_done = true;
+            self.workflow_maybe_done(w);
             return;
-        }
+        };
         self.arrivals_pending += 1;
         self.push(at.max(self.now), Event::Arrival { workflow: w, index });
     }
@@ -497,10 +513,16 @@ impl Simulation {
             now: self.now,
             until: self.config.until,
             runs_submitted: self.runs.len() as u64,
-            runs_ended: self.records.len() as u64,
+            runs_ended: self.runs_ended,
             runs_expected: self.runs_expected,
             events: self.metrics.events,
         }
+    }
+
+    /// Hand every run's and job's record to `sink` as it ends, instead of keeping them for
+    /// the outcome (whose `runs` and `job_records` are then empty).
+    pub fn set_record_sink(&mut self, sink: Box<dyn RecordSink>) {
+        self.sink = Sink::Host(sink);
     }
 
     /// The engine, for queries (`explain`, queue snapshots) between steps.
@@ -525,8 +547,8 @@ impl Simulation {
         self.run()?;
         let end = self.now;
         self.metrics.close(end, &self.leaves);
-        self.record_unfinished(end);
-        Ok(crate::summary::build(self))
+        self.record_unfinished(end)?;
+        crate::summary::build(self)
     }
 
     pub(crate) fn leaves(&self) -> &[usize] {
@@ -672,6 +694,10 @@ fn plan(
             stage_next,
             selectors,
             arrival_rng: sample::stream(config.seed, &[2, w as u64]),
+            live_runs: 0,
+            arrivals_done: false,
+            finalized: false,
+            slo: WorkflowSlo::default(),
         });
     }
     Ok(plans)

@@ -171,6 +171,11 @@ pub struct Summary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpus: Option<GpuSummary>,
     pub tiers: BTreeMap<String, TierSummary>,
+    /// Workflows with at least one run whose SLO outcome is known.
+    pub slo_workflows: u64,
+    /// Those workflows' runs against their SLO, the least successful first, at most
+    /// [`crate::SLO_ROWS`] of them.
+    pub workflow_slos: Vec<crate::WorkflowSloRow>,
     /// Leaf queues, in the cluster file's order.
     pub queues: Vec<QueueSummary>,
 }
@@ -217,37 +222,6 @@ pub struct Stats {
     pub p50: Option<f64>,
     pub p99: Option<f64>,
     pub max: Option<f64>,
-}
-
-impl Stats {
-    /// Of milliseconds, in seconds.
-    pub fn of_ms(values: &mut [u64]) -> Stats {
-        values.sort_unstable();
-        let secs = |v: Option<u64>| v.map(|ms| ms as f64 / 1000.0);
-        let sum: u128 = values.iter().map(|&v| u128::from(v)).sum();
-        Stats {
-            count: values.len() as u64,
-            mean: (!values.is_empty()).then(|| sum as f64 / values.len() as f64 / 1000.0),
-            p50: secs(percentile(values, 0.50)),
-            p99: secs(percentile(values, 0.99)),
-            max: secs(values.last().copied()),
-        }
-    }
-
-    pub fn of(values: &mut [f64]) -> Stats {
-        values.sort_unstable_by(f64::total_cmp);
-        let rank = |p: f64| {
-            let rank = (p * values.len() as f64).ceil() as usize;
-            values.get(rank.clamp(1, values.len().max(1)) - 1).copied()
-        };
-        Stats {
-            count: values.len() as u64,
-            mean: (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64),
-            p50: rank(0.50),
-            p99: rank(0.99),
-            max: values.last().copied(),
-        }
-    }
 }
 
 /// What gangs did over the simulation.
@@ -343,72 +317,58 @@ pub struct QueueSummary {
 /// A workflow is SLO-successful when at least this share of its runs meet the SLO.
 pub const SLO_SUCCESSFUL: f64 = 0.9;
 
-pub(crate) fn build(sim: Simulation) -> Outcome {
+pub(crate) fn build(mut sim: Simulation) -> Result<Outcome, crate::SimError> {
     let pending = crate::pending::collect(&sim);
     let end = sim.now;
-    let m = &sim.metrics;
     let secs = end.as_millis() as f64 / 1000.0;
-    let ratio = |k: usize| {
+    let ratio = |m: &crate::metrics::Metrics, k: usize| {
         if m.total_integral[k] == 0 {
             0.0
         } else {
             m.used_integral[k] as f64 / m.total_integral[k] as f64
         }
     };
-    let samples = m.samples_taken().max(1) as f64;
-    let queues = sim
-        .leaves()
-        .iter()
-        .map(|&q| {
-            let l = &m.leaves[q];
-            let avg = |i: &[u128; 3]| {
-                let t = end.as_millis().max(1) as f64;
-                ResourceFloats { cpu: i[0] as f64 / t, memory: i[1] as f64 / t, gpu: i[2] as f64 / t }
-            };
-            let wait = Stats::of_ms(&mut l.waits.clone());
-            let delay = Stats::of_ms(&mut l.delays.clone());
-            let response = Stats::of_ms(&mut l.responses.clone());
-            let slowdown = Stats::of(&mut l.slowdowns.clone());
-            QueueSummary {
-                queue: sim.cluster.queues[q].path.to_string(),
-                tier: sim.cluster.queues[q].tier,
-                usage_avg: avg(&l.usage_integral),
-                fair_share_avg: ResourceFloats {
-                    cpu: l.share_sum[0] as f64 / samples,
-                    memory: l.share_sum[1] as f64 / samples,
-                    gpu: l.share_sum[2] as f64 / samples,
-                },
-                jobs_started: wait.count,
-                wait_p50: wait.p50,
-                wait_p99: wait.p99,
-                delay_p50: delay.p50,
-                delay_p99: delay.p99,
-                response_p50: response.p50,
-                response_p99: response.p99,
-                bounded_slowdown_mean: slowdown.mean,
-                bounded_slowdown_p99: slowdown.p99,
-                preempted: l.preempted,
-            }
-        })
-        .collect();
-    let tiers = tiers(&sim.records, &sim.workload);
-    let job_figures = {
-        let all = |f: fn(&crate::metrics::LeafMetrics) -> &Vec<u64>| -> Vec<u64> {
-            m.leaves.iter().flat_map(|l| f(l).iter().copied()).collect()
+    let samples = sim.metrics.samples_taken().max(1) as f64;
+    let mut all_jobs = crate::stats::Times::default();
+    let mut queues = Vec::new();
+    for &q in &sim.leaves().to_vec() {
+        let l = &mut sim.metrics.leaves[q];
+        let avg = |i: &[u128; 3]| {
+            let t = end.as_millis().max(1) as f64;
+            ResourceFloats { cpu: i[0] as f64 / t, memory: i[1] as f64 / t, gpu: i[2] as f64 / t }
         };
-        let mut slowdowns: Vec<f64> = m.leaves.iter().flat_map(|l| l.slowdowns.iter().copied()).collect();
-        TimeFigures {
-            completed: m.jobs_completed,
-            wait: Stats::of_ms(&mut all(|l| &l.waits)),
-            delay: Stats::of_ms(&mut all(|l| &l.delays)),
-            response: Stats::of_ms(&mut all(|l| &l.responses)),
-            bounded_slowdown: Stats::of(&mut slowdowns),
-        }
-    };
-    let run_figures = run_figures(&sim.records);
-    let job_records = job_records(&sim);
-    let count = |f: &dyn Fn(&RunRecord) -> bool| sim.records.iter().filter(|r| f(r)).count() as u64;
-    let ending = crate::ending::ending(&sim, &pending, count(&|r| r.end.is_none()));
+        all_jobs.merge(&l.jobs);
+        let f = l.jobs.figures();
+        queues.push(QueueSummary {
+            queue: sim.cluster.queues[q].path.to_string(),
+            tier: sim.cluster.queues[q].tier,
+            usage_avg: avg(&l.usage_integral),
+            fair_share_avg: ResourceFloats {
+                cpu: l.share_sum[0] as f64 / samples,
+                memory: l.share_sum[1] as f64 / samples,
+                gpu: l.share_sum[2] as f64 / samples,
+            },
+            jobs_started: f.wait.count,
+            wait_p50: f.wait.p50,
+            wait_p99: f.wait.p99,
+            delay_p50: f.delay.p50,
+            delay_p99: f.delay.p99,
+            response_p50: f.response.p50,
+            response_p99: f.response.p99,
+            bounded_slowdown_mean: f.bounded_slowdown.mean,
+            bounded_slowdown_p99: f.bounded_slowdown.p99,
+            preempted: l.preempted,
+        });
+    }
+    let job_figures = TimeFigures { completed: sim.metrics.jobs_completed, ..all_jobs.figures() };
+    let r = &mut sim.run_stats;
+    let tiers = r.tiers();
+    let run_figures = r.runs.figures();
+    let workflow_slos = r.table();
+    let (runs_completed, runs_failed, runs_unfinished, slo_workflows) =
+        (r.completed, r.failed, r.unfinished, r.slo_workflows);
+    let ending = crate::ending::ending(&sim, &pending, runs_unfinished);
+    let m = &sim.metrics;
     let summary = Summary {
         seed: sim.config.seed,
         nodes: sim.engine.node_count(),
@@ -416,15 +376,15 @@ pub(crate) fn build(sim: Simulation) -> Outcome {
         jobs_completed: m.jobs_completed,
         jobs_failed: m.jobs_failed,
         runs: sim.runs.len() as u64,
-        runs_completed: count(&|r| r.end.is_some() && !r.failed),
-        runs_failed: count(&|r| r.failed),
-        runs_unfinished: count(&|r| r.end.is_none()),
+        runs_completed,
+        runs_failed,
+        runs_unfinished,
         tasks_completed: m.tasks_completed,
         task_attempts_failed: m.task_attempts_failed,
         events: m.events,
         simulated_seconds: secs,
         wall_seconds: 0.0,
-        utilization: ResourceFloats { cpu: ratio(0), memory: ratio(1), gpu: ratio(2) },
+        utilization: ResourceFloats { cpu: ratio(m, 0), memory: ratio(m, 1), gpu: ratio(m, 2) },
         preemptions: m.preemptions,
         preemption_warnings: m.preemption_warnings,
         node_failures: m.node_failures,
@@ -447,58 +407,23 @@ pub(crate) fn build(sim: Simulation) -> Outcome {
         gangs: gangs(&sim, end),
         gpus: gpus(&sim, &pending),
         tiers,
+        slo_workflows,
+        workflow_slos,
         queues,
     };
-    let mut runs = sim.records;
-    runs.sort_by_key(|r| (r.submit, r.workflow));
-    Outcome {
+    let jobs = sim.jobs.len() as u64;
+    let (runs, job_records) = sim.sink.finish().map_err(|source| crate::SimError::Records { source })?;
+    Ok(Outcome {
         summary,
         runs,
         usage_rows: sim.metrics.usage_rows,
         samples: sim.metrics.series.finish(),
         workload: sim.workload,
         cluster: sim.cluster,
-        jobs: sim.jobs.len() as u64,
+        jobs,
         job_records,
         pending,
-    }
-}
-
-fn job_records(sim: &Simulation) -> Vec<JobRecord> {
-    use crate::execution::JobState;
-    sim.jobs
-        .iter()
-        .enumerate()
-        .map(|(id, j)| JobRecord {
-            job: id as u64,
-            workflow: j.workflow,
-            template: j.template,
-            tier: j.tier,
-            submit: j.submit,
-            first_start: j.first_start,
-            all_started: j.all_started,
-            end: j.end,
-            status: match j.state {
-                JobState::Done => JobStatus::Completed,
-                JobState::Failed => JobStatus::Failed,
-                JobState::Active => JobStatus::Unfinished,
-            },
-        })
-        .collect()
-}
-
-fn run_figures(records: &[RunRecord]) -> TimeFigures {
-    let ms = |f: &dyn Fn(&RunRecord) -> Option<Duration>| -> Vec<u64> {
-        records.iter().filter_map(|r| f(r).map(Duration::as_millis)).collect()
-    };
-    let mut slowdowns: Vec<f64> = records.iter().filter_map(RunRecord::bounded_slowdown).collect();
-    TimeFigures {
-        completed: records.iter().filter(|r| r.end.is_some() && !r.failed).count() as u64,
-        wait: Stats::of_ms(&mut ms(&RunRecord::wait)),
-        delay: Stats::of_ms(&mut ms(&|r| r.delay)),
-        response: Stats::of_ms(&mut ms(&|r| r.response().filter(|_| !r.failed))),
-        bounded_slowdown: Stats::of(&mut slowdowns),
-    }
+    })
 }
 
 fn gangs(sim: &Simulation, end: Time) -> Option<GangSummary> {
@@ -542,88 +467,11 @@ fn gpus(sim: &Simulation, pending: &[crate::pending::PendingJob]) -> Option<GpuS
     })
 }
 
-fn tiers(records: &[RunRecord], workload: &Workload) -> BTreeMap<String, TierSummary> {
-    let mut out: BTreeMap<String, TierSummary> =
-        (1..=3).map(|t: u8| (t.to_string(), TierSummary::default())).collect();
-    // Per workflow: (runs with a known SLO outcome, runs meeting it).
-    let mut per_workflow: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-    #[derive(Default)]
-    struct Times {
-        runtimes: Vec<u64>,
-        waits: Vec<u64>,
-        delays: Vec<u64>,
-        slowdowns: Vec<f64>,
-    }
-    let mut times: BTreeMap<u8, Times> = BTreeMap::new();
-    for r in records {
-        let wf = &workload.workflows[r.workflow as usize];
-        let t = out.entry(wf.tier.to_string()).or_default();
-        let x = times.entry(wf.tier).or_default();
-        if let Some(end) = r.end {
-            t.runs += 1;
-            x.runtimes.push(end.since(r.submit).as_millis());
-        }
-        x.waits.extend(r.wait().map(Duration::as_millis));
-        x.delays.extend(r.delay.map(Duration::as_millis));
-        x.slowdowns.extend(r.bounded_slowdown());
-        if let Some(met) = r.met {
-            t.runs_with_slo += 1;
-            t.slo_met += u64::from(met);
-            let w = per_workflow.entry(r.workflow).or_default();
-            w.0 += 1;
-            w.1 += u64::from(met);
-        }
-    }
-    for (w, (n, met)) in per_workflow {
-        let t = out.entry(workload.workflows[w as usize].tier.to_string()).or_default();
-        t.workflows += 1;
-        t.slo_successful_workflows += u64::from(met as f64 >= SLO_SUCCESSFUL * n as f64);
-    }
-    for (tier, t) in out.iter_mut() {
-        t.slo_success_ratio = (t.runs_with_slo > 0).then(|| t.slo_met as f64 / t.runs_with_slo as f64);
-        if let Some(x) = tier.parse::<u8>().ok().and_then(|k| times.get_mut(&k)) {
-            let runtime = Stats::of_ms(&mut x.runtimes);
-            (t.runtime_p50, t.runtime_p99) = (runtime.p50, runtime.p99);
-            let wait = Stats::of_ms(&mut x.waits);
-            (t.wait_p50, t.wait_p99) = (wait.p50, wait.p99);
-            let delay = Stats::of_ms(&mut x.delays);
-            (t.delay_p50, t.delay_p99) = (delay.p50, delay.p99);
-            let slowdown = Stats::of(&mut x.slowdowns);
-            (t.bounded_slowdown_mean, t.bounded_slowdown_p99) = (slowdown.mean, slowdown.p99);
-        }
-    }
-    out
-}
-
-/// Nearest-rank percentile of sorted values.
-pub(crate) fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (p * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
-}
-
 impl Summary {
     /// Pretty JSON with a trailing newline.
     pub fn to_json(&self) -> String {
         let mut s = serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
         s.push('\n');
         s
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        assert_eq!(percentile(&[], 0.5), None);
-        assert_eq!(percentile(&[7], 0.99), Some(7));
-        let v: Vec<u64> = (1..=100).collect();
-        assert_eq!(percentile(&v, 0.50), Some(50));
-        assert_eq!(percentile(&v, 0.99), Some(99));
-        assert_eq!(percentile(&v, 1.0), Some(100));
     }
 }

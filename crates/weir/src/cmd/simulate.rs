@@ -187,7 +187,15 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
     }
     .with_context(|| format!("cannot write {}", usage_path.display()))?;
 
-    let sim = Simulation::new(cluster, workload, config)?;
+    let mut sim = Simulation::new(cluster, workload, config)?;
+    // Run and job records go to their files as they end, not into memory.
+    let open = |name: &str| -> Result<BufWriter<File>> {
+        let path = staging.path(name);
+        Ok(BufWriter::new(File::create(&path).with_context(|| format!("cannot write {}", path.display()))?))
+    };
+    let records =
+        weir_sim::CsvRecords::new(open("runs.csv")?, open("jobs.csv")?).context("cannot write runs.csv")?;
+    sim.set_record_sink(Box::new(records));
     let every = std::time::Duration::from_millis(args.progress_every.as_millis());
     let outcome = drive_with(sim, "simulating", every, |rows| {
         usage.write(&rows).with_context(|| format!("cannot write {}", usage_path.display()))
@@ -452,12 +460,6 @@ fn write_outputs(dir: &Staging, outcome: &Outcome, report: bool) -> Result<()> {
         fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
     };
     write("summary.json", outcome.summary.to_json().as_bytes())?;
-    let mut runs = Vec::new();
-    weir_sim::write_runs_csv(&mut runs, outcome).context("cannot format runs.csv")?;
-    write("runs.csv", &runs)?;
-    let mut jobs = Vec::new();
-    weir_sim::write_jobs_csv(&mut jobs, outcome).context("cannot format jobs.csv")?;
-    write("jobs.csv", &jobs)?;
     let mut pending = Vec::new();
     weir_sim::write_pending_csv(&mut pending, outcome).context("cannot format pending.csv")?;
     write("pending.csv", &pending)?;
