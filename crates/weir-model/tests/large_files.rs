@@ -41,7 +41,7 @@ fn the_limits_left_say_which_and_what_to_do() {
         text.push_str(&format!("  - {{name: w{i}, queue: root.default, jobs: *jobs}}\n"));
     }
     let cluster = ClusterConfig::from_yaml("c.yaml", CLUSTER).unwrap_or_else(|e| panic!("{e}"));
-    let e = Workload::from_yaml("w.yaml", &text, &cluster).err().expect("refused");
+    let e = Workload::from_yaml("w.yaml", &text, &cluster).expect_err("refused");
     let ModelError::Syntax { message, .. } = &e else { panic!("{e}") };
     assert!(message.contains("YAML") && message.contains("write the repeated parts out"), "{message}");
 }

@@ -101,7 +101,9 @@ pub(crate) fn ending(sim: &Simulation, pending: &[PendingJob], runs_unfinished: 
 /// What the cluster looks like when no progress is possible.
 fn stuck(sim: &Simulation) -> String {
     let (mut ams, mut tasks) = (0u64, 0u64);
-    for t in sim.tasks.iter().flatten().filter(|t| sim.jobs[t.job as usize].is_active()) {
+    for t in
+        sim.tasks.iter().flatten().filter(|t| sim.jobs.get(t.job as usize).is_some_and(|j| j.is_active()))
+    {
         if t.stage == AM_STAGE {
             ams += 1;
         } else {

@@ -271,7 +271,7 @@ impl Simulation {
         tag: u64,
     ) -> Result<(), SimError> {
         let now = self.now;
-        let j = &mut self.jobs[job as usize];
+        let Some(j) = self.jobs.get_mut(job as usize) else { return Ok(()) };
         if !j.is_active() {
             // Started in the same pass in which its run failed and the job was taken out of the
             // engine, which has already given the container back.
@@ -347,7 +347,7 @@ impl Simulation {
             Some(t) if t.id == container => {
                 let t = *t;
                 *slot = None;
-                self.jobs[t.job as usize].is_active().then_some(t)
+                self.jobs.get(t.job as usize).is_some_and(JobRun::is_active).then_some(t)
             }
             _ => None,
         }
@@ -558,7 +558,7 @@ impl Simulation {
     /// A job failed (a task out of attempts, or the engine rejected it): its run fails with it,
     /// and the run's other jobs are stopped.
     pub(crate) fn fail_job(&mut self, job: u32, in_engine: bool) -> Result<(), SimError> {
-        if !self.jobs[job as usize].is_active() {
+        if !self.jobs.get(job as usize).is_some_and(JobRun::is_active) {
             return Ok(());
         }
         self.jobs[job as usize].in_engine = in_engine;
@@ -570,7 +570,7 @@ impl Simulation {
             .iter()
             .flatten()
             .copied()
-            .filter(|&o| self.jobs[o as usize].is_active())
+            .filter(|&o| self.jobs.get(o as usize).is_some_and(JobRun::is_active))
             .collect();
         for o in others {
             self.end_job(o, JobState::Failed)?;
@@ -580,12 +580,12 @@ impl Simulation {
     }
 
     fn end_run(&mut self, run: u32, failed: bool) -> Result<(), SimError> {
-        let r = &mut self.runs[run as usize];
+        let Some(r) = self.runs.get_mut(run as usize) else { return Ok(()) };
         if r.ended {
             return Ok(());
         }
         r.ended = true;
-        r.jobs = Vec::new();
+        let jobs = std::mem::take(&mut r.jobs);
         r.upstream_left = Vec::new();
         self.runs_active -= 1;
         let wf = &self.workload.workflows[r.workflow as usize];
@@ -599,7 +599,14 @@ impl Simulation {
             met: wf.slo.map(|slo| !failed && elapsed <= slo),
             delay: Some(Duration(r.delay_ms)),
         };
-        self.run_over(record)
+        self.run_over(record)?;
+        // Its records are out: the run and its jobs are forgotten (a decision still to come for
+        // one of them in this pass finds no job and is passed over).
+        for job in jobs.into_iter().flatten() {
+            self.jobs.remove(job as usize);
+        }
+        self.runs.remove(run as usize);
+        Ok(())
     }
 
     /// A run's record is final (it ended, or the simulation did): count it, hand it over, and
@@ -624,6 +631,11 @@ impl Simulation {
             let slo = std::mem::take(&mut plan.slo);
             let wf = &self.workload.workflows[w as usize];
             self.run_stats.workflow_done(&wf.name, wf.tier, wf.slo, slo);
+            // A streamed workflow is forgotten once done; a workload's are the outcome's.
+            if self.streaming && !self.finished {
+                self.workload.workflows.remove(w as usize);
+                self.plans.remove(w as usize);
+            }
         }
     }
 
@@ -632,13 +644,13 @@ impl Simulation {
     /// every workflow's SLO record is closed.
     pub(crate) fn record_unfinished(&mut self, end: Time) -> Result<(), SimError> {
         let live: Vec<u32> =
-            (0..self.jobs.len() as u32).filter(|&j| self.jobs[j as usize].is_active()).collect();
+            self.jobs.iter().filter(|(_, j)| j.is_active()).map(|(id, _)| id as u32).collect();
         for job in live {
             let record = job_record(job, &self.jobs[job as usize]);
             let wf = &self.workload.workflows[record.workflow as usize];
             self.sink.job(record, wf).map_err(|source| SimError::Records { source })?;
         }
-        let open: Vec<u32> = (0..self.runs.len() as u32).filter(|&r| !self.runs[r as usize].ended).collect();
+        let open: Vec<u32> = self.runs.iter().filter(|(_, r)| !r.ended).map(|(id, _)| id as u32).collect();
         for run in open {
             let r = &mut self.runs[run as usize];
             r.ended = true;
@@ -655,9 +667,9 @@ impl Simulation {
             };
             self.run_over(record)?;
         }
-        for w in 0..self.plans.len() as u32 {
-            self.plans[w as usize].arrivals_done = true;
-            self.workflow_maybe_done(w);
+        for w in self.plans.ids() {
+            self.plans[w].arrivals_done = true;
+            self.workflow_maybe_done(w as u32);
         }
         Ok(())
     }

@@ -32,6 +32,7 @@ mod stats;
 mod summary;
 pub mod synth_swf;
 mod usage_csv;
+mod window;
 
 pub use config::{NodeFailures, SimConfig, DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_RUNS, MAX_SIMULATED};
 pub use csv::{write_jobs_csv, write_runs_csv, CsvRecords};
@@ -40,7 +41,7 @@ pub use error::SimError;
 pub use metrics::{Sample, UsageRow, MAX_SAMPLES};
 pub use pending::{write_pending_csv, PendingJob};
 pub use records::RecordSink;
-pub use sim::{EndReason, Progress, Simulation, STALL_STEPS};
+pub use sim::{EndReason, Progress, Simulation, WorkflowSource, STALL_STEPS};
 pub use stats::{WorkflowSloRow, SLO_ROWS};
 pub use summary::{
     bounded_slowdown, GangSummary, GpuSummary, JobRecord, JobStatus, Outcome, QueueSummary,

@@ -70,6 +70,8 @@ pub(crate) struct Metrics {
     pub jobs_submitted: u64,
     pub jobs_completed: u64,
     pub jobs_failed: u64,
+    /// Whether any workflow had a gang job or stage.
+    pub saw_gangs: bool,
     pub tasks_started: u64,
     pub tasks_completed: u64,
     pub task_attempts_failed: u64,
@@ -126,6 +128,7 @@ impl Metrics {
             jobs_submitted: 0,
             jobs_completed: 0,
             jobs_failed: 0,
+            saw_gangs: false,
             tasks_started: 0,
             tasks_completed: 0,
             task_attempts_failed: 0,

@@ -26,7 +26,7 @@ pub struct PendingJob {
 /// Every job the engine still holds, in job order.
 pub(crate) fn collect(sim: &Simulation) -> Vec<PendingJob> {
     let mut out = Vec::new();
-    for (id, j) in sim.jobs.iter().enumerate() {
+    for (id, j) in sim.jobs.iter() {
         if !(j.is_active() && j.in_engine) {
             continue;
         }

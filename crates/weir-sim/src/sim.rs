@@ -10,7 +10,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use weir_engine::{ContainerId, Decision, Engine, NodeId, NodeSpec, Selector, SelectorId};
-use weir_model::{Arrival, ClusterConfig, Duration, NodeGroup, Resources, Time, Workload};
+use weir_model::{Arrival, ClusterConfig, Duration, NodeGroup, Resources, Time, Workflow, Workload};
 
 use crate::config::{SimConfig, MAX_SIMULATED};
 use crate::error::SimError;
@@ -20,6 +20,7 @@ use crate::records::{RecordSink, Sink};
 use crate::sample::{self, Rng};
 use crate::stats::{RunStats, WorkflowSlo};
 use crate::summary::Outcome;
+use crate::window::Window;
 
 /// Something due at a point of virtual time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -39,6 +40,13 @@ pub(crate) enum Event {
     NodeRepair {
         node: u64,
     },
+}
+
+/// The workflows the simulation knows now, numbered as they came: a whole workload from the
+/// start, or a stream's workflows from their arrival until their last run is over.
+#[derive(Debug, Default)]
+pub(crate) struct Live {
+    pub workflows: Window<Workflow>,
 }
 
 /// A workflow with what the loop needs at hand: its leaf and its DAGs read forwards.
@@ -76,13 +84,13 @@ pub struct Simulation {
     pub(crate) engine: Engine,
     pub(crate) config: SimConfig,
     pub(crate) cluster: ClusterConfig,
-    pub(crate) workload: Workload,
-    pub(crate) plans: Vec<Plan>,
+    pub(crate) workload: Live,
+    pub(crate) plans: Window<Plan>,
     events: BinaryHeap<Reverse<(Time, u64, Event)>>,
     seq: u64,
     pub(crate) now: Time,
-    pub(crate) jobs: Vec<JobRun>,
-    pub(crate) runs: Vec<RunState>,
+    pub(crate) jobs: Window<JobRun>,
+    pub(crate) runs: Window<RunState>,
     /// Running tasks, indexed by `ContainerId::index`.
     pub(crate) tasks: Vec<Option<TaskRun>>,
     pub(crate) metrics: Metrics,
@@ -99,7 +107,7 @@ pub struct Simulation {
     arrivals_pending: u64,
     pub(crate) runs_active: u64,
     runs_expected: Option<u64>,
-    finished: bool,
+    pub(crate) finished: bool,
     /// Task-end events in the queue (stale ones included): while there are none, nothing runs
     /// that will end by itself.
     task_ends_pending: u64,
@@ -112,6 +120,31 @@ pub struct Simulation {
     stalled_steps: u32,
     /// How the simulation ended, once it has.
     pub(crate) ending: Option<(EndReason, Option<Time>)>,
+    /// Workflows still to be read, and the next one, read ahead; `streaming` once there was a
+    /// source (its workflows are forgotten when done).
+    source: Option<Box<dyn WorkflowSource>>,
+    peeked: Option<Workflow>,
+    pub(crate) streaming: bool,
+}
+
+/// Workflows that arrive one after another, read as the simulation reaches them: a trace too
+/// large to hold in memory.
+pub trait WorkflowSource {
+    /// The next workflow, a one-off (`Arrival::At`) arriving no earlier than the one before (an
+    /// earlier one arrives when it is read); `None` after the last.
+    fn next_workflow(&mut self) -> Result<Option<Workflow>, SimError>;
+}
+
+/// When a streamed workflow first arrives.
+fn first_arrival(wf: &Workflow) -> Time {
+    match &wf.arrival {
+        Arrival::At(times) => times.first().copied().unwrap_or(Time::ZERO),
+        Arrival::Every { start, .. } | Arrival::Poisson { start, .. } => *start,
+    }
+}
+
+fn has_gang(wf: &Workflow) -> bool {
+    wf.jobs.iter().any(|j| j.gang || j.stages.iter().any(|s| s.gang))
 }
 
 /// Why a simulation ended.
@@ -154,6 +187,26 @@ impl Simulation {
         cluster: ClusterConfig,
         workload: Workload,
         config: SimConfig,
+    ) -> Result<Simulation, SimError> {
+        Simulation::build(cluster, workload, config, None)
+    }
+
+    /// A simulation of workflows read from `source` as it reaches their arrival, each one
+    /// forgotten once its last run is over: memory follows the work in flight, not the length
+    /// of the trace. The source's workflows are one-offs (`Arrival::At`) in arrival order.
+    pub fn streaming(
+        cluster: ClusterConfig,
+        source: Box<dyn WorkflowSource>,
+        config: SimConfig,
+    ) -> Result<Simulation, SimError> {
+        Simulation::build(cluster, Workload { workflows: Vec::new() }, config, Some(source))
+    }
+
+    fn build(
+        cluster: ClusterConfig,
+        workload: Workload,
+        config: SimConfig,
+        source: Option<Box<dyn WorkflowSource>>,
     ) -> Result<Simulation, SimError> {
         if config.max_attempts == 0 {
             return Err(SimError::Setting { setting: "max_attempts", problem: "must be at least 1".into() });
@@ -201,18 +254,19 @@ impl Simulation {
         if cluster.total_resources().gpu > 0 {
             metrics.gpu_mix = gpu_mix(&workload, &plans);
         }
+        metrics.saw_gangs = workload.workflows.iter().any(has_gang);
         let mut sim = Simulation {
             engine,
             fault_rng: sample::stream(config.seed, &[3]),
             config,
             cluster,
-            workload,
-            plans,
+            workload: Live { workflows: workload.workflows.into_iter().collect() },
+            plans: plans.into_iter().collect(),
             events: BinaryHeap::new(),
             seq: 0,
             now: Time::ZERO,
-            jobs: Vec::new(),
-            runs: Vec::new(),
+            jobs: Window::default(),
+            runs: Window::default(),
             tasks: Vec::new(),
             metrics,
             sink: Sink::default(),
@@ -237,6 +291,9 @@ impl Simulation {
             arrivals_cut: false,
             stalled_steps: 0,
             ending: None,
+            streaming: source.is_some(),
+            source,
+            peeked: None,
         };
         for w in 0..sim.workload.workflows.len() {
             sim.schedule_arrival(w as u32, 0);
@@ -302,10 +359,8 @@ impl Simulation {
         let next_event = self.events.peek().map(|Reverse((t, _, _))| *t);
         // A timer already due was handled by the last pass; the next look is a millisecond on.
         let wakeup = self.engine.next_wakeup().map(|t| t.max(self.now.plus(Duration(1))));
-        let next = match (next_event, wakeup) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let next_read = self.peek()?.map(|t| t.max(self.now));
+        let next = [next_event, wakeup, next_read].into_iter().flatten().min();
         if let Some((end, reason, cut)) = self.end_now(next) {
             self.metrics.advance(&self.engine, &self.leaves, self.now, end);
             self.now = end;
@@ -323,6 +378,9 @@ impl Simulation {
         }
         self.metrics.advance(&self.engine, &self.leaves, self.now, now);
         self.now = now;
+        if next_read == Some(now) {
+            self.read_due()?;
+        }
         let before = self.metrics.progress();
         while let Some(&Reverse((t, _, event))) = self.events.peek() {
             if t != now {
@@ -415,19 +473,58 @@ impl Simulation {
                 Ok(())
             }
             Decision::JobRunnable { job } => {
-                let leaf = self.jobs[job.0 as usize].leaf;
-                self.metrics.touch(leaf);
+                if let Some(j) = self.jobs.get(job.0 as usize) {
+                    self.metrics.touch(j.leaf);
+                }
                 Ok(())
             }
             Decision::JobRejected { job, .. } => self.fail_job(job.0 as u32, false),
         }
     }
 
+    /// When the next streamed workflow arrives, reading it if need be; none once the source
+    /// is done or the horizon cuts it off.
+    fn peek(&mut self) -> Result<Option<Time>, SimError> {
+        if self.peeked.is_none() {
+            if let Some(source) = &mut self.source {
+                self.peeked = source.next_workflow()?;
+                if self.peeked.is_none() {
+                    self.source = None;
+                }
+            }
+        }
+        let at = self.peeked.as_ref().map(first_arrival);
+        if let (Some(at), Some(u)) = (at, self.config.until) {
+            if at >= u {
+                // The stream is in arrival order: nothing after this arrives before the horizon.
+                self.arrivals_cut = true;
+                self.peeked = None;
+                self.source = None;
+                return Ok(None);
+            }
+        }
+        Ok(at)
+    }
+
+    /// Take in every streamed workflow due by now: plan it and schedule its runs.
+    fn read_due(&mut self) -> Result<(), SimError> {
+        while self.peek()?.is_some_and(|t| t <= self.now) {
+            let Some(wf) = self.peeked.take() else { break };
+            let w = self.workload.workflows.len();
+            let plan = plan_one(&self.cluster, &wf, w, &self.config, &self.node_groups, &mut self.engine)?;
+            self.metrics.saw_gangs |= has_gang(&wf);
+            self.workload.workflows.push(wf);
+            self.plans.push(plan);
+            self.schedule_arrival(w as u32, 0);
+        }
+        Ok(())
+    }
+
     /// Whether the simulation ends before the step at `next`: where, why, and the horizon it
     /// stopped short of when the workload ended well before it.
     fn end_now(&self, next: Option<Time>) -> Option<(Time, EndReason, Option<Time>)> {
         let now = self.now;
-        let work_left = self.runs_active > 0 || self.arrivals_pending > 0;
+        let work_left = self.runs_active > 0 || self.arrivals_pending > 0 || self.peeked.is_some();
         if !work_left {
             return Some(match self.config.until {
                 // A recurring workload would go on: the horizon is its window.
@@ -455,7 +552,7 @@ impl Simulation {
         match event {
             Event::Arrival { workflow: w, .. } => format!("a run of workflow {}", workflow(w).name),
             Event::TaskEnd { container, .. } => match self.tasks.get(container.index()).copied().flatten() {
-                Some(task) => {
+                Some(task) if self.jobs.get(task.job as usize).is_some() => {
                     let job = &self.jobs[task.job as usize];
                     let wf = workflow(job.workflow);
                     let tmpl = &wf.jobs[job.template as usize];
@@ -466,7 +563,7 @@ impl Simulation {
                         wf.name, tmpl.name, task.start
                     )
                 }
-                None => format!("a task end at {t}"),
+                _ => format!("a task end at {t}"),
             },
             Event::NodeFailure | Event::NodeRepair { .. } => "a node failure or repair".to_string(),
         }
@@ -491,7 +588,7 @@ impl Simulation {
             .tasks
             .iter()
             .flatten()
-            .filter(|t| self.jobs[t.job as usize].is_active())
+            .filter(|t| self.jobs.get(t.job as usize).is_some_and(JobRun::is_active))
             .fold(Resources::ZERO, |a, t| a + t.resources);
         // The engine's nodes also hold placeholders: room kept for gangs not started yet.
         let running = self.engine.cluster_used() - self.engine.placeholder_room();
@@ -523,6 +620,12 @@ impl Simulation {
     /// the outcome (whose `runs` and `job_records` are then empty).
     pub fn set_record_sink(&mut self, sink: Box<dyn RecordSink>) {
         self.sink = Sink::Host(sink);
+    }
+
+    /// How many workflows, runs and jobs the simulation holds now (a finished one among live
+    /// ones counts, as its slot does): with a streamed trace this follows the work in flight.
+    pub fn held(&self) -> (usize, usize, usize) {
+        (self.workload.workflows.span(), self.runs.span(), self.jobs.span())
     }
 
     /// The engine, for queries (`explain`, queue snapshots) between steps.
@@ -613,8 +716,33 @@ fn plan(
     nodes: &[NodeGroup],
     engine: &mut Engine,
 ) -> Result<Vec<Plan>, SimError> {
+    if let Some(am) = config.am.map(|r| cluster.scheduler.normalize(&r)) {
+        if !nodes.iter().any(|n| am.fits_in(&n.resources)) {
+            let largest = nodes.iter().fold(Resources::ZERO, |a, n| a.component_max(&n.resources));
+            return Err(SimError::Setting {
+                setting: "am",
+                problem: format!("an application master of {am} fits on no node (largest {largest})"),
+            });
+        }
+    }
+    workload
+        .workflows
+        .iter()
+        .enumerate()
+        .map(|(w, wf)| plan_one(cluster, wf, w, config, nodes, engine))
+        .collect()
+}
+
+/// Resolve a workflow's leaf, reject tasks no node can hold, and read its DAGs forwards.
+fn plan_one(
+    cluster: &ClusterConfig,
+    wf: &Workflow,
+    w: usize,
+    config: &SimConfig,
+    nodes: &[NodeGroup],
+    engine: &mut Engine,
+) -> Result<Plan, SimError> {
     let largest = nodes.iter().fold(Resources::ZERO, |a, n| a.component_max(&n.resources));
-    let fits_somewhere = |r: &Resources| nodes.iter().any(|n| r.fits_in(&n.resources));
     let placeable = |r: &Resources, p: &weir_model::TaskPlacement| {
         nodes.iter().any(|n| {
             r.fits_in(&n.resources)
@@ -622,85 +750,69 @@ fn plan(
                 && p.allows(n.label.as_deref(), n.gpu_model.as_deref())
         })
     };
-    let mut plans = Vec::with_capacity(workload.workflows.len());
-    for (w, wf) in workload.workflows.iter().enumerate() {
-        let leaf = match cluster.find(&wf.queue) {
-            Some(q) if cluster.queues[q].is_leaf() => q,
-            found => {
-                let hint = match found {
-                    Some(_) => " (it has children; jobs go to leaves)".to_string(),
-                    None => {
-                        let leaves: Vec<&str> = cluster.leaves().take(5).map(|q| q.path.as_str()).collect();
-                        format!(" (leaves include {})", leaves.join(", "))
-                    }
-                };
-                return Err(SimError::UnknownQueue {
-                    workflow: wf.name.clone(),
-                    queue: wf.queue.clone(),
-                    hint,
-                });
-            }
-        };
-        if config.until.is_none() && !matches!(wf.arrival, Arrival::At(_)) {
-            return Err(SimError::Unbounded { workflow: wf.name.clone() });
-        }
-        let mut job_next = vec![Vec::new(); wf.jobs.len()];
-        let mut stage_next = Vec::with_capacity(wf.jobs.len());
-        let mut selectors = Vec::with_capacity(wf.jobs.len());
-        for (j, job) in wf.jobs.iter().enumerate() {
-            for &u in &job.after {
-                job_next[u].push(j as u32);
-            }
-            let mut next = vec![Vec::new(); job.stages.len()];
-            for (s, stage) in job.stages.iter().enumerate() {
-                for &u in &stage.after {
-                    next[u].push(s as u32);
+    let leaf = match cluster.find(&wf.queue) {
+        Some(q) if cluster.queues[q].is_leaf() => q,
+        found => {
+            let hint = match found {
+                Some(_) => " (it has children; jobs go to leaves)".to_string(),
+                None => {
+                    let leaves: Vec<&str> = cluster.leaves().take(5).map(|q| q.path.as_str()).collect();
+                    format!(" (leaves include {})", leaves.join(", "))
                 }
-                let needs = cluster.scheduler.normalize(&stage.resources);
-                if !placeable(&needs, &stage.placement) {
-                    return Err(SimError::TaskTooLarge {
-                        workflow: wf.name.clone(),
-                        job: job.name.clone(),
-                        stage: stage.name.clone(),
-                        needs,
-                        largest,
-                    });
-                }
-            }
-            stage_next.push(next);
-            selectors.push(
-                job.stages
-                    .iter()
-                    .map(|s| {
-                        engine.selector(&Selector {
-                            labels: s.placement.node_labels.clone(),
-                            gpu_models: s.placement.gpu_models.clone(),
-                        })
-                    })
-                    .collect(),
-            );
+            };
+            return Err(SimError::UnknownQueue { workflow: wf.name.clone(), queue: wf.queue.clone(), hint });
         }
-        if let Some(am) = config.am.map(|r| cluster.scheduler.normalize(&r)) {
-            if !fits_somewhere(&am) {
-                return Err(SimError::Setting {
-                    setting: "am",
-                    problem: format!("an application master of {am} fits on no node (largest {largest})"),
-                });
-            }
-        }
-        plans.push(Plan {
-            leaf,
-            job_next,
-            stage_next,
-            selectors,
-            arrival_rng: sample::stream(config.seed, &[2, w as u64]),
-            live_runs: 0,
-            arrivals_done: false,
-            finalized: false,
-            slo: WorkflowSlo::default(),
-        });
+    };
+    if config.until.is_none() && !matches!(wf.arrival, Arrival::At(_)) {
+        return Err(SimError::Unbounded { workflow: wf.name.clone() });
     }
-    Ok(plans)
+    let mut job_next = vec![Vec::new(); wf.jobs.len()];
+    let mut stage_next = Vec::with_capacity(wf.jobs.len());
+    let mut selectors = Vec::with_capacity(wf.jobs.len());
+    for (j, job) in wf.jobs.iter().enumerate() {
+        for &u in &job.after {
+            job_next[u].push(j as u32);
+        }
+        let mut next = vec![Vec::new(); job.stages.len()];
+        for (s, stage) in job.stages.iter().enumerate() {
+            for &u in &stage.after {
+                next[u].push(s as u32);
+            }
+            let needs = cluster.scheduler.normalize(&stage.resources);
+            if !placeable(&needs, &stage.placement) {
+                return Err(SimError::TaskTooLarge {
+                    workflow: wf.name.clone(),
+                    job: job.name.clone(),
+                    stage: stage.name.clone(),
+                    needs,
+                    largest,
+                });
+            }
+        }
+        stage_next.push(next);
+        selectors.push(
+            job.stages
+                .iter()
+                .map(|s| {
+                    engine.selector(&Selector {
+                        labels: s.placement.node_labels.clone(),
+                        gpu_models: s.placement.gpu_models.clone(),
+                    })
+                })
+                .collect(),
+        );
+    }
+    Ok(Plan {
+        leaf,
+        job_next,
+        stage_next,
+        selectors,
+        arrival_rng: sample::stream(config.seed, &[2, w as u64]),
+        live_runs: 0,
+        arrivals_done: false,
+        finalized: false,
+        slo: WorkflowSlo::default(),
+    })
 }
 
 const DAY_MS: u64 = 86_400_000;

@@ -54,13 +54,13 @@ impl Quantiles {
             None => {
                 self.exact.push(v);
                 if self.exact.len() > EXACT {
-                    self.to_histogram();
+                    self.switch_to_histogram();
                 }
             }
         }
     }
 
-    fn to_histogram(&mut self) {
+    fn switch_to_histogram(&mut self) {
         let mut h = BTreeMap::new();
         for v in std::mem::take(&mut self.exact) {
             *h.entry(bucket(v)).or_default() += 1;
@@ -74,7 +74,7 @@ impl Quantiles {
             None => other.exact.iter().for_each(|&v| self.push(v)),
             Some(oh) => {
                 if self.hist.is_none() {
-                    self.to_histogram();
+                    self.switch_to_histogram();
                 }
                 if let Some(h) = &mut self.hist {
                     for (&k, &n) in oh {

@@ -418,7 +418,7 @@ pub(crate) fn build(mut sim: Simulation) -> Result<Outcome, crate::SimError> {
         runs,
         usage_rows: sim.metrics.usage_rows,
         samples: sim.metrics.series.finish(),
-        workload: sim.workload,
+        workload: Workload { workflows: sim.workload.workflows.into_values() },
         cluster: sim.cluster,
         jobs,
         job_records,
@@ -427,12 +427,7 @@ pub(crate) fn build(mut sim: Simulation) -> Result<Outcome, crate::SimError> {
 }
 
 fn gangs(sim: &Simulation, end: Time) -> Option<GangSummary> {
-    let any = sim
-        .workload
-        .workflows
-        .iter()
-        .flat_map(|w| &w.jobs)
-        .any(|j| j.gang || j.stages.iter().any(|s| s.gang));
+    let any = sim.metrics.saw_gangs;
     if !any {
         return None;
     }

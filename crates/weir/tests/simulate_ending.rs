@@ -29,7 +29,7 @@ fn a_replay_into_a_capped_queue_warns_and_waits_of_years_are_flagged() {
     let (stdout, stderr) = (text(&o.stdout), text(&o.stderr));
     assert!(o.status.success(), "{stderr}");
     assert!(
-        stderr.contains("warning: 400 of the trace's jobs go to root.default, which is capped: max 10% of the cluster (root.default), max_running_apps 20 (root.default)"),
+        stderr.contains("warning: the trace's jobs go to root.default (--queue), which is capped: max 10% of the cluster (root.default), max_running_apps 20 (root.default)"),
         "{stderr}"
     );
     // 64 cores each, 10% of 640 cores: one job at a time, 400 days end to end.

@@ -158,6 +158,7 @@ pub(crate) fn task_duration(span_ms: i64) -> (Duration, bool) {
 
 /// SplitMix64: the importers' only randomness (tier mix, load scaling), seeded by the options,
 /// so an import is a pure function of its input and options.
+#[derive(Debug)]
 pub(crate) struct Rng(u64);
 
 impl Rng {
@@ -294,25 +295,54 @@ pub(crate) fn workflows(
     options: &ImportOptions,
     ledger: &mut Ledger,
 ) -> Result<Vec<Workflow>, ImportError> {
-    let mut tally = Tally::default();
     jobs.sort_by(|a, b| a.submit_ms.cmp(&b.submit_ms).then_with(|| a.name.cmp(&b.name)));
-    let first = jobs.first().map_or(0, |j| j.submit_ms);
-    let mut rng = Rng::new(options.seed);
-    let mut names = Names::default();
+    let mut builder = Builder::new(options);
     let mut out = Vec::with_capacity(jobs.len());
     for job in jobs {
-        let copies = copies(options.load_scale, &mut rng);
+        builder.build(file, job, options, ledger, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// What turning trace jobs into workflows carries from one job to the next, in arrival order:
+/// the trace's zero (the first job's submission), the seeded draws of copies and tiers, the
+/// names given, and the count against the import's limits.
+#[derive(Debug)]
+pub(crate) struct Builder {
+    first: Option<i64>,
+    rng: Rng,
+    names: Names,
+    tally: Tally,
+}
+
+impl Builder {
+    pub fn new(options: &ImportOptions) -> Builder {
+        Builder { first: None, rng: Rng::new(options.seed), names: Names::default(), tally: Tally::default() }
+    }
+
+    /// The workflows of one job (none when `load_scale` drops it, several for copies), taken
+    /// in arrival order.
+    pub fn build(
+        &mut self,
+        file: &str,
+        job: TraceJob,
+        options: &ImportOptions,
+        ledger: &mut Ledger,
+        out: &mut impl Extend<Workflow>,
+    ) -> Result<(), ImportError> {
+        let first = *self.first.get_or_insert(job.submit_ms);
+        let copies = copies(options.load_scale, &mut self.rng);
         if copies == 0 {
-            continue;
+            return Ok(());
         }
-        tally.add(u64::from(copies), job.stages.len() as u64, job.line, file, options)?;
+        self.tally.add(u64::from(copies), job.stages.len() as u64, job.line, file, options)?;
         let queue = job
             .queue_keys
             .iter()
             .find_map(|k| options.queue_map.get(k))
             .cloned()
             .unwrap_or_else(|| options.queue.clone());
-        let tier = tier_of(&queue, options, &mut rng);
+        let tier = tier_of(&queue, options, &mut self.rng);
         let at = Time(((job.submit_ms - first).max(0) as f64 / options.time_scale).round() as u64);
         let template = JobTemplate {
             name: job.name.clone(),
@@ -340,11 +370,11 @@ pub(crate) fn workflows(
         });
         for copy in 0..copies {
             let wanted = if copy == 0 { job.name.clone() } else { format!("{}#{}", job.name, copy + 1) };
-            let name = names.unique(wanted);
+            let name = self.names.unique(wanted);
             if copy == 0 && name != job.name {
                 ledger.adjust(job.line, "job name used before: renamed");
             }
-            out.push(Workflow {
+            out.extend([Workflow {
                 name,
                 queue: queue.clone(),
                 tier,
@@ -353,17 +383,28 @@ pub(crate) fn workflows(
                 user: job.user.clone(),
                 arrival: Arrival::At(vec![at]),
                 jobs: vec![template.clone()],
-            });
+            }]);
         }
+        Ok(())
     }
-    Ok(out)
 }
 
-/// The workflow names given so far, and for each name asked for twice, the next suffix to try.
+/// The workflow names given so far (as 64-bit hashes, so that a trace of millions of jobs
+/// does not keep every name), and for each name asked for twice, the next suffix to try. Two
+/// names sharing a hash (about one chance in 10^7 over ten million names) cost a needless
+/// rename, counted like any other.
 #[derive(Debug, Default)]
 struct Names {
-    taken: HashSet<String>,
+    taken: HashSet<u64>,
     next_suffix: HashMap<String, u64>,
+}
+
+fn name_hash(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // `DefaultHasher::new` has fixed keys: the same names, the same hashes, every run.
+    let mut h = std::hash::DefaultHasher::new();
+    name.hash(&mut h);
+    h.finish()
 }
 
 impl Names {
@@ -374,16 +415,14 @@ impl Names {
     /// one SWF job number took 37 s with a counter starting at 2 each time). The loop only
     /// passes suffixes that a job's own name already took (a trace job literally named `a~2`).
     fn unique(&mut self, name: String) -> String {
-        if !self.taken.contains(&name) {
-            self.taken.insert(name.clone());
+        if self.taken.insert(name_hash(&name)) {
             return name;
         }
         let k = self.next_suffix.entry(name.clone()).or_insert(2);
         loop {
             let candidate = format!("{name}~{k}");
             *k += 1;
-            if !self.taken.contains(&candidate) {
-                self.taken.insert(candidate.clone());
+            if self.taken.insert(name_hash(&candidate)) {
                 return candidate;
             }
         }

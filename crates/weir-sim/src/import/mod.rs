@@ -15,7 +15,10 @@
 mod alibaba;
 mod build;
 mod sls;
+mod stream;
 mod swf;
+
+pub use stream::{TraceStream, REORDER};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -242,6 +245,12 @@ impl Imported {
 /// first lines.
 impl fmt::Display for Imported {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.report(f, self.workload.workflows.len() as u64)
+    }
+}
+
+impl Imported {
+    fn report(&self, f: &mut fmt::Formatter<'_>, workflows: u64) -> fmt::Result {
         writeln!(
             f,
             "{} rows read, {} skipped; {} jobs imported, {} dropped; {} workflows",
@@ -249,7 +258,7 @@ impl fmt::Display for Imported {
             self.skipped_rows(),
             self.jobs,
             self.dropped_job_count(),
-            self.workload.workflows.len()
+            workflows
         )?;
         for (title, map) in [
             ("skipped rows", &self.skipped),
@@ -267,6 +276,19 @@ impl fmt::Display for Imported {
             }
         }
         Ok(())
+    }
+}
+
+/// What a streamed import read, skipped and adjusted, and how many workflows it handed out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamReport {
+    pub imported: Imported,
+    pub workflows: u64,
+}
+
+impl fmt::Display for StreamReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.imported.report(f, self.workflows)
     }
 }
 
@@ -321,7 +343,7 @@ pub fn import(
     })
 }
 
-fn check(o: &ImportOptions) -> Result<(), ImportError> {
+pub(crate) fn check(o: &ImportOptions) -> Result<(), ImportError> {
     let bad = |option, problem: String| Err(ImportError::Option { option, problem });
     if !(o.time_scale.is_finite() && o.time_scale > 0.0) {
         return bad("time_scale", format!("{} is not a positive number", o.time_scale));

@@ -43,28 +43,40 @@ pub(crate) fn read(
     ledger: &mut Ledger,
 ) -> Result<Vec<TraceJob>, ImportError> {
     let mut jobs = Vec::new();
-    each_line(file, reader, |n, line| {
-        let Some(line) = line else {
-            ledger.rows += 1;
-            ledger.skip(n, "not valid UTF-8");
-            return;
-        };
-        let text = line.trim();
-        if text.is_empty() || text.starts_with(';') {
-            return;
-        }
-        ledger.rows += 1;
-        match parse(text, n, options) {
-            Ok((job, notes)) => {
-                for note in notes {
-                    ledger.adjust(n, note);
-                }
-                jobs.push(job);
-            }
-            Err(reason) => ledger.skip(n, reason),
-        }
-    })?;
+    each_line(file, reader, |n, line| jobs.extend(line_job(n, line, options, ledger)))?;
     Ok(jobs)
+}
+
+/// The job on line `n` (`None` for a line that is not UTF-8), if it holds one; what it could
+/// not use is counted in the ledger.
+pub(crate) fn line_job(
+    n: u64,
+    line: Option<&str>,
+    options: &ImportOptions,
+    ledger: &mut Ledger,
+) -> Option<TraceJob> {
+    let Some(line) = line else {
+        ledger.rows += 1;
+        ledger.skip(n, "not valid UTF-8");
+        return None;
+    };
+    let text = line.trim();
+    if text.is_empty() || text.starts_with(';') {
+        return None;
+    }
+    ledger.rows += 1;
+    match parse(text, n, options) {
+        Ok((job, notes)) => {
+            for note in notes {
+                ledger.adjust(n, note);
+            }
+            Some(job)
+        }
+        Err(reason) => {
+            ledger.skip(n, reason);
+            None
+        }
+    }
 }
 
 fn parse(

@@ -1,16 +1,18 @@
 //! `weir simulate`: replay a workload or a trace through the engine in virtual time.
 
+use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::io::{BufWriter, IsTerminal};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use weir_model::{ClusterConfig, Duration, QueuePath, Resources, Time, Workload};
-use weir_sim::import::{self, ImportOptions, TraceSpec};
+use weir_sim::import::{self, ImportOptions, TraceSpec, TraceStream};
 use weir_sim::{NodeFailures, Outcome, SimConfig, Simulation, UsageCsv};
 
 use crate::staging::Staging;
@@ -142,23 +144,30 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
         Some(p) => load_cluster(p)?,
         None => ClusterConfig::from_yaml("examples/cluster.yaml (built in)", EXAMPLE_CLUSTER)?,
     };
-    let (workload, note) = load_workload(args, &cluster)?;
-    if let Some(note) = &note {
-        eprint!("{note}");
-    }
     // Valid, but work that can never be scheduled: said before the run, named again after it.
     let cluster_name =
         args.cluster.as_ref().map_or("examples/cluster.yaml (built in)".into(), |p| p.display().to_string());
-    let workload_name = match (&args.trace, &args.workload) {
-        (Some(t), _) => t.to_string(),
-        (None, Some(p)) => p.display().to_string(),
-        (None, None) => "examples/workload.yaml (built in)".to_string(),
-    };
     warn(&cluster_name, &cluster.warnings);
-    warn(&workload_name, &workload.warnings(&cluster));
+    let input = match &args.trace {
+        Some(spec) => trace_input(args, spec, &cluster)?,
+        None => {
+            let workload = load_workload(args, &cluster)?;
+            let name = args
+                .workload
+                .as_ref()
+                .map_or("examples/workload.yaml (built in)".into(), |p| p.display().to_string());
+            warn(&name, &workload.warnings(&cluster));
+            Input::Workload(workload)
+        }
+    };
+    let until = match &input {
+        Input::Workload(w) => horizon(args.until, w),
+        // A trace replay runs until its last run ends.
+        Input::Trace { .. } => args.until.map(|d| Time(d.as_millis())),
+    };
     let config = SimConfig {
         seed: args.seed,
-        until: horizon(args.until, &workload),
+        until,
         max_attempts: args.max_attempts,
         am: am(&args.am)?,
         node_failures: args.node_mtbf.map(|mtbf| NodeFailures { mtbf, repair: args.node_repair }),
@@ -187,7 +196,14 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
     }
     .with_context(|| format!("cannot write {}", usage_path.display()))?;
 
-    let mut sim = Simulation::new(cluster, workload, config)?;
+    let (mut sim, trace) = match input {
+        Input::Workload(w) => (Simulation::new(cluster, w, config)?, None),
+        Input::Trace { stream, path } => {
+            let tiers = cluster.leaves().filter_map(|q| Some((q.path.clone(), q.tier?))).collect();
+            let source = TraceSource { stream: Rc::clone(&stream), tiers };
+            (Simulation::streaming(cluster, Box::new(source), config)?, Some((stream, path)))
+        }
+    };
     // Run and job records go to their files as they end, not into memory.
     let open = |name: &str| -> Result<BufWriter<File>> {
         let path = staging.path(name);
@@ -201,6 +217,14 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
         usage.write(&rows).with_context(|| format!("cannot write {}", usage_path.display()))
     })?;
     usage.finish().with_context(|| format!("cannot write {}", usage_path.display()))?;
+    if let Some((stream, path)) = &trace {
+        // Read as the simulation went: what the trace held, skipped and adjusted.
+        let report = stream.borrow().report();
+        eprint!("{path}: {report}");
+        if report.workflows == 0 {
+            bail!("{path}: no usable job in the trace");
+        }
+    }
     write_outputs(&staging, &outcome, !args.no_report)?;
     // An old report would describe another run.
     staging.commit(if args.no_report { &["report.html"] } else { &[] })?;
@@ -245,39 +269,32 @@ fn human_ms(ms: u64) -> String {
     format!("t={}", Duration(ms).human())
 }
 
-/// The workload from --workload or --trace (or the built-in example), and what to tell the user
-/// about it.
-fn load_workload(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<(Workload, Option<String>)> {
-    if let Some(spec) = &args.trace {
-        let options = import_options(args, cluster)?;
-        let path = spec.path.display().to_string();
-        let reader = crate::trace_file::open(&spec.path, &format!("--trace {spec}"))?;
-        let mut imported = import::import(spec.kind, &path, reader, &options)?;
-        let note = format!("{path}: {imported}");
-        if imported.workload.workflows.is_empty() {
-            bail!("{path}: no usable job in the trace\n{note}");
+/// What to simulate: a workload file (or the built-in example), or a trace read as the
+/// simulation reaches its jobs.
+enum Input {
+    Workload(Workload),
+    Trace { stream: Rc<RefCell<TraceStream>>, path: String },
+}
+
+/// A trace's workflows for the simulation, each in its leaf's tier where the leaf has one (the
+/// importer sees only leaf names).
+struct TraceSource {
+    stream: Rc<RefCell<TraceStream>>,
+    tiers: std::collections::BTreeMap<QueuePath, u8>,
+}
+
+impl weir_sim::WorkflowSource for TraceSource {
+    fn next_workflow(&mut self) -> Result<Option<weir_model::Workflow>, weir_sim::SimError> {
+        let mut wf = self.stream.borrow_mut().next_workflow()?;
+        if let Some(tier) = wf.as_mut().and_then(|w| self.tiers.get(&w.queue).map(|&t| (w, t))) {
+            tier.0.tier = tier.1;
         }
-        // The importer sees only leaf names; a leaf's own `tier:` setting decides.
-        for wf in &mut imported.workload.workflows {
-            if let Some(tier) = cluster.find(&wf.queue).and_then(|q| cluster.queues[q].tier) {
-                wf.tier = tier;
-            }
-        }
-        let leaves: std::collections::BTreeSet<&QueuePath> =
-            imported.workload.workflows.iter().map(|w| &w.queue).collect();
-        let mut note = note;
-        for leaf in leaves {
-            if let Some(caps) = caps(cluster, leaf) {
-                let jobs = imported.workload.workflows.iter().filter(|w| &w.queue == leaf).count();
-                let _ = writeln!(
-                    note,
-                    "warning: {jobs} of the trace's jobs go to {leaf}, which is capped: {caps}; they will \
-                     queue behind the cap (send them elsewhere with --queue or --queue-map)"
-                );
-            }
-        }
-        return Ok((imported.workload, Some(note)));
+        Ok(wf)
     }
+}
+
+/// The workload file (or the built-in example).
+fn load_workload(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<Workload> {
     let (name, text) = match &args.workload {
         Some(p) => {
             let text = fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
@@ -285,7 +302,28 @@ fn load_workload(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<(Worklo
         }
         None => ("examples/workload.yaml (built in)".to_string(), EXAMPLE_WORKLOAD.to_string()),
     };
-    Ok((Workload::from_yaml(&name, &text, cluster)?, None))
+    Ok(Workload::from_yaml(&name, &text, cluster)?)
+}
+
+/// A trace, opened for reading as the simulation goes; warnings for the capped leaves its jobs
+/// may go to.
+fn trace_input(args: &SimulateArgs, spec: &TraceSpec, cluster: &ClusterConfig) -> Result<Input> {
+    let options = import_options(args, cluster)?;
+    let path = spec.path.display().to_string();
+    let reader = crate::trace_file::open(&spec.path, &format!("--trace {spec}"))?;
+    let stream = TraceStream::new(spec.kind, &path, reader, &options)?;
+    let leaves: std::collections::BTreeSet<&QueuePath> =
+        std::iter::once(&options.queue).chain(options.queue_map.values()).collect();
+    for leaf in leaves {
+        if let Some(caps) = caps(cluster, leaf) {
+            let how = if *leaf == options.queue { "--queue" } else { "--queue-map" };
+            eprintln!(
+                "warning: the trace's jobs go to {leaf} ({how}), which is capped: {caps}; they will queue \
+                 behind the cap (send them elsewhere with --queue or --queue-map)"
+            );
+        }
+    }
+    Ok(Input::Trace { stream: Rc::new(RefCell::new(stream)), path })
 }
 
 /// The caps on `leaf` and its ancestors (`max` below the whole cluster, `max_running_apps`), in
