@@ -64,8 +64,20 @@ impl<W: Write> RecordSink for CsvRecords<W> {
     }
 }
 
-fn opt(t: Option<u64>) -> String {
-    t.map(|v| v.to_string()).unwrap_or_default()
+/// A number, or nothing, written without an allocation.
+struct Opt(Option<u64>);
+
+impl std::fmt::Display for Opt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(v) => write!(f, "{v}"),
+            None => Ok(()),
+        }
+    }
+}
+
+fn opt(t: Option<u64>) -> Opt {
+    Opt(t)
 }
 
 fn run_row(w: &mut impl Write, r: &RunRecord, wf: &Workflow) -> io::Result<()> {
@@ -123,8 +135,19 @@ fn job_row(w: &mut impl Write, j: &JobRecord, wf: &Workflow) -> io::Result<()> {
 }
 
 /// A ratio with four decimals, or empty.
-fn ratio(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.4}")).unwrap_or_default()
+struct Ratio(Option<f64>);
+
+impl std::fmt::Display for Ratio {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(v) => write!(f, "{v:.4}"),
+            None => Ok(()),
+        }
+    }
+}
+
+fn ratio(v: Option<f64>) -> Ratio {
+    Ratio(v)
 }
 
 /// Quote a field that holds a comma, quote or line break (RFC 4180).

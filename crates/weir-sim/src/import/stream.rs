@@ -44,7 +44,7 @@ pub struct TraceStream {
 
 /// A job waiting in the reordering window, ordered by arrival then name, as the whole-file
 /// import sorts them.
-struct Ahead(TraceJob);
+struct Ahead(Box<TraceJob>);
 
 impl PartialEq for Ahead {
     fn eq(&self, o: &Ahead) -> bool {
@@ -130,11 +130,12 @@ impl TraceStream {
         }
         while self.ahead.len() <= REORDER {
             match self.read_job()? {
-                Some(job) => self.ahead.push(Reverse(Ahead(job))),
+                Some(job) => self.ahead.push(Reverse(Ahead(Box::new(job)))),
                 None => break,
             }
         }
-        let Some(Reverse(Ahead(mut job))) = self.ahead.pop() else { return Ok(None) };
+        let Some(Reverse(Ahead(job))) = self.ahead.pop() else { return Ok(None) };
+        let mut job = *job;
         match self.last {
             Some(last) if job.submit_ms < last => {
                 self.ledger.adjust(job.line, LATE);
