@@ -378,7 +378,8 @@ impl Engine {
             pending_containers: 0,
             usage: Resources::ZERO,
             containers: BTreeSet::new(),
-            am_started: false,
+            // Without an AM, no container is one unless its request says so.
+            am_started: !spec.has_am,
             am_running: false,
             ready: None,
             order_time: spec.submit_time,

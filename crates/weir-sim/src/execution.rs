@@ -167,6 +167,7 @@ impl Simulation {
             priority: wf.priority,
             submit_time: self.now,
             requests,
+            has_am: self.config.am.is_some(),
         };
         let leaf = self.plans[workflow as usize].leaf;
         let rng =
