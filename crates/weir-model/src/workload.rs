@@ -134,6 +134,9 @@ pub struct Stage {
     pub walltime: Option<Duration>,
     /// Where the tasks may run, and what share of a GPU each takes.
     pub placement: TaskPlacement,
+    /// Replays a failure a trace recorded: each task's one attempt fails at the end of its
+    /// duration, is not retried, and fails its job. Trace importers only.
+    pub recorded_failure: bool,
 }
 
 /// A task's GPU share and the nodes it may run on. The default places anywhere with no
@@ -244,6 +247,7 @@ mod tests {
             gang: false,
             walltime: None,
             placement: TaskPlacement::default(),
+            recorded_failure: false,
         }
     }
 

@@ -445,6 +445,7 @@ impl<'c> Validator<'c> {
             gang,
             walltime: spec.walltime,
             placement,
+            recorded_failure: false,
         }
     }
 

@@ -323,6 +323,7 @@ fn sls_job(v: &Map<String, Value>, line: u64, ledger: &mut Ledger) -> Result<Vec
             queue_keys: queue_keys.clone(),
             user: user.clone(),
             stages: stages.clone(),
+            tier: None,
         })
         .collect())
 }
@@ -382,5 +383,6 @@ fn rumen_job(v: &Map<String, Value>, line: u64, ledger: &mut Ledger) -> Result<T
         queue_keys: queue_keys(text(v, "queue"), &user),
         user,
         stages,
+        tier: None,
     })
 }
