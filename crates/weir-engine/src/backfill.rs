@@ -32,9 +32,9 @@ pub(crate) struct Shadow {
     pub job: JobSlot,
     /// When the head is planned to start.
     pub start: Time,
-    /// For each node the head will use at its start: the room it leaves there then, which
-    /// containers ending later may still take.
-    pub spare: HashMap<NodeSlot, Resources>,
+    /// For each node the head will use at its start, by node: the room it leaves there then,
+    /// which containers ending later may still take.
+    pub spare: Vec<(NodeSlot, Resources)>,
 }
 
 impl Shadow {
@@ -43,7 +43,10 @@ impl Shadow {
         if end.is_some_and(|e| e <= self.start) {
             return true;
         }
-        self.spare.get(&node).is_none_or(|spare| r.fits_in(spare))
+        match self.spare.binary_search_by_key(&node, |e| e.0) {
+            Ok(i) => r.fits_in(&self.spare[i].1),
+            Err(_) => true,
+        }
     }
 
     /// A container of `r` ending at `end` started on `node`: what it takes from the head's room.
@@ -51,8 +54,8 @@ impl Shadow {
         if end.is_some_and(|e| e <= self.start) {
             return;
         }
-        if let Some(spare) = self.spare.get_mut(&node) {
-            *spare -= *r;
+        if let Ok(i) = self.spare.binary_search_by_key(&node, |e| e.0) {
+            self.spare[i].1 -= *r;
         }
     }
 }
@@ -152,7 +155,7 @@ impl Engine {
         job: JobSlot,
         missing: &[(Ask, u64)],
         freed: &HashMap<NodeSlot, Resources>,
-    ) -> Option<HashMap<NodeSlot, Resources>> {
+    ) -> Option<Vec<(NodeSlot, Resources)>> {
         let mut left: HashMap<NodeSlot, Resources> = HashMap::new();
         for (ask, count) in missing {
             let mut count = *count;
@@ -186,6 +189,8 @@ impl Engine {
                 return None;
             }
         }
+        let mut left: Vec<(NodeSlot, Resources)> = left.into_iter().collect();
+        left.sort_unstable_by_key(|e| e.0);
         Some(left)
     }
 

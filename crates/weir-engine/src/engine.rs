@@ -90,6 +90,8 @@ pub struct Engine {
     pub(crate) placeholder_room: Resources,
     /// The pass, and the EASY head of that pass that got no reserved start (it holds room).
     pub(crate) shadow_less_head: Option<(u64, JobSlot)>,
+    /// Jobs tried in this pass since its EASY head was chosen (`backfill_depth` bounds it).
+    pub(crate) backfill_tried: u32,
 }
 
 /// The default [`Engine::set_container_limit`]: about 350 bytes each in the engine and a host
@@ -207,6 +209,7 @@ impl Engine {
             gang_timeouts: 0,
             placeholder_room: Resources::ZERO,
             shadow_less_head: None,
+            backfill_tried: 0,
         };
         engine.resolve_limits();
         Ok(engine)
@@ -378,7 +381,8 @@ impl Engine {
             pending_containers: 0,
             usage: Resources::ZERO,
             containers: BTreeSet::new(),
-            am_started: false,
+            // Without an AM, no container is one unless its request says so.
+            am_started: !spec.has_am,
             am_running: false,
             ready: None,
             order_time: spec.submit_time,

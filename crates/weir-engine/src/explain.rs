@@ -229,12 +229,16 @@ impl Engine {
         let mut s = format!(
             "gang of {total} waits: {fit} of {total} containers fit (all start together or none does)"
         );
-        if let (Some(since), Some(deadline)) = (j.gang_since, j.gang_deadline) {
-            s.push_str(&format!(
+        match (j.gang_since, j.gang_deadline) {
+            (Some(since), Some(deadline)) => s.push_str(&format!(
                 "; it holds room for {held} of them (placeholders) since {since}, released and sent to the \
                  back of the queue at {deadline} if it has not started (gang_timeout {})",
                 self.config.scheduler.gang_timeout
-            ));
+            )),
+            (Some(since), None) => s.push_str(&format!(
+                "; it holds room for {held} of them (placeholders) since {since}, until it starts (gang_timeout 0s)"
+            )),
+            _ => {}
         }
         s
     }

@@ -74,13 +74,19 @@ impl Engine {
             self.limited_pass = self.pass;
             return Err(Blocker::ContainerLimit);
         }
+        let easy = self.config.scheduler.backfill == Backfill::Easy;
+        let head_chosen = self.shadow.is_some() || self.easy_head_seen();
+        if easy && head_chosen && !demand.fits_in(&(self.nodes.total - self.nodes.used)) {
+            // Behind the EASY head a gang only starts whole and now: not even the cluster's free
+            // room, added up, holds it.
+            return Err(Blocker::NoRoom);
+        }
         let (placed, short) = self.place_tentatively(job, &indices);
         if short.is_empty() {
             self.start_gang(job, placed);
             return Ok(());
         }
-        let easy = self.config.scheduler.backfill == Backfill::Easy;
-        if easy && self.shadow.is_none() && !self.easy_head_seen() {
+        if easy && !head_chosen {
             // The first gang of the pass that cannot start: the EASY reservation is its.
             self.roll_back(&placed);
             if self.reserve_start(job) {
@@ -169,12 +175,15 @@ impl Engine {
             self.add_container(job, t.index, t.node, t.gpu, false, true);
         }
         let now = self.now;
+        let timeout = self.config.scheduler.gang_timeout;
         let j = self.job_mut(job);
         if j.gang_since.is_none() {
             j.gang_since = Some(now);
-            let deadline = now.plus(self.config.scheduler.gang_timeout);
-            self.job_mut(job).gang_deadline = Some(deadline);
-            self.gang_timers.push(Reverse((deadline, job)));
+            if timeout.as_millis() > 0 {
+                let deadline = now.plus(timeout);
+                j.gang_deadline = Some(deadline);
+                self.gang_timers.push(Reverse((deadline, job)));
+            }
         }
     }
 

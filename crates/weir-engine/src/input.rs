@@ -105,8 +105,8 @@ impl Request {
     }
 }
 
-/// A job handed to the engine. Its first container is its application master (YARN: the AM is
-/// the first container an attempt gets).
+/// A job handed to the engine. With `has_am`, its first container is its application master
+/// (YARN: the AM is the first container an attempt gets).
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobSpec {
     pub id: JobId,
@@ -120,6 +120,11 @@ pub struct JobSpec {
     pub submit_time: Time,
     /// Containers wanted now; more can be added later with [`Input::RequestsAdded`].
     pub requests: Vec<Request>,
+    /// The job's first container is its application master: checked against the leaf's AM
+    /// share and preempted last. Every YARN application has one; a job without (a live weir
+    /// job whose tasks are independent processes, a rigid parallel job of a trace) has only the
+    /// AMs its requests mark with [`Request::as_am`].
+    pub has_am: bool,
 }
 
 /// Every input the engine takes, for hosts that queue events. Each has an `on_*` method too.

@@ -42,6 +42,7 @@ impl Engine {
         }
         self.pass += 1;
         self.shadow = None;
+        self.backfill_tried = 0;
         self.carry_out_kills();
         self.time_out_gangs();
         self.refresh_shares();
@@ -69,7 +70,7 @@ impl Engine {
     fn place_all(&mut self) {
         // Requests that found no node in this pass; anything they cover will not either.
         let mut failed: Vec<Ask> = Vec::new();
-        while self.queues[0].ready_jobs > 0 && !self.subtree_failed(0, &failed) {
+        while self.queues[0].ready_jobs > 0 && !self.subtree_failed(0, &failed) && !self.backfill_spent() {
             if self.at_container_limit(1) {
                 self.limited_pass = self.pass;
                 break;
@@ -83,6 +84,14 @@ impl Engine {
     /// Whether `more` containers would take the engine past its container limit.
     pub(crate) fn at_container_limit(&self, more: usize) -> bool {
         self.containers.len() - self.free_containers.len() + more > self.container_limit
+    }
+
+    /// Under EASY, whether the pass has tried as many jobs after its head as `backfill_depth`
+    /// allows (Slurm bounds an event-triggered pass at `default_queue_depth` jobs; Flux's queue
+    /// policies at `queue-depth`): each one after the head means a walk of the nodes.
+    fn backfill_spent(&self) -> bool {
+        (self.shadow.is_some() || self.shadow_less_head.is_some_and(|(p, _)| p == self.pass))
+            && self.backfill_tried >= self.config.scheduler.backfill_depth
     }
 
     /// Place one container somewhere under `q`. False when nothing under it can be placed.
@@ -157,6 +166,12 @@ impl Engine {
                 // Every request left here is at least one that found no node: skipping its jobs
                 // one by one would cost a step per waiting job for nothing.
                 break;
+            }
+            if self.backfill_spent() {
+                return false;
+            }
+            if self.shadow.is_some() || self.shadow_less_head.is_some_and(|(p, _)| p == self.pass) {
+                self.backfill_tried += 1;
             }
             // Limits first, from the entry alone: most failures never read the job's record.
             let ask: Ask = shape.into();

@@ -29,6 +29,28 @@ fn application_masters_take_at_most_half_the_leaf_by_default() {
     assert!(env.explain(10).contains("max_am_share 0.5"), "{}", env.explain(10));
 }
 
+/// weir's own: a job submitted without an application master (weir serve's jobs, whose tasks are
+/// independent processes; rigid parallel jobs of a trace) has no first container to hold to the
+/// AM share. With one, a container larger than 0.5 × the leaf's share never starts, as in YARN
+/// (FSLeafQueue.canRunAppAM); without one, it starts, and is not marked as an AM.
+#[test]
+fn a_job_without_an_application_master_is_not_held_to_the_am_share() {
+    let yaml = "version: 1\nnodes: [{count: 1, resources: {cpu: 2000, memory: 2048}}]\nqueues: [{name: a}]\n";
+    let mut with_am = Env::new(yaml);
+    with_am.submit(1, "a", &[(res(1000, 2048), 1)]);
+    with_am.schedule();
+    with_am.take_runnable();
+    assert!(with_am.take_starts_am().is_empty(), "2,048 MiB is over ceil(0.5 × 2,048)");
+    assert!(with_am.explain(1).contains("application master"), "{}", with_am.explain(1));
+
+    let mut without = Env::new(yaml);
+    without.submit_without_am(1, "a", &[(res(1000, 2048), 1)]);
+    without.schedule();
+    without.take_runnable();
+    assert_eq!(without.take_starts_am(), vec![(1, res(1000, 2048), false)]);
+    without.nothing_else();
+}
+
 /// FSLeafQueue.canRunAppAM: -1 turns the check off (and then every AM runs, as weir used to).
 #[test]
 fn minus_one_turns_the_am_share_off() {

@@ -140,6 +140,7 @@ fn run(ops: &[Op], easy: bool) -> Result<Vec<Decision>, TestCaseError> {
                     priority: None,
                     submit_time: now,
                     requests: vec![r],
+                    has_am: false,
                 };
                 engine.on_job_submitted(now, spec).unwrap();
                 gang_size.insert(next_id, u64::from(count));
@@ -159,6 +160,7 @@ fn run(ops: &[Op], easy: bool) -> Result<Vec<Decision>, TestCaseError> {
                     priority: None,
                     submit_time: now,
                     requests: vec![r],
+                    has_am: false,
                 };
                 engine.on_job_submitted(now, spec).unwrap();
                 model_of.insert(next_id, model);

@@ -141,6 +141,7 @@ fn malformed_gpu_requests_are_refused() {
         priority: None,
         submit_time: env_time(),
         requests: vec![r],
+        has_am: true,
     };
     fn env_time() -> weir_model::Time {
         weir_model::Time::ZERO

@@ -102,6 +102,7 @@ fn run(ops: &[Op]) -> Result<Vec<Decision>, TestCaseError> {
                     priority,
                     submit_time: now,
                     requests: vec![Request::new(Resources::new(cpu, mem, 0), count)],
+                    has_am: true,
                 };
                 engine.on_job_submitted(now, spec).unwrap();
                 live.push(next_id);

@@ -187,6 +187,7 @@ fn input_errors_are_errors() {
         priority: None,
         submit_time: env.now,
         requests: vec![],
+        has_am: true,
     };
     assert!(env.engine.on_job_submitted(env.now, dup).is_err());
     assert!(env.engine.on_job_finished(env.now, JobId(99)).is_err());
@@ -249,6 +250,7 @@ fn demand_that_cannot_be_counted_is_refused_and_the_rest_stays_exact() {
         priority: None,
         submit_time: env.now,
         requests: vec![weir_engine::Request::new(mem(quarter), 1)],
+        has_am: true,
     };
     let err = env.engine.on_job_submitted(env.now, spec).unwrap_err();
     assert!(matches!(err, weir_engine::EngineError::DemandOverflow { job: JobId(3) }), "{err}");

@@ -75,7 +75,10 @@ pub struct SchedulerConfig {
     pub reservable_nodes: f64,
     /// How a gang that cannot start waits: holding room (`None`) or EASY backfilling.
     pub backfill: Backfill,
-    /// How long a gang may hold placeholders without starting (YuniKorn's placeholder timeout).
+    /// Under EASY backfilling, the jobs a pass tries after the reservation is made.
+    pub backfill_depth: u32,
+    /// How long a gang may hold placeholders without starting (YuniKorn's placeholder timeout);
+    /// zero: for ever.
     pub gang_timeout: Duration,
 }
 

@@ -153,8 +153,14 @@ pub struct SchedulerSpec {
     /// and later jobs may start first only if they do not delay it). Default `none`.
     #[serde(default, skip_serializing_if = "Backfill::is_none")]
     pub backfill: Backfill,
+    /// Under EASY backfilling, how many jobs a pass tries after the reservation is made (as
+    /// Slurm's `default_queue_depth`, 100 by default, bounds an event-triggered pass): 100 when
+    /// absent, at least 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backfill_depth: Option<u32>,
     /// How long a gang may hold placeholders without starting before they are released and
-    /// the gang goes to the back of its queue (YuniKorn's placeholder timeout): 15m when absent.
+    /// the gang goes to the back of its queue (YuniKorn's placeholder timeout): 15m when absent;
+    /// 0s never releases them (a strict first come, first served for gangs, as an HPC queue).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gang_timeout: Option<Duration>,
 }

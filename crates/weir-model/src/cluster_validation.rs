@@ -36,6 +36,8 @@ pub(crate) const MAX_WEIGHT: f64 = 1e6;
 const DEFAULT_AM_SHARE: f64 = 0.5;
 /// YARN's `yarn.scheduler.fair.reservable-nodes`.
 const DEFAULT_RESERVABLE_NODES: f64 = 0.05;
+/// Jobs an EASY pass tries after its reservation: Slurm's `default_queue_depth`.
+const DEFAULT_BACKFILL_DEPTH: u32 = 100;
 /// YuniKorn's placeholder timeout (`defaultPlaceholderTimeout` in `objects/application.go`).
 const DEFAULT_GANG_TIMEOUT: Duration = Duration(15 * 60 * 1000);
 
@@ -110,10 +112,12 @@ impl Validator {
         if let Some(t) = p.fair_share_preemption_threshold {
             self.fraction("scheduler.preemption.fair_share_preemption_threshold", t);
         }
-        let gang_timeout = s.gang_timeout.unwrap_or(DEFAULT_GANG_TIMEOUT);
-        if gang_timeout == Duration::ZERO {
-            self.problem("scheduler.gang_timeout", "must be positive (leave it out for 15m)");
+        let backfill_depth = s.backfill_depth.unwrap_or(DEFAULT_BACKFILL_DEPTH);
+        if backfill_depth == 0 {
+            self.problem("scheduler.backfill_depth", "must be at least 1 (leave it out for 100)");
         }
+        // 0s: placeholders are never released (strict first come, first served for gangs).
+        let gang_timeout = s.gang_timeout.unwrap_or(DEFAULT_GANG_TIMEOUT);
         if s.user_max_running_apps == Some(0) {
             self.problem("scheduler.user_max_running_apps", "must be at least 1");
         }
@@ -231,6 +235,7 @@ impl Validator {
                 minimum_allocation: s.minimum_allocation.map(|m| m.or(0)).unwrap_or(Resources::ZERO),
                 reservable_nodes,
                 backfill: s.backfill,
+                backfill_depth,
                 gang_timeout,
             },
             tiers,

@@ -34,6 +34,24 @@ impl Workload {
         Workload::from_file(file, &raw, cluster)
     }
 
+    /// Validate a workload for a live run (`weir serve`): as [`Workload::from_file`], except
+    /// that every stage needs a `command` and may leave out `duration` (then a zero
+    /// `Fixed` duration stands in; the server never reads it).
+    pub fn live_from_file(
+        file: &str,
+        raw: &WorkloadFile,
+        cluster: &ClusterConfig,
+    ) -> Result<Workload, ModelError> {
+        let mut v = Validator::new(cluster);
+        v.live = true;
+        let workload = v.workload(raw);
+        if v.problems.is_empty() {
+            Ok(workload)
+        } else {
+            Err(ModelError::Invalid { file: file.to_string(), problems: v.problems })
+        }
+    }
+
     /// Validate a parsed workload file, collecting every problem before failing.
     pub fn from_file(
         file: &str,
@@ -116,6 +134,9 @@ pub struct Stage {
     pub walltime: Option<Duration>,
     /// Where the tasks may run, and what share of a GPU each takes.
     pub placement: TaskPlacement,
+    /// Replays a failure a trace recorded: each task's one attempt fails at the end of its
+    /// duration, is not retried, and fails its job. Trace importers only.
+    pub recorded_failure: bool,
 }
 
 /// A task's GPU share and the nodes it may run on. The default places anywhere with no
@@ -226,6 +247,7 @@ mod tests {
             gang: false,
             walltime: None,
             placement: TaskPlacement::default(),
+            recorded_failure: false,
         }
     }
 

@@ -19,6 +19,11 @@
 //!              duration: {fixed: 300s}}
 //! ```
 //!
+//! Live runs (`weir serve`) use the same schema: each stage also gives `command` (a shell
+//! command line per task), optionally `env` and `max_attempts`, and may leave out `duration`
+//! ([`crate::Workload::live_from_file`]). The simulator ignores those fields and requires
+//! `duration`.
+//!
 //! Rules beyond the field types, checked by validation:
 //! - Placement: `queue` (an existing leaf; `root.` may be left out) or `project`, not both. A
 //!   project goes through the cluster's `placement:` rules (first match; a rule without a tier
@@ -135,9 +140,10 @@ pub struct StageSpec {
     pub tasks: u32,
     /// One task's container.
     pub resources: PartialResources,
-    /// One task's duration.
-    pub duration: DistributionSpec,
-    /// Chance that one attempt of a task fails and is retried; default 0.
+    /// One task's duration. Required to simulate; optional in a live run (`weir serve`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<DistributionSpec>,
+    /// Chance that one attempt of a task fails and is retried; default 0. Simulation only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_probability: Option<f64>,
     /// All-or-nothing: none of the stage's tasks starts until all of them can. Default false.
@@ -157,6 +163,15 @@ pub struct StageSpec {
     /// Node labels the tasks may run on (`label in [...]`); any node when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub node_labels: Vec<String>,
+    /// Live runs: the shell command each task runs (`/bin/sh -c`). Ignored by the simulator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Live runs: environment variables of each task.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Live runs: attempts a task gets before its job fails (default 3; at least 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
 }
 
 /// A task-duration distribution as written: a map with one key naming the kind.

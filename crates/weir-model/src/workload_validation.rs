@@ -30,12 +30,14 @@ const NO_PLACEMENT: &str = "the workflow has no `queue` (a leaf such as root.ads
 
 pub(crate) struct Validator<'c> {
     pub(crate) cluster: &'c ClusterConfig,
+    /// A live run (`weir serve`): stages need a `command`, `duration` is optional.
+    pub(crate) live: bool,
     pub(crate) problems: Vec<Problem>,
 }
 
 impl<'c> Validator<'c> {
     pub(crate) fn new(cluster: &'c ClusterConfig) -> Self {
-        Validator { cluster, problems: Vec::new() }
+        Validator { cluster, live: false, problems: Vec::new() }
     }
 
     pub(crate) fn problem(&mut self, path: impl Into<String>, message: impl Into<String>) {
@@ -419,7 +421,20 @@ impl<'c> Validator<'c> {
         if spec.walltime == Some(Duration::ZERO) {
             self.problem(format!("{here}.walltime"), "must be positive (leave it out when unknown)");
         }
-        let duration = self.distribution(&format!("{here}.duration"), &spec.duration);
+        let duration = match &spec.duration {
+            Some(d) => self.distribution(&format!("{here}.duration"), d),
+            None if self.live => Distribution::Fixed(Duration::ZERO),
+            None => {
+                self.problem(
+                    format!("{here}.duration"),
+                    "a stage needs a `duration` to be simulated (live runs give a `command` instead)",
+                );
+                Distribution::Fixed(Duration::ZERO)
+            }
+        };
+        if self.live {
+            self.live_task(here, spec);
+        }
         Stage {
             name: spec.name.clone(),
             after: Vec::new(),
@@ -430,6 +445,7 @@ impl<'c> Validator<'c> {
             gang,
             walltime: spec.walltime,
             placement,
+            recorded_failure: false,
         }
     }
 
@@ -440,6 +456,32 @@ impl<'c> Validator<'c> {
             .into_iter()
             .find(|&k| rounded.get(k).checked_mul(u64::from(tasks)).is_none_or(|v| v == u64::MAX))
             .map(ResourceKind::name)
+    }
+
+    /// What a live run needs of a stage: a command to run, usable environment names, and a
+    /// positive attempt limit.
+    fn live_task(&mut self, here: &str, spec: &StageSpec) {
+        match &spec.command {
+            None => self.problem(format!("{here}.command"), "a stage of a live run needs a `command` to run"),
+            Some(c) if c.trim().is_empty() => self.problem(format!("{here}.command"), "must not be empty"),
+            Some(c) if c.contains('\0') => {
+                self.problem(format!("{here}.command"), "must not contain a NUL byte")
+            }
+            Some(_) => {}
+        }
+        for (name, value) in &spec.env {
+            if name.is_empty() || name.contains(['=', '\0']) {
+                self.problem(
+                    format!("{here}.env"),
+                    format!("`{name}` is not an environment variable name (non-empty, no `=`)"),
+                );
+            } else if value.contains('\0') {
+                self.problem(format!("{here}.env.{name}"), "must not contain a NUL byte");
+            }
+        }
+        if spec.max_attempts == Some(0) {
+            self.problem(format!("{here}.max_attempts"), "must be at least 1");
+        }
     }
 
     fn distribution(&mut self, here: &str, spec: &DistributionSpec) -> Distribution {

@@ -66,7 +66,7 @@ fn the_cluster_file_resolves_backfill_gang_settings_and_gpu_models() {
 #[test]
 fn cluster_rules_for_gpu_models_and_gang_settings() {
     let bad = "version: 1
-scheduler: {gang_timeout: 0s}
+scheduler: {backfill_depth: 0}
 nodes:
   - {count: 1, resources: {cpu: 1000, memory: 1g}, gpu_model: A100}
   - {count: 1, resources: {cpu: 1000, memory: 1g, gpu: 1}, gpu_model: ' ', label: 'a,b'}
@@ -77,7 +77,7 @@ queues: [{name: a}]
     };
     let found: Vec<(String, String)> = problems.into_iter().map(|p| (p.path, p.message)).collect();
     let want = [
-        ("scheduler.gang_timeout", "must be positive (leave it out for 15m)"),
+        ("scheduler.backfill_depth", "must be at least 1 (leave it out for 100)"),
         ("nodes[0].gpu_model", "the nodes have no GPUs (resources.gpu is 0), so they have no GPU model"),
         ("nodes[1].label", "must be a non-empty name without commas"),
         ("nodes[1].gpu_model", "must be a non-empty name without commas"),

@@ -758,7 +758,7 @@ fn unknown_fields_are_rejected_with_named_paths() {
     check_syntax(
         &stage("taks: 1, resources: {cpu: 1000}, duration: {fixed: 1m}"),
         "workflows.w.jobs.j.stages.s.taks",
-        "unknown field `taks`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels at line 3, column 82",
+        "unknown field `taks`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, env, max_attempts at line 3, column 82",
     );
     check_syntax(
         &stage("tasks: 1, resources: {cpus: 1}, duration: {fixed: 1m}"),
@@ -831,13 +831,13 @@ fn a_path_keeps_its_indices_where_no_name_can_be_read() {
     check_syntax(
         &format!("version: 1\nworkflows:\n  - {{name: 'a.b', jobs: [{{name: j, stages: [{{name: s, {TASK}, x: 1}}]}}]}}\n"),
         "workflows[0].jobs[0].stages[0].x",
-        "unknown field `x`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels at line 3, column 124",
+        "unknown field `x`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, env, max_attempts at line 3, column 124",
     );
     // Names YAML 1.1 could read as booleans still name the path.
     check_syntax(
         &format!("version: 1\nworkflows:\n  - {{name: on, jobs: [{{name: no, stages: [{{name: y, {TASK}, x: 1}}]}}]}}\n"),
         "workflows.on.jobs.no.stages.y.x",
-        "unknown field `x`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels at line 3, column 122",
+        "unknown field `x`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, env, max_attempts at line 3, column 122",
     );
 }
 
@@ -941,4 +941,54 @@ fn a_stage_whose_total_demand_cannot_be_counted_is_refused() {
     assert!(p[0].message.contains("ask for more memory than 64 bits can count"), "{}", p[0].message);
     let fine = text.replace("tasks: 4", "tasks: 3");
     Workload::from_yaml("w.yaml", &fine, &cluster).expect("3 × 2^62 MiB is countable");
+}
+
+// ---- live runs (weir serve) -------------------------------------------------------------------
+
+/// Problems (path, message) of `yaml` validated for a live run; empty if it is valid.
+fn live_problems(yaml: &str) -> Vec<(String, String)> {
+    let raw: WorkloadFile = parse_yaml("w.yaml", yaml).unwrap_or_else(|e| panic!("{e}"));
+    match Workload::live_from_file("w.yaml", &raw, &cluster()) {
+        Ok(_) => Vec::new(),
+        Err(e) => e.problems().into_iter().map(|p| (p.path, p.message)).collect(),
+    }
+}
+
+#[test]
+fn a_live_stage_needs_a_command_and_no_duration() {
+    let ok = stage("tasks: 2, resources: {cpu: 1000}, command: 'echo hi', env: {A: b}, max_attempts: 2");
+    assert_eq!(live_problems(&ok), Vec::<(String, String)>::new());
+    let p = |path: &str, m: &str| (path.to_string(), m.to_string());
+    assert_eq!(
+        live_problems(&stage("tasks: 1, resources: {cpu: 1000}, duration: {fixed: 1m}")),
+        vec![p("workflows.w.jobs.j.stages.s.command", "a stage of a live run needs a `command` to run")]
+    );
+    assert_eq!(
+        live_problems(&stage(
+            "tasks: 1, resources: {cpu: 1000}, command: ' ', env: {'A=B': x}, max_attempts: 0"
+        )),
+        vec![
+            p("workflows.w.jobs.j.stages.s.command", "must not be empty"),
+            p(
+                "workflows.w.jobs.j.stages.s.env",
+                "`A=B` is not an environment variable name (non-empty, no `=`)"
+            ),
+            p("workflows.w.jobs.j.stages.s.max_attempts", "must be at least 1"),
+        ]
+    );
+}
+
+#[test]
+fn simulation_still_needs_a_duration_and_ignores_live_fields() {
+    check(
+        &stage("tasks: 1, resources: {cpu: 1000}, command: 'true'"),
+        &[(
+            "workflows.w.jobs.j.stages.s.duration",
+            "a stage needs a `duration` to be simulated (live runs give a `command` instead)",
+        )],
+    );
+    let w = only(&stage(
+        "tasks: 1, resources: {cpu: 1000}, duration: {fixed: 1m}, command: 'true', max_attempts: 2",
+    ));
+    assert_eq!(w.jobs[0].stages[0].duration, Distribution::Fixed(secs(60)));
 }

@@ -81,6 +81,7 @@ mod tests {
                         gang: false,
                         walltime: None,
                         placement: Default::default(),
+                        recorded_failure: false,
                     })
                     .collect(),
                 gang: false,

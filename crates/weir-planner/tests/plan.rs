@@ -269,6 +269,7 @@ fn slo_workflow(queue: &str, slo_hours: u64, tasks: u32, task_secs: u64) -> Work
                 gang: false,
                 walltime: None,
                 placement: Default::default(),
+                recorded_failure: false,
             }],
             gang: false,
         }],

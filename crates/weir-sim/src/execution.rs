@@ -207,6 +207,7 @@ impl Simulation {
             priority: wf.priority,
             submit_time: self.now,
             requests,
+            has_am: self.config.am.is_some(),
         };
         let leaf = self.plans[workflow as usize].leaf;
         let rng =
@@ -316,8 +317,13 @@ impl Simulation {
                 j.gang_tasks.push((st.gang, container));
             }
             let p = template.failure_probability;
-            let fails = p > 0.0 && sample::unit(&mut j.rng) < p;
-            let end = if fails { (sample::unit(&mut j.rng) * duration as f64) as u64 } else { duration };
+            let (fails, end) = if template.recorded_failure {
+                // A failure the trace recorded: the whole duration, then the failure.
+                (true, duration)
+            } else {
+                let fails = p > 0.0 && sample::unit(&mut j.rng) < p;
+                (fails, if fails { (sample::unit(&mut j.rng) * duration as f64) as u64 } else { duration })
+            };
             self.push(now.plus(Duration(end.max(1))), Event::TaskEnd { container, failed: fails });
             (s as u32, duration, attempt)
         };
@@ -369,7 +375,7 @@ impl Simulation {
         self.release(&t);
         if failed {
             self.metrics.task_attempts_failed += 1;
-            if t.attempt + 1 >= self.config.max_attempts {
+            if t.attempt + 1 >= self.config.max_attempts || self.recorded_failure(&t) {
                 return self.fail_job(t.job, true);
             }
             self.jobs[t.job as usize].stages[t.stage as usize].retry.push((t.duration, t.attempt + 1));
@@ -412,6 +418,13 @@ impl Simulation {
             }
         }
         self.ask_again(&t)
+    }
+
+    /// Whether the task replays a failure its trace recorded (no retry: its job fails).
+    fn recorded_failure(&self, t: &TaskRun) -> bool {
+        let j = &self.jobs[t.job as usize];
+        let job = &self.workload.workflows[j.workflow as usize].jobs[j.template as usize];
+        job.stages.get(t.stage as usize).is_some_and(|s| s.recorded_failure)
     }
 
     /// One task of a gang is gone (failed, or lost with its node): end the others still running

@@ -43,6 +43,7 @@ fn stage(name: &str, after: Vec<usize>, tasks: u32, cpu: u64, duration: Distribu
         gang: false,
         walltime: None,
         placement: Default::default(),
+        recorded_failure: false,
     }
 }
 

@@ -48,6 +48,19 @@ enum Command {
     Export(cmd::export::ExportArgs),
     Import(cmd::import::ImportArgs),
     Bench(cmd::bench::BenchArgs),
+    Serve(Box<cmd::serve::ServeArgs>),
+    Worker(Box<cmd::serve::WorkerArgs>),
+    Submit(cmd::runs::SubmitArgs),
+    Runs(cmd::runs::RunsArgs),
+    /// Show a run: its jobs and tasks, states, attempts, exit codes.
+    Status(cmd::runs::RunArgs),
+    /// Kill a run: queued runs end at once, running tasks get SIGTERM then SIGKILL.
+    Kill(cmd::runs::RunArgs),
+    Logs(cmd::runs::LogsArgs),
+    Queues(cmd::runs::QueuesArgs),
+    /// Why each unfinished job of a run is where it is (the engine's explanation).
+    Explain(cmd::runs::RunArgs),
+    Token(cmd::token::TokenArgs),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +73,16 @@ fn main() -> ExitCode {
         Command::Export(args) => cmd::export::run(args).map(|()| ExitCode::SUCCESS),
         Command::Import(args) => cmd::import::run(args).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => cmd::bench::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Serve(args) => cmd::serve::serve(args).map(|()| ExitCode::SUCCESS),
+        Command::Worker(args) => cmd::serve::worker(args).map(|()| ExitCode::SUCCESS),
+        Command::Submit(args) => cmd::runs::submit(args),
+        Command::Runs(args) => cmd::runs::runs(args).map(|()| ExitCode::SUCCESS),
+        Command::Status(args) => cmd::runs::status(args),
+        Command::Kill(args) => cmd::runs::kill(args).map(|()| ExitCode::SUCCESS),
+        Command::Logs(args) => cmd::runs::logs(args).map(|()| ExitCode::SUCCESS),
+        Command::Queues(args) => cmd::runs::queues(args).map(|()| ExitCode::SUCCESS),
+        Command::Explain(args) => cmd::runs::explain(args).map(|()| ExitCode::SUCCESS),
+        Command::Token(args) => cmd::token::run(args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

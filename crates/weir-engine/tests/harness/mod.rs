@@ -58,6 +58,7 @@ impl Env {
             priority: None,
             submit_time: self.now,
             requests,
+            has_am: true,
         };
         self.engine.on_job_submitted(self.now, spec).unwrap();
         self.check();
@@ -87,6 +88,22 @@ impl Env {
             priority,
             submit_time: self.now,
             requests: requests.iter().map(|&(r, n)| Request::new(r, n)).collect(),
+            has_am: true,
+        };
+        self.engine.on_job_submitted(self.now, spec).unwrap();
+        self.check();
+    }
+
+    /// A job without an application master (a live job, a rigid parallel job).
+    pub fn submit_without_am(&mut self, id: u64, queue: &str, requests: &[(Resources, u32)]) {
+        let spec = JobSpec {
+            id: JobId(id),
+            queue: QueuePath::parse(queue).expect("queue path"),
+            user: "alice".to_string(),
+            priority: None,
+            submit_time: self.now,
+            requests: requests.iter().map(|&(r, n)| Request::new(r, n)).collect(),
+            has_am: false,
         };
         self.engine.on_job_submitted(self.now, spec).unwrap();
         self.check();

@@ -309,6 +309,7 @@ fn job(name: String, job: JobRows, ledger: &mut Ledger) -> Option<TraceJob> {
         submit_ms: submit * 1000,
         user: "alibaba".to_string(),
         stages: reorder(stages, &dag.order),
+        tier: None,
     })
 }
 

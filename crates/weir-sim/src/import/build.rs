@@ -33,6 +33,8 @@ pub(crate) struct TraceJob {
     pub user: String,
     /// In topological order (`after` indices point backwards).
     pub stages: Vec<TraceStage>,
+    /// The tier the trace itself gives (a QoS class), used unless the leaf is named for one.
+    pub tier: Option<u8>,
 }
 
 #[derive(Clone, Debug)]
@@ -48,6 +50,8 @@ pub(crate) struct TraceStage {
     pub walltime: Option<Duration>,
     /// A GPU fraction and the nodes the tasks may use.
     pub placement: TaskPlacement,
+    /// A recorded failure, replayed as one (`Stage::recorded_failure`).
+    pub recorded_failure: bool,
 }
 
 impl TraceStage {
@@ -68,6 +72,7 @@ impl TraceStage {
             gang: false,
             walltime: None,
             placement: TaskPlacement::default(),
+            recorded_failure: false,
         }
     }
 }
@@ -342,7 +347,10 @@ impl Builder {
             .find_map(|k| options.queue_map.get(k))
             .cloned()
             .unwrap_or_else(|| options.queue.clone());
-        let tier = tier_of(&queue, options, &mut self.rng);
+        let tier = match (leaf_tier(&queue), job.tier) {
+            (Some(t), _) | (None, Some(t)) => t,
+            (None, None) => tier_of(&queue, options, &mut self.rng),
+        };
         let at = Time(((job.submit_ms - first).max(0) as f64 / options.time_scale).round() as u64);
         let template = JobTemplate {
             name: job.name.clone(),
@@ -361,6 +369,7 @@ impl Builder {
                     gang: s.gang,
                     walltime: s.walltime,
                     placement: s.placement,
+                    recorded_failure: s.recorded_failure,
                 })
                 .collect(),
         };
@@ -438,6 +447,11 @@ fn copies(load_scale: f64, rng: &mut Rng) -> u32 {
     let whole = load_scale.floor();
     let extra = u32::from(rng.unit() < load_scale - whole);
     whole as u32 + extra
+}
+
+/// The tier a leaf named `tier1`…`tier3` stands for.
+fn leaf_tier(queue: &QueuePath) -> Option<u8> {
+    queue.name().strip_prefix("tier").and_then(|t| t.parse::<u8>().ok()).filter(|t| (1..=3).contains(t))
 }
 
 /// A leaf named `tier1`…`tier3` decides the tier; otherwise the seeded mix does.

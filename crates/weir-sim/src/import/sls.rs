@@ -338,6 +338,7 @@ fn sls_job(
             queue_keys: queue_keys.clone(),
             user: user.clone(),
             stages: stages.clone(),
+            tier: None,
         })
         .collect())
 }
@@ -412,5 +413,6 @@ fn rumen_job(
         queue_keys: queue_keys(text(v, "queue"), &user),
         user,
         stages,
+        tier: None,
     })
 }

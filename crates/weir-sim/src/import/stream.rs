@@ -76,8 +76,8 @@ struct Lines {
 }
 
 impl TraceStream {
-    /// Start reading `reader` (named `file` in messages) as a trace of `kind`. Alibaba and SLS
-    /// traces are read here in full; SWF lines as workflows are asked for.
+    /// Start reading `reader` (named `file` in messages) as a trace of `kind`. Alibaba (2018 and
+    /// GPU 2023) and SLS traces are read here in full; SWF lines as workflows are asked for.
     pub fn new(
         kind: TraceKind,
         file: &str,
@@ -88,9 +88,10 @@ impl TraceStream {
         let mut ledger = Ledger::default();
         let (lines, whole) = match kind {
             TraceKind::Swf => (Some(Lines { reader, buf: Vec::new(), n: 0 }), VecDeque::new()),
-            TraceKind::Alibaba2018 | TraceKind::Sls => {
+            TraceKind::Alibaba2018 | TraceKind::Sls | TraceKind::AlibabaGpu2023 => {
                 let mut jobs = match kind {
                     TraceKind::Alibaba2018 => super::alibaba::read(file, reader, options, &mut ledger)?,
+                    TraceKind::AlibabaGpu2023 => super::alibaba_gpu::read(file, reader, options, &mut ledger)?,
                     _ => super::sls::read(file, reader, options, &mut ledger)?,
                 };
                 jobs.sort_by(|a, b| a.submit_ms.cmp(&b.submit_ms).then_with(|| a.name.cmp(&b.name)));

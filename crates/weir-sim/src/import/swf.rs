@@ -10,6 +10,15 @@
 //!   KB per processor), else `ImportOptions::swf_memory` MiB (default 1 GiB); rounded up to MiB;
 //! - every task runs for field 4 (run time, seconds); a run time under a second (the format
 //!   allows 0 for "less than half a second") becomes one second, counted as adjusted;
+//! - the job is a **gang**: an SWF job is a rigid parallel job, so all of its tasks start
+//!   together or none does;
+//! - its tasks ask for field 9 (requested time, seconds) as their walltime, which EASY
+//!   backfilling plans with; missing (-1) means unknown; a requested time below the run time
+//!   (logs record jobs that ran past their limit) is raised to the run time, counted as
+//!   adjusted, since weir does not kill a task at its walltime and a plan must not be
+//!   overtaken by the tasks it plans with;
+//! - jobs run **without an application master** by default (`TraceKind::Swf` has none:
+//!   `weir simulate`'s `--am` then defaults to `none`);
 //! - queue: the first of `queue:<field 15>`, `partition:<field 16>`, `group:<field 13>`,
 //!   `user:<field 12>` found in `ImportOptions::queue_map`, else `ImportOptions::queue`; the user
 //!   is `user<field 12>`;
@@ -17,9 +26,8 @@
 //!   their recorded run time and are counted as adjusted; 2, 3 and 4 mark the partial
 //!   executions of a checkpointed or swapped job, which the archive also summarises in one line
 //!   with status 0, 1 or 5, so they are skipped (and counted) to avoid running the job twice;
-//! - fields 3 (wait time), 6 (CPU time), 9 (requested time), 14 (executable), 17 (preceding
-//!   job) and 18 (think time) are not used: the simulator decides waits, and each job is its
-//!   own workflow.
+//! - fields 3 (wait time), 6 (CPU time), 14 (executable), 17 (preceding job) and 18 (think
+//!   time) are not used: the simulator decides waits, and each job is its own workflow.
 //!
 //! Skipped and counted: lines that are not UTF-8, lines with other than 18 fields or a field
 //! that is not a number, a missing, negative or absurd submit time, a missing or absurd run
@@ -29,7 +37,7 @@
 
 use std::io::BufRead;
 
-use weir_model::{Distribution, Resources};
+use weir_model::{Distribution, Duration, Resources};
 
 use super::build::{each_line, task_duration, Ledger, TraceJob, TraceStage, MAX_TASK_MS, MAX_TIME_MS};
 use super::{ImportError, ImportOptions};
@@ -124,6 +132,18 @@ fn parse(
     if lengthened {
         notes.push("run time under 1 s lengthened to 1 s");
     }
+    let walltime = match known(f[8]) {
+        Some(req) if req * 1000.0 > MAX_TASK_MS as f64 => {
+            notes.push("requested time longer than a year (absurd): left unknown");
+            None
+        }
+        Some(req) if (req * 1000.0).round() < duration.as_millis() as f64 => {
+            notes.push("requested time below the run time: raised to the run time");
+            Some(duration)
+        }
+        Some(req) => Some(Duration::from_millis((req * 1000.0).round() as u64)),
+        None => None,
+    };
     if status == 0.0 {
         notes.push("failed job replayed with its recorded run time");
     } else if status == 5.0 {
@@ -143,13 +163,18 @@ fn parse(
         submit_ms: (submit * 1000.0).round() as i64,
         queue_keys,
         user,
-        stages: vec![TraceStage::new(
-            "run".to_string(),
-            Vec::new(),
-            procs.min(u32::MAX as f64) as u32,
-            Resources::new(1000, memory, 0),
-            Distribution::Fixed(duration),
-        )],
+        stages: vec![TraceStage {
+            gang: true,
+            walltime,
+            ..TraceStage::new(
+                "run".to_string(),
+                Vec::new(),
+                procs.min(u32::MAX as f64) as u32,
+                Resources::new(1000, memory, 0),
+                Distribution::Fixed(duration),
+            )
+        }],
+        tier: None,
     };
     Ok((job, notes))
 }

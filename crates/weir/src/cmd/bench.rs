@@ -32,6 +32,11 @@ enum BenchTarget {
     /// resolution = 43.2 million intervals, generated in memory), and usage.csv reading speed on
     /// a generated CSV held in memory. Last line: JSON.
     Plan(PlanBench),
+    /// The job-submission service over loopback HTTP: submissions/s and p50/p99
+    /// acknowledgement latency at 1 and 32 clients on SQLite (and PostgreSQL with
+    /// --postgres), and one-task runs dispatched and completed per second on the local
+    /// backend. Last line: JSON.
+    Serve(super::bench_serve::ServeBench),
 }
 
 #[derive(Debug, Args)]
@@ -86,6 +91,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     match &args.what {
         BenchTarget::Engine(e) => engine(e),
         BenchTarget::Sim(s) => super::bench_sim::run(s),
+        BenchTarget::Serve(s) => super::bench_serve::run(s),
         BenchTarget::Plan(p) => super::bench_plan::run(p.leaves, p.days, p.resolution_secs, p.csv_mb, p.seed),
     }
 }
@@ -119,6 +125,7 @@ fn engine(a: &EngineBench) -> Result<()> {
             priority: None,
             submit_time: now,
             requests: vec![Request::new(synthetic::container(&mut rng), count)],
+            has_am: true,
         };
         engine.on_job_submitted(now, spec)?;
     }

@@ -41,6 +41,12 @@ pub struct SimBench {
     /// --backlog: offered load relative to the machine's capacity.
     #[arg(long, default_value_t = 2.0, requires = "backlog")]
     load: f64,
+    /// --backlog: also write the synthetic trace here (an SWF file for `weir simulate --trace swf:PATH`).
+    #[arg(long, value_name = "PATH", requires = "backlog")]
+    swf_out: Option<PathBuf>,
+    /// --backlog: how gangs wait (none: placeholders; easy: EASY backfilling).
+    #[arg(long, default_value = "none", value_name = "none|easy", requires = "backlog")]
+    backfill: String,
 }
 
 const NODE_MEMORY: u64 = 512 * 1024;
@@ -152,9 +158,13 @@ fn backlog(a: &SimBench) -> Result<()> {
         bail!("--load must be a positive number and --jobs at least 1");
     }
     const NODES: u32 = 128;
+    let backfill = match a.backfill.as_str() {
+        "none" | "easy" => a.backfill.as_str(),
+        other => bail!("--backfill {other}: write none or easy"),
+    };
     let yaml = format!(
         "version: 1
-scheduler: {{mode: fair}}
+scheduler: {{mode: fair, backfill: {backfill}, gang_timeout: 0s}}
 nodes:
   - {{count: {NODES}, resources: {{cpu: 1000, memory: 2048}}}}
 queues:
@@ -164,6 +174,9 @@ queues:
     let cluster = ClusterConfig::from_yaml("bench cluster", &yaml)?;
     let model = weir_sim::synth_swf::SwfModel { jobs: a.jobs, processors: NODES, load: a.load, seed: a.seed };
     let text = model.swf();
+    if let Some(path) = &a.swf_out {
+        std::fs::write(path, &text).with_context(|| format!("--swf-out: cannot write {}", path.display()))?;
+    }
     let options =
         ImportOptions { seed: a.seed, swf_memory: 1024, slo_factor: Some(2.0), ..ImportOptions::default() };
     let t = Instant::now();
@@ -200,7 +213,7 @@ queues:
     writeln!(
         out,
         "weir bench sim --backlog — {} synthetic SWF jobs ({tasks} tasks, 1 to {NODES} processors) at {}× the \
-         capacity of {NODES} one-processor nodes, one FIFO leaf, seed {}",
+         capacity of {NODES} one-processor nodes, one FIFO leaf, backfill {backfill}, seed {}",
         a.jobs, a.load, a.seed
     )?;
     writeln!(

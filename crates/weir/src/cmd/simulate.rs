@@ -41,6 +41,8 @@ Examples:\n  weir simulate --out out/\n  \
 weir simulate --cluster examples/cluster.yaml --workload examples/workload.yaml --until 30d --out out/\n  \
 weir simulate --cluster examples/cluster.yaml --trace alibaba2018:selected_DAGs.csv --queue root.default --out out/\n  \
 weir simulate --trace swf:jobs.swf --queue-map group:1=root.ads.ranking.tier1 --slo-factor 3 --out out/\n  \
+weir simulate --cluster hpc.yaml --trace swf:jobs.swf --backfill easy --out out/\n  \
+weir simulate --cluster gpu.yaml --trace alibaba-gpu2023:openb_pod_list_default.csv,openb_node_list_gpu_node.csv --nodes-from-trace --out out/\n  \
 weir simulate --until 1d --out out/ --explain 1234"
 )]
 pub struct SimulateArgs {
@@ -50,8 +52,9 @@ pub struct SimulateArgs {
     /// The workload file. Default (without --trace): the example workload built into weir.
     #[arg(long, value_name = "FILE", conflicts_with = "trace")]
     workload: Option<PathBuf>,
-    /// A trace instead of a workload: alibaba2018:PATH, swf:PATH or sls:PATH (see
-    /// docs/importers.md). A gzip-compressed file (`.gz`) is read as it is.
+    /// A trace instead of a workload: alibaba2018:PATH, swf:PATH, sls:PATH or
+    /// alibaba-gpu2023:PODS.csv[,NODES.csv] (see docs/importers.md). A gzip-compressed file
+    /// (`.gz`) is read as it is.
     #[arg(long, value_name = "KIND:PATH")]
     trace: Option<TraceSpec>,
     /// Where the output files go (created if missing). They are written to a hidden folder
@@ -70,9 +73,21 @@ pub struct SimulateArgs {
     /// Attempts per task before its job fails.
     #[arg(long, default_value_t = 4, value_name = "N")]
     max_attempts: u32,
-    /// Each job's application master, CPU,MEMORY (e.g. 1000,1g), or `none`.
-    #[arg(long, default_value = "1000,1g", value_name = "CPU,MEMORY|none")]
-    am: String,
+    /// Each job's application master, CPU,MEMORY (e.g. 1000,1g), or `none`. Default: 1000,1g,
+    /// but none for traces whose jobs have no AM (swf: rigid parallel jobs; alibaba-gpu2023:
+    /// pods).
+    #[arg(long, value_name = "CPU,MEMORY|none")]
+    am: Option<String>,
+    /// How a gang that cannot start waits: `none` (it holds room as it frees up, and gives it back
+    /// after the cluster's gang_timeout) or `easy` (EASY backfilling: the first such gang gets a
+    /// reserved start from the walltimes of what runs, and later jobs start first only if they do
+    /// not delay it). Default: the cluster file's scheduler.backfill.
+    #[arg(long, value_name = "none|easy")]
+    backfill: Option<String>,
+    /// Trace: build the cluster's nodes from the trace's node list (alibaba-gpu2023:PODS,NODES);
+    /// the cluster file still gives the queues and the scheduler's settings.
+    #[arg(long, requires = "trace")]
+    nodes_from_trace: bool,
     /// Mean time between failures of one node (e.g. 30d); nodes do not fail without it.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     node_mtbf: Option<Duration>,
@@ -144,6 +159,7 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
         Some(p) => load_cluster(p)?,
         None => ClusterConfig::from_yaml("examples/cluster.yaml (built in)", EXAMPLE_CLUSTER)?,
     };
+    let cluster = adjust_cluster(args, cluster)?;
     // Valid, but work that can never be scheduled: said before the run, named again after it.
     let cluster_name =
         args.cluster.as_ref().map_or("examples/cluster.yaml (built in)".into(), |p| p.display().to_string());
@@ -169,7 +185,7 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
         seed: args.seed,
         until,
         max_attempts: args.max_attempts,
-        am: am(&args.am)?,
+        am: am(args)?,
         node_failures: args.node_mtbf.map(|mtbf| NodeFailures { mtbf, repair: args.node_repair }),
         sample_every: args.sample_every,
         // Debug builds check the engine's and the simulator's invariants after every step.
@@ -383,7 +399,70 @@ fn import_options(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<Import
     })
 }
 
-fn am(spec: &str) -> Result<Option<Resources>> {
+/// `--backfill` and `--nodes-from-trace` applied to the cluster file, which is validated again.
+fn adjust_cluster(args: &SimulateArgs, cluster: ClusterConfig) -> Result<ClusterConfig> {
+    if args.backfill.is_none() && !args.nodes_from_trace {
+        return Ok(cluster);
+    }
+    let mut file = cluster.file.clone();
+    if let Some(b) = &args.backfill {
+        file.scheduler.backfill = match b.as_str() {
+            "none" => weir_model::Backfill::None,
+            "easy" => weir_model::Backfill::Easy,
+            other => bail!("--backfill {other}: write none or easy"),
+        };
+    }
+    if args.nodes_from_trace {
+        let spec = args.trace.as_ref().context("--nodes-from-trace needs --trace")?;
+        let Some(path) = &spec.nodes else {
+            bail!(
+                "--nodes-from-trace: --trace {spec} names no node list; write {}:PODS.csv,NODES.csv \
+                 (only alibaba-gpu2023 traces carry one)",
+                spec.kind
+            );
+        };
+        let name = path.display().to_string();
+        let f = File::open(path).with_context(|| format!("--nodes-from-trace: cannot open {name}"))?;
+        let nodes = import::import_nodes(&name, BufReader::new(f))?;
+        let skipped: u64 = nodes.skipped.values().map(|s| s.count).sum();
+        eprintln!(
+            "{name}: {} rows read, {skipped} skipped; {} nodes in {} groups",
+            nodes.rows,
+            nodes.nodes(),
+            nodes.groups.len()
+        );
+        for (reason, s) in &nodes.skipped {
+            eprintln!("  {:>8}  {reason}", s.count);
+        }
+        if nodes.groups.is_empty() {
+            bail!("{name}: no usable node in the node list");
+        }
+        file.nodes = nodes
+            .groups
+            .iter()
+            .map(|g| weir_model::cluster_file::NodeGroupSpec {
+                count: g.count,
+                resources: weir_model::PartialResources::from_resources(g.resources),
+                label: g.label.clone(),
+                gpu_model: g.gpu_model.clone(),
+            })
+            .collect();
+    }
+    let name = args
+        .cluster
+        .as_ref()
+        .map_or("examples/cluster.yaml (built in)".to_string(), |p| p.display().to_string());
+    Ok(ClusterConfig::from_file(&name, file)?)
+}
+
+/// `--am`, or the default for the workload: none for traces whose jobs have no AM.
+fn am(args: &SimulateArgs) -> Result<Option<Resources>> {
+    let default = args.trace.as_ref().is_none_or(|t| t.kind.has_application_masters());
+    let spec = match &args.am {
+        Some(s) => s.as_str(),
+        None if default => "1000,1g",
+        None => "none",
+    };
     if spec.eq_ignore_ascii_case("none") {
         return Ok(None);
     }

@@ -1,0 +1,218 @@
+//! Bearer tokens: 32 random bytes, shown once, stored as SHA-256, compared in constant time;
+//! grants of a role per project (or `*`). A project grant covers its sub-projects
+//! (`ads` covers `ads.ranking`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use axum::http::HeaderMap;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use weir_api::{Grant, Role};
+use weir_store::{Store, TokenRow};
+
+use crate::error::{ApiError, ServerError};
+use crate::time::now_ms;
+
+/// How long a looked-up token is trusted before the store is asked again (so a revocation
+/// takes effect within this time).
+const CACHE_MS: i64 = 5_000;
+
+/// Who is calling.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Principal {
+    pub token_id: String,
+    pub grants: Vec<Grant>,
+}
+
+impl Principal {
+    /// Whether the caller holds at least `role` on `project`.
+    pub fn can(&self, project: &str, role: Role) -> bool {
+        self.grants.iter().any(|g| g.role >= role && covers(&g.project, project))
+    }
+
+    /// Whether the caller is an admin of everything.
+    pub fn is_global_admin(&self) -> bool {
+        self.can_all(Role::Admin)
+    }
+
+    /// Whether `role` holds on every project (`*`).
+    pub fn can_all(&self, role: Role) -> bool {
+        self.grants.iter().any(|g| g.role >= role && g.project == "*")
+    }
+
+    /// Projects the caller may read, or `None` for all.
+    pub fn readable(&self) -> Option<Vec<String>> {
+        if self.can_all(Role::Viewer) {
+            None
+        } else {
+            Some(self.grants.iter().map(|g| g.project.clone()).collect())
+        }
+    }
+
+    pub fn require(&self, project: &str, role: Role) -> Result<(), ApiError> {
+        if self.can(project, role) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(format!(
+                "token {} is not a {} of project `{project}`",
+                self.token_id,
+                role_name(role)
+            )))
+        }
+    }
+}
+
+fn covers(grant: &str, project: &str) -> bool {
+    grant == "*" || grant == project || project.strip_prefix(grant).is_some_and(|rest| rest.starts_with('.'))
+}
+
+pub fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Viewer => "viewer",
+        Role::Submitter => "submitter",
+        Role::Admin => "admin",
+    }
+}
+
+/// A new secret: `weir_` and 64 hex digits of 32 random bytes.
+pub fn new_token() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)?;
+    Ok(format!("weir_{}", hex(&bytes)))
+}
+
+/// Hex SHA-256 of a secret: what the store keeps.
+pub fn hash_token(secret: &str) -> String {
+    hex(&Sha256::digest(secret.as_bytes()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The admin token file of a data directory (mode 0600).
+pub fn admin_token_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("admin.token")
+}
+
+/// On a store without tokens, create a global admin token and write it to the data
+/// directory's `admin.token`, readable only by its owner. Returns the secret if it made one.
+pub(crate) async fn ensure_admin_token(
+    store: &Store,
+    data_dir: &Path,
+) -> Result<Option<String>, ServerError> {
+    if !store.tokens().await?.is_empty() {
+        return Ok(None);
+    }
+    let path = admin_token_path(data_dir);
+    let io = |action, source| ServerError::Io { action, path: path.clone(), source };
+    let secret =
+        new_token().map_err(|e| io("make a random token for", std::io::Error::other(e.to_string())))?;
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| io("write", e))?;
+        writeln!(f, "{secret}").map_err(|e| io("write", e))?;
+    }
+    let grants = vec![Grant { project: "*".into(), role: Role::Admin }];
+    let row = TokenRow {
+        id: "admin".to_string(),
+        name: "admin (created at first start)".to_string(),
+        hash: hash_token(&secret),
+        grants: serde_json::to_string(&grants).unwrap_or_default(),
+        created_ms: now_ms(),
+        revoked_ms: None,
+    };
+    store.create_token(&row).await?;
+    Ok(Some(secret))
+}
+
+/// Token lookups, cached briefly.
+#[derive(Default)]
+pub struct Authenticator {
+    cache: Mutex<HashMap<String, (i64, Option<Principal>)>>,
+}
+
+impl Authenticator {
+    /// The caller of a request, from `Authorization: Bearer <token>`.
+    pub async fn principal(&self, store: &Store, headers: &HeaderMap) -> Result<Principal, ApiError> {
+        let header = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .ok_or_else(|| ApiError::unauthorized("no token: send `Authorization: Bearer <token>`"))?;
+        let secret = header
+            .to_str()
+            .ok()
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .map(str::trim)
+            .ok_or_else(|| ApiError::unauthorized("the Authorization header is not `Bearer <token>`"))?;
+        let hash = hash_token(secret);
+        let now = now_ms();
+        let cached = self.cache.lock().ok().and_then(|c| c.get(&hash).cloned());
+        let principal = match cached {
+            Some((at, p)) if now - at < CACHE_MS => p,
+            _ => {
+                let row = store.token_by_hash(&hash).await?;
+                let p = row
+                    .filter(|r| {
+                        r.revoked_ms.is_none() && bool::from(r.hash.as_bytes().ct_eq(hash.as_bytes()))
+                    })
+                    .map(|r| Principal {
+                        token_id: r.id,
+                        grants: serde_json::from_str(&r.grants).unwrap_or_default(),
+                    });
+                if let Ok(mut c) = self.cache.lock() {
+                    if c.len() > 10_000 {
+                        c.clear();
+                    }
+                    c.insert(hash, (now, p.clone()));
+                }
+                p
+            }
+        };
+        principal.ok_or_else(|| ApiError::unauthorized("unknown or revoked token"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(grants: &[(&str, Role)]) -> Principal {
+        Principal {
+            token_id: "t".into(),
+            grants: grants.iter().map(|(p, r)| Grant { project: p.to_string(), role: *r }).collect(),
+        }
+    }
+
+    #[test]
+    fn roles_are_ordered_and_projects_cover_sub_projects() {
+        let sub = p(&[("ads", Role::Submitter)]);
+        assert!(sub.can("ads", Role::Viewer));
+        assert!(sub.can("ads.ranking", Role::Submitter));
+        assert!(!sub.can("adsx", Role::Viewer));
+        assert!(!sub.can("ads", Role::Admin));
+        assert!(!sub.can("search", Role::Viewer));
+        assert_eq!(sub.readable(), Some(vec!["ads".to_string()]));
+        let admin = p(&[("*", Role::Admin)]);
+        assert!(admin.is_global_admin() && admin.can("anything", Role::Admin) && admin.readable().is_none());
+    }
+
+    #[test]
+    fn tokens_are_random_and_hashed() {
+        let (a, b) = (new_token().unwrap_or_default(), new_token().unwrap_or_default());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 5 + 64);
+        assert_eq!(hash_token(&a).len(), 64);
+        assert_ne!(hash_token(&a), hash_token(&b));
+        // SHA-256 of "abc"
+        assert_eq!(hash_token("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    }
+}

@@ -1,0 +1,203 @@
+//! The actor's picture of its runs: jobs along the job DAG, stages behind their barriers, tasks
+//! and their attempts. Built from a stored run (its workflow re-validated against the cluster)
+//! and kept in step with the store by the actor.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use weir_backend::Launched;
+use weir_engine::{ContainerId, JobId};
+use weir_model::{ClusterConfig, Resources, WorkflowSpec, Workload, WorkloadFile};
+use weir_store::{AttemptKey, NewJob, NewTask, RunRow};
+
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobPhase {
+    /// Waits for upstream jobs.
+    Pending,
+    /// In the engine.
+    InEngine,
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskPhase {
+    /// Its stage waits for upstream stages.
+    Pending,
+    /// Asked of the engine.
+    Ready,
+    /// An attempt holds (or is getting) a container.
+    Active,
+    Done,
+    Failed,
+}
+
+#[derive(Debug)]
+pub struct TaskLive {
+    pub phase: TaskPhase,
+    /// The highest attempt number started.
+    pub attempts: u32,
+    pub failures: u32,
+}
+
+#[derive(Debug)]
+pub struct StageLive {
+    pub name: String,
+    pub after: Vec<usize>,
+    pub next: Vec<usize>,
+    pub waiting_on: u32,
+    pub resources: Resources,
+    pub command: String,
+    pub env: BTreeMap<String, String>,
+    pub max_attempts: u32,
+    /// Task indices asked of the engine and not yet given a container, in order.
+    pub ready: VecDeque<u32>,
+    pub done: u32,
+    pub tasks: Vec<TaskLive>,
+}
+
+#[derive(Debug)]
+pub struct JobLive {
+    pub name: String,
+    pub next: Vec<usize>,
+    pub upstream_left: u32,
+    pub phase: JobPhase,
+    pub started: bool,
+    pub stages: Vec<StageLive>,
+    pub stages_left: u32,
+}
+
+#[derive(Debug)]
+pub struct RunLive {
+    pub id: i64,
+    pub workflow: String,
+    pub logical_date: String,
+    pub queue: weir_model::QueuePath,
+    pub user: String,
+    pub priority: Option<i32>,
+    pub submitted_ms: i64,
+    pub params: BTreeMap<String, String>,
+    pub jobs: Vec<JobLive>,
+    pub jobs_left: u32,
+    pub started: bool,
+    /// Attempts of this run holding or getting a container.
+    pub active: u32,
+    /// Set once the run is being failed or killed: the final state and why.
+    pub ending: Option<(&'static str, String)>,
+}
+
+/// A task attempt the actor is responsible for.
+#[derive(Debug)]
+pub struct AttemptLive {
+    pub key: AttemptKey,
+    pub container: Option<ContainerId>,
+    pub launched: Option<Launched>,
+    /// The engine took its container: its end is not a failure.
+    pub preempted: bool,
+}
+
+/// Engine job ids pack the run id and the job's index.
+pub fn engine_job(run: i64, job: usize) -> JobId {
+    JobId(((run as u64) << 12) | job as u64)
+}
+
+pub fn split_job(id: JobId) -> (i64, usize) {
+    ((id.0 >> 12) as i64, (id.0 & 0xfff) as usize)
+}
+
+pub fn attempt_id(key: &AttemptKey) -> String {
+    let t = key.task;
+    format!("run-{}/{}/{}/{}/{}", t.run, t.job, t.stage, t.task, key.attempt)
+}
+
+impl RunLive {
+    /// Re-validate a stored run's workflow against the cluster and lay out its DAG, every task
+    /// pending. `Err` says why it can no longer run here.
+    pub fn build(row: &RunRow, cluster: &ClusterConfig) -> Result<RunLive, String> {
+        let spec: WorkflowSpec =
+            serde_json::from_str(&row.spec).map_err(|e| format!("stored workflow does not parse: {e}"))?;
+        let file = WorkloadFile { version: 1, workflows: vec![spec.clone()] };
+        let workload = Workload::live_from_file("workflow", &file, cluster)
+            .map_err(|e| format!("no longer valid on the cluster's configuration: {e}"))?;
+        let wf = workload.workflows.into_iter().next().ok_or("the workflow is empty")?;
+        let mut jobs: Vec<JobLive> = Vec::with_capacity(wf.jobs.len());
+        for (j, job) in wf.jobs.iter().enumerate() {
+            let spec_job = spec.jobs.iter().find(|x| x.name == job.name).ok_or("job names changed")?;
+            let mut stages: Vec<StageLive> = Vec::with_capacity(job.stages.len());
+            for stage in &job.stages {
+                let s = spec_job.stages.iter().find(|x| x.name == stage.name).ok_or("stage names changed")?;
+                stages.push(StageLive {
+                    name: stage.name.clone(),
+                    after: stage.after.clone(),
+                    next: Vec::new(),
+                    waiting_on: stage.after.len() as u32,
+                    resources: stage.resources,
+                    command: s.command.clone().unwrap_or_default(),
+                    env: s.env.clone(),
+                    max_attempts: s.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
+                    ready: VecDeque::new(),
+                    done: 0,
+                    tasks: (0..stage.tasks)
+                        .map(|_| TaskLive { phase: TaskPhase::Pending, attempts: 0, failures: 0 })
+                        .collect(),
+                });
+            }
+            for s in 0..stages.len() {
+                for a in stages[s].after.clone() {
+                    stages[a].next.push(s);
+                }
+            }
+            jobs.push(JobLive {
+                name: job.name.clone(),
+                next: Vec::new(),
+                upstream_left: job.after.len() as u32,
+                phase: JobPhase::Pending,
+                started: false,
+                stages_left: stages.len() as u32,
+                stages,
+            });
+            for &a in &job.after {
+                jobs[a].next.push(j);
+            }
+        }
+        Ok(RunLive {
+            id: row.id,
+            workflow: row.workflow.clone(),
+            logical_date: row.logical_date.clone(),
+            queue: wf.queue.clone(),
+            user: wf.user.clone(),
+            priority: wf.priority,
+            submitted_ms: row.submitted_ms,
+            params: serde_json::from_str(&row.params).unwrap_or_default(),
+            jobs_left: jobs.len() as u32,
+            jobs,
+            started: row.started_ms.is_some(),
+            active: 0,
+            ending: None,
+        })
+    }
+
+    /// The rows a routed run gets: its jobs and every task.
+    pub fn new_jobs(&self) -> Vec<NewJob> {
+        self.jobs
+            .iter()
+            .enumerate()
+            .map(|(j, job)| NewJob {
+                idx: j as u32,
+                name: job.name.clone(),
+                tasks: job
+                    .stages
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(s, st)| {
+                        (0..st.tasks.len() as u32).map(move |t| NewTask {
+                            stage_idx: s as u32,
+                            task_idx: t,
+                            stage: st.name.clone(),
+                        })
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,158 @@
+//! The worker: one supervisor per cluster that takes the cluster's lease when it is free and,
+//! while it holds it, runs the cluster's engine actor. Losing the lease (another owner's fence
+//! moved on), a configuration reload, or any error ends the actor; the supervisor then starts
+//! over from the store — every start is a recovery.
+
+mod actor;
+mod live;
+mod recover;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{watch, Notify};
+use tokio::task::JoinHandle;
+use weir_store::Store;
+
+use crate::clusters::Registry;
+use crate::error::ServerError;
+use crate::time::now_ms;
+use crate::{ServerConfig, Stop};
+
+/// Settings every actor of this process shares.
+#[derive(Clone, Debug)]
+pub(crate) struct WorkerSettings {
+    pub owner: String,
+    pub lease_ms: i64,
+    pub kill_grace: Duration,
+    pub tick: Duration,
+    pub data_dir: PathBuf,
+}
+
+pub(crate) struct WorkerHandle {
+    /// Wakes every actor of this process (a submission or kill arrived).
+    pub notify: Arc<Notify>,
+    task: JoinHandle<()>,
+}
+
+impl WorkerHandle {
+    pub async fn join(self) {
+        let _ = self.task.await;
+    }
+}
+
+pub(crate) fn start(
+    config: &ServerConfig,
+    store: Store,
+    registry: Arc<Registry>,
+    stop: watch::Receiver<Stop>,
+) -> Result<WorkerHandle, ServerError> {
+    let settings = WorkerSettings {
+        owner: config.owner.clone(),
+        lease_ms: config.lease.as_millis() as i64,
+        kill_grace: config.kill_grace,
+        tick: config.tick,
+        data_dir: config.data_dir.clone(),
+    };
+    let notify = Arc::new(Notify::new());
+    let n = notify.clone();
+    let task = tokio::spawn(async move {
+        let mut supervisors: Vec<JoinHandle<()>> = Vec::new();
+        let mut started = BTreeSet::new();
+        let mut stop_rx = stop.clone();
+        loop {
+            for name in registry.cluster_names() {
+                if started.insert(name.clone()) {
+                    supervisors.push(tokio::spawn(supervise(
+                        name,
+                        settings.clone(),
+                        store.clone(),
+                        registry.clone(),
+                        stop.clone(),
+                        n.clone(),
+                    )));
+                }
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = stop_rx.changed() => break,
+            }
+        }
+        for s in supervisors {
+            let _ = s.await;
+        }
+    });
+    Ok(WorkerHandle { notify, task })
+}
+
+/// Why an actor stopped.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    /// Asked to stop (after draining, if asked to drain).
+    Stopped,
+    /// The cluster's configuration changed: rebuild.
+    Reload,
+    /// Another owner holds the lease now.
+    LeaseLost,
+    /// Something failed; start over after a pause.
+    Failed(String),
+}
+
+async fn supervise(
+    cluster: String,
+    settings: WorkerSettings,
+    store: Store,
+    registry: Arc<Registry>,
+    stop: watch::Receiver<Stop>,
+    notify: Arc<Notify>,
+) {
+    loop {
+        if *stop.borrow() != Stop::Running {
+            return;
+        }
+        match store.acquire_lease(&cluster, &settings.owner, now_ms(), settings.lease_ms).await {
+            Ok(Some(fence)) => {
+                let ended = actor::run(
+                    &cluster,
+                    fence.clone(),
+                    &settings,
+                    &store,
+                    &registry,
+                    stop.clone(),
+                    notify.clone(),
+                )
+                .await;
+                match ended {
+                    Ended::Stopped => {
+                        let _ = store.release_lease(&fence).await;
+                        return;
+                    }
+                    Ended::Reload => {
+                        eprintln!("weir worker: cluster `{cluster}`: configuration changed, rebuilding")
+                    }
+                    Ended::LeaseLost => {
+                        eprintln!("weir worker: cluster `{cluster}`: lease lost to another worker")
+                    }
+                    Ended::Failed(why) => {
+                        eprintln!("weir worker: cluster `{cluster}`: {why}; starting over");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+            }
+            Ok(None) => {
+                let wait = Duration::from_millis((settings.lease_ms / 4).clamp(100, 2000) as u64);
+                let mut s = stop.clone();
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = s.changed() => {}
+                }
+            }
+            Err(e) => {
+                eprintln!("weir worker: cluster `{cluster}`: cannot take the lease: {e}");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! Every start of an actor is a recovery (crash-only): rebuild the runs from the store,
+//! reconcile each open attempt with the backend — `adopt` what has a launch record, `recover`
+//! what only has its intent — and rebuild the engine: jobs with running attempts first, each
+//! holding exactly the containers its running attempts hold, then everything still to run.
+//! An intent without an outcome is never started again blindly: only a backend answer of
+//! "never started / left no trace" lets the task run a new attempt.
+
+use std::collections::{BTreeMap, HashMap};
+
+use weir_backend::{Adopted, AttemptId, Exit, Launched, Recovered, TaskExit};
+use weir_engine::{Decision, Request};
+use weir_store::{AttemptKey, Change, TaskKey};
+
+use super::actor::Actor;
+use super::live::{attempt_id, engine_job, split_job, AttemptLive, JobPhase, RunLive, TaskPhase};
+use super::Ended;
+use crate::time::now_ms;
+
+impl Actor {
+    pub(crate) async fn recover(&mut self) -> Result<(), Ended> {
+        let work = self.settings.data_dir.join("work");
+        if let Err(e) = tokio::fs::create_dir_all(&work).await {
+            return Err(Ended::Failed(format!("cannot create {}: {e}", work.display())));
+        }
+        let active = match self.store.active_runs(&self.cluster).await {
+            Ok(a) => a,
+            Err(e) => return Err(Ended::Failed(format!("cannot read the cluster's runs: {e}"))),
+        };
+        let at = now_ms();
+        // Ends found while nobody watched, handled once the engine is rebuilt.
+        let mut ended: Vec<TaskExit> = Vec::new();
+        // Running attempts by (run, job) → stage → attempt ids, to give them containers.
+        let mut holding: BTreeMap<(i64, usize), BTreeMap<usize, Vec<String>>> = BTreeMap::new();
+        for a in active {
+            let mut live = match RunLive::build(&a.run, &self.config) {
+                Ok(l) => l,
+                Err(why) => {
+                    self.changes.push(Change::RunState {
+                        run: a.run.id,
+                        to: "failed",
+                        at,
+                        reason: Some(why),
+                    });
+                    continue;
+                }
+            };
+            let id = live.id;
+            let failures: HashMap<TaskKey, u32> = a.failed_attempts.into_iter().collect();
+            for t in &a.tasks {
+                let Some(st) = live
+                    .jobs
+                    .get_mut(t.job_idx as usize)
+                    .and_then(|j| j.stages.get_mut(t.stage_idx as usize))
+                else {
+                    continue;
+                };
+                let Some(task) = st.tasks.get_mut(t.task_idx as usize) else { continue };
+                task.attempts = t.attempts;
+                let key = TaskKey { run: id, job: t.job_idx, stage: t.stage_idx, task: t.task_idx };
+                task.failures = failures.get(&key).copied().unwrap_or(0);
+                match t.state.as_str() {
+                    "succeeded" => {
+                        task.phase = TaskPhase::Done;
+                        st.done += 1;
+                    }
+                    "failed" => task.phase = TaskPhase::Failed,
+                    _ => {}
+                }
+            }
+            // Stage barriers and job order from what is done.
+            let mut failed_task = false;
+            for job in &mut live.jobs {
+                let complete: Vec<bool> =
+                    job.stages.iter().map(|s| s.done as usize == s.tasks.len()).collect();
+                job.stages_left = complete.iter().filter(|c| !**c).count() as u32;
+                for st in &mut job.stages {
+                    st.waiting_on = st.after.iter().filter(|&&u| !complete[u]).count() as u32;
+                    failed_task |= st.tasks.iter().any(|t| t.phase == TaskPhase::Failed);
+                }
+            }
+            for row in &a.jobs {
+                let j = row.idx as usize;
+                let Some(job) = live.jobs.get_mut(j) else { continue };
+                match row.state.as_str() {
+                    "succeeded" => job.phase = JobPhase::Done,
+                    "waiting" | "running" => {
+                        job.phase = JobPhase::InEngine;
+                        job.started = row.state == "running";
+                    }
+                    _ => {}
+                }
+            }
+            let done: Vec<bool> = live.jobs.iter().map(|j| j.phase == JobPhase::Done).collect();
+            live.jobs_left = done.iter().filter(|d| !**d).count() as u32;
+            let afters: Vec<Vec<usize>> = {
+                let mut v = vec![Vec::new(); live.jobs.len()];
+                for (i, job) in live.jobs.iter().enumerate() {
+                    for &n in &job.next {
+                        v[n].push(i);
+                    }
+                }
+                v
+            };
+            for (i, job) in live.jobs.iter_mut().enumerate() {
+                job.upstream_left = afters[i].iter().filter(|&&u| !done[u]).count() as u32;
+            }
+            if a.run.kill_requested {
+                live.ending = Some(("killed", "killed on request".to_string()));
+            } else if failed_task {
+                live.ending = Some(("failed", "a task ran out of attempts".to_string()));
+            }
+            // Open attempts: ask the backend what became of each.
+            for open in &a.open_attempts {
+                let key = AttemptKey {
+                    task: TaskKey { run: id, job: open.job_idx, stage: open.stage_idx, task: open.task_idx },
+                    attempt: open.attempt,
+                };
+                let aid = attempt_id(&key);
+                let Ok(attempt) = AttemptId::new(aid.clone()) else { continue };
+                let outcome = match &open.launched {
+                    Some(text) => match Launched::from_json(text) {
+                        Ok(l) => match self.backend.adopt(&l).await {
+                            Ok(Adopted::Running) => Ok(Some(l)),
+                            Ok(Adopted::Ended(exit)) => Err((exit, Some(l))),
+                            Err(e) => {
+                                eprintln!("weir worker: cannot adopt {aid}: {e}");
+                                Err((Exit::Lost, Some(l)))
+                            }
+                        },
+                        Err(_) => Err((Exit::Lost, None)),
+                    },
+                    None => match self.backend.recover(&attempt).await {
+                        Ok(Recovered::Running(l)) => {
+                            self.changes.push(Change::AttemptLaunched { key, launched: l.to_json(), at });
+                            Ok(Some(l))
+                        }
+                        Ok(Recovered::Ended(exit)) => Err((exit, None)),
+                        Ok(Recovered::NotFound) => Err((Exit::Lost, None)),
+                        Err(e) => {
+                            eprintln!("weir worker: cannot recover {aid}: {e}");
+                            Err((Exit::Lost, None))
+                        }
+                    },
+                };
+                let Some(task) = live
+                    .jobs
+                    .get_mut(key.task.job as usize)
+                    .and_then(|j| j.stages.get_mut(key.task.stage as usize))
+                    .and_then(|s| s.tasks.get_mut(key.task.task as usize))
+                else {
+                    continue;
+                };
+                task.phase = TaskPhase::Active;
+                live.active += 1;
+                let launched = match outcome {
+                    Ok(l) => l,
+                    Err((exit, l)) => {
+                        ended.push(TaskExit { attempt: attempt.clone(), exit, ended_at_ms: at as u64 });
+                        l
+                    }
+                };
+                holding
+                    .entry((id, key.task.job as usize))
+                    .or_default()
+                    .entry(key.task.stage as usize)
+                    .or_default()
+                    .push(aid.clone());
+                self.attempts.insert(aid, AttemptLive { key, container: None, launched, preempted: false });
+            }
+            self.runs.insert(id, live);
+        }
+        // Jobs holding containers go back into the engine first, asking for exactly those.
+        let mut resubmitted = Vec::new();
+        for (&(id, j), stages) in &holding {
+            let Some(run) = self.runs.get(&id) else { continue };
+            let requests: Vec<Request> = stages
+                .iter()
+                .map(|(&s, ids)| {
+                    Request::new(run.jobs[j].stages[s].resources, ids.len() as u32).tagged(s as u64)
+                })
+                .collect();
+            resubmitted.push((id, j, requests));
+        }
+        for (id, j, requests) in resubmitted {
+            self.submit_held(id, j, requests);
+        }
+        let now = self.now();
+        let decisions = self.engine.schedule(now);
+        let mut rest = Vec::new();
+        for d in decisions {
+            match d {
+                Decision::StartContainer { container, job, tag, .. } => {
+                    let (id, j) = split_job(job);
+                    let aid = holding
+                        .get_mut(&(id, j))
+                        .and_then(|st| st.get_mut(&(tag as usize)))
+                        .and_then(|v| v.pop());
+                    match aid.and_then(|a| self.attempts.get_mut(&a).map(|x| (a, x))) {
+                        Some((aid, a)) => {
+                            a.container = Some(container);
+                            self.containers.insert(container, aid);
+                        }
+                        None => {
+                            let _ = self.engine.on_container_finished(now, container);
+                        }
+                    }
+                }
+                other => rest.push(other),
+            }
+        }
+        let unplaced: usize = holding.values().flat_map(|s| s.values()).map(Vec::len).sum();
+        if unplaced > 0 {
+            eprintln!(
+                "weir worker: cluster `{}`: {unplaced} running attempts no longer fit the cluster; they keep running outside the engine's accounting",
+                self.cluster
+            );
+        }
+        for d in rest {
+            self.on_decision(d);
+        }
+        // Then everything else: the rest of the jobs in the engine, jobs whose upstream is done.
+        let ids: Vec<i64> = self.runs.keys().copied().collect();
+        for id in ids {
+            let Some(run) = self.runs.get(&id) else { continue };
+            if let Some((to, why)) = run.ending.clone() {
+                // end_run starts the ending afresh: kills what still runs, or finishes the run.
+                if let Some(r) = self.runs.get_mut(&id) {
+                    r.ending = None;
+                }
+                self.end_run(id, to, why);
+                continue;
+            }
+            let in_engine: Vec<usize> = (0..run.jobs.len())
+                .filter(|&j| run.jobs[j].phase == JobPhase::InEngine && !holding_has(&self.engine, id, j))
+                .collect();
+            for j in in_engine {
+                if let Some(run) = self.runs.get_mut(&id) {
+                    run.jobs[j].phase = JobPhase::Pending;
+                }
+                self.submit_job(id, j, Vec::new());
+            }
+            self.add_ready_requests(id);
+            self.start_ready_jobs(id);
+        }
+        for exit in ended {
+            self.on_exit(exit);
+        }
+        self.commit().await?;
+        Ok(())
+    }
+
+    /// Submit a job that has running attempts, asking only for their containers.
+    fn submit_held(&mut self, id: i64, j: usize, requests: Vec<Request>) {
+        let now = self.now();
+        let Some(run) = self.runs.get_mut(&id) else { return };
+        run.jobs[j].phase = JobPhase::InEngine;
+        let spec = weir_engine::JobSpec {
+            id: engine_job(id, j),
+            queue: run.queue.clone(),
+            user: run.user.clone(),
+            priority: run.priority,
+            submit_time: weir_model::Time(run.submitted_ms.max(0) as u64),
+            requests,
+            has_am: false,
+        };
+        if let Err(e) = self.engine.on_job_submitted(now, spec) {
+            eprintln!("weir worker: cannot resubmit job {j} of run {id}: {e}");
+        }
+    }
+
+    /// For jobs resubmitted with their running attempts: ask for their other runnable tasks.
+    fn add_ready_requests(&mut self, id: i64) {
+        let now = self.now();
+        let Some(run) = self.runs.get_mut(&id) else { return };
+        for (j, job) in run.jobs.iter_mut().enumerate() {
+            if job.phase != JobPhase::InEngine {
+                continue;
+            }
+            let mut requests = Vec::new();
+            for (s, st) in job.stages.iter_mut().enumerate() {
+                if st.waiting_on == 0 {
+                    let n = super::actor::ready_tasks(st);
+                    if n > 0 {
+                        requests.push(Request::new(st.resources, n).tagged(s as u64));
+                    }
+                }
+            }
+            if !requests.is_empty() {
+                let _ = self.engine.on_requests_added(now, engine_job(id, j), requests);
+            }
+        }
+    }
+}
+
+/// Whether the engine already knows this job (it was resubmitted with running attempts).
+fn holding_has(engine: &weir_engine::Engine, id: i64, j: usize) -> bool {
+    engine.explain(engine_job(id, j)).is_ok()
+}

@@ -1,0 +1,126 @@
+//! The store's guarantees on a real SQLite file (and on PostgreSQL when
+//! `WEIR_TEST_POSTGRES_URL` is set): group-committed submissions with uniqueness and
+//! idempotency, leases whose fencing number stops a stale owner from writing anything, and
+//! compare-and-set state changes.
+
+use weir_store::{AttemptKey, Change, NewJob, NewRun, NewTask, Store, StoreError, Submitted, TaskKey};
+
+async fn stores(tag: &str) -> Vec<Store> {
+    let dir = std::env::temp_dir().join(format!("weir-store-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mut out =
+        vec![Store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite")];
+    match std::env::var("WEIR_TEST_POSTGRES_URL") {
+        Ok(url) => {
+            let name = format!("weir_store_{tag}_{}", std::process::id());
+            let db = weir_store::create_postgres_database(&url, &name).await.expect("database");
+            out.push(Store::open(&db).await.expect("postgres"));
+        }
+        Err(_) => eprintln!("\n*** SKIPPED on PostgreSQL: WEIR_TEST_POSTGRES_URL is not set ***\n"),
+    }
+    out
+}
+
+fn run(workflow: &str, date: &str, key: Option<&str>) -> NewRun {
+    NewRun {
+        workflow: workflow.into(),
+        project: "ads".into(),
+        tier: 1,
+        logical_date: date.into(),
+        cluster: "c".into(),
+        queue: "root.ads.tier1".into(),
+        spec: "{}".into(),
+        params: "{}".into(),
+        submitted_by: "admin".into(),
+        submitted_ms: 1_000,
+        idempotency_key: key.map(str::to_string),
+        idempotency_after_ms: 0,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_checks_uniqueness_and_idempotency_in_order() {
+    for store in stores("submit").await {
+        let out = store
+            .submit(&[
+                run("w", "d1", Some("k")),
+                run("w", "d1", None),
+                run("w", "d2", Some("k")),
+                run("v", "d1", None),
+            ])
+            .await
+            .expect("submit");
+        let Submitted::Created { id } = out[0] else { panic!("{out:?}") };
+        assert_eq!(out[1], Submitted::Conflict { existing: id });
+        // The same key replays the first answer even though the body differs.
+        assert_eq!(out[2], Submitted::Replay { status: 201, run: id });
+        assert!(matches!(out[3], Submitted::Created { .. }));
+        // Once the run has ended, its (workflow, date) is free again.
+        let fence = store.acquire_lease("c", "me", 0, 10_000).await.expect("lease").expect("free");
+        let applied = store
+            .apply(&fence, 10_000, &[Change::RunState { run: id, to: "killed", at: 5, reason: None }])
+            .await
+            .expect("apply");
+        assert_eq!(applied, vec![true]);
+        let again = store.submit(&[run("w", "d1", None)]).await.expect("submit");
+        assert!(matches!(again[0], Submitted::Created { id: new } if new != id), "{again:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_lease_holder_writes_nothing() {
+    for store in stores("lease").await {
+        let a = store.acquire_lease("c", "a", 1_000, 5_000).await.expect("lease").expect("free");
+        // Held and unexpired: b cannot take it; a can renew it.
+        assert_eq!(store.acquire_lease("c", "b", 2_000, 5_000).await.expect("lease"), None);
+        // Expired: b takes it and the fence moves on.
+        let b = store.acquire_lease("c", "b", 7_000, 5_000).await.expect("lease").expect("expired");
+        assert!(b.fence > a.fence);
+        let id = match store.submit(&[run("w", "d", None)]).await.expect("submit")[0] {
+            Submitted::Created { id } => id,
+            ref other => panic!("{other:?}"),
+        };
+        let routed = Change::Route {
+            run: id,
+            jobs: vec![NewJob {
+                idx: 0,
+                name: "j".into(),
+                tasks: vec![NewTask { stage_idx: 0, task_idx: 0, stage: "s".into() }],
+            }],
+            at: 7_000,
+        };
+        match store.apply(&a, 20_000, std::slice::from_ref(&routed)).await {
+            Err(StoreError::LeaseLost { fence, .. }) => assert_eq!(fence, a.fence),
+            other => panic!("a stale owner wrote: {other:?}"),
+        }
+        assert_eq!(store.run(id).await.expect("read").expect("run").state, "queued", "nothing was written");
+        assert_eq!(store.apply(&b, 20_000, std::slice::from_ref(&routed)).await.expect("apply"), vec![true]);
+        // Compare-and-set: routing twice does nothing the second time.
+        assert_eq!(store.apply(&b, 20_000, &[routed]).await.expect("apply"), vec![false]);
+        let key = AttemptKey { task: TaskKey { run: id, job: 0, stage: 0, task: 0 }, attempt: 1 };
+        let start = Change::AttemptStarting {
+            key,
+            node: "node-0".into(),
+            stdout: "o".into(),
+            stderr: "e".into(),
+            at: 8_000,
+        };
+        let launched = Change::AttemptLaunched { key, launched: "{}".into(), at: 8_001 };
+        let ended =
+            Change::AttemptEnded { key, to: "succeeded", exit_code: Some(0), at: 8_002, reason: None };
+        // The same attempt cannot be started twice; an end applies once; a late launch record
+        // after the end does not resurrect it.
+        assert_eq!(store.apply(&b, 20_000, &[start.clone(), start]).await.expect("apply"), vec![true, false]);
+        assert_eq!(
+            store.apply(&b, 20_000, &[ended.clone(), ended, launched]).await.expect("apply"),
+            vec![true, false, false]
+        );
+        let attempts = store.attempts(id, 0, 0, 0).await.expect("attempts");
+        assert_eq!(attempts.len(), 1);
+        assert_eq!((attempts[0].state.as_str(), attempts[0].exit_code), ("succeeded", Some(0)));
+        // Recovery sees no open attempt.
+        let active = store.active_runs("c").await.expect("active");
+        assert!(active.iter().all(|r| r.open_attempts.is_empty()));
+    }
+}

@@ -1,0 +1,242 @@
+//! `weir bench serve`: the job-submission service over loopback HTTP.
+//!
+//! Submissions: an in-process server with its worker off (so the measure is the API and the
+//! store, not task execution), 1 and then 32 concurrent clients each submitting one-task runs
+//! as fast as their answers come; every 201 means the run was committed (group commit,
+//! `synchronous=FULL` on SQLite). Dispatch: a server with its worker on and the local backend;
+//! runs of one `true` task are submitted, and the clock stops when every one has succeeded.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde_json::{json, Value};
+use weir_server::{ClusterSource, Server, ServerConfig, Stop};
+
+use crate::emit;
+
+#[derive(Debug, Args)]
+pub struct ServeBench {
+    /// Submissions per client at 1 client.
+    #[arg(long, default_value_t = 1000)]
+    single: u32,
+    /// Submissions per client at 32 clients.
+    #[arg(long, default_value_t = 250)]
+    per_client: u32,
+    /// Runs of one `true` task for the dispatch measurement.
+    #[arg(long, default_value_t = 2000)]
+    dispatch: u32,
+    /// Concurrent clients submitting the dispatch runs.
+    #[arg(long, default_value_t = 32)]
+    dispatch_clients: u32,
+    /// Also measure on this PostgreSQL (each measurement in a new database). Default:
+    /// $WEIR_TEST_POSTGRES_URL if set.
+    #[arg(long, value_name = "URL")]
+    postgres: Option<String>,
+    /// Scratch directory (data dirs and SQLite files). Default: a new one under the system temp dir.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+const CLUSTER: &str = "version: 1
+nodes:
+  - {count: 1, resources: {cpu: 1000000, memory: 1000000}}
+queues:
+  - {name: default}
+";
+
+struct Measure {
+    per_s: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    n: usize,
+}
+
+pub fn run(a: &ServeBench) -> Result<()> {
+    if cfg!(debug_assertions) {
+        eprintln!("warning: this is a debug build; measure with `cargo run --release -- bench serve`");
+    }
+    let root = match &a.dir {
+        Some(d) => d.clone(),
+        None => std::env::temp_dir().join(format!("weir-bench-serve-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&root).with_context(|| format!("--dir: cannot create {}", root.display()))?;
+    let pg = a.postgres.clone().or_else(|| std::env::var("WEIR_TEST_POSTGRES_URL").ok());
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async {
+        let mut out = String::new();
+        let mut report = serde_json::Map::new();
+        let mut backends: Vec<(&str, Option<String>)> = vec![("sqlite", None)];
+        match &pg {
+            Some(url) => backends.push(("postgres", Some(url.clone()))),
+            None => eprintln!("no --postgres (or WEIR_TEST_POSTGRES_URL): PostgreSQL is not measured"),
+        }
+        let mut seq = 0;
+        for (name, admin) in &backends {
+            for clients in [1u32, 32] {
+                seq += 1;
+                let dir = root.join(format!("{name}-{clients}"));
+                let url = store_url(name, admin.as_deref(), &dir, seq).await?;
+                let n = if clients == 1 { a.single } else { a.per_client };
+                let m = submissions(&dir, &url, clients, n).await?;
+                writeln!(
+                    out,
+                    "{name:<9} {clients:>2} client(s): {:>8.0} submissions/s, ack p50 {:.2} ms, p99 {:.2} ms ({} runs)",
+                    m.per_s, m.p50_ms, m.p99_ms, m.n
+                )?;
+                report.insert(
+                    format!("{name}_{clients}"),
+                    json!({"submissions_per_s": round(m.per_s), "p50_ms": round(m.p50_ms), "p99_ms": round(m.p99_ms), "runs": m.n}),
+                );
+            }
+        }
+        let dir = root.join("dispatch");
+        let url = format!("sqlite://{}", dir.join("weir.db").display());
+        let (tasks_per_s, secs) = dispatch(&dir, &url, a.dispatch, a.dispatch_clients.max(1)).await?;
+        writeln!(
+            out,
+            "dispatch (sqlite, local backend, {} clients): {} runs of `true` submitted and completed in {secs:.2} s = {tasks_per_s:.0} tasks/s",
+            a.dispatch_clients, a.dispatch
+        )?;
+        report.insert(
+            "dispatch".into(),
+            json!({"runs": a.dispatch, "clients": a.dispatch_clients, "seconds": round(secs), "tasks_per_s": round(tasks_per_s)}),
+        );
+        writeln!(out, "{}", Value::Object(report))?;
+        emit(&out)
+    })
+}
+
+fn round(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+async fn store_url(name: &str, admin: Option<&str>, dir: &Path, seq: u32) -> Result<String> {
+    std::fs::create_dir_all(dir)?;
+    match (name, admin) {
+        ("postgres", Some(admin)) => {
+            let db = format!("weir_bench_{}_{seq}", std::process::id());
+            Ok(weir_store::create_postgres_database(admin, &db).await?)
+        }
+        _ => {
+            let _ = std::fs::remove_file(dir.join("weir.db"));
+            Ok(format!("sqlite://{}", dir.join("weir.db").display()))
+        }
+    }
+}
+
+async fn start(dir: &Path, url: &str, worker: bool) -> Result<(Server, String, String)> {
+    let mut c = ServerConfig::new(dir.to_path_buf(), url.to_string());
+    c.listen = Some("127.0.0.1:0".parse()?);
+    c.worker = worker;
+    c.tick = Duration::from_millis(50);
+    c.clusters =
+        vec![ClusterSource { name: "default".into(), yaml: CLUSTER.into(), file: "bench cluster".into() }];
+    let server = Server::start(c).await?;
+    let token = std::fs::read_to_string(weir_server::admin_token_path(dir))
+        .context("the bench server wrote no admin token")?
+        .trim()
+        .to_string();
+    let base = format!("http://{}", server.addr.context("not listening")?);
+    Ok((server, base, token))
+}
+
+fn workflow() -> Value {
+    json!({"name": "bench", "queue": "root.default",
+           "jobs": [{"name": "j", "stages": [{"name": "s", "tasks": 1, "resources": {"cpu": 100, "memory": 64}, "command": "true"}]}]})
+}
+
+async fn submissions(dir: &Path, url: &str, clients: u32, per_client: u32) -> Result<Measure> {
+    let (server, base, token) = start(dir, url, false).await?;
+    let http = reqwest::Client::new();
+    let wf = workflow();
+    let started = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for c in 0..clients {
+        let (http, wf, base, token) = (http.clone(), wf.clone(), base.clone(), token.clone());
+        set.spawn(async move {
+            let mut lat = Vec::with_capacity(per_client as usize);
+            for i in 0..per_client {
+                let body = json!({"workflow": wf, "logical_date": format!("{c}-{i}")});
+                let t = Instant::now();
+                let r = http.post(format!("{base}/v1/runs")).bearer_auth(&token).json(&body).send().await?;
+                if r.status().as_u16() != 201 {
+                    bail!("submission answered {}: {}", r.status(), r.text().await.unwrap_or_default());
+                }
+                let _ = r.bytes().await?;
+                lat.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            Ok(lat)
+        });
+    }
+    let mut lat = Vec::new();
+    while let Some(r) = set.join_next().await {
+        lat.extend(r??);
+    }
+    let wall = started.elapsed().as_secs_f64();
+    server.shutdown(Stop::Now).await;
+    lat.sort_by(f64::total_cmp);
+    let q = |p: f64| lat[((lat.len() as f64 - 1.0) * p).round() as usize];
+    Ok(Measure { per_s: lat.len() as f64 / wall, p50_ms: q(0.5), p99_ms: q(0.99), n: lat.len() })
+}
+
+async fn dispatch(dir: &Path, url: &str, runs: u32, clients: u32) -> Result<(f64, f64)> {
+    std::fs::create_dir_all(dir)?;
+    let _ = std::fs::remove_file(dir.join("weir.db"));
+    let (server, base, token) = start(dir, url, true).await?;
+    let http = reqwest::Client::new();
+    let wf = workflow();
+    let started = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for c in 0..clients {
+        let (http, wf, base, token) = (http.clone(), wf.clone(), base.clone(), token.clone());
+        let mine: Vec<u32> = (0..runs).filter(|i| i % clients == c).collect();
+        set.spawn(async move {
+            for i in mine {
+                let body = json!({"workflow": wf, "logical_date": format!("d-{i}")});
+                http.post(format!("{base}/v1/runs"))
+                    .bearer_auth(&token)
+                    .json(&body)
+                    .send()
+                    .await?
+                    .error_for_status()?;
+            }
+            Ok::<(), anyhow::Error>(())
+        });
+    }
+    while let Some(r) = set.join_next().await {
+        r??;
+    }
+    loop {
+        let done = count_succeeded(&http, &base, &token).await?;
+        if done >= runs as usize {
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(600) {
+            bail!("dispatch: only {done} of {runs} runs succeeded within 600 s");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    server.shutdown(Stop::Now).await;
+    Ok((runs as f64 / secs, secs))
+}
+
+async fn count_succeeded(http: &reqwest::Client, base: &str, token: &str) -> Result<usize> {
+    let mut n = 0;
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut url = format!("{base}/v1/runs?state=succeeded&limit=1000");
+        if let Some(c) = &cursor {
+            url += &format!("&cursor={c}");
+        }
+        let v: Value = http.get(url).bearer_auth(token).send().await?.json().await?;
+        n += v["runs"].as_array().map(Vec::len).unwrap_or(0);
+        match v["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => return Ok(n),
+        }
+    }
+}

@@ -1,0 +1,368 @@
+//! The client commands: `submit`, `runs`, `status`, `kill`, `logs`, `queues`, `explain`.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use reqwest::Method;
+use weir_api::{QueuesResponse, Run, RunCreated, RunExplanation, RunList, RunState, RunSummary, SubmitRun};
+use weir_model::WorkloadFile;
+
+use super::client::{span, Client, Connection};
+use crate::emit;
+
+#[derive(Debug, Args)]
+#[command(
+    about = "Submit a run of each workflow in a workload file to a weir server",
+    long_about = "Submit one run of each workflow in a workload file (the workload-file schema, \
+with a `command` per stage) to a weir server, and print each run's id, cluster and queue. \
+The server validates it exactly as `weir validate` would and answers 400 naming the field.\n\n\
+Examples:\n  weir submit examples/demo/workload.yaml\n  \
+weir submit pipeline.yaml --logical-date 2026-11-23 --wait"
+)]
+pub struct SubmitArgs {
+    /// A workload file (version: 1, workflows: [...]).
+    file: PathBuf,
+    /// The date (or label) of this run; one active run per workflow and logical date.
+    #[arg(long, value_name = "DATE")]
+    logical_date: Option<String>,
+    /// Parameters handed to every task as WEIR_PARAM_<NAME> (repeatable).
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    params: Vec<String>,
+    /// Wait for every run to end; exit non-zero if one did not succeed.
+    #[arg(long)]
+    wait: bool,
+    #[command(flatten)]
+    conn: Connection,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    about = "List runs, newest first",
+    long_about = "List runs, newest first.\n\nExamples:\n  \
+weir runs\n  weir runs --state running\n  weir runs --workflow nightly-backfill --json"
+)]
+pub struct RunsArgs {
+    #[arg(long)]
+    project: Option<String>,
+    #[arg(long)]
+    workflow: Option<String>,
+    /// queued, routed, waiting, running, succeeded, failed or killed.
+    #[arg(long)]
+    state: Option<String>,
+    #[arg(long, default_value_t = 50)]
+    limit: u32,
+    /// Print the API's JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    conn: Connection,
+}
+
+#[derive(Debug, Args)]
+#[command(about = "Show a run: its jobs and tasks, states, attempts, exit codes")]
+pub struct RunArgs {
+    /// The run's id.
+    run: i64,
+    /// Print the API's JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    conn: Connection,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    about = "Print a task attempt's output",
+    long_about = "Print a task attempt's output. TASK is job.stage.index as `weir status` lists \
+it (stage.index in a one-job run).\n\nExamples:\n  weir logs 12 extract.query.0\n  \
+weir logs 12 query.1 --stream stderr --follow"
+)]
+pub struct LogsArgs {
+    run: i64,
+    task: String,
+    /// Which attempt (default: the latest).
+    #[arg(long)]
+    attempt: Option<u32>,
+    /// stdout or stderr.
+    #[arg(long, default_value = "stdout")]
+    stream: String,
+    /// Keep printing until the attempt ends.
+    #[arg(long, short)]
+    follow: bool,
+    #[command(flatten)]
+    conn: Connection,
+}
+
+#[derive(Debug, Args)]
+#[command(about = "Show the live queue tree: usage, demand, fair shares, running and pending apps")]
+pub struct QueuesArgs {
+    /// Only this cluster.
+    #[arg(long)]
+    cluster: Option<String>,
+    /// Print the API's JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    conn: Connection,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")
+}
+
+pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let file = args.file.display().to_string();
+    let workload: WorkloadFile = weir_model::parse_yaml(&file, &text)?;
+    let mut params = std::collections::BTreeMap::new();
+    for p in &args.params {
+        let (k, v) = p.split_once('=').with_context(|| format!("--param `{p}` is not NAME=VALUE"))?;
+        params.insert(k.to_string(), v.to_string());
+    }
+    let client = args.conn.client()?;
+    runtime()?.block_on(async {
+        let mut ids = Vec::new();
+        for wf in &workload.workflows {
+            let body = SubmitRun {
+                workflow: Some(serde_json::to_value(wf)?),
+                workflow_name: None,
+                logical_date: args.logical_date.clone(),
+                params: params.clone(),
+            };
+            let created: RunCreated = client
+                .send(client.request(Method::POST, "/v1/runs").json(&body))
+                .await
+                .with_context(|| format!("{file}: workflow `{}`", wf.name))?;
+            emit(&format!(
+                "run {} of {} ({}) queued on {} in {}\n",
+                created.id, created.workflow, created.logical_date, created.cluster, created.queue
+            ))?;
+            ids.push(created.id);
+        }
+        if !args.wait {
+            return Ok(ExitCode::SUCCESS);
+        }
+        let mut ok = true;
+        for id in ids {
+            let run = wait_for(&client, id).await?;
+            emit(&format!("run {id} {}\n", run.state.as_str()))?;
+            ok &= run.state == RunState::Succeeded;
+        }
+        Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    })
+}
+
+async fn wait_for(client: &Client, id: i64) -> Result<Run> {
+    loop {
+        let run: Run = client.send(client.request(Method::GET, &format!("/v1/runs/{id}"))).await?;
+        if run.state.is_terminal() {
+            return Ok(run);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+pub fn runs(args: &RunsArgs) -> Result<()> {
+    let client = args.conn.client()?;
+    runtime()?.block_on(async {
+        let mut q = vec![("limit", args.limit.to_string())];
+        for (k, v) in [("project", &args.project), ("workflow", &args.workflow), ("state", &args.state)] {
+            if let Some(v) = v {
+                q.push((k, v.clone()));
+            }
+        }
+        let list: RunList = client.send(client.request(Method::GET, "/v1/runs").query(&q)).await?;
+        if args.json {
+            return emit(&format!("{}\n", serde_json::to_string(&list)?));
+        }
+        emit(&runs_table(&list.runs, weir_server::now_ms()))
+    })
+}
+
+fn runs_table(runs: &[RunSummary], now: i64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>6}  {:<24} {:<26} {:>4}  {:<10} {:<28} {:>9}",
+        "run", "workflow", "logical date", "tier", "state", "queue", "age"
+    );
+    for r in runs {
+        let _ = writeln!(
+            out,
+            "{:>6}  {:<24} {:<26} {:>4}  {:<10} {:<28} {:>9}",
+            r.id,
+            r.workflow,
+            r.logical_date,
+            r.tier,
+            r.state.as_str(),
+            r.queue,
+            span(now - r.submitted_ms)
+        );
+    }
+    if runs.is_empty() {
+        out.push_str("no runs\n");
+    }
+    out
+}
+
+pub fn status(args: &RunArgs) -> Result<ExitCode> {
+    let client = args.conn.client()?;
+    runtime()?.block_on(async {
+        let run: Run = client.send(client.request(Method::GET, &format!("/v1/runs/{}", args.run))).await?;
+        if args.json {
+            emit(&format!("{}\n", serde_json::to_string(&run)?))?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        let mut out = String::new();
+        writeln!(
+            out,
+            "run {} of {} ({}), tier {}: {}",
+            run.id,
+            run.workflow,
+            run.logical_date,
+            run.tier,
+            run.state.as_str()
+        )?;
+        writeln!(out, "cluster {}, queue {}", run.cluster, run.queue)?;
+        if let Some(r) = &run.reason {
+            writeln!(out, "reason: {r}")?;
+        }
+        if run.kill_requested && !run.state.is_terminal() {
+            writeln!(out, "a kill was requested and is being carried out")?;
+        }
+        for job in &run.jobs {
+            let took = match (job.started_ms, job.finished_ms) {
+                (Some(s), Some(f)) => format!(" in {}", span(f - s)),
+                _ => String::new(),
+            };
+            writeln!(out, "\njob {}: {}{took}", job.name, job.state)?;
+            if let Some(e) = &job.explanation {
+                for line in e.lines() {
+                    writeln!(out, "  | {line}")?;
+                }
+            }
+            for t in &job.tasks {
+                let exit = t.exit_code.map(|c| format!("exit {c}")).unwrap_or_default();
+                let node = t.node.clone().unwrap_or_default();
+                writeln!(
+                    out,
+                    "  {:<32} {:<10} attempts {:<2} {:<8} {exit}",
+                    t.name, t.state, t.attempts, node
+                )?;
+            }
+        }
+        emit(&out)?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+pub fn kill(args: &RunArgs) -> Result<()> {
+    let client = args.conn.client()?;
+    runtime()?.block_on(async {
+        let r: RunSummary =
+            client.send(client.request(Method::POST, &format!("/v1/runs/{}/kill", args.run))).await?;
+        let what =
+            if r.state.is_terminal() { r.state.as_str().to_string() } else { "being killed".to_string() };
+        emit(&format!("run {} is {what}\n", r.id))
+    })
+}
+
+pub fn explain(args: &RunArgs) -> Result<()> {
+    let client = args.conn.client()?;
+    runtime()?.block_on(async {
+        let e: RunExplanation =
+            client.send(client.request(Method::GET, &format!("/v1/runs/{}/explain", args.run))).await?;
+        if args.json {
+            return emit(&format!("{}\n", serde_json::to_string(&e)?));
+        }
+        let mut out = format!("run {} is {}\n", e.id, e.state.as_str());
+        for j in &e.jobs {
+            writeln!(out, "job {} ({}):", j.job, j.state)?;
+            for line in j.explanation.lines() {
+                writeln!(out, "  {line}")?;
+            }
+        }
+        emit(&out)
+    })
+}
+
+pub fn logs(args: &LogsArgs) -> Result<()> {
+    let client = args.conn.client()?;
+    runtime()?.block_on(async {
+        let mut q = vec![("stream", args.stream.clone()), ("follow", args.follow.to_string())];
+        if let Some(a) = args.attempt {
+            q.push(("attempt", a.to_string()));
+        }
+        let path = format!("/v1/runs/{}/tasks/{}/logs", args.run, args.task);
+        let mut resp = client.checked(client.request(Method::GET, &path).query(&q)).await?;
+        use std::io::Write;
+        let mut stdout = std::io::stdout().lock();
+        while let Some(chunk) = resp.chunk().await.context("the log stream broke off")? {
+            if stdout.write_all(&chunk).and_then(|()| stdout.flush()).is_err() {
+                break;
+            }
+        }
+        Ok(())
+    })
+}
+
+pub fn queues(args: &QueuesArgs) -> Result<()> {
+    let client = args.conn.client()?;
+    runtime()?.block_on(async {
+        let mut req = client.request(Method::GET, "/v1/queues");
+        if let Some(c) = &args.cluster {
+            req = req.query(&[("cluster", c)]);
+        }
+        let q: QueuesResponse = client.send(req).await?;
+        if args.json {
+            return emit(&format!("{}\n", serde_json::to_string(&q)?));
+        }
+        let mut out = String::new();
+        for c in &q.clusters {
+            let Some(as_of) = c.as_of_ms else {
+                writeln!(out, "cluster {}: no worker has published its queues yet", c.cluster)?;
+                continue;
+            };
+            writeln!(
+                out,
+                "cluster {} ({} ago): using {} of {} cpu (millicores), {} of {} MiB",
+                c.cluster,
+                span(weir_server::now_ms() - as_of),
+                c.used.cpu,
+                c.total.cpu,
+                c.used.memory,
+                c.total.memory
+            )?;
+            let width = c.queues.iter().map(|q| q.path.len()).max().unwrap_or(5).max(5);
+            writeln!(
+                out,
+                "{:<width$} {:>4} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7}",
+                "queue", "tier", "used cpu", "demand", "steady", "instant", "running", "pending"
+            )?;
+            for q in &c.queues {
+                let tier = q.tier.map(|t| t.to_string()).unwrap_or_default();
+                writeln!(
+                    out,
+                    "{:<width$} {:>4} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7}",
+                    q.path,
+                    tier,
+                    q.usage.cpu,
+                    q.demand.cpu,
+                    q.steady_fair_share.cpu,
+                    q.instantaneous_fair_share.cpu,
+                    q.running_apps,
+                    q.pending_apps
+                )?;
+            }
+        }
+        if q.clusters.is_empty() {
+            bail!("the server knows no cluster");
+        }
+        emit(&out)
+    })
+}

@@ -1,0 +1,190 @@
+//! The README's serve story through the real binary: `weir serve --demo`, then the client
+//! commands (`runs`, `queues`, `status`, `logs`, `explain`, `submit --wait`, `kill`, `token`).
+//! The demo admits the tier-1 reports ahead of the remaining tier-3 backfills, as `weir
+//! simulate` decides on the same files.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn client(dir: &Path, port: u16, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(args)
+        .current_dir(dir)
+        .env("WEIR_SERVER", format!("http://127.0.0.1:{port}"))
+        .env_remove("WEIR_TOKEN")
+        .output()
+        .expect("run weir")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(out.status.success(), "failed: {}\n{}", common::text(&out.stdout), common::text(&out.stderr));
+    common::text(&out.stdout)
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_str(&ok(out)).expect("JSON output")
+}
+
+/// Start times (ms) of the demo's runs by (workflow, logical date), from `weir status --json`.
+fn started(dir: &Path, port: u16, runs: &Value) -> Vec<(String, String, i64)> {
+    let mut out = Vec::new();
+    for r in runs["runs"].as_array().expect("runs") {
+        let id = r["id"].as_i64().expect("id").to_string();
+        let run = json(&client(dir, port, &["status", &id, "--json"]));
+        out.push((
+            r["workflow"].as_str().unwrap_or("").to_string(),
+            r["logical_date"].as_str().unwrap_or("").to_string(),
+            run["started_ms"].as_i64().unwrap_or(i64::MAX),
+        ));
+    }
+    out
+}
+
+#[test]
+fn the_demo_and_the_client_commands() {
+    let scratch = common::Scratch::new("serve-cli");
+    let dir = scratch.0.clone();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
+    let _serve = Serve(
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}"), "--kill-grace", "1"])
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("weir serve"),
+    );
+    // The client finds the server by WEIR_SERVER and the token in ./weir-data/admin.token.
+    let start = Instant::now();
+    let all = loop {
+        let out = client(&dir, port, &["runs", "--json"]);
+        if out.status.success() {
+            let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+            let runs = v["runs"].as_array().map(Vec::len).unwrap_or(0);
+            let done = v["runs"].as_array().is_some_and(|r| r.iter().all(|r| r["state"] == "succeeded"));
+            if runs == 7 && done {
+                break v;
+            }
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "the demo did not finish: {:?}", out);
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let times = started(&dir, port, &all);
+    let at =
+        |wf: &str, date: &str| times.iter().find(|t| t.0 == wf && t.1 == date).map(|t| t.2).expect("run");
+    let reports = [at("revenue-report", "demo-1"), at("revenue-report", "demo-2")];
+    let late_backfills = [at("nightly-backfill", "demo-4"), at("nightly-backfill", "demo-5")];
+    // Three backfills take the three slots; the tier-1 reports, submitted later, are admitted
+    // before the two backfills that were waiting longer.
+    for r in reports {
+        assert!(r <= late_backfills[1], "a report started after the last backfill: {times:?}");
+        assert!(r <= late_backfills[0] + 1000, "a report started well after backfill demo-4: {times:?}");
+    }
+    // `weir simulate` on the same files decides the same.
+    let sim = dir.join("sim");
+    let root = common::workspace();
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args([
+            "simulate",
+            "--cluster",
+            "examples/demo/cluster.yaml",
+            "--workload",
+            "examples/demo/workload.yaml",
+            "--out",
+        ])
+        .arg(&sim)
+        .current_dir(&root)
+        .output()
+        .expect("simulate");
+    ok(&out);
+    let csv = std::fs::read_to_string(sim.join("runs.csv")).expect("runs.csv");
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    let sim_start = |wf: &str| -> Vec<u64> {
+        rows.iter().filter(|r| r[0] == wf).map(|r| r[4].parse().unwrap_or(u64::MAX)).collect()
+    };
+    let (mut b, r) = (sim_start("nightly-backfill"), sim_start("revenue-report"));
+    b.sort();
+    assert!(r.iter().all(|&t| t <= b[3] && t <= b[4]), "simulate: reports {r:?}, backfills {b:?}");
+
+    // The other client commands.
+    let queues = ok(&client(&dir, port, &["queues"]));
+    assert!(queues.contains("root.analytics.tier1") && queues.contains("pending"), "{queues}");
+    let id = at_id(&all, "revenue-report", "demo-1");
+    let status = ok(&client(&dir, port, &["status", &id]));
+    assert!(status.contains("job extract: succeeded") && status.contains("publish.upload.0"), "{status}");
+    let logs = ok(&client(&dir, port, &["logs", &id, "extract.query.1"]));
+    assert_eq!(logs, "querying shard 1\n");
+    let logs = ok(&client(&dir, port, &["logs", &id, "publish.upload.0", "--follow"]));
+    assert_eq!(logs, "report for demo-1 is ready\n");
+    // submit --wait, and a kill.
+    let wf = dir.join("mine.yaml");
+    std::fs::write(
+        &wf,
+        "version: 1\nworkflows:\n  - name: mine\n    queue: root.default\n    jobs:\n      - name: j\n        stages:\n          - {name: s, tasks: 1, resources: {cpu: 1000}, command: 'echo hello $WEIR_PARAM_WHO'}\n",
+    )
+    .expect("write");
+    let out = ok(&client(
+        &dir,
+        port,
+        &["submit", "mine.yaml", "--logical-date", "d1", "--param", "who=you", "--wait"],
+    ));
+    assert!(out.contains("queued on default in root.default") && out.ends_with("succeeded\n"), "{out}");
+    let mine = out.split_whitespace().nth(1).expect("run id").to_string();
+    assert_eq!(ok(&client(&dir, port, &["logs", &mine, "s.0"])), "hello you\n");
+    std::fs::write(
+        &wf,
+        std::fs::read_to_string(&wf).expect("read").replace("echo hello $WEIR_PARAM_WHO", "sleep 60"),
+    )
+    .expect("write");
+    let out = ok(&client(&dir, port, &["submit", "mine.yaml", "--logical-date", "d2"]));
+    let sleeper = out.split_whitespace().nth(1).expect("run id").to_string();
+    let dup = client(&dir, port, &["submit", "mine.yaml", "--logical-date", "d2"]);
+    assert!(!dup.status.success() && common::text(&dup.stderr).contains("409 conflict"), "{dup:?}");
+    let start = Instant::now();
+    while !ok(&client(&dir, port, &["status", &sleeper])).contains("running") {
+        assert!(start.elapsed() < Duration::from_secs(30), "never ran");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    ok(&client(&dir, port, &["kill", &sleeper]));
+    let start = Instant::now();
+    while !ok(&client(&dir, port, &["status", &sleeper])).contains(": killed") {
+        assert!(start.elapsed() < Duration::from_secs(30), "not killed");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Tokens: a viewer of `ads` sees no demo run (they belong to `analytics`) and cannot submit.
+    let token = ok(&client(&dir, port, &["token", "create", "reader", "--grant", "ads:viewer"]));
+    let listed = ok(&client(&dir, port, &["token", "list"]));
+    assert!(listed.contains("reader") && listed.contains("ads:viewer"), "{listed}");
+    let as_reader = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["runs", "--json"])
+        .current_dir(&dir)
+        .env("WEIR_SERVER", format!("http://127.0.0.1:{port}"))
+        .env("WEIR_TOKEN", token.trim())
+        .output()
+        .expect("runs");
+    assert_eq!(json(&as_reader)["runs"].as_array().map(Vec::len), Some(0));
+}
+
+fn at_id(all: &Value, wf: &str, date: &str) -> String {
+    all["runs"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["workflow"] == wf && r["logical_date"] == date))
+        .and_then(|r| r["id"].as_i64())
+        .expect("run")
+        .to_string()
+}
