@@ -590,6 +590,26 @@ impl Simulation {
             .flatten()
             .filter(|t| self.jobs.get(t.job as usize).is_some_and(JobRun::is_active))
             .fold(Resources::ZERO, |a, t| a + t.resources);
+        // A gang's running tasks all started together.
+        let mut first: Vec<(u32, Time)> = Vec::new();
+        for (_, j) in self.jobs.iter().filter(|(_, j)| j.is_active() && !j.gang_tasks.is_empty()) {
+            first.clear();
+            for &(g, c) in &j.gang_tasks {
+                let Some(start) = self.tasks.get(c.index()).copied().flatten().map(|t| t.start) else {
+                    continue;
+                };
+                match first.iter().find(|f| f.0 == g) {
+                    Some(&(_, at)) if at != start => {
+                        return Err(self.internal(format!(
+                            "a gang of job-{} started piecemeal: tasks at {at} and at {start}",
+                            j.run
+                        )));
+                    }
+                    Some(_) => {}
+                    None => first.push((g, start)),
+                }
+            }
+        }
         // The engine's nodes also hold placeholders: room kept for gangs not started yet.
         let running = self.engine.cluster_used() - self.engine.placeholder_room();
         if held != running {
@@ -626,6 +646,11 @@ impl Simulation {
     /// ones counts, as its slot does): with a streamed trace this follows the work in flight.
     pub fn held(&self) -> (usize, usize, usize) {
         (self.workload.workflows.span(), self.runs.span(), self.jobs.span())
+    }
+
+    /// The workflow whose run submitted the engine's job `job`, if there is one.
+    pub fn workflow_of(&self, job: weir_engine::JobId) -> Option<u32> {
+        self.jobs.get(usize::try_from(job.0).ok()?).map(|j| j.workflow)
     }
 
     /// The engine, for queries (`explain`, queue snapshots) between steps.

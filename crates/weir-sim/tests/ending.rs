@@ -47,6 +47,7 @@ fn workflow(name: &str, queue: &str, at: u64, tasks: u32, cpu: u64) -> Workflow 
                 gang: false,
                 walltime: None,
                 placement: Default::default(),
+                recorded_failure: false,
             }],
             gang: false,
         }],

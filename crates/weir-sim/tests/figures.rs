@@ -36,6 +36,7 @@ fn stage(tasks: u32, duration: u64) -> Stage {
         gang: false,
         walltime: None,
         placement: Default::default(),
+        recorded_failure: false,
     }
 }
 

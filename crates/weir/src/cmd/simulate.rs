@@ -423,7 +423,7 @@ fn adjust_cluster(args: &SimulateArgs, cluster: ClusterConfig) -> Result<Cluster
         };
         let name = path.display().to_string();
         let f = File::open(path).with_context(|| format!("--nodes-from-trace: cannot open {name}"))?;
-        let nodes = import::import_nodes(&name, BufReader::new(f))?;
+        let nodes = import::import_nodes(&name, std::io::BufReader::new(f))?;
         let skipped: u64 = nodes.skipped.values().map(|s| s.count).sum();
         eprintln!(
             "{name}: {} rows read, {skipped} skipped; {} nodes in {} groups",
