@@ -7,7 +7,7 @@ use crate::access::{AclSpec, PlacementRuleSpec, UserSpec};
 use crate::cluster_file::{
     name_queue_path, Backfill, ClusterFile, GangPreemption, Mode, Policy, Promotion, Rounding,
 };
-use crate::error::{parse_yaml, ModelError, Problem};
+use crate::error::{parse_yaml_named, ModelError, Problem};
 use crate::placement::PlacementRule;
 use crate::queue_path::QueuePath;
 use crate::resources::Resources;
@@ -190,12 +190,7 @@ pub fn builtin_tier(tier: u8) -> TierDefaults {
 impl ClusterConfig {
     /// Parse and validate a cluster file. `file` names it in errors.
     pub fn from_yaml(file: &str, text: &str) -> Result<ClusterConfig, ModelError> {
-        let raw: ClusterFile = parse_yaml(file, text).map_err(|e| match e {
-            ModelError::Syntax { file, path, message } => {
-                ModelError::Syntax { file, path: name_queue_path(text, &path), message }
-            }
-            other => other,
-        })?;
+        let raw: ClusterFile = parse_yaml_named(file, text, name_queue_path)?;
         ClusterConfig::from_file(file, raw)
     }
 

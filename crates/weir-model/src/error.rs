@@ -59,6 +59,75 @@ impl ModelError {
 /// Its default rendering adds a source snippet (labelled `<input>`, not the file) that repeats the
 /// message; callers print `file: path: message` per problem, so a single line reads better.
 pub fn parse_yaml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, ModelError> {
+    parse_yaml_named(file, text, |_, path| path.to_string())
+}
+
+/// [`parse_yaml`], reporting every shape error found (see `yaml_errors`), each path renamed by
+/// `name(text, path)` (queues and workflows by their names).
+pub(crate) fn parse_yaml_named<T: serde::de::DeserializeOwned>(
+    file: &str,
+    text: &str,
+    name: fn(&str, &str) -> String,
+) -> Result<T, ModelError> {
+    use crate::yaml_errors::{humanize, item_of, located, mask, restore, Masked, MAX_PROBLEMS};
+    let mut failure = match read_once::<T>(text) {
+        Ok(v) => return Ok(v),
+        Err(f) => f,
+    };
+    // Items blanked out so far, in order: a later path is in the indices of a text without them.
+    let mut removed: Vec<(String, usize)> = Vec::new();
+    let problem = |f: &Failure, current: &str, removed: &[(String, usize)]| {
+        let original = removed.iter().rev().fold(f.path.clone(), |p, r| restore(&p, r));
+        Problem {
+            path: name(text, &original),
+            message: if f.recoverable { humanize(&f.message, current) } else { f.message.clone() },
+        }
+    };
+    let mut problems = vec![problem(&failure, text, &removed)];
+    let mut current = text.to_string();
+    while failure.recoverable && problems.len() < MAX_PROBLEMS {
+        let Some((line, _)) = located(&failure.message).0 else { break };
+        let Some((masked, what)) = mask(&current, line) else { break };
+        let key_blanked = match what {
+            Masked::Item { depth } => {
+                let Some(item) = item_of(&failure.path, depth) else { break };
+                removed.push(item);
+                false
+            }
+            Masked::Key => true,
+        };
+        current = masked;
+        let next = match read_once::<T>(&current) {
+            Ok(_) => break,
+            Err(f) => f,
+        };
+        // A key blanked out may have been required, or was all there was: what follows is not
+        // the user's doing.
+        if !next.recoverable || (key_blanked && next.message.starts_with("missing field")) {
+            break;
+        }
+        let p = problem(&next, &current, &removed);
+        if problems.contains(&p) {
+            break;
+        }
+        problems.push(p);
+        failure = next;
+    }
+    if problems.len() == 1 {
+        let Problem { path, message } = problems.remove(0);
+        return Err(ModelError::Syntax { file: file.to_string(), path, message });
+    }
+    Err(ModelError::Invalid { file: file.to_string(), problems })
+}
+
+/// Why one read failed: where, what, and whether reading on past it can find more.
+struct Failure {
+    path: String,
+    message: String,
+    recoverable: bool,
+}
+
+fn read_once<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Failure> {
     let mut path = String::new();
     let result = serde_saphyr::with_deserializer_from_str_with_options(text, options(text.len()), |de| {
         serde_path_to_error::deserialize::<_, T>(de).map_err(|e| {
@@ -68,6 +137,13 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Res
     });
     result.map_err(|e| {
         let path = if path == "." { String::new() } else { path };
+        let recoverable = !matches!(
+            root(&e),
+            serde_saphyr::Error::Eof { .. }
+                | serde_saphyr::Error::Budget { .. }
+                | serde_saphyr::Error::AliasReplayLimitExceeded { .. }
+                | serde_saphyr::Error::AliasExpansionLimitExceeded { .. }
+        );
         let message = match root(&e) {
             serde_saphyr::Error::Eof { .. } if path.is_empty() && !has_content(text) => {
                 "the file is empty: expected a YAML document starting with `version: 1`".to_string()
@@ -98,7 +174,7 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Res
                 snippets: serde_saphyr::SnippetMode::Off,
             }),
         };
-        ModelError::Syntax { file: file.to_string(), path, message }
+        Failure { path, message, recoverable }
     })
 }
 

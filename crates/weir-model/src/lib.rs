@@ -24,6 +24,7 @@ pub mod workload;
 pub mod workload_file;
 mod workload_validation;
 mod workload_warnings;
+mod yaml_errors;
 
 pub use access::{AclSpec, PlacementRuleKind, PlacementRuleSpec, UserSpec};
 pub use cluster::{

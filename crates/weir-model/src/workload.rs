@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::cluster::ClusterConfig;
-use crate::error::{parse_yaml, ModelError};
+use crate::error::{parse_yaml_named, ModelError};
 use crate::queue_path::QueuePath;
 use crate::resources::Resources;
 use crate::time::{Duration, Time};
@@ -25,12 +25,7 @@ impl Workload {
     /// workflows given by project and decides whether every task fits on some node). `file`
     /// names it in errors.
     pub fn from_yaml(file: &str, text: &str, cluster: &ClusterConfig) -> Result<Workload, ModelError> {
-        let raw: WorkloadFile = parse_yaml(file, text).map_err(|e| match e {
-            ModelError::Syntax { file, path, message } => {
-                ModelError::Syntax { file, path: name_workload_path(text, &path), message }
-            }
-            other => other,
-        })?;
+        let raw: WorkloadFile = parse_yaml_named(file, text, name_workload_path)?;
         Workload::from_file(file, &raw, cluster)
     }
 

@@ -807,7 +807,7 @@ fn wrong_shapes_say_what_was_expected() {
     check_syntax(
         &stage("tasks: -1, resources: {cpu: 1}, duration: {fixed: 1m}"),
         "workflows.w.jobs.j.stages.s.tasks",
-        "invalid u32 at line 3, column 89",
+        "expected a whole number from 0 to 4,294,967,295, found `-1` at line 3, column 89",
     );
     check_syntax(
         &stage("tasks: 1, resources: {cpu: 1, memory: 2x}, duration: {fixed: 1m}"),
