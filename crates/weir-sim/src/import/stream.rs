@@ -91,7 +91,9 @@ impl TraceStream {
             TraceKind::Alibaba2018 | TraceKind::Sls | TraceKind::AlibabaGpu2023 => {
                 let mut jobs = match kind {
                     TraceKind::Alibaba2018 => super::alibaba::read(file, reader, options, &mut ledger)?,
-                    TraceKind::AlibabaGpu2023 => super::alibaba_gpu::read(file, reader, options, &mut ledger)?,
+                    TraceKind::AlibabaGpu2023 => {
+                        super::alibaba_gpu::read(file, reader, options, &mut ledger)?
+                    }
                     _ => super::sls::read(file, reader, options, &mut ledger)?,
                 };
                 jobs.sort_by(|a, b| a.submit_ms.cmp(&b.submit_ms).then_with(|| a.name.cmp(&b.name)));
