@@ -32,6 +32,10 @@ pub struct Sample {
     pub total: Resources,
     /// Use by the tier of the workflows holding it (index 0 unused, 1..=3).
     pub by_tier: [Resources; 4],
+    /// Resources asked for and not yet given (the root queue's pending demand).
+    pub pending: Resources,
+    /// Containers preempted since the start (a point's last sample's count).
+    pub preempted: u64,
 }
 
 #[derive(Debug, Default)]
@@ -179,7 +183,10 @@ impl Metrics {
         let first = self.next_sample.max(from);
         let every = self.sample_every;
         let n = (to.as_millis() - first.as_millis() - 1) / every + 1;
-        self.series.add(Sample { at: first, used, total, by_tier: self.by_tier }, n, every);
+        let pending = engine.queue_stat(0).pending;
+        let sample =
+            Sample { at: first, used, total, by_tier: self.by_tier, pending, preempted: self.preemptions };
+        self.series.add(sample, n, every);
         for &leaf in leaves {
             let share = engine.queue_stat(leaf).instantaneous;
             let sum = &mut self.leaves[leaf].share_sum;
@@ -276,18 +283,20 @@ pub(crate) struct Series {
     /// The point being filled: its first sample's time, samples so far, and their sums.
     at: Time,
     count: u64,
-    sums: [[u128; 3]; 6],
+    sums: [[u128; 3]; 7],
+    /// The preemption count of the point's last sample.
+    preempted: u64,
 }
 
 impl Default for Series {
     fn default() -> Series {
-        Series { points: Vec::new(), stride: 1, at: Time::ZERO, count: 0, sums: [[0; 3]; 6] }
+        Series { points: Vec::new(), stride: 1, at: Time::ZERO, count: 0, sums: [[0; 3]; 7], preempted: 0 }
     }
 }
 
-/// The resources a sample holds, in a fixed order: used, total, then use by tier 0..=3.
-fn parts(s: &Sample) -> [Resources; 6] {
-    [s.used, s.total, s.by_tier[0], s.by_tier[1], s.by_tier[2], s.by_tier[3]]
+/// The resources a sample holds, in a fixed order: used, total, use by tier 0..=3, pending.
+fn parts(s: &Sample) -> [Resources; 7] {
+    [s.used, s.total, s.by_tier[0], s.by_tier[1], s.by_tier[2], s.by_tier[3], s.pending]
 }
 
 fn mean(sum: &[u128; 3], n: u64) -> Resources {
@@ -322,6 +331,7 @@ impl Series {
                 }
             }
             self.count += m;
+            self.preempted = sample.preempted;
             n -= m;
             at = Time(at.as_millis().saturating_add(m.saturating_mul(every)));
             if self.count == self.stride {
@@ -336,9 +346,16 @@ impl Series {
     fn close_point(&mut self) {
         let count = self.count;
         let m = self.sums.map(|s| mean(&s, count));
-        self.points.push(Sample { at: self.at, used: m[0], total: m[1], by_tier: [m[2], m[3], m[4], m[5]] });
+        self.points.push(Sample {
+            at: self.at,
+            used: m[0],
+            total: m[1],
+            by_tier: [m[2], m[3], m[4], m[5]],
+            pending: m[6],
+            preempted: self.preempted,
+        });
         self.count = 0;
-        self.sums = [[0; 3]; 6];
+        self.sums = [[0; 3]; 7];
     }
 
     /// Average neighbouring points in pairs: half the points, each for twice the samples.
@@ -356,6 +373,9 @@ impl Series {
                 used: avg(a.used, b.used),
                 total: avg(a.total, b.total),
                 by_tier: [0, 1, 2, 3].map(|t| avg(a.by_tier[t], b.by_tier[t])),
+                pending: avg(a.pending, b.pending),
+                // A count since the start: the later point's.
+                preempted: b.preempted,
             }
         };
         self.points = self.points.chunks(2).map(|c| pair(&c[0], c.get(1).unwrap_or(&c[0]))).collect();
@@ -392,7 +412,14 @@ mod tests {
 
     fn sample(at: u64, cpu: u64) -> Sample {
         let r = Resources::new(cpu, 0, 0);
-        Sample { at: Time(at), used: r, total: Resources::new(100, 0, 0), by_tier: [r; 4] }
+        Sample {
+            at: Time(at),
+            used: r,
+            total: Resources::new(100, 0, 0),
+            by_tier: [r; 4],
+            pending: r,
+            preempted: 0,
+        }
     }
 
     #[test]

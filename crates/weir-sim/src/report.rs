@@ -1,6 +1,6 @@
 //! `report.html`: what a simulation showed, on one self-contained page — SLO success per tier
 //! and per workflow, utilization over time (mean and max per bucket, the bucket's width said),
-//! use by tier, each queue's use against its fair share, and waits.
+//! pending demand and preemptions over time, use by tier, each queue's use against its fair share, and waits.
 
 use weir_model::Duration;
 use weir_report::{BarChart, Bars, LineChart, Page, Series};
@@ -128,6 +128,37 @@ pub fn render(o: &Outcome) -> String {
         .render(),
     );
 
+    page.heading("Pending work and preemptions over time");
+    page.note(&format!(
+        "Pending: resources asked for and not yet given, as a percent of the cluster's (it may pass 100%: a backlog). Preemptions: containers taken in each bucket of {}.",
+        bucket_words(width)
+    ));
+    page.svg(
+        &LineChart {
+            title: "Pending demand, percent of capacity".into(),
+            x_label: unit.into(),
+            y_label: "% of capacity".into(),
+            series: vec![
+                line("cpu", &mean, scale, |b| ratio(b.pending.cpu, b.total.cpu)),
+                line("cpu (max)", &peak, scale, |b| ratio(b.pending.cpu, b.total.cpu)),
+                line("memory", &mean, scale, |b| ratio(b.pending.memory, b.total.memory)),
+                line("memory (max)", &peak, scale, |b| ratio(b.pending.memory, b.total.memory)),
+            ],
+            y_max: None,
+        }
+        .render(),
+    );
+    page.svg(
+        &LineChart {
+            title: "Containers preempted per bucket".into(),
+            x_label: unit.into(),
+            y_label: "containers".into(),
+            series: vec![Series { name: "preempted".into(), points: per_bucket(&mean, scale) }],
+            y_max: None,
+        }
+        .render(),
+    );
+
     let mut busy: Vec<&QueueSummary> = s.queues.iter().filter(|q| q.jobs_started > 0).collect();
     busy.sort_by(|a, b| b.usage_avg.memory.total_cmp(&a.usage_avg.memory).then(a.queue.cmp(&b.queue)));
     busy.truncate(QUEUES);
@@ -246,11 +277,14 @@ fn bucket(samples: &[Sample]) -> (Vec<Sample>, Vec<Sample>, u64) {
                 weir_model::Resources::new(a.cpu.max(r.cpu), a.memory.max(r.memory), a.gpu.max(r.gpu))
             })
         };
+        let preempted = c.last().map_or(0, |s| s.preempted);
         means.push(Sample {
             at: c[0].at,
             used: mean(&|s| s.used),
             total: mean(&|s| s.total),
             by_tier: [0, 1, 2, 3].map(|t| mean(&|s| s.by_tier[t])),
+            pending: mean(&|s| s.pending),
+            preempted,
         });
         // The cluster's size for a peak is the bucket's mean size: nodes that fail come and go.
         peaks.push(Sample {
@@ -258,9 +292,24 @@ fn bucket(samples: &[Sample]) -> (Vec<Sample>, Vec<Sample>, u64) {
             used: peak(&|s| s.used),
             total: mean(&|s| s.total),
             by_tier: [0, 1, 2, 3].map(|t| peak(&|s| s.by_tier[t])),
+            pending: peak(&|s| s.pending),
+            preempted,
         });
     }
     (means, peaks, step.saturating_mul(per as u64))
+}
+
+/// Preemptions in each bucket, from the counts since the start at each bucket's end.
+fn per_bucket(buckets: &[Sample], scale: f64) -> Vec<(f64, f64)> {
+    let mut before = 0;
+    buckets
+        .iter()
+        .map(|b| {
+            let n = b.preempted.saturating_sub(before);
+            before = b.preempted;
+            (b.at.as_millis() as f64 / scale, n as f64)
+        })
+        .collect()
 }
 
 /// A bucket's width in words, e.g. `1m` or `one sample`.
@@ -315,7 +364,14 @@ mod tests {
 
     fn sample(at: u64, cpu: u64) -> Sample {
         let r = Resources::new(cpu, cpu, 0);
-        Sample { at: Time(at), used: r, total: Resources::new(100, 100, 0), by_tier: [r; 4] }
+        Sample {
+            at: Time(at),
+            used: r,
+            total: Resources::new(100, 100, 0),
+            by_tier: [r; 4],
+            pending: r,
+            preempted: at / 60_000 / 100,
+        }
     }
 
     #[test]
@@ -329,5 +385,10 @@ mod tests {
         assert_eq!(peak[300].used.cpu, 90, "the max keeps it");
         assert_eq!(peak[299].used.cpu, 0);
         assert_eq!(bucket_words(width), "2m");
+        // Counts since the start (one more every 100 samples) become counts per bucket.
+        let counts = per_bucket(&mean, 1.0);
+        assert_eq!(counts.iter().map(|c| c.1).sum::<f64>(), 11.0);
+        assert_eq!(counts[50], (6_000_000.0, 1.0), "the bucket of samples 100 and 101");
+        assert_eq!(counts[49].1, 0.0);
     }
 }

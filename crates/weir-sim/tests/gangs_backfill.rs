@@ -64,6 +64,9 @@ fn easy_backfilling_waits_far_less_than_fifo_and_never_delays_a_reserved_start()
             assert_eq!(o.summary.gangs.expect("gangs").started, 300, "load {load}");
         }
         assert!(none_reserved.is_empty(), "no reservations without backfilling");
+        // Over capacity, work waits: the samples see pending demand, and never a preemption.
+        assert!(fifo.samples.iter().any(|s| s.pending.cpu > 0), "load {load}: no pending work sampled");
+        assert!(fifo.samples.iter().all(|s| s.preempted == 0));
         let (w_fifo, w_easy) = (mean_wait_s(&fifo), mean_wait_s(&easy));
         assert!(w_easy < 0.5 * w_fifo, "load {load}: EASY mean wait {w_easy:.0} s, FIFO {w_fifo:.0} s");
         // FIFO holds room for the head job; EASY fills it: the machine finishes sooner.

@@ -105,6 +105,14 @@ fn the_built_in_example_writes_every_output() {
     assert!(usage.lines().count() > 100);
     let report = fs::read_to_string(dir.0.join("report.html")).expect("report.html");
     assert!(report.contains("<svg") && report.contains("SLO success per tier"));
+    for part in [
+        "Each point covers",
+        "cpu (max)",
+        "Pending work and preemptions over time",
+        "Containers preempted per bucket",
+    ] {
+        assert!(report.contains(part), "report.html lacks {part:?}");
+    }
     assert!(!report.contains("<script"), "self-contained, no scripts");
 }
 
