@@ -10,7 +10,7 @@ use weir_model::Promotion;
 
 use crate::decision::Decision;
 use crate::engine::Engine;
-use crate::state::{JobSlot, JobState, PromotionKey, QueueIx};
+use crate::state::{JobSlot, JobState, PromotionKey, QueueIx, RunnableKey};
 
 impl Engine {
     pub(crate) fn promotion_key(&self, slot: JobSlot) -> PromotionKey {
@@ -20,6 +20,16 @@ impl Engine {
             Promotion::Fifo => 0,
         };
         (priority, j.submit_time.as_millis(), j.id.0)
+    }
+
+    /// The job's place in its leaf's share split (see `RunnableKey`).
+    pub(crate) fn runnable_key(&self, slot: JobSlot) -> RunnableKey {
+        let j = self.job(slot);
+        let priority = match self.queues[j.leaf as usize].policy {
+            weir_model::Policy::Priority => -i64::from(j.priority),
+            _ => 0,
+        };
+        (priority, j.submit_time.as_millis(), j.id.0, slot)
     }
 
     /// The first queue, from the leaf up, that is at its running-app limit.
@@ -59,8 +69,9 @@ impl Engine {
             q = queue.parent;
         }
         self.users[user as usize].running += 1;
+        let key = self.runnable_key(slot);
         let l = &mut self.queues[leaf as usize];
-        l.runnable.push(slot);
+        l.runnable.insert(key);
         if l.runnable.len() == 1 {
             self.shares_dirty = true;
         } else {
@@ -99,10 +110,9 @@ impl Engine {
             q = queue.parent;
         }
         self.users[user as usize].running -= 1;
+        let key = self.runnable_key(slot);
         let l = &mut self.queues[leaf as usize];
-        if let Some(pos) = l.runnable.iter().position(|&s| s == slot) {
-            l.runnable.remove(pos);
-        }
+        l.runnable.remove(&key);
         if l.runnable.is_empty() {
             self.shares_dirty = true;
         } else {

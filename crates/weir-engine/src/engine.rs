@@ -66,13 +66,37 @@ pub struct Engine {
     pub(crate) reservation_counts: crate::reservation::ReservationStats,
     /// The pass, and the container sizes for which no node could be reserved in it: larger
     /// ones are not looked for again in that pass (holds change only before placement).
-    pub(crate) reserve_misses: (u64, Vec<Resources>),
+    pub(crate) reserve_misses: (u64, Vec<crate::nodes::Ask>),
     /// Jobs given min-share starvation in the last preemption pass (reset at the next).
     pub(crate) min_share_given: Vec<JobSlot>,
     /// Sum of every job's pending demand, runnable or not; inputs that would make it overflow
     /// are refused, so every sum of pending demand in the engine stays exact.
     pub(crate) total_pending: Resources,
+    /// Running containers with a walltime, by expected end: what EASY backfilling plans with
+    /// (kept only under `backfill: easy`).
+    pub(crate) ends: BTreeSet<(Time, ContainerId)>,
+    /// Placeholder timeouts: (when, job). Stale entries are skipped.
+    pub(crate) gang_timers: BinaryHeap<Reverse<(Time, JobSlot)>>,
+    /// The EASY reservation of the last pass: the first gang that could not start and when it
+    /// will (`backfill.rs`).
+    pub(crate) shadow: Option<crate::backfill::Shadow>,
+    /// The most containers (placeholders included) that may exist at once: a memory bound.
+    pub(crate) container_limit: usize,
+    /// The pass in which the container limit stopped placement.
+    pub(crate) limited_pass: u64,
+    /// Gangs whose placeholders timed out since the start.
+    pub(crate) gang_timeouts: u64,
+    /// Room held by placeholders now.
+    pub(crate) placeholder_room: Resources,
+    /// The pass, and the EASY head of that pass that got no reserved start (it holds room).
+    pub(crate) shadow_less_head: Option<(u64, JobSlot)>,
+    /// Jobs tried in this pass since its EASY head was chosen (`backfill_depth` bounds it).
+    pub(crate) backfill_tried: u32,
 }
+
+/// The default [`Engine::set_container_limit`]: about 350 bytes each in the engine and a host
+/// that keeps a record per running task, so well under 2 GB however large the input.
+pub const DEFAULT_CONTAINER_LIMIT: usize = 2_000_000;
 
 /// Something that can starve: a job (fair share) or a leaf queue (min share).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -105,6 +129,7 @@ impl Engine {
                 max_running_apps: q.max_running_apps,
                 am_share: q.am_share,
                 allow_preemption_from: q.allow_preemption_from,
+                gang_preemption: q.gang_preemption,
                 fair_share_timeout: q.fair_share_preemption_timeout,
                 fair_share_threshold: q.fair_share_preemption_threshold,
                 min_share_timeout: q.min_share_preemption_timeout,
@@ -116,7 +141,9 @@ impl Engine {
                 am_usage: Resources::ZERO,
                 running_apps: 0,
                 waiting_apps: 0,
-                runnable: Vec::new(),
+                runnable: BTreeSet::new(),
+                split: Default::default(),
+                holding: BTreeSet::new(),
                 waiting: BTreeSet::new(),
                 steady: Resources::ZERO,
                 instantaneous: Resources::ZERO,
@@ -174,6 +201,15 @@ impl Engine {
             total_pending: Resources::ZERO,
             min_share_given: Vec::new(),
             reserve_misses: (0, Vec::new()),
+            ends: BTreeSet::new(),
+            gang_timers: BinaryHeap::new(),
+            shadow: None,
+            container_limit: DEFAULT_CONTAINER_LIMIT,
+            limited_pass: 0,
+            gang_timeouts: 0,
+            placeholder_room: Resources::ZERO,
+            shadow_less_head: None,
+            backfill_tried: 0,
         };
         engine.resolve_limits();
         Ok(engine)
@@ -187,7 +223,12 @@ impl Engine {
         for g in &groups {
             for _ in 0..g.count {
                 let id = NodeId(specs.len() as u64);
-                specs.push(NodeSpec { id, resources: g.resources, label: g.label.clone() });
+                specs.push(NodeSpec {
+                    id,
+                    resources: g.resources,
+                    label: g.label.clone(),
+                    gpu_model: g.gpu_model.clone(),
+                });
             }
         }
         engine.on_nodes_added(Time::ZERO, specs)?;
@@ -196,6 +237,19 @@ impl Engine {
 
     pub fn config(&self) -> &ClusterConfig {
         &self.config
+    }
+
+    /// The number of a [`Selector`] for requests ([`Request::on`]), registered the first time.
+    /// An empty selector is 0: every node.
+    pub fn selector(&mut self, selector: &crate::input::Selector) -> crate::input::SelectorId {
+        self.nodes.selector(selector)
+    }
+
+    /// At most this many containers (placeholders included) exist at once; past it nothing
+    /// more starts until some end, and `explain` says so. A bound on memory, counted in
+    /// containers: [`DEFAULT_CONTAINER_LIMIT`] unless set.
+    pub fn set_container_limit(&mut self, limit: usize) {
+        self.container_limit = limit.max(1);
     }
 
     /// Apply one input. Equivalent to the matching `on_*` method.
@@ -268,15 +322,24 @@ impl Engine {
     pub fn on_node_removed(&mut self, now: Time, id: NodeId) -> Result<Vec<ContainerId>, EngineError> {
         self.advance(now)?;
         let slot = *self.nodes.by_id.get(&id).ok_or(EngineError::UnknownNode { node: id })?;
-        let lost: Vec<ContainerId> = self
+        let on_node: Vec<ContainerId> = self
             .containers
             .iter()
             .filter_map(|e| e.container.as_ref())
             .filter(|c| c.node == slot)
             .map(|c| c.id)
             .collect();
-        for &c in &lost {
-            self.release_container(c);
+        let mut lost = Vec::with_capacity(on_node.len());
+        for c in on_node {
+            // A placeholder is the engine's own: its container is asked for again here, and
+            // the host never hears of it.
+            if let Some(gone) = self.release_container(c) {
+                if gone.placeholder {
+                    self.add_requests_front(gone.job, vec![gone.request]);
+                } else {
+                    lost.push(c);
+                }
+            }
         }
         if let Some(job) = self.nodes.slots[slot as usize].held_for() {
             self.release_hold(slot, job, false);
@@ -290,9 +353,6 @@ impl Engine {
         self.advance(now)?;
         if self.job_by_id.contains_key(&spec.id) {
             return Err(EngineError::DuplicateJob { job: spec.id });
-        }
-        if spec.requests.iter().any(|r| r.resources.is_zero()) {
-            return Err(EngineError::EmptyRequest { job: spec.id });
         }
         let requests = self.normalize(spec.id, spec.requests)?;
         let leaf = match self.queue_by_path.get(&spec.queue) {
@@ -324,8 +384,11 @@ impl Engine {
             // Without an AM, no container is one unless its request says so.
             am_started: !spec.has_am,
             am_running: false,
-            fair_share: Resources::ZERO,
             ready: None,
+            order_time: spec.submit_time,
+            placeholders: Vec::new(),
+            gang_since: None,
+            gang_deadline: None,
             // YARN starts lastTimeAtFairShare at the app's start.
             fair_clock: Some(now),
             fair_timer: None,

@@ -29,6 +29,10 @@ pub enum EngineError {
     /// A request that no node could ever hold is still accepted; a zero-sized one is not.
     #[error("{job} asked for an empty container")]
     EmptyRequest { job: JobId },
+    /// A request that cannot mean anything: a GPU fraction of 1000 or more, a fraction beside
+    /// whole GPUs, or a selector the engine never registered. Not retryable: fix the request.
+    #[error("{job} asked for an invalid container: {problem}")]
+    InvalidRequest { job: JobId, problem: &'static str },
     /// The requests, added to what every job already waits for, ask for more of a resource
     /// than 64 bits can count; the engine keeps its sums exact, so it refuses them. Not
     /// retryable: ask for less.

@@ -12,6 +12,16 @@ use crate::nodes::Hold;
 use crate::placement::Blocker;
 use crate::state::{JobSlot, JobState, NodeSlot};
 
+/// A request's GPU fraction and selector as a phrase (empty for a plain one).
+fn describe_ask(engine: &Engine, r: &crate::input::Request) -> String {
+    let mut s = String::new();
+    if r.gpu_milli > 0 {
+        s.push_str(&format!(" with {}/1000 of one GPU", r.gpu_milli));
+    }
+    s.push_str(&engine.nodes.describe(r.selector));
+    s
+}
+
 /// One queue as the engine sees it now.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueueSnapshot {
@@ -131,9 +141,20 @@ impl Engine {
         self.nodes.total
     }
 
-    /// Resources held by running containers.
+    /// Resources held by running containers and placeholders.
     pub fn cluster_used(&self) -> Resources {
         self.nodes.used
+    }
+
+    /// Resources held by placeholders: room kept for gangs that have not started (counted in
+    /// `cluster_used` and in their queues' usage, unknown to the host).
+    pub fn placeholder_room(&self) -> Resources {
+        self.placeholder_room
+    }
+
+    /// Gangs whose placeholders were released because they did not start in time.
+    pub fn gang_timeouts(&self) -> u64 {
+        self.gang_timeouts
     }
 
     pub fn node_count(&self) -> usize {
@@ -188,12 +209,60 @@ impl Engine {
             queue: leaf.path.clone(),
             status,
             usage: j.usage,
-            fair_share: j.fair_share,
+            fair_share: self.fair_share_of(slot),
             pending: j.pending,
             pending_containers: j.pending_containers,
             running_containers: j.containers.len(),
             marked: j.outgoing,
             reasons,
+        })
+    }
+
+    /// A gang's wait: how many of its containers fit now and the room it holds.
+    fn gang_reason(&self, slot: JobSlot) -> String {
+        let j = self.job(slot);
+        let held = j.placeholders.len() as u64;
+        let g = j.requests.front().map_or(0, |r| r.gang);
+        let missing: u64 = j.requests.iter().filter(|r| r.gang == g).map(|r| u64::from(r.count)).sum();
+        let total = held + missing;
+        let fit = held + self.gang_fits_now(slot).min(missing);
+        let mut s = format!(
+            "gang of {total} waits: {fit} of {total} containers fit (all start together or none does)"
+        );
+        match (j.gang_since, j.gang_deadline) {
+            (Some(since), Some(deadline)) => s.push_str(&format!(
+                "; it holds room for {held} of them (placeholders) since {since}, released and sent to the \
+                 back of the queue at {deadline} if it has not started (gang_timeout {})",
+                self.config.scheduler.gang_timeout
+            )),
+            (Some(since), None) => s.push_str(&format!(
+                "; it holds room for {held} of them (placeholders) since {since}, until it starts (gang_timeout 0s)"
+            )),
+            _ => {}
+        }
+        s
+    }
+
+    /// Where a job stands under EASY backfilling, if a reservation was made in the last pass.
+    fn easy_reason(&self, slot: JobSlot) -> Option<String> {
+        let shadow = self.shadow.as_ref()?;
+        if shadow.job == slot {
+            return Some(format!(
+                "EASY backfilling: reserved to start at {} on {} node(s), when the running work is \
+                 expected to have ended (by its walltimes); later jobs start first only if they end by \
+                 then or fit in the room it leaves",
+                shadow.start,
+                shadow.spare.len()
+            ));
+        }
+        let gang = self.job(slot).requests.front().is_some_and(|r| r.gang != 0);
+        gang.then(|| {
+            format!(
+                "EASY backfilling: {} holds the reservation (start at {}); this job starts first only if \
+                 it fits now without delaying that start",
+                self.job(shadow.job).id,
+                shadow.start
+            )
         })
     }
 
@@ -203,8 +272,11 @@ impl Engine {
         let j = self.job(slot);
         let leaf = &self.queues[j.leaf as usize];
         let node_name = |n: NodeSlot| self.nodes.slots[n as usize].id;
-        if let Some(r) = j.requests.front().map(|r| r.resources) {
+        if let Some(front) = j.requests.front() {
+            let r = front.resources;
             let am = if self.next_is_am(slot) { "application master" } else { "container" };
+            let needs = describe_ask(self, front);
+            let gang = (front.gang != 0).then(|| self.gang_reason(slot));
             reasons.push(match self.blocker(slot) {
                 Some(Blocker::QueueMax(q)) => {
                     let q = &self.queues[q as usize];
@@ -222,6 +294,12 @@ impl Engine {
                     leaf.am_share.unwrap_or(1.0),
                     leaf.instantaneous
                 ),
+                Some(Blocker::ContainerLimit) => format!(
+                    "pending because the engine holds its limit of {} containers at once (a bound on \
+                     memory; weir simulate --max-containers)",
+                    self.container_limit
+                ),
+                Some(Blocker::NoRoom) if gang.is_some() => gang.clone().unwrap_or_default(),
                 Some(Blocker::NoRoom) => {
                     let held = self
                         .nodes
@@ -235,8 +313,8 @@ impl Engine {
                         String::new()
                     };
                     format!(
-                        "pending because no node has room for its next {am} {r} (largest free room on a node \
-                         not held for another job {}; cluster {} of {} used{others})",
+                        "pending because no node has room for its next {am} {r}{needs} (largest free room on a \
+                         node not held for another job {}; cluster {} of {} used{others})",
                         self.nodes.largest_free(),
                         self.nodes.used,
                         self.nodes.total
@@ -244,6 +322,9 @@ impl Engine {
                 }
                 None => "pending: room is free; the next scheduling pass will place it".to_string(),
             });
+            if let Some(easy) = self.easy_reason(slot) {
+                reasons.push(easy);
+            }
         } else if j.containers.is_empty() {
             reasons.push("runnable, with no containers requested".to_string());
         }
@@ -270,7 +351,7 @@ impl Engine {
                      (fair-share preemption timeout {timeout})",
                     self.fair_target(slot),
                     leaf.fair_share_threshold,
-                    j.fair_share,
+                    self.fair_share_of(slot),
                     j.demand()
                 ));
             }

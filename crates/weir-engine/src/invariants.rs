@@ -18,6 +18,10 @@ pub struct NodeSnapshot {
     pub containers: u32,
     /// Resources of containers on it that are marked for preemption.
     pub marked: Resources,
+    pub gpu_model: Option<String>,
+    /// Thousandths given out on each of its GPUs shared by fractions (GPUs not listed are
+    /// wholly free or wholly given out; `used.gpu` counts the latter).
+    pub gpu_shared: Vec<u16>,
 }
 
 impl Engine {
@@ -34,6 +38,8 @@ impl Engine {
                 label: n.label.clone(),
                 containers: n.containers,
                 marked: n.marked,
+                gpu_model: self.nodes.name_of(n.model_id),
+                gpu_shared: n.frac.iter().copied().filter(|&m| m > 0).collect(),
             })
             .collect()
     }
@@ -61,6 +67,7 @@ impl Engine {
                 return Err(format!("{}: containers hold {sum} but the node counts {}", n.id, n.used));
             }
         }
+        self.check_gpus_and_gangs()?;
         let mut all_pending = Resources::ZERO;
         for (slot, j) in self.jobs.iter().enumerate() {
             let Some(j) = j else { continue };
@@ -147,6 +154,76 @@ impl Engine {
                         q.path, q.running_apps
                     ));
                 }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// No GPU over-committed (fractions on one GPU sum to at most a whole one, and whole GPUs
+    /// plus GPUs shared by fractions fit the node), every container on a node its selector
+    /// allows, and no gang partly running: a gang with a running container has no pending
+    /// container and no placeholder left.
+    fn check_gpus_and_gangs(&self) -> Result<(), String> {
+        let mut frac: BTreeMap<(u32, u16), u64> = BTreeMap::new();
+        let mut gangs: BTreeMap<(u32, u32), (u32, u32)> = BTreeMap::new();
+        for c in self.containers.iter().filter_map(|e| e.container.as_ref()) {
+            if c.request.gpu_milli > 0 {
+                *frac.entry((c.node, c.gpu)).or_default() += u64::from(c.request.gpu_milli);
+            }
+            if !self.nodes.allows(c.node, c.request.selector) {
+                return Err(format!(
+                    "{} runs on {}, which its selector does not allow",
+                    c.id, self.nodes.slots[c.node as usize].id
+                ));
+            }
+            if c.request.gang != 0 {
+                let e = gangs.entry((c.job, c.request.gang)).or_default();
+                if c.placeholder {
+                    e.1 += 1;
+                } else {
+                    e.0 += 1;
+                }
+            }
+        }
+        for (slot, n) in self.nodes.slots.iter().enumerate() {
+            if !n.alive {
+                continue;
+            }
+            for (g, &used) in n.frac.iter().enumerate() {
+                let sum = frac.get(&(slot as u32, g as u16)).copied().unwrap_or(0);
+                if sum != u64::from(used) || used > 1000 {
+                    return Err(format!(
+                        "{}: GPU {g} holds {sum} thousandths of fractions but counts {used}",
+                        n.id
+                    ));
+                }
+            }
+            let shared = n.frac.iter().filter(|&&u| u > 0).count() as u64;
+            if shared != n.frac_gpus || n.used.gpu + n.frac_gpus > n.capacity.gpu {
+                return Err(format!(
+                    "{}: {} whole GPUs and {} shared ones on {} GPUs",
+                    n.id, n.used.gpu, n.frac_gpus, n.capacity.gpu
+                ));
+            }
+        }
+        for ((job, gang), (running, held)) in gangs {
+            let Some(j) = self.jobs.get(job as usize).and_then(|j| j.as_ref()) else { continue };
+            let pending = j.requests.iter().any(|r| r.gang == gang && r.count > 0);
+            if running > 0 && (held > 0 || pending) {
+                return Err(format!(
+                    "{}: gang {gang} is partly running ({running} running, {held} placeholders, pending: {pending})",
+                    j.id
+                ));
+            }
+            if held as usize
+                != j.placeholders
+                    .iter()
+                    .filter(|&&p| self.container(p).is_some_and(|c| c.request.gang == gang))
+                    .count()
+            {
+                return Err(format!("{}: gang {gang} placeholders are not all listed", j.id));
             }
         }
         Ok(())

@@ -19,9 +19,6 @@ impl Engine {
     ) -> Result<(), EngineError> {
         self.advance(now)?;
         let slot = self.slot_of(job)?;
-        if requests.iter().any(|r| r.resources.is_zero()) {
-            return Err(EngineError::EmptyRequest { job });
-        }
         let requests = self.normalize(job, requests)?;
         self.add_requests(slot, requests);
         Ok(())
@@ -30,6 +27,23 @@ impl Engine {
     /// Requests as the scheduler sees them (minimum allocation, increment), refused if their
     /// demand, added to every job's, could not be counted exactly.
     pub(crate) fn normalize(&self, job: JobId, requests: Vec<Request>) -> Result<Vec<Request>, EngineError> {
+        for r in &requests {
+            if r.resources.is_zero() && r.gpu_milli == 0 {
+                return Err(EngineError::EmptyRequest { job });
+            }
+            let problem = if r.gpu_milli >= crate::nodes::GPU_MILLI {
+                Some("a GPU fraction is 1 to 999 thousandths; ask for whole GPUs as resources.gpu")
+            } else if r.gpu_milli > 0 && r.resources.gpu > 0 {
+                Some("whole GPUs and a GPU fraction in one container")
+            } else if !self.nodes.knows_selector(r.selector) {
+                Some("a selector the engine never registered (Engine::selector)")
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                return Err(EngineError::InvalidRequest { job, problem });
+            }
+        }
         let scheduler = &self.config.scheduler;
         let normalized: Vec<Request> = requests
             .into_iter()
@@ -74,6 +88,30 @@ impl Engine {
         }
     }
 
+    /// Put requests back at the front of the job's queue (placeholders given back), merged into
+    /// an equal request where there is one.
+    pub(crate) fn add_requests_front(&mut self, slot: JobSlot, requests: Vec<Request>) {
+        let mut added = Resources::ZERO;
+        let mut count = 0u64;
+        let j = self.job_mut(slot);
+        for r in requests {
+            added += r.resources.times(u64::from(r.count));
+            count += u64::from(r.count);
+            match j.requests.iter_mut().find(|x| Request { count: r.count, ..**x } == r) {
+                Some(x) => x.count += r.count,
+                None => j.requests.push_front(r),
+            }
+        }
+        j.pending += added;
+        j.pending_containers += count;
+        let (leaf, runnable) = (j.leaf, j.state == JobState::Runnable);
+        self.total_pending += added;
+        if runnable {
+            self.change_pending(leaf, added, count, true);
+        }
+        self.touched(slot);
+    }
+
     /// Add (or remove) pending demand on a leaf and its ancestors.
     pub(crate) fn change_pending(&mut self, leaf: QueueIx, r: Resources, count: u64, add: bool) {
         let mut q = Some(leaf);
@@ -98,7 +136,13 @@ impl Engine {
     }
 
     pub(crate) fn clear_requests(&mut self, slot: JobSlot) {
+        // Room held for a gang it no longer wants goes back (and is not asked for again).
+        for id in std::mem::take(&mut self.job_mut(slot).placeholders) {
+            self.release_container(id);
+        }
         let j = self.job_mut(slot);
+        j.gang_since = None;
+        j.gang_deadline = None;
         let (r, n) = (j.pending, j.pending_containers);
         self.total_pending -= r;
         let j = self.job_mut(slot);
@@ -150,7 +194,13 @@ impl Engine {
         let c = e.container.take()?;
         e.generation = e.generation.wrapping_add(1);
         self.free_containers.push(id.slot() as u32);
-        self.nodes.release(c.node, &c.resources);
+        self.nodes.release(c.node, &c.ask(), c.gpu);
+        if c.placeholder {
+            self.placeholder_room -= c.resources;
+        }
+        if let Some(end) = c.expected_end {
+            self.ends.remove(&(end, id));
+        }
         if let Some(m) = &c.preemption {
             self.nodes.slots[c.node as usize].marked -= c.resources;
             if let Some(j) = self.jobs[m.for_job as usize].as_mut() {
@@ -168,8 +218,14 @@ impl Engine {
                 // Its next AM request, if the host makes one, is served and checked as an AM.
                 j.am_running = false;
             }
+            if c.placeholder {
+                j.placeholders.retain(|&p| p != c.id);
+            }
             (j.leaf, c.am)
         };
+        if self.job(c.job).containers.is_empty() {
+            self.queues[leaf as usize].holding.remove(&c.job);
+        }
         let mut q = Some(leaf);
         while let Some(ix) = q {
             let queue = &mut self.queues[ix as usize];

@@ -12,14 +12,21 @@
 //!
 //! Semantics are the Hadoop YARN Fair Scheduler's (fair shares, ordering, running-app limits,
 //! AM share, fair-share and min-share preemption) plus weir's tiers; see the module docs of
-//! `fair_share`, `order`, `admission`, `placement` and `preemption`.
+//! `fair_share`, `order`, `admission`, `placement` and `preemption`. Beyond YARN: gangs that
+//! start whole (`gang`, YuniKorn's placeholders and timeout), EASY backfilling (`backfill`),
+//! GPU fractions on one physical GPU and node selectors by label and GPU model (`nodes`), the
+//! FGD paper's GPU fragmentation (`fragmentation`), and a bound on live containers.
 
 mod admission;
+mod backfill;
+mod containers;
 mod decision;
 mod engine;
 mod error;
 mod explain;
 pub mod fair_share;
+mod fragmentation;
+mod gang;
 mod ids;
 mod input;
 mod invariants;
@@ -35,11 +42,12 @@ mod starvation;
 mod state;
 
 pub use decision::{Decision, PreemptReason, Starvation};
-pub use engine::Engine;
+pub use engine::{Engine, DEFAULT_CONTAINER_LIMIT};
 pub use error::EngineError;
 pub use explain::{Explanation, JobStatus, QueueSnapshot, QueueStat};
+pub use fragmentation::GpuFragmentation;
 pub use ids::{ContainerId, JobId, NodeId};
-pub use input::{Input, JobSpec, NodeSpec, Request};
+pub use input::{Input, JobSpec, NodeSpec, Request, Selector, SelectorId};
 pub use invariants::NodeSnapshot;
 pub use reservation::ReservationStats;
 pub use shares::{shares_for, QueueShares};

@@ -5,6 +5,12 @@
 //! held for one job (a reservation, or room that preemption is freeing for it) leaves the index
 //! until the hold ends, so nobody else takes the room.
 //!
+//! A node may also carry a label and a GPU model, and its GPUs may be shared: a request for a
+//! fraction of a GPU ([`Ask::milli`]) is placed on one physical GPU with that much free, the
+//! tightest such GPU first, never split across two. GPUs given out in fractions are not free for
+//! whole-GPU requests until every fraction on them has ended. A request's selector limits the
+//! nodes it may use by label and GPU model.
+//!
 //! The index is split by free cpu into power-of-two classes ([`FitIndex`]). A node in a class
 //! above the request's holds the request's cpu for sure, so that class answers with one ordered
 //! lookup; only the request's own class is walked past nodes short of cpu. Without the split, a
@@ -17,9 +23,42 @@ use std::ops::Bound;
 use weir_model::Resources;
 
 use crate::ids::NodeId;
-use crate::input::NodeSpec;
+use crate::input::{NodeSpec, Selector, SelectorId};
 use crate::state::{JobSlot, NodeSlot};
 
+/// What one container needs from a node: its resources (whole GPUs in `r.gpu`), a fraction of
+/// one GPU in thousandths, and the nodes its selector allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ask {
+    pub r: Resources,
+    pub milli: u32,
+    pub selector: SelectorId,
+}
+
+impl Ask {
+    pub fn plain(r: Resources) -> Ask {
+        Ask { r, milli: 0, selector: SelectorId::default() }
+    }
+
+    /// Whether any node that could hold `self` could also hold `other`: the same or no
+    /// selector, no larger a GPU fraction, no more resources. (A request that found no node
+    /// makes every request it covers fail too.)
+    pub fn covers(&self, other: &Ask) -> bool {
+        (self.selector.0 == 0 || self.selector == other.selector)
+            && self.milli <= other.milli
+            && self.r.fits_in(&other.r)
+    }
+}
+
+/// A selector with its names interned: sorted label and model numbers (empty: any).
+#[derive(Clone, Debug, Default)]
+struct SelectorSet {
+    labels: Vec<u32>,
+    models: Vec<u32>,
+}
+
+/// Thousandths in one GPU.
+pub(crate) const GPU_MILLI: u32 = 1000;
 #[derive(Debug)]
 pub(crate) struct Node {
     pub id: NodeId,
@@ -32,6 +71,15 @@ pub(crate) struct Node {
     pub hold: Option<(JobSlot, Hold)>,
     /// Resources of containers on this node marked for preemption.
     pub marked: Resources,
+    /// Its label and GPU model as interned numbers (0: none).
+    pub label_id: u32,
+    pub model_id: u32,
+    /// GPUs given out in fractions: thousandths used on each; a slot at 0 is free for reuse.
+    pub frac: Vec<u16>,
+    /// GPUs partly used by fractions (slots above 0): not free for whole-GPU requests.
+    pub frac_gpus: u64,
+    /// The most room (thousandths) left on a partly used GPU; 0 when there is none.
+    pub frac_room: u32,
 }
 
 /// Why a node is held for a job.
@@ -45,8 +93,16 @@ pub(crate) enum Hold {
 }
 
 impl Node {
+    /// Room left: whole GPUs count only those not given out in fractions.
     pub fn free(&self) -> Resources {
-        self.capacity - self.used
+        let mut f = self.capacity - self.used;
+        f.gpu = f.gpu.saturating_sub(self.frac_gpus);
+        f
+    }
+
+    /// Whether a fraction of `milli` thousandths fits on one of its GPUs.
+    pub fn frac_fits(&self, milli: u32) -> bool {
+        milli == 0 || self.frac_room >= milli || self.free().gpu >= 1
     }
 
     pub fn held_for(&self) -> Option<JobSlot> {
@@ -63,11 +119,90 @@ pub(crate) struct Nodes {
     pub used: Resources,
     /// Nodes currently held for a starved job.
     pub reserved: BTreeSet<NodeSlot>,
+    /// Label and GPU model names, numbered from 1 in the order first seen.
+    names: HashMap<String, u32>,
+    /// Registered selectors; index 0 allows every node.
+    selectors: Vec<SelectorSet>,
+    selector_ids: HashMap<Selector, SelectorId>,
+    /// Each registered selector as given, for explanations (index 0: none).
+    selector_names: Vec<Selector>,
 }
 
 impl Nodes {
+    fn name_id(&mut self, name: Option<&str>) -> u32 {
+        let Some(name) = name else { return 0 };
+        let next = self.names.len() as u32 + 1;
+        *self.names.entry(name.to_string()).or_insert(next)
+    }
+
+    /// The name interned as `id` (0: none).
+    pub fn name_of(&self, id: u32) -> Option<String> {
+        (id != 0).then(|| self.names.iter().find(|(_, &v)| v == id).map(|(k, _)| k.clone())).flatten()
+    }
+
+    /// The number of a selector, registering it the first time it is seen.
+    pub fn selector(&mut self, s: &Selector) -> SelectorId {
+        if self.selectors.is_empty() {
+            self.selectors.push(SelectorSet::default());
+            self.selector_names.push(Selector::default());
+        }
+        if s.labels.is_empty() && s.gpu_models.is_empty() {
+            return SelectorId::default();
+        }
+        if let Some(&id) = self.selector_ids.get(s) {
+            return id;
+        }
+        let mut set = SelectorSet::default();
+        for l in &s.labels {
+            set.labels.push(self.name_id(Some(l)));
+        }
+        for m in &s.gpu_models {
+            set.models.push(self.name_id(Some(m)));
+        }
+        set.labels.sort_unstable();
+        set.models.sort_unstable();
+        let id = SelectorId(self.selectors.len() as u32);
+        self.selectors.push(set);
+        self.selector_ids.insert(s.clone(), id);
+        self.selector_names.push(s.clone());
+        id
+    }
+
+    /// The selector as a phrase (" on nodes with label in [a] and GPU model in [A100]"), empty
+    /// for any node.
+    pub fn describe(&self, id: SelectorId) -> String {
+        let Some(s) = self.selector_names.get(id.0 as usize).filter(|_| id.0 != 0) else {
+            return String::new();
+        };
+        let mut parts = Vec::new();
+        if !s.labels.is_empty() {
+            parts.push(format!("label in [{}]", s.labels.join(", ")));
+        }
+        if !s.gpu_models.is_empty() {
+            parts.push(format!("GPU model in [{}]", s.gpu_models.join(", ")));
+        }
+        format!(" on nodes with {}", parts.join(" and "))
+    }
+
+    pub fn knows_selector(&self, id: SelectorId) -> bool {
+        id.0 == 0 || (id.0 as usize) < self.selectors.len()
+    }
+
+    /// Whether the selector lets a container on the node (its size aside).
+    pub fn allows(&self, slot: NodeSlot, selector: SelectorId) -> bool {
+        if selector.0 == 0 {
+            return true;
+        }
+        let Some(set) = self.selectors.get(selector.0 as usize) else { return false };
+        let n = &self.slots[slot as usize];
+        let listed = |list: &[u32], v: u32| list.is_empty() || (v != 0 && list.binary_search(&v).is_ok());
+        listed(&set.labels, n.label_id) && listed(&set.models, n.model_id)
+    }
+
     pub fn add(&mut self, spec: &NodeSpec) -> NodeSlot {
         let slot = self.slots.len() as NodeSlot;
+        let label_id = self.name_id(spec.label.as_deref());
+        let model_id = self.name_id(spec.gpu_model.as_deref());
         self.slots.push(Node {
             id: spec.id,
             capacity: spec.resources,
@@ -77,6 +212,11 @@ impl Nodes {
             containers: 0,
             hold: None,
             marked: Resources::ZERO,
+            label_id,
+            model_id,
+            frac: Vec::new(),
+            frac_gpus: 0,
+            frac_room: 0,
         });
         self.by_id.insert(spec.id, slot);
         self.total += spec.resources;
@@ -118,20 +258,29 @@ impl Nodes {
         }
     }
 
-    pub fn allocate(&mut self, slot: NodeSlot, r: &Resources) {
+    /// Give a container its room on a node (checked by the caller). Returns the GPU slot a
+    /// fraction went to (0 without one).
+    pub fn allocate(&mut self, slot: NodeSlot, ask: &Ask) -> u16 {
         let old = self.key(slot);
+        let r = &ask.r;
         let n = &mut self.slots[slot as usize];
         n.used += *r;
         n.containers += 1;
+        let gpu = if ask.milli > 0 { take_fraction(n, ask.milli) } else { 0 };
         self.used += *r;
         self.reindex(slot, Some(old));
+        gpu
     }
 
-    pub fn release(&mut self, slot: NodeSlot, r: &Resources) {
+    pub fn release(&mut self, slot: NodeSlot, ask: &Ask, gpu: u16) {
         let old = self.key(slot);
+        let r = &ask.r;
         let n = &mut self.slots[slot as usize];
         n.used -= *r;
         n.containers -= 1;
+        if ask.milli > 0 {
+            give_fraction(n, gpu, ask.milli);
+        }
         if n.alive {
             self.used -= *r;
         }
@@ -156,22 +305,41 @@ impl Nodes {
     /// value the index is ordered by free cpu, so nodes short of cpu are skipped a whole
     /// memory value at a time rather than one by one: on a cpu-bound cluster, where many nodes
     /// have memory left but no cpu, the search stays logarithmic per distinct memory value.
-    pub fn best_fit(&self, r: &Resources) -> Option<NodeSlot> {
-        self.index.best_fit(r, |slot| self.slots[slot as usize].free().gpu >= r.gpu)
+    pub fn best_fit(&self, ask: &Ask) -> Option<NodeSlot> {
+        self.best_fit_where(ask, |_| true)
     }
 
-    pub fn fits(&self, slot: NodeSlot, r: &Resources) -> bool {
+    /// The best fit among the nodes that also pass `also`.
+    pub fn best_fit_where(&self, ask: &Ask, also: impl Fn(NodeSlot) -> bool) -> Option<NodeSlot> {
+        self.index.best_fit(&ask.r, |slot| {
+            let n = &self.slots[slot as usize];
+            n.free().gpu >= ask.r.gpu
+                && n.frac_fits(ask.milli)
+                && self.allows(slot, ask.selector)
+                && also(slot)
+        })
+    }
+
+    pub fn fits(&self, slot: NodeSlot, ask: &Ask) -> bool {
         let n = &self.slots[slot as usize];
-        n.alive && r.fits_in(&n.free())
+        n.alive && ask.r.fits_in(&n.free()) && n.frac_fits(ask.milli) && self.allows(slot, ask.selector)
+    }
+
+    /// Whether the node could hold the container when empty.
+    pub fn could_hold(&self, slot: NodeSlot, ask: &Ask) -> bool {
+        let n = &self.slots[slot as usize];
+        ask.r.fits_in(&n.capacity)
+            && (ask.milli == 0 || n.capacity.gpu >= 1)
+            && self.allows(slot, ask.selector)
     }
 
     /// A node to reserve for a container of `r` that fits on none now: alive, held for no job,
     /// able to hold `r` when empty, and with the most free room (memory, then cpu), so that the
     /// wait is the shortest; `None` if there is none. `skip` excludes nodes.
-    pub fn reservation_candidate(&self, r: &Resources, skip: impl Fn(NodeSlot) -> bool) -> Option<NodeSlot> {
+    pub fn reservation_candidate(&self, ask: &Ask, skip: impl Fn(NodeSlot) -> bool) -> Option<NodeSlot> {
         let ok = |s: NodeSlot| {
             let n = &self.slots[s as usize];
-            n.alive && n.hold.is_none() && r.fits_in(&n.capacity) && !skip(s)
+            n.alive && n.hold.is_none() && self.could_hold(s, ask) && !skip(s)
         };
         // Usually the roomiest indexed node qualifies (nodes of one kind); else look at all.
         if let Some((_, _, s)) = self.index.last() {
@@ -193,6 +361,50 @@ impl Nodes {
     pub fn count(&self) -> usize {
         self.by_id.len()
     }
+}
+
+/// Put a fraction on the tightest GPU with room for it, else on a GPU nobody uses (the caller
+/// checked that one of the two exists). Returns the GPU's slot.
+fn take_fraction(n: &mut Node, milli: u32) -> u16 {
+    let tightest = n
+        .frac
+        .iter()
+        .enumerate()
+        .filter(|(_, &used)| used > 0 && GPU_MILLI - u32::from(used) >= milli)
+        .max_by_key(|(i, &used)| (used, std::cmp::Reverse(*i)))
+        .map(|(i, _)| i);
+    let i = match tightest {
+        Some(i) => i,
+        None => {
+            n.frac_gpus += 1;
+            match n.frac.iter().position(|&used| used == 0) {
+                Some(i) => i,
+                None => {
+                    n.frac.push(0);
+                    n.frac.len() - 1
+                }
+            }
+        }
+    };
+    n.frac[i] += milli as u16;
+    n.frac_room = frac_room(&n.frac);
+    i as u16
+}
+
+fn give_fraction(n: &mut Node, gpu: u16, milli: u32) {
+    let Some(used) = n.frac.get_mut(usize::from(gpu)) else { return };
+    *used = used.saturating_sub(milli as u16);
+    if *used == 0 {
+        n.frac_gpus -= 1;
+    }
+    while n.frac.last() == Some(&0) {
+        n.frac.pop();
+    }
+    n.frac_room = frac_room(&n.frac);
+}
+
+fn frac_room(frac: &[u16]) -> u32 {
+    frac.iter().filter(|&&u| u > 0).map(|&u| GPU_MILLI - u32::from(u)).max().unwrap_or(0)
 }
 
 /// Index keys: (free memory, free cpu, slot).
@@ -277,11 +489,7 @@ mod tests {
     fn nodes(free: &[(u64, u64, u64)]) -> Nodes {
         let mut n = Nodes::default();
         for (i, &(cpu, memory, gpu)) in free.iter().enumerate() {
-            n.add(&NodeSpec {
-                id: NodeId(i as u64),
-                resources: Resources::new(cpu, memory, gpu),
-                label: None,
-            });
+            n.add(&NodeSpec::new(NodeId(i as u64), Resources::new(cpu, memory, gpu)));
         }
         n
     }
@@ -296,12 +504,13 @@ mod tests {
             (1000, 4, 1), // too little memory
             (8000, 16, 1),
         ]);
-        assert_eq!(n.best_fit(&Resources::new(1000, 6, 1)), Some(2));
-        assert_eq!(n.best_fit(&Resources::new(1000, 6, 0)), Some(3));
-        assert_eq!(n.best_fit(&Resources::new(5000, 6, 0)), Some(5));
-        assert_eq!(n.best_fit(&Resources::new(500, 2, 0)), Some(4));
-        assert_eq!(n.best_fit(&Resources::new(9000, 1, 0)), None);
-        assert_eq!(n.best_fit(&Resources::new(100, 17, 0)), None);
+        let best_fit = |r: Resources| n.best_fit(&Ask::plain(r));
+        assert_eq!(best_fit(Resources::new(1000, 6, 1)), Some(2));
+        assert_eq!(best_fit(Resources::new(1000, 6, 0)), Some(3));
+        assert_eq!(best_fit(Resources::new(5000, 6, 0)), Some(5));
+        assert_eq!(best_fit(Resources::new(500, 2, 0)), Some(4));
+        assert_eq!(best_fit(Resources::new(9000, 1, 0)), None);
+        assert_eq!(best_fit(Resources::new(100, 17, 0)), None);
     }
 
     #[test]
@@ -323,7 +532,7 @@ mod tests {
                 .filter(|(_, &(c, m, g))| c >= r.cpu && m >= r.memory && g >= r.gpu)
                 .min_by_key(|(i, &(c, m, _))| (m, c, *i))
                 .map(|(i, _)| i as NodeSlot);
-            assert_eq!(n.best_fit(&r), want, "{r}");
+            assert_eq!(n.best_fit(&Ask::plain(r)), want, "{r}");
         }
     }
 }

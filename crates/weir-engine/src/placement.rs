@@ -7,24 +7,31 @@
 //! container (queue max, AM share, or no node with room) is skipped for the rest of the pass
 //! (`ready.rs`'s cursors) — and, when it is below its fair share, reserves a node
 //! (`reservation.rs`). A queue where nothing could be placed is exhausted for the pass, so every
-//! pass ends after at most one failed attempt per job.
+//! pass ends after at most one failed attempt per job. A job whose next request is a gang places
+//! the whole gang or none of it (`gang.rs`); under EASY backfilling the first gang that cannot
+//! start gets a reserved start, which every later placement of the pass respects (`backfill.rs`).
+//! No more containers than the container limit exist at once.
 
 use std::cmp::{Ordering, Reverse};
 
 use weir_model::{Policy, ResourceKind, Resources, Rounding, Time};
 
-use crate::decision::Decision;
 use crate::engine::Engine;
-use crate::nodes::Hold;
+use crate::input::Request;
+use crate::nodes::Ask;
 use crate::order::{self, Standing};
-use crate::state::{Container, JobSlot, NodeSlot, QueueIx};
+use crate::state::{JobSlot, NodeSlot, QueueIx};
 
 /// Why a job could not take its next container (kept for `explain`).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Blocker {
     QueueMax(QueueIx),
-    AmShare { limit: Resources },
+    AmShare {
+        limit: Resources,
+    },
     NoRoom,
+    /// The engine holds as many containers as its limit allows.
+    ContainerLimit,
 }
 
 impl Engine {
@@ -34,7 +41,10 @@ impl Engine {
             self.now = now;
         }
         self.pass += 1;
+        self.shadow = None;
+        self.backfill_tried = 0;
         self.carry_out_kills();
+        self.time_out_gangs();
         self.refresh_shares();
         // Held nodes first, so that room a job waited for (a reservation, preempted containers)
         // is its own, and whatever it leaves is free for everyone in this same pass.
@@ -53,24 +63,39 @@ impl Engine {
     pub fn next_wakeup(&self) -> Option<Time> {
         let kill = self.kills.peek().map(|Reverse((t, _))| *t);
         let starve = self.starvation_timers.peek().map(|Reverse((t, _))| *t).filter(|_| self.gate_open);
-        match (kill, starve) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let gang = self.next_gang_timeout();
+        [kill, starve, gang].into_iter().flatten().min()
     }
 
     fn place_all(&mut self) {
-        // Requests that found no node in this pass; anything at least as large will not either.
-        let mut failed: Vec<Resources> = Vec::new();
-        while self.queues[0].ready_jobs > 0 && !self.subtree_failed(0, &failed) {
+        // Requests that found no node in this pass; anything they cover will not either.
+        let mut failed: Vec<Ask> = Vec::new();
+        while self.queues[0].ready_jobs > 0 && !self.subtree_failed(0, &failed) && !self.backfill_spent() {
+            if self.at_container_limit(1) {
+                self.limited_pass = self.pass;
+                break;
+            }
             if !self.place_one(0, &mut failed) {
                 break;
             }
         }
     }
 
+    /// Whether `more` containers would take the engine past its container limit.
+    pub(crate) fn at_container_limit(&self, more: usize) -> bool {
+        self.containers.len() - self.free_containers.len() + more > self.container_limit
+    }
+
+    /// Under EASY, whether the pass has tried as many jobs after its head as `backfill_depth`
+    /// allows (Slurm bounds an event-triggered pass at `default_queue_depth` jobs; Flux's queue
+    /// policies at `queue-depth`): each one after the head means a walk of the nodes.
+    fn backfill_spent(&self) -> bool {
+        (self.shadow.is_some() || self.shadow_less_head.is_some_and(|(p, _)| p == self.pass))
+            && self.backfill_tried >= self.config.scheduler.backfill_depth
+    }
+
     /// Place one container somewhere under `q`. False when nothing under it can be placed.
-    fn place_one(&mut self, q: QueueIx, failed: &mut Vec<Resources>) -> bool {
+    fn place_one(&mut self, q: QueueIx, failed: &mut Vec<Ask>) -> bool {
         let placed = if self.queues[q as usize].is_leaf() {
             self.place_in_leaf(q, failed)
         } else {
@@ -89,9 +114,13 @@ impl Engine {
     }
 
     /// Whether every request under `q` is at least as large as one that found no node in this
-    /// pass. The smallest-request lookup is skipped while nothing has failed.
-    fn subtree_failed(&self, q: QueueIx, failed: &[Resources]) -> bool {
-        !failed.is_empty() && dominated(failed, &self.smallest_request(q))
+    /// pass (anywhere, with no GPU fraction). The smallest-request lookup is skipped while
+    /// nothing has failed.
+    pub(crate) fn subtree_failed(&self, q: QueueIx, failed: &[Ask]) -> bool {
+        !failed.is_empty() && {
+            let smallest = self.smallest_request(q);
+            failed.iter().any(|f| f.selector.0 == 0 && f.milli == 0 && f.r.fits_in(&smallest))
+        }
     }
 
     fn standing(&self, q: QueueIx) -> Standing {
@@ -100,7 +129,7 @@ impl Engine {
         Standing { usage: q.usage, demand: q.demand(), min: q.min, weight: q.weight, start: 0 }
     }
 
-    fn best_child(&self, parent: QueueIx, failed: &[Resources]) -> Option<QueueIx> {
+    fn best_child(&self, parent: QueueIx, failed: &[Ask]) -> Option<QueueIx> {
         let p = &self.queues[parent as usize];
         let cluster = self.nodes.total;
         let mut best: Option<(QueueIx, Standing)> = None;
@@ -131,16 +160,27 @@ impl Engine {
         ka.cmp(&kb)
     }
 
-    fn place_in_leaf(&mut self, leaf: QueueIx, failed: &mut Vec<Resources>) -> bool {
+    fn place_in_leaf(&mut self, leaf: QueueIx, failed: &mut Vec<Ask>) -> bool {
         while let Some(((_, job, shape), am)) = self.first_ready(leaf) {
+            if self.queues[leaf as usize].holders == 0 && self.subtree_failed(leaf, failed) {
+                // Every request left here is at least one that found no node: skipping its jobs
+                // one by one would cost a step per waiting job for nothing.
+                break;
+            }
+            if self.backfill_spent() {
+                return false;
+            }
+            if self.shadow.is_some() || self.shadow_less_head.is_some_and(|(p, _)| p == self.pass) {
+                self.backfill_tried += 1;
+            }
             // Limits first, from the entry alone: most failures never read the job's record.
-            let r: Resources = shape.into();
+            let ask: Ask = shape.into();
             // A request at least as large as one that found no node fails too (unless its job
             // holds a node): known without reading the job's record.
-            let result = if self.queues[leaf as usize].holders == 0 && dominated(failed, &r) {
+            let result = if self.queues[leaf as usize].holders == 0 && dominated(failed, &ask) {
                 Err(Blocker::NoRoom)
             } else {
-                self.limits_allow_for(leaf, &r, am).and_then(|()| self.try_place(job, failed))
+                self.limits_allow_for(leaf, &ask.r, am).and_then(|()| self.try_place(job, failed))
             };
             match result {
                 Ok(()) => return true,
@@ -159,18 +199,25 @@ impl Engine {
 
     /// Why `job` cannot take its next container now, if it cannot.
     pub(crate) fn blocker(&self, job: JobSlot) -> Option<Blocker> {
-        let r = self.job(job).requests.front()?.resources;
+        let front = *self.job(job).requests.front()?;
+        if front.gang != 0 {
+            return self.gang_blocker(job);
+        }
         if let Err(b) = self.limits_allow(job) {
             return Some(b);
         }
-        self.node_for(job, &r).is_none().then_some(Blocker::NoRoom)
+        if self.at_container_limit(1) {
+            return Some(Blocker::ContainerLimit);
+        }
+        self.node_for(job, &front).is_none().then_some(Blocker::NoRoom)
     }
 
     /// Whether the job's next container is its application master: it runs none, and the
-    /// request is marked as one or it is the job's very first container.
+    /// request is marked as one or it is the job's very first container. A gang is never one.
     pub(crate) fn next_is_am(&self, job: JobSlot) -> bool {
         let j = self.job(job);
-        !j.am_running && (!j.am_started || j.requests.front().is_some_and(|r| r.am))
+        let Some(front) = j.requests.front() else { return !j.am_running && !j.am_started };
+        front.gang == 0 && !j.am_running && (!j.am_started || front.am)
     }
 
     /// The most a leaf's application masters may hold (`FSLeafQueue.computeMaxAMResource`):
@@ -199,10 +246,22 @@ impl Engine {
         limit
     }
 
-    /// A node for the job's next container: one held for it first, else the best fit.
-    pub(crate) fn node_for(&self, job: JobSlot, r: &Resources) -> Option<NodeSlot> {
+    /// A node for a container of `request` of `job`: one held for it first, else the best fit
+    /// — among the nodes where it does not delay the EASY reservation, if there is one and it
+    /// is not this job's.
+    pub(crate) fn node_for(&self, job: JobSlot, request: &Request) -> Option<NodeSlot> {
+        let ask = request.ask();
         let j = self.job(job);
-        j.reservations.iter().copied().find(|&n| self.nodes.fits(n, r)).or_else(|| self.nodes.best_fit(r))
+        if let Some(n) = j.reservations.iter().copied().find(|&n| self.nodes.fits(n, &ask)) {
+            return Some(n);
+        }
+        match self.shadow.as_ref().filter(|s| s.job != job) {
+            Some(shadow) => {
+                let end = request.walltime.map(|w| self.now.plus(w));
+                self.nodes.best_fit_where(&ask, |n| shadow.allows(n, &ask.r, end))
+            }
+            None => self.nodes.best_fit(&ask),
+        }
     }
 
     /// Queue maxes on the path (`FSQueue.fitsInMaxShare`) and, for an application master, the
@@ -216,7 +275,7 @@ impl Engine {
     }
 
     /// The same for a container of `r` in `leaf`, an AM or not.
-    fn limits_allow_for(&self, leaf: QueueIx, r: &Resources, am: bool) -> Result<(), Blocker> {
+    pub(crate) fn limits_allow_for(&self, leaf: QueueIx, r: &Resources, am: bool) -> Result<(), Blocker> {
         let mut q = Some(leaf);
         while let Some(ix) = q {
             let queue = &self.queues[ix as usize];
@@ -235,22 +294,29 @@ impl Engine {
         Ok(())
     }
 
-    /// Start the job's next container on a node, its limits already checked.
-    fn try_place(&mut self, job: JobSlot, failed: &mut Vec<Resources>) -> Result<(), Blocker> {
-        let Some(r) = self.job(job).requests.front().map(|r| r.resources) else {
+    /// Start the job's next container on a node, its limits already checked; a gang goes to
+    /// `gang.rs`.
+    fn try_place(&mut self, job: JobSlot, failed: &mut Vec<Ask>) -> Result<(), Blocker> {
+        let Some(front) = self.job(job).requests.front().copied() else {
             return Err(Blocker::NoRoom);
         };
+        if front.gang != 0 {
+            return self.try_place_gang(job, failed);
+        }
+        let ask = front.ask();
         let has_hold = !self.job(job).reservations.is_empty();
-        if !has_hold && dominated(failed, &r) {
+        if !has_hold && dominated(failed, &ask) {
             return Err(Blocker::NoRoom);
         }
-        let Some(node) = self.node_for(job, &r) else {
-            if !has_hold {
-                // Keep `failed` minimal: drop entries the new, smaller failure covers.
-                failed.retain(|f| !r.fits_in(f));
-                failed.push(r);
+        let Some(node) = self.node_for(job, &front) else {
+            if !has_hold && self.shadow.is_none() {
+                // Keep `failed` minimal: drop entries the new failure covers. (Under an EASY
+                // reservation a request may find no node only because of it: not a failure
+                // of its size.)
+                failed.retain(|f| !ask.covers(f));
+                failed.push(ask);
             }
-            self.try_reserve(job, &r);
+            self.try_reserve(job, &ask);
             return Err(Blocker::NoRoom);
         };
         self.start_container(job, node);
@@ -260,57 +326,13 @@ impl Engine {
     /// Start the job's next requested container on `node`.
     pub(crate) fn start_container(&mut self, job: JobSlot, node: NodeSlot) {
         let am = self.next_is_am(job);
-        let seq = self.next_seq;
-        self.next_seq += 1;
         let Some(front) = self.job(job).requests.front().copied() else { return };
-        let r = front.resources;
-        let id =
-            self.new_container(|id| Container { id, job, node, resources: r, am, seq, preemption: None });
-        self.nodes.allocate(node, &r);
-        if self.nodes.slots[node as usize].hold == Some((job, Hold::Reserved)) {
-            // FSAppAttempt.assignContainer: an allocation on a reserved node ends the reservation.
-            self.release_hold(node, job, true);
-        }
-        let j = self.job_mut(job);
-        if let Some(f) = j.requests.front_mut() {
-            f.count -= 1;
-            if f.count == 0 {
-                j.requests.pop_front();
-            }
-        }
-        j.pending -= r;
-        j.pending_containers -= 1;
-        j.usage += r;
-        j.am_started = true;
-        j.am_running |= am;
-        j.containers.insert((seq, id));
-        let (leaf, job_id) = (j.leaf, j.id);
-        self.total_pending -= r;
-        let mut q = Some(leaf);
-        while let Some(ix) = q {
-            let queue = &mut self.queues[ix as usize];
-            queue.usage += r;
-            queue.pending -= r;
-            queue.pending_containers -= 1;
-            q = queue.parent;
-        }
-        if am {
-            self.queues[leaf as usize].am_usage += r;
-        }
-        self.touched(job);
-        let node_id = self.nodes.slots[node as usize].id;
-        self.decisions.push(Decision::StartContainer {
-            container: id,
-            job: job_id,
-            node: node_id,
-            resources: r,
-            tag: front.tag,
-            am,
-        });
+        let gpu = self.nodes.allocate(node, &front.ask());
+        self.add_container(job, 0, node, gpu, am, false);
     }
 }
 
-/// Whether `r` is at least as large, on every resource, as some request that found no node.
-fn dominated(failed: &[Resources], r: &Resources) -> bool {
-    failed.iter().any(|f| f.fits_in(r))
+/// Whether some request that found no node covers `ask` (see [`Ask::covers`]).
+pub(crate) fn dominated(failed: &[Ask], ask: &Ask) -> bool {
+    failed.iter().any(|f| f.covers(ask))
 }

@@ -10,6 +10,11 @@
 //! application masters (as YARN), then lowest job priority, then fewest containers, newest
 //! first. The node is held for the starved job while the victims drain; they are killed after
 //! `kill_wait` unless they end first.
+//!
+//! A running gang is never left half-running: taking one of its containers takes all of them,
+//! on whatever node (its job must stay at or above its fair share without the whole gang), or,
+//! in a queue with `gang_preemption: protected`, none of them is ever taken. Placeholders (room
+//! held for a gang that has not started) are not taken.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,7 +24,7 @@ use weir_model::{Policy, Resources};
 use crate::decision::{Decision, PreemptReason, Starvation};
 use crate::engine::{Engine, Starver};
 use crate::ids::ContainerId;
-use crate::nodes::Hold;
+use crate::nodes::{Ask, Hold};
 use crate::order::below;
 use crate::state::{JobSlot, Marked, NodeSlot, QueueIx};
 
@@ -28,10 +33,11 @@ use crate::state::{JobSlot, Marked, NodeSlot, QueueIx};
 struct Candidate {
     id: ContainerId,
     job: JobSlot,
-    resources: Resources,
     am: bool,
     priority: i32,
     seq: u64,
+    /// Its gang number (0: none): taking it takes every container of that gang.
+    gang: u32,
 }
 
 /// Victims grouped by node, in the order they would be taken.
@@ -55,6 +61,17 @@ fn whole_containers(pending: &Resources, size: &Resources) -> u64 {
 }
 
 impl Engine {
+    /// The running (not placeholder) containers of a job's gang.
+    pub(crate) fn gang_members(&self, job: JobSlot, gang: u32) -> Vec<ContainerId> {
+        self.job(job)
+            .containers
+            .iter()
+            .filter_map(|&(_, id)| self.container(id))
+            .filter(|c| c.request.gang == gang && !c.placeholder)
+            .map(|c| c.id)
+            .collect()
+    }
+
     fn policy_of(&self, leaf: QueueIx) -> Policy {
         self.queues[leaf as usize].policy
     }
@@ -130,24 +147,26 @@ impl Engine {
             if !q.is_leaf() || !q.allow_preemption_from {
                 continue;
             }
-            for &s in &q.runnable {
+            for &(_, _, _, s) in &q.runnable {
                 let j = self.job(s);
                 let left = j.usage - j.outgoing;
-                if below(q.policy, &left, &j.fair_share, &self.nodes.total) || left == j.fair_share {
+                let share = self.fair_share_of(s);
+                if below(q.policy, &left, &share, &self.nodes.total) || left == share {
                     continue;
                 }
+                let protected = q.gang_preemption == weir_model::GangPreemption::Protected;
                 for &(seq, id) in j.containers.iter().rev() {
                     let Some(c) = self.container(id) else { continue };
-                    if c.preemption.is_some() {
+                    if c.preemption.is_some() || c.placeholder || (protected && c.request.gang != 0) {
                         continue;
                     }
                     by_node.entry(c.node).or_default().push(Candidate {
                         id,
                         job: s,
-                        resources: c.resources,
                         am: c.am,
                         priority: j.priority,
                         seq,
+                        gang: c.request.gang,
                     });
                 }
             }
@@ -167,19 +186,18 @@ impl Engine {
         candidates: &mut CandidatesByNode,
     ) {
         let leaf = self.job(job).leaf;
-        let requests: Vec<(Resources, u32)> =
-            self.job(job).requests.iter().map(|r| (r.resources, r.count)).collect();
+        let requests: Vec<(Ask, u32)> = self.job(job).requests.iter().map(|r| (r.ask(), r.count)).collect();
         let mut pending = amount;
-        for (r, count) in requests {
+        for (ask, count) in requests {
             if pending.is_zero() {
                 break;
             }
-            let n = whole_containers(&pending, &r).min(u64::from(count));
+            let n = whole_containers(&pending, &ask.r).min(u64::from(count));
             for _ in 0..n {
-                let Some((node, victims)) = self.choose_victims(job, &r, candidates) else { break };
+                let Some((node, victims)) = self.choose_victims(job, &ask, candidates) else { break };
                 self.mark(job, leaf, kind, node, &victims, candidates);
             }
-            pending -= r.times(n);
+            pending -= ask.r.times(n);
         }
     }
 
@@ -188,14 +206,16 @@ impl Engine {
     fn choose_victims(
         &self,
         job: JobSlot,
-        r: &Resources,
+        ask: &Ask,
         candidates: &CandidatesByNode,
     ) -> Option<(NodeSlot, Vec<ContainerId>)> {
+        let r = &ask.r;
         let mut best: Option<(VictimCost, Vec<ContainerId>)> = None;
         for (&node, list) in candidates {
             let n = &self.nodes.slots[node as usize];
             let held_for_other = matches!(n.hold, Some((j, Hold::Preempted)) if j != job);
-            if !n.alive || held_for_other || !r.fits_in(&n.capacity) {
+            // A GPU fraction needs its GPU room now: victims are chosen for cpu and memory.
+            if !n.alive || held_for_other || !self.nodes.could_hold(node, ask) || !n.frac_fits(ask.milli) {
                 continue;
             }
             let mut room = n.free();
@@ -206,19 +226,38 @@ impl Engine {
                 if r.fits_in(&room) {
                     break;
                 }
-                if c.job == job {
+                if c.job == job
+                    || taken.contains(&c.id)
+                    || self.container(c.id).is_none_or(|x| x.preemption.is_some())
+                {
                     continue;
+                }
+                // A gang member comes with the rest of its gang.
+                let whole = if c.gang == 0 { vec![c.id] } else { self.gang_members(c.job, c.gang) };
+                let mut here = Resources::ZERO;
+                let mut all = Resources::ZERO;
+                for &id in &whole {
+                    if let Some(x) = self.container(id) {
+                        all += x.resources;
+                        if x.node == node {
+                            here += x.resources;
+                        }
+                    }
                 }
                 let v = self.job(c.job);
                 let already =
                     took_from.iter().filter(|(s, _)| *s == c.job).fold(Resources::ZERO, |a, (_, x)| a + *x);
-                let after = v.usage - v.outgoing - already - c.resources;
-                if below(self.policy_of(v.leaf), &after, &v.fair_share, &self.nodes.total) {
+                let after = v.usage - v.outgoing - already - all;
+                if below(self.policy_of(v.leaf), &after, &self.fair_share_of(c.job), &self.nodes.total) {
                     continue;
                 }
-                room += c.resources;
-                taken.push(c.id);
-                took_from.push((c.job, c.resources));
+                room += here;
+                took_from.push((c.job, all));
+                for id in whole {
+                    if !taken.contains(&id) {
+                        taken.push(id);
+                    }
+                }
                 ams += u32::from(c.am);
                 top_priority = top_priority.max(c.priority);
             }
@@ -250,9 +289,12 @@ impl Engine {
         };
         for &id in victims {
             let Some(c) = self.containers[id.slot()].container.as_mut() else { continue };
+            if c.preemption.is_some() {
+                continue;
+            }
             c.preemption = Some(Marked { kill_at, for_job: job, reason: reason.clone() });
-            let (r, victim) = (c.resources, c.job);
-            self.nodes.slots[node as usize].marked += r;
+            let (r, victim, on) = (c.resources, c.job, c.node);
+            self.nodes.slots[on as usize].marked += r;
             self.job_mut(job).incoming += r;
             let v = self.job_mut(victim);
             v.outgoing += r;
@@ -266,8 +308,14 @@ impl Engine {
                 reason: reason.clone(),
             });
         }
-        if let Some(list) = candidates.get_mut(&node) {
-            list.retain(|c| !victims.contains(&c.id));
+        let mut touched: Vec<NodeSlot> =
+            victims.iter().filter_map(|&id| self.container(id)).map(|c| c.node).collect();
+        touched.sort_unstable();
+        touched.dedup();
+        for n in touched {
+            if let Some(list) = candidates.get_mut(&n) {
+                list.retain(|c| !victims.contains(&c.id));
+            }
         }
         self.hold(node, job, Hold::Preempted);
     }

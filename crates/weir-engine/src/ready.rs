@@ -13,6 +13,7 @@ use std::ops::Bound;
 use weir_model::{Policy, ResourceKind, Resources};
 
 use crate::engine::Engine;
+use crate::nodes::Ask;
 use crate::state::{JobKey, JobSlot, JobState, ReadyEntry};
 
 /// Order-preserving bits of a non-negative float.
@@ -33,7 +34,7 @@ impl Engine {
     /// `fifo` to (submit time, id) and weir's `priority` to (priority, submit time, id).
     pub(crate) fn job_order_key(&self, slot: JobSlot) -> JobKey {
         let j = self.job(slot);
-        let submit = j.submit_time.as_millis();
+        let submit = j.order_time.as_millis();
         match self.queues[j.leaf as usize].policy {
             Policy::Fair => ([j.usage.memory, 0, 0], submit, j.id.0),
             Policy::Drf => {
@@ -57,8 +58,8 @@ impl Engine {
         let j = self.job(slot);
         let eligible = j.state == JobState::Runnable && j.pending_containers > 0;
         let want = if eligible {
-            let shape = j.requests.front().map(|r| r.resources).unwrap_or_default();
-            Some((self.job_order_key(slot), shape, self.next_is_am(slot)))
+            let ask = j.requests.front().map(|r| r.ask()).unwrap_or(Ask::plain(Resources::ZERO));
+            Some((self.job_order_key(slot), ask, self.next_is_am(slot)))
         } else {
             None
         };
@@ -74,7 +75,7 @@ impl Engine {
             let q = &mut self.queues[leaf];
             let lane = usize::from(lane);
             if q.cursor[lane].is_some_and(|(p, after)| p == pass && (key, slot) <= (after.0, after.1)) {
-                q.ahead[lane].push((key, slot, want.map(|w| w.1).unwrap_or_default().into()));
+                q.ahead[lane].push((key, slot, want.map(|w| w.1.into()).unwrap_or_default()));
             }
         }
         if let (Some((old, old_shape, old_lane)), Some((key, shape, lane))) = (had, want) {
@@ -87,7 +88,7 @@ impl Engine {
                 let to = if lane { &mut q.ready_am } else { &mut q.ready };
                 to.insert((key, slot, shape.into()));
                 if old_lane != lane {
-                    count(&mut q.am_shapes, &shape, lane);
+                    count(&mut q.am_shapes, &shape.r, lane);
                 }
                 self.job_mut(slot).ready = want;
                 return;
@@ -99,10 +100,10 @@ impl Engine {
             let to = if lane { &mut q.ready_am } else { &mut q.ready };
             to.insert((key, slot, shape.into()));
             if lane {
-                count(&mut q.am_shapes, &shape, true);
+                count(&mut q.am_shapes, &shape.r, true);
             }
             self.job_mut(slot).ready = want;
-            self.count_shape(leaf as u32, &shape, true);
+            self.count_shape(leaf as u32, &shape.r, true);
         }
     }
 
@@ -114,9 +115,9 @@ impl Engine {
         let from = if lane { &mut q.ready_am } else { &mut q.ready };
         from.remove(&(key, slot, shape.into()));
         if lane {
-            count(&mut q.am_shapes, &shape, false);
+            count(&mut q.am_shapes, &shape.r, false);
         }
-        self.count_shape(leaf, &shape, false);
+        self.count_shape(leaf, &shape.r, false);
     }
 
     /// The componentwise smallest AM waiting in a leaf's AM lane.

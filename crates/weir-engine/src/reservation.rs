@@ -19,7 +19,7 @@
 use weir_model::Resources;
 
 use crate::engine::Engine;
-use crate::nodes::Hold;
+use crate::nodes::{Ask, Hold};
 use crate::order::below;
 use crate::state::{JobSlot, JobState, NodeSlot};
 
@@ -137,9 +137,15 @@ impl Engine {
                     }
                 }
                 Hold::Preempted => {
+                    if self.job(job).requests.front().is_some_and(|r| r.gang != 0) {
+                        // A gang takes the room as placeholders; it starts when all of it fits.
+                        self.hold_on_node(job, node);
+                    }
                     while self.job(job).state == JobState::Runnable
+                        && self.job(job).requests.front().is_some_and(|r| r.gang == 0)
                         && self.front_fits(job, node)
                         && self.limits_allow(job).is_ok()
+                        && !self.at_container_limit(1)
                     {
                         self.start_container(job, node);
                     }
@@ -152,7 +158,7 @@ impl Engine {
     }
 
     fn front_fits(&self, job: JobSlot, node: NodeSlot) -> bool {
-        self.job(job).requests.front().is_some_and(|r| self.nodes.fits(node, &r.resources))
+        self.job(job).requests.front().is_some_and(|r| self.nodes.fits(node, &r.ask()))
     }
 
     /// `FSAppAttempt.isValidReservation`: the job still wants the container, it can fit the node
@@ -161,14 +167,16 @@ impl Engine {
         let j = self.job(job);
         let Some(r) = j.requests.front() else { return false };
         j.state == JobState::Runnable
-            && r.resources.fits_in(&self.nodes.slots[node as usize].capacity)
+            && r.gang == 0
+            && self.nodes.could_hold(node, &r.ask())
             && self.limits_allow(job).is_ok()
     }
 
-    /// After the job's next container of `r` found no node: reserve one if YARN would.
-    pub(crate) fn try_reserve(&mut self, job: JobSlot, r: &Resources) {
+    /// After the job's next container (`ask`) found no node: reserve one if YARN would. Not
+    /// while an EASY reservation plans the nodes' room.
+    pub(crate) fn try_reserve(&mut self, job: JobSlot, ask: &Ask) {
         let ratio = self.config.scheduler.reservable_nodes;
-        if ratio <= 0.0 || !self.reservable(job, r) {
+        if ratio <= 0.0 || self.shadow.is_some() || !self.reservable(job, &ask.r) {
             return;
         }
         // Java: (int) Math.ceil(nodes * ratio) in float arithmetic (0.05 × 40 is 2, not 2.0000001).
@@ -181,12 +189,12 @@ impl Engine {
         if self.reserve_misses.0 != self.pass {
             self.reserve_misses = (self.pass, Vec::new());
         }
-        if self.reserve_misses.1.iter().any(|m| m.fits_in(r)) {
+        if self.reserve_misses.1.iter().any(|m| m.covers(ask)) {
             return;
         }
-        match self.nodes.reservation_candidate(r, |_| false) {
+        match self.nodes.reservation_candidate(ask, |_| false) {
             Some(node) => self.hold(node, job, Hold::Reserved),
-            None => self.reserve_misses.1.push(*r),
+            None => self.reserve_misses.1.push(*ask),
         }
     }
 
@@ -196,7 +204,8 @@ impl Engine {
         let j = self.job(job);
         let policy = self.queues[j.leaf as usize].policy;
         let cluster = &self.nodes.total;
-        let starved = below(policy, &j.usage, &j.fair_share, cluster) || !j.min_share_starvation.is_zero();
+        let starved =
+            below(policy, &j.usage, &self.fair_share_of(job), cluster) || !j.min_share_starvation.is_zero();
         starved && !below(policy, r, &self.config.scheduler.increment, cluster)
     }
 }

@@ -7,7 +7,7 @@ use weir_model::{ResourceKind, Resources, Rounding};
 
 use crate::engine::Engine;
 use crate::fair_share::{self, Claim};
-use crate::state::{JobSlot, QueueIx};
+use crate::state::{JobSlot, JobSplit, JobState, QueueIx};
 
 /// The shape of the tree the share computation needs, so it can run without an engine.
 pub(crate) trait ShareTree {
@@ -122,7 +122,9 @@ impl Engine {
             self.shares_dirty = false;
             self.job_shares_dirty.clear();
             for leaf in 0..self.queues.len() {
-                if self.queues[leaf].is_leaf() && !self.queues[leaf].runnable.is_empty() {
+                if self.queues[leaf].is_leaf() && self.queues[leaf].split != JobSplit::Nobody
+                    || !self.queues[leaf].runnable.is_empty()
+                {
                     self.split_leaf(leaf as QueueIx);
                 }
             }
@@ -134,41 +136,106 @@ impl Engine {
         }
     }
 
-    /// Split a leaf's instantaneous share among its runnable jobs.
+    /// Split a leaf's instantaneous share among its runnable jobs: O(1) for `yarn` rounding
+    /// (O(jobs) under `exact`, to find which jobs get the units left over), plus a starvation
+    /// look at every job when preemption is on (their targets follow their shares).
     fn split_leaf(&mut self, leaf: QueueIx) {
         let rounding = self.config.scheduler.rounding;
         let q = &self.queues[leaf as usize];
         let share = q.instantaneous;
-        let mut jobs: Vec<JobSlot> = q.runnable.clone();
-        if q.policy.leaf_only() {
+        let split = if q.runnable.is_empty() {
+            JobSplit::Nobody
+        } else if q.policy.leaf_only() {
             // YARN's FifoPolicy.computeShares gives the whole share to the earliest job (weir's
             // `priority` to the first by priority); the others get none.
-            let priority = q.policy == weir_model::Policy::Priority;
-            jobs.sort_by_key(|&s| {
-                let j = self.job(s);
-                (if priority { -(j.priority as i64) } else { 0 }, j.submit_time, j.id)
-            });
-            for (i, &s) in jobs.iter().enumerate() {
-                self.job_mut(s).fair_share = if i == 0 { share } else { Resources::ZERO };
-                self.watch_starvation(s);
-            }
-            return;
-        }
-        // Ties on the extra unit (exact rounding) go to the earliest job.
-        jobs.sort_by_key(|&s| (self.job(s).submit_time, self.job(s).id));
-        let n = jobs.len();
-        let mut each = [(0u64, 0u64); 3];
-        for (i, kind) in ResourceKind::ALL.iter().enumerate() {
-            each[i] = equal_split(n, share.get(*kind), rounding);
-        }
-        for (rank, &s) in jobs.iter().enumerate() {
-            let mut r = Resources::ZERO;
+            let first = q.runnable.first().map_or(0, |k| k.3);
+            JobSplit::First { job: first, share }
+        } else {
+            let n = q.runnable.len();
+            let mut base = Resources::ZERO;
+            let mut extra = [0u64; 3];
             for (i, kind) in ResourceKind::ALL.iter().enumerate() {
-                let (base, extra) = each[i];
-                r.set(*kind, base + u64::from((rank as u64) < extra));
+                let (b, e) = equal_split(n, share.get(*kind), rounding);
+                base.set(*kind, b);
+                extra[i] = e;
             }
-            self.job_mut(s).fair_share = r;
+            // Ties on the extra unit (exact rounding) go to the earliest jobs: those whose key
+            // is below the key of the `extra`-th job.
+            let mut cut = [None; 3];
+            let most = extra.iter().copied().max().unwrap_or(0);
+            if most > 0 {
+                for (rank, key) in q.runnable.iter().enumerate().take(most as usize + 1) {
+                    for i in 0..3 {
+                        if extra[i] == rank as u64 {
+                            cut[i] = Some(*key);
+                        }
+                    }
+                }
+            }
+            JobSplit::Equal { base, cut }
+        };
+        let old = std::mem::replace(&mut self.queues[leaf as usize].split, split);
+        if self.config.scheduler.preemption.enabled {
+            self.watch_split(leaf, &old);
+        }
+    }
+
+    /// After a leaf's split changed: look again at the starvation of the jobs it can change.
+    /// A job holding nothing is starving exactly when its target is above zero, so while the
+    /// split keeps every target as zero or non-zero as before, only jobs holding containers (and
+    /// a fifo leaf's old and new first job) need a look — not every job of a deep backlog.
+    fn watch_split(&mut self, leaf: QueueIx, old: &JobSplit) {
+        let q = &self.queues[leaf as usize];
+        let threshold = q.fair_share_threshold;
+        let zeros = |r: Resources| {
+            let t = r.scale(threshold);
+            [t.cpu > 0, t.memory > 0, t.gpu > 0]
+        };
+        let signature = |s: &JobSplit| match s {
+            JobSplit::Equal { base, .. } => Some((zeros(*base), zeros(*base + Resources::new(1, 1, 1)))),
+            _ => None,
+        };
+        let mut look: Vec<JobSlot> = match (old, &q.split) {
+            (JobSplit::Equal { .. }, JobSplit::Equal { .. }) if signature(old) == signature(&q.split) => {
+                q.holding.iter().copied().collect()
+            }
+            (JobSplit::First { job: a, .. }, JobSplit::First { job: b, .. }) => {
+                q.holding.iter().copied().chain([*a, *b]).collect()
+            }
+            _ => q.runnable.iter().map(|k| k.3).collect(),
+        };
+        look.retain(|&s| self.jobs[s as usize].is_some());
+        for s in look {
             self.watch_starvation(s);
+        }
+    }
+
+    /// A job's fair share: its part of its leaf's instantaneous share if it is runnable, else
+    /// nothing.
+    pub(crate) fn fair_share_of(&self, slot: JobSlot) -> Resources {
+        let j = self.job(slot);
+        if j.state != JobState::Runnable {
+            return Resources::ZERO;
+        }
+        match &self.queues[j.leaf as usize].split {
+            JobSplit::Nobody => Resources::ZERO,
+            JobSplit::First { job, share } => {
+                if *job == slot {
+                    *share
+                } else {
+                    Resources::ZERO
+                }
+            }
+            JobSplit::Equal { base, cut } => {
+                let key = self.runnable_key(slot);
+                let mut r = *base;
+                for (i, kind) in ResourceKind::ALL.iter().enumerate() {
+                    if cut[i].is_some_and(|c| key < c) {
+                        r.set(*kind, r.get(*kind) + 1);
+                    }
+                }
+                r
+            }
         }
     }
 }

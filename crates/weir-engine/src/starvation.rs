@@ -55,7 +55,7 @@ impl Engine {
     pub(crate) fn fair_target(&self, slot: JobSlot) -> Resources {
         let j = self.job(slot);
         let threshold = self.queues[j.leaf as usize].fair_share_threshold;
-        j.fair_share.scale(threshold).component_min(&j.demand())
+        self.fair_share_of(slot).scale(threshold).component_min(&j.demand())
     }
 
     /// The smaller of the leaf's min share and its demand (`minShareStarvation`'s `desiredShare`).
@@ -175,7 +175,7 @@ impl Engine {
     /// (job, fair-share part, min-share part) for every job with something.
     pub(crate) fn starvation_in(&self, leaf: QueueIx) -> Vec<(JobSlot, Resources, Resources)> {
         let q = &self.queues[leaf as usize];
-        let mut jobs: Vec<JobSlot> = q.runnable.iter().copied().filter(|&s| self.observed(s)).collect();
+        let mut jobs: Vec<JobSlot> = q.runnable.iter().map(|k| k.3).filter(|&s| self.observed(s)).collect();
         jobs.sort_by(|&a, &b| self.compare_jobs(a, b));
         let fair: Vec<Resources> = jobs
             .iter()

@@ -7,7 +7,8 @@ use weir_model::{Duration, Policy, QueuePath, Resources, Time};
 
 use crate::decision::PreemptReason;
 use crate::ids::{ContainerId, JobId};
-use crate::input::Request;
+use crate::input::{Request, SelectorId};
+use crate::nodes::Ask;
 
 pub(crate) type QueueIx = u32;
 pub(crate) type JobSlot = u32;
@@ -19,23 +20,53 @@ pub(crate) type PromotionKey = (i64, u64, u64);
 /// Where a ready job stands in its leaf's order: smaller is served first (see `ready.rs`).
 pub(crate) type JobKey = ([u64; 3], u64, u64);
 
+/// A runnable job's place in its leaf's share split: (minus its priority under the `priority`
+/// policy, else 0; submit time; id; slot). The first gets a fifo or priority leaf's whole share;
+/// under `rounding: exact` the first ones get the units an equal split leaves over.
+pub(crate) type RunnableKey = (i64, u64, u64, JobSlot);
+
+/// How a leaf's instantaneous share is split among its runnable jobs, kept in O(1) per change
+/// so that a leaf with thousands of waiting jobs does not rewrite every job's share each time
+/// one arrives or leaves: a job's share is read from it (`Engine::fair_share_of`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) enum JobSplit {
+    #[default]
+    Nobody,
+    /// `fair`, `drf`: per resource, every job gets `base`; jobs whose key is below `cut` one more.
+    Equal { base: Resources, cut: [Option<RunnableKey>; 3] },
+    /// `fifo`, `priority`: the first job gets the whole share, the others none.
+    First { job: JobSlot, share: Resources },
+}
+
 /// A ready job in its lane: its key, its slot (unique: the order is the key's), and the size
 /// of its next container, so that limits can be checked without reading the job's record.
 pub(crate) type ReadyEntry = (JobKey, JobSlot, Shape);
 
-/// A container size as an ordered value (cpu, memory, gpu).
+/// What a container needs as an ordered value (cpu, memory, gpu, then the GPU fraction and
+/// selector packed in one word).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub(crate) struct Shape([u64; 3]);
+pub(crate) struct Shape([u64; 4]);
 
-impl From<Resources> for Shape {
-    fn from(r: Resources) -> Shape {
-        Shape([r.cpu, r.memory, r.gpu])
+impl From<Ask> for Shape {
+    fn from(a: Ask) -> Shape {
+        Shape([a.r.cpu, a.r.memory, a.r.gpu, (u64::from(a.milli) << 32) | u64::from(a.selector.0)])
     }
 }
 
-impl From<Shape> for Resources {
-    fn from(s: Shape) -> Resources {
-        Resources::new(s.0[0], s.0[1], s.0[2])
+impl From<Shape> for Ask {
+    fn from(s: Shape) -> Ask {
+        Ask {
+            r: Resources::new(s.0[0], s.0[1], s.0[2]),
+            milli: (s.0[3] >> 32) as u32,
+            selector: SelectorId((s.0[3] & 0xffff_ffff) as u32),
+        }
+    }
+}
+
+impl Request {
+    /// What one of its containers needs from a node.
+    pub(crate) fn ask(&self) -> Ask {
+        Ask { r: self.resources, milli: self.gpu_milli, selector: self.selector }
     }
 }
 
@@ -58,6 +89,8 @@ pub(crate) struct Queue {
     /// The AM share applied to this leaf (`None`: no check).
     pub am_share: Option<f64>,
     pub allow_preemption_from: bool,
+    /// Whether its running gangs may be taken (whole) by preemption.
+    pub gang_preemption: weir_model::GangPreemption,
     pub fair_share_timeout: Option<Duration>,
     pub fair_share_threshold: f64,
     pub min_share_timeout: Option<Duration>,
@@ -75,8 +108,13 @@ pub(crate) struct Queue {
     pub running_apps: u32,
     /// Jobs in the subtree waiting for a running-app slot.
     pub waiting_apps: u32,
-    /// Leaves only: runnable jobs, in the order they became runnable.
-    pub runnable: Vec<JobSlot>,
+    /// Leaves only: runnable jobs, by their place in the share split.
+    pub runnable: BTreeSet<RunnableKey>,
+    /// Leaves only: how the leaf's share is split among them.
+    pub split: JobSplit,
+    /// Leaves only: the runnable jobs that hold containers (whose starvation can change with
+    /// their share even while it stays above zero).
+    pub holding: BTreeSet<JobSlot>,
     /// Leaves only: jobs waiting for a running-app slot, in promotion order.
     pub waiting: BTreeSet<(PromotionKey, JobSlot)>,
     pub steady: Resources,
@@ -163,9 +201,17 @@ pub(crate) struct Job {
     pub am_started: bool,
     /// Whether it holds a live application master (YARN's `isAmRunning`).
     pub am_running: bool,
-    pub fair_share: Resources,
-    /// Its key, next request size and lane (AM or not) while it is in a ready set of its leaf.
-    pub ready: Option<(JobKey, Resources, bool)>,
+    /// Its key, next container's needs and lane (AM or not) while it is in a ready set of its leaf.
+    pub ready: Option<(JobKey, Ask, bool)>,
+    /// Where it stands in its leaf's order: its submit time, or when its gang was last sent
+    /// to the back of the queue (a placeholder timeout).
+    pub order_time: Time,
+    /// Placeholders held for its front gang while the gang accumulates room (`gang.rs`), and
+    /// when the first was taken.
+    pub placeholders: Vec<ContainerId>,
+    pub gang_since: Option<Time>,
+    /// When its placeholders time out (`gang_since` + the gang timeout).
+    pub gang_deadline: Option<Time>,
     /// YARN's `lastTimeAtFairShare`: `None` while it is seen at its fair-share target; else
     /// the last time it was (see `starvation.rs`).
     pub fair_clock: Option<Time>,
@@ -204,6 +250,21 @@ pub(crate) struct Container {
     pub seq: u64,
     /// Set when marked for preemption.
     pub preemption: Option<Marked>,
+    /// The request it was started for (count 1): its tag, gang, walltime, GPU fraction and
+    /// selector, so a placeholder can be asked for again.
+    pub request: Request,
+    /// The GPU slot on its node its fraction went to (0 without one).
+    pub gpu: u16,
+    /// Room held for a gang that has not started yet: the host knows nothing of it.
+    pub placeholder: bool,
+    /// When it is expected to end (start + walltime), for EASY backfilling.
+    pub expected_end: Option<Time>,
+}
+
+impl Container {
+    pub fn ask(&self) -> Ask {
+        self.request.ask()
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -196,7 +196,7 @@ fn input_errors_are_errors() {
     assert!(env.engine.on_job_finished(weir_model::Time(0), JobId(1)).is_err(), "time went backwards");
 
     // A batch of nodes with a duplicate id (within the batch or with a known node) adds nothing.
-    let node = |id| weir_engine::NodeSpec { id: weir_engine::NodeId(id), resources: mem(8), label: None };
+    let node = |id| weir_engine::NodeSpec::new(weir_engine::NodeId(id), mem(8));
     let before = env.engine.node_count();
     assert!(env.engine.on_nodes_added(env.now, vec![node(100), node(100)]).is_err());
     assert!(env.engine.on_nodes_added(env.now, vec![node(101), node(0)]).is_err());
@@ -268,7 +268,6 @@ fn demand_that_cannot_be_counted_is_refused_and_the_rest_stays_exact() {
     env.finish_job(1);
     env.schedule();
     // A node that would make the cluster's total overflow is refused too.
-    let node =
-        weir_engine::NodeSpec { id: weir_engine::NodeId(9), resources: mem(u64::MAX - 1), label: None };
+    let node = weir_engine::NodeSpec::new(weir_engine::NodeId(9), mem(u64::MAX - 1));
     assert!(env.engine.on_node_added(env.now, node).is_err());
 }

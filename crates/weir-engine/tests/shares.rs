@@ -127,3 +127,45 @@ fn fixed_queues_max_zero_and_weight_zero() {
     );
     assert_eq!(steady(&rows), vec![0, 30, 70]);
 }
+
+/// Each job's fair share as `explain` reports it (memory).
+fn job_shares(env: &Env, jobs: &[u64]) -> Vec<u64> {
+    jobs.iter().map(|&j| env.engine.explain(weir_engine::JobId(j)).expect("job").fair_share.memory).collect()
+}
+
+#[test]
+fn a_leaf_splits_its_share_among_its_jobs_as_they_come_and_go() {
+    // 10 MiB among the runnable jobs of one leaf: under exact rounding the earliest jobs get the
+    // units left over; under YARN's each gets the bisection's upper bound, 4 (ComputeFairShares on
+    // weight-1 apps: the shares sum above the pool, as for queues).
+    let exact =
+        one_node(10, "[{name: a}]").replace("version: 1\n", "version: 1\nscheduler: {rounding: exact}\n");
+    let mut env = Env::new(&exact);
+    for id in 1..=3 {
+        env.at(id).submit(id, "a", &[(mem(100), 1)]);
+    }
+    env.schedule();
+    assert_eq!(job_shares(&env, &[1, 2, 3]), vec![4, 3, 3]);
+    env.at(4).submit(4, "a", &[(mem(100), 1)]);
+    env.schedule();
+    assert_eq!(job_shares(&env, &[1, 2, 3, 4]), vec![3, 3, 2, 2]);
+    env.finish_job(1);
+    env.schedule();
+    assert_eq!(job_shares(&env, &[2, 3, 4]), vec![4, 3, 3]);
+    let mut yarn = Env::new(&one_node(10, "[{name: a}]"));
+    for id in 1..=3 {
+        yarn.at(id).submit(id, "a", &[(mem(100), 1)]);
+    }
+    yarn.schedule();
+    assert_eq!(job_shares(&yarn, &[1, 2, 3]), vec![4, 4, 4]);
+    // A fifo leaf gives the whole share to its earliest job, whoever came and went.
+    let mut fifo = Env::new(&one_node(10, "[{name: a, policy: fifo}]"));
+    for (t, id) in [(1, 3), (2, 1), (3, 2)] {
+        fifo.at(t).submit(id, "a", &[(mem(100), 1)]);
+    }
+    fifo.schedule();
+    assert_eq!(job_shares(&fifo, &[1, 2, 3]), vec![0, 0, 10]);
+    fifo.finish_job(3);
+    fifo.schedule();
+    assert_eq!(job_shares(&fifo, &[1, 2]), vec![10, 0]);
+}

@@ -4,8 +4,10 @@
 use std::collections::BTreeMap;
 
 use crate::access::{AclSpec, PlacementRuleSpec, UserSpec};
-use crate::cluster_file::{name_queue_path, ClusterFile, Mode, Policy, Promotion, Rounding};
-use crate::error::{parse_yaml, ModelError, Problem};
+use crate::cluster_file::{
+    name_queue_path, Backfill, ClusterFile, GangPreemption, Mode, Policy, Promotion, Rounding,
+};
+use crate::error::{parse_yaml_named, ModelError, Problem};
 use crate::placement::PlacementRule;
 use crate::queue_path::QueuePath;
 use crate::resources::Resources;
@@ -71,6 +73,13 @@ pub struct SchedulerConfig {
     pub minimum_allocation: Resources,
     /// The share of the nodes one job may hold reserved; 0 = no reservations.
     pub reservable_nodes: f64,
+    /// How a gang that cannot start waits: holding room (`None`) or EASY backfilling.
+    pub backfill: Backfill,
+    /// Under EASY backfilling, the jobs a pass tries after the reservation is made.
+    pub backfill_depth: u32,
+    /// How long a gang may hold placeholders without starting (YuniKorn's placeholder timeout);
+    /// zero: for ever.
+    pub gang_timeout: Duration,
 }
 
 impl SchedulerConfig {
@@ -104,6 +113,8 @@ pub struct NodeGroup {
     pub count: u32,
     pub resources: Resources,
     pub label: Option<String>,
+    /// The model of the nodes' GPUs, when they have GPUs and it is known.
+    pub gpu_model: Option<String>,
 }
 
 /// A queue's min or max, resolved against the cluster's size when the engine needs it.
@@ -145,6 +156,8 @@ pub struct QueueConfig {
     pub fair_share_preemption_timeout: Option<Duration>,
     pub fair_share_preemption_threshold: f64,
     pub min_share_preemption_timeout: Option<Duration>,
+    /// What preemption may do to a running gang in this queue (inherited from the parent).
+    pub gang_preemption: GangPreemption,
     /// Carried for other schedulers, not enforced (see `access.rs`).
     pub acl: Option<AclSpec>,
     pub dynamic_parent: bool,
@@ -177,12 +190,7 @@ pub fn builtin_tier(tier: u8) -> TierDefaults {
 impl ClusterConfig {
     /// Parse and validate a cluster file. `file` names it in errors.
     pub fn from_yaml(file: &str, text: &str) -> Result<ClusterConfig, ModelError> {
-        let raw: ClusterFile = parse_yaml(file, text).map_err(|e| match e {
-            ModelError::Syntax { file, path, message } => {
-                ModelError::Syntax { file, path: name_queue_path(text, &path), message }
-            }
-            other => other,
-        })?;
+        let raw: ClusterFile = parse_yaml_named(file, text, name_queue_path)?;
         ClusterConfig::from_file(file, raw)
     }
 

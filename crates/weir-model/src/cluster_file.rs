@@ -148,6 +148,51 @@ pub struct SchedulerSpec {
     /// on none of them (YARN's `reservable-nodes`): 0.05 when absent; 0 = no reservations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reservable_nodes: Option<f64>,
+    /// How a gang that cannot start waits: `none` (it holds room as it frees, placeholders)
+    /// or `easy` (EASY backfilling: it gets a reserved start from the walltimes of what runs,
+    /// and later jobs may start first only if they do not delay it). Default `none`.
+    #[serde(default, skip_serializing_if = "Backfill::is_none")]
+    pub backfill: Backfill,
+    /// Under EASY backfilling, how many jobs a pass tries after the reservation is made (as
+    /// Slurm's `default_queue_depth`, 100 by default, bounds an event-triggered pass): 100 when
+    /// absent, at least 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backfill_depth: Option<u32>,
+    /// How long a gang may hold placeholders without starting before they are released and
+    /// the gang goes to the back of its queue (YuniKorn's placeholder timeout): 15m when absent;
+    /// 0s never releases them (a strict first come, first served for gangs, as an HPC queue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gang_timeout: Option<Duration>,
+}
+
+/// How a gang (an all-or-nothing set of containers) that cannot start now waits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backfill {
+    /// The gang holds the room that frees up (placeholders, as YuniKorn) until all of it fits.
+    #[default]
+    None,
+    /// EASY backfilling: the first gang that cannot start gets a reserved start computed from
+    /// the requested walltimes of what runs; later work may start first only if it ends by
+    /// then or uses room the gang will not need.
+    Easy,
+}
+
+impl Backfill {
+    pub fn is_none(&self) -> bool {
+        *self == Backfill::None
+    }
+}
+
+/// What preemption may do to a running gang.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GangPreemption {
+    /// Taking one container of a gang takes the whole gang.
+    #[default]
+    Whole,
+    /// A gang's containers are never taken.
+    Protected,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
@@ -196,6 +241,9 @@ pub struct NodeGroupSpec {
     pub resources: PartialResources,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// The model of the nodes' GPUs (e.g. A100), which tasks may ask for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_model: Option<String>,
 }
 
 fn one() -> u32 {
@@ -262,6 +310,10 @@ pub struct QueueSpec {
     pub fair_share_preemption_threshold: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_share_preemption_timeout: Option<Duration>,
+    /// What preemption may do to a running gang here: `whole` (taking one container takes the
+    /// gang) or `protected` (never taken). Inherited from the parent; `whole` at the top.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gang_preemption: Option<GangPreemption>,
     /// Who may submit to and administer this queue and the queues below it. Carried, not
     /// enforced by weir yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]

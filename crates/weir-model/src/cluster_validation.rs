@@ -8,7 +8,9 @@ use crate::cluster::{
     builtin_tier, not_a_tier, too_many_nodes, ClusterConfig, Limit, NodeGroup, PreemptionConfig, QueueConfig,
     QueueIndex, SchedulerConfig, TierDefaults, MAX_NODES, TIERS,
 };
-use crate::cluster_file::{ClusterFile, LimitSpec, Mode, Policy, QueueSpec, Rounding, TierSpec};
+use crate::cluster_file::{
+    ClusterFile, GangPreemption, LimitSpec, Mode, Policy, QueueSpec, Rounding, TierSpec,
+};
 use crate::error::{ModelError, Problem};
 use crate::placement;
 use crate::queue_path::QueuePath;
@@ -27,10 +29,17 @@ pub(crate) fn validate(file: &str, raw: ClusterFile) -> Result<ClusterConfig, Mo
 }
 
 const DEFAULT_THRESHOLD: f64 = 0.5;
+/// The largest queue weight: weights are relative, and YARN's 32-bit float shares stop adding
+/// up to the pool a little above 10^7.
+pub(crate) const MAX_WEIGHT: f64 = 1e6;
 /// YARN's `queueMaxAMShareDefault`.
 const DEFAULT_AM_SHARE: f64 = 0.5;
 /// YARN's `yarn.scheduler.fair.reservable-nodes`.
 const DEFAULT_RESERVABLE_NODES: f64 = 0.05;
+/// Jobs an EASY pass tries after its reservation: Slurm's `default_queue_depth`.
+const DEFAULT_BACKFILL_DEPTH: u32 = 100;
+/// YuniKorn's placeholder timeout (`defaultPlaceholderTimeout` in `objects/application.go`).
+const DEFAULT_GANG_TIMEOUT: Duration = Duration(15 * 60 * 1000);
 
 /// An AM share as written: -1 (off; YARN compares within 0.0001), or a fraction in (0, 1].
 /// `Err` holds the problem.
@@ -103,6 +112,12 @@ impl Validator {
         if let Some(t) = p.fair_share_preemption_threshold {
             self.fraction("scheduler.preemption.fair_share_preemption_threshold", t);
         }
+        let backfill_depth = s.backfill_depth.unwrap_or(DEFAULT_BACKFILL_DEPTH);
+        if backfill_depth == 0 {
+            self.problem("scheduler.backfill_depth", "must be at least 1 (leave it out for 100)");
+        }
+        // 0s: placeholders are never released (strict first come, first served for gangs).
+        let gang_timeout = s.gang_timeout.unwrap_or(DEFAULT_GANG_TIMEOUT);
         if s.user_max_running_apps == Some(0) {
             self.problem("scheduler.user_max_running_apps", "must be at least 1");
         }
@@ -132,7 +147,23 @@ impl Validator {
             } else if u64::from(g.count) > MAX_NODES {
                 self.problem(format!("{path}.count"), too_many_nodes(u64::from(g.count)));
             }
-            nodes.push(NodeGroup { count: g.count, resources: r, label: g.label.clone() });
+            for (field, v) in [("label", &g.label), ("gpu_model", &g.gpu_model)] {
+                if v.as_deref().is_some_and(|v| v.trim().is_empty() || v.contains(',')) {
+                    self.problem(format!("{path}.{field}"), "must be a non-empty name without commas");
+                }
+            }
+            if g.gpu_model.is_some() && r.gpu == 0 {
+                self.problem(
+                    format!("{path}.gpu_model"),
+                    "the nodes have no GPUs (resources.gpu is 0), so they have no GPU model",
+                );
+            }
+            nodes.push(NodeGroup {
+                count: g.count,
+                resources: r,
+                label: g.label.clone(),
+                gpu_model: g.gpu_model.clone(),
+            });
         }
         let total: u64 = nodes.iter().map(|g| u64::from(g.count)).sum();
         if total > MAX_NODES && nodes.iter().all(|g| u64::from(g.count) <= MAX_NODES) {
@@ -149,6 +180,7 @@ impl Validator {
         let root_inherit = Inherited {
             priority: 0,
             allow_preemption_from: true,
+            gang_preemption: GangPreemption::Whole,
             fair_share_preemption_timeout: p.fair_share_preemption_timeout,
             fair_share_preemption_threshold: p.fair_share_preemption_threshold.unwrap_or(DEFAULT_THRESHOLD),
             min_share_preemption_timeout: p.min_share_preemption_timeout,
@@ -171,6 +203,7 @@ impl Validator {
             fair_share_preemption_timeout: root_inherit.fair_share_preemption_timeout,
             fair_share_preemption_threshold: root_inherit.fair_share_preemption_threshold,
             min_share_preemption_timeout: root_inherit.min_share_preemption_timeout,
+            gang_preemption: GangPreemption::Whole,
             acl: raw.root_acl.clone(),
             dynamic_parent: false,
             reservable: false,
@@ -185,6 +218,8 @@ impl Validator {
         }
         let context = Context { tiers: &tiers, am_default, rounding: s.rounding };
         self.children(&mut queues, 0, "queues", &raw.queues, &root_inherit, &context);
+        let total = nodes.iter().fold(Resources::ZERO, |a, g| a + g.resources.times(u64::from(g.count)));
+        crate::cluster_limits::check(&queues, total, &mut self.problems, &mut self.warnings);
         let placement = placement::rules(&raw.placement, &queues, &mut self.problems);
 
         ClusterConfig {
@@ -199,6 +234,9 @@ impl Validator {
                 queue_max_am_share_default: am_default,
                 minimum_allocation: s.minimum_allocation.map(|m| m.or(0)).unwrap_or(Resources::ZERO),
                 reservable_nodes,
+                backfill: s.backfill,
+                backfill_depth,
+                gang_timeout,
             },
             tiers,
             nodes,
@@ -275,12 +313,17 @@ impl Validator {
         let mut seen = BTreeSet::new();
         for spec in specs {
             let here = format!("{path}.{}", display_name(&spec.name));
-            if spec.name.is_empty() || spec.name.contains(['.', ' ', '\t']) {
+            if spec.name.is_empty()
+                || spec.name.contains(['.', ',', '"'])
+                || spec.name.contains(char::is_whitespace)
+                || spec.name.contains(char::is_control)
+            {
                 self.problem(
                     format!("{here}.name"),
                     format!(
-                        "`{}` is not a queue name: use a non-empty name without dots or spaces",
-                        spec.name
+                        "`{}` is not a queue name: use a non-empty name without dots, spaces, commas, quotes \
+                         or line breaks (queue names go into CSV files such as usage.csv, which weir plan reads)",
+                        spec.name.escape_debug()
                     ),
                 );
             } else if spec.name == "root" {
@@ -318,6 +361,7 @@ impl Validator {
             let child_inherit = Inherited {
                 priority: q.priority,
                 allow_preemption_from: q.allow_preemption_from,
+                gang_preemption: q.gang_preemption,
                 fair_share_preemption_timeout: q.fair_share_preemption_timeout,
                 fair_share_preemption_threshold: q.fair_share_preemption_threshold,
                 min_share_preemption_timeout: q.min_share_preemption_timeout,
@@ -344,6 +388,16 @@ impl Validator {
             self.problem(
                 format!("{here}.weight"),
                 format!("{weight} is not a weight: use a number ≥ 0 (0 = served last)"),
+            );
+        } else if weight > MAX_WEIGHT {
+            self.problem(
+                format!("{here}.weight"),
+                format!(
+                    "{weight} is above the largest weight weir accepts, {MAX_WEIGHT}: weights only count \
+                     relative to their siblings', and YARN computes shares with 32-bit floats, whose 24 \
+                     bits of precision make shares overshoot the pool past about 10^7 (a weight of 1e15 \
+                     gives one queue 22,737% of the cluster); scale the weights down together"
+                ),
             );
         }
         let min = self.limit(&format!("{here}.min"), spec.min.as_ref(), 0);
@@ -437,6 +491,7 @@ impl Validator {
                 .min_share_preemption_timeout
                 .or(td.and_then(|t| t.min_share_preemption_timeout))
                 .or(inherit.min_share_preemption_timeout),
+            gang_preemption: spec.gang_preemption.unwrap_or(inherit.gang_preemption),
             acl: spec.acl.clone(),
             dynamic_parent: spec.dynamic_parent.unwrap_or(false),
             reservable: spec.reservable.unwrap_or(false),
@@ -471,6 +526,7 @@ struct Context<'a> {
 struct Inherited {
     priority: i32,
     allow_preemption_from: bool,
+    gang_preemption: GangPreemption,
     fair_share_preemption_timeout: Option<Duration>,
     fair_share_preemption_threshold: f64,
     min_share_preemption_timeout: Option<Duration>,

@@ -11,27 +11,35 @@
 pub mod access;
 pub mod cluster;
 pub mod cluster_file;
+mod cluster_limits;
 mod cluster_validation;
 mod dag;
 pub mod error;
 pub mod placement;
 pub mod queue_path;
 pub mod resources;
+mod stage_placement;
 pub mod time;
 pub mod workload;
 pub mod workload_file;
 mod workload_validation;
+mod workload_warnings;
+mod yaml_errors;
 
 pub use access::{AclSpec, PlacementRuleKind, PlacementRuleSpec, UserSpec};
 pub use cluster::{
     ClusterConfig, Limit, NodeGroup, PreemptionConfig, QueueConfig, QueueIndex, SchedulerConfig,
     TierDefaults, MAX_NODES,
 };
-pub use cluster_file::{ClusterFile, Mode, PlacementSpec, Policy, Promotion, QueueSpec, Rounding};
+pub use cluster_file::{
+    Backfill, ClusterFile, GangPreemption, Mode, PlacementSpec, Policy, Promotion, QueueSpec, Rounding,
+};
 pub use error::{parse_yaml, ModelError, Problem};
 pub use placement::{Placement, PlacementRule};
 pub use queue_path::QueuePath;
 pub use resources::{PartialResources, ResourceKind, Resources};
 pub use time::{Duration, Time};
-pub use workload::{Arrival, Distribution, JobTemplate, Stage, Workflow, Workload, MIN_PERIOD};
+pub use workload::{
+    Arrival, Distribution, JobTemplate, Stage, TaskPlacement, Workflow, Workload, MIN_PERIOD,
+};
 pub use workload_file::{ArrivalsSpec, DistributionSpec, JobSpec, StageSpec, WorkflowSpec, WorkloadFile};

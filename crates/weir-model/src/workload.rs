@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::cluster::ClusterConfig;
-use crate::error::{parse_yaml, ModelError};
+use crate::error::{parse_yaml_named, ModelError};
 use crate::queue_path::QueuePath;
 use crate::resources::Resources;
 use crate::time::{Duration, Time};
@@ -25,12 +25,7 @@ impl Workload {
     /// workflows given by project and decides whether every task fits on some node). `file`
     /// names it in errors.
     pub fn from_yaml(file: &str, text: &str, cluster: &ClusterConfig) -> Result<Workload, ModelError> {
-        let raw: WorkloadFile = parse_yaml(file, text).map_err(|e| match e {
-            ModelError::Syntax { file, path, message } => {
-                ModelError::Syntax { file, path: name_workload_path(text, &path), message }
-            }
-            other => other,
-        })?;
+        let raw: WorkloadFile = parse_yaml_named(file, text, name_workload_path)?;
         Workload::from_file(file, &raw, cluster)
     }
 
@@ -111,6 +106,8 @@ pub struct JobTemplate {
     pub after: Vec<usize>,
     /// In topological order: `stages[i].after` holds indices below `i`.
     pub stages: Vec<Stage>,
+    /// Every set of stages that become ready together starts as one gang (all or nothing).
+    pub gang: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -125,6 +122,43 @@ pub struct Stage {
     /// Probability in [0, 1) that one attempt of a task fails (at a uniformly drawn point of
     /// its duration) and is retried.
     pub failure_probability: f64,
+    /// All-or-nothing: none of the stage's tasks starts until all of them can.
+    pub gang: bool,
+    /// The run time each task asks for (an HPC job's requested walltime), which backfilling
+    /// plans with; `None` when unknown. The duration, not this, ends a task.
+    pub walltime: Option<Duration>,
+    /// Where the tasks may run, and what share of a GPU each takes.
+    pub placement: TaskPlacement,
+    /// Replays a failure a trace recorded: each task's one attempt fails at the end of its
+    /// duration, is not retried, and fails its job. Trace importers only.
+    pub recorded_failure: bool,
+}
+
+/// A task's GPU share and the nodes it may run on. The default places anywhere with no
+/// fractional GPU.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskPlacement {
+    /// A fraction of one GPU, in thousandths (1 to 999), taken on one physical GPU; 0 when the
+    /// task asks for whole GPUs (`resources.gpu`) or none.
+    pub gpu_milli: u32,
+    /// GPU models the task may run on; any when empty.
+    pub gpu_models: Vec<String>,
+    /// Node labels the task may run on; any node when empty.
+    pub node_labels: Vec<String>,
+}
+
+impl TaskPlacement {
+    /// Whether a node of this label and GPU model may hold the task (its size aside).
+    pub fn allows(&self, label: Option<&str>, gpu_model: Option<&str>) -> bool {
+        let listed = |list: &[String], v: Option<&str>| {
+            list.is_empty() || v.is_some_and(|v| list.iter().any(|x| x == v))
+        };
+        listed(&self.node_labels, label) && listed(&self.gpu_models, gpu_model)
+    }
+
+    pub fn is_default(&self) -> bool {
+        *self == TaskPlacement::default()
+    }
 }
 
 /// A task-duration distribution. Samples are whole milliseconds, at least 1.
@@ -205,6 +239,10 @@ mod tests {
             resources: Resources::new(1000, 1024, 0),
             duration: Distribution::Fixed(Duration::from_secs(secs)),
             failure_probability: 0.0,
+            gang: false,
+            walltime: None,
+            placement: TaskPlacement::default(),
+            recorded_failure: false,
         }
     }
 
@@ -214,6 +252,7 @@ mod tests {
             name: "j".into(),
             after: vec![],
             stages: vec![stage(vec![], 10), stage(vec![], 100), stage(vec![0, 1], 5), stage(vec![0], 1)],
+            gang: false,
         };
         assert_eq!(job.critical_path_secs(), 105.0);
         assert_eq!(job.total_task_secs(), 2.0 * (10.0 + 100.0 + 5.0 + 1.0));

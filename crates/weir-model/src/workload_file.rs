@@ -123,6 +123,10 @@ pub struct JobSpec {
     pub after: Vec<String>,
     #[serde(default)]
     pub stages: Vec<StageSpec>,
+    /// All-or-nothing: every set of the job's stages that become ready together starts as one
+    /// gang (none of its tasks starts until all of them can). Default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gang: Option<bool>,
 }
 
 /// A stage: `tasks` identical tasks, requested when the stages it comes `after` have finished.
@@ -142,6 +146,23 @@ pub struct StageSpec {
     /// Chance that one attempt of a task fails and is retried; default 0. Simulation only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_probability: Option<f64>,
+    /// All-or-nothing: none of the stage's tasks starts until all of them can. Default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gang: Option<bool>,
+    /// The run time each task asks for (an HPC job's requested walltime): what backfilling
+    /// plans with. It does not end a task; the duration does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walltime: Option<Duration>,
+    /// A fraction of one GPU per task, in thousandths (1 to 999), placed on one physical GPU
+    /// with that much free; `resources.gpu` then stays 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_milli: Option<u32>,
+    /// GPU models the tasks may run on (a node's `gpu_model`); any when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_models: Vec<String>,
+    /// Node labels the tasks may run on (`label in [...]`); any node when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_labels: Vec<String>,
     /// Live runs: the shell command each task runs (`/bin/sh -c`). Ignored by the simulator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,

@@ -29,7 +29,7 @@ const NO_PLACEMENT: &str = "the workflow has no `queue` (a leaf such as root.ads
                             or `project` (such as ads.ranking, placed by the cluster's rules)";
 
 pub(crate) struct Validator<'c> {
-    cluster: &'c ClusterConfig,
+    pub(crate) cluster: &'c ClusterConfig,
     /// A live run (`weir serve`): stages need a `command`, `duration` is optional.
     pub(crate) live: bool,
     pub(crate) problems: Vec<Problem>,
@@ -40,7 +40,7 @@ impl<'c> Validator<'c> {
         Validator { cluster, live: false, problems: Vec::new() }
     }
 
-    fn problem(&mut self, path: impl Into<String>, message: impl Into<String>) {
+    pub(crate) fn problem(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.problems.push(Problem { path: path.into(), message: message.into() });
     }
 
@@ -278,7 +278,8 @@ impl<'c> Validator<'c> {
                 self.problem(format!("{job_here}.stages"), "a job needs at least one stage");
             }
             let stages = self.stages(&format!("{job_here}.stages"), spec);
-            jobs.push(JobTemplate { name: spec.name.clone(), after: Vec::new(), stages });
+            let gang = spec.gang.unwrap_or(false);
+            jobs.push(JobTemplate { name: spec.name.clone(), after: Vec::new(), stages, gang });
         }
         self.arrange(here, &list, &deps, jobs, |j, after| j.after = after)
     }
@@ -379,9 +380,14 @@ impl<'c> Validator<'c> {
             self.problem(format!("{here}.tasks"), "must be at least 1");
         }
         let resources = spec.resources.or(0);
-        if resources.is_zero() {
+        let before = self.problems.len();
+        let placement = self.task_placement(here, spec, &resources);
+        let gang = spec.gang.unwrap_or(false);
+        if self.problems.len() > before {
+            // An unknown model or label, or a bad fraction: "fits on no node" would only repeat it.
+        } else if resources.is_zero() && placement.gpu_milli == 0 {
             self.problem(format!("{here}.resources"), "a task needs some cpu, memory or gpu");
-        } else if let Some(message) = self.unplaceable(&resources) {
+        } else if let Some(message) = self.unplaceable(&resources, &placement) {
             self.problem(format!("{here}.resources"), message);
         } else if let Some(kind) = self.unrepresentable(&resources, spec.tasks) {
             self.problem(
@@ -392,6 +398,18 @@ impl<'c> Validator<'c> {
                     spec.tasks
                 ),
             );
+        } else if gang {
+            let room = self.gang_room(&resources, &placement);
+            if room < u64::from(spec.tasks) {
+                self.problem(
+                    format!("{here}.gang"),
+                    format!(
+                        "a gang of {} tasks of {resources} can never start: all of its tasks start \
+                         together, and the nodes it may use hold at most {room} of them at once",
+                        spec.tasks
+                    ),
+                );
+            }
         }
         let failure_probability = spec.failure_probability.unwrap_or(0.0);
         if !(0.0..1.0).contains(&failure_probability) {
@@ -399,6 +417,9 @@ impl<'c> Validator<'c> {
                 format!("{here}.failure_probability"),
                 format!("{failure_probability} is not a probability in [0, 1): a task that always fails never finishes"),
             );
+        }
+        if spec.walltime == Some(Duration::ZERO) {
+            self.problem(format!("{here}.walltime"), "must be positive (leave it out when unknown)");
         }
         let duration = match &spec.duration {
             Some(d) => self.distribution(&format!("{here}.duration"), d),
@@ -421,6 +442,10 @@ impl<'c> Validator<'c> {
             resources,
             duration,
             failure_probability,
+            gang,
+            walltime: spec.walltime,
+            placement,
+            recorded_failure: false,
         }
     }
 
@@ -457,31 +482,6 @@ impl<'c> Validator<'c> {
         if spec.max_attempts == Some(0) {
             self.problem(format!("{here}.max_attempts"), "must be at least 1");
         }
-    }
-
-    /// Why a task of `r` could never be placed, if it could not: it fits no node once rounded up
-    /// to the scheduler's minimum allocation and increment, as the engine rounds it.
-    fn unplaceable(&self, r: &Resources) -> Option<String> {
-        let rounded = self.cluster.scheduler.normalize(r);
-        if self.cluster.nodes.iter().any(|g| rounded.fits_in(&g.resources)) {
-            return None;
-        }
-        let sizes: Vec<String> =
-            self.cluster.nodes.iter().map(|g| format!("{} × {}", g.count, g.resources)).collect();
-        let rounding = if rounded == *r {
-            String::new()
-        } else {
-            let by = if self.cluster.scheduler.minimum_allocation.is_zero() {
-                "increment"
-            } else {
-                "minimum allocation and increment"
-            };
-            format!(" (rounded up to {rounded} by the scheduler's {by})")
-        };
-        Some(format!(
-            "a task of {r}{rounding} fits on no node of the cluster, so it could never run; the nodes are {}",
-            sizes.join(", ")
-        ))
     }
 
     fn distribution(&mut self, here: &str, spec: &DistributionSpec) -> Distribution {

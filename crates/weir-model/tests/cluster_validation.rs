@@ -196,7 +196,7 @@ fn queue_rules() {
             "fraction",
         ),
         ("- {name: a.b}", "queues.a.b.name", "`a.b` is not a queue name"),
-        ("- {name: 'a b'}", "queues.a b.name", "without dots or spaces"),
+        ("- {name: 'a b'}", "queues.a b.name", "without dots, spaces, commas, quotes or line breaks"),
         ("- {name: ''}", "queues.<unnamed>.name", "non-empty"),
         ("- {name: root}", "queues.root.name", "`root` is the implicit top"),
         ("- {name: a}\n  - {name: a}", "queues.a.name", "a sibling is also named `a`"),
@@ -411,11 +411,15 @@ fn wrong_types_say_what_was_expected() {
 #[test]
 fn a_queue_without_a_usable_name_keeps_its_index() {
     check_syntax(&with_queues("  - {name: a}\n  - {weight: 2}\n"), "queues[1]", "missing field `name`");
-    check_syntax(
-        &with_queues("  - {name: a, children: [{name: x}, {name: y, weigth: 1}]}\n  - {wat: 1}\n"),
-        "queues.a.children.y.weigth",
-        "unknown field `weigth`",
-    );
+    // Both items' errors are reported (one per list item), each under its own index.
+    let yaml = with_queues("  - {name: a, children: [{name: x}, {name: y, weigth: 1}]}\n  - {wat: 1}\n");
+    let err = ClusterConfig::from_yaml("c.yaml", &yaml).expect_err("invalid");
+    let found: Vec<(String, String)> = err.problems().into_iter().map(|p| (p.path, p.message)).collect();
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert_eq!(found[0].0, "queues.a.children.y.weigth");
+    assert!(found[0].1.contains("unknown field `weigth`"), "{found:#?}");
+    assert_eq!(found[1].0, "queues[1].wat");
+    assert!(found[1].1.contains("unknown field `wat`"), "{found:#?}");
 }
 
 #[test]

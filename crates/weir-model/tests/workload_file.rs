@@ -753,12 +753,12 @@ fn unknown_fields_are_rejected_with_named_paths() {
     check_syntax(
         &wf("queue: root.default, jobs: [{name: j, stage: []}]"),
         "workflows.w.jobs.j.stage",
-        "unknown field `stage`, expected one of name, after, stages at line 3, column 53",
+        "unknown field `stage`, expected one of name, after, stages, gang at line 3, column 53",
     );
     check_syntax(
         &stage("taks: 1, resources: {cpu: 1000}, duration: {fixed: 1m}"),
         "workflows.w.jobs.j.stages.s.taks",
-        "unknown field `taks`, expected one of name, after, tasks, resources, duration, failure_probability, command, env, max_attempts at line 3, column 82",
+        "unknown field `taks`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, env, max_attempts at line 3, column 82",
     );
     check_syntax(
         &stage("tasks: 1, resources: {cpus: 1}, duration: {fixed: 1m}"),
@@ -807,7 +807,7 @@ fn wrong_shapes_say_what_was_expected() {
     check_syntax(
         &stage("tasks: -1, resources: {cpu: 1}, duration: {fixed: 1m}"),
         "workflows.w.jobs.j.stages.s.tasks",
-        "invalid u32 at line 3, column 89",
+        "expected a whole number from 0 to 4,294,967,295, found `-1` at line 3, column 89",
     );
     check_syntax(
         &stage("tasks: 1, resources: {cpu: 1, memory: 2x}, duration: {fixed: 1m}"),
@@ -831,13 +831,13 @@ fn a_path_keeps_its_indices_where_no_name_can_be_read() {
     check_syntax(
         &format!("version: 1\nworkflows:\n  - {{name: 'a.b', jobs: [{{name: j, stages: [{{name: s, {TASK}, x: 1}}]}}]}}\n"),
         "workflows[0].jobs[0].stages[0].x",
-        "unknown field `x`, expected one of name, after, tasks, resources, duration, failure_probability, command, env, max_attempts at line 3, column 124",
+        "unknown field `x`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, env, max_attempts at line 3, column 124",
     );
     // Names YAML 1.1 could read as booleans still name the path.
     check_syntax(
         &format!("version: 1\nworkflows:\n  - {{name: on, jobs: [{{name: no, stages: [{{name: y, {TASK}, x: 1}}]}}]}}\n"),
         "workflows.on.jobs.no.stages.y.x",
-        "unknown field `x`, expected one of name, after, tasks, resources, duration, failure_probability, command, env, max_attempts at line 3, column 122",
+        "unknown field `x`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, env, max_attempts at line 3, column 122",
     );
 }
 

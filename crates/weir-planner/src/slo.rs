@@ -78,8 +78,13 @@ mod tests {
                         resources,
                         duration: Distribution::Fixed(Duration::from_secs(secs)),
                         failure_probability: 0.0,
+                        gang: false,
+                        walltime: None,
+                        placement: Default::default(),
+                        recorded_failure: false,
                     })
                     .collect(),
+                gang: false,
             }],
         }
     }

@@ -266,7 +266,12 @@ fn slo_workflow(queue: &str, slo_hours: u64, tasks: u32, task_secs: u64) -> Work
                 resources: Resources::new(4000, 8192, 0),
                 duration: Distribution::Fixed(Duration::from_secs(task_secs)),
                 failure_probability: 0.0,
+                gang: false,
+                walltime: None,
+                placement: Default::default(),
+                recorded_failure: false,
             }],
+            gang: false,
         }],
     }
 }

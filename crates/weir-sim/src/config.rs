@@ -26,7 +26,14 @@ pub struct SimConfig {
     /// step (Poisson arrivals by their mean). Every run's record is kept for the outputs, so a
     /// typo in a period (`every: 1s` for `1d`) would otherwise end in an out-of-memory.
     pub max_runs: u64,
+    /// The most containers (tasks, AMs and gang placeholders) running at once; past it the rest
+    /// wait (the engine's container limit). Each costs a few hundred bytes, so a stage of 10^8
+    /// tiny tasks on a huge node stays within memory.
+    pub max_containers: usize,
 }
+
+/// The default [`SimConfig::max_containers`]: the engine's default container limit.
+pub const DEFAULT_MAX_CONTAINERS: usize = weir_engine::DEFAULT_CONTAINER_LIMIT;
 
 /// The default [`SimConfig::max_runs`]: a million runs, a few hundred MB of records.
 pub const DEFAULT_MAX_RUNS: u64 = 1_000_000;
@@ -47,6 +54,7 @@ impl Default for SimConfig {
             sample_every: Duration::from_secs(60),
             check_invariants: cfg!(debug_assertions),
             max_runs: DEFAULT_MAX_RUNS,
+            max_containers: DEFAULT_MAX_CONTAINERS,
         }
     }
 }

@@ -38,6 +38,10 @@ pub enum SimError {
          simulates: a duration or a timestamp in the wrong unit? (a trace can be compressed with --time-scale)"
     )]
     Horizon { what: String, at_days: u64, limit_days: u64 },
+    /// The host's record sink (`runs.csv`, `jobs.csv`) could not take a record: a full disk
+    /// or a closed file; retrying can help once that is fixed.
+    #[error("cannot write a run or job record: {source}")]
+    Records { source: std::io::Error },
     /// A setting is out of range.
     #[error("simulation setting {setting}: {problem}")]
     Setting { setting: &'static str, problem: String },

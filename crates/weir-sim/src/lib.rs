@@ -17,22 +17,35 @@
 //! can name the file.
 
 mod config;
+mod csv;
+mod ending;
 mod error;
 mod execution;
 pub mod import;
 mod metrics;
 mod pending;
+mod records;
 pub mod report;
 mod sample;
 mod sim;
+mod stats;
 mod summary;
+pub mod synth_swf;
+mod usage_csv;
+mod window;
 
-pub use config::{NodeFailures, SimConfig, DEFAULT_MAX_RUNS, MAX_SIMULATED};
+pub use config::{NodeFailures, SimConfig, DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_RUNS, MAX_SIMULATED};
+pub use csv::{write_jobs_csv, write_runs_csv, CsvRecords};
+pub use ending::{human_wait, longest_wait, Ending, ReasonCount, LONG_WAIT};
 pub use error::SimError;
 pub use metrics::{Sample, UsageRow, MAX_SAMPLES};
 pub use pending::{write_pending_csv, PendingJob};
-pub use sim::{Progress, Simulation};
+pub use records::RecordSink;
+pub use sim::{EndReason, Progress, Simulation, WorkflowSource, STALL_STEPS};
+pub use stats::{WorkflowSloRow, SLO_ROWS};
 pub use summary::{
-    write_runs_csv, Outcome, QueueSummary, ReservationSummary, ResourceFloats, RunRecord, Summary,
-    TierSummary, UsageCsv, SLO_SUCCESSFUL,
+    bounded_slowdown, GangSummary, GpuSummary, JobRecord, JobStatus, Outcome, QueueSummary,
+    ReservationSummary, ResourceFloats, RunRecord, Stats, Summary, TierSummary, TimeFigures,
+    SLOWDOWN_BOUND_MS, SLO_SUCCESSFUL,
 };
+pub use usage_csv::UsageCsv;

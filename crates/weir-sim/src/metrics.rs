@@ -32,6 +32,10 @@ pub struct Sample {
     pub total: Resources,
     /// Use by the tier of the workflows holding it (index 0 unused, 1..=3).
     pub by_tier: [Resources; 4],
+    /// Resources asked for and not yet given (the root queue's pending demand).
+    pub pending: Resources,
+    /// Containers preempted since the start (a point's last sample's count).
+    pub preempted: u64,
 }
 
 #[derive(Debug, Default)]
@@ -44,8 +48,10 @@ pub(crate) struct LeafMetrics {
     pub usage_integral: [u128; 3],
     /// Σ of sampled instantaneous fair shares, per resource (exact).
     pub share_sum: [u128; 3],
-    /// Submit → first container, in milliseconds, of each job that started.
-    pub waits: Vec<u64>,
+    /// Its jobs' waits (submit → first container) and delays (→ every container of the first
+    /// request granted) as they get there, and response times and bounded slowdowns as they
+    /// complete: milliseconds (slowdowns in millionths), in bounded memory.
+    pub jobs: crate::stats::Times,
     /// Containers taken from this queue by preemption.
     pub preempted: u64,
 }
@@ -68,6 +74,9 @@ pub(crate) struct Metrics {
     pub jobs_submitted: u64,
     pub jobs_completed: u64,
     pub jobs_failed: u64,
+    /// Whether any workflow had a gang job or stage.
+    pub saw_gangs: bool,
+    pub tasks_started: u64,
     pub tasks_completed: u64,
     pub task_attempts_failed: u64,
     pub preemptions: u64,
@@ -78,6 +87,30 @@ pub(crate) struct Metrics {
     pub wasted_ms: u128,
     /// ∫ reserved nodes dt, in node-milliseconds.
     pub reserved_node_ms: u128,
+    /// ∫ room held by gang placeholders dt, per resource.
+    pub placeholder_integral: [u128; 3],
+    /// Gangs that started, and tasks ended because another task of their gang failed or was
+    /// lost (the gang restarts whole).
+    pub gangs_started: u64,
+    pub gang_restarts_tasks: u64,
+    /// GPU task kinds of the workload and their shares, for the FGD fragmentation measure
+    /// (`None` when the cluster or the workload has no GPUs).
+    pub gpu_mix: Option<Vec<(weir_engine::Request, f64)>>,
+    pub gpu: GpuIntegrals,
+}
+
+/// Sums over the samples of the cluster's GPU state (thousandths of a GPU).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct GpuIntegrals {
+    pub samples: u64,
+    pub total: u64,
+    pub allocated_sum: u128,
+    pub idle_sum: u128,
+    pub fragmented_sum: f64,
+    /// Σ fragmented / idle over the samples with idle room, and how many there were.
+    pub ratio_sum: f64,
+    pub ratio_samples: u64,
+    pub ratio_max: f64,
 }
 
 const KINDS: [fn(&Resources) -> u64; 3] = [|r| r.cpu, |r| r.memory, |r| r.gpu];
@@ -99,6 +132,8 @@ impl Metrics {
             jobs_submitted: 0,
             jobs_completed: 0,
             jobs_failed: 0,
+            saw_gangs: false,
+            tasks_started: 0,
             tasks_completed: 0,
             task_attempts_failed: 0,
             preemptions: 0,
@@ -107,6 +142,11 @@ impl Metrics {
             containers_lost: 0,
             wasted_ms: 0,
             reserved_node_ms: 0,
+            placeholder_integral: [0; 3],
+            gangs_started: 0,
+            gang_restarts_tasks: 0,
+            gpu_mix: None,
+            gpu: GpuIntegrals::default(),
         }
     }
 
@@ -126,10 +166,13 @@ impl Metrics {
             return;
         }
         let dt = u128::from(to.as_millis() - from.as_millis());
-        let (used, total) = (engine.cluster_used(), engine.cluster_total());
+        // Room held by gang placeholders is not in use: it is counted apart.
+        let held = engine.placeholder_room();
+        let (used, total) = (engine.cluster_used() - held, engine.cluster_total());
         for (k, get) in KINDS.iter().enumerate() {
             self.used_integral[k] += u128::from(get(&used)) * dt;
             self.total_integral[k] += u128::from(get(&total)) * dt;
+            self.placeholder_integral[k] += u128::from(get(&held)) * dt;
         }
         self.reserved_node_ms += u128::from(engine.reservation_stats().active) * dt;
         if self.next_sample >= to {
@@ -140,12 +183,30 @@ impl Metrics {
         let first = self.next_sample.max(from);
         let every = self.sample_every;
         let n = (to.as_millis() - first.as_millis() - 1) / every + 1;
-        self.series.add(Sample { at: first, used, total, by_tier: self.by_tier }, n, every);
+        let pending = engine.queue_stat(0).pending;
+        let sample =
+            Sample { at: first, used, total, by_tier: self.by_tier, pending, preempted: self.preemptions };
+        self.series.add(sample, n, every);
         for &leaf in leaves {
             let share = engine.queue_stat(leaf).instantaneous;
             let sum = &mut self.leaves[leaf].share_sum;
             for (k, get) in KINDS.iter().enumerate() {
                 sum[k] += u128::from(get(&share)) * u128::from(n);
+            }
+        }
+        if let Some(mix) = &self.gpu_mix {
+            let f = engine.gpu_fragmentation(mix);
+            let g = &mut self.gpu;
+            g.samples += n;
+            g.total = f.total;
+            g.allocated_sum += u128::from(f.allocated) * u128::from(n);
+            g.idle_sum += u128::from(f.idle) * u128::from(n);
+            g.fragmented_sum += f.fragmented * n as f64;
+            if f.idle > 0 {
+                let ratio = f.fragmented / f.idle as f64;
+                g.ratio_sum += ratio * n as f64;
+                g.ratio_samples += n;
+                g.ratio_max = g.ratio_max.max(ratio);
             }
         }
         self.samples_taken += n;
@@ -196,6 +257,17 @@ impl Metrics {
     pub fn samples_taken(&self) -> u64 {
         self.samples_taken
     }
+
+    /// A number that grows whenever work moves: a task starts, ends or fails, a job is
+    /// submitted or ends.
+    pub fn progress(&self) -> u64 {
+        self.tasks_started
+            + self.tasks_completed
+            + self.task_attempts_failed
+            + self.jobs_submitted
+            + self.jobs_completed
+            + self.jobs_failed
+    }
 }
 
 /// Most points a simulation keeps for its charts (20 MB). A run sampled every minute keeps
@@ -211,18 +283,20 @@ pub(crate) struct Series {
     /// The point being filled: its first sample's time, samples so far, and their sums.
     at: Time,
     count: u64,
-    sums: [[u128; 3]; 6],
+    sums: [[u128; 3]; 7],
+    /// The preemption count of the point's last sample.
+    preempted: u64,
 }
 
 impl Default for Series {
     fn default() -> Series {
-        Series { points: Vec::new(), stride: 1, at: Time::ZERO, count: 0, sums: [[0; 3]; 6] }
+        Series { points: Vec::new(), stride: 1, at: Time::ZERO, count: 0, sums: [[0; 3]; 7], preempted: 0 }
     }
 }
 
-/// The resources a sample holds, in a fixed order: used, total, then use by tier 0..=3.
-fn parts(s: &Sample) -> [Resources; 6] {
-    [s.used, s.total, s.by_tier[0], s.by_tier[1], s.by_tier[2], s.by_tier[3]]
+/// The resources a sample holds, in a fixed order: used, total, use by tier 0..=3, pending.
+fn parts(s: &Sample) -> [Resources; 7] {
+    [s.used, s.total, s.by_tier[0], s.by_tier[1], s.by_tier[2], s.by_tier[3], s.pending]
 }
 
 fn mean(sum: &[u128; 3], n: u64) -> Resources {
@@ -257,6 +331,7 @@ impl Series {
                 }
             }
             self.count += m;
+            self.preempted = sample.preempted;
             n -= m;
             at = Time(at.as_millis().saturating_add(m.saturating_mul(every)));
             if self.count == self.stride {
@@ -271,9 +346,16 @@ impl Series {
     fn close_point(&mut self) {
         let count = self.count;
         let m = self.sums.map(|s| mean(&s, count));
-        self.points.push(Sample { at: self.at, used: m[0], total: m[1], by_tier: [m[2], m[3], m[4], m[5]] });
+        self.points.push(Sample {
+            at: self.at,
+            used: m[0],
+            total: m[1],
+            by_tier: [m[2], m[3], m[4], m[5]],
+            pending: m[6],
+            preempted: self.preempted,
+        });
         self.count = 0;
-        self.sums = [[0; 3]; 6];
+        self.sums = [[0; 3]; 7];
     }
 
     /// Average neighbouring points in pairs: half the points, each for twice the samples.
@@ -291,6 +373,9 @@ impl Series {
                 used: avg(a.used, b.used),
                 total: avg(a.total, b.total),
                 by_tier: [0, 1, 2, 3].map(|t| avg(a.by_tier[t], b.by_tier[t])),
+                pending: avg(a.pending, b.pending),
+                // A count since the start: the later point's.
+                preempted: b.preempted,
             }
         };
         self.points = self.points.chunks(2).map(|c| pair(&c[0], c.get(1).unwrap_or(&c[0]))).collect();
@@ -327,7 +412,14 @@ mod tests {
 
     fn sample(at: u64, cpu: u64) -> Sample {
         let r = Resources::new(cpu, 0, 0);
-        Sample { at: Time(at), used: r, total: Resources::new(100, 0, 0), by_tier: [r; 4] }
+        Sample {
+            at: Time(at),
+            used: r,
+            total: Resources::new(100, 0, 0),
+            by_tier: [r; 4],
+            pending: r,
+            preempted: 0,
+        }
     }
 
     #[test]

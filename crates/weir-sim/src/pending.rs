@@ -6,8 +6,9 @@ use std::io::{self, Write};
 use weir_engine::{Explanation, JobId, JobStatus};
 use weir_model::Time;
 
+use crate::csv::csv_field;
 use crate::sim::Simulation;
-use crate::summary::{csv_field, Outcome};
+use crate::summary::Outcome;
 
 /// One job unfinished at the end of a simulation.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,7 +26,7 @@ pub struct PendingJob {
 /// Every job the engine still holds, in job order.
 pub(crate) fn collect(sim: &Simulation) -> Vec<PendingJob> {
     let mut out = Vec::new();
-    for (id, j) in sim.jobs.iter().enumerate() {
+    for (id, j) in sim.jobs.iter() {
         if !(j.is_active() && j.in_engine) {
             continue;
         }

@@ -1,5 +1,6 @@
-//! `report.html`: what a simulation showed, on one self-contained page — SLO success per tier,
-//! utilization over time, use by tier, each queue's use against its fair share, and waits.
+//! `report.html`: what a simulation showed, on one self-contained page — SLO success per tier
+//! and per workflow, utilization over time (mean and max per bucket, the bucket's width said),
+//! pending demand and preemptions over time, use by tier, each queue's use against its fair share, and waits.
 
 use weir_model::Duration;
 use weir_report::{BarChart, Bars, LineChart, Page, Series};
@@ -80,17 +81,26 @@ pub fn render(o: &Outcome) -> String {
         &rows,
     );
 
+    slo_table(&mut page, s);
+
     let (scale, unit) = time_unit(s.simulated_seconds);
-    let buckets = bucket(&o.samples);
+    let (mean, peak, width) = bucket(&o.samples);
     page.heading("Utilization over time");
+    page.note(&format!(
+        "Each point covers {}: the solid-coloured line is the mean over it, the line marked (max) the highest sample in it, so that short peaks are not averaged away. (Past {} samples, the simulator itself merges neighbouring samples by their mean before the report buckets them.)",
+        bucket_words(width),
+        crate::metrics::MAX_SAMPLES
+    ));
     page.svg(
         &LineChart {
             title: "Cluster use, percent of capacity".into(),
             x_label: unit.into(),
             y_label: "% used".into(),
             series: vec![
-                line("cpu", &buckets, scale, |b| ratio(b.used.cpu, b.total.cpu)),
-                line("memory", &buckets, scale, |b| ratio(b.used.memory, b.total.memory)),
+                line("cpu", &mean, scale, |b| ratio(b.used.cpu, b.total.cpu)),
+                line("cpu (max)", &peak, scale, |b| ratio(b.used.cpu, b.total.cpu)),
+                line("memory", &mean, scale, |b| ratio(b.used.memory, b.total.memory)),
+                line("memory (max)", &peak, scale, |b| ratio(b.used.memory, b.total.memory)),
             ],
             y_max: Some(100.0),
         }
@@ -102,13 +112,49 @@ pub fn render(o: &Outcome) -> String {
             x_label: unit.into(),
             y_label: "% of memory".into(),
             series: (1..=3)
-                .map(|t| {
-                    line(&format!("tier {t}"), &buckets, scale, move |b| {
-                        ratio(b.by_tier[t].memory, b.total.memory)
-                    })
+                .flat_map(|t| {
+                    [
+                        line(&format!("tier {t}"), &mean, scale, move |b| {
+                            ratio(b.by_tier[t].memory, b.total.memory)
+                        }),
+                        line(&format!("tier {t} (max)"), &peak, scale, move |b| {
+                            ratio(b.by_tier[t].memory, b.total.memory)
+                        }),
+                    ]
                 })
                 .collect(),
             y_max: Some(100.0),
+        }
+        .render(),
+    );
+
+    page.heading("Pending work and preemptions over time");
+    page.note(&format!(
+        "Pending: resources asked for and not yet given, as a percent of the cluster's (it may pass 100%: a backlog). Preemptions: containers taken in each bucket of {}.",
+        bucket_words(width)
+    ));
+    page.svg(
+        &LineChart {
+            title: "Pending demand, percent of capacity".into(),
+            x_label: unit.into(),
+            y_label: "% of capacity".into(),
+            series: vec![
+                line("cpu", &mean, scale, |b| ratio(b.pending.cpu, b.total.cpu)),
+                line("cpu (max)", &peak, scale, |b| ratio(b.pending.cpu, b.total.cpu)),
+                line("memory", &mean, scale, |b| ratio(b.pending.memory, b.total.memory)),
+                line("memory (max)", &peak, scale, |b| ratio(b.pending.memory, b.total.memory)),
+            ],
+            y_max: None,
+        }
+        .render(),
+    );
+    page.svg(
+        &LineChart {
+            title: "Containers preempted per bucket".into(),
+            x_label: unit.into(),
+            y_label: "containers".into(),
+            series: vec![Series { name: "preempted".into(), points: per_bucket(&mean, scale) }],
+            y_max: None,
         }
         .render(),
     );
@@ -209,30 +255,140 @@ fn time_unit(seconds: f64) -> (f64, &'static str) {
     }
 }
 
-/// Average consecutive samples so that at most `POINTS` remain.
-fn bucket(samples: &[Sample]) -> Vec<Sample> {
+/// Consecutive samples in buckets so that at most `POINTS` remain: each bucket's mean, its
+/// highest sample (each resource on its own), and the bucket's width in milliseconds.
+fn bucket(samples: &[Sample]) -> (Vec<Sample>, Vec<Sample>, u64) {
     let per = samples.len().div_ceil(POINTS).max(1);
-    samples
-        .chunks(per)
-        .map(|c| {
-            let n = c.len() as u64;
-            let mean = |f: &dyn Fn(&Sample) -> weir_model::Resources| {
-                let sum = c.iter().fold(weir_model::Resources::ZERO, |a, s| a + f(s));
-                weir_model::Resources::new(sum.cpu / n, sum.memory / n, sum.gpu / n)
-            };
-            Sample {
-                at: c[0].at,
-                used: mean(&|s| s.used),
-                total: mean(&|s| s.total),
-                by_tier: [0, 1, 2, 3].map(|t| mean(&|s| s.by_tier[t])),
-            }
+    let step = match samples {
+        [a, b, ..] => b.at.as_millis().saturating_sub(a.at.as_millis()),
+        _ => 0,
+    };
+    let mut means = Vec::new();
+    let mut peaks = Vec::new();
+    for c in samples.chunks(per) {
+        let n = c.len() as u64;
+        let mean = |f: &dyn Fn(&Sample) -> weir_model::Resources| {
+            let sum = c.iter().fold(weir_model::Resources::ZERO, |a, s| a + f(s));
+            weir_model::Resources::new(sum.cpu / n, sum.memory / n, sum.gpu / n)
+        };
+        let peak = |f: &dyn Fn(&Sample) -> weir_model::Resources| {
+            c.iter().fold(weir_model::Resources::ZERO, |a, s| {
+                let r = f(s);
+                weir_model::Resources::new(a.cpu.max(r.cpu), a.memory.max(r.memory), a.gpu.max(r.gpu))
+            })
+        };
+        let preempted = c.last().map_or(0, |s| s.preempted);
+        means.push(Sample {
+            at: c[0].at,
+            used: mean(&|s| s.used),
+            total: mean(&|s| s.total),
+            by_tier: [0, 1, 2, 3].map(|t| mean(&|s| s.by_tier[t])),
+            pending: mean(&|s| s.pending),
+            preempted,
+        });
+        // The cluster's size for a peak is the bucket's mean size: nodes that fail come and go.
+        peaks.push(Sample {
+            at: c[0].at,
+            used: peak(&|s| s.used),
+            total: mean(&|s| s.total),
+            by_tier: [0, 1, 2, 3].map(|t| peak(&|s| s.by_tier[t])),
+            pending: peak(&|s| s.pending),
+            preempted,
+        });
+    }
+    (means, peaks, step.saturating_mul(per as u64))
+}
+
+/// Preemptions in each bucket, from the counts since the start at each bucket's end.
+fn per_bucket(buckets: &[Sample], scale: f64) -> Vec<(f64, f64)> {
+    let mut before = 0;
+    buckets
+        .iter()
+        .map(|b| {
+            let n = b.preempted.saturating_sub(before);
+            before = b.preempted;
+            (b.at.as_millis() as f64 / scale, n as f64)
         })
         .collect()
+}
+
+/// A bucket's width in words, e.g. `1m` or `one sample`.
+fn bucket_words(width_ms: u64) -> String {
+    if width_ms == 0 {
+        "one sample".to_string()
+    } else {
+        Duration(width_ms).human()
+    }
+}
+
+/// The per-workflow SLO table: the least successful workflows first.
+fn slo_table(page: &mut Page, s: &crate::summary::Summary) {
+    if s.workflow_slos.is_empty() {
+        return;
+    }
+    page.heading("SLO per workflow");
+    page.note(&format!(
+        "Workflows with an SLO, the least successful first ({} at most; summary.json has the same rows). Runtime is from a run's submission to the end of its last job.",
+        crate::stats::SLO_ROWS
+    ));
+    let rows: Vec<Vec<String>> = s
+        .workflow_slos
+        .iter()
+        .map(|w| {
+            vec![
+                w.workflow.clone(),
+                w.tier.to_string(),
+                w.runs.to_string(),
+                w.met.to_string(),
+                pct(w.success_ratio),
+                secs(Some(w.slo_seconds)),
+                secs(w.runtime_p50),
+                secs(w.runtime_p99),
+            ]
+        })
+        .collect();
+    page.table(&["workflow", "tier", "runs", "met", "success", "SLO", "runtime p50", "runtime p99"], &rows);
 }
 
 fn line(name: &str, samples: &[Sample], scale: f64, y: impl Fn(&Sample) -> f64) -> Series {
     Series {
         name: name.into(),
         points: samples.iter().map(|s| (s.at.as_millis() as f64 / scale, y(s))).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weir_model::{Resources, Time};
+
+    fn sample(at: u64, cpu: u64) -> Sample {
+        let r = Resources::new(cpu, cpu, 0);
+        Sample {
+            at: Time(at),
+            used: r,
+            total: Resources::new(100, 100, 0),
+            by_tier: [r; 4],
+            pending: r,
+            preempted: at / 60_000 / 100,
+        }
+    }
+
+    #[test]
+    fn a_short_peak_survives_bucketing_and_the_width_is_known() {
+        // 1,200 samples a minute apart, idle but for one at 90%: two per bucket.
+        let samples: Vec<Sample> =
+            (0..1200u64).map(|i| sample(i * 60_000, if i == 601 { 90 } else { 0 })).collect();
+        let (mean, peak, width) = bucket(&samples);
+        assert_eq!((mean.len(), peak.len(), width), (600, 600, 120_000));
+        assert_eq!(mean[300].used.cpu, 45, "the mean halves the peak");
+        assert_eq!(peak[300].used.cpu, 90, "the max keeps it");
+        assert_eq!(peak[299].used.cpu, 0);
+        assert_eq!(bucket_words(width), "2m");
+        // Counts since the start (one more every 100 samples) become counts per bucket.
+        let counts = per_bucket(&mean, 1.0);
+        assert_eq!(counts.iter().map(|c| c.1).sum::<f64>(), 11.0);
+        assert_eq!(counts[50], (6_000_000.0, 1.0), "the bucket of samples 100 and 101");
+        assert_eq!(counts[49].1, 0.0);
     }
 }

@@ -9,15 +9,18 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use weir_engine::{ContainerId, Decision, Engine, NodeId, NodeSpec};
-use weir_model::{Arrival, ClusterConfig, Duration, NodeGroup, Resources, Time, Workload};
+use weir_engine::{ContainerId, Decision, Engine, NodeId, NodeSpec, Selector, SelectorId};
+use weir_model::{Arrival, ClusterConfig, Duration, NodeGroup, Resources, Time, Workflow, Workload};
 
 use crate::config::{SimConfig, MAX_SIMULATED};
 use crate::error::SimError;
 use crate::execution::{JobRun, RunState, TaskRun};
 use crate::metrics::{Metrics, UsageRow};
+use crate::records::{RecordSink, Sink};
 use crate::sample::{self, Rng};
-use crate::summary::{Outcome, RunRecord};
+use crate::stats::{RunStats, WorkflowSlo};
+use crate::summary::Outcome;
+use crate::window::Window;
 
 /// Something due at a point of virtual time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -39,6 +42,13 @@ pub(crate) enum Event {
     },
 }
 
+/// The workflows the simulation knows now, numbered as they came: a whole workload from the
+/// start, or a stream's workflows from their arrival until their last run is over.
+#[derive(Debug, Default)]
+pub(crate) struct Live {
+    pub workflows: Window<Workflow>,
+}
+
 /// A workflow with what the loop needs at hand: its leaf and its DAGs read forwards.
 #[derive(Debug)]
 pub(crate) struct Plan {
@@ -47,7 +57,14 @@ pub(crate) struct Plan {
     pub job_next: Vec<Vec<u32>>,
     /// For each job and stage, the stages that wait for it.
     pub stage_next: Vec<Vec<Vec<u32>>>,
+    /// For each job and stage, the engine's selector for its tasks' labels and GPU models.
+    pub selectors: Vec<Vec<SelectorId>>,
     pub arrival_rng: Rng,
+    /// Runs going now; whether no more will come; whether its SLO record went to its tier.
+    pub live_runs: u32,
+    pub arrivals_done: bool,
+    pub finalized: bool,
+    pub slo: WorkflowSlo,
 }
 
 /// Where the simulation stands, for progress displays.
@@ -67,17 +84,20 @@ pub struct Simulation {
     pub(crate) engine: Engine,
     pub(crate) config: SimConfig,
     pub(crate) cluster: ClusterConfig,
-    pub(crate) workload: Workload,
-    pub(crate) plans: Vec<Plan>,
+    pub(crate) workload: Live,
+    pub(crate) plans: Window<Plan>,
     events: BinaryHeap<Reverse<(Time, u64, Event)>>,
     seq: u64,
     pub(crate) now: Time,
-    pub(crate) jobs: Vec<JobRun>,
-    pub(crate) runs: Vec<RunState>,
+    pub(crate) jobs: Window<JobRun>,
+    pub(crate) runs: Window<RunState>,
     /// Running tasks, indexed by `ContainerId::index`.
     pub(crate) tasks: Vec<Option<TaskRun>>,
     pub(crate) metrics: Metrics,
-    pub(crate) records: Vec<RunRecord>,
+    /// Where run and job records go as they end, and the figures gathered from them.
+    pub(crate) sink: Sink,
+    pub(crate) run_stats: RunStats,
+    pub(crate) runs_ended: u64,
     /// The node groups of the cluster file; node ids number the nodes group after group.
     node_groups: Vec<NodeGroup>,
     node_ends: Vec<u64>,
@@ -87,8 +107,76 @@ pub struct Simulation {
     arrivals_pending: u64,
     pub(crate) runs_active: u64,
     runs_expected: Option<u64>,
-    finished: bool,
+    pub(crate) finished: bool,
+    /// Task-end events in the queue (stale ones included): while there are none, nothing runs
+    /// that will end by itself.
+    task_ends_pending: u64,
+    /// Nodes down, each with a repair due.
+    nodes_down: u64,
+    /// Whether the horizon held back an arrival: the workload would have gone on.
+    arrivals_cut: bool,
+    /// Steps in a row in which nothing started, ended or arrived, while nothing ran and nothing
+    /// but timers and node faults were due.
+    stalled_steps: u32,
+    /// How the simulation ended, once it has.
+    pub(crate) ending: Option<(EndReason, Option<Time>)>,
+    /// Workflows still to be read, and the next one, read ahead; `streaming` once there was a
+    /// source (its workflows are forgotten when done).
+    source: Option<Box<dyn WorkflowSource>>,
+    peeked: Option<Workflow>,
+    pub(crate) streaming: bool,
 }
+
+/// Workflows that arrive one after another, read as the simulation reaches them: a trace too
+/// large to hold in memory.
+pub trait WorkflowSource {
+    /// The next workflow, a one-off (`Arrival::At`) arriving no earlier than the one before (an
+    /// earlier one arrives when it is read); `None` after the last.
+    fn next_workflow(&mut self) -> Result<Option<Workflow>, SimError>;
+}
+
+/// When a streamed workflow first arrives.
+fn first_arrival(wf: &Workflow) -> Time {
+    match &wf.arrival {
+        Arrival::At(times) => times.first().copied().unwrap_or(Time::ZERO),
+        Arrival::Every { start, .. } | Arrival::Poisson { start, .. } => *start,
+    }
+}
+
+fn has_gang(wf: &Workflow) -> bool {
+    wf.jobs.iter().any(|j| j.gang || j.stages.iter().any(|s| s.gang))
+}
+
+/// Why a simulation ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// Every run submitted has ended and no more would come (before or at the horizon).
+    Completed,
+    /// The horizon (`--until`) was reached with runs still going.
+    Horizon,
+    /// Runs were left that could never go on: nothing was running, and nothing but the
+    /// engine's timers and node faults was due, for [`STALL_STEPS`] steps (or nothing at all
+    /// was due) — e.g. every container held by application masters whose tasks find no room,
+    /// or jobs in a queue whose `max` is 0.
+    NoProgress,
+}
+
+impl EndReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            EndReason::Completed => "completed",
+            EndReason::Horizon => "horizon",
+            EndReason::NoProgress => "no_progress",
+        }
+    }
+}
+
+/// Steps in a row without progress, while nothing runs and no arrival or repair is due, after
+/// which a simulation stops as unable to progress. Timers alone (starvation checks, kills of
+/// containers that run no task) and node faults change nothing lasting in that state; a
+/// thousand such steps cost milliseconds.
+pub const STALL_STEPS: u32 = 1000;
 
 /// The tag of an application master's request; stage requests are tagged with their index.
 pub(crate) const AM_TAG: u64 = u64::MAX;
@@ -99,6 +187,26 @@ impl Simulation {
         cluster: ClusterConfig,
         workload: Workload,
         config: SimConfig,
+    ) -> Result<Simulation, SimError> {
+        Simulation::build(cluster, workload, config, None)
+    }
+
+    /// A simulation of workflows read from `source` as it reaches their arrival, each one
+    /// forgotten once its last run is over: memory follows the work in flight, not the length
+    /// of the trace. The source's workflows are one-offs (`Arrival::At`) in arrival order.
+    pub fn streaming(
+        cluster: ClusterConfig,
+        source: Box<dyn WorkflowSource>,
+        config: SimConfig,
+    ) -> Result<Simulation, SimError> {
+        Simulation::build(cluster, Workload { workflows: Vec::new() }, config, Some(source))
+    }
+
+    fn build(
+        cluster: ClusterConfig,
+        workload: Workload,
+        config: SimConfig,
+        source: Option<Box<dyn WorkflowSource>>,
     ) -> Result<Simulation, SimError> {
         if config.max_attempts == 0 {
             return Err(SimError::Setting { setting: "max_attempts", problem: "must be at least 1".into() });
@@ -128,30 +236,42 @@ impl Simulation {
         for g in &node_groups {
             for _ in 0..g.count {
                 let id = NodeId(specs.len() as u64);
-                specs.push(NodeSpec { id, resources: g.resources, label: g.label.clone() });
+                specs.push(NodeSpec {
+                    id,
+                    resources: g.resources,
+                    label: g.label.clone(),
+                    gpu_model: g.gpu_model.clone(),
+                });
             }
         }
         let node_count = specs.len();
         engine.on_nodes_added(Time::ZERO, specs)?;
-        let plans = plan(&cluster, &workload, &config, &node_groups)?;
+        engine.set_container_limit(config.max_containers);
+        let plans = plan(&cluster, &workload, &config, &node_groups, &mut engine)?;
         let leaves: Vec<usize> = (0..cluster.queues.len()).filter(|&q| cluster.queues[q].is_leaf()).collect();
         let runs_expected = expected_runs(&workload, config.until);
-        let metrics = Metrics::new(cluster.queues.len(), config.sample_every.as_millis());
+        let mut metrics = Metrics::new(cluster.queues.len(), config.sample_every.as_millis());
+        if cluster.total_resources().gpu > 0 {
+            metrics.gpu_mix = gpu_mix(&workload, &plans);
+        }
+        metrics.saw_gangs = workload.workflows.iter().any(has_gang);
         let mut sim = Simulation {
             engine,
             fault_rng: sample::stream(config.seed, &[3]),
             config,
             cluster,
-            workload,
-            plans,
+            workload: Live { workflows: workload.workflows.into_iter().collect() },
+            plans: plans.into_iter().collect(),
             events: BinaryHeap::new(),
             seq: 0,
             now: Time::ZERO,
-            jobs: Vec::new(),
-            runs: Vec::new(),
+            jobs: Window::default(),
+            runs: Window::default(),
             tasks: Vec::new(),
             metrics,
-            records: Vec::new(),
+            sink: Sink::default(),
+            run_stats: RunStats::default(),
+            runs_ended: 0,
             node_up: vec![true; node_count],
             node_ends: node_groups
                 .iter()
@@ -166,6 +286,14 @@ impl Simulation {
             runs_active: 0,
             runs_expected,
             finished: false,
+            task_ends_pending: 0,
+            nodes_down: 0,
+            arrivals_cut: false,
+            stalled_steps: 0,
+            ending: None,
+            streaming: source.is_some(),
+            source,
+            peeked: None,
         };
         for w in 0..sim.workload.workflows.len() {
             sim.schedule_arrival(w as u32, 0);
@@ -177,6 +305,9 @@ impl Simulation {
     }
 
     pub(crate) fn push(&mut self, at: Time, event: Event) {
+        if matches!(event, Event::TaskEnd { .. }) {
+            self.task_ends_pending += 1;
+        }
         self.seq += 1;
         self.events.push(Reverse((at, self.seq, event)));
     }
@@ -197,10 +328,15 @@ impl Simulation {
                 Some(from.plus(Duration(gap)))
             }
         };
-        let Some(at) = at else { return };
-        if self.config.until.is_some_and(|u| at >= u) {
+        let Some(at) = at.filter(|&at| {
+            let cut = self.config.until.is_some_and(|u| at >= u);
+            self.arrivals_cut |= cut;
+            !cut
+        }) else {
+            self.plans[w as usize].arrivals_done = true;
+            self.workflow_maybe_done(w);
             return;
-        }
+        };
         self.arrivals_pending += 1;
         self.push(at.max(self.now), Event::Arrival { workflow: w, index });
     }
@@ -223,22 +359,13 @@ impl Simulation {
         let next_event = self.events.peek().map(|Reverse((t, _, _))| *t);
         // A timer already due was handled by the last pass; the next look is a millisecond on.
         let wakeup = self.engine.next_wakeup().map(|t| t.max(self.now.plus(Duration(1))));
-        let next = match (next_event, wakeup) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let work_left = self.runs_active > 0 || self.arrivals_pending > 0;
-        let end = match (self.config.until, next) {
-            (Some(u), Some(t)) if t >= u => Some(u),
-            (Some(u), None) => Some(u),
-            (None, None) => Some(self.now),
-            (None, Some(_)) if !work_left => Some(self.now),
-            _ => None,
-        };
-        if let Some(end) = end {
+        let next_read = self.peek()?.map(|t| t.max(self.now));
+        let next = [next_event, wakeup, next_read].into_iter().flatten().min();
+        if let Some((end, reason, cut)) = self.end_now(next) {
             self.metrics.advance(&self.engine, &self.leaves, self.now, end);
             self.now = end;
             self.finished = true;
+            self.ending = Some((reason, cut));
             return Ok(false);
         }
         let now = next.unwrap_or(self.now);
@@ -251,11 +378,18 @@ impl Simulation {
         }
         self.metrics.advance(&self.engine, &self.leaves, self.now, now);
         self.now = now;
+        if next_read == Some(now) {
+            self.read_due()?;
+        }
+        let before = self.metrics.progress();
         while let Some(&Reverse((t, _, event))) = self.events.peek() {
             if t != now {
                 break;
             }
             self.events.pop();
+            if matches!(event, Event::TaskEnd { .. }) {
+                self.task_ends_pending -= 1;
+            }
             self.metrics.events += 1;
             self.handle(event)?;
         }
@@ -265,6 +399,11 @@ impl Simulation {
             self.decide(d)?;
         }
         self.metrics.flush(&self.engine, now);
+        if self.metrics.progress() != before {
+            self.stalled_steps = 0;
+        } else if self.task_ends_pending == 0 && self.arrivals_pending == 0 && self.nodes_down == 0 {
+            self.stalled_steps += 1;
+        }
         if self.config.check_invariants {
             self.check()?;
         }
@@ -299,6 +438,7 @@ impl Simulation {
                 let spec = node_spec(&self.node_groups, &self.node_ends, node);
                 self.engine.on_node_added(self.now, spec).map_err(|e| self.internal(e))?;
                 self.node_up[node as usize] = true;
+                self.nodes_down -= 1;
             }
         }
         Ok(())
@@ -309,6 +449,7 @@ impl Simulation {
         let lost =
             self.engine.on_node_removed(self.now, NodeId(node as u64)).map_err(|e| self.internal(e))?;
         self.node_up[node] = false;
+        self.nodes_down += 1;
         self.metrics.node_failures += 1;
         for c in lost {
             self.metrics.containers_lost += 1;
@@ -332,11 +473,73 @@ impl Simulation {
                 Ok(())
             }
             Decision::JobRunnable { job } => {
-                let leaf = self.jobs[job.0 as usize].leaf;
-                self.metrics.touch(leaf);
+                if let Some(j) = self.jobs.get(job.0 as usize) {
+                    self.metrics.touch(j.leaf);
+                }
                 Ok(())
             }
             Decision::JobRejected { job, .. } => self.fail_job(job.0 as u32, false),
+        }
+    }
+
+    /// When the next streamed workflow arrives, reading it if need be; none once the source
+    /// is done or the horizon cuts it off.
+    fn peek(&mut self) -> Result<Option<Time>, SimError> {
+        if self.peeked.is_none() {
+            if let Some(source) = &mut self.source {
+                self.peeked = source.next_workflow()?;
+                if self.peeked.is_none() {
+                    self.source = None;
+                }
+            }
+        }
+        let at = self.peeked.as_ref().map(first_arrival);
+        if let (Some(at), Some(u)) = (at, self.config.until) {
+            if at >= u {
+                // The stream is in arrival order: nothing after this arrives before the horizon.
+                self.arrivals_cut = true;
+                self.peeked = None;
+                self.source = None;
+                return Ok(None);
+            }
+        }
+        Ok(at)
+    }
+
+    /// Take in every streamed workflow due by now: plan it and schedule its runs.
+    fn read_due(&mut self) -> Result<(), SimError> {
+        while self.peek()?.is_some_and(|t| t <= self.now) {
+            let Some(wf) = self.peeked.take() else { break };
+            let w = self.workload.workflows.len();
+            let plan = plan_one(&self.cluster, &wf, w, &self.config, &self.node_groups, &mut self.engine)?;
+            self.metrics.saw_gangs |= has_gang(&wf);
+            self.workload.workflows.push(wf);
+            self.plans.push(plan);
+            self.schedule_arrival(w as u32, 0);
+        }
+        Ok(())
+    }
+
+    /// Whether the simulation ends before the step at `next`: where, why, and the horizon it
+    /// stopped short of when the workload ended well before it.
+    fn end_now(&self, next: Option<Time>) -> Option<(Time, EndReason, Option<Time>)> {
+        let now = self.now;
+        let work_left = self.runs_active > 0 || self.arrivals_pending > 0 || self.peeked.is_some();
+        if !work_left {
+            return Some(match self.config.until {
+                // A recurring workload would go on: the horizon is its window.
+                Some(u) if self.arrivals_cut => (u.max(now), EndReason::Completed, None),
+                // Every run ended long before a horizon that cut nothing: stop here, and say so.
+                Some(u) if u > now => (now, EndReason::Completed, Some(u)),
+                _ => (now, EndReason::Completed, None),
+            });
+        }
+        if next.is_none() || self.stalled_steps >= STALL_STEPS {
+            return Some((now, EndReason::NoProgress, None));
+        }
+        match (self.config.until, next) {
+            (Some(u), Some(t)) if t >= u => Some((u, EndReason::Horizon, None)),
+            _ => None,
         }
     }
 
@@ -349,7 +552,7 @@ impl Simulation {
         match event {
             Event::Arrival { workflow: w, .. } => format!("a run of workflow {}", workflow(w).name),
             Event::TaskEnd { container, .. } => match self.tasks.get(container.index()).copied().flatten() {
-                Some(task) => {
+                Some(task) if self.jobs.get(task.job as usize).is_some() => {
                     let job = &self.jobs[task.job as usize];
                     let wf = workflow(job.workflow);
                     let tmpl = &wf.jobs[job.template as usize];
@@ -360,7 +563,7 @@ impl Simulation {
                         wf.name, tmpl.name, task.start
                     )
                 }
-                None => format!("a task end at {t}"),
+                _ => format!("a task end at {t}"),
             },
             Event::NodeFailure | Event::NodeRepair { .. } => "a node failure or repair".to_string(),
         }
@@ -385,12 +588,34 @@ impl Simulation {
             .tasks
             .iter()
             .flatten()
-            .filter(|t| self.jobs[t.job as usize].is_active())
+            .filter(|t| self.jobs.get(t.job as usize).is_some_and(JobRun::is_active))
             .fold(Resources::ZERO, |a, t| a + t.resources);
-        if held != self.engine.cluster_used() {
+        // A gang's running tasks all started together.
+        let mut first: Vec<(u32, Time)> = Vec::new();
+        for (_, j) in self.jobs.iter().filter(|(_, j)| j.is_active() && !j.gang_tasks.is_empty()) {
+            first.clear();
+            for &(g, c) in &j.gang_tasks {
+                let Some(start) = self.tasks.get(c.index()).copied().flatten().map(|t| t.start) else {
+                    continue;
+                };
+                match first.iter().find(|f| f.0 == g) {
+                    Some(&(_, at)) if at != start => {
+                        return Err(self.internal(format!(
+                            "a gang of job-{} started piecemeal: tasks at {at} and at {start}",
+                            j.run
+                        )));
+                    }
+                    Some(_) => {}
+                    None => first.push((g, start)),
+                }
+            }
+        }
+        // The engine's nodes also hold placeholders: room kept for gangs not started yet.
+        let running = self.engine.cluster_used() - self.engine.placeholder_room();
+        if held != running {
             return Err(self.internal(format!(
-                "the simulator's running tasks hold {held} but the engine's nodes hold {}",
-                self.engine.cluster_used()
+                "the simulator's running tasks hold {held} but the engine's nodes hold {running} (and {} in placeholders)",
+                self.engine.placeholder_room()
             )));
         }
         Ok(())
@@ -405,10 +630,27 @@ impl Simulation {
             now: self.now,
             until: self.config.until,
             runs_submitted: self.runs.len() as u64,
-            runs_ended: self.records.len() as u64,
+            runs_ended: self.runs_ended,
             runs_expected: self.runs_expected,
             events: self.metrics.events,
         }
+    }
+
+    /// Hand every run's and job's record to `sink` as it ends, instead of keeping them for
+    /// the outcome (whose `runs` and `job_records` are then empty).
+    pub fn set_record_sink(&mut self, sink: Box<dyn RecordSink>) {
+        self.sink = Sink::Host(sink);
+    }
+
+    /// How many workflows, runs and jobs the simulation holds now (a finished one among live
+    /// ones counts, as its slot does): with a streamed trace this follows the work in flight.
+    pub fn held(&self) -> (usize, usize, usize) {
+        (self.workload.workflows.span(), self.runs.span(), self.jobs.span())
+    }
+
+    /// The workflow whose run submitted the engine's job `job`, if there is one.
+    pub fn workflow_of(&self, job: weir_engine::JobId) -> Option<u32> {
+        self.jobs.get(usize::try_from(job.0).ok()?).map(|j| j.workflow)
     }
 
     /// The engine, for queries (`explain`, queue snapshots) between steps.
@@ -433,8 +675,8 @@ impl Simulation {
         self.run()?;
         let end = self.now;
         self.metrics.close(end, &self.leaves);
-        self.record_unfinished(end);
-        Ok(crate::summary::build(self))
+        self.record_unfinished(end)?;
+        crate::summary::build(self)
     }
 
     pub(crate) fn leaves(&self) -> &[usize] {
@@ -442,13 +684,53 @@ impl Simulation {
     }
 }
 
+/// The GPU task kinds of a workload and their shares (by tasks, once per listed run): the mix
+/// the FGD fragmentation is measured against. At most [`MIX_KINDS`] kinds, the most common.
+fn gpu_mix(workload: &Workload, plans: &[Plan]) -> Option<Vec<(weir_engine::Request, f64)>> {
+    type Kind = ([u64; 3], u32, SelectorId);
+    let mut kinds: std::collections::BTreeMap<Kind, f64> = std::collections::BTreeMap::new();
+    for (w, wf) in workload.workflows.iter().enumerate() {
+        let runs = match &wf.arrival {
+            Arrival::At(times) => times.len().max(1) as f64,
+            _ => 1.0,
+        };
+        for (j, job) in wf.jobs.iter().enumerate() {
+            for (s, stage) in job.stages.iter().enumerate() {
+                if stage.resources.gpu == 0 && stage.placement.gpu_milli == 0 {
+                    continue;
+                }
+                let r = stage.resources;
+                let key = ([r.cpu, r.memory, r.gpu], stage.placement.gpu_milli, plans[w].selectors[j][s]);
+                *kinds.entry(key).or_default() += f64::from(stage.tasks) * runs;
+            }
+        }
+    }
+    let mut kinds: Vec<(Kind, f64)> = kinds.into_iter().collect();
+    kinds.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    kinds.truncate(MIX_KINDS);
+    let total: f64 = kinds.iter().map(|k| k.1).sum();
+    (total > 0.0).then(|| {
+        kinds
+            .into_iter()
+            .map(|(([cpu, memory, gpu], milli, sel), n)| {
+                let r = Resources::new(cpu, memory, gpu);
+                (weir_engine::Request::new(r, 1).with_gpu_milli(milli).on(sel), n / total)
+            })
+            .collect()
+    })
+}
+
+/// The most GPU task kinds the fragmentation measure weighs (the rest are rare).
+const MIX_KINDS: usize = 32;
+
 /// Node `i` of the cluster: node ids count the nodes of the file's groups in order, and
 /// `ends[g]` is the id after group `g`'s last node.
 fn node_spec(groups: &[NodeGroup], ends: &[u64], i: u64) -> NodeSpec {
     let g = ends.partition_point(|&end| end <= i);
-    let (resources, label) =
-        groups.get(g).map_or((Resources::ZERO, None), |g| (g.resources, g.label.clone()));
-    NodeSpec { id: NodeId(i), resources, label }
+    let (resources, label, gpu_model) = groups
+        .get(g)
+        .map_or((Resources::ZERO, None, None), |g| (g.resources, g.label.clone(), g.gpu_model.clone()));
+    NodeSpec { id: NodeId(i), resources, label, gpu_model }
 }
 
 /// Resolve every workflow's leaf, reject tasks no node can hold, and read the DAGs forwards.
@@ -457,71 +739,105 @@ fn plan(
     workload: &Workload,
     config: &SimConfig,
     nodes: &[NodeGroup],
+    engine: &mut Engine,
 ) -> Result<Vec<Plan>, SimError> {
-    let largest = nodes.iter().fold(Resources::ZERO, |a, n| a.component_max(&n.resources));
-    let fits_somewhere = |r: &Resources| nodes.iter().any(|n| r.fits_in(&n.resources));
-    let mut plans = Vec::with_capacity(workload.workflows.len());
-    for (w, wf) in workload.workflows.iter().enumerate() {
-        let leaf = match cluster.find(&wf.queue) {
-            Some(q) if cluster.queues[q].is_leaf() => q,
-            found => {
-                let hint = match found {
-                    Some(_) => " (it has children; jobs go to leaves)".to_string(),
-                    None => {
-                        let leaves: Vec<&str> = cluster.leaves().take(5).map(|q| q.path.as_str()).collect();
-                        format!(" (leaves include {})", leaves.join(", "))
-                    }
-                };
-                return Err(SimError::UnknownQueue {
-                    workflow: wf.name.clone(),
-                    queue: wf.queue.clone(),
-                    hint,
-                });
-            }
-        };
-        if config.until.is_none() && !matches!(wf.arrival, Arrival::At(_)) {
-            return Err(SimError::Unbounded { workflow: wf.name.clone() });
+    if let Some(am) = config.am.map(|r| cluster.scheduler.normalize(&r)) {
+        if !nodes.iter().any(|n| am.fits_in(&n.resources)) {
+            let largest = nodes.iter().fold(Resources::ZERO, |a, n| a.component_max(&n.resources));
+            return Err(SimError::Setting {
+                setting: "am",
+                problem: format!("an application master of {am} fits on no node (largest {largest})"),
+            });
         }
-        let mut job_next = vec![Vec::new(); wf.jobs.len()];
-        let mut stage_next = Vec::with_capacity(wf.jobs.len());
-        for (j, job) in wf.jobs.iter().enumerate() {
-            for &u in &job.after {
-                job_next[u].push(j as u32);
-            }
-            let mut next = vec![Vec::new(); job.stages.len()];
-            for (s, stage) in job.stages.iter().enumerate() {
-                for &u in &stage.after {
-                    next[u].push(s as u32);
-                }
-                let needs = cluster.scheduler.normalize(&stage.resources);
-                if !fits_somewhere(&needs) {
-                    return Err(SimError::TaskTooLarge {
-                        workflow: wf.name.clone(),
-                        job: job.name.clone(),
-                        stage: stage.name.clone(),
-                        needs,
-                        largest,
-                    });
-                }
-            }
-            stage_next.push(next);
-        }
-        if let Some(am) = config.am.map(|r| cluster.scheduler.normalize(&r)) {
-            if !fits_somewhere(&am) {
-                return Err(SimError::Setting {
-                    setting: "am",
-                    problem: format!("an application master of {am} fits on no node (largest {largest})"),
-                });
-            }
-        }
-        plans.push(Plan {
-            leaf,
-            job_next,
-            stage_next,
-            arrival_rng: sample::stream(config.seed, &[2, w as u64]),
-        });
     }
-    Ok(plans)
+    workload
+        .workflows
+        .iter()
+        .enumerate()
+        .map(|(w, wf)| plan_one(cluster, wf, w, config, nodes, engine))
+        .collect()
+}
+
+/// Resolve a workflow's leaf, reject tasks no node can hold, and read its DAGs forwards.
+fn plan_one(
+    cluster: &ClusterConfig,
+    wf: &Workflow,
+    w: usize,
+    config: &SimConfig,
+    nodes: &[NodeGroup],
+    engine: &mut Engine,
+) -> Result<Plan, SimError> {
+    let largest = nodes.iter().fold(Resources::ZERO, |a, n| a.component_max(&n.resources));
+    let placeable = |r: &Resources, p: &weir_model::TaskPlacement| {
+        nodes.iter().any(|n| {
+            r.fits_in(&n.resources)
+                && (p.gpu_milli == 0 || n.resources.gpu > 0)
+                && p.allows(n.label.as_deref(), n.gpu_model.as_deref())
+        })
+    };
+    let leaf = match cluster.find(&wf.queue) {
+        Some(q) if cluster.queues[q].is_leaf() => q,
+        found => {
+            let hint = match found {
+                Some(_) => " (it has children; jobs go to leaves)".to_string(),
+                None => {
+                    let leaves: Vec<&str> = cluster.leaves().take(5).map(|q| q.path.as_str()).collect();
+                    format!(" (leaves include {})", leaves.join(", "))
+                }
+            };
+            return Err(SimError::UnknownQueue { workflow: wf.name.clone(), queue: wf.queue.clone(), hint });
+        }
+    };
+    if config.until.is_none() && !matches!(wf.arrival, Arrival::At(_)) {
+        return Err(SimError::Unbounded { workflow: wf.name.clone() });
+    }
+    let mut job_next = vec![Vec::new(); wf.jobs.len()];
+    let mut stage_next = Vec::with_capacity(wf.jobs.len());
+    let mut selectors = Vec::with_capacity(wf.jobs.len());
+    for (j, job) in wf.jobs.iter().enumerate() {
+        for &u in &job.after {
+            job_next[u].push(j as u32);
+        }
+        let mut next = vec![Vec::new(); job.stages.len()];
+        for (s, stage) in job.stages.iter().enumerate() {
+            for &u in &stage.after {
+                next[u].push(s as u32);
+            }
+            let needs = cluster.scheduler.normalize(&stage.resources);
+            if !placeable(&needs, &stage.placement) {
+                return Err(SimError::TaskTooLarge {
+                    workflow: wf.name.clone(),
+                    job: job.name.clone(),
+                    stage: stage.name.clone(),
+                    needs,
+                    largest,
+                });
+            }
+        }
+        stage_next.push(next);
+        selectors.push(
+            job.stages
+                .iter()
+                .map(|s| {
+                    engine.selector(&Selector {
+                        labels: s.placement.node_labels.clone(),
+                        gpu_models: s.placement.gpu_models.clone(),
+                    })
+                })
+                .collect(),
+        );
+    }
+    Ok(Plan {
+        leaf,
+        job_next,
+        stage_next,
+        selectors,
+        arrival_rng: sample::stream(config.seed, &[2, w as u64]),
+        live_runs: 0,
+        arrivals_done: false,
+        finalized: false,
+        slo: WorkflowSlo::default(),
+    })
 }
 
 const DAY_MS: u64 = 86_400_000;
@@ -579,7 +895,12 @@ mod tests {
 
     #[test]
     fn node_ids_count_through_the_groups() {
-        let group = |count, cpu| NodeGroup { count, resources: Resources::new(cpu, 1, 0), label: None };
+        let group = |count, cpu| NodeGroup {
+            count,
+            resources: Resources::new(cpu, 1, 0),
+            label: None,
+            gpu_model: None,
+        };
         let groups = [group(2, 10), group(1, 20), group(3, 30)];
         let ends = [2, 3, 6];
         let cpu: Vec<u64> = (0..6).map(|i| node_spec(&groups, &ends, i).resources.cpu).collect();

@@ -6,10 +6,9 @@
 //! which the host measures and fills in.
 
 use std::collections::BTreeMap;
-use std::io::{self, Write};
 
 use serde::Serialize;
-use weir_model::{ClusterConfig, QueuePath, Resources, Time, Workload};
+use weir_model::{ClusterConfig, Duration, Time, Workload};
 
 use crate::metrics::{Sample, UsageRow};
 use crate::sim::Simulation;
@@ -28,6 +27,82 @@ pub struct RunRecord {
     /// Whether it met its workflow's SLO; `None` without an SLO, or when it was still running
     /// at the horizon before its deadline.
     pub met: Option<bool>,
+    /// The time during which at least one of its jobs had been submitted but did not yet hold
+    /// every container of its first request; `None` if still running at the end.
+    pub delay: Option<Duration>,
+}
+
+impl RunRecord {
+    /// Submit → its first container.
+    pub fn wait(&self) -> Option<Duration> {
+        self.start.map(|s| s.since(self.submit))
+    }
+
+    /// Submit → end (the response time, or turnaround); `None` if it had not ended.
+    pub fn response(&self) -> Option<Duration> {
+        self.end.map(|e| e.since(self.submit))
+    }
+
+    /// [`bounded_slowdown`] of a completed run.
+    pub fn bounded_slowdown(&self) -> Option<f64> {
+        match (self.failed, self.response(), self.delay) {
+            (false, Some(r), Some(d)) => Some(bounded_slowdown(r.as_millis(), d.as_millis())),
+            _ => None,
+        }
+    }
+}
+
+/// The bound of [`bounded_slowdown`]: runs shorter than this count as this long.
+pub const SLOWDOWN_BOUND_MS: u64 = 10_000;
+
+/// Bounded slowdown as the parallel-job-scheduling literature defines it (Feitelson, Rudolph,
+/// Schwiegelshohn, Sevcik and Wong, "Theory and Practice in Parallel Job Scheduling", JSSPP
+/// 1997; Feitelson, "Metrics for Parallel Job Scheduling and their Convergence", JSSPP 2001):
+/// `max(1, (wait + run) / max(run, 10 s))`. Here the wait is the delay (until the job held
+/// everything it first asked for) and the run is the response time less that delay, so a rigid
+/// parallel job gets exactly the HPC figure; the 10 s bound keeps very short jobs from
+/// dominating a mean.
+pub fn bounded_slowdown(response_ms: u64, delay_ms: u64) -> f64 {
+    let run = response_ms.saturating_sub(delay_ms).max(SLOWDOWN_BOUND_MS);
+    (response_ms as f64 / run as f64).max(1.0)
+}
+
+/// How one job went: `jobs.csv`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobRecord {
+    /// The simulator's job number (the engine's `JobId`, `pending.csv`'s `job`).
+    pub job: u64,
+    /// Index into the workload's workflows, and the job's index in its workflow.
+    pub workflow: u32,
+    pub template: u32,
+    pub tier: u8,
+    pub submit: Time,
+    /// Its first container.
+    pub first_start: Option<Time>,
+    /// When every container of its first request had been granted (a gang: when it started).
+    pub all_started: Option<Time>,
+    /// When it completed or failed.
+    pub end: Option<Time>,
+    pub status: JobStatus,
+}
+
+/// How a job ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobStatus {
+    Completed,
+    Failed,
+    /// Still in the engine when the simulation ended.
+    Unfinished,
+}
+
+impl JobStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            JobStatus::Completed => "completed",
+            JobStatus::Failed => "failed",
+            JobStatus::Unfinished => "unfinished",
+        }
+    }
 }
 
 /// Everything a simulation measured.
@@ -44,6 +119,8 @@ pub struct Outcome {
     pub pending: Vec<crate::pending::PendingJob>,
     /// Jobs submitted in all (their numbers are 0 to this, less one).
     pub jobs: u64,
+    /// One record per job, in job order (`jobs.csv`).
+    pub job_records: Vec<JobRecord>,
 }
 
 /// `summary.json`.
@@ -81,7 +158,24 @@ pub struct Summary {
     pub reservations: ReservationSummary,
     /// Jobs still in the engine at the end (`pending.csv` explains each).
     pub jobs_unfinished: u64,
+    /// Why the simulation ended, and what holds the work left unfinished.
+    pub ending: crate::ending::Ending,
+    /// Wait, delay, response time and bounded slowdown of every job (`jobs.csv` has each).
+    pub job_figures: TimeFigures,
+    /// The same for workflow runs (`runs.csv` has each).
+    pub run_figures: TimeFigures,
+    /// Gangs (all-or-nothing sets of tasks), when the workload has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gangs: Option<GangSummary>,
+    /// GPUs, when the cluster and the workload have any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<GpuSummary>,
     pub tiers: BTreeMap<String, TierSummary>,
+    /// Workflows with at least one run whose SLO outcome is known.
+    pub slo_workflows: u64,
+    /// Those workflows' runs against their SLO, the least successful first, at most
+    /// [`crate::SLO_ROWS`] of them.
+    pub workflow_slos: Vec<crate::WorkflowSloRow>,
     /// Leaf queues, in the cluster file's order.
     pub queues: Vec<QueueSummary>,
 }
@@ -99,6 +193,67 @@ pub struct ReservationSummary {
     pub active_at_end: u64,
     /// Time-average of the nodes reserved: nodes whose free room nobody else could use.
     pub reserved_nodes_avg: f64,
+}
+
+/// Wait, delay, response time and bounded slowdown over jobs or runs, in seconds (the
+/// slowdown is a ratio). Waits and delays count every job (run) that got there; response
+/// times and slowdowns count those that completed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TimeFigures {
+    /// Jobs (runs) that completed.
+    pub completed: u64,
+    /// Submit → first container.
+    pub wait: Stats,
+    /// Submit → every container of the first request granted: the honest wait of a job that
+    /// asked for many containers (a gang: submit → start).
+    pub delay: Stats,
+    /// Submit → end.
+    pub response: Stats,
+    /// `max(1, response / max(response − delay, 10 s))`.
+    pub bounded_slowdown: Stats,
+}
+
+/// Mean, median, 99th percentile (nearest rank) and maximum of some values; all `null`
+/// without any.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Stats {
+    pub count: u64,
+    pub mean: Option<f64>,
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+}
+
+/// What gangs did over the simulation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct GangSummary {
+    /// Gangs that started (each all at once; a gang restarted after a loss counts again).
+    pub started: u64,
+    /// Gangs whose placeholders were released because they had not started within
+    /// `gang_timeout`, and went to the back of their queue.
+    pub placeholder_timeouts: u64,
+    /// Time-average room held by placeholders for gangs not started yet (idle, and not in
+    /// `utilization`).
+    pub placeholder_avg: ResourceFloats,
+    /// Tasks ended because another task of their gang failed or was lost with its node.
+    pub tasks_restarted: u64,
+}
+
+/// The cluster's GPUs over the simulation, sampled every `--sample-every`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct GpuSummary {
+    pub gpus: f64,
+    /// Time-average GPUs given out (whole GPUs and fractions).
+    pub allocated_avg: f64,
+    /// Time-average idle GPUs.
+    pub idle_avg: f64,
+    /// Time-average idle GPUs that a task drawn from the workload's GPU task mix could not use
+    /// (the FGD paper's fragmentation), and that as a share of the idle GPUs: average and peak.
+    pub fragmented_avg: f64,
+    pub fragmentation_ratio_avg: Option<f64>,
+    pub fragmentation_ratio_max: Option<f64>,
+    /// Containers still wanted at the end by jobs that could not get them (`pending.csv`).
+    pub tasks_unplaced: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -120,9 +275,18 @@ pub struct TierSummary {
     pub workflows: u64,
     /// Those meeting their SLO in at least 90% of their runs.
     pub slo_successful_workflows: u64,
-    /// Runtime (submit → end) of ended runs, seconds.
+    /// Runtime (submit → end: the response time) of ended runs, seconds.
     pub runtime_p50: Option<f64>,
     pub runtime_p99: Option<f64>,
+    /// Submit → first container of runs that got one, seconds.
+    pub wait_p50: Option<f64>,
+    pub wait_p99: Option<f64>,
+    /// Runs' delays (the time some job of the run was short of its first request), ended runs.
+    pub delay_p50: Option<f64>,
+    pub delay_p99: Option<f64>,
+    /// Bounded slowdown of completed runs.
+    pub bounded_slowdown_mean: Option<f64>,
+    pub bounded_slowdown_p99: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -137,6 +301,15 @@ pub struct QueueSummary {
     /// Submit → first container of its jobs, seconds.
     pub wait_p50: Option<f64>,
     pub wait_p99: Option<f64>,
+    /// Submit → every container of a job's first request granted, seconds.
+    pub delay_p50: Option<f64>,
+    pub delay_p99: Option<f64>,
+    /// Submit → end of its completed jobs, seconds.
+    pub response_p50: Option<f64>,
+    pub response_p99: Option<f64>,
+    /// Bounded slowdown of its completed jobs.
+    pub bounded_slowdown_mean: Option<f64>,
+    pub bounded_slowdown_p99: Option<f64>,
     /// Containers taken from it by preemption.
     pub preempted: u64,
 }
@@ -144,48 +317,58 @@ pub struct QueueSummary {
 /// A workflow is SLO-successful when at least this share of its runs meet the SLO.
 pub const SLO_SUCCESSFUL: f64 = 0.9;
 
-pub(crate) fn build(sim: Simulation) -> Outcome {
+pub(crate) fn build(mut sim: Simulation) -> Result<Outcome, crate::SimError> {
     let pending = crate::pending::collect(&sim);
     let end = sim.now;
-    let m = &sim.metrics;
     let secs = end.as_millis() as f64 / 1000.0;
-    let ratio = |k: usize| {
+    let ratio = |m: &crate::metrics::Metrics, k: usize| {
         if m.total_integral[k] == 0 {
             0.0
         } else {
             m.used_integral[k] as f64 / m.total_integral[k] as f64
         }
     };
-    let samples = m.samples_taken().max(1) as f64;
-    let queues = sim
-        .leaves()
-        .iter()
-        .map(|&q| {
-            let l = &m.leaves[q];
-            let avg = |i: &[u128; 3]| {
-                let t = end.as_millis().max(1) as f64;
-                ResourceFloats { cpu: i[0] as f64 / t, memory: i[1] as f64 / t, gpu: i[2] as f64 / t }
-            };
-            let mut waits = l.waits.clone();
-            waits.sort_unstable();
-            QueueSummary {
-                queue: sim.cluster.queues[q].path.to_string(),
-                tier: sim.cluster.queues[q].tier,
-                usage_avg: avg(&l.usage_integral),
-                fair_share_avg: ResourceFloats {
-                    cpu: l.share_sum[0] as f64 / samples,
-                    memory: l.share_sum[1] as f64 / samples,
-                    gpu: l.share_sum[2] as f64 / samples,
-                },
-                jobs_started: waits.len() as u64,
-                wait_p50: percentile(&waits, 0.50).map(|ms| ms as f64 / 1000.0),
-                wait_p99: percentile(&waits, 0.99).map(|ms| ms as f64 / 1000.0),
-                preempted: l.preempted,
-            }
-        })
-        .collect();
-    let tiers = tiers(&sim.records, &sim.workload);
-    let count = |f: &dyn Fn(&RunRecord) -> bool| sim.records.iter().filter(|r| f(r)).count() as u64;
+    let samples = sim.metrics.samples_taken().max(1) as f64;
+    let mut all_jobs = crate::stats::Times::default();
+    let mut queues = Vec::new();
+    for &q in &sim.leaves().to_vec() {
+        let l = &mut sim.metrics.leaves[q];
+        let avg = |i: &[u128; 3]| {
+            let t = end.as_millis().max(1) as f64;
+            ResourceFloats { cpu: i[0] as f64 / t, memory: i[1] as f64 / t, gpu: i[2] as f64 / t }
+        };
+        all_jobs.merge(&l.jobs);
+        let f = l.jobs.figures();
+        queues.push(QueueSummary {
+            queue: sim.cluster.queues[q].path.to_string(),
+            tier: sim.cluster.queues[q].tier,
+            usage_avg: avg(&l.usage_integral),
+            fair_share_avg: ResourceFloats {
+                cpu: l.share_sum[0] as f64 / samples,
+                memory: l.share_sum[1] as f64 / samples,
+                gpu: l.share_sum[2] as f64 / samples,
+            },
+            jobs_started: f.wait.count,
+            wait_p50: f.wait.p50,
+            wait_p99: f.wait.p99,
+            delay_p50: f.delay.p50,
+            delay_p99: f.delay.p99,
+            response_p50: f.response.p50,
+            response_p99: f.response.p99,
+            bounded_slowdown_mean: f.bounded_slowdown.mean,
+            bounded_slowdown_p99: f.bounded_slowdown.p99,
+            preempted: l.preempted,
+        });
+    }
+    let job_figures = TimeFigures { completed: sim.metrics.jobs_completed, ..all_jobs.figures() };
+    let r = &mut sim.run_stats;
+    let tiers = r.tiers();
+    let run_figures = r.runs.figures();
+    let workflow_slos = r.table();
+    let (runs_completed, runs_failed, runs_unfinished, slo_workflows) =
+        (r.completed, r.failed, r.unfinished, r.slo_workflows);
+    let ending = crate::ending::ending(&sim, &pending, runs_unfinished);
+    let m = &sim.metrics;
     let summary = Summary {
         seed: sim.config.seed,
         nodes: sim.engine.node_count(),
@@ -193,15 +376,15 @@ pub(crate) fn build(sim: Simulation) -> Outcome {
         jobs_completed: m.jobs_completed,
         jobs_failed: m.jobs_failed,
         runs: sim.runs.len() as u64,
-        runs_completed: count(&|r| r.end.is_some() && !r.failed),
-        runs_failed: count(&|r| r.failed),
-        runs_unfinished: count(&|r| r.end.is_none()),
+        runs_completed,
+        runs_failed,
+        runs_unfinished,
         tasks_completed: m.tasks_completed,
         task_attempts_failed: m.task_attempts_failed,
         events: m.events,
         simulated_seconds: secs,
         wall_seconds: 0.0,
-        utilization: ResourceFloats { cpu: ratio(0), memory: ratio(1), gpu: ratio(2) },
+        utilization: ResourceFloats { cpu: ratio(m, 0), memory: ratio(m, 1), gpu: ratio(m, 2) },
         preemptions: m.preemptions,
         preemption_warnings: m.preemption_warnings,
         node_failures: m.node_failures,
@@ -218,67 +401,65 @@ pub(crate) fn build(sim: Simulation) -> Outcome {
             }
         },
         jobs_unfinished: pending.len() as u64,
+        ending,
+        job_figures,
+        run_figures,
+        gangs: gangs(&sim, end),
+        gpus: gpus(&sim, &pending),
         tiers,
+        slo_workflows,
+        workflow_slos,
         queues,
     };
-    let mut runs = sim.records;
-    runs.sort_by_key(|r| (r.submit, r.workflow));
-    Outcome {
+    let jobs = sim.jobs.len() as u64;
+    let (runs, job_records) = sim.sink.finish().map_err(|source| crate::SimError::Records { source })?;
+    Ok(Outcome {
         summary,
         runs,
         usage_rows: sim.metrics.usage_rows,
         samples: sim.metrics.series.finish(),
-        workload: sim.workload,
+        workload: Workload { workflows: sim.workload.workflows.into_values() },
         cluster: sim.cluster,
-        jobs: sim.jobs.len() as u64,
+        jobs,
+        job_records,
         pending,
-    }
+    })
 }
 
-fn tiers(records: &[RunRecord], workload: &Workload) -> BTreeMap<String, TierSummary> {
-    let mut out: BTreeMap<String, TierSummary> =
-        (1..=3).map(|t: u8| (t.to_string(), TierSummary::default())).collect();
-    // Per workflow: (runs with a known SLO outcome, runs meeting it).
-    let mut per_workflow: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-    let mut runtimes: BTreeMap<u8, Vec<u64>> = BTreeMap::new();
-    for r in records {
-        let wf = &workload.workflows[r.workflow as usize];
-        let t = out.entry(wf.tier.to_string()).or_default();
-        if let Some(end) = r.end {
-            t.runs += 1;
-            runtimes.entry(wf.tier).or_default().push(end.since(r.submit).as_millis());
-        }
-        if let Some(met) = r.met {
-            t.runs_with_slo += 1;
-            t.slo_met += u64::from(met);
-            let w = per_workflow.entry(r.workflow).or_default();
-            w.0 += 1;
-            w.1 += u64::from(met);
-        }
-    }
-    for (w, (n, met)) in per_workflow {
-        let t = out.entry(workload.workflows[w as usize].tier.to_string()).or_default();
-        t.workflows += 1;
-        t.slo_successful_workflows += u64::from(met as f64 >= SLO_SUCCESSFUL * n as f64);
-    }
-    for (tier, t) in out.iter_mut() {
-        t.slo_success_ratio = (t.runs_with_slo > 0).then(|| t.slo_met as f64 / t.runs_with_slo as f64);
-        if let Some(v) = tier.parse::<u8>().ok().and_then(|k| runtimes.get_mut(&k)) {
-            v.sort_unstable();
-            t.runtime_p50 = percentile(v, 0.50).map(|ms| ms as f64 / 1000.0);
-            t.runtime_p99 = percentile(v, 0.99).map(|ms| ms as f64 / 1000.0);
-        }
-    }
-    out
-}
-
-/// Nearest-rank percentile of sorted values.
-pub(crate) fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
-    if sorted.is_empty() {
+fn gangs(sim: &Simulation, end: Time) -> Option<GangSummary> {
+    let any = sim.metrics.saw_gangs;
+    if !any {
         return None;
     }
-    let rank = (p * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+    let m = &sim.metrics;
+    let t = end.as_millis().max(1) as f64;
+    let p = &m.placeholder_integral;
+    Some(GangSummary {
+        started: m.gangs_started,
+        placeholder_timeouts: sim.engine.gang_timeouts(),
+        placeholder_avg: ResourceFloats {
+            cpu: p[0] as f64 / t,
+            memory: p[1] as f64 / t,
+            gpu: p[2] as f64 / t,
+        },
+        tasks_restarted: m.gang_restarts_tasks,
+    })
+}
+
+fn gpus(sim: &Simulation, pending: &[crate::pending::PendingJob]) -> Option<GpuSummary> {
+    sim.metrics.gpu_mix.as_ref()?;
+    let g = &sim.metrics.gpu;
+    let n = g.samples.max(1) as f64;
+    let gpus = |milli: f64| milli / 1000.0;
+    Some(GpuSummary {
+        gpus: gpus(g.total as f64),
+        allocated_avg: gpus(g.allocated_sum as f64 / n),
+        idle_avg: gpus(g.idle_sum as f64 / n),
+        fragmented_avg: gpus(g.fragmented_sum / n),
+        fragmentation_ratio_avg: (g.ratio_samples > 0).then(|| g.ratio_sum / g.ratio_samples as f64),
+        fragmentation_ratio_max: (g.ratio_samples > 0).then_some(g.ratio_max),
+        tasks_unplaced: pending.iter().map(|p| p.explanation.pending_containers).sum(),
+    })
 }
 
 impl Summary {
@@ -287,100 +468,5 @@ impl Summary {
         let mut s = serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
         s.push('\n');
         s
-    }
-}
-
-/// `runs.csv`: one row per run, in submission order.
-pub fn write_runs_csv(mut w: impl Write, outcome: &Outcome) -> io::Result<()> {
-    writeln!(w, "workflow,tier,queue,submit,start,end,slo,met,status")?;
-    let opt = |t: Option<u64>| t.map(|v| v.to_string()).unwrap_or_default();
-    for r in &outcome.runs {
-        let wf = &outcome.workload.workflows[r.workflow as usize];
-        let status = match (r.failed, r.end) {
-            (true, _) => "failed",
-            (false, Some(_)) => "completed",
-            (false, None) => "unfinished",
-        };
-        let met = match r.met {
-            Some(true) => "true",
-            Some(false) => "false",
-            None => "",
-        };
-        writeln!(
-            w,
-            "{},{},{},{},{},{},{},{met},{status}",
-            csv_field(&wf.name),
-            wf.tier,
-            wf.queue,
-            r.submit.as_millis(),
-            opt(r.start.map(Time::as_millis)),
-            opt(r.end.map(Time::as_millis)),
-            opt(wf.slo.map(|d| d.as_millis())),
-        )?;
-    }
-    Ok(())
-}
-
-/// Quote a field that holds a comma, quote or line break (RFC 4180).
-pub(crate) fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\"")).into()
-    } else {
-        s.into()
-    }
-}
-
-/// Writes `usage.csv`: the header once, then rows as the simulation hands them over.
-pub struct UsageCsv<W: Write> {
-    out: W,
-    names: Vec<QueuePath>,
-}
-
-impl<W: Write> UsageCsv<W> {
-    pub fn new(mut out: W, cluster: &ClusterConfig) -> io::Result<UsageCsv<W>> {
-        writeln!(out, "start,end,queue,cpu,memory,running_apps")?;
-        Ok(UsageCsv { out, names: cluster.queues.iter().map(|q| q.path.clone()).collect() })
-    }
-
-    pub fn write(&mut self, rows: &[UsageRow]) -> io::Result<()> {
-        for r in rows {
-            let Resources { cpu, memory, .. } = r.usage;
-            writeln!(
-                self.out,
-                "{},{},{},{cpu},{memory},{}",
-                r.start.as_millis(),
-                r.end.as_millis(),
-                self.names[r.queue],
-                r.running_apps
-            )?;
-        }
-        Ok(())
-    }
-
-    pub fn finish(mut self) -> io::Result<W> {
-        self.out.flush()?;
-        Ok(self.out)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        assert_eq!(percentile(&[], 0.5), None);
-        assert_eq!(percentile(&[7], 0.99), Some(7));
-        let v: Vec<u64> = (1..=100).collect();
-        assert_eq!(percentile(&v, 0.50), Some(50));
-        assert_eq!(percentile(&v, 0.99), Some(99));
-        assert_eq!(percentile(&v, 1.0), Some(100));
-    }
-
-    #[test]
-    fn csv_fields_with_commas_are_quoted() {
-        assert_eq!(csv_field("plain"), "plain");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
     }
 }

@@ -40,11 +40,15 @@ fn stage(name: &str, after: Vec<usize>, tasks: u32, cpu: u64, duration: Distribu
         resources: Resources::new(cpu, cpu * 4096 / 1000, 0),
         duration,
         failure_probability: 0.0,
+        gang: false,
+        walltime: None,
+        placement: Default::default(),
+        recorded_failure: false,
     }
 }
 
 fn job(name: &str, after: Vec<usize>, stages: Vec<Stage>) -> JobTemplate {
-    JobTemplate { name: name.into(), after, stages }
+    JobTemplate { name: name.into(), after, stages, gang: false }
 }
 
 fn workflow(name: &str, queue: &str, tier: u8, at: Vec<u64>, jobs: Vec<JobTemplate>) -> Workflow {

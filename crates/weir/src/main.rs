@@ -5,7 +5,9 @@
 //! with context naming the file or flag involved.
 
 mod cmd;
+mod staging;
 mod synthetic;
+mod trace_file;
 
 use std::fs;
 use std::path::Path;

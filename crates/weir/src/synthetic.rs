@@ -67,6 +67,7 @@ pub fn cluster(nodes: u32, leaves: usize, scheduler: SchedulerSpec) -> ClusterCo
             count: nodes,
             resources: PartialResources { cpu: Some(16_000), memory: Some(65_536), gpu: None },
             label: None,
+            gpu_model: None,
         }],
         queues,
         ..Default::default()

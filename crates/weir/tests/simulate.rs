@@ -61,17 +61,58 @@ fn the_built_in_example_writes_every_output() {
         }
     }
     let q = &s["queues"][0];
-    for f in ["queue", "usage_avg", "fair_share_avg", "wait_p50", "wait_p99", "preempted"] {
+    for f in [
+        "queue",
+        "usage_avg",
+        "fair_share_avg",
+        "wait_p50",
+        "wait_p99",
+        "delay_p50",
+        "delay_p99",
+        "preempted",
+    ] {
         assert!(q.get(f).is_some(), "queues[0].{f}");
     }
     let runs = fs::read_to_string(dir.0.join("runs.csv")).expect("runs.csv");
-    assert!(runs.starts_with("workflow,tier,queue,submit,start,end,slo,met,status\n"));
+    assert!(runs.starts_with(
+        "workflow,tier,queue,submit,start,end,slo,met,status,wait,delay,response,bounded_slowdown\n"
+    ));
     assert_eq!(runs.lines().count() as u64 - 1, s["runs"].as_u64().expect("runs"));
+    // Every run's delay (until its jobs held all they asked for) is at least its wait (to its
+    // first container), and a completed run's slowdown is at least 1.
+    for row in runs.lines().skip(1) {
+        let f: Vec<&str> = row.split(',').collect();
+        let (wait, delay, slowdown) = (f[9], f[10], f[12]);
+        if let (Ok(wait), Ok(delay)) = (wait.parse::<u64>(), delay.parse::<u64>()) {
+            assert!(delay >= wait, "{row}");
+        }
+        if f[8] == "completed" {
+            assert!(slowdown.parse::<f64>().expect("slowdown") >= 1.0, "{row}");
+        }
+    }
+    let jobs = fs::read_to_string(dir.0.join("jobs.csv")).expect("jobs.csv");
+    assert!(jobs.starts_with("job,workflow,job_name,tier,queue,submit,first_container,all_granted,end,"));
+    assert_eq!(jobs.lines().count() as u64 - 1, s["jobs_submitted"].as_u64().expect("jobs"));
+    for f in ["wait", "delay", "response", "bounded_slowdown"] {
+        assert!(s["job_figures"][f]["p99"].is_number(), "job_figures.{f}: {}", s["job_figures"]);
+        assert!(s["run_figures"][f]["mean"].is_number(), "run_figures.{f}");
+    }
+    let (wait, delay) = (&s["job_figures"]["wait"]["p99"], &s["job_figures"]["delay"]["p99"]);
+    assert!(delay.as_f64() >= wait.as_f64(), "delay p99 {delay} below wait p99 {wait}");
+    assert!(stdout.contains("delay (until all asked for was granted) p50"), "{stdout}");
     let usage = fs::read_to_string(dir.0.join("usage.csv")).expect("usage.csv");
     assert!(usage.starts_with("start,end,queue,cpu,memory,running_apps\n"));
     assert!(usage.lines().count() > 100);
     let report = fs::read_to_string(dir.0.join("report.html")).expect("report.html");
     assert!(report.contains("<svg") && report.contains("SLO success per tier"));
+    for part in [
+        "Each point covers",
+        "cpu (max)",
+        "Pending work and preemptions over time",
+        "Containers preempted per bucket",
+    ] {
+        assert!(report.contains(part), "report.html lacks {part:?}");
+    }
     assert!(!report.contains("<script"), "self-contained, no scripts");
 }
 
@@ -84,7 +125,7 @@ fn the_same_seed_gives_byte_identical_files() {
     simulate(&a.0, &args);
     simulate(&b.0, &args);
     simulate(&c.0, &["--until", "1d", "--seed", "8", "--node-mtbf", "5d"]);
-    for f in ["runs.csv", "usage.csv", "report.html"] {
+    for f in ["runs.csv", "jobs.csv", "usage.csv", "pending.csv", "report.html"] {
         let x = fs::read(a.0.join(f)).expect("file");
         assert!(x == fs::read(b.0.join(f)).expect("file"), "{f} differs between two runs with one seed");
     }

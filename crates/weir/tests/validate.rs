@@ -65,6 +65,41 @@ fn an_unknown_field_names_the_file_the_path_and_the_line() {
 }
 
 #[test]
+fn several_type_errors_are_each_reported_in_words_with_line_and_path() {
+    let scratch = Scratch::new("type-errors");
+    let bad = scratch.file(
+        "types.yaml",
+        "version: 1
+nodes:
+  - {count: 2, resources: {cpu: 1000, memory: 4g}}
+queues:
+  - name: a
+    weight: heavy
+  - name: b
+    max_running_apps: -3
+  - {name: c, wieght: 2}
+",
+    );
+    let out = weir(&["validate", &bad]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 3, "{stderr}");
+    assert_eq!(
+        lines[0],
+        format!(
+            "{bad}: queues.a.weight: expected a number (e.g. 2 or 0.5), found `heavy` at line 6, column 13"
+        )
+    );
+    assert_eq!(
+        lines[1],
+        format!("{bad}: queues.b.max_running_apps: expected a whole number from 0 to 4,294,967,295, found `-3` at line 8, column 23")
+    );
+    assert!(lines[2].starts_with(&format!("{bad}: queues.c.wieght: unknown field `wieght`")), "{stderr}");
+    assert!(lines[2].ends_with("at line 9, column 15"), "{stderr}");
+}
+
+#[test]
 fn every_file_is_checked_even_after_a_bad_one() {
     let scratch = Scratch::new("several");
     let bad =

@@ -42,7 +42,31 @@ impl Env {
     }
 
     pub fn add_node(&mut self, id: u64, r: Resources) {
-        self.engine.on_node_added(self.now, NodeSpec { id: NodeId(id), resources: r, label: None }).unwrap();
+        self.engine.on_node_added(self.now, NodeSpec::new(NodeId(id), r)).unwrap();
+    }
+
+    pub fn add_node_spec(&mut self, spec: NodeSpec) {
+        self.engine.on_node_added(self.now, spec).unwrap();
+    }
+
+    /// Submit a job with these requests as they are (gangs, walltimes, GPU fractions, selectors).
+    pub fn submit_requests(&mut self, id: u64, queue: &str, requests: Vec<Request>) {
+        let spec = JobSpec {
+            id: JobId(id),
+            queue: QueuePath::parse(queue).expect("queue path"),
+            user: "alice".to_string(),
+            priority: None,
+            submit_time: self.now,
+            requests,
+            has_am: true,
+        };
+        self.engine.on_job_submitted(self.now, spec).unwrap();
+        self.check();
+    }
+
+    /// Take every logged container start, as (job, container, node).
+    pub fn take_placed(&mut self) -> Vec<(u64, ContainerId, u64)> {
+        self.take_starts().into_iter().map(|(j, c, n, _)| (j, c, n.0)).collect()
     }
 
     pub fn submit(&mut self, id: u64, queue: &str, requests: &[(Resources, u32)]) {

@@ -178,6 +178,7 @@ pub fn import_yarn_fair(file: &str, text: &str, options: &ImportOptions) -> Resu
             count: 1,
             resources: PartialResources { cpu: Some(16_000), memory: Some(65_536), gpu: None },
             label: None,
+            gpu_model: None,
         }];
         cx.notes.push(
             "an allocation file has no nodes: one 16-core, 64 GiB node was written; edit `nodes`".into(),

@@ -28,7 +28,8 @@
 //! name, `Waiting` rows, names that encode no task id, a bad or missing `instance_num`,
 //! `plan_cpu` or `plan_mem` (or one out of range: `plan_mem` above 100, `plan_cpu` above
 //! 10,000 cores), bad, negative or absurd times (beyond 200 years, or a task longer than a
-//! year), an end before the start, and a task id listed twice in one job. A job none of whose rows is usable is counted as dropped. Dependencies on absent
+//! year), an end before the start, a task larger than any node of the cluster
+//! (`ImportOptions::fit`), and a task id listed twice in one job. A job none of whose rows is usable is counted as dropped. Dependencies on absent
 //! tasks (never listed, or skipped) or on the task itself are dropped and counted; a cycle loses
 //! one edge per cycle (see `build::order_dag`) and is counted; the tasks are kept.
 
@@ -39,7 +40,7 @@ use weir_model::{Distribution, Resources};
 
 use super::build::{each_line, order_dag, reorder, task_duration, Ledger, TraceJob, TraceStage};
 use super::build::{MAX_TASK_MS, MAX_TIME_MS};
-use super::{ImportError, ImportOptions};
+use super::{ImportError, ImportOptions, TOO_LARGE};
 
 const FIELDS: usize = 9;
 /// The width at which the trace cuts task names.
@@ -187,6 +188,9 @@ fn parse_row(
     }
     let memory = ((mem / 100.0) * options.machine_memory as f64).ceil().max(1.0) as u64;
     let resources = Resources::new(((cpu * 10.0).round() as u64).max(1), memory, 0);
+    if !options.fit.fits(&resources) {
+        return Err(TOO_LARGE);
+    }
     match status {
         "Terminated" => {}
         "Failed" => notes.push(FAILED),
@@ -293,12 +297,9 @@ fn job(name: String, job: JobRows, ledger: &mut Ledger) -> Option<TraceJob> {
     let stages: Vec<TraceStage> = kept
         .into_iter()
         .zip(deps)
-        .map(|(r, after)| TraceStage {
-            name: r.task,
-            after,
-            tasks: r.instances,
-            resources: r.resources,
-            duration: Distribution::Fixed(task_duration((r.end - r.start) * 1000).0),
+        .map(|(r, after)| {
+            let duration = Distribution::Fixed(task_duration((r.end - r.start) * 1000).0);
+            TraceStage::new(r.task, after, r.instances, r.resources, duration)
         })
         .collect();
     Some(TraceJob {
@@ -308,6 +309,7 @@ fn job(name: String, job: JobRows, ledger: &mut Ledger) -> Option<TraceJob> {
         submit_ms: submit * 1000,
         user: "alibaba".to_string(),
         stages: reorder(stages, &dag.order),
+        tier: None,
     })
 }
 

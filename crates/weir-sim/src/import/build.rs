@@ -5,7 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::BufRead;
 
-use weir_model::{Arrival, Distribution, Duration, JobTemplate, QueuePath, Resources, Stage, Time, Workflow};
+use weir_model::{
+    Arrival, Distribution, Duration, JobTemplate, QueuePath, Resources, Stage, TaskPlacement, Time, Workflow,
+};
 
 use super::{ImportError, ImportOptions, Skipped, Tally};
 
@@ -31,6 +33,8 @@ pub(crate) struct TraceJob {
     pub user: String,
     /// In topological order (`after` indices point backwards).
     pub stages: Vec<TraceStage>,
+    /// The tier the trace itself gives (a QoS class), used unless the leaf is named for one.
+    pub tier: Option<u8>,
 }
 
 #[derive(Clone, Debug)]
@@ -40,6 +44,37 @@ pub(crate) struct TraceStage {
     pub tasks: u32,
     pub resources: Resources,
     pub duration: Distribution,
+    /// All-or-nothing start (an SWF job is a rigid parallel job).
+    pub gang: bool,
+    /// The run time each task asked for (SWF's requested time), for backfilling.
+    pub walltime: Option<Duration>,
+    /// A GPU fraction and the nodes the tasks may use.
+    pub placement: TaskPlacement,
+    /// A recorded failure, replayed as one (`Stage::recorded_failure`).
+    pub recorded_failure: bool,
+}
+
+impl TraceStage {
+    /// A stage of `tasks` identical tasks, placed anywhere, not a gang, with no walltime.
+    pub fn new(
+        name: String,
+        after: Vec<usize>,
+        tasks: u32,
+        resources: Resources,
+        duration: Distribution,
+    ) -> TraceStage {
+        TraceStage {
+            name,
+            after,
+            tasks,
+            resources,
+            duration,
+            gang: false,
+            walltime: None,
+            placement: TaskPlacement::default(),
+            recorded_failure: false,
+        }
+    }
 }
 
 /// Skipped rows, dropped jobs and rows kept after a repair, by reason. Only the first few line
@@ -128,6 +163,7 @@ pub(crate) fn task_duration(span_ms: i64) -> (Duration, bool) {
 
 /// SplitMix64: the importers' only randomness (tier mix, load scaling), seeded by the options,
 /// so an import is a pure function of its input and options.
+#[derive(Debug)]
 pub(crate) struct Rng(u64);
 
 impl Rng {
@@ -264,29 +300,62 @@ pub(crate) fn workflows(
     options: &ImportOptions,
     ledger: &mut Ledger,
 ) -> Result<Vec<Workflow>, ImportError> {
-    let mut tally = Tally::default();
     jobs.sort_by(|a, b| a.submit_ms.cmp(&b.submit_ms).then_with(|| a.name.cmp(&b.name)));
-    let first = jobs.first().map_or(0, |j| j.submit_ms);
-    let mut rng = Rng::new(options.seed);
-    let mut names = Names::default();
+    let mut builder = Builder::new(options);
     let mut out = Vec::with_capacity(jobs.len());
     for job in jobs {
-        let copies = copies(options.load_scale, &mut rng);
+        builder.build(file, job, options, ledger, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// What turning trace jobs into workflows carries from one job to the next, in arrival order:
+/// the trace's zero (the first job's submission), the seeded draws of copies and tiers, the
+/// names given, and the count against the import's limits.
+#[derive(Debug)]
+pub(crate) struct Builder {
+    first: Option<i64>,
+    rng: Rng,
+    names: Names,
+    tally: Tally,
+}
+
+impl Builder {
+    pub fn new(options: &ImportOptions) -> Builder {
+        Builder { first: None, rng: Rng::new(options.seed), names: Names::default(), tally: Tally::default() }
+    }
+
+    /// The workflows of one job (none when `load_scale` drops it, several for copies), taken
+    /// in arrival order.
+    pub fn build(
+        &mut self,
+        file: &str,
+        job: TraceJob,
+        options: &ImportOptions,
+        ledger: &mut Ledger,
+        out: &mut impl Extend<Workflow>,
+    ) -> Result<(), ImportError> {
+        let first = *self.first.get_or_insert(job.submit_ms);
+        let copies = copies(options.load_scale, &mut self.rng);
         if copies == 0 {
-            continue;
+            return Ok(());
         }
-        tally.add(u64::from(copies), job.stages.len() as u64, job.line, file, options)?;
+        self.tally.add(u64::from(copies), job.stages.len() as u64, job.line, file, options)?;
         let queue = job
             .queue_keys
             .iter()
             .find_map(|k| options.queue_map.get(k))
             .cloned()
             .unwrap_or_else(|| options.queue.clone());
-        let tier = tier_of(&queue, options, &mut rng);
+        let tier = match (leaf_tier(&queue), job.tier) {
+            (Some(t), _) | (None, Some(t)) => t,
+            (None, None) => tier_of(&queue, options, &mut self.rng),
+        };
         let at = Time(((job.submit_ms - first).max(0) as f64 / options.time_scale).round() as u64);
         let template = JobTemplate {
             name: job.name.clone(),
             after: Vec::new(),
+            gang: false,
             stages: job
                 .stages
                 .into_iter()
@@ -297,6 +366,10 @@ pub(crate) fn workflows(
                     resources: s.resources,
                     duration: s.duration,
                     failure_probability: 0.0,
+                    gang: s.gang,
+                    walltime: s.walltime,
+                    placement: s.placement,
+                    recorded_failure: s.recorded_failure,
                 })
                 .collect(),
         };
@@ -306,11 +379,11 @@ pub(crate) fn workflows(
         });
         for copy in 0..copies {
             let wanted = if copy == 0 { job.name.clone() } else { format!("{}#{}", job.name, copy + 1) };
-            let name = names.unique(wanted);
+            let name = self.names.unique(wanted);
             if copy == 0 && name != job.name {
                 ledger.adjust(job.line, "job name used before: renamed");
             }
-            out.push(Workflow {
+            out.extend([Workflow {
                 name,
                 queue: queue.clone(),
                 tier,
@@ -319,17 +392,28 @@ pub(crate) fn workflows(
                 user: job.user.clone(),
                 arrival: Arrival::At(vec![at]),
                 jobs: vec![template.clone()],
-            });
+            }]);
         }
+        Ok(())
     }
-    Ok(out)
 }
 
-/// The workflow names given so far, and for each name asked for twice, the next suffix to try.
+/// The workflow names given so far (as 64-bit hashes, so that a trace of millions of jobs
+/// does not keep every name), and for each name asked for twice, the next suffix to try. Two
+/// names sharing a hash (about one chance in 10^7 over ten million names) cost a needless
+/// rename, counted like any other.
 #[derive(Debug, Default)]
 struct Names {
-    taken: HashSet<String>,
+    taken: HashSet<u64>,
     next_suffix: HashMap<String, u64>,
+}
+
+fn name_hash(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // `DefaultHasher::new` has fixed keys: the same names, the same hashes, every run.
+    let mut h = std::hash::DefaultHasher::new();
+    name.hash(&mut h);
+    h.finish()
 }
 
 impl Names {
@@ -340,16 +424,14 @@ impl Names {
     /// one SWF job number took 37 s with a counter starting at 2 each time). The loop only
     /// passes suffixes that a job's own name already took (a trace job literally named `a~2`).
     fn unique(&mut self, name: String) -> String {
-        if !self.taken.contains(&name) {
-            self.taken.insert(name.clone());
+        if self.taken.insert(name_hash(&name)) {
             return name;
         }
         let k = self.next_suffix.entry(name.clone()).or_insert(2);
         loop {
             let candidate = format!("{name}~{k}");
             *k += 1;
-            if !self.taken.contains(&candidate) {
-                self.taken.insert(candidate.clone());
+            if self.taken.insert(name_hash(&candidate)) {
                 return candidate;
             }
         }
@@ -365,6 +447,11 @@ fn copies(load_scale: f64, rng: &mut Rng) -> u32 {
     let whole = load_scale.floor();
     let extra = u32::from(rng.unit() < load_scale - whole);
     whole as u32 + extra
+}
+
+/// The tier a leaf named `tier1`…`tier3` stands for.
+fn leaf_tier(queue: &QueuePath) -> Option<u8> {
+    queue.name().strip_prefix("tier").and_then(|t| t.parse::<u8>().ok()).filter(|t| (1..=3).contains(t))
 }
 
 /// A leaf named `tier1`…`tier3` decides the tier; otherwise the seeded mix does.

@@ -1,5 +1,6 @@
-//! Trace importers: Alibaba cluster-trace-v2018, the Standard Workload Format and YARN SLS JSON,
-//! each turned into a [`weir_model::Workload`] of one-run workflows.
+//! Trace importers: Alibaba cluster-trace-v2018, the Standard Workload Format, YARN SLS JSON
+//! and Alibaba's GPU cluster trace (cluster-trace-gpu-v2023, whose node list can also build the
+//! cluster: [`import_nodes`]), each turned into a [`weir_model::Workload`] of one-run workflows.
 //!
 //! A malformed or unusable row is skipped and counted, never fatal: the result says how many
 //! rows were read, how many were skipped and why (with the first few line numbers), which jobs
@@ -13,9 +14,13 @@
 //! from the seeded `tier_mix`; with `slo_factor`, its SLO is that many times its critical path.
 
 mod alibaba;
+mod alibaba_gpu;
 mod build;
 mod sls;
+mod stream;
 mod swf;
+
+pub use stream::{TraceStream, REORDER};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -25,16 +30,28 @@ use std::str::FromStr;
 
 use weir_model::{QueuePath, Workload};
 
+pub use alibaba_gpu::{import_nodes, ImportedNodes};
+
 /// Which trace format a `--trace KIND:PATH` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceKind {
     Alibaba2018,
     Swf,
     Sls,
+    /// Alibaba cluster-trace-gpu-v2023 pods (and, beside them, its node list).
+    AlibabaGpu2023,
 }
 
 impl TraceKind {
-    pub const ALL: [TraceKind; 3] = [TraceKind::Alibaba2018, TraceKind::Swf, TraceKind::Sls];
+    pub const ALL: [TraceKind; 4] =
+        [TraceKind::Alibaba2018, TraceKind::Swf, TraceKind::Sls, TraceKind::AlibabaGpu2023];
+
+    /// Whether the trace's jobs run with an application master: YARN's (SLS) and Alibaba's
+    /// batch jobs do; an SWF job is a rigid parallel job of an HPC machine and a Kubernetes pod
+    /// is a container on its own, so neither has one. `weir simulate --am` defaults to this.
+    pub fn has_application_masters(self) -> bool {
+        matches!(self, TraceKind::Alibaba2018 | TraceKind::Sls)
+    }
 }
 
 impl FromStr for TraceKind {
@@ -53,15 +70,19 @@ impl fmt::Display for TraceKind {
             TraceKind::Alibaba2018 => "alibaba2018",
             TraceKind::Swf => "swf",
             TraceKind::Sls => "sls",
+            TraceKind::AlibabaGpu2023 => "alibaba-gpu2023",
         })
     }
 }
 
-/// A `--trace KIND:PATH` argument: which importer, and the file the caller should open.
+/// A `--trace KIND:PATH` argument: which importer, and the file the caller should open
+/// (`alibaba-gpu2023:PODS.csv,NODES.csv` also names the node list).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceSpec {
     pub kind: TraceKind,
     pub path: PathBuf,
+    /// The node list beside an `alibaba-gpu2023` pod list.
+    pub nodes: Option<PathBuf>,
 }
 
 impl FromStr for TraceSpec {
@@ -69,7 +90,15 @@ impl FromStr for TraceSpec {
     fn from_str(s: &str) -> Result<TraceSpec, ImportError> {
         match s.split_once(':') {
             Some((kind, path)) if !path.is_empty() => {
-                Ok(TraceSpec { kind: kind.parse()?, path: path.into() })
+                let kind: TraceKind = kind.parse()?;
+                match path.rsplit_once(',') {
+                    Some((pods, nodes))
+                        if kind == TraceKind::AlibabaGpu2023 && !pods.is_empty() && !nodes.is_empty() =>
+                    {
+                        Ok(TraceSpec { kind, path: pods.into(), nodes: Some(nodes.into()) })
+                    }
+                    _ => Ok(TraceSpec { kind, path: path.into(), nodes: None }),
+                }
             }
             _ => Err(ImportError::BadTraceSpec { spec: s.to_string() }),
         }
@@ -78,7 +107,11 @@ impl FromStr for TraceSpec {
 
 impl fmt::Display for TraceSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.kind, self.path.display())
+        write!(f, "{}:{}", self.kind, self.path.display())?;
+        if let Some(nodes) = &self.nodes {
+            write!(f, ",{}", nodes.display())?;
+        }
+        Ok(())
     }
 }
 
@@ -110,6 +143,40 @@ pub struct ImportOptions {
     /// The most stages those jobs may have in all. Copies of a job arrive together, so their
     /// stages are all live at once: a few hundred bytes each.
     pub max_stages: u64,
+    /// The nodes the trace will run on: a task none of them can hold is skipped and counted
+    /// like any other bad row (empty: no check).
+    pub fit: NodeFit,
+}
+
+/// The node shapes of a cluster and its request rounding, to tell whether a task could ever be
+/// placed (as the engine rounds it: the minimum allocation, then the increment).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeFit {
+    pub nodes: Vec<weir_model::Resources>,
+    pub minimum_allocation: weir_model::Resources,
+    pub increment: weir_model::Resources,
+}
+
+/// The reason under which tasks no node can hold are counted.
+pub(crate) const TOO_LARGE: &str = "task larger than any node of the cluster";
+
+impl NodeFit {
+    pub fn of(cluster: &weir_model::ClusterConfig) -> NodeFit {
+        let mut nodes: Vec<_> = cluster.nodes.iter().map(|g| g.resources).collect();
+        nodes.sort_by_key(|r| (r.cpu, r.memory, r.gpu));
+        nodes.dedup();
+        NodeFit {
+            nodes,
+            minimum_allocation: cluster.scheduler.minimum_allocation,
+            increment: cluster.scheduler.increment,
+        }
+    }
+
+    /// Whether some node could hold a task of `r` (always, without nodes to check).
+    pub fn fits(&self, r: &weir_model::Resources) -> bool {
+        let needs = r.component_max(&self.minimum_allocation).round_up_to(&self.increment);
+        self.nodes.is_empty() || self.nodes.iter().any(|n| needs.fits_in(n))
+    }
 }
 
 /// The default [`ImportOptions::max_jobs`]: 0.5 GB at most. 100 SLS records of 85 bytes asking
@@ -163,6 +230,7 @@ impl Default for ImportOptions {
             swf_memory: 1024,
             max_jobs: DEFAULT_MAX_JOBS,
             max_stages: DEFAULT_MAX_STAGES,
+            fit: NodeFit::default(),
         }
     }
 }
@@ -207,6 +275,12 @@ impl Imported {
 /// first lines.
 impl fmt::Display for Imported {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.report(f, self.workload.workflows.len() as u64)
+    }
+}
+
+impl Imported {
+    fn report(&self, f: &mut fmt::Formatter<'_>, workflows: u64) -> fmt::Result {
         writeln!(
             f,
             "{} rows read, {} skipped; {} jobs imported, {} dropped; {} workflows",
@@ -214,7 +288,7 @@ impl fmt::Display for Imported {
             self.skipped_rows(),
             self.jobs,
             self.dropped_job_count(),
-            self.workload.workflows.len()
+            workflows
         )?;
         for (title, map) in [
             ("skipped rows", &self.skipped),
@@ -235,6 +309,19 @@ impl fmt::Display for Imported {
     }
 }
 
+/// What a streamed import read, skipped and adjusted, and how many workflows it handed out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamReport {
+    pub imported: Imported,
+    pub workflows: u64,
+}
+
+impl fmt::Display for StreamReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.imported.report(f, self.workflows)
+    }
+}
+
 /// Why an import could not run at all. Malformed rows are not errors: they are counted in
 /// [`Imported`].
 #[derive(Debug, thiserror::Error)]
@@ -246,7 +333,7 @@ pub enum ImportError {
     #[error("import option {option}: {problem}")]
     Option { option: &'static str, problem: String },
     /// Not one of the known trace kinds.
-    #[error("unknown trace kind `{kind}`; expected alibaba2018, swf or sls")]
+    #[error("unknown trace kind `{kind}`; expected alibaba2018, swf, sls or alibaba-gpu2023")]
     UnknownKind { kind: String },
     /// The trace asks for more jobs or stages than `ImportOptions::max_jobs` or `max_stages`:
     /// raise the limit if that many is meant; retrying as is cannot help.
@@ -273,6 +360,7 @@ pub fn import(
         TraceKind::Alibaba2018 => alibaba::read(file, reader, options, &mut ledger)?,
         TraceKind::Swf => swf::read(file, reader, options, &mut ledger)?,
         TraceKind::Sls => sls::read(file, reader, options, &mut ledger)?,
+        TraceKind::AlibabaGpu2023 => alibaba_gpu::read(file, reader, options, &mut ledger)?,
     };
     let job_count = jobs.len() as u64;
     let workflows = build::workflows(file, jobs, options, &mut ledger)?;
@@ -286,7 +374,7 @@ pub fn import(
     })
 }
 
-fn check(o: &ImportOptions) -> Result<(), ImportError> {
+pub(crate) fn check(o: &ImportOptions) -> Result<(), ImportError> {
     let bad = |option, problem: String| Err(ImportError::Option { option, problem });
     if !(o.time_scale.is_finite() && o.time_scale > 0.0) {
         return bad("time_scale", format!("{} is not a positive number", o.time_scale));
@@ -320,19 +408,34 @@ mod tests {
     #[test]
     fn trace_arguments_parse() {
         let spec: TraceSpec = "alibaba2018:traces/a.csv".parse().expect("parses");
-        assert_eq!(spec, TraceSpec { kind: TraceKind::Alibaba2018, path: "traces/a.csv".into() });
+        assert_eq!(
+            spec,
+            TraceSpec { kind: TraceKind::Alibaba2018, path: "traces/a.csv".into(), nodes: None }
+        );
         assert_eq!(spec.to_string(), "alibaba2018:traces/a.csv");
         let sls: TraceSpec = "sls:C:/x.json".parse().expect("only the first colon splits");
         assert_eq!(sls.path, PathBuf::from("C:/x.json"));
         assert_eq!(
             "google:x".parse::<TraceSpec>().map_err(|e| e.to_string()),
-            Err("unknown trace kind `google`; expected alibaba2018, swf or sls".to_string())
+            Err("unknown trace kind `google`; expected alibaba2018, swf, sls or alibaba-gpu2023".to_string())
         );
         assert!(matches!("swf".parse::<TraceSpec>(), Err(ImportError::BadTraceSpec { .. })));
         assert!(matches!("swf:".parse::<TraceSpec>(), Err(ImportError::BadTraceSpec { .. })));
         for kind in TraceKind::ALL {
             assert_eq!(kind.to_string().parse::<TraceKind>().ok(), Some(kind));
         }
+        let gpu: TraceSpec = "alibaba-gpu2023:pods.csv,nodes.csv".parse().expect("parses");
+        assert_eq!((gpu.path, gpu.nodes), ("pods.csv".into(), Some("nodes.csv".into())));
+        let one: TraceSpec = "alibaba-gpu2023:pods.csv".parse().expect("parses");
+        assert_eq!(one.nodes, None);
+        // Only the GPU trace names a second file; elsewhere a comma is part of the path.
+        let swf: TraceSpec = "swf:a,b.swf".parse().expect("parses");
+        assert_eq!((swf.path, swf.nodes), ("a,b.swf".into(), None));
+        assert_eq!(gpu_spec_display(), "alibaba-gpu2023:p.csv,n.csv");
+    }
+
+    fn gpu_spec_display() -> String {
+        "alibaba-gpu2023:p.csv,n.csv".parse::<TraceSpec>().expect("parses").to_string()
     }
 
     #[test]

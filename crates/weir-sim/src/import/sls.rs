@@ -31,7 +31,9 @@
 //! resumes at the next line that starts with `{`), values that are not objects, objects that are
 //! not jobs (an SLS synthetic-load spec among them, named as such), jobs without a usable submit
 //! time or without a usable task, and a `job.count` above 10,000. Tasks without a usable
-//! duration, count or size are dropped from their job and counted as adjusted.
+//! duration, count or size, and tasks larger than any node of the cluster
+//! (`ImportOptions::fit`), are dropped from their job and counted as adjusted; a job left
+//! with none is skipped.
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -40,7 +42,7 @@ use serde_json::{Map, Value};
 use weir_model::{Distribution, Duration, Resources};
 
 use super::build::{task_duration, Ledger, TraceJob, TraceStage, MAX_TASK_MS, MAX_TIME_MS};
-use super::{ImportError, ImportOptions, Tally};
+use super::{ImportError, ImportOptions, NodeFit, Tally, TOO_LARGE};
 
 const DEFAULT_MEMORY: u64 = 1024;
 const MAX_JOB_COUNT: i64 = 10_000;
@@ -75,13 +77,13 @@ pub(crate) fn read(
                 Some(Ok(Value::Array(items))) => {
                     for item in items {
                         let before = jobs.len();
-                        record(item, line, ledger, &mut jobs);
+                        record(item, line, &options.fit, ledger, &mut jobs);
                         count(&jobs[before..], &mut tally, line, file, options)?;
                     }
                 }
                 Some(Ok(value)) => {
                     let before = jobs.len();
-                    record(value, line, ledger, &mut jobs);
+                    record(value, line, &options.fit, ledger, &mut jobs);
                     count(&jobs[before..], &mut tally, line, file, options)?;
                 }
                 Some(Err(e)) => {
@@ -150,7 +152,7 @@ impl LineIndex {
     }
 }
 
-fn record(value: Value, line: u64, ledger: &mut Ledger, jobs: &mut Vec<TraceJob>) {
+fn record(value: Value, line: u64, fit: &NodeFit, ledger: &mut Ledger, jobs: &mut Vec<TraceJob>) {
     let Value::Object(v) = value else {
         ledger.rows += 1;
         ledger.skip(line, "not a JSON object");
@@ -162,9 +164,9 @@ fn record(value: Value, line: u64, ledger: &mut Ledger, jobs: &mut Vec<TraceJob>
     }
     ledger.rows += 1;
     let parsed = if has("job.tasks") || has("job.start.ms") {
-        sls_job(&v, line, ledger)
+        sls_job(&v, line, fit, ledger)
     } else if has("mapTasks") || has("reduceTasks") || has("jobID") {
-        rumen_job(&v, line, ledger).map(|j| vec![j])
+        rumen_job(&v, line, fit, ledger).map(|j| vec![j])
     } else if has("workloads") || has("num_jobs") {
         Err("SLS synthetic-load spec (SYNTH), not a trace")
     } else {
@@ -237,14 +239,20 @@ fn stage(
         (Some(&a), Some(&b)) if a == b => Distribution::Fixed(a),
         _ => Distribution::Empirical(draws.into()),
     };
-    TraceStage { name, after, tasks: tasks.min(u32::MAX as u64) as u32, resources, duration }
+    TraceStage::new(name, after, tasks.min(u32::MAX as u64) as u32, resources, duration)
 }
 
-fn sls_job(v: &Map<String, Value>, line: u64, ledger: &mut Ledger) -> Result<Vec<TraceJob>, &'static str> {
+fn sls_job(
+    v: &Map<String, Value>,
+    line: u64,
+    fit: &NodeFit,
+    ledger: &mut Ledger,
+) -> Result<Vec<TraceJob>, &'static str> {
     let submit = submit_time(v, "job.start.ms")?;
     let Some(Value::Array(list)) = v.get("job.tasks") else { return Err("job.tasks is not a list") };
     // (type rank, type, cpu, memory, gpu) → samples: map before reduce before the rest.
     let mut groups: BTreeMap<(u8, String, u64, u64, u64), Samples> = BTreeMap::new();
+    let mut too_large = 0u64;
     for t in list {
         let Value::Object(t) = t else {
             ledger.adjust(line, "task that is not an object dropped");
@@ -277,6 +285,10 @@ fn sls_job(v: &Map<String, Value>, line: u64, ledger: &mut Ledger) -> Result<Vec
             ledger.adjust(line, "task with a bad size dropped");
             continue;
         }
+        if !fit.fits(&Resources::new(cores as u64 * 1000, memory as u64, gpus as u64)) {
+            too_large += count as u64;
+            continue;
+        }
         let kind = text(t, "container.type").unwrap_or_else(|| "map".to_string());
         let rank = match kind.as_str() {
             "map" => 0,
@@ -287,7 +299,10 @@ fn sls_job(v: &Map<String, Value>, line: u64, ledger: &mut Ledger) -> Result<Vec
         groups.entry(key).or_default().push((ms, count as u64));
     }
     if groups.is_empty() {
-        return Err("no task with a usable duration");
+        return Err(if too_large > 0 { TOO_LARGE } else { "no task with a usable duration" });
+    }
+    if too_large > 0 {
+        ledger.adjust_many(line, too_large, "task larger than any node of the cluster dropped");
     }
     let copies = int(v, "job.count").unwrap_or(1).max(1);
     if copies > MAX_JOB_COUNT {
@@ -323,6 +338,7 @@ fn sls_job(v: &Map<String, Value>, line: u64, ledger: &mut Ledger) -> Result<Vec
             queue_keys: queue_keys.clone(),
             user: user.clone(),
             stages: stages.clone(),
+            tier: None,
         })
         .collect())
 }
@@ -331,9 +347,15 @@ fn queue_keys(queue: Option<String>, user: &str) -> Vec<String> {
     queue.into_iter().chain([format!("user:{user}")]).collect()
 }
 
-fn rumen_job(v: &Map<String, Value>, line: u64, ledger: &mut Ledger) -> Result<TraceJob, &'static str> {
+fn rumen_job(
+    v: &Map<String, Value>,
+    line: u64,
+    fit: &NodeFit,
+    ledger: &mut Ledger,
+) -> Result<TraceJob, &'static str> {
     let submit = submit_time(v, "submitTime")?;
     let mut stages = Vec::new();
+    let mut too_large = false;
     for (key, mb_key, name) in [("mapTasks", "jobMapMB", "map"), ("reduceTasks", "jobReduceMB", "reduce")] {
         let memory =
             int(v, mb_key).filter(|m| (1..=MAX_SIZE.0).contains(m)).map_or(DEFAULT_MEMORY, |m| m as u64);
@@ -368,11 +390,20 @@ fn rumen_job(v: &Map<String, Value>, line: u64, ledger: &mut Ledger) -> Result<T
         if samples.is_empty() {
             continue;
         }
+        if !fit.fits(&Resources::new(1000, memory, 0)) {
+            ledger.adjust_many(
+                line,
+                samples.len() as u64,
+                "task larger than any node of the cluster dropped",
+            );
+            too_large = true;
+            continue;
+        }
         let after = if name == "reduce" && !stages.is_empty() { vec![0] } else { Vec::new() };
         stages.push(stage(name.to_string(), after, Resources::new(1000, memory, 0), samples, line, ledger));
     }
     if stages.is_empty() {
-        return Err("no task with a usable start and finish time");
+        return Err(if too_large { TOO_LARGE } else { "no task with a usable start and finish time" });
     }
     let user = text(v, "user").unwrap_or_else(|| "default".to_string());
     Ok(TraceJob {
@@ -382,5 +413,6 @@ fn rumen_job(v: &Map<String, Value>, line: u64, ledger: &mut Ledger) -> Result<T
         queue_keys: queue_keys(text(v, "queue"), &user),
         user,
         stages,
+        tier: None,
     })
 }

@@ -10,6 +10,15 @@
 //!   KB per processor), else `ImportOptions::swf_memory` MiB (default 1 GiB); rounded up to MiB;
 //! - every task runs for field 4 (run time, seconds); a run time under a second (the format
 //!   allows 0 for "less than half a second") becomes one second, counted as adjusted;
+//! - the job is a **gang**: an SWF job is a rigid parallel job, so all of its tasks start
+//!   together or none does;
+//! - its tasks ask for field 9 (requested time, seconds) as their walltime, which EASY
+//!   backfilling plans with; missing (-1) means unknown; a requested time below the run time
+//!   (logs record jobs that ran past their limit) is raised to the run time, counted as
+//!   adjusted, since weir does not kill a task at its walltime and a plan must not be
+//!   overtaken by the tasks it plans with;
+//! - jobs run **without an application master** by default (`TraceKind::Swf` has none:
+//!   `weir simulate`'s `--am` then defaults to `none`);
 //! - queue: the first of `queue:<field 15>`, `partition:<field 16>`, `group:<field 13>`,
 //!   `user:<field 12>` found in `ImportOptions::queue_map`, else `ImportOptions::queue`; the user
 //!   is `user<field 12>`;
@@ -17,18 +26,18 @@
 //!   their recorded run time and are counted as adjusted; 2, 3 and 4 mark the partial
 //!   executions of a checkpointed or swapped job, which the archive also summarises in one line
 //!   with status 0, 1 or 5, so they are skipped (and counted) to avoid running the job twice;
-//! - fields 3 (wait time), 6 (CPU time), 9 (requested time), 14 (executable), 17 (preceding
-//!   job) and 18 (think time) are not used: the simulator decides waits, and each job is its
-//!   own workflow.
+//! - fields 3 (wait time), 6 (CPU time), 14 (executable), 17 (preceding job) and 18 (think
+//!   time) are not used: the simulator decides waits, and each job is its own workflow.
 //!
 //! Skipped and counted: lines that are not UTF-8, lines with other than 18 fields or a field
 //! that is not a number, a missing, negative or absurd submit time, a missing or absurd run
 //! time (cancelled jobs that never ran have none), no processor count, memory above 1 PiB per
-//! processor, and partial-execution lines.
+//! processor, a task (one processor and its memory) larger than any node of the cluster
+//! (`ImportOptions::fit`), and partial-execution lines.
 
 use std::io::BufRead;
 
-use weir_model::{Distribution, Resources};
+use weir_model::{Distribution, Duration, Resources};
 
 use super::build::{each_line, task_duration, Ledger, TraceJob, TraceStage, MAX_TASK_MS, MAX_TIME_MS};
 use super::{ImportError, ImportOptions};
@@ -42,28 +51,40 @@ pub(crate) fn read(
     ledger: &mut Ledger,
 ) -> Result<Vec<TraceJob>, ImportError> {
     let mut jobs = Vec::new();
-    each_line(file, reader, |n, line| {
-        let Some(line) = line else {
-            ledger.rows += 1;
-            ledger.skip(n, "not valid UTF-8");
-            return;
-        };
-        let text = line.trim();
-        if text.is_empty() || text.starts_with(';') {
-            return;
-        }
-        ledger.rows += 1;
-        match parse(text, n, options) {
-            Ok((job, notes)) => {
-                for note in notes {
-                    ledger.adjust(n, note);
-                }
-                jobs.push(job);
-            }
-            Err(reason) => ledger.skip(n, reason),
-        }
-    })?;
+    each_line(file, reader, |n, line| jobs.extend(line_job(n, line, options, ledger)))?;
     Ok(jobs)
+}
+
+/// The job on line `n` (`None` for a line that is not UTF-8), if it holds one; what it could
+/// not use is counted in the ledger.
+pub(crate) fn line_job(
+    n: u64,
+    line: Option<&str>,
+    options: &ImportOptions,
+    ledger: &mut Ledger,
+) -> Option<TraceJob> {
+    let Some(line) = line else {
+        ledger.rows += 1;
+        ledger.skip(n, "not valid UTF-8");
+        return None;
+    };
+    let text = line.trim();
+    if text.is_empty() || text.starts_with(';') {
+        return None;
+    }
+    ledger.rows += 1;
+    match parse(text, n, options) {
+        Ok((job, notes)) => {
+            for note in notes {
+                ledger.adjust(n, note);
+            }
+            Some(job)
+        }
+        Err(reason) => {
+            ledger.skip(n, reason);
+            None
+        }
+    }
 }
 
 fn parse(
@@ -103,11 +124,26 @@ fn parse(
         return Err("memory per processor above 1 PiB (absurd)");
     }
     let memory = memory_kb.map_or(options.swf_memory, |kb| (kb / 1024.0).ceil().max(1.0) as u64);
+    if !options.fit.fits(&Resources::new(1000, memory, 0)) {
+        return Err(super::TOO_LARGE);
+    }
     let (duration, lengthened) = task_duration((runtime * 1000.0).round() as i64);
     let mut notes = Vec::new();
     if lengthened {
         notes.push("run time under 1 s lengthened to 1 s");
     }
+    let walltime = match known(f[8]) {
+        Some(req) if req * 1000.0 > MAX_TASK_MS as f64 => {
+            notes.push("requested time longer than a year (absurd): left unknown");
+            None
+        }
+        Some(req) if (req * 1000.0).round() < duration.as_millis() as f64 => {
+            notes.push("requested time below the run time: raised to the run time");
+            Some(duration)
+        }
+        Some(req) => Some(Duration::from_millis((req * 1000.0).round() as u64)),
+        None => None,
+    };
     if status == 0.0 {
         notes.push("failed job replayed with its recorded run time");
     } else if status == 5.0 {
@@ -128,12 +164,17 @@ fn parse(
         queue_keys,
         user,
         stages: vec![TraceStage {
-            name: "run".to_string(),
-            after: Vec::new(),
-            tasks: procs.min(u32::MAX as f64) as u32,
-            resources: Resources::new(1000, memory, 0),
-            duration: Distribution::Fixed(duration),
+            gang: true,
+            walltime,
+            ..TraceStage::new(
+                "run".to_string(),
+                Vec::new(),
+                procs.min(u32::MAX as f64) as u32,
+                Resources::new(1000, memory, 0),
+                Distribution::Fixed(duration),
+            )
         }],
+        tier: None,
     };
     Ok((job, notes))
 }

@@ -1,5 +1,6 @@
-//! `weir bench sim`: replay the Alibaba cluster-trace-v2018 DAG sample on a large cluster and
-//! measure the simulator's speed.
+//! `weir bench sim`: replay the Alibaba cluster-trace-v2018 DAG sample on a large cluster, or
+//! (`--backlog`) a synthetic SWF trace at twice a small machine's capacity, and measure the
+//! simulator's speed.
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -29,11 +30,31 @@ pub struct SimBench {
     time_scale: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Instead of the Alibaba sample: a synthetic SWF trace of rigid parallel jobs (1 to 128
+    /// processors, weir_sim::synth_swf) offered at twice the capacity of 128 one-processor
+    /// nodes, so that thousands of jobs wait in one FIFO leaf.
+    #[arg(long)]
+    backlog: bool,
+    /// --backlog: jobs in the synthetic trace.
+    #[arg(long, default_value_t = 20_000, requires = "backlog")]
+    jobs: u32,
+    /// --backlog: offered load relative to the machine's capacity.
+    #[arg(long, default_value_t = 2.0, requires = "backlog")]
+    load: f64,
+    /// --backlog: also write the synthetic trace here (an SWF file for `weir simulate --trace swf:PATH`).
+    #[arg(long, value_name = "PATH", requires = "backlog")]
+    swf_out: Option<PathBuf>,
+    /// --backlog: how gangs wait (none: placeholders; easy: EASY backfilling).
+    #[arg(long, default_value = "none", value_name = "none|easy", requires = "backlog")]
+    backfill: String,
 }
 
 const NODE_MEMORY: u64 = 512 * 1024;
 
 pub fn run(a: &SimBench) -> Result<()> {
+    if a.backlog {
+        return backlog(a);
+    }
     if a.nodes == 0 {
         bail!("--nodes must be positive");
     }
@@ -113,6 +134,98 @@ queues:
         s.simulated_seconds / 86_400.0,
         s.runs_completed,
         s.runs_failed,
+        s.tasks_completed,
+        s.utilization.cpu * 100.0
+    )?;
+    writeln!(out, "{:<12} {:>12} {:>10} {:>14}", "phase", "events", "seconds", "events/s")?;
+    writeln!(out, "{:<12} {:>12} {:>10.3} {:>14.0}", "simulate", s.events, wall, rate)?;
+    writeln!(
+        out,
+        "{}",
+        json!({"events_per_sec": rate.round(), "wall_seconds": (wall * 1000.0).round() / 1000.0})
+    )?;
+    emit(&out)
+}
+
+/// `--backlog`: the synthetic SWF trace on 128 one-processor nodes, one FIFO leaf, no AMs.
+fn backlog(a: &SimBench) -> Result<()> {
+    if cfg!(debug_assertions) {
+        eprintln!(
+            "warning: this is a debug build; measure with `cargo run --release -- bench sim --backlog`"
+        );
+    }
+    if !(a.load.is_finite() && a.load > 0.0) || a.jobs == 0 {
+        bail!("--load must be a positive number and --jobs at least 1");
+    }
+    const NODES: u32 = 128;
+    let backfill = match a.backfill.as_str() {
+        "none" | "easy" => a.backfill.as_str(),
+        other => bail!("--backfill {other}: write none or easy"),
+    };
+    let yaml = format!(
+        "version: 1
+scheduler: {{mode: fair, backfill: {backfill}, gang_timeout: 0s}}
+nodes:
+  - {{count: {NODES}, resources: {{cpu: 1000, memory: 2048}}}}
+queues:
+  - {{name: default, policy: fifo}}
+"
+    );
+    let cluster = ClusterConfig::from_yaml("bench cluster", &yaml)?;
+    let model = weir_sim::synth_swf::SwfModel { jobs: a.jobs, processors: NODES, load: a.load, seed: a.seed };
+    let text = model.swf();
+    if let Some(path) = &a.swf_out {
+        std::fs::write(path, &text).with_context(|| format!("--swf-out: cannot write {}", path.display()))?;
+    }
+    let options =
+        ImportOptions { seed: a.seed, swf_memory: 1024, slo_factor: Some(2.0), ..ImportOptions::default() };
+    let t = Instant::now();
+    let imported = import::import(TraceKind::Swf, "synthetic.swf", text.as_bytes(), &options)?;
+    let import_secs = t.elapsed().as_secs_f64();
+    let tasks: u64 = imported
+        .workload
+        .workflows
+        .iter()
+        .flat_map(|w| &w.jobs)
+        .flat_map(|j| &j.stages)
+        .map(|s| u64::from(s.tasks))
+        .sum();
+    let config = SimConfig { seed: a.seed, check_invariants: false, am: None, ..SimConfig::default() };
+    let t = Instant::now();
+    let mut sim = Simulation::new(cluster, imported.workload, config)?;
+    let mut steps = 0u64;
+    let mut deepest = 0u32;
+    while sim.step()? {
+        steps += 1;
+        if steps.is_multiple_of(256) {
+            deepest = deepest
+                .max(sim.engine().queue_stat(1).waiting_apps + sim.engine().queue_stat(1).running_apps);
+        }
+        if steps.is_multiple_of(4096) {
+            drop(sim.take_usage_rows());
+        }
+    }
+    let outcome = sim.finish()?;
+    let wall = t.elapsed().as_secs_f64();
+    let s = &outcome.summary;
+    let rate = s.events as f64 / wall.max(1e-9);
+    let mut out = String::new();
+    writeln!(
+        out,
+        "weir bench sim --backlog — {} synthetic SWF jobs ({tasks} tasks, 1 to {NODES} processors) at {}× the \
+         capacity of {NODES} one-processor nodes, one FIFO leaf, backfill {backfill}, seed {}",
+        a.jobs, a.load, a.seed
+    )?;
+    writeln!(
+        out,
+        "import: {} jobs, {import_secs:.3} s; at most {deepest} jobs in the leaf at once",
+        imported.jobs
+    )?;
+    writeln!(
+        out,
+        "simulated {:.1} days: {} runs completed, {} tasks, utilization cpu {:.1}%",
+        s.simulated_seconds / 86_400.0,
+        s.runs_completed,
         s.tasks_completed,
         s.utilization.cpu * 100.0
     )?;

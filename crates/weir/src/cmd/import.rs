@@ -90,6 +90,7 @@ pub fn run(args: &ImportArgs) -> Result<()> {
             count: args.nodes,
             resources: PartialResources { cpu: Some(args.node_cpu), memory: Some(memory), gpu: None },
             label: None,
+            gpu_model: None,
         }],
         tiers_from_names: args.tiers_from_names,
         preemption: args.preemption,

@@ -1,18 +1,21 @@
 //! `weir simulate`: replay a workload or a trace through the engine in virtual time.
 
+use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::fs::{self, File};
-use std::io::{BufReader, BufWriter};
+use std::io::{BufWriter, IsTerminal};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use weir_model::{ClusterConfig, Duration, QueuePath, Resources, Time, Workload};
-use weir_sim::import::{self, ImportOptions, TraceSpec};
+use weir_sim::import::{self, ImportOptions, TraceSpec, TraceStream};
 use weir_sim::{NodeFailures, Outcome, SimConfig, Simulation, UsageCsv};
 
+use crate::staging::Staging;
 use crate::{emit, load_cluster, EXAMPLE_CLUSTER, EXAMPLE_WORKLOAD};
 
 #[derive(Debug, Args)]
@@ -23,7 +26,9 @@ virtual time, as fast as the machine allows, and measure what the queue layout d
 workflows' SLOs, the queues' waits and the cluster's use.\n\n\
 Without --cluster and --workload, the examples built into weir are used (examples/cluster.yaml \
 and examples/workload.yaml). Recurring workflows need a horizon: --until (default 7d for them); \
-a trace replay runs until its last job ends.\n\n\
+a trace replay runs until its last job ends. A run that ends with work unfinished says so, and \
+why: the horizon was reached, or no progress was possible (e.g. application masters holding \
+every container while their tasks find no room), with the engine's reasons grouped.\n\n\
 Writes to --out: summary.json (the figures), runs.csv (one row per workflow run), usage.csv \
 (usage intervals per leaf queue: the input of `weir plan`), pending.csv (every job still \
 waiting or running at the end, with the engine's explanation of why) and report.html (charts). \
@@ -36,6 +41,8 @@ Examples:\n  weir simulate --out out/\n  \
 weir simulate --cluster examples/cluster.yaml --workload examples/workload.yaml --until 30d --out out/\n  \
 weir simulate --cluster examples/cluster.yaml --trace alibaba2018:selected_DAGs.csv --queue root.default --out out/\n  \
 weir simulate --trace swf:jobs.swf --queue-map group:1=root.ads.ranking.tier1 --slo-factor 3 --out out/\n  \
+weir simulate --cluster hpc.yaml --trace swf:jobs.swf --backfill easy --out out/\n  \
+weir simulate --cluster gpu.yaml --trace alibaba-gpu2023:openb_pod_list_default.csv,openb_node_list_gpu_node.csv --nodes-from-trace --out out/\n  \
 weir simulate --until 1d --out out/ --explain 1234"
 )]
 pub struct SimulateArgs {
@@ -45,14 +52,19 @@ pub struct SimulateArgs {
     /// The workload file. Default (without --trace): the example workload built into weir.
     #[arg(long, value_name = "FILE", conflicts_with = "trace")]
     workload: Option<PathBuf>,
-    /// A trace instead of a workload: alibaba2018:PATH, swf:PATH or sls:PATH (see docs/importers.md).
+    /// A trace instead of a workload: alibaba2018:PATH, swf:PATH, sls:PATH or
+    /// alibaba-gpu2023:PODS.csv[,NODES.csv] (see docs/importers.md). A gzip-compressed file
+    /// (`.gz`) is read as it is.
     #[arg(long, value_name = "KIND:PATH")]
     trace: Option<TraceSpec>,
-    /// Where the output files go (created if missing).
+    /// Where the output files go (created if missing). They are written to a hidden folder
+    /// beside it and moved in when the run succeeds; other files in it are left alone.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// End of the simulated window, e.g. 30d. Default: 7d for workloads with recurring
-    /// workflows, else until every run has ended.
+    /// workflows (they never end by themselves), else until every run has ended. A run stops
+    /// early, saying why, when the cluster can make no progress (nothing runs and nothing but
+    /// timers is due), and a horizon far past the last run's end is cut there, with a note.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     until: Option<Duration>,
     /// Seed of every random draw (durations, failures, arrivals, faults, the tier mix).
@@ -61,9 +73,21 @@ pub struct SimulateArgs {
     /// Attempts per task before its job fails.
     #[arg(long, default_value_t = 4, value_name = "N")]
     max_attempts: u32,
-    /// Each job's application master, CPU,MEMORY (e.g. 1000,1g), or `none`.
-    #[arg(long, default_value = "1000,1g", value_name = "CPU,MEMORY|none")]
-    am: String,
+    /// Each job's application master, CPU,MEMORY (e.g. 1000,1g), or `none`. Default: 1000,1g,
+    /// but none for traces whose jobs have no AM (swf: rigid parallel jobs; alibaba-gpu2023:
+    /// pods).
+    #[arg(long, value_name = "CPU,MEMORY|none")]
+    am: Option<String>,
+    /// How a gang that cannot start waits: `none` (it holds room as it frees up, and gives it back
+    /// after the cluster's gang_timeout) or `easy` (EASY backfilling: the first such gang gets a
+    /// reserved start from the walltimes of what runs, and later jobs start first only if they do
+    /// not delay it). Default: the cluster file's scheduler.backfill.
+    #[arg(long, value_name = "none|easy")]
+    backfill: Option<String>,
+    /// Trace: build the cluster's nodes from the trace's node list (alibaba-gpu2023:PODS,NODES);
+    /// the cluster file still gives the queues and the scheduler's settings.
+    #[arg(long, requires = "trace")]
+    nodes_from_trace: bool,
     /// Mean time between failures of one node (e.g. 30d); nodes do not fail without it.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     node_mtbf: Option<Duration>,
@@ -105,6 +129,18 @@ pub struct SimulateArgs {
     /// (a period typed in the wrong unit) is refused before the simulation starts.
     #[arg(long, value_name = "N", default_value_t = weir_sim::DEFAULT_MAX_RUNS)]
     max_runs: u64,
+    /// Coarsen usage.csv to at most one row per leaf and this span (e.g. 1m): each row the
+    /// time-weighted mean over the part of its span the leaf was in use. Default: every change.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    usage_resolution: Option<Duration>,
+    /// When stderr is not a terminal (a log, CI), print a progress line this often (wall
+    /// clock; 0s: every few steps). On a terminal a progress bar shows instead.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    progress_every: Duration,
+    /// The most containers (tasks, application masters, room held for gangs) running at once:
+    /// a bound on memory (a few hundred bytes each); the rest wait. See docs/limits.md.
+    #[arg(long, value_name = "N", default_value_t = weir_sim::DEFAULT_MAX_CONTAINERS)]
+    max_containers: usize,
     /// Skip report.html (the charts); the other files are still written.
     #[arg(long)]
     no_report: bool,
@@ -123,42 +159,107 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
         Some(p) => load_cluster(p)?,
         None => ClusterConfig::from_yaml("examples/cluster.yaml (built in)", EXAMPLE_CLUSTER)?,
     };
-    let (workload, note) = load_workload(args, &cluster)?;
-    if let Some(note) = &note {
-        eprint!("{note}");
-    }
+    let cluster = adjust_cluster(args, cluster)?;
+    // Valid, but work that can never be scheduled: said before the run, named again after it.
+    let cluster_name =
+        args.cluster.as_ref().map_or("examples/cluster.yaml (built in)".into(), |p| p.display().to_string());
+    warn(&cluster_name, &cluster.warnings);
+    let input = match &args.trace {
+        Some(spec) => trace_input(args, spec, &cluster)?,
+        None => {
+            let workload = load_workload(args, &cluster)?;
+            let name = args
+                .workload
+                .as_ref()
+                .map_or("examples/workload.yaml (built in)".into(), |p| p.display().to_string());
+            warn(&name, &workload.warnings(&cluster));
+            Input::Workload(workload)
+        }
+    };
+    let until = match &input {
+        Input::Workload(w) => horizon(args.until, w),
+        // A trace replay runs until its last run ends.
+        Input::Trace { .. } => args.until.map(|d| Time(d.as_millis())),
+    };
     let config = SimConfig {
         seed: args.seed,
-        until: horizon(args.until, &workload),
+        until,
         max_attempts: args.max_attempts,
-        am: am(&args.am)?,
+        am: am(args)?,
         node_failures: args.node_mtbf.map(|mtbf| NodeFailures { mtbf, repair: args.node_repair }),
         sample_every: args.sample_every,
         // Debug builds check the engine's and the simulator's invariants after every step.
         check_invariants: cfg!(debug_assertions),
         max_runs: args.max_runs,
+        max_containers: args.max_containers,
     };
     if args.max_attempts == 0 {
         bail!("--max-attempts must be at least 1");
     }
-    fs::create_dir_all(&args.out).with_context(|| format!("cannot create --out {}", args.out.display()))?;
-    let usage_path = args.out.join("usage.csv");
+    // Everything is written to a hidden folder beside --out and moved in only at the end, so
+    // a run that fails leaves the previous run's files whole.
+    let staging = Staging::new(&args.out, "--out")?;
+    let usage_path = staging.path("usage.csv");
     let usage_file =
         File::create(&usage_path).with_context(|| format!("cannot write {}", usage_path.display()))?;
-    let mut usage = UsageCsv::new(BufWriter::new(usage_file), &cluster)
-        .with_context(|| format!("cannot write {}", usage_path.display()))?;
+    let usage_out = BufWriter::new(usage_file);
+    let mut usage = match args.usage_resolution {
+        Some(d) if d.as_millis() == 0 => {
+            bail!("--usage-resolution must be positive (leave it out for every change)")
+        }
+        Some(d) => UsageCsv::coarse(usage_out, &cluster, d),
+        None => UsageCsv::new(usage_out, &cluster),
+    }
+    .with_context(|| format!("cannot write {}", usage_path.display()))?;
 
-    let sim = Simulation::new(cluster, workload, config)?;
-    let outcome = drive(sim, "simulating", |rows| {
+    let (mut sim, trace) = match input {
+        Input::Workload(w) => (Simulation::new(cluster, w, config)?, None),
+        Input::Trace { stream, path } => {
+            let tiers = cluster.leaves().filter_map(|q| Some((q.path.clone(), q.tier?))).collect();
+            let source = TraceSource { stream: Rc::clone(&stream), tiers };
+            (Simulation::streaming(cluster, Box::new(source), config)?, Some((stream, path)))
+        }
+    };
+    // Run and job records go to their files as they end, not into memory.
+    let open = |name: &str| -> Result<BufWriter<File>> {
+        let path = staging.path(name);
+        Ok(BufWriter::new(File::create(&path).with_context(|| format!("cannot write {}", path.display()))?))
+    };
+    let records =
+        weir_sim::CsvRecords::new(open("runs.csv")?, open("jobs.csv")?).context("cannot write runs.csv")?;
+    sim.set_record_sink(Box::new(records));
+    let every = std::time::Duration::from_millis(args.progress_every.as_millis());
+    let outcome = drive_with(sim, "simulating", every, |rows| {
         usage.write(&rows).with_context(|| format!("cannot write {}", usage_path.display()))
     })?;
     usage.finish().with_context(|| format!("cannot write {}", usage_path.display()))?;
-    write_outputs(&args.out, &outcome, !args.no_report)?;
+    if let Some((stream, path)) = &trace {
+        // Read as the simulation went: what the trace held, skipped and adjusted.
+        let report = stream.borrow().report();
+        eprint!("{path}: {report}");
+        if report.workflows == 0 {
+            bail!("{path}: no usable job in the trace");
+        }
+    }
+    write_outputs(&staging, &outcome, !args.no_report)?;
+    // An old report would describe another run.
+    staging.commit(if args.no_report { &["report.html"] } else { &[] })?;
     let mut text = screen(&outcome, &args.out, !args.no_report);
     for &job in &args.explain {
         text.push_str(&explain(&outcome, job));
     }
     emit(&text)
+}
+
+/// Print the first few warnings about a file on stderr, and how many more there are.
+fn warn(file: &str, warnings: &[weir_model::Problem]) {
+    const SHOWN: usize = 10;
+    for w in warnings.iter().take(SHOWN) {
+        eprintln!("warning: {file}: {w}");
+    }
+    if warnings.len() > SHOWN {
+        eprintln!("warning: {file}: … and {} more like these", warnings.len() - SHOWN);
+    }
 }
 
 /// The engine's explanation of `job` at the end, or why there is none.
@@ -184,26 +285,32 @@ fn human_ms(ms: u64) -> String {
     format!("t={}", Duration(ms).human())
 }
 
-/// The workload from --workload or --trace (or the built-in example), and what to tell the user
-/// about it.
-fn load_workload(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<(Workload, Option<String>)> {
-    if let Some(spec) = &args.trace {
-        let options = import_options(args, cluster)?;
-        let path = spec.path.display().to_string();
-        let file = File::open(&spec.path).with_context(|| format!("--trace {spec}: cannot open {path}"))?;
-        let mut imported = import::import(spec.kind, &path, BufReader::new(file), &options)?;
-        let note = format!("{path}: {imported}");
-        if imported.workload.workflows.is_empty() {
-            bail!("{path}: no usable job in the trace\n{note}");
+/// What to simulate: a workload file (or the built-in example), or a trace read as the
+/// simulation reaches its jobs.
+enum Input {
+    Workload(Workload),
+    Trace { stream: Rc<RefCell<TraceStream>>, path: String },
+}
+
+/// A trace's workflows for the simulation, each in its leaf's tier where the leaf has one (the
+/// importer sees only leaf names).
+struct TraceSource {
+    stream: Rc<RefCell<TraceStream>>,
+    tiers: std::collections::BTreeMap<QueuePath, u8>,
+}
+
+impl weir_sim::WorkflowSource for TraceSource {
+    fn next_workflow(&mut self) -> Result<Option<weir_model::Workflow>, weir_sim::SimError> {
+        let mut wf = self.stream.borrow_mut().next_workflow()?;
+        if let Some(tier) = wf.as_mut().and_then(|w| self.tiers.get(&w.queue).map(|&t| (w, t))) {
+            tier.0.tier = tier.1;
         }
-        // The importer sees only leaf names; a leaf's own `tier:` setting decides.
-        for wf in &mut imported.workload.workflows {
-            if let Some(tier) = cluster.find(&wf.queue).and_then(|q| cluster.queues[q].tier) {
-                wf.tier = tier;
-            }
-        }
-        return Ok((imported.workload, Some(note)));
+        Ok(wf)
     }
+}
+
+/// The workload file (or the built-in example).
+fn load_workload(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<Workload> {
     let (name, text) = match &args.workload {
         Some(p) => {
             let text = fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
@@ -211,7 +318,53 @@ fn load_workload(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<(Worklo
         }
         None => ("examples/workload.yaml (built in)".to_string(), EXAMPLE_WORKLOAD.to_string()),
     };
-    Ok((Workload::from_yaml(&name, &text, cluster)?, None))
+    Ok(Workload::from_yaml(&name, &text, cluster)?)
+}
+
+/// A trace, opened for reading as the simulation goes; warnings for the capped leaves its jobs
+/// may go to.
+fn trace_input(args: &SimulateArgs, spec: &TraceSpec, cluster: &ClusterConfig) -> Result<Input> {
+    let options = import_options(args, cluster)?;
+    let path = spec.path.display().to_string();
+    let reader = crate::trace_file::open(&spec.path, &format!("--trace {spec}"))?;
+    let stream = TraceStream::new(spec.kind, &path, reader, &options)?;
+    let leaves: std::collections::BTreeSet<&QueuePath> =
+        std::iter::once(&options.queue).chain(options.queue_map.values()).collect();
+    for leaf in leaves {
+        if let Some(caps) = caps(cluster, leaf) {
+            let how = if *leaf == options.queue { "--queue" } else { "--queue-map" };
+            eprintln!(
+                "warning: the trace's jobs go to {leaf} ({how}), which is capped: {caps}; they will queue \
+                 behind the cap (send them elsewhere with --queue or --queue-map)"
+            );
+        }
+    }
+    Ok(Input::Trace { stream: Rc::new(RefCell::new(stream)), path })
+}
+
+/// The caps on `leaf` and its ancestors (`max` below the whole cluster, `max_running_apps`), in
+/// words, or `None` if nothing caps it.
+fn caps(cluster: &ClusterConfig, leaf: &QueuePath) -> Option<String> {
+    let total = cluster.total_resources();
+    let mut found = Vec::new();
+    let mut q = cluster.find(leaf);
+    while let Some(ix) = q {
+        let queue = &cluster.queues[ix];
+        match queue.max {
+            weir_model::Limit::Percent(p) if p < 100.0 => {
+                found.push(format!("max {p}% of the cluster ({})", queue.path))
+            }
+            weir_model::Limit::Absolute(r) if !total.fits_in(&r) => {
+                found.push(format!("max {r} ({})", queue.path))
+            }
+            _ => {}
+        }
+        if let Some(n) = queue.max_running_apps {
+            found.push(format!("max_running_apps {n} ({})", queue.path));
+        }
+        q = queue.parent;
+    }
+    (!found.is_empty()).then(|| found.join(", "))
 }
 
 fn import_options(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<ImportOptions> {
@@ -242,10 +395,74 @@ fn import_options(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<Import
         swf_memory: args.swf_memory,
         max_jobs: args.max_jobs,
         max_stages: args.max_stages,
+        fit: import::NodeFit::of(cluster),
     })
 }
 
-fn am(spec: &str) -> Result<Option<Resources>> {
+/// `--backfill` and `--nodes-from-trace` applied to the cluster file, which is validated again.
+fn adjust_cluster(args: &SimulateArgs, cluster: ClusterConfig) -> Result<ClusterConfig> {
+    if args.backfill.is_none() && !args.nodes_from_trace {
+        return Ok(cluster);
+    }
+    let mut file = cluster.file.clone();
+    if let Some(b) = &args.backfill {
+        file.scheduler.backfill = match b.as_str() {
+            "none" => weir_model::Backfill::None,
+            "easy" => weir_model::Backfill::Easy,
+            other => bail!("--backfill {other}: write none or easy"),
+        };
+    }
+    if args.nodes_from_trace {
+        let spec = args.trace.as_ref().context("--nodes-from-trace needs --trace")?;
+        let Some(path) = &spec.nodes else {
+            bail!(
+                "--nodes-from-trace: --trace {spec} names no node list; write {}:PODS.csv,NODES.csv \
+                 (only alibaba-gpu2023 traces carry one)",
+                spec.kind
+            );
+        };
+        let name = path.display().to_string();
+        let f = File::open(path).with_context(|| format!("--nodes-from-trace: cannot open {name}"))?;
+        let nodes = import::import_nodes(&name, std::io::BufReader::new(f))?;
+        let skipped: u64 = nodes.skipped.values().map(|s| s.count).sum();
+        eprintln!(
+            "{name}: {} rows read, {skipped} skipped; {} nodes in {} groups",
+            nodes.rows,
+            nodes.nodes(),
+            nodes.groups.len()
+        );
+        for (reason, s) in &nodes.skipped {
+            eprintln!("  {:>8}  {reason}", s.count);
+        }
+        if nodes.groups.is_empty() {
+            bail!("{name}: no usable node in the node list");
+        }
+        file.nodes = nodes
+            .groups
+            .iter()
+            .map(|g| weir_model::cluster_file::NodeGroupSpec {
+                count: g.count,
+                resources: weir_model::PartialResources::from_resources(g.resources),
+                label: g.label.clone(),
+                gpu_model: g.gpu_model.clone(),
+            })
+            .collect();
+    }
+    let name = args
+        .cluster
+        .as_ref()
+        .map_or("examples/cluster.yaml (built in)".to_string(), |p| p.display().to_string());
+    Ok(ClusterConfig::from_file(&name, file)?)
+}
+
+/// `--am`, or the default for the workload: none for traces whose jobs have no AM.
+fn am(args: &SimulateArgs) -> Result<Option<Resources>> {
+    let default = args.trace.as_ref().is_none_or(|t| t.kind.has_application_masters());
+    let spec = match &args.am {
+        Some(s) => s.as_str(),
+        None if default => "1000,1g",
+        None => "none",
+    };
     if spec.eq_ignore_ascii_case("none") {
         return Ok(None);
     }
@@ -269,12 +486,25 @@ pub(crate) fn horizon(until: Option<Duration>, workload: &Workload) -> Option<Ti
 /// Run a simulation to its end behind a progress bar (on stderr, hidden when that is not a
 /// terminal), handing usage rows to `rows` as they close. Fills in `wall_seconds`.
 pub(crate) fn drive(
+    sim: Simulation,
+    label: &str,
+    rows: impl FnMut(Vec<weir_sim::UsageRow>) -> Result<()>,
+) -> Result<Outcome> {
+    drive_with(sim, label, std::time::Duration::from_secs(10), rows)
+}
+
+/// [`drive`], printing a progress line on stderr every `every` of wall-clock time when stderr
+/// is not a terminal (where the bar would be hidden), so a long run in a log shows it moves.
+pub(crate) fn drive_with(
     mut sim: Simulation,
     label: &str,
+    every: std::time::Duration,
     mut rows: impl FnMut(Vec<weir_sim::UsageRow>) -> Result<()>,
 ) -> Result<Outcome> {
     let started = Instant::now();
     let bar = progress_bar(&sim, label);
+    let lines = !std::io::stderr().is_terminal();
+    let mut last_line = started;
     let mut steps = 0u64;
     while sim.step()? {
         steps += 1;
@@ -282,6 +512,10 @@ pub(crate) fn drive(
         // moves every 64 steps (indicatif limits the redraws); rows are flushed in larger batches.
         if steps.is_multiple_of(64) {
             update(&bar, &sim);
+            if lines && last_line.elapsed() >= every {
+                last_line = Instant::now();
+                eprintln!("{}", progress_line(&sim, label, started.elapsed().as_secs_f64()));
+            }
         }
         if steps.is_multiple_of(4096) {
             rows(sim.take_usage_rows())?;
@@ -292,6 +526,24 @@ pub(crate) fn drive(
     outcome.summary.wall_seconds = started.elapsed().as_secs_f64();
     rows(std::mem::take(&mut outcome.usage_rows))?;
     Ok(outcome)
+}
+
+/// `simulating: t=3d 4h of 7d (45%) · 1234 runs ended · 2301223 events · 12 s`
+fn progress_line(sim: &Simulation, label: &str, wall: f64) -> String {
+    let p = sim.progress();
+    let t = Duration(p.now.as_millis()).human();
+    let of = match (p.until, p.runs_expected) {
+        (Some(u), _) => {
+            let pct = p.now.as_millis() as f64 * 100.0 / u.as_millis().max(1) as f64;
+            format!(" of {} ({pct:.0}%)", Duration(u.as_millis()).human())
+        }
+        _ => String::new(),
+    };
+    let runs = match p.runs_expected {
+        Some(n) => format!("{} of {n} runs ended", p.runs_ended),
+        None => format!("{} runs ended", p.runs_ended),
+    };
+    format!("{label}: t={t}{of} · {runs} · {} events · {wall:.0} s", p.events)
 }
 
 fn progress_bar(sim: &Simulation, label: &str) -> ProgressBar {
@@ -319,23 +571,17 @@ fn update(bar: &ProgressBar, sim: &Simulation) {
     bar.set_message(format!("{} events, t={}", p.events, Duration(p.now.as_millis()).human()));
 }
 
-fn write_outputs(dir: &Path, outcome: &Outcome, report: bool) -> Result<()> {
+fn write_outputs(dir: &Staging, outcome: &Outcome, report: bool) -> Result<()> {
     let write = |name: &str, bytes: &[u8]| -> Result<()> {
-        let path = dir.join(name);
+        let path = dir.path(name);
         fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
     };
     write("summary.json", outcome.summary.to_json().as_bytes())?;
-    let mut runs = Vec::new();
-    weir_sim::write_runs_csv(&mut runs, outcome).context("cannot format runs.csv")?;
-    write("runs.csv", &runs)?;
     let mut pending = Vec::new();
     weir_sim::write_pending_csv(&mut pending, outcome).context("cannot format pending.csv")?;
     write("pending.csv", &pending)?;
     if report {
         write("report.html", weir_sim::report::render(outcome).as_bytes())?;
-    } else {
-        // An old report would describe another run.
-        let _ = fs::remove_file(dir.join("report.html"));
     }
     Ok(())
 }
@@ -373,20 +619,53 @@ fn screen(o: &Outcome, out: &Path, report: bool) -> String {
         s.wasted_container_seconds,
         s.node_failures
     );
+    t.push_str(&s.ending.screen());
+    let longest = weir_sim::longest_wait(s.job_figures.delay.max, s.ending.longest_unfinished_seconds);
+    if let Some(w) = longest.filter(|&w| w >= weir_sim::LONG_WAIT.as_secs_f64()) {
+        let _ = writeln!(
+            t,
+            "warning: a job waited {} for what it asked for: the cluster, or the queues' caps, are far \
+             too small for this workload (see jobs.csv and pending.csv)",
+            weir_sim::human_wait(w)
+        );
+    }
     let r = &s.reservations;
     let _ = writeln!(
         t,
         "reservations {} ({} fulfilled, {} released, {} held at the end; {:.1} nodes reserved on average) · jobs unfinished {}",
         r.made, r.fulfilled, r.released, r.active_at_end, r.reserved_nodes_avg, s.jobs_unfinished
     );
-    let _ = writeln!(t, "\ntier  runs  with SLO  met    SLO success  workflows  SLO-successful  runtime p50");
+    let w = |v: Option<f64>| v.map_or("-".to_string(), human);
+    let f = &s.job_figures;
+    let _ = writeln!(
+        t,
+        "jobs: wait p50 {} p99 {} · delay (until all asked for was granted) p50 {} p99 {} max {} · bounded slowdown mean {} p99 {}",
+        w(f.wait.p50),
+        w(f.wait.p99),
+        w(f.delay.p50),
+        w(f.delay.p99),
+        w(f.delay.max),
+        slowdown(f.bounded_slowdown.mean),
+        slowdown(f.bounded_slowdown.p99),
+    );
+    let _ = writeln!(
+        t,
+        "\ntier  runs  with SLO  met    SLO success  workflows  SLO-successful  runtime p50  delay p50  delay p99  slowdown"
+    );
     for (tier, x) in &s.tiers {
         let ratio = x.slo_success_ratio.map_or("-".to_string(), |r| format!("{:.1}%", r * 100.0));
-        let p50 = x.runtime_p50.map_or("-".to_string(), human);
         let _ = writeln!(
             t,
-            "{tier:<5} {:>4}  {:>8}  {:>5}  {ratio:>11}  {:>9}  {:>14}  {p50:>11}",
-            x.runs, x.runs_with_slo, x.slo_met, x.workflows, x.slo_successful_workflows
+            "{tier:<5} {:>4}  {:>8}  {:>5}  {ratio:>11}  {:>9}  {:>14}  {:>11}  {:>9}  {:>9}  {:>8}",
+            x.runs,
+            x.runs_with_slo,
+            x.slo_met,
+            x.workflows,
+            x.slo_successful_workflows,
+            w(x.runtime_p50),
+            w(x.delay_p50),
+            w(x.delay_p99),
+            slowdown(x.bounded_slowdown_mean),
         );
     }
     let busiest: Vec<_> = {
@@ -397,18 +676,19 @@ fn screen(o: &Outcome, out: &Path, report: bool) -> String {
     if !busiest.is_empty() {
         let _ = writeln!(
             t,
-            "\nbusiest queues                      avg memory  avg fair share  wait p50  wait p99  preempted"
+            "\nbusiest queues                      avg memory  avg fair share  wait p50  wait p99  delay p50  delay p99  preempted"
         );
         for q in busiest {
-            let w = |v: Option<f64>| v.map_or("-".to_string(), human);
             let _ = writeln!(
                 t,
-                "{:<35} {:>10}  {:>14}  {:>8}  {:>8}  {:>9}",
+                "{:<35} {:>10}  {:>14}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9}",
                 q.queue,
                 format!("{:.0} MiB", q.usage_avg.memory),
                 format!("{:.0} MiB", q.fair_share_avg.memory),
                 w(q.wait_p50),
                 w(q.wait_p99),
+                w(q.delay_p50),
+                w(q.delay_p99),
                 q.preempted
             );
         }
@@ -416,10 +696,14 @@ fn screen(o: &Outcome, out: &Path, report: bool) -> String {
     let report = if report { ", report.html" } else { "" };
     let _ = writeln!(
         t,
-        "\nwrote {}, runs.csv, usage.csv, pending.csv{report}",
+        "\nwrote {}, runs.csv, jobs.csv, usage.csv, pending.csv{report}",
         out.join("summary.json").display()
     );
     t
+}
+
+fn slowdown(v: Option<f64>) -> String {
+    v.map_or("-".to_string(), |v| format!("{v:.2}"))
 }
 
 fn human(seconds: f64) -> String {

@@ -22,8 +22,13 @@ const UNREADABLE: u8 = 2;
 anything: the YAML, unknown or misspelled fields, and weir's rules (weights ≥ 0, tiers 1 to 3 on \
 leaves only, fifo on leaves only, no `allow_preemption_from: true` under a queue that forbids \
 preemption, fractions within 0 and 1; for workloads: DAGs without cycles, queues that are leaves \
-of the cluster, tasks that fit on a node, and so on). A file with a top-level `workflows:` is a \
-workload, checked against --cluster (default: the example cluster built into weir).\n\n\
+of the cluster, tasks that fit on a node, and so on; a queue's `min` above its `max` or an \
+ancestor's, weights above 1,000,000). A file with a top-level `workflows:` is a workload, checked \
+against --cluster (default: the example cluster built into weir).\n\n\
+Warnings, on stderr as `FILE: warning: PATH: MESSAGE`, name what is valid but can never be \
+scheduled: a queue whose `max` leaves no cpu or memory, `max_running_apps: 0`, children \
+guaranteed more together than their parent may hold, tasks larger than their queue's cap, \
+workflows in a closed queue; and layouts YARN would refuse. They do not change the exit status.\n\n\
 A valid file prints one summary line on stdout. An invalid file prints every problem found, not \
 only the first, one per line on stderr as `FILE: PATH: MESSAGE`, where PATH is the place in the \
 file, with queues named as in the tree (`queues.ads.children.ranking.children.tier1.weight`).\n\n\
@@ -78,6 +83,10 @@ fn check(path: &Path, cluster: Option<&Path>) -> Result<String> {
         None => ClusterConfig::from_yaml("examples/cluster.yaml (built in)", EXAMPLE_CLUSTER)?,
     };
     let w = Workload::from_yaml(&path.display().to_string(), &text, &cluster)?;
+    // Valid, but asking what the cluster can never give.
+    for warning in w.warnings(&cluster) {
+        eprintln!("{}: warning: {warning}", path.display());
+    }
     let tiers = [1, 2, 3].map(|t| w.workflows.iter().filter(|f| f.tier == t).count());
     let jobs: usize = w.workflows.iter().map(|f| f.jobs.len()).sum();
     let stages: usize = w.workflows.iter().flat_map(|f| &f.jobs).map(|j| j.stages.len()).sum();

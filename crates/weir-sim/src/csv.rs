@@ -1,0 +1,172 @@
+//! The CSV files of runs and jobs a simulation writes, `runs.csv` and `jobs.csv` (`pending.csv`
+//! is in `pending.rs`, `usage.csv` in `usage_csv.rs`), from a kept outcome or as records come
+//! ([`CsvRecords`]). Writers take any `io::Write` the host opened; names are quoted as RFC 4180
+//! says wherever they could hold a comma or a quote (queue names cannot: validation refuses
+//! them, so `usage.csv` stays the simple format `weir plan` reads).
+
+use std::io::{self, Write};
+
+use weir_model::{Duration, Time, Workflow};
+
+use crate::records::RecordSink;
+use crate::summary::{bounded_slowdown, JobRecord, JobStatus, Outcome, RunRecord};
+
+const RUNS_HEADER: &str =
+    "workflow,tier,queue,submit,start,end,slo,met,status,wait,delay,response,bounded_slowdown";
+const JOBS_HEADER: &str =
+    "job,workflow,job_name,tier,queue,submit,first_container,all_granted,end,wait,delay,response,bounded_slowdown,status";
+
+/// `runs.csv` of a kept outcome: one row per run, in submission order.
+pub fn write_runs_csv(mut w: impl Write, outcome: &Outcome) -> io::Result<()> {
+    writeln!(w, "{RUNS_HEADER}")?;
+    for r in &outcome.runs {
+        run_row(&mut w, r, &outcome.workload.workflows[r.workflow as usize])?;
+    }
+    Ok(())
+}
+
+/// `jobs.csv` of a kept outcome: one row per job, in job order (numbers as in `pending.csv`).
+pub fn write_jobs_csv(mut w: impl Write, outcome: &Outcome) -> io::Result<()> {
+    writeln!(w, "{JOBS_HEADER}")?;
+    for j in &outcome.job_records {
+        job_row(&mut w, j, &outcome.workload.workflows[j.workflow as usize])?;
+    }
+    Ok(())
+}
+
+/// `runs.csv` and `jobs.csv` written as runs and jobs end (a [`RecordSink`]): rows in the order
+/// they end, unfinished ones last.
+pub struct CsvRecords<W: Write> {
+    runs: W,
+    jobs: W,
+}
+
+impl<W: Write> CsvRecords<W> {
+    pub fn new(mut runs: W, mut jobs: W) -> io::Result<CsvRecords<W>> {
+        writeln!(runs, "{RUNS_HEADER}")?;
+        writeln!(jobs, "{JOBS_HEADER}")?;
+        Ok(CsvRecords { runs, jobs })
+    }
+}
+
+impl<W: Write> RecordSink for CsvRecords<W> {
+    fn run(&mut self, record: &RunRecord, workflow: &Workflow) -> io::Result<()> {
+        run_row(&mut self.runs, record, workflow)
+    }
+
+    fn job(&mut self, record: &JobRecord, workflow: &Workflow) -> io::Result<()> {
+        job_row(&mut self.jobs, record, workflow)
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        self.runs.flush()?;
+        self.jobs.flush()
+    }
+}
+
+/// A number, or nothing, written without an allocation.
+struct Opt(Option<u64>);
+
+impl std::fmt::Display for Opt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(v) => write!(f, "{v}"),
+            None => Ok(()),
+        }
+    }
+}
+
+fn opt(t: Option<u64>) -> Opt {
+    Opt(t)
+}
+
+fn run_row(w: &mut impl Write, r: &RunRecord, wf: &Workflow) -> io::Result<()> {
+    let status = match (r.failed, r.end) {
+        (true, _) => "failed",
+        (false, Some(_)) => "completed",
+        (false, None) => "unfinished",
+    };
+    let met = match r.met {
+        Some(true) => "true",
+        Some(false) => "false",
+        None => "",
+    };
+    writeln!(
+        w,
+        "{},{},{},{},{},{},{},{met},{status},{},{},{},{}",
+        csv_field(&wf.name),
+        wf.tier,
+        csv_field(wf.queue.as_str()),
+        r.submit.as_millis(),
+        opt(r.start.map(Time::as_millis)),
+        opt(r.end.map(Time::as_millis)),
+        opt(wf.slo.map(|d| d.as_millis())),
+        opt(r.wait().map(Duration::as_millis)),
+        opt(r.delay.map(Duration::as_millis)),
+        opt(r.response().map(Duration::as_millis)),
+        ratio(r.bounded_slowdown()),
+    )
+}
+
+fn job_row(w: &mut impl Write, j: &JobRecord, wf: &Workflow) -> io::Result<()> {
+    let since = |t: Option<Time>| t.map(|t| t.since(j.submit).as_millis());
+    let completed = j.status == JobStatus::Completed;
+    let response = since(j.end).filter(|_| completed);
+    let slowdown = response.zip(since(j.all_started)).map(|(r, d)| bounded_slowdown(r, d));
+    let name = wf.jobs.get(j.template as usize).map_or("", |t| t.name.as_str());
+    writeln!(
+        w,
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        j.job,
+        csv_field(&wf.name),
+        csv_field(name),
+        j.tier,
+        csv_field(wf.queue.as_str()),
+        j.submit.as_millis(),
+        opt(j.first_start.map(Time::as_millis)),
+        opt(j.all_started.map(Time::as_millis)),
+        opt(j.end.map(Time::as_millis)),
+        opt(since(j.first_start)),
+        opt(since(j.all_started)),
+        opt(response),
+        ratio(slowdown),
+        j.status.name(),
+    )
+}
+
+/// A ratio with four decimals, or empty.
+struct Ratio(Option<f64>);
+
+impl std::fmt::Display for Ratio {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(v) => write!(f, "{v:.4}"),
+            None => Ok(()),
+        }
+    }
+}
+
+fn ratio(v: Option<f64>) -> Ratio {
+    Ratio(v)
+}
+
+/// Quote a field that holds a comma, quote or line break (RFC 4180).
+pub(crate) fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\"")).into()
+    } else {
+        s.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_with_commas_are_quoted() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}
