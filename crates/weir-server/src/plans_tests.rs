@@ -77,22 +77,29 @@ fn unknown_and_missing_queues_are_refused() {
 
 #[test]
 fn capacities_that_do_not_fit_are_refused() {
-    // 20 cores of min in a 16-core cluster, and a min above the queue's own max.
+    // 20 cores of min in a 16-core cluster: each min fits its queue, together they do not.
     let planned = LIVE
         .replace("{name: tier1, tier: 1}", "{name: tier1, tier: 1, min: {cpu: 12000, memory: 1g}}")
-        .replace(
-            "{name: tier3, tier: 3}",
-            "{name: tier3, tier: 3, min: {cpu: 8000, memory: 1g}, max: {cpu: 4000, memory: 8g}}",
-        );
+        .replace("{name: tier3, tier: 3}", "{name: tier3, tier: 3, min: {cpu: 8000, memory: 1g}}");
     let r = refusals(&planned, None);
-    let text = format!("{r:?}");
-    assert!(
-        r.iter().any(|p| p.path == "config.queues.root.ads.tier3.min" && p.message.contains("above its max")),
-        "{text}"
-    );
     assert!(
         r.iter().any(|p| p.path == "config.queues.root.ads.children" && p.message.contains("add up to")),
-        "{text}"
+        "{r:?}"
+    );
+}
+
+#[test]
+fn a_min_above_its_own_max_is_refused_by_the_files_validation() {
+    // The cluster file's own validation refuses it before the plan's capacity checks run, with
+    // the path of the field in the planned file.
+    let planned = LIVE.replace(
+        "{name: tier3, tier: 3}",
+        "{name: tier3, tier: 3, min: {cpu: 8000, memory: 1g}, max: {cpu: 4000, memory: 8g}}",
+    );
+    let r = refusals(&planned, None);
+    assert!(
+        r.iter().any(|p| p.path == "queues.ads.children.tier3.min" && p.message.contains("above max")),
+        "{r:?}"
     );
 }
 
