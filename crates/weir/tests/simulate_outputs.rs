@@ -205,3 +205,44 @@ fn usage_can_be_coarsened_and_progress_shows_in_a_log() {
     let e = weir(&["simulate", "--usage-resolution", "0s", "--out", &dir.0.join("z").display().to_string()]);
     assert!(text(&e.stderr).contains("--usage-resolution must be positive"), "{}", text(&e.stderr));
 }
+
+/// A run of a few steps still shows progress in a log: the clock is read from the first step,
+/// not only every 64 steps (a stage of 10^8 tasks replays in ~50 steps of seconds each).
+#[test]
+fn progress_shows_in_a_log_when_a_run_has_few_steps() {
+    let dir = Scratch::new("outputs-few-steps");
+    let cluster = dir.0.join("c.yaml");
+    let workload = dir.0.join("w.yaml");
+    fs::write(
+        &cluster,
+        "version: 1\nnodes: [{count: 1, resources: {cpu: 4000, memory: 4096}}]\nqueues: [{name: default}]\n",
+    )
+    .expect("write");
+    fs::write(
+        &workload,
+        "version: 1\nworkflows:\n  - name: w\n    queue: root.default\n    jobs:\n      - name: j\n        \
+         stages:\n          - {name: s, tasks: 12, resources: {cpu: 1000, memory: 1g}, duration: {fixed: 1m}}\n",
+    )
+    .expect("write");
+    let out = dir.0.join("out").display().to_string();
+    let (c, w) = (cluster.display().to_string(), workload.display().to_string());
+    let o = weir(&[
+        "simulate",
+        "--cluster",
+        &c,
+        "--workload",
+        &w,
+        "--am",
+        "none",
+        "--no-report",
+        "--progress-every",
+        "0s",
+        "--out",
+        &out,
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stderr = text(&o.stderr);
+    let lines = stderr.lines().filter(|l| l.starts_with("simulating: t=")).count();
+    // Three waves of four tasks: a handful of steps, fewer than 64 (before: no line at all).
+    assert!(lines >= 1, "a progress line in a run of a handful of steps: {stderr}");
+}
