@@ -249,7 +249,8 @@ impl Simulation {
         engine.set_container_limit(config.max_containers);
         let plans = plan(&cluster, &workload, &config, &node_groups, &mut engine)?;
         let leaves: Vec<usize> = (0..cluster.queues.len()).filter(|&q| cluster.queues[q].is_leaf()).collect();
-        let runs_expected = expected_runs(&workload, config.until);
+        // A streamed trace's length is not known until it has been read.
+        let runs_expected = if source.is_some() { None } else { expected_runs(&workload, config.until) };
         let mut metrics = Metrics::new(cluster.queues.len(), config.sample_every.as_millis());
         if cluster.total_resources().gpu > 0 {
             metrics.gpu_mix = gpu_mix(&workload, &plans);

@@ -85,6 +85,8 @@ fn a_streamed_simulation_holds_only_the_work_in_flight() {
             .expect("opens");
     let mut sim =
         Simulation::streaming(cluster.clone(), Box::new(Watch(source)), config.clone()).expect("sim");
+    // How many runs a stream holds is not known before it is read (progress said "of 0").
+    assert_eq!(sim.progress().runs_expected, None);
     let mut most = (0, 0, 0);
     while sim.step().expect("step") {
         let h = sim.held();
