@@ -113,18 +113,7 @@ impl Store {
 
     pub(crate) async fn put_route(&self, route: &RouteRow, now_ms: i64) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
-        sqlx::query(
-            "INSERT INTO routes (key, cluster, queue, updated_ms) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (key) DO UPDATE SET cluster = excluded.cluster, queue = excluded.queue,
-             updated_ms = excluded.updated_ms",
-        )
-        .bind(route.key.as_str())
-        .bind(route.cluster.as_str())
-        .bind(route.queue.as_str())
-        .bind(now_ms)
-        .execute(&mut *tx)
-        .await
-        .map_err(StoreError::db)?;
+        upsert_route(&mut tx, route, now_ms).await?;
         tx.commit().await.map_err(StoreError::db)
     }
 
@@ -236,4 +225,26 @@ impl Store {
             })
             .collect()
     }
+}
+
+/// Insert `route`, or replace the route with its key, inside the caller's transaction (a single
+/// route's `put_route`, or a plan's routes applied with its configuration).
+pub(crate) async fn upsert_route(
+    tx: &mut crate::worker::Tx,
+    route: &RouteRow,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO routes (key, cluster, queue, updated_ms) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (key) DO UPDATE SET cluster = excluded.cluster, queue = excluded.queue,
+         updated_ms = excluded.updated_ms",
+    )
+    .bind(route.key.as_str())
+    .bind(route.cluster.as_str())
+    .bind(route.queue.as_str())
+    .bind(now_ms)
+    .execute(&mut **tx)
+    .await
+    .map_err(StoreError::db)?;
+    Ok(())
 }

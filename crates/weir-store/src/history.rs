@@ -8,6 +8,7 @@
 //! everything here reads, except [`Store::apply_plan`] and the proposal writes, which are one
 //! transaction each.
 
+use crate::worker::Tx;
 use crate::{int, opt_int, text, RouteRow, Store, StoreError};
 
 /// One interval of constant (or averaged) usage of a leaf queue: a `usage.csv` row.
@@ -332,18 +333,7 @@ impl Store {
             .await
             .map_err(StoreError::db)?;
         for r in routes {
-            sqlx::query(
-                "INSERT INTO routes (key, cluster, queue, updated_ms) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (key) DO UPDATE SET cluster = excluded.cluster, queue = excluded.queue,
-                 updated_ms = excluded.updated_ms",
-            )
-            .bind(r.key.as_str())
-            .bind(r.cluster.as_str())
-            .bind(r.queue.as_str())
-            .bind(now_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(StoreError::db)?;
+            crate::auth::upsert_route(&mut tx, r, now_ms).await?;
         }
         tx.commit().await.map_err(StoreError::db)?;
         Ok(PlanApplied::Applied { version })
@@ -438,8 +428,6 @@ impl Store {
         opt_int(&row, "at")
     }
 }
-
-type Tx = sqlx::Transaction<'static, sqlx::Any>;
 
 /// Insert one usage interval (the worker's fenced batch). Rows never overlap for one queue:
 /// one that starts before the queue's last row ends is moved up to that end, or dropped if

@@ -137,14 +137,7 @@ queues:
         s.tasks_completed,
         s.utilization.cpu * 100.0
     )?;
-    writeln!(out, "{:<12} {:>12} {:>10} {:>14}", "phase", "events", "seconds", "events/s")?;
-    writeln!(out, "{:<12} {:>12} {:>10.3} {:>14.0}", "simulate", s.events, wall, rate)?;
-    writeln!(
-        out,
-        "{}",
-        json!({"events_per_sec": rate.round(), "wall_seconds": (wall * 1000.0).round() / 1000.0})
-    )?;
-    emit(&out)
+    finish(out, s.events, wall, rate)
 }
 
 /// `--backlog`: the synthetic SWF trace on 128 one-processor nodes, one FIFO leaf, no AMs.
@@ -229,8 +222,13 @@ queues:
         s.tasks_completed,
         s.utilization.cpu * 100.0
     )?;
+    finish(out, s.events, wall, rate)
+}
+
+/// The phase table and the last-line JSON both benches end with, then print it all.
+fn finish(mut out: String, events: u64, wall: f64, rate: f64) -> Result<()> {
     writeln!(out, "{:<12} {:>12} {:>10} {:>14}", "phase", "events", "seconds", "events/s")?;
-    writeln!(out, "{:<12} {:>12} {:>10.3} {:>14.0}", "simulate", s.events, wall, rate)?;
+    writeln!(out, "{:<12} {:>12} {:>10.3} {:>14.0}", "simulate", events, wall, rate)?;
     writeln!(
         out,
         "{}",
