@@ -22,8 +22,8 @@ use weir_sim::{SimConfig, Simulation, Summary};
 use weir_store::{JobStore, ProposalRow};
 
 use crate::clusters::Registry;
+use crate::config::Stop;
 use crate::time::now_ms;
-use crate::Stop;
 
 /// How often to plan, and over how much history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,8 +11,8 @@ use tokio::sync::watch;
 use weir_model::ClusterConfig;
 use weir_store::{JobStore, RouteRow};
 
+use crate::config::Stop;
 use crate::error::ServerError;
-use crate::Stop;
 
 /// A cluster to load at start: a name and a cluster file's text.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -24,6 +24,7 @@ mod api;
 mod auth;
 mod autoplan;
 mod clusters;
+mod config;
 mod dashboard;
 mod error;
 mod logs;
@@ -33,13 +34,12 @@ mod plans;
 mod replay;
 mod reports;
 mod snapshot;
+mod state;
 mod submit;
 mod time;
 mod worker;
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,69 +49,9 @@ use weir_store::JobStore;
 pub use auth::{admin_token_path, hash_token, new_token};
 pub use autoplan::AutoPlan;
 pub use clusters::{default_cluster_yaml, ClusterSource};
+pub use config::{BackendSettings, ServerConfig, Stop};
 pub use error::ServerError;
 pub use time::{format_utc, now_ms};
-
-/// Everything `weir serve` (or `weir worker`) is started with.
-#[derive(Clone, Debug)]
-pub struct ServerConfig {
-    /// Logs, the local backend's state and the admin token file.
-    pub data_dir: PathBuf,
-    /// Where the API listens; `None` runs a worker only (`weir worker`).
-    pub listen: Option<SocketAddr>,
-    /// Clusters to (re)load into the store at start. Empty: keep what the store has.
-    pub clusters: Vec<ClusterSource>,
-    /// Run the worker (lease clusters, drive engines, run tasks).
-    pub worker: bool,
-    /// This process's name in leases.
-    pub owner: String,
-    /// How long a lease lasts without renewal; another worker takes over after it.
-    pub lease: Duration,
-    /// Grace between SIGTERM and SIGKILL when killing a task (a cluster's backend may set its own).
-    pub kill_grace: Duration,
-    /// How each cluster runs its tasks, by cluster name. A cluster not named here runs on the
-    /// local backend under `DATA_DIR/backend/NAME` with [`ServerConfig::kill_grace`].
-    pub backends: BTreeMap<String, BackendSettings>,
-    /// Largest accepted request body.
-    pub body_limit: usize,
-    /// The engine actor's periodic tick (scheduling even when nothing happens).
-    pub tick: Duration,
-    /// Queue usage history is recorded with at most one row per queue per this span.
-    pub usage_resolution: Duration,
-    /// Plan every cluster on this schedule and store the plans as proposals (`--auto-plan`).
-    pub auto_plan: Option<AutoPlan>,
-}
-
-impl ServerConfig {
-    pub fn new(data_dir: PathBuf) -> ServerConfig {
-        ServerConfig {
-            data_dir,
-            listen: Some(SocketAddr::from(([127, 0, 0, 1], 8470))),
-            clusters: Vec::new(),
-            worker: true,
-            owner: format!("weir-{}", std::process::id()),
-            lease: Duration::from_secs(10),
-            kill_grace: Duration::from_secs(10),
-            backends: BTreeMap::new(),
-            body_limit: 1 << 20,
-            tick: Duration::from_millis(500),
-            usage_resolution: Duration::from_secs(60),
-            auto_plan: None,
-        }
-    }
-}
-
-/// How one cluster's tasks are run: the backend kind and its options.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BackendSettings {
-    /// Process groups on this machine (`weir_backend::LocalBackend`).
-    Local {
-        /// The backend's state folder (one folder per attempt). `None`: `DATA_DIR/backend/NAME`.
-        state_dir: Option<PathBuf>,
-        /// Grace between SIGTERM and SIGKILL. `None`: [`ServerConfig::kill_grace`].
-        kill_grace: Option<Duration>,
-    },
-}
 
 /// A running server. Dropping it does not stop it; call [`Server::shutdown`].
 pub struct Server {
@@ -123,16 +63,6 @@ pub struct Server {
     stop: watch::Sender<Stop>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     worker: Option<worker::WorkerHandle>,
-}
-
-/// How to stop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stop {
-    Running,
-    /// Stop now; running tasks keep running and are re-adopted by the next start.
-    Now,
-    /// Take no new work, wait for running tasks to end, then stop.
-    Drain,
 }
 
 impl Server {
@@ -171,8 +101,8 @@ impl Server {
                 .map_err(|source| ServerError::Bind { addr: listen, source })?;
             addr = listener.local_addr().ok();
             let notify = worker.as_ref().map(|w| w.notify.clone());
-            let state = api::AppState::new(store.clone(), registry.clone(), notify, metrics.clone());
-            let app = api::router(state, config.body_limit);
+            let state = state::AppState::new(store.clone(), registry.clone(), notify, metrics.clone());
+            let app = app(state, config.body_limit);
             let mut rx = stop_rx.clone();
             tasks.push(tokio::spawn(async move {
                 let shutdown = async move {
@@ -206,4 +136,17 @@ impl Server {
             let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
         }
     }
+}
+
+/// Every route of the service: the API, the planning loop's endpoints, and the dashboard,
+/// with the dashboard's cookie accepted for reads and the body limit.
+fn app(state: state::AppState, body_limit: usize) -> axum::Router {
+    axum::Router::new()
+        .merge(api::router())
+        .merge(loop_api::router())
+        .merge(dashboard::router())
+        .fallback(|| async { error::ApiError::not_found("no such endpoint; see /v1/openapi.json") })
+        .layer(axum::middleware::from_fn(dashboard::cookie_for_reads))
+        .layer(axum::extract::DefaultBodyLimit::max(body_limit))
+        .with_state(state)
 }

@@ -13,8 +13,8 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use weir_api::Role;
 use weir_store::{AttemptRow, JobStore};
 
-use crate::api::{readable_run, AppState};
 use crate::error::ApiError;
+use crate::state::{readable_run, AppState};
 
 #[derive(Deserialize)]
 pub struct LogQuery {

@@ -18,10 +18,27 @@ use weir_api::{
 };
 use weir_store::PlanApplied;
 
-use crate::api::AppState;
 use crate::auth::Principal;
 use crate::error::ApiError;
+use crate::state::AppState;
 use crate::time::now_ms;
+
+/// The planning loop's endpoints: usage and run history, reports, cluster files, replays,
+/// plans and proposals.
+pub fn router() -> axum::Router<AppState> {
+    use axum::routing::{get, post};
+    axum::Router::new()
+        .route("/v1/usage", get(usage_csv))
+        .route("/v1/runs.csv", get(runs_csv))
+        .route("/v1/reports/slo", get(slo_report))
+        .route("/v1/reports/usage", get(usage_report))
+        .route("/v1/clusters", get(clusters))
+        .route("/v1/clusters/{name}/config", get(cluster_config))
+        .route("/v1/clusters/{name}/plan", post(post_plan))
+        .route("/v1/replay", get(replay))
+        .route("/v1/proposals", get(proposals))
+        .route("/v1/proposals/{id}/apply", post(post_apply_proposal))
+}
 
 /// Reports cover this long when the request gives no `since`.
 pub const DEFAULT_WINDOW_MS: i64 = 7 * 86_400_000;
@@ -356,7 +373,7 @@ pub async fn post_plan(
     b: Result<Bytes, BytesRejection>,
 ) -> Result<Json<PlanDiff>, ApiError> {
     require_admin(&s.principal(&headers).await?)?;
-    let b = crate::api::body(b)?;
+    let b = crate::state::body(b)?;
     let de = &mut serde_json::Deserializer::from_slice(&b);
     let req: PlanRequest = serde_path_to_error::deserialize(de).map_err(|e| {
         ApiError::bad_request(format!("malformed JSON: {}", e.inner())).field(e.path().to_string())

@@ -13,8 +13,8 @@ use weir_store::RouteRow;
 use super::pages::{signed_in, try_page};
 use super::views::{resources, time};
 use super::{api_error, html, visitor, Nav, Visitor};
-use crate::api::AppState;
 use crate::error::ApiError;
+use crate::state::AppState;
 use crate::time::now_ms;
 
 pub struct RouteLine {
@@ -285,7 +285,7 @@ pub async fn put_cluster(
             )),
             Err(e) => Err(e.body.error.message),
         },
-        (None, Some(text)) => match crate::api::reload_cluster(&s, &name, text.replace("\r\n", "\n")).await {
+        (None, Some(text)) => match crate::state::reload_cluster(&s, &name, text.replace("\r\n", "\n")).await {
             Ok(a) => Ok(format!("reloaded `{}`: {} queues, {} leaves", a.cluster, a.queues, a.leaves)),
             Err(e) => Err(e.body.error.message),
         },

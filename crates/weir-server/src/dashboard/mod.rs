@@ -32,9 +32,9 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use weir_api::Role;
 
-use crate::api::AppState;
 use crate::auth::Principal;
 use crate::error::ApiError;
+use crate::state::AppState;
 use crate::time::now_ms;
 
 /// The cookie that carries the token.

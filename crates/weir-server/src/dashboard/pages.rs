@@ -13,8 +13,8 @@ use weir_store::{RunFilter, UsageRow};
 
 use super::views::{self, cores, memory, percent, span, time};
 use super::{api_error, html, visitor, Nav, Visitor};
-use crate::api::AppState;
 use crate::error::ApiError;
+use crate::state::AppState;
 use crate::submit::project_of_queue;
 use crate::time::now_ms;
 
@@ -142,7 +142,7 @@ fn utilization_chart(
 pub async fn overview(State(s): State<AppState>, headers: HeaderMap) -> Response {
     let v = signed_in!(s, headers);
     let now = now_ms();
-    let clusters = try_page!(crate::api::cluster_queues(&s, None).await);
+    let clusters = try_page!(crate::state::cluster_queues(&s, None).await);
     let mut cards = Vec::new();
     let mut chart = String::new();
     for c in &clusters {
@@ -280,7 +280,7 @@ fn short(r: &weir_api::Resources) -> String {
 pub async fn queues(State(s): State<AppState>, headers: HeaderMap) -> Response {
     let v = signed_in!(s, headers);
     let now = now_ms();
-    let clusters = try_page!(crate::api::cluster_queues(&s, None).await);
+    let clusters = try_page!(crate::state::cluster_queues(&s, None).await);
     let mut views = Vec::new();
     for c in &clusters {
         let paths: Vec<String> = c.queues.iter().map(|q| q.path.clone()).collect();

@@ -10,8 +10,8 @@ use weir_report::{BarChart, Bars};
 use super::pages::{signed_in, try_page, Choice};
 use super::views::{percent, span};
 use super::{api_error, html, visitor, Nav};
-use crate::api::AppState;
 use crate::error::ApiError;
+use crate::state::AppState;
 use crate::time::now_ms;
 
 #[derive(Deserialize, Default)]

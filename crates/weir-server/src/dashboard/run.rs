@@ -13,8 +13,8 @@ use weir_api::{Role, RunState};
 use super::pages::{encode, signed_in, try_page};
 use super::views::{span, time, time_opt};
 use super::{api_error, html, visitor, Nav};
-use crate::api::AppState;
 use crate::error::ApiError;
+use crate::state::AppState;
 use crate::time::now_ms;
 
 pub struct TaskLine {
@@ -91,7 +91,7 @@ pub async fn run(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i
     let explanations = if terminal {
         Vec::new()
     } else {
-        let snap = try_page!(crate::api::snapshot(&s, &r.cluster).await);
+        let snap = try_page!(crate::state::snapshot(&s, &r.cluster).await);
         let texts = snap.map(|(sn, _)| sn.explanations).unwrap_or_default();
         jobs.iter()
             .filter_map(|j| {

@@ -4,7 +4,10 @@
 //! over from the store — every start is a recovery.
 
 mod actor;
+mod attempts;
+mod backends;
 mod live;
+mod progress;
 mod recover;
 mod usage;
 mod warning;
@@ -19,10 +22,10 @@ use tokio::task::JoinHandle;
 use weir_store::JobStore;
 
 use crate::clusters::Registry;
+use crate::config::{BackendSettings, ServerConfig, Stop};
 use crate::error::ServerError;
 use crate::metrics::Metrics;
 use crate::time::now_ms;
-use crate::{BackendSettings, ServerConfig, Stop};
 
 /// Settings every actor of this process shares.
 #[derive(Clone, Debug)]
@@ -36,19 +39,6 @@ pub(crate) struct WorkerSettings {
     /// Usage rows are at most one per queue per this many milliseconds.
     pub usage_resolution_ms: u64,
     pub metrics: Arc<Metrics>,
-}
-
-impl WorkerSettings {
-    /// The local backend's state folder and kill grace for `cluster`.
-    pub fn local_backend(&self, cluster: &str) -> (PathBuf, Duration) {
-        let default_dir = || self.data_dir.join("backend").join(cluster);
-        match self.backends.get(cluster) {
-            Some(BackendSettings::Local { state_dir, kill_grace }) => {
-                (state_dir.clone().unwrap_or_else(default_dir), kill_grace.unwrap_or(self.kill_grace))
-            }
-            None => (default_dir(), self.kill_grace),
-        }
-    }
 }
 
 pub(crate) struct WorkerHandle {

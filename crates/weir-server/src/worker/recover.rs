@@ -288,7 +288,7 @@ impl Actor {
             let mut requests = Vec::new();
             for (s, st) in job.stages.iter_mut().enumerate() {
                 if st.waiting_on == 0 {
-                    let n = super::actor::ready_tasks(st);
+                    let n = super::progress::ready_tasks(st);
                     if n > 0 {
                         requests.push(Request::new(st.resources, n).tagged(s as u64));
                     }

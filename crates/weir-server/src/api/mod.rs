@@ -1,0 +1,104 @@
+//! The service layer's HTTP API (`/v1`): runs (`runs`), routes, workflows, tokens and cluster
+//! files (`admin`), queues and `/metrics` here. Handlers authenticate, authorize, validate,
+//! and read or write the store; they never call a backend and never wait on an engine. The
+//! planning loop's endpoints are `loop_api`'s, task logs `logs`'.
+
+mod admin;
+mod runs;
+
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde::Deserialize;
+use weir_api::{Health, QueuesResponse, Role};
+
+use crate::error::ApiError;
+use crate::state::{cluster_queues, AppState};
+use crate::time::now_ms;
+
+/// The `/v1` API, `/healthz`, `/readyz` and `/metrics`.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/v1/openapi.json", get(openapi))
+        .route("/v1/runs", post(runs::submit_run).get(runs::list_runs))
+        .route("/v1/runs/{id}", get(runs::get_run))
+        .route("/v1/runs/{id}/kill", post(runs::kill_run))
+        .route("/v1/runs/{id}/explain", get(runs::explain_run))
+        .route("/v1/runs/{id}/tasks/{task}/logs", get(crate::logs::task_logs))
+        .route("/v1/queues", get(queues))
+        .route("/v1/queues/{path}", get(queue))
+        .route("/v1/routes", get(admin::list_routes))
+        .route("/v1/routes/{key}", put(admin::put_route).delete(admin::delete_route))
+        .route("/v1/workflows/{name}", put(admin::put_workflow))
+        .route("/v1/tokens", post(admin::create_token).get(admin::list_tokens))
+        .route("/v1/tokens/{id}", axum::routing::delete(admin::revoke_token))
+        .route("/v1/clusters/{name}/config", put(admin::put_cluster_config))
+        .route("/metrics", get(metrics))
+}
+
+async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok".into() })
+}
+
+async fn readyz(State(s): State<AppState>) -> Result<Json<Health>, ApiError> {
+    s.store.ping().await?;
+    Ok(Json(Health { status: "ready".into() }))
+}
+
+async fn openapi() -> Response {
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], weir_api::openapi_json()).into_response()
+}
+
+#[derive(Deserialize)]
+struct ClusterQuery {
+    cluster: Option<String>,
+}
+
+async fn queues(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<ClusterQuery>,
+) -> Result<Json<QueuesResponse>, ApiError> {
+    s.principal(&headers).await?;
+    Ok(Json(QueuesResponse { clusters: cluster_queues(&s, q.cluster.as_deref()).await? }))
+}
+
+async fn queue(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(path): Path<String>,
+    Query(q): Query<ClusterQuery>,
+) -> Result<Json<weir_api::QueueInfo>, ApiError> {
+    s.principal(&headers).await?;
+    let want = if path.starts_with("root") { path.clone() } else { format!("root.{path}") };
+    cluster_queues(&s, q.cluster.as_deref())
+        .await?
+        .into_iter()
+        .flat_map(|c| c.queues)
+        .find(|q| q.path == want)
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(format!("no queue {want}")))
+}
+
+/// `GET /metrics`: OpenMetrics text. Needs a token that may read every project (the queue
+/// gauges cover every queue).
+async fn metrics(State(s): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let p = s.principal(&headers).await?;
+    if !p.can_all(Role::Viewer) {
+        return Err(ApiError::forbidden(format!(
+            "token {} cannot read every project; /metrics needs a viewer grant on `*`",
+            p.token_id
+        )));
+    }
+    let clusters = cluster_queues(&s, None).await?;
+    let text = s.metrics.render(&clusters, now_ms()).await;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
+        text,
+    )
+        .into_response())
+}

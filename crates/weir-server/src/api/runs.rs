@@ -1,0 +1,298 @@
+//! `/v1/runs`: submit, list, read, kill, explain.
+
+use std::collections::BTreeMap;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use weir_api::{
+    Job, JobExplanation, PreemptionWarning, Role, Run, RunCreated, RunExplanation, RunList, RunState,
+    RunSummary, Task,
+};
+use weir_store::{KillOutcome, NewRun, RunFilter, RunRow, Submitted};
+
+use crate::error::ApiError;
+use crate::state::{body, is_yaml, readable_run, snapshot, AppState};
+use crate::submit;
+use crate::time::{format_utc, now_ms};
+
+/// Idempotency records replay for this long.
+const IDEMPOTENCY_MS: i64 = 24 * 3600 * 1000;
+
+fn run_state(s: &str) -> RunState {
+    RunState::parse(s).unwrap_or(RunState::Failed)
+}
+
+fn summary(r: &RunRow) -> RunSummary {
+    RunSummary {
+        id: r.id,
+        workflow: r.workflow.clone(),
+        project: r.project.clone(),
+        tier: r.tier,
+        logical_date: r.logical_date.clone(),
+        state: run_state(&r.state),
+        cluster: r.cluster.clone(),
+        queue: r.queue.clone(),
+        submitted_ms: r.submitted_ms,
+        finished_ms: r.finished_ms,
+    }
+}
+
+fn created(r: &RunRow) -> RunCreated {
+    RunCreated {
+        id: r.id,
+        workflow: r.workflow.clone(),
+        logical_date: r.logical_date.clone(),
+        cluster: r.cluster.clone(),
+        queue: r.queue.clone(),
+        state: RunState::Queued,
+    }
+}
+
+pub(super) async fn submit_run(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    b: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let started = std::time::Instant::now();
+    let principal = s.principal(&headers).await?;
+    let b = body(b)?;
+    let req = submit::parse_body(&b, is_yaml(&headers))?;
+    submit::check_params(&req.params)?;
+    let spec_value = match (&req.workflow, &req.workflow_name) {
+        (Some(w), None) => w.clone(),
+        (None, Some(name)) => {
+            let text = s.store.workflow(name).await?.ok_or_else(|| {
+                ApiError::invalid(format!("no registered workflow `{name}`")).field("workflow_name")
+            })?;
+            serde_json::from_str(&text)
+                .map_err(|e| ApiError::internal(format!("stored workflow `{name}`: {e}")))?
+        }
+        _ => {
+            return Err(
+                ApiError::invalid("give exactly one of `workflow` and `workflow_name`").field("workflow")
+            )
+        }
+    };
+    let spec = submit::workflow_spec(&spec_value)?;
+    let accepted = submit::accept(&s.registry, spec)?;
+    principal.require(&accepted.project, Role::Submitter)?;
+    let now = now_ms();
+    let idempotency_key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(|k| format!("{}:{k}", principal.token_id));
+    let run = NewRun {
+        workflow: accepted.spec.name.clone(),
+        project: accepted.project,
+        tier: accepted.tier,
+        logical_date: req.logical_date.clone().unwrap_or_else(|| format_utc(now)),
+        cluster: accepted.cluster,
+        queue: accepted.queue,
+        spec: serde_json::to_string(&accepted.spec).map_err(|e| ApiError::internal(e.to_string()))?,
+        params: serde_json::to_string(&req.params).map_err(|e| ApiError::internal(e.to_string()))?,
+        submitted_by: principal.token_id.clone(),
+        submitted_ms: now,
+        slo_ms: accepted.slo_ms,
+        idempotency_key,
+        idempotency_after_ms: now - IDEMPOTENCY_MS,
+    };
+    let outcome = s.writer.submit(run.clone()).await?;
+    let conflict = |existing: i64| {
+        ApiError::conflict(
+            format!(
+                "run {existing} of workflow `{}` for logical date `{}` is still active",
+                run.workflow, run.logical_date
+            ),
+            existing,
+        )
+    };
+    s.metrics.observe_submission(started.elapsed());
+    match outcome {
+        Submitted::Created { id } => {
+            s.wake();
+            let body = RunCreated {
+                id,
+                workflow: run.workflow,
+                logical_date: run.logical_date,
+                cluster: run.cluster,
+                queue: run.queue,
+                state: RunState::Queued,
+            };
+            Ok((StatusCode::CREATED, Json(body)).into_response())
+        }
+        Submitted::Conflict { existing } => Err(conflict(existing)),
+        Submitted::Replay { status: 201, run: id } => {
+            let row = s
+                .store
+                .run(id)
+                .await?
+                .ok_or_else(|| ApiError::internal(format!("replayed run {id} is gone")))?;
+            Ok((StatusCode::CREATED, Json(created(&row))).into_response())
+        }
+        Submitted::Replay { run: existing, .. } => Err(conflict(existing)),
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct ListQuery {
+    project: Option<String>,
+    workflow: Option<String>,
+    state: Option<String>,
+    since: Option<i64>,
+    cursor: Option<String>,
+    limit: Option<u32>,
+}
+
+pub(super) async fn list_runs(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<RunList>, ApiError> {
+    let principal = s.principal(&headers).await?;
+    let Query(q) = q.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    if let Some(st) = &q.state {
+        if RunState::parse(st).is_none() {
+            return Err(ApiError::bad_request(format!("`{st}` is not a run state")).field("state"));
+        }
+    }
+    let before = match &q.cursor {
+        Some(c) => Some(c.parse::<i64>().map_err(|_| ApiError::bad_request("bad cursor").field("cursor"))?),
+        None => None,
+    };
+    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let filter = RunFilter {
+        project: q.project,
+        projects_in: principal.readable(),
+        workflow: q.workflow,
+        state: q.state,
+        since_ms: q.since,
+        before,
+        limit,
+    };
+    let rows = s.store.list_runs(&filter).await?;
+    let next_cursor = (rows.len() == limit as usize).then(|| rows.last().map(|r| r.id.to_string())).flatten();
+    Ok(Json(RunList { runs: rows.iter().map(summary).collect(), next_cursor }))
+}
+
+pub(super) async fn get_run(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+) -> Result<Json<Run>, ApiError> {
+    let run = readable_run(&s, &headers, id, Role::Viewer).await?;
+    let jobs = s.store.jobs(id).await?;
+    let tasks = s.store.tasks(id).await?;
+    let explanations = if RunState::parse(&run.state).is_some_and(|st| !st.is_terminal()) {
+        snapshot(&s, &run.cluster).await?.map(|(sn, _)| sn.explanations).unwrap_or_default()
+    } else {
+        BTreeMap::new()
+    };
+    let mut warnings = BTreeMap::new();
+    for t in tasks.iter().filter(|t| t.state == "preempting") {
+        let attempts = s.store.attempts(id, t.job_idx, t.stage_idx, t.task_idx).await?;
+        if let Some(a) = attempts.iter().rev().find(|a| a.state == "preempting") {
+            if let (Some(reason), Some(kill_at_ms)) = (a.reason.clone(), a.kill_at_ms) {
+                warnings
+                    .insert((t.job_idx, t.stage_idx, t.task_idx), PreemptionWarning { reason, kill_at_ms });
+            }
+        }
+    }
+    let wire_jobs = jobs
+        .iter()
+        .map(|j| Job {
+            name: j.name.clone(),
+            state: j.state.clone(),
+            started_ms: j.started_ms,
+            finished_ms: j.finished_ms,
+            explanation: explanations.get(&format!("{id}/{}", j.idx)).cloned(),
+            tasks: tasks
+                .iter()
+                .filter(|t| t.job_idx == j.idx)
+                .map(|t| Task {
+                    name: format!("{}.{}.{}", j.name, t.stage, t.task_idx),
+                    stage: t.stage.clone(),
+                    index: t.task_idx,
+                    state: t.state.clone(),
+                    attempts: t.attempts,
+                    node: t.node.clone(),
+                    started_ms: t.started_ms,
+                    finished_ms: t.finished_ms,
+                    exit_code: t.exit_code,
+                    preemption: warnings.get(&(t.job_idx, t.stage_idx, t.task_idx)).cloned(),
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(Json(Run {
+        id,
+        workflow: run.workflow,
+        project: run.project,
+        tier: run.tier,
+        logical_date: run.logical_date,
+        state: run_state(&run.state),
+        cluster: run.cluster,
+        queue: run.queue,
+        submitted_ms: run.submitted_ms,
+        started_ms: run.started_ms,
+        finished_ms: run.finished_ms,
+        reason: run.reason,
+        kill_requested: run.kill_requested,
+        params: serde_json::from_str(&run.params).unwrap_or_default(),
+        jobs: wire_jobs,
+    }))
+}
+
+pub(super) async fn kill_run(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+) -> Result<Response, ApiError> {
+    readable_run(&s, &headers, id, Role::Submitter).await?;
+    let outcome = s.store.request_kill(id, now_ms()).await?;
+    if outcome == KillOutcome::NotFound {
+        return Err(ApiError::not_found(format!("no run {id}")));
+    }
+    if outcome == KillOutcome::Killed {
+        // Killed while queued: no worker will see it end.
+        if let Ok(Some(run)) = s.store.run(id).await {
+            s.metrics.run_finished(run.tier, "killed", None);
+        }
+    }
+    s.wake();
+    let run = s.store.run(id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id}")))?;
+    Ok((StatusCode::ACCEPTED, Json(summary(&run))).into_response())
+}
+
+pub(super) async fn explain_run(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+) -> Result<Json<RunExplanation>, ApiError> {
+    let run = readable_run(&s, &headers, id, Role::Viewer).await?;
+    let jobs = s.store.jobs(id).await?;
+    let snap = snapshot(&s, &run.cluster).await?;
+    let state = run_state(&run.state);
+    let out = jobs
+        .iter()
+        .filter(|j| !matches!(j.state.as_str(), "succeeded" | "failed" | "killed"))
+        .map(|j| {
+            let text =
+                snap.as_ref().and_then(|(sn, _)| sn.explanations.get(&format!("{id}/{}", j.idx)).cloned());
+            let explanation = match (j.state.as_str(), text) {
+                (_, Some(t)) => t,
+                ("pending", None) => "waits for the jobs it comes after".to_string(),
+                (_, None) if state == RunState::Queued => {
+                    "the run waits for a worker to claim it".to_string()
+                }
+                (_, None) => "has every container it asked for, or no snapshot was published yet".to_string(),
+            };
+            JobExplanation { job: j.name.clone(), state: j.state.clone(), explanation }
+        })
+        .collect();
+    Ok(Json(RunExplanation { id, state, jobs: out }))
+}

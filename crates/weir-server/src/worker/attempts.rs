@@ -1,0 +1,350 @@
+//! Task attempts: the engine's decisions turned into attempts (start a container, preempt or
+//! kill one), the launch of each attempt — its intent recorded before the starter hands it to
+//! the backend — and how an attempt's end moves its task, stage and run on.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::mpsc::UnboundedReceiver;
+use weir_backend::{AttemptId, Backend, BackendError, Exit, Launched, TaskExit, TaskLaunch};
+use weir_engine::{ContainerId, Decision, Request};
+use weir_store::{AttemptKey, Change, TaskKey};
+
+use super::actor::Actor;
+use super::live::{attempt_id, engine_job, split_job, AttemptLive, TaskPhase};
+use crate::time::now_ms;
+
+/// Attempts being started at once.
+const START_CONCURRENCY: usize = 4;
+
+impl Actor {
+    /// After a commit: hand the attempts whose intent is now stored to the starter, send
+    /// kills, let the backend forget attempts whose end is stored. Nothing here waits for a
+    /// process: start results come back on the starter's channel.
+    pub(super) fn act(&mut self) {
+        self.write_notices();
+        for launch in std::mem::take(&mut self.to_start) {
+            if self.starter.send(launch).is_err() {
+                eprintln!("weir worker: the starter has stopped");
+            }
+        }
+        let kills = std::mem::take(&mut self.to_kill);
+        let forget = std::mem::take(&mut self.to_forget);
+        if kills.is_empty() && forget.is_empty() {
+            return;
+        }
+        let backend = self.backend.clone();
+        let grace = self.settings.kill_grace;
+        tokio::spawn(async move {
+            for l in kills {
+                if let Err(e) = backend.kill(&l, grace).await {
+                    eprintln!("weir worker: cannot kill {}: {e}", l.attempt);
+                }
+            }
+            for l in forget {
+                let _ = backend.forget(&l).await;
+            }
+        });
+    }
+
+    /// A start came back from the starter.
+    pub(super) fn on_started(&mut self, id: AttemptId, result: Result<Launched, BackendError>) {
+        let at = now_ms();
+        match result {
+            Ok(launched) => {
+                // The backend started it: counted even when its end was handled first.
+                self.metrics.task_started(&self.cluster);
+                let Some(a) = self.attempts.get_mut(id.as_str()) else {
+                    // Its end was handled first (it ended, or its run ended): make sure it is gone.
+                    self.to_kill.push(launched);
+                    return;
+                };
+                a.launched = Some(launched.clone());
+                self.changes.push(Change::AttemptLaunched { key: a.key, launched: launched.to_json(), at });
+                let run = a.key.task.run;
+                let warning = a.warning.take();
+                let key = a.key;
+                if a.container.is_none() || self.runs.get(&run).is_some_and(|r| r.ending.is_some()) {
+                    // Preempted or its run ended while it was starting.
+                    self.to_kill.push(launched);
+                } else if let Some(w) = warning {
+                    self.record_warning(key, w);
+                }
+            }
+            Err(e) => {
+                eprintln!("weir worker: cannot start {id}: {e}");
+                self.metrics.task_failed(&self.cluster, "start_error");
+                self.on_exit(TaskExit { attempt: id, exit: Exit::Code(127), ended_at_ms: at as u64 });
+            }
+        }
+    }
+
+    pub fn on_decision(&mut self, d: Decision) {
+        match d {
+            Decision::StartContainer { container, job, node, resources, tag, .. } => {
+                self.start_container(container, job, node.to_string(), resources, tag)
+            }
+            Decision::KillContainer { container, reason, .. } => {
+                if let Some(id) = self.containers.remove(&container) {
+                    if let Some(a) = self.attempts.get_mut(&id) {
+                        a.preempted = true;
+                        a.container = None;
+                        if let Some(l) = &a.launched {
+                            self.to_kill.push(l.clone());
+                        }
+                        eprintln!("weir worker: {id}: {reason}");
+                        let key = a.key;
+                        self.record_preemption(key, &reason);
+                    }
+                }
+            }
+            Decision::JobRejected { job, reason } => {
+                let (run, _) = split_job(job);
+                self.end_run(run, "failed", format!("rejected by the scheduler: {reason}"));
+            }
+            Decision::PreemptContainer { container, kill_at, reason, .. } => {
+                self.on_preempt_warning(container, kill_at, &reason)
+            }
+            Decision::JobRunnable { .. } => {}
+        }
+    }
+
+    pub(super) fn record_preemption(&mut self, key: AttemptKey, reason: &weir_engine::PreemptReason) {
+        let kind = match reason.kind {
+            weir_engine::Starvation::FairShare => "fair_share",
+            weir_engine::Starvation::MinShare => "min_share",
+        };
+        self.metrics.preempted(&self.cluster, kind);
+        let Some(run) = self.runs.get(&key.task.run) else { return };
+        let (job, stage) = match run.jobs.get(key.task.job as usize) {
+            Some(j) => (
+                j.name.clone(),
+                j.stages.get(key.task.stage as usize).map(|s| s.name.clone()).unwrap_or_default(),
+            ),
+            None => return,
+        };
+        let at = self.last_now as i64;
+        self.changes.push(Change::Preempted(weir_store::PreemptionRow {
+            cluster: self.cluster.clone(),
+            at_ms: at,
+            run_id: key.task.run,
+            task: format!("{job}.{stage}.{}", key.task.task),
+            attempt: key.attempt,
+            queue: run.queue.to_string(),
+            for_queue: reason.for_queue.to_string(),
+            kind: kind.to_string(),
+            reason: reason.to_string(),
+        }));
+    }
+
+    pub(super) fn start_container(
+        &mut self,
+        container: ContainerId,
+        job: weir_engine::JobId,
+        node: String,
+        resources: weir_model::Resources,
+        tag: u64,
+    ) {
+        let now = self.now();
+        let (id, j) = split_job(job);
+        let s = tag as usize;
+        let task = self.runs.get_mut(&id).and_then(|run| {
+            if run.ending.is_some() {
+                return None;
+            }
+            let stage = run.jobs.get_mut(j)?.stages.get_mut(s)?;
+            let t = stage.ready.pop_front()?;
+            Some(t)
+        });
+        let Some(t) = task else {
+            // Nothing to run in it (the run is ending): give it back.
+            let _ = self.engine.on_container_finished(now, container);
+            return;
+        };
+        let data_dir = self.settings.data_dir.clone();
+        let Some(run) = self.runs.get_mut(&id) else { return };
+        let at = now.0 as i64;
+        let first_in_job = !run.jobs[j].started;
+        run.jobs[j].started = true;
+        let first_in_run = !run.started;
+        run.started = true;
+        run.active += 1;
+        let stage = &mut run.jobs[j].stages[s];
+        let tl = &mut stage.tasks[t as usize];
+        tl.phase = TaskPhase::Active;
+        tl.attempts += 1;
+        let key = AttemptKey {
+            task: TaskKey { run: id, job: j as u32, stage: s as u32, task: t },
+            attempt: tl.attempts,
+        };
+        let aid = attempt_id(&key);
+        let logs = data_dir.join("logs").join(&aid);
+        let (stdout, stderr) = (path_text(&logs.join("stdout")), path_text(&logs.join("stderr")));
+        let mut env = stage.env.clone();
+        env.insert("WEIR_RUN_ID".into(), id.to_string());
+        env.insert("WEIR_WORKFLOW".into(), run.workflow.clone());
+        env.insert("WEIR_LOGICAL_DATE".into(), run.logical_date.clone());
+        env.insert("WEIR_JOB".into(), run.jobs[j].name.clone());
+        env.insert("WEIR_STAGE".into(), run.jobs[j].stages[s].name.clone());
+        env.insert("WEIR_TASK_INDEX".into(), t.to_string());
+        env.insert("WEIR_ATTEMPT".into(), key.attempt.to_string());
+        env.insert(
+            super::warning::NOTICE_ENV.into(),
+            path_text(&super::warning::notice_path(&data_dir, &aid)),
+        );
+        for (k, v) in &run.params {
+            env.insert(format!("WEIR_PARAM_{}", k.to_uppercase()), v.clone());
+        }
+        let command = run.jobs[j].stages[s].command.clone();
+        let Ok(attempt) = AttemptId::new(aid.clone()) else { return };
+        self.changes.push(Change::AttemptStarting {
+            key,
+            node,
+            stdout: stdout.clone(),
+            stderr: stderr.clone(),
+            at,
+        });
+        if first_in_job {
+            self.changes.push(Change::JobState { run: id, job: j as u32, to: "running", at });
+        }
+        if first_in_run {
+            self.changes.push(Change::RunState { run: id, to: "running", at, reason: None });
+        }
+        self.to_start.push(TaskLaunch {
+            attempt: attempt.clone(),
+            command,
+            env,
+            workdir: data_dir.join("work"),
+            resources,
+            stdout: PathBuf::from(stdout),
+            stderr: PathBuf::from(stderr),
+        });
+        self.containers.insert(container, aid.clone());
+        self.attempts.insert(
+            aid,
+            AttemptLive { key, container: Some(container), launched: None, preempted: false, warning: None },
+        );
+    }
+
+    /// An attempt ended (reported by the backend, or found ended during recovery).
+    pub fn on_exit(&mut self, exit: TaskExit) {
+        let Some(a) = self.attempts.remove(exit.attempt.as_str()) else { return };
+        let now = self.now();
+        let at = now.0 as i64;
+        if let Some(c) = a.container {
+            self.containers.remove(&c);
+            let _ = self.engine.on_container_finished(now, c);
+        }
+        if let Some(l) = a.launched.clone() {
+            self.to_forget.push(l);
+        }
+        let key = a.key;
+        let (id, j, s, t) = (key.task.run, key.task.job as usize, key.task.stage as usize, key.task.task);
+        let Some(run) = self.runs.get_mut(&id) else { return };
+        run.active = run.active.saturating_sub(1);
+        let code = match exit.exit {
+            Exit::Code(c) => Some(c),
+            Exit::Signal(sig) => Some(128 + sig),
+            Exit::Killed | Exit::Lost => None,
+        };
+        if let Some((final_state, _)) = &run.ending {
+            let to = if exit.exit.is_success() { "succeeded" } else { "killed" };
+            self.changes.push(Change::AttemptEnded { key, to, exit_code: code, at, reason: None });
+            let task_to = if exit.exit.is_success() { "succeeded" } else { final_state };
+            self.changes.push(Change::TaskState { task: key.task, to: task_to, at, exit_code: code });
+            if run.active == 0 {
+                self.finish_ending(id);
+            }
+            return;
+        }
+        let job_name = run.jobs[j].name.clone();
+        let stage = &mut run.jobs[j].stages[s];
+        if exit.exit.is_success() {
+            stage.tasks[t as usize].phase = TaskPhase::Done;
+            stage.done += 1;
+            self.changes.push(Change::AttemptEnded {
+                key,
+                to: "succeeded",
+                exit_code: code,
+                at,
+                reason: None,
+            });
+            self.changes.push(Change::TaskState { task: key.task, to: "succeeded", at, exit_code: code });
+            if stage.done as usize == stage.tasks.len() {
+                self.stage_done(id, j, s);
+            }
+            return;
+        }
+        let (to, reason, counts) = if a.preempted {
+            ("killed", "preempted".to_string(), false)
+        } else if exit.exit == Exit::Lost {
+            self.metrics.task_failed(&self.cluster, "lost");
+            ("lost", "lost: no process and no exit status".to_string(), false)
+        } else {
+            let kind = if matches!(exit.exit, Exit::Signal(_)) { "signal" } else { "exit_code" };
+            self.metrics.task_failed(&self.cluster, kind);
+            ("failed", exit.exit.to_string(), true)
+        };
+        self.changes.push(Change::AttemptEnded {
+            key,
+            to,
+            exit_code: code,
+            at,
+            reason: Some(reason.clone()),
+        });
+        let tl = &mut stage.tasks[t as usize];
+        if counts {
+            tl.failures += 1;
+        }
+        if tl.failures >= stage.max_attempts {
+            tl.phase = TaskPhase::Failed;
+            self.changes.push(Change::TaskState { task: key.task, to: "failed", at, exit_code: code });
+            let why = format!(
+                "task {}.{}.{t} failed {} times (max_attempts {}); last: {reason}",
+                job_name, stage.name, tl.failures, stage.max_attempts
+            );
+            self.end_run(id, "failed", why);
+            return;
+        }
+        tl.phase = TaskPhase::Ready;
+        stage.ready.push_back(t);
+        let request = Request::new(stage.resources, 1).tagged(s as u64);
+        let _ = self.engine.on_requests_added(now, engine_job(id, j), vec![request]);
+    }
+}
+
+pub(crate) type Started = (AttemptId, Result<Launched, BackendError>);
+
+/// Starts attempts, a few at once (each forks on the blocking pool; more threads than cores
+/// only queue behind each other), and sends each result back to the actor.
+pub(super) async fn starter(
+    backend: Arc<dyn Backend>,
+    mut launches: UnboundedReceiver<TaskLaunch>,
+    results: tokio::sync::mpsc::UnboundedSender<Started>,
+) {
+    let mut set = tokio::task::JoinSet::new();
+    let mut open = true;
+    loop {
+        tokio::select! {
+            launch = launches.recv(), if open && set.len() < START_CONCURRENCY => match launch {
+                Some(launch) => {
+                    let backend = backend.clone();
+                    set.spawn(async move {
+                        let result = backend.start(&launch).await;
+                        (launch.attempt, result)
+                    });
+                }
+                None => open = false,
+            },
+            Some(done) = set.join_next(), if !set.is_empty() => {
+                if let Ok(done) = done {
+                    let _ = results.send(done);
+                }
+            }
+            else => return,
+        }
+    }
+}
+fn path_text(p: &std::path::Path) -> String {
+    p.to_string_lossy().into_owned()
+}

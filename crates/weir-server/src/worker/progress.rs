@@ -1,0 +1,187 @@
+//! A run's way through its DAG: jobs handed to the engine when their upstream jobs are done,
+//! stages released when the stages they wait for are done, and runs ended (succeeded, failed
+//! or killed) with every job and task given its final state.
+
+use weir_engine::{JobSpec, Request};
+use weir_model::Time;
+use weir_store::{Change, TaskKey};
+
+use super::actor::Actor;
+use super::live::{engine_job, JobPhase, StageLive, TaskPhase};
+
+impl Actor {
+    /// Submit every pending job of a run whose upstream jobs are done; end the run if all are.
+    pub fn start_ready_jobs(&mut self, id: i64) {
+        let Some(run) = self.runs.get(&id) else { return };
+        if run.jobs_left == 0 {
+            self.finish_run(id, "succeeded", None);
+            return;
+        }
+        let ready: Vec<usize> = run
+            .jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.phase == JobPhase::Pending && j.upstream_left == 0)
+            .map(|(i, _)| i)
+            .collect();
+        for j in ready {
+            self.submit_job(id, j, Vec::new());
+        }
+    }
+
+    /// Hand a job to the engine, asking for the tasks of its stages that are free to run
+    /// (plus `extra` requests, used by recovery for attempts still running).
+    pub fn submit_job(&mut self, id: i64, j: usize, extra: Vec<Request>) {
+        let now = self.now();
+        let Some(run) = self.runs.get_mut(&id) else { return };
+        let mut requests = extra;
+        let job = &mut run.jobs[j];
+        for (s, stage) in job.stages.iter_mut().enumerate() {
+            if stage.waiting_on == 0 {
+                let r = ready_tasks(stage);
+                if r > 0 {
+                    requests.push(Request::new(stage.resources, r).tagged(s as u64));
+                }
+            }
+        }
+        job.phase = JobPhase::InEngine;
+        let spec = JobSpec {
+            id: engine_job(id, j),
+            queue: run.queue.clone(),
+            user: run.user.clone(),
+            priority: run.priority,
+            submit_time: Time(run.submitted_ms.max(0) as u64),
+            requests,
+            has_am: false,
+        };
+        let at = now.0 as i64;
+        self.changes.push(Change::JobState { run: id, job: j as u32, to: "waiting", at });
+        if !run.started {
+            self.changes.push(Change::RunState { run: id, to: "waiting", at, reason: None });
+        }
+        if let Err(e) = self.engine.on_job_submitted(now, spec) {
+            self.end_run(id, "failed", format!("the engine refused job {j}: {e}"));
+        }
+        // A job whose stages are all done already (recovery) or that has no stage left.
+        if self.runs.get(&id).is_some_and(|r| r.jobs[j].stages_left == 0) {
+            self.job_done(id, j);
+        }
+    }
+
+    /// A stage finished: release the stages that waited only for it; the job may be done.
+    pub(super) fn stage_done(&mut self, id: i64, j: usize, s: usize) {
+        let now = self.now();
+        let Some(run) = self.runs.get_mut(&id) else { return };
+        let job = &mut run.jobs[j];
+        job.stages_left -= 1;
+        let mut requests = Vec::new();
+        for d in job.stages[s].next.clone() {
+            let st = &mut job.stages[d];
+            st.waiting_on -= 1;
+            if st.waiting_on == 0 {
+                let n = ready_tasks(st);
+                if n > 0 {
+                    requests.push(Request::new(st.resources, n).tagged(d as u64));
+                }
+            }
+        }
+        let left = job.stages_left;
+        if !requests.is_empty() {
+            let _ = self.engine.on_requests_added(now, engine_job(id, j), requests);
+        }
+        if left == 0 {
+            self.job_done(id, j);
+        }
+    }
+
+    pub(super) fn job_done(&mut self, id: i64, j: usize) {
+        let now = self.now();
+        let Some(run) = self.runs.get_mut(&id) else { return };
+        if run.jobs[j].phase == JobPhase::InEngine {
+            let _ = self.engine.on_job_finished(now, engine_job(id, j));
+        }
+        run.jobs[j].phase = JobPhase::Done;
+        run.jobs_left -= 1;
+        self.changes.push(Change::JobState { run: id, job: j as u32, to: "succeeded", at: now.0 as i64 });
+        for d in run.jobs[j].next.clone() {
+            run.jobs[d].upstream_left -= 1;
+        }
+        self.start_ready_jobs(id);
+    }
+
+    /// Start failing or killing a run: no more containers for it, its attempts are killed, and
+    /// once none is left it takes its final state.
+    pub fn end_run(&mut self, id: i64, to: &'static str, reason: String) {
+        let now = self.now();
+        let Some(run) = self.runs.get_mut(&id) else { return };
+        if run.ending.is_some() {
+            return;
+        }
+        run.ending = Some((to, reason));
+        for (j, job) in run.jobs.iter_mut().enumerate() {
+            for st in &mut job.stages {
+                st.ready.clear();
+            }
+            if job.phase == JobPhase::InEngine {
+                let _ = self.engine.on_requests_cleared(now, engine_job(id, j));
+            }
+        }
+        for a in self.attempts.values() {
+            if a.key.task.run == id {
+                if let Some(l) = &a.launched {
+                    self.to_kill.push(l.clone());
+                }
+            }
+        }
+        if run.active == 0 {
+            self.finish_ending(id);
+        }
+    }
+
+    pub(super) fn finish_ending(&mut self, id: i64) {
+        let Some((to, reason)) = self.runs.get(&id).and_then(|r| r.ending.clone()) else { return };
+        self.finish_run(id, to, Some(reason));
+    }
+
+    /// The run is over: take its jobs out of the engine and record the final states.
+    pub fn finish_run(&mut self, id: i64, to: &'static str, reason: Option<String>) {
+        let now = self.now();
+        let at = now.0 as i64;
+        let Some(run) = self.runs.remove(&id) else { return };
+        for (j, job) in run.jobs.iter().enumerate() {
+            if job.phase == JobPhase::InEngine {
+                let _ = self.engine.on_job_finished(now, engine_job(id, j));
+            }
+            if job.phase != JobPhase::Done {
+                self.changes.push(Change::JobState { run: id, job: j as u32, to, at });
+                for (s, st) in job.stages.iter().enumerate() {
+                    for (t, task) in st.tasks.iter().enumerate() {
+                        if matches!(task.phase, TaskPhase::Pending | TaskPhase::Ready) {
+                            let key = TaskKey { run: id, job: j as u32, stage: s as u32, task: t as u32 };
+                            self.changes.push(Change::TaskState {
+                                task: key,
+                                to: "killed",
+                                at,
+                                exit_code: None,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        self.changes.push(Change::RunState { run: id, to, at, reason });
+    }
+}
+
+/// Mark a stage's not-yet-run tasks ready and count them.
+pub fn ready_tasks(stage: &mut StageLive) -> u32 {
+    let mut n = 0;
+    for (t, task) in stage.tasks.iter_mut().enumerate() {
+        if task.phase == TaskPhase::Pending {
+            task.phase = TaskPhase::Ready;
+            stage.ready.push_back(t as u32);
+            n += 1;
+        }
+    }
+    n
+}
