@@ -38,6 +38,13 @@ pub struct ErrorDetail {
     /// For `conflict`: the id of the run that already holds the (workflow, logical date).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub existing_run: Option<i64>,
+    /// For `internal`: the id under which the server logged what went wrong (the details stay
+    /// in the server's log). Give it to the operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incident: Option<String>,
+    /// For `rate_limited` (429): seconds to wait before trying again (also `Retry-After`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<u64>,
 }
 
 /// `POST /v1/runs`: submit a run of a workflow. Give `workflow` (a workflow in the workload-file
@@ -53,8 +60,13 @@ pub struct SubmitRun {
     /// The name of a workflow registered with `PUT /v1/workflows/{name}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow_name: Option<String>,
-    /// The date (or any label) this run is for; at most one active run per (workflow,
-    /// logical_date). Default: the submission time, `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+    /// With `workflow_name`: the project whose registered workflow it is. Needed only when
+    /// projects the caller may submit to registered workflows of the same name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// The date (or any label) this run is for; at most one active run per (project, workflow,
+    /// logical_date). Printable characters, at most 128 bytes. Default: the submission time,
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logical_date: Option<String>,
     /// Handed to every task as environment variables `WEIR_PARAM_<NAME>`.
@@ -145,6 +157,17 @@ pub struct Run {
     pub kill_requested: bool,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, String>,
+    /// The scheduler user the run counts against (per-user limits): the submitting token's
+    /// user, or one it may act as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Tasks of the whole run.
+    #[serde(default)]
+    pub tasks_total: u64,
+    /// Each job lists one page of tasks (`tasks_limit`, default 1,000, in job, stage, index
+    /// order); pass this as `tasks_after` for the next page. Absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_tasks_after: Option<String>,
     pub jobs: Vec<Job>,
 }
 
@@ -162,6 +185,10 @@ pub struct Job {
     /// For a job that waits for containers: the engine's explanation, as of the last snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<String>,
+    /// All of the job's tasks counted by state (every page has the whole counts).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub task_counts: BTreeMap<String, u64>,
+    /// The job's tasks on this page (see `Run::next_tasks_after`).
     pub tasks: Vec<Task>,
 }
 
@@ -323,6 +350,14 @@ pub enum Role {
 pub struct CreateToken {
     pub name: String,
     pub grants: Vec<Grant>,
+    /// The scheduler user its runs count against (per-user running-app limits). Default: the
+    /// token's id. Letters, digits, `.`, `_`, `-`, `@`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Other users a submission with this token may name in the workflow's `user` field (a
+    /// service account submitting for several people). `*`: any user.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub act_as: Vec<String>,
 }
 
 /// The secret is shown once, here; the server keeps only its SHA-256.
@@ -338,6 +373,10 @@ pub struct TokenInfo {
     pub id: String,
     pub name: String,
     pub grants: Vec<Grant>,
+    /// The scheduler user its runs count against.
+    pub user: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub act_as: Vec<String>,
     pub created_ms: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revoked_ms: Option<i64>,
@@ -354,6 +393,37 @@ pub struct ClusterConfigApplied {
     pub cluster: String,
     pub queues: usize,
     pub leaves: usize,
+}
+
+/// One entry of the audit log (`GET /v1/audit`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AuditEntry {
+    pub id: i64,
+    pub at_ms: i64,
+    /// The token that acted (its id; `-` when the request carried none).
+    pub token: String,
+    /// `submit`, `kill`, `route.put`, `route.delete`, `workflow.put`, `token.create`,
+    /// `token.revoke`, `cluster.put`, `plan.apply`, `proposal.apply`, `auth.failed`, …
+    pub action: String,
+    pub target: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// The peer address of the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// `created`, `ok`, `conflict`, `denied`, `invalid`, `not_found`, …
+    pub outcome: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// `GET /v1/audit`: newest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AuditList {
+    pub entries: Vec<AuditEntry>,
+    /// Pass as `cursor` for older entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// `GET /v1/runs/{id}/explain`: why each unfinished job of a run is where it is.

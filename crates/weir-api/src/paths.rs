@@ -43,6 +43,7 @@ state, read their logs, see the live queues. Every request but /healthz and /rea
         list_proposals,
         apply_proposal,
         metrics,
+        audit,
         healthz,
         readyz
     ),
@@ -71,8 +72,11 @@ impl Modify for BearerAuth {
         (status = 201, description = "Stored (committed) and queued", body = RunCreated),
         (status = 400, description = "Malformed or invalid; `field` names the path", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 409, description = "An active run holds this (workflow, logical_date)", body = ErrorBody),
-        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+        (status = 409, description = "An active run of the project holds this (workflow, logical_date)", body = ErrorBody),
+        (status = 413, body = ErrorBody),
+        (status = 422, description = "The Idempotency-Key was first used with another request", body = ErrorBody),
+        (status = 429, description = "Over the token's submission rate or the project's waiting-run quota; see Retry-After", body = ErrorBody),
+        (status = 503, body = ErrorBody)))]
 fn submit_run() {}
 
 /// Runs, newest first.
@@ -83,8 +87,12 @@ fn submit_run() {}
     responses((status = 200, body = RunList), (status = 400, body = ErrorBody)))]
 fn list_runs() {}
 
-#[utoipa::path(get, path = "/v1/runs/{id}", params(("id" = i64, Path)),
-    responses((status = 200, body = Run), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+/// A run with its jobs and one page of its tasks; every job carries the counts of all its tasks
+/// by state. Another project's run is `404`, as if there were none.
+#[utoipa::path(get, path = "/v1/runs/{id}", params(("id" = i64, Path),
+        ("tasks_after" = Option<String>, Query, description = "the cursor the previous page gave as next_tasks_after"),
+        ("tasks_limit" = Option<u32>, Query, description = "tasks per page, default 1000, at most 10000")),
+    responses((status = 200, body = Run), (status = 404, body = ErrorBody)))]
 fn get_run() {}
 
 /// Kill a run: queued runs end at once, running tasks get SIGTERM then SIGKILL.
@@ -96,11 +104,16 @@ fn kill_run() {}
     responses((status = 200, body = RunExplanation), (status = 404, body = ErrorBody)))]
 fn explain_run() {}
 
-/// A task attempt's output as plain text; `follow=true` streams until the attempt ends.
+/// A task attempt's output as plain text, streamed from disk; `offset`/`length` or `tail` pick
+/// a byte range (`X-Log-Size` says how long the file is); `follow=true` streams until the
+/// attempt ends.
 #[utoipa::path(get, path = "/v1/runs/{id}/tasks/{task}/logs",
     params(("id" = i64, Path), ("task" = String, Path, description = "job.stage.index, or stage.index in a one-job run"),
         ("attempt" = Option<u32>, Query, description = "default: the latest"),
         ("stream" = Option<String>, Query, description = "stdout (default) or stderr"),
+        ("offset" = Option<u64>, Query, description = "first byte (default 0)"),
+        ("length" = Option<u64>, Query, description = "at most this many bytes (default: to the end)"),
+        ("tail" = Option<u64>, Query, description = "the last N bytes (instead of offset)"),
         ("follow" = Option<bool>, Query)),
     responses((status = 200, content_type = "text/plain", body = String), (status = 404, body = ErrorBody)))]
 fn task_logs() {}
@@ -231,6 +244,16 @@ fn apply_proposal() {}
 
 /// Prometheus metrics (OpenMetrics text): queue gauges, run, SLO, preemption and task counters,
 /// latency histograms. Needs a viewer grant on `*`.
+/// The audit log, newest first: who submitted, killed, changed routes, clusters, tokens, or
+/// applied plans and proposals, when and from where; failed authentications too. Global admins
+/// only.
+#[utoipa::path(get, path = "/v1/audit",
+    params(("token" = Option<String>, Query), ("action" = Option<String>, Query),
+        ("since" = Option<i64>, Query, description = "at or after (ms)"),
+        ("cursor" = Option<String>, Query), ("limit" = Option<u32>, Query, description = "default 100, at most 1000")),
+    responses((status = 200, body = AuditList), (status = 403, body = ErrorBody)))]
+fn audit() {}
+
 #[utoipa::path(get, path = "/metrics",
     responses((status = 200, content_type = "application/openmetrics-text", body = String), (status = 403, body = ErrorBody)))]
 fn metrics() {}

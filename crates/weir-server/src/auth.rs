@@ -24,9 +24,27 @@ const CACHE_MS: i64 = 5_000;
 pub struct Principal {
     pub token_id: String,
     pub grants: Vec<Grant>,
+    /// The scheduler user its submissions run as.
+    pub user: String,
+    /// Other users its submissions may name (`*`: any).
+    pub act_as: Vec<String>,
 }
 
 impl Principal {
+    /// The scheduler user of a submission that asks for `wanted` (`None`: the token's own):
+    /// the token's user, or one the token may act as.
+    pub fn user_for(&self, wanted: Option<&str>) -> Result<String, ApiError> {
+        match wanted {
+            None => Ok(self.user.clone()),
+            Some(u) if u == self.user || self.act_as.iter().any(|a| a == "*" || a == u) => Ok(u.to_string()),
+            Some(u) => Err(ApiError::forbidden(format!(
+                "token {} submits as user `{}` and may not act as `{u}` (an admin can allow it: act_as)",
+                self.token_id, self.user
+            ))
+            .field("workflow.user")),
+        }
+    }
+
     /// Whether the caller holds at least `role` on `project`.
     pub fn can(&self, project: &str, role: Role) -> bool {
         self.grants.iter().any(|g| g.role >= role && covers(&g.project, project))
@@ -64,7 +82,8 @@ impl Principal {
     }
 }
 
-fn covers(grant: &str, project: &str) -> bool {
+/// Whether a grant on `grant` covers `project` (itself or a sub-project).
+pub fn covers(grant: &str, project: &str) -> bool {
     grant == "*" || grant == project || project.strip_prefix(grant).is_some_and(|rest| rest.starts_with('.'))
 }
 
@@ -130,29 +149,49 @@ pub(crate) async fn ensure_admin_token(
         grants: serde_json::to_string(&grants).unwrap_or_default(),
         created_ms: now_ms(),
         revoked_ms: None,
+        user: Some("admin".to_string()),
+        act_as: "[\"*\"]".to_string(),
     };
     store.create_token(&row).await?;
     Ok(Some(secret))
 }
 
-/// Token lookups, cached briefly.
+/// Token lookups, cached briefly; failures counted in `/metrics`.
 #[derive(Default)]
 pub struct Authenticator {
     cache: Mutex<HashMap<String, (i64, Option<Principal>)>>,
+    metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
+}
+
+/// The token of an `Authorization` header value: `Bearer <token>`, the scheme in any case
+/// (RFC 9110 §11.1: auth schemes are case-insensitive).
+pub fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 impl Authenticator {
+    pub fn new(metrics: std::sync::Arc<crate::metrics::Metrics>) -> Authenticator {
+        Authenticator { cache: Mutex::default(), metrics: Some(metrics) }
+    }
+
+    fn failed(&self, reason: &str) {
+        if let Some(m) = &self.metrics {
+            m.auth_failed(reason);
+        }
+    }
+
     /// The caller of a request, from `Authorization: Bearer <token>`.
     pub async fn principal(&self, store: &dyn JobStore, headers: &HeaderMap) -> Result<Principal, ApiError> {
-        let header = headers
-            .get(axum::http::header::AUTHORIZATION)
-            .ok_or_else(|| ApiError::unauthorized("no token: send `Authorization: Bearer <token>`"))?;
-        let secret = header
-            .to_str()
-            .ok()
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .map(str::trim)
-            .ok_or_else(|| ApiError::unauthorized("the Authorization header is not `Bearer <token>`"))?;
+        let Some(header) = headers.get(axum::http::header::AUTHORIZATION) else {
+            self.failed("missing");
+            return Err(ApiError::unauthorized("no token: send `Authorization: Bearer <token>`"));
+        };
+        let Some(secret) = header.to_str().ok().and_then(bearer) else {
+            self.failed("malformed");
+            return Err(ApiError::unauthorized("the Authorization header is not `Bearer <token>`"));
+        };
         self.principal_of(store, secret).await
     }
 
@@ -170,6 +209,8 @@ impl Authenticator {
                         r.revoked_ms.is_none() && bool::from(r.hash.as_bytes().ct_eq(hash.as_bytes()))
                     })
                     .map(|r| Principal {
+                        user: r.user.clone().unwrap_or_else(|| r.id.clone()),
+                        act_as: serde_json::from_str(&r.act_as).unwrap_or_default(),
                         token_id: r.id,
                         grants: serde_json::from_str(&r.grants).unwrap_or_default(),
                     });
@@ -182,7 +223,10 @@ impl Authenticator {
                 p
             }
         };
-        principal.ok_or_else(|| ApiError::unauthorized("unknown or revoked token"))
+        principal.ok_or_else(|| {
+            self.failed("unknown");
+            ApiError::unauthorized("unknown or revoked token")
+        })
     }
 }
 
@@ -194,6 +238,8 @@ mod tests {
         Principal {
             token_id: "t".into(),
             grants: grants.iter().map(|(p, r)| Grant { project: p.to_string(), role: *r }).collect(),
+            user: "t".into(),
+            act_as: Vec::new(),
         }
     }
 
@@ -208,6 +254,30 @@ mod tests {
         assert_eq!(sub.readable(), Some(vec!["ads".to_string()]));
         let admin = p(&[("*", Role::Admin)]);
         assert!(admin.is_global_admin() && admin.can("anything", Role::Admin) && admin.readable().is_none());
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer abc"), Some("abc"));
+        assert_eq!(bearer("BEARER  abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer"), None);
+        assert_eq!(bearer("Bearer "), None);
+    }
+
+    #[test]
+    fn a_token_acts_as_its_own_user_or_those_it_may() {
+        let mut p = p(&[("ads", Role::Submitter)]);
+        p.user = "alice".into();
+        assert_eq!(p.user_for(None).ok().as_deref(), Some("alice"));
+        assert_eq!(p.user_for(Some("alice")).ok().as_deref(), Some("alice"));
+        assert!(p.user_for(Some("bob")).is_err());
+        p.act_as = vec!["bob".into()];
+        assert_eq!(p.user_for(Some("bob")).ok().as_deref(), Some("bob"));
+        assert!(p.user_for(Some("carol")).is_err());
+        p.act_as = vec!["*".into()];
+        assert!(p.user_for(Some("carol")).is_ok());
     }
 
     #[test]

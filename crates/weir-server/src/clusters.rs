@@ -66,6 +66,9 @@ pub struct Routed {
     /// Set when a route named the queue; otherwise the workflow's own `queue` or `project`
     /// is placed by the cluster's rules.
     pub queue: Option<String>,
+    /// The project of the `project:P:TIER` route that matched (the operator placed that
+    /// project's work in `queue`).
+    pub by_project: Option<String>,
 }
 
 impl Registry {
@@ -141,20 +144,22 @@ impl Registry {
     /// placement rules decide.
     pub fn route(&self, workflow: &str, project: Option<&str>, tier: u8) -> Option<Routed> {
         self.read(|t| {
-            let by = |key: String| {
-                t.routes
-                    .get(&key)
-                    .map(|r| Routed { cluster: r.cluster.clone(), queue: Some(r.queue.clone()) })
+            let by = |key: String, by_project: Option<&str>| {
+                t.routes.get(&key).map(|r| Routed {
+                    cluster: r.cluster.clone(),
+                    queue: Some(r.queue.clone()),
+                    by_project: by_project.map(str::to_string),
+                })
             };
-            by(format!("workflow:{workflow}"))
-                .or_else(|| project.and_then(|p| by(format!("project:{p}:{tier}"))))
+            by(format!("workflow:{workflow}"), None)
+                .or_else(|| project.and_then(|p| by(format!("project:{p}:{tier}"), Some(p))))
                 .or_else(|| {
                     let name = if t.clusters.len() == 1 {
                         t.clusters.keys().next().cloned()
                     } else {
                         t.clusters.contains_key("default").then(|| "default".to_string())
                     };
-                    name.map(|cluster| Routed { cluster, queue: None })
+                    name.map(|cluster| Routed { cluster, queue: None, by_project: None })
                 })
         })
     }

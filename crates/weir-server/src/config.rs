@@ -20,8 +20,11 @@ pub struct ServerConfig {
     pub clusters: Vec<ClusterSource>,
     /// Run the worker (lease clusters, drive engines, run tasks).
     pub worker: bool,
-    /// This process's name in leases.
+    /// This process's name in leases (unique: pid and a random part).
     pub owner: String,
+    /// Earlier owners known to have stopped (processes of this data directory that are gone):
+    /// their leases are taken at once. Set by `Server::start` from the data directory.
+    pub dead_owners: Vec<String>,
     /// How long a lease lasts without renewal; another worker takes over after it.
     pub lease: Duration,
     /// Grace between SIGTERM and SIGKILL when killing a task (a cluster's backend may set its own).
@@ -37,6 +40,37 @@ pub struct ServerConfig {
     pub usage_resolution: Duration,
     /// Plan every cluster on this schedule and store the plans as proposals (`--auto-plan`).
     pub auto_plan: Option<AutoPlan>,
+    /// What one request and one tenant may ask of the service.
+    pub limits: Limits,
+}
+
+/// Bounds on the work one request or one tenant can cause. Above them a request is refused
+/// with a 4xx that names the limit; none of them is ever reached by silently dropping work.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Limits {
+    /// Most tasks in one stage of a submitted workflow (400 above).
+    pub max_tasks_per_stage: u64,
+    /// Most tasks in one run, all jobs and stages together (400 above).
+    pub max_tasks_per_run: u64,
+    /// Submissions per second one token may keep up (a token bucket); 0: no limit (429 above).
+    pub submissions_per_second: f64,
+    /// How many submissions a token may send at once before the rate applies.
+    pub submission_burst: u32,
+    /// Most runs of one project that may wait to start (queued, routed or waiting); 0: no
+    /// limit (429 above).
+    pub max_waiting_runs_per_project: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_tasks_per_stage: 100_000,
+            max_tasks_per_run: 200_000,
+            submissions_per_second: 50.0,
+            submission_burst: 500,
+            max_waiting_runs_per_project: 10_000,
+        }
+    }
 }
 
 impl ServerConfig {
@@ -46,7 +80,8 @@ impl ServerConfig {
             listen: Some(SocketAddr::from(([127, 0, 0, 1], 8470))),
             clusters: Vec::new(),
             worker: true,
-            owner: format!("weir-{}", std::process::id()),
+            owner: new_owner_name(),
+            dead_owners: Vec::new(),
             lease: Duration::from_secs(10),
             kill_grace: Duration::from_secs(10),
             backends: BTreeMap::new(),
@@ -54,6 +89,7 @@ impl ServerConfig {
             tick: Duration::from_millis(500),
             usage_resolution: Duration::from_secs(60),
             auto_plan: None,
+            limits: Limits::default(),
         }
     }
 }
@@ -78,4 +114,11 @@ pub enum Stop {
     Now,
     /// Take no new work, wait for running tasks to end, then stop.
     Drain,
+}
+
+/// `weir-PID-RANDOM`: the pid alone repeats across machines sharing one store.
+fn new_owner_name() -> String {
+    let mut b = [0u8; 4];
+    let _ = getrandom::fill(&mut b);
+    format!("weir-{}-{}", std::process::id(), b.iter().map(|x| format!("{x:02x}")).collect::<String>())
 }

@@ -35,21 +35,24 @@ pub enum ServerError {
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
-    pub body: ErrorBody,
+    /// Boxed: errors travel in every handler's `Result`, which stays small.
+    pub body: Box<ErrorBody>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> ApiError {
         ApiError {
             status,
-            body: ErrorBody {
+            body: Box::new(ErrorBody {
                 error: ErrorDetail {
                     code: code.to_string(),
                     message: message.into(),
                     field: None,
                     existing_run: None,
+                    incident: None,
+                    retry_after_s: None,
                 },
-            },
+            }),
         }
     }
 
@@ -84,8 +87,32 @@ impl ApiError {
         e
     }
 
+    /// Something went wrong inside the server. The details go to the server's log under an
+    /// incident id; the client sees only the id (internal messages may name files, queries or
+    /// other tenants' data).
     pub fn internal(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+        let incident = incident_id();
+        eprintln!("weir serve: internal error {incident}: {}", message.into());
+        let mut e = ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("internal error {incident}: the details are in the server's log"),
+        );
+        e.body.error.incident = Some(incident);
+        e
+    }
+
+    /// Over a rate or a quota: try again in `retry_after_s` seconds (429, `Retry-After`).
+    pub fn rate_limited(message: impl Into<String>, retry_after_s: u64) -> ApiError {
+        let mut e = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message);
+        e.body.error.retry_after_s = Some(retry_after_s.max(1));
+        e
+    }
+
+    /// Well-formed but refused as a whole (422), e.g. an idempotency key reused with another
+    /// request.
+    pub fn unprocessable(code: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
     }
 }
 
@@ -98,7 +125,12 @@ impl From<StoreError> for ApiError {
 impl ApiError {
     pub fn from_store(e: &StoreError) -> ApiError {
         if e.is_unavailable() {
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", format!("{e}; nothing was changed"))
+            eprintln!("weir serve: the store is unavailable: {e}");
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "the store is unavailable; nothing was changed. Try again later",
+            )
         } else {
             ApiError::internal(e.to_string())
         }
@@ -107,6 +139,66 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, axum::Json(self.body)).into_response()
+        let retry = self.body.error.retry_after_s;
+        let mut r = (self.status, axum::Json(*self.body)).into_response();
+        if let Some(s) = retry {
+            r.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(s));
+        }
+        r
     }
+}
+
+/// A short random id for an incident, e.g. `e-3f9a0c12`.
+fn incident_id() -> String {
+    let mut b = [0u8; 4];
+    let _ = getrandom::fill(&mut b);
+    format!("e-{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>())
+}
+
+/// Every response: `X-Content-Type-Options: nosniff`, and every error the documented JSON shape
+/// — axum's own rejections (a bad path parameter, a wrong method, an unsupported media type)
+/// answer plain text, which this turns into `{error: {code, message}}` with the same status
+/// and message. HTML error pages of the dashboard are left as they are.
+pub async fn uniform_responses(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let mut r = next.run(req).await;
+    r.headers_mut()
+        .insert(axum::http::header::X_CONTENT_TYPE_OPTIONS, axum::http::HeaderValue::from_static("nosniff"));
+    let status = r.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return r;
+    }
+    let content_type =
+        r.headers().get(axum::http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if content_type.starts_with("application/json") || content_type.starts_with("text/html") {
+        return r;
+    }
+    let (parts, body) = r.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&text).trim().chars().take(500).collect::<String>();
+    let code = match status.as_u16() {
+        400 => "bad_request",
+        401 => "unauthorized",
+        403 => "forbidden",
+        404 => "not_found",
+        405 => "method_not_allowed",
+        408 => "timeout",
+        413 => "payload_too_large",
+        415 => "unsupported_media_type",
+        422 => "unprocessable",
+        429 => "rate_limited",
+        503 => "unavailable",
+        s if s >= 500 => "internal",
+        _ => "bad_request",
+    };
+    let message =
+        if text.is_empty() { status.canonical_reason().unwrap_or("error").to_lowercase() } else { text };
+    let mut out = ApiError::new(status, code, message).into_response();
+    for name in [axum::http::header::ALLOW, axum::http::header::RETRY_AFTER] {
+        if let Some(v) = parts.headers.get(&name) {
+            out.headers_mut().insert(name, v.clone());
+        }
+    }
+    out.headers_mut()
+        .insert(axum::http::header::X_CONTENT_TYPE_OPTIONS, axum::http::HeaderValue::from_static("nosniff"));
+    out
 }

@@ -27,9 +27,11 @@ mod clusters;
 mod config;
 mod dashboard;
 mod error;
+mod limits;
 mod logs;
 mod loop_api;
 pub mod metrics;
+mod owner;
 mod plans;
 mod replay;
 mod reports;
@@ -49,7 +51,7 @@ use weir_store::JobStore;
 pub use auth::{admin_token_path, hash_token, new_token};
 pub use autoplan::AutoPlan;
 pub use clusters::{default_cluster_yaml, ClusterSource};
-pub use config::{BackendSettings, ServerConfig, Stop};
+pub use config::{BackendSettings, Limits, ServerConfig, Stop};
 pub use error::ServerError;
 pub use time::{format_utc, now_ms};
 
@@ -63,6 +65,8 @@ pub struct Server {
     stop: watch::Sender<Stop>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     worker: Option<worker::WorkerHandle>,
+    /// The data directory is this process's while it is held.
+    _lock: owner::DataDirLock,
 }
 
 impl Server {
@@ -70,11 +74,32 @@ impl Server {
     /// the API and the worker. The caller opens the store (the binary picks the
     /// implementation; `weir_store::open` gives SQLite or PostgreSQL).
     pub async fn start(config: ServerConfig, store: Arc<dyn JobStore>) -> Result<Server, ServerError> {
+        let listener = match config.listen {
+            Some(listen) => Some(
+                tokio::net::TcpListener::bind(listen)
+                    .await
+                    .map_err(|source| ServerError::Bind { addr: listen, source })?,
+            ),
+            None => None,
+        };
+        Server::start_on(config, store, listener).await
+    }
+
+    /// [`Server::start`] on a listener the caller bound already (`config.listen` is then only
+    /// informative): the binary binds first, so that a port it cannot have leaves nothing
+    /// created behind (no data directory, no store file, no token).
+    pub async fn start_on(
+        mut config: ServerConfig,
+        store: Arc<dyn JobStore>,
+        listener: Option<tokio::net::TcpListener>,
+    ) -> Result<Server, ServerError> {
         std::fs::create_dir_all(&config.data_dir).map_err(|source| ServerError::Io {
             action: "create the data directory",
             path: config.data_dir.clone(),
             source,
         })?;
+        let lock = owner::claim(&config.data_dir, &config.owner)?;
+        config.dead_owners = lock.dead_owners.clone();
         let now = now_ms();
         for c in &config.clusters {
             clusters::validate_source(c)?;
@@ -95,13 +120,16 @@ impl Server {
             None
         };
         let mut addr = None;
-        if let Some(listen) = config.listen {
-            let listener = tokio::net::TcpListener::bind(listen)
-                .await
-                .map_err(|source| ServerError::Bind { addr: listen, source })?;
+        if let Some(listener) = listener {
             addr = listener.local_addr().ok();
             let notify = worker.as_ref().map(|w| w.notify.clone());
-            let state = state::AppState::new(store.clone(), registry.clone(), notify, metrics.clone());
+            let state = state::AppState::new(
+                store.clone(),
+                registry.clone(),
+                notify,
+                metrics.clone(),
+                config.limits.clone(),
+            );
             let app = app(state, config.body_limit);
             let mut rx = stop_rx.clone();
             tasks.push(tokio::spawn(async move {
@@ -112,12 +140,13 @@ impl Server {
                         }
                     }
                 };
+                let app = app.into_make_service_with_connect_info::<SocketAddr>();
                 if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
                     eprintln!("weir serve: the API stopped: {e}");
                 }
             }));
         }
-        Ok(Server { addr, created_admin_token, store, stop, tasks, worker })
+        Ok(Server { addr, created_admin_token, store, stop, tasks, worker, _lock: lock })
     }
 
     /// The server's store.
@@ -147,6 +176,7 @@ fn app(state: state::AppState, body_limit: usize) -> axum::Router {
         .merge(dashboard::router())
         .fallback(|| async { error::ApiError::not_found("no such endpoint; see /v1/openapi.json") })
         .layer(axum::middleware::from_fn(dashboard::cookie_for_reads))
+        .layer(axum::middleware::from_fn(error::uniform_responses))
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))
         .with_state(state)
 }

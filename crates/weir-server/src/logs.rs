@@ -1,5 +1,7 @@
-//! `GET /v1/runs/{id}/tasks/{task}/logs`: an attempt's stdout or stderr file, whole, or
-//! followed (`follow=true`) until the attempt has ended and the file is read to its end.
+//! `GET /v1/runs/{id}/tasks/{task}/logs`: an attempt's stdout or stderr file, or a byte range
+//! of it (`offset`/`length`, or the last `tail` bytes), streamed from disk in chunks — a 1 GiB
+//! log costs the server one 64 KiB buffer per reader, never the file — or followed
+//! (`follow=true`) from that point until the attempt has ended and the file is read to its end.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +23,26 @@ pub struct LogQuery {
     attempt: Option<u32>,
     stream: Option<String>,
     follow: Option<bool>,
+    offset: Option<u64>,
+    length: Option<u64>,
+    tail: Option<u64>,
+}
+
+/// Bytes read per chunk.
+const CHUNK: usize = 64 * 1024;
+
+/// Where a read starts and how much it may return, given the file's size now.
+pub(crate) fn range(
+    size: u64,
+    offset: Option<u64>,
+    length: Option<u64>,
+    tail: Option<u64>,
+) -> (u64, Option<u64>) {
+    let start = match tail {
+        Some(t) => size.saturating_sub(t),
+        None => offset.unwrap_or(0).min(size),
+    };
+    (start, length)
 }
 
 pub async fn task_logs(
@@ -29,6 +51,9 @@ pub async fn task_logs(
     Path((id, task)): Path<(i64, String)>,
     Query(q): Query<LogQuery>,
 ) -> Result<Response, ApiError> {
+    if q.tail.is_some() && q.offset.is_some() {
+        return Err(ApiError::bad_request("give `offset` or `tail`, not both").field("tail"));
+    }
     readable_run(&s, &headers, id, Role::Viewer).await?;
     let jobs = s.store.jobs(id).await?;
     let tasks = s.store.tasks(id).await?;
@@ -74,17 +99,29 @@ pub async fn task_logs(
                 .field("stream"))
         }
     };
-    let headers = [(header::CONTENT_TYPE, "text/plain; charset=utf-8")];
-    if !q.follow.unwrap_or(false) {
-        let bytes = match tokio::fs::read(&path).await {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(ApiError::internal(format!("cannot read {path}: {e}"))),
-        };
-        return Ok((headers, bytes).into_response());
-    }
-    let stream = follow(s.store.clone(), attempt, path);
-    Ok((headers, Body::from_stream(stream)).into_response())
+    let size = match tokio::fs::metadata(&path).await {
+        Ok(m) => m.len(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(ApiError::internal(format!("cannot read {path}: {e}"))),
+    };
+    let (start, length) = range(size, q.offset, q.length, q.tail);
+    let headers = [
+        (header::CONTENT_TYPE, "text/plain; charset=utf-8".to_string()),
+        (header::HeaderName::from_static("x-log-size"), size.to_string()),
+        (header::HeaderName::from_static("x-log-offset"), start.to_string()),
+    ];
+    let follow_it = q.follow.unwrap_or(false);
+    let tail = Tail {
+        store: s.store.clone(),
+        attempt,
+        path,
+        offset: start,
+        left: length,
+        follow: follow_it,
+        ended: !follow_it,
+        done: false,
+    };
+    Ok((headers, Body::from_stream(chunks(tail))).into_response())
 }
 
 struct Tail {
@@ -92,26 +129,27 @@ struct Tail {
     attempt: AttemptRow,
     path: String,
     offset: u64,
+    /// Bytes still to send, when a length was asked for.
+    left: Option<u64>,
+    /// Wait for more until the attempt has ended.
+    follow: bool,
     ended: bool,
     done: bool,
 }
 
-/// Chunks of the file as it grows; ends once the attempt has ended and nothing is left.
-fn follow(
-    store: Arc<dyn JobStore>,
-    attempt: AttemptRow,
-    path: String,
-) -> impl futures_util::Stream<Item = Result<Vec<u8>, std::io::Error>> {
-    let tail = Tail { store, attempt, path, offset: 0, ended: false, done: false };
+/// Chunks of the file from `offset`: to its end (or `left` bytes); when following, as it grows,
+/// until the attempt has ended and nothing is left.
+fn chunks(tail: Tail) -> impl futures_util::Stream<Item = Result<Vec<u8>, std::io::Error>> {
     futures_util::stream::unfold(tail, |mut t| async move {
         loop {
-            if t.done {
+            if t.done || t.left == Some(0) {
                 return None;
             }
-            let chunk = read_from(&t.path, t.offset).await;
-            match chunk {
+            let want = t.left.map_or(CHUNK, |l| l.min(CHUNK as u64) as usize);
+            match read_from(&t.path, t.offset, want).await {
                 Ok(bytes) if !bytes.is_empty() => {
                     t.offset += bytes.len() as u64;
+                    t.left = t.left.map(|l| l.saturating_sub(bytes.len() as u64));
                     return Some((Ok(bytes), t));
                 }
                 Ok(_) => {}
@@ -120,7 +158,7 @@ fn follow(
                     return Some((Err(e), t));
                 }
             }
-            if t.ended {
+            if t.ended || !t.follow {
                 return None;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -137,14 +175,29 @@ fn follow(
     })
 }
 
-async fn read_from(path: &str, offset: u64) -> Result<Vec<u8>, std::io::Error> {
+async fn read_from(path: &str, offset: u64, want: usize) -> Result<Vec<u8>, std::io::Error> {
     let mut f = match tokio::fs::File::open(path).await {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
     f.seek(std::io::SeekFrom::Start(offset)).await?;
-    let mut buf = Vec::with_capacity(64 * 1024);
-    (&mut f).take(1 << 20).read_to_end(&mut buf).await?;
+    let mut buf = Vec::with_capacity(want);
+    (&mut f).take(want as u64).read_to_end(&mut buf).await?;
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::range;
+
+    #[test]
+    fn ranges_of_a_log() {
+        assert_eq!(range(100, None, None, None), (0, None));
+        assert_eq!(range(100, Some(40), Some(10), None), (40, Some(10)));
+        assert_eq!(range(100, Some(400), None, None), (100, None));
+        assert_eq!(range(100, None, None, Some(30)), (70, None));
+        assert_eq!(range(100, None, None, Some(300)), (0, None));
+        assert_eq!(range(100, None, Some(5), Some(30)), (70, Some(5)));
+    }
 }

@@ -20,7 +20,7 @@ use weir_store::PlanApplied;
 
 use crate::auth::Principal;
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::state::{AppState, Audit, Peer};
 use crate::time::now_ms;
 
 /// The planning loop's endpoints: usage and run history, reports, cluster files, replays,
@@ -72,14 +72,6 @@ impl WindowQuery {
                 .field("since"));
         }
         Ok((since, until))
-    }
-}
-
-pub fn require_admin(p: &Principal) -> Result<(), ApiError> {
-    if p.is_global_admin() {
-        Ok(())
-    } else {
-        Err(ApiError::forbidden(format!("token {} is not a global admin", p.token_id)))
     }
 }
 
@@ -220,7 +212,8 @@ pub async fn cluster_config(
     headers: HeaderMap,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
-    s.principal(&headers).await?;
+    // The whole file: every project's queues and limits.
+    require_all(&s.principal(&headers).await?)?;
     let row =
         s.store.cluster(&name).await?.ok_or_else(|| ApiError::not_found(format!("no cluster `{name}`")))?;
     Ok((
@@ -368,17 +361,37 @@ pub async fn apply_plan(s: &AppState, cluster: &str, req: &PlanRequest) -> Resul
 /// `POST /v1/clusters/{name}/plan`.
 pub async fn post_plan(
     State(s): State<AppState>,
+    peer: Peer,
     headers: HeaderMap,
     Path(name): Path<String>,
     b: Result<Bytes, BytesRejection>,
 ) -> Result<Json<PlanDiff>, ApiError> {
-    require_admin(&s.principal(&headers).await?)?;
+    let p = s.principal(&headers).await?;
+    crate::api::admin_or_audit(&s, &p, &peer, "plan.apply", format!("cluster {name}")).await?;
     let b = crate::state::body(b)?;
     let de = &mut serde_json::Deserializer::from_slice(&b);
     let req: PlanRequest = serde_path_to_error::deserialize(de).map_err(|e| {
         ApiError::bad_request(format!("malformed JSON: {}", e.inner())).field(e.path().to_string())
     })?;
-    Ok(Json(apply_plan(&s, &name, &req).await?))
+    let applied = apply_plan(&s, &name, &req).await;
+    if !req.dry_run {
+        let (outcome, detail) = match &applied {
+            Ok(d) => (
+                "ok",
+                format!(
+                    "version {} → {}; {} settings and {} routes changed",
+                    d.base_version,
+                    d.version.unwrap_or(d.base_version),
+                    d.queues.len(),
+                    d.routes.len()
+                ),
+            ),
+            Err(e) => ("refused", e.body.error.message.clone()),
+        };
+        let ctx = Audit::from(&peer).detail(detail);
+        s.audit(&p.token_id, "plan.apply", format!("cluster {name}"), outcome, ctx).await;
+    }
+    Ok(Json(applied?))
 }
 
 /// A stored proposal as a plan request.
@@ -442,9 +455,14 @@ pub async fn apply_proposal(s: &AppState, id: i64) -> Result<PlanDiff, ApiError>
 /// `POST /v1/proposals/{id}/apply`.
 pub async fn post_apply_proposal(
     State(s): State<AppState>,
+    peer: Peer,
     headers: HeaderMap,
     Path(id): Path<i64>,
 ) -> Result<Json<PlanDiff>, ApiError> {
-    require_admin(&s.principal(&headers).await?)?;
-    Ok(Json(apply_proposal(&s, id).await?))
+    let p = s.principal(&headers).await?;
+    crate::api::admin_or_audit(&s, &p, &peer, "proposal.apply", format!("proposal {id}")).await?;
+    let applied = apply_proposal(&s, id).await;
+    let outcome = if applied.is_ok() { "ok" } else { "refused" };
+    s.audit(&p.token_id, "proposal.apply", format!("proposal {id}"), outcome, Audit::from(&peer)).await;
+    Ok(Json(applied?))
 }

@@ -74,6 +74,11 @@ pub struct ClusterReason {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Reason {
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct Operation {
     pub operation: String,
 }
@@ -102,6 +107,8 @@ pub struct Metrics {
     pub preemptions: Family<ClusterReason, Counter>,
     pub task_starts: Family<ClusterLabels, Counter>,
     pub task_failures: Family<ClusterReason, Counter>,
+    pub auth_failures: Family<Reason, Counter>,
+    pub refused: Family<Reason, Counter>,
     scheduling_pass: Family<ClusterLabels, Histogram, fn() -> Histogram>,
     submission: Histogram,
     store: Family<Operation, Histogram, fn() -> Histogram>,
@@ -139,6 +146,8 @@ impl Metrics {
             preemptions: Family::default(),
             task_starts: Family::default(),
             task_failures: Family::default(),
+            auth_failures: Family::default(),
+            refused: Family::default(),
             scheduling_pass: Family::new_with_constructor(latency),
             submission: latency(),
             store: Family::new_with_constructor(latency),
@@ -212,6 +221,16 @@ impl Metrics {
             "Task attempts that failed: start_error, exit_code, signal, lost",
             m.task_failures.clone(),
         );
+        registry.register(
+            "weir_auth_failures",
+            "Requests refused at authentication: missing, malformed, unknown (or revoked) token",
+            m.auth_failures.clone(),
+        );
+        registry.register(
+            "weir_requests_refused",
+            "Requests refused by a limit: rate (a token's submission rate), quota (a project's waiting runs)",
+            m.refused.clone(),
+        );
         registry.register_with_unit(
             "weir_scheduling_pass_duration",
             "One engine actor pass: claim, schedule, commit",
@@ -230,6 +249,13 @@ impl Metrics {
             Unit::Seconds,
             m.store.clone(),
         );
+        // Present from the start at 0, so an alert on their rate works before the first failure.
+        for reason in ["missing", "malformed", "unknown"] {
+            drop(m.auth_failures.get_or_create(&Reason { reason: reason.into() }));
+        }
+        for reason in ["rate", "quota"] {
+            drop(m.refused.get_or_create(&Reason { reason: reason.into() }));
+        }
         Metrics { registry, ..m }
     }
 
@@ -269,6 +295,14 @@ impl Metrics {
 
     pub fn task_started(&self, cluster: &str) {
         self.task_starts.get_or_create(&ClusterLabels { cluster: cluster.to_string() }).inc();
+    }
+
+    pub fn auth_failed(&self, reason: &str) {
+        self.auth_failures.get_or_create(&Reason { reason: reason.to_string() }).inc();
+    }
+
+    pub fn refused(&self, reason: &str) {
+        self.refused.get_or_create(&Reason { reason: reason.to_string() }).inc();
     }
 
     pub fn task_failed(&self, cluster: &str, reason: &str) {

@@ -11,14 +11,16 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
 use tokio::sync::Notify;
 use weir_api::{ClusterConfigApplied, ClusterQueues, Role};
-use weir_store::{JobStore, RunRow};
+use weir_store::{AuditEntry, JobStore, RunRow};
 
 use crate::auth::{Authenticator, Principal};
 use crate::clusters::Registry;
+use crate::config::Limits;
 use crate::error::ApiError;
+use crate::limits::SubmissionRate;
 use crate::metrics::Metrics;
 use crate::snapshot::Snapshot;
-use crate::submit::Writer;
+use crate::submit::{project_of_queue, Writer};
 use crate::time::now_ms;
 
 #[derive(Clone)]
@@ -30,6 +32,8 @@ pub struct AppState {
     /// Wakes this process's worker when a run is submitted or killed.
     pub notify: Option<Arc<Notify>>,
     pub metrics: Arc<Metrics>,
+    pub limits: Arc<Limits>,
+    pub rate: Arc<SubmissionRate>,
 }
 
 impl AppState {
@@ -38,19 +42,40 @@ impl AppState {
         registry: Arc<Registry>,
         notify: Option<Arc<Notify>>,
         metrics: Arc<Metrics>,
+        limits: Limits,
     ) -> AppState {
         AppState {
             writer: Writer::start(store.clone(), metrics.clone()),
             store,
             registry,
-            auth: Arc::new(Authenticator::default()),
+            auth: Arc::new(Authenticator::new(metrics.clone())),
             notify,
             metrics,
+            limits: Arc::new(limits),
+            rate: Arc::new(SubmissionRate::default()),
         }
     }
 
     pub(crate) async fn principal(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
         self.auth.principal(self.store.as_ref(), headers).await
+    }
+
+    /// Records an action in the audit log. An audit write that fails is logged, not fatal:
+    /// the action itself has already happened.
+    pub(crate) async fn audit(&self, who: &str, action: &str, target: String, outcome: &str, ctx: Audit) {
+        let entry = AuditEntry {
+            at_ms: now_ms(),
+            token_id: who.to_string(),
+            action: action.to_string(),
+            target,
+            project: ctx.project,
+            client: ctx.client,
+            outcome: outcome.to_string(),
+            detail: ctx.detail,
+        };
+        if let Err(e) = self.store.append_audit(&entry).await {
+            eprintln!("weir serve: cannot write the audit log ({action} {}): {e}", entry.target);
+        }
     }
 
     pub(crate) fn wake(&self) {
@@ -89,10 +114,26 @@ pub(crate) async fn readable_run(
     id: i64,
     role: Role,
 ) -> Result<RunRow, ApiError> {
+    Ok(readable_run_by(s, headers, id, role).await?.1)
+}
+
+/// The run and the caller, if the caller may see it. Another project's run is answered like
+/// a missing one (404), so that ids do not tell a tenant what other tenants run; a run the
+/// caller may see but not act on is 403.
+pub(crate) async fn readable_run_by(
+    s: &AppState,
+    headers: &HeaderMap,
+    id: i64,
+    role: Role,
+) -> Result<(Principal, RunRow), ApiError> {
     let principal = s.principal(headers).await?;
-    let run = s.store.run(id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id}")))?;
+    let missing = || ApiError::not_found(format!("no run {id}"));
+    let run = s.store.run(id).await?.ok_or_else(missing)?;
+    if !principal.can(&run.project, Role::Viewer) {
+        return Err(missing());
+    }
     principal.require(&run.project, role)?;
-    Ok(run)
+    Ok((principal, run))
 }
 
 pub(crate) async fn snapshot(s: &AppState, cluster: &str) -> Result<Option<(Snapshot, i64)>, ApiError> {
@@ -163,4 +204,69 @@ pub(crate) async fn reload_cluster(
     s.registry.put_cluster(name, config, version);
     s.wake();
     Ok(ClusterConfigApplied { cluster: name.to_string(), queues, leaves })
+}
+
+/// The rest of an audit entry: the project, the peer address and free text.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Audit {
+    pub project: Option<String>,
+    pub client: Option<String>,
+    pub detail: Option<String>,
+}
+
+impl Audit {
+    pub fn from(peer: &Peer) -> Audit {
+        Audit { client: peer.0.clone(), ..Audit::default() }
+    }
+
+    pub fn project(mut self, p: impl Into<String>) -> Audit {
+        self.project = Some(p.into());
+        self
+    }
+
+    pub fn detail(mut self, d: impl Into<String>) -> Audit {
+        self.detail = Some(d.into());
+        self
+    }
+}
+
+/// The peer address of a request, when the listener recorded it (axum's `ConnectInfo`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Peer(pub Option<String>);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Peer {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Peer, Self::Rejection> {
+        Ok(Peer(
+            parts
+                .extensions
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map(|c| c.0.ip().to_string()),
+        ))
+    }
+}
+
+/// Whether a caller sees a queue: every queue for a viewer of all projects; else the queues
+/// of its projects and their ancestors (the path down to them, with aggregated figures).
+/// Cluster totals are shown to everyone.
+pub(crate) fn queue_visible(p: &Principal, path: &str, all: &[String]) -> bool {
+    p.can_all(Role::Viewer)
+        || p.can(&project_of_queue(path), Role::Viewer)
+        || all.iter().any(|q| q.starts_with(&format!("{path}.")) && p.can(&project_of_queue(q), Role::Viewer))
+}
+
+/// `clusters` with only the queues `p` may see.
+pub(crate) fn visible_queues(p: &Principal, mut clusters: Vec<ClusterQueues>) -> Vec<ClusterQueues> {
+    if p.can_all(Role::Viewer) {
+        return clusters;
+    }
+    for c in &mut clusters {
+        let paths: Vec<String> = c.queues.iter().map(|q| q.path.clone()).collect();
+        c.queues.retain(|q| queue_visible(p, &q.path, &paths));
+    }
+    clusters
 }

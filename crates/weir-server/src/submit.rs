@@ -11,7 +11,9 @@ use weir_api::SubmitRun;
 use weir_model::{WorkflowSpec, Workload, WorkloadFile};
 use weir_store::{JobStore, NewRun, Submitted};
 
+use crate::auth::covers;
 use crate::clusters::Registry;
+use crate::config::Limits;
 use crate::error::ApiError;
 
 /// Most jobs in one workflow (engine job ids pack run and job index).
@@ -107,14 +109,21 @@ pub struct Accepted {
     pub spec: WorkflowSpec,
     pub cluster: String,
     pub queue: String,
+    /// The project the run is recorded under (what its viewers see).
     pub project: String,
+    /// The project whose submitters may put work in `queue`: the queue's own project, or the
+    /// declared project when the cluster's operator mapped that project to that queue (a
+    /// `project:P:TIER` route or a placement rule for P).
+    pub owner: String,
     pub tier: u8,
     /// The workflow's runtime SLO.
     pub slo_ms: Option<i64>,
 }
 
-/// Route and validate a workflow. A route replaces the workflow's own placement.
-pub fn accept(registry: &Registry, mut spec: WorkflowSpec) -> Result<Accepted, ApiError> {
+/// Route and validate a workflow. A route replaces the workflow's own placement. Limits on
+/// tasks per stage and per run are checked before anything else is built.
+pub fn accept(registry: &Registry, mut spec: WorkflowSpec, limits: &Limits) -> Result<Accepted, ApiError> {
+    check_size(&spec, limits)?;
     let tier = spec.tier.unwrap_or(3);
     let routed = registry.route(&spec.name, spec.project.as_deref(), tier).ok_or_else(|| {
         ApiError::invalid("no route for this workflow and no default cluster (name one `default`)")
@@ -122,7 +131,7 @@ pub fn accept(registry: &Registry, mut spec: WorkflowSpec) -> Result<Accepted, A
     let loaded = registry.cluster(&routed.cluster).ok_or_else(|| {
         ApiError::invalid(format!("the route names cluster `{}`, which is not loaded", routed.cluster))
     })?;
-    let declared_project = spec.project.clone();
+    let declared_project = spec.project.clone().map(|p| p.strip_prefix("root.").unwrap_or(&p).to_string());
     if let Some(q) = &routed.queue {
         spec.queue = Some(q.clone());
         spec.project = None;
@@ -137,9 +146,143 @@ pub fn accept(registry: &Registry, mut spec: WorkflowSpec) -> Result<Accepted, A
         Workload::live_from_file("workflow", &file, &loaded.config).map_err(|e| invalid(&spec.name, e))?;
     let wf = &workload.workflows[0];
     let queue = wf.queue.to_string();
-    let project = declared_project.unwrap_or_else(|| project_of_queue(&queue));
+    let queue_project = project_of_queue(&queue);
+    // Placed for this project by the operator: a project route, or a placement rule.
+    let mapped_by_operator = |p: &str| {
+        routed.by_project.as_deref() == Some(p)
+            || (routed.queue.is_none()
+                && loaded
+                    .config
+                    .place(p, wf.tier)
+                    .rule
+                    .is_some_and(|_| loaded.config.place(p, wf.tier).queue == wf.queue))
+    };
+    let (project, owner) = match declared_project {
+        None => (queue_project.clone(), queue_project),
+        Some(p) if covers(&queue_project, &p) => (p, queue_project),
+        Some(p) if mapped_by_operator(&p) => (p.clone(), p),
+        Some(p) => {
+            return Err(ApiError::invalid(format!(
+                "project `{p}` does not own queue {queue} (it belongs to project `{queue_project}`): a run \
+                 runs in a queue of its own project, or where the operator placed the project"
+            ))
+            .field("workflow.project"))
+        }
+    };
     let slo_ms = wf.slo.map(|d| d.as_millis() as i64);
-    Ok(Accepted { cluster: routed.cluster, queue, project, tier: wf.tier, slo_ms, spec })
+    Ok(Accepted { cluster: routed.cluster, queue, project, owner, tier: wf.tier, slo_ms, spec })
+}
+
+/// The run's task count, refused above the limits (before validation builds anything from it).
+fn check_size(spec: &WorkflowSpec, limits: &Limits) -> Result<u64, ApiError> {
+    let mut total: u64 = 0;
+    for job in &spec.jobs {
+        for stage in &job.stages {
+            let n = u64::from(stage.tasks);
+            if n > limits.max_tasks_per_stage {
+                return Err(ApiError::invalid(format!(
+                    "{n} tasks: a stage has at most {} (the server's max_tasks_per_stage)",
+                    limits.max_tasks_per_stage
+                ))
+                .field(format!("workflow.jobs.{}.stages.{}.tasks", job.name, stage.name)));
+            }
+            total = total.saturating_add(n);
+        }
+    }
+    if total > limits.max_tasks_per_run {
+        return Err(ApiError::invalid(format!(
+            "{total} tasks in all: a run has at most {} (the server's max_tasks_per_run)",
+            limits.max_tasks_per_run
+        ))
+        .field("workflow.jobs"));
+    }
+    Ok(total)
+}
+
+/// The longest logical date accepted, in bytes.
+pub const MAX_LOGICAL_DATE: usize = 128;
+
+/// The longest single value (command, environment value) a task can be handed: Linux refuses
+/// to `exec` with an argument or environment string longer than 32 pages (`MAX_ARG_STRLEN`).
+const MAX_ARG: usize = 128 * 1024 - 1;
+
+/// The most environment (names, values and separators together) a task is handed, well below
+/// what `exec` accepts (a quarter of the stack limit, at least 128 KiB·32).
+const MAX_ENV: usize = 1024 * 1024;
+
+/// Refuses at submission what could not reach a task: a run that would be accepted and then
+/// fail every attempt at `exec` (exit 127, empty logs). Names and the logical date become
+/// environment variables (`WEIR_WORKFLOW`, `WEIR_JOB`, `WEIR_STAGE`, `WEIR_LOGICAL_DATE`), so
+/// they must be printable; values must fit `exec`'s limits.
+pub fn check_reachable(
+    spec: &WorkflowSpec,
+    logical_date: &str,
+    params: &BTreeMap<String, String>,
+) -> Result<(), ApiError> {
+    let printable = |s: &str| !s.chars().any(char::is_control);
+    if logical_date.len() > MAX_LOGICAL_DATE {
+        return Err(ApiError::invalid(format!(
+            "{} bytes: a logical date has at most {MAX_LOGICAL_DATE}",
+            logical_date.len()
+        ))
+        .field("logical_date"));
+    }
+    if logical_date.is_empty() || !printable(logical_date) {
+        return Err(ApiError::invalid("a logical date is printable text (no control characters), not empty")
+            .field("logical_date"));
+    }
+    let name = |path: String, n: &str| -> Result<(), ApiError> {
+        if printable(n) && n.len() <= 256 {
+            Ok(())
+        } else {
+            Err(ApiError::invalid("a name is printable text (no control characters), at most 256 bytes")
+                .field(path))
+        }
+    };
+    name("workflow.name".into(), &spec.name)?;
+    if let Some(u) = &spec.user {
+        name("workflow.user".into(), u)?;
+    }
+    let env_total: usize = params.iter().map(|(k, v)| k.len() + v.len() + 12).sum();
+    for (k, v) in params {
+        if v.len() > MAX_ARG {
+            return Err(ApiError::invalid(format!("{} bytes: a parameter has at most {MAX_ARG}", v.len()))
+                .field(format!("params.{k}")));
+        }
+    }
+    for job in &spec.jobs {
+        name(format!("workflow.jobs.{}.name", job.name), &job.name)?;
+        for stage in &job.stages {
+            let here = format!("workflow.jobs.{}.stages.{}", job.name, stage.name);
+            name(format!("{here}.name"), &stage.name)?;
+            if stage.command.as_ref().is_some_and(|c| c.len() > MAX_ARG) {
+                return Err(ApiError::invalid(format!(
+                    "a command has at most {MAX_ARG} bytes (the system's limit on one argument); \
+                     put a longer script in a file"
+                ))
+                .field(format!("{here}.command")));
+            }
+            let mut stage_env = env_total;
+            for (k, v) in &stage.env {
+                if v.len() > MAX_ARG {
+                    return Err(ApiError::invalid(format!(
+                        "{} bytes: an environment value has at most {MAX_ARG}",
+                        v.len()
+                    ))
+                    .field(format!("{here}.env.{k}")));
+                }
+                stage_env += k.len() + v.len() + 2;
+            }
+            stage_env += spec.name.len() + job.name.len() + stage.name.len() + logical_date.len();
+            if stage_env > MAX_ENV {
+                return Err(ApiError::invalid(format!(
+                    "its tasks' environment (env and params) would be {stage_env} bytes; at most {MAX_ENV}"
+                ))
+                .field(format!("{here}.env")));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Validation problems as one 400: the first problem's path is the field; every problem is in

@@ -44,7 +44,7 @@
         return reader.read().then(function (chunk) {
           if (chunk.done) {
             log.dataset.state = 'ended';
-            if (status) status.textContent = 'the attempt has ended; this is all of its output';
+            if (status) status.textContent = status.dataset.ended || 'the attempt has ended';
             return;
           }
           if (first) { log.textContent = ''; first = false; }

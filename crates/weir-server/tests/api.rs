@@ -353,7 +353,8 @@ async fn authorization_follows_projects(db: Db) {
     assert_eq!(st, 201, "{mine:#}");
     let (st, e) = submit_as(ads.clone(), "root.search.tier1").await;
     assert_eq!((st, e["error"]["code"].as_str()), (403, Some("forbidden")), "{e:#}");
-    // Another project's run: cannot read, kill or see its logs.
+    // Another project's run: cannot read, kill or see its logs — answered as if there were
+    // no such run, so that a tenant learns nothing of what others run.
     let (_, theirs) = s.submit(one_task("other", "root.search.tier1", "true"), "d").await;
     let tid = theirs["id"].as_i64().expect("id");
     for (m, path) in [
@@ -361,8 +362,9 @@ async fn authorization_follows_projects(db: Db) {
         (Method::POST, format!("/v1/runs/{tid}/kill")),
         (Method::GET, format!("/v1/runs/{tid}/tasks/j.s.0/logs")),
     ] {
-        let (st, _) = s.call_as(&ads, m, &path, None).await;
-        assert_eq!(st, 403, "{path}");
+        let (st, e) = s.call_as(&ads, m, &path, None).await;
+        assert_eq!(st, 404, "{path}");
+        assert!(!e.to_string().contains("search"), "{path}: {e}");
     }
     let (_, list) = s.call_as(&ads, Method::GET, "/v1/runs", None).await;
     assert!(list["runs"].as_array().expect("runs").iter().all(|r| r["project"] == "ads"), "{list:#}");

@@ -76,8 +76,9 @@ async fn viewers_see_their_projects_and_only_admins_change_anything() {
             && !runs.contains(&format!("data-run=\"{search_id}\"")),
         "{runs}"
     );
-    let (status, _) = page(&s, &viewer, &format!("/runs/{search_id}")).await;
-    assert_eq!(status, 403, "another project's run");
+    let (status, other) = page(&s, &viewer, &format!("/runs/{search_id}")).await;
+    assert_eq!(status, 404, "another project's run is not there for this viewer");
+    assert!(!other.contains("search"), "{other}");
     // Its own run's page; the run has no SLO, so no deadline is promised.
     let (status, run) = page(&s, &viewer, &format!("/runs/{ads_id}")).await;
     assert_eq!(status, 200);
@@ -92,7 +93,11 @@ async fn viewers_see_their_projects_and_only_admins_change_anything() {
     let (_, routes) = page(&s, &viewer, "/routes").await;
     assert!(!routes.contains("id=\"route-form\""), "a viewer gets no route form");
     let (_, clusters) = page(&s, &viewer, "/clusters").await;
-    assert!(!clusters.contains("<textarea"), "a viewer reads the cluster file, cannot edit it");
+    assert!(!clusters.contains("<textarea"), "a viewer cannot edit the cluster file");
+    assert!(
+        !clusters.contains("root.search") && !clusters.contains("name: search"),
+        "nor read other projects' queues in it: {clusters}"
+    );
     // Its form token is valid, but it is no admin.
     let form = [
         ("csrf", csrf(&routes)),

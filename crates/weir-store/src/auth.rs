@@ -1,7 +1,7 @@
 //! Tokens (stored as hashes), routes, registered workflows, cluster configurations and the
 //! queue snapshots workers publish.
 
-use crate::{int, opt_int, text, Store, StoreError};
+use crate::{int, opt_int, opt_text, text, Store, StoreError};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TokenRow {
@@ -13,6 +13,11 @@ pub struct TokenRow {
     pub grants: String,
     pub created_ms: i64,
     pub revoked_ms: Option<i64>,
+    /// The scheduler user its submissions run as (`None`: tokens made before users were
+    /// recorded; the service uses the token's id).
+    pub user: Option<String>,
+    /// JSON list of other users its submissions may name (`[]`: none).
+    pub act_as: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,38 +51,43 @@ fn token_row(r: &sqlx::any::AnyRow) -> Result<TokenRow, StoreError> {
         grants: text(r, "grants")?,
         created_ms: int(r, "created_ms")?,
         revoked_ms: opt_int(r, "revoked_ms")?,
+        user: opt_text(r, "user_name")?,
+        act_as: opt_text(r, "act_as")?.unwrap_or_else(|| "[]".to_string()),
     })
 }
 
 impl Store {
     pub(crate) async fn create_token(&self, token: &TokenRow) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
-        sqlx::query("INSERT INTO tokens (id, name, hash, grants, created_ms) VALUES ($1, $2, $3, $4, $5)")
-            .bind(token.id.as_str())
-            .bind(token.name.as_str())
-            .bind(token.hash.as_str())
-            .bind(token.grants.as_str())
-            .bind(token.created_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(StoreError::db)?;
+        sqlx::query(
+            "INSERT INTO tokens (id, name, hash, grants, created_ms, user_name, act_as)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(token.id.as_str())
+        .bind(token.name.as_str())
+        .bind(token.hash.as_str())
+        .bind(token.grants.as_str())
+        .bind(token.created_ms)
+        .bind(token.user.as_deref())
+        .bind(token.act_as.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(StoreError::db)?;
         tx.commit().await.map_err(StoreError::db)
     }
 
     /// The token with this hash, revoked or not.
     pub(crate) async fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRow>, StoreError> {
-        let row =
-            sqlx::query("SELECT id, name, hash, grants, created_ms, revoked_ms FROM tokens WHERE hash = $1")
-                .bind(hash)
-                .fetch_optional(&self.read)
-                .await
-                .map_err(StoreError::db)?;
+        const Q: &str =
+            "SELECT id, name, hash, grants, created_ms, revoked_ms, user_name, act_as FROM tokens WHERE hash = $1";
+        let row = sqlx::query(Q).bind(hash).fetch_optional(&self.read).await.map_err(StoreError::db)?;
         row.as_ref().map(token_row).transpose()
     }
 
     pub(crate) async fn tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
         let rows = sqlx::query(
-            "SELECT id, name, hash, grants, created_ms, revoked_ms FROM tokens ORDER BY created_ms, id",
+            "SELECT id, name, hash, grants, created_ms, revoked_ms, user_name, act_as FROM tokens
+             ORDER BY created_ms, id",
         )
         .fetch_all(&self.read)
         .await
@@ -129,12 +139,19 @@ impl Store {
         Ok(n == 1)
     }
 
-    pub(crate) async fn put_workflow(&self, name: &str, spec: &str, now_ms: i64) -> Result<(), StoreError> {
+    pub(crate) async fn put_workflow(
+        &self,
+        project: &str,
+        name: &str,
+        spec: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
         sqlx::query(
-            "INSERT INTO workflows (name, spec, updated_ms) VALUES ($1, $2, $3)
-             ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, updated_ms = excluded.updated_ms",
+            "INSERT INTO workflows (project, name, spec, updated_ms) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (project, name) DO UPDATE SET spec = excluded.spec, updated_ms = excluded.updated_ms",
         )
+        .bind(project)
         .bind(name)
         .bind(spec)
         .bind(now_ms)
@@ -144,13 +161,13 @@ impl Store {
         tx.commit().await.map_err(StoreError::db)
     }
 
-    pub(crate) async fn workflow(&self, name: &str) -> Result<Option<String>, StoreError> {
-        let row = sqlx::query("SELECT spec FROM workflows WHERE name = $1")
+    pub(crate) async fn workflows_named(&self, name: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = sqlx::query("SELECT project, spec FROM workflows WHERE name = $1 ORDER BY project")
             .bind(name)
-            .fetch_optional(&self.read)
+            .fetch_all(&self.read)
             .await
             .map_err(StoreError::db)?;
-        row.map(|r| text(&r, "spec")).transpose()
+        rows.iter().map(|r| Ok((text(r, "project")?, text(r, "spec")?))).collect()
     }
 
     /// Store a cluster's configuration; the version moves on only if the text changed.

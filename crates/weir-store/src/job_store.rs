@@ -24,9 +24,10 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::{
-    ActiveRun, AttemptDuration, AttemptRow, Change, ClusterRow, Fence, JobRow, KillOutcome, Lease, NewRun,
-    PlanApplied, PreemptionRow, ProposalRow, RouteRow, RunCount, RunFilter, RunRecordRow, RunRow,
-    SnapshotRow, StoreError, Submitted, TaskRow, TokenRow, UsageRow,
+    ActiveRun, AttemptDuration, AttemptRow, AuditEntry, AuditFilter, AuditRow, Change, ClusterRow, Fence,
+    JobRow, KillOutcome, Lease, NewRun, PlanApplied, PreemptionRow, ProposalRow, RouteRow, RunCount,
+    RunFilter, RunRecordRow, RunRow, SnapshotRow, StoreError, Submitted, TaskCount, TaskRow, TokenRow,
+    UsageRow,
 };
 
 /// A boxed future, so that [`JobStore`] stays object-safe.
@@ -52,12 +53,14 @@ pub trait JobStore: Send + Sync {
     /// either every run of the batch is stored with its idempotency record, or none is.
     ///
     /// Within the batch each submission is checked in order, against earlier ones of the same
-    /// batch too: an unexpired idempotency record for its key answers
-    /// [`Submitted::Replay`] with the first answer; an active (non-terminal) run holding the
-    /// same (workflow, logical date) answers [`Submitted::Conflict`]; otherwise the run is
-    /// created `queued` ([`Submitted::Created`]). At most one active run per (workflow,
-    /// logical date) exists at any moment, whatever the concurrency (a unique key, not a read
-    /// followed by a write).
+    /// batch too: an unexpired idempotency record for its key answers [`Submitted::Replay`]
+    /// with the first answer if the request is the same (same [`NewRun::request_hash`]), and
+    /// [`Submitted::KeyReused`] if not; an active (non-terminal) run of the same project
+    /// holding the same (workflow, logical date) answers [`Submitted::Conflict`]; otherwise the
+    /// run is created `queued` ([`Submitted::Created`]) with its listing scopes. At most one
+    /// active run per (project, workflow, logical date) exists at any moment, whatever the
+    /// concurrency (a unique key, not a read followed by a write). Each submission's audit
+    /// entry is written in the same transaction.
     fn submit<'a>(&'a self, runs: &'a [NewRun]) -> BoxFuture<'a, Result<Vec<Submitted>, StoreError>>;
 
     /// One run without its jobs, `None` if there is no such run.
@@ -97,10 +100,13 @@ pub trait JobStore: Send + Sync {
     /// Takes the lease on `cluster` until `now_ms + lease_ms` if it is free, expired, or
     /// already `owner`'s. One transaction. The fencing number moves on with every grant, so a
     /// previous holder's [`Fence`] stops working at once. `None`: another owner holds it.
+    /// `dead_owner`, when given, is an earlier owner the caller knows has stopped (the same
+    /// data directory's previous process, gone): its lease is taken at once, not after expiry.
     fn acquire_lease<'a>(
         &'a self,
         cluster: &'a str,
         owner: &'a str,
+        dead_owner: Option<&'a str>,
         now_ms: i64,
         lease_ms: i64,
     ) -> BoxFuture<'a, Result<Option<Fence>, StoreError>>;
@@ -177,16 +183,43 @@ pub trait JobStore: Send + Sync {
     /// Deletes one route; `false` if there was none.
     fn delete_route<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
 
-    /// Registers (or replaces) a workflow by name (JSON in the workload-file schema).
+    /// Registers (or replaces) a project's workflow by name (JSON in the workload-file
+    /// schema). One transaction. Another project's workflow of the same name is untouched.
     fn put_workflow<'a>(
         &'a self,
+        project: &'a str,
         name: &'a str,
         spec: &'a str,
         now_ms: i64,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// A registered workflow's JSON.
-    fn workflow<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
+    /// Every registered workflow of this name, as (project, JSON), by project. Workflows
+    /// registered before they were kept per project have the project their JSON names, or ``.
+    fn workflows_named<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<(String, String)>, StoreError>>;
+
+    /// One page of a run's tasks in (job, stage, task) order: those after `after` (exclusive),
+    /// at most `limit`.
+    fn tasks_page<'a>(
+        &'a self,
+        run: i64,
+        after: Option<(u32, u32, u32)>,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<TaskRow>, StoreError>>;
+
+    /// A run's tasks counted by (job, stage, state).
+    fn task_counts(&self, run: i64) -> BoxFuture<'_, Result<Vec<TaskCount>, StoreError>>;
+
+    /// Runs of `project` (exactly) that have not started yet (`queued`, `routed`, `waiting`).
+    fn waiting_runs<'a>(&'a self, project: &'a str) -> BoxFuture<'a, Result<u64, StoreError>>;
+
+    /// Appends one entry to the audit log. One transaction.
+    fn append_audit<'a>(&'a self, entry: &'a AuditEntry) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Audit entries matching `filter`, newest first.
+    fn audit<'a>(&'a self, filter: &'a AuditFilter) -> BoxFuture<'a, Result<Vec<AuditRow>, StoreError>>;
 
     /// Stores a cluster's configuration (the cluster file's text) and returns its version.
     /// One transaction; the version moves on only if the text changed, so owners reload only
@@ -340,10 +373,11 @@ impl JobStore for crate::Store {
         &'a self,
         cluster: &'a str,
         owner: &'a str,
+        dead_owner: Option<&'a str>,
         now_ms: i64,
         lease_ms: i64,
     ) -> BoxFuture<'a, Result<Option<Fence>, StoreError>> {
-        Box::pin(crate::Store::acquire_lease(self, cluster, owner, now_ms, lease_ms))
+        Box::pin(crate::Store::acquire_lease(self, cluster, owner, dead_owner, now_ms, lease_ms))
     }
 
     fn release_lease<'a>(&'a self, fence: &'a Fence) -> BoxFuture<'a, Result<(), StoreError>> {
@@ -423,15 +457,44 @@ impl JobStore for crate::Store {
 
     fn put_workflow<'a>(
         &'a self,
+        project: &'a str,
         name: &'a str,
         spec: &'a str,
         now_ms: i64,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(crate::Store::put_workflow(self, name, spec, now_ms))
+        Box::pin(crate::Store::put_workflow(self, project, name, spec, now_ms))
     }
 
-    fn workflow<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
-        Box::pin(crate::Store::workflow(self, name))
+    fn workflows_named<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<(String, String)>, StoreError>> {
+        Box::pin(crate::Store::workflows_named(self, name))
+    }
+
+    fn tasks_page<'a>(
+        &'a self,
+        run: i64,
+        after: Option<(u32, u32, u32)>,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<TaskRow>, StoreError>> {
+        Box::pin(crate::Store::tasks_page(self, run, after, limit))
+    }
+
+    fn task_counts(&self, run: i64) -> BoxFuture<'_, Result<Vec<TaskCount>, StoreError>> {
+        Box::pin(crate::Store::task_counts(self, run))
+    }
+
+    fn waiting_runs<'a>(&'a self, project: &'a str) -> BoxFuture<'a, Result<u64, StoreError>> {
+        Box::pin(crate::Store::waiting_runs(self, project))
+    }
+
+    fn append_audit<'a>(&'a self, entry: &'a AuditEntry) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(crate::Store::append_audit(self, entry))
+    }
+
+    fn audit<'a>(&'a self, filter: &'a AuditFilter) -> BoxFuture<'a, Result<Vec<AuditRow>, StoreError>> {
+        Box::pin(crate::Store::audit(self, filter))
     }
 
     fn put_cluster<'a>(

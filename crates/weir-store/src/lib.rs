@@ -21,6 +21,7 @@
 //! There is no in-memory implementation: tests run against real SQLite files and a real
 //! PostgreSQL, where the failures are real.
 
+mod audit;
 mod auth;
 mod error;
 mod history;
@@ -36,6 +37,7 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Executor, Row};
 
+pub use audit::{AuditEntry, AuditFilter, AuditRow};
 pub use auth::{ClusterRow, RouteRow, SnapshotRow, TokenRow};
 pub use error::StoreError;
 pub use history::{
@@ -43,7 +45,8 @@ pub use history::{
 };
 pub use job_store::{BoxFuture, JobStore};
 pub use runs::{
-    AttemptRow, JobRow, KillOutcome, NewRun, RunFilter, RunRow, Submitted, TaskRow, TERMINAL_RUN_STATES,
+    AttemptRow, JobRow, KillOutcome, NewRun, RunFilter, RunRow, Submitted, TaskCount, TaskRow,
+    TERMINAL_RUN_STATES,
 };
 pub use worker::{ActiveRun, AttemptKey, Change, Fence, Lease, NewJob, NewTask, TaskKey, Warning};
 

@@ -23,11 +23,18 @@ pub struct NewRun {
     pub params: String,
     /// Token id of the submitter.
     pub submitted_by: String,
+    /// The scheduler user: the token's user or one it may act as.
+    pub user: String,
+    /// Where the request came from (the peer address), for the audit log.
+    pub client: Option<String>,
     pub submitted_ms: i64,
     /// The workflow's runtime SLO, for the SLO reports.
     pub slo_ms: Option<i64>,
     /// `token id + ":" + Idempotency-Key`, if the request had one.
     pub idempotency_key: Option<String>,
+    /// A digest of the request the key came with: the same key with another request is
+    /// [`Submitted::KeyReused`], not a replay.
+    pub request_hash: String,
     /// Records older than this (ms) are expired and do not replay.
     pub idempotency_after_ms: i64,
 }
@@ -47,6 +54,8 @@ pub enum Submitted {
         status: u16,
         run: i64,
     },
+    /// The idempotency key was first used with a different request: nothing was stored.
+    KeyReused,
 }
 
 /// A stored run, without its jobs.
@@ -63,6 +72,9 @@ pub struct RunRow {
     pub spec: String,
     pub params: String,
     pub submitted_by: String,
+    /// The scheduler user it was submitted as (`None` for runs stored before users were
+    /// recorded: they ran as their workflow's `user`).
+    pub user: Option<String>,
     pub submitted_ms: i64,
     pub started_ms: Option<i64>,
     pub finished_ms: Option<i64>,
@@ -93,6 +105,16 @@ pub struct TaskRow {
     pub started_ms: Option<i64>,
     pub finished_ms: Option<i64>,
     pub exit_code: Option<i32>,
+}
+
+/// How many of a run's tasks of one stage are in one state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskCount {
+    pub job_idx: u32,
+    pub stage_idx: u32,
+    pub stage: String,
+    pub state: String,
+    pub count: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,7 +169,7 @@ pub enum KillOutcome {
 macro_rules! run_columns {
     () => {
         "id, workflow, project, tier, logical_date, state, cluster, queue, spec, params, submitted_by, \
-         submitted_ms, started_ms, finished_ms, kill_requested, reason"
+         user_name, submitted_ms, started_ms, finished_ms, kill_requested, reason"
     };
 }
 pub(crate) use run_columns;
@@ -165,6 +187,7 @@ pub(crate) fn run_row(r: &AnyRow) -> Result<RunRow, StoreError> {
         spec: text(r, "spec")?,
         params: text(r, "params")?,
         submitted_by: text(r, "submitted_by")?,
+        user: opt_text(r, "user_name")?,
         submitted_ms: int(r, "submitted_ms")?,
         started_ms: opt_int(r, "started_ms")?,
         finished_ms: opt_int(r, "finished_ms")?,
@@ -221,8 +244,20 @@ pub(crate) fn attempt_row(r: &AnyRow) -> Result<AttemptRow, StoreError> {
     })
 }
 
-pub(crate) fn active_key(workflow: &str, logical_date: &str) -> String {
-    format!("{workflow}\n{logical_date}")
+/// What makes a run unique while it is active: one project's (workflow, logical date) never
+/// blocks another project's.
+pub(crate) fn active_key(project: &str, workflow: &str, logical_date: &str) -> String {
+    format!("{project}\n{workflow}\n{logical_date}")
+}
+
+/// The scopes a run of `project` is listed under: the project and each of its ancestors
+/// (`ads.ranking.x` → `ads`, `ads.ranking`, `ads.ranking.x`), as a grant on a project covers
+/// its sub-projects.
+pub(crate) fn scopes(project: &str) -> Vec<String> {
+    let mut out: Vec<String> =
+        project.match_indices('.').map(|(i, _)| project[..i].to_string()).filter(|s| !s.is_empty()).collect();
+    out.push(project.to_string());
+    out
 }
 
 impl Store {
@@ -234,13 +269,21 @@ impl Store {
         let mut out = Vec::with_capacity(runs.len());
         for run in runs {
             if let Some(key) = &run.idempotency_key {
-                let seen = sqlx::query("SELECT run_id, status, created_ms FROM idempotency WHERE key = $1")
-                    .bind(key.as_str())
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(StoreError::db)?;
+                let seen = sqlx::query(
+                    "SELECT run_id, status, created_ms, request_hash FROM idempotency WHERE key = $1",
+                )
+                .bind(key.as_str())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(StoreError::db)?;
                 if let Some(r) = seen {
                     if int(&r, "created_ms")? >= run.idempotency_after_ms {
+                        // Records from before request hashes were kept replay as before.
+                        let first = opt_text(&r, "request_hash")?;
+                        if first.is_some_and(|h| h != run.request_hash) {
+                            out.push(Submitted::KeyReused);
+                            continue;
+                        }
                         let status = int(&r, "status")?.clamp(0, 999) as u16;
                         out.push(Submitted::Replay { status, run: int(&r, "run_id")? });
                         continue;
@@ -252,10 +295,11 @@ impl Store {
                         .map_err(StoreError::db)?;
                 }
             }
-            let key = active_key(&run.workflow, &run.logical_date);
+            let key = active_key(&run.project, &run.workflow, &run.logical_date);
             let inserted = sqlx::query(
                 "INSERT INTO runs (workflow, project, tier, logical_date, active_key, state, cluster, queue,
-                 spec, params, submitted_by, submitted_ms, slo_ms) VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $12)
+                 spec, params, submitted_by, submitted_ms, slo_ms, user_name)
+                 VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $12, $13)
                  ON CONFLICT DO NOTHING RETURNING id",
             )
             .bind(run.workflow.as_str())
@@ -270,12 +314,21 @@ impl Store {
             .bind(run.submitted_by.as_str())
             .bind(run.submitted_ms)
             .bind(run.slo_ms)
+            .bind(run.user.as_str())
             .fetch_optional(&mut *tx)
             .await
             .map_err(StoreError::db)?;
             let (outcome, status, id) = match inserted {
                 Some(r) => {
                     let id = int(&r, "id")?;
+                    for scope in scopes(&run.project) {
+                        sqlx::query("INSERT INTO run_scopes (scope, run_id) VALUES ($1, $2)")
+                            .bind(scope)
+                            .bind(id)
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(StoreError::db)?;
+                    }
                     (Submitted::Created { id }, 201, id)
                 }
                 None => {
@@ -296,17 +349,40 @@ impl Store {
             };
             if let Some(k) = &run.idempotency_key {
                 sqlx::query(
-                    "INSERT INTO idempotency (key, run_id, status, created_ms) VALUES ($1, $2, $3, $4)
-                     ON CONFLICT DO NOTHING",
+                    "INSERT INTO idempotency (key, run_id, status, created_ms, request_hash)
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
                 )
                 .bind(k.as_str())
                 .bind(id)
                 .bind(i64::from(status))
                 .bind(run.submitted_ms)
+                .bind(run.request_hash.as_str())
                 .execute(&mut *tx)
                 .await
                 .map_err(StoreError::db)?;
             }
+            let (target, result) = match &outcome {
+                Submitted::Created { id } => (format!("run {id}"), "created".to_string()),
+                Submitted::Conflict { existing } => (format!("run {existing}"), "conflict".to_string()),
+                _ => (String::new(), String::new()),
+            };
+            crate::audit::append_in(
+                &mut tx,
+                &crate::audit::AuditEntry {
+                    at_ms: run.submitted_ms,
+                    token_id: run.submitted_by.clone(),
+                    action: "submit".to_string(),
+                    target,
+                    project: Some(run.project.clone()),
+                    client: run.client.clone(),
+                    outcome: result,
+                    detail: Some(format!(
+                        "workflow {} logical date {} as user {} to {}/{}",
+                        run.workflow, run.logical_date, run.user, run.cluster, run.queue
+                    )),
+                },
+            )
+            .await?;
             out.push(outcome);
         }
         tx.commit().await.map_err(StoreError::db)?;
@@ -342,6 +418,65 @@ impl Store {
         rows.iter().map(task_row).collect()
     }
 
+    pub(crate) async fn tasks_page(
+        &self,
+        run: i64,
+        after: Option<(u32, u32, u32)>,
+        limit: u32,
+    ) -> Result<Vec<TaskRow>, StoreError> {
+        // (job, stage, task) > after, written out: row-value comparison is not in every SQLite.
+        let (j, s, t) =
+            after.map(|(j, s, t)| (i64::from(j), i64::from(s), i64::from(t))).unwrap_or((-1, -1, -1));
+        let rows = sqlx::query(
+            "SELECT run_id, job_idx, stage_idx, task_idx, stage, state, attempts, node, started_ms, finished_ms,
+             exit_code FROM tasks WHERE run_id = $1
+               AND (job_idx > $2 OR (job_idx = $2 AND (stage_idx > $3 OR (stage_idx = $3 AND task_idx > $4))))
+             ORDER BY job_idx, stage_idx, task_idx LIMIT $5",
+        )
+        .bind(run)
+        .bind(j)
+        .bind(s)
+        .bind(t)
+        .bind(i64::from(limit.max(1)))
+        .fetch_all(&self.read)
+        .await
+        .map_err(StoreError::db)?;
+        rows.iter().map(task_row).collect()
+    }
+
+    pub(crate) async fn task_counts(&self, run: i64) -> Result<Vec<TaskCount>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT job_idx, stage_idx, MIN(stage) AS stage, state, COUNT(*) AS n FROM tasks WHERE run_id = $1
+             GROUP BY job_idx, stage_idx, state ORDER BY job_idx, stage_idx, state",
+        )
+        .bind(run)
+        .fetch_all(&self.read)
+        .await
+        .map_err(StoreError::db)?;
+        rows.iter()
+            .map(|r| {
+                Ok(TaskCount {
+                    job_idx: int(r, "job_idx")? as u32,
+                    stage_idx: int(r, "stage_idx")? as u32,
+                    stage: text(r, "stage")?,
+                    state: text(r, "state")?,
+                    count: int(r, "n")?.max(0) as u64,
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn waiting_runs(&self, project: &str) -> Result<u64, StoreError> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n FROM runs WHERE project = $1 AND state IN ('queued', 'routed', 'waiting')",
+        )
+        .bind(project)
+        .fetch_one(&self.read)
+        .await
+        .map_err(StoreError::db)?;
+        Ok(int(&row, "n")?.max(0) as u64)
+    }
+
     /// Every attempt of one task, oldest first.
     pub(crate) async fn attempts(
         &self,
@@ -365,45 +500,58 @@ impl Store {
         rows.iter().map(attempt_row).collect()
     }
 
-    /// Runs matching `filter`, newest first, at most `filter.limit`.
+    /// Runs matching `filter`, newest first, at most `filter.limit`. A caller limited to some
+    /// projects reads each project's scope through `run_scopes`' index (newest first, at most
+    /// `limit` rows each), so its cost does not grow with other projects' runs.
     pub(crate) async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRow>, StoreError> {
-        const Q: &str = concat!(
+        const ALL: &str = concat!(
             "SELECT ",
             run_columns!(),
             " FROM runs WHERE ($1 IS NULL OR project = $1) AND ($2 IS NULL OR workflow = $2)
               AND ($3 IS NULL OR state = $3) AND ($4 IS NULL OR submitted_ms >= $4) AND ($5 IS NULL OR id < $5)
               ORDER BY id DESC LIMIT $6"
         );
-        // A caller limited to some projects pages through the whole list, keeping theirs.
-        let mut out = Vec::new();
-        let mut before = filter.before;
+        const SCOPED: &str = concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM run_scopes JOIN runs ON runs.id = run_scopes.run_id WHERE run_scopes.scope = $7
+              AND ($1 IS NULL OR project = $1) AND ($2 IS NULL OR workflow = $2)
+              AND ($3 IS NULL OR state = $3) AND ($4 IS NULL OR submitted_ms >= $4)
+              AND ($5 IS NULL OR run_scopes.run_id < $5)
+              ORDER BY run_scopes.run_id DESC LIMIT $6"
+        );
         let want = filter.limit.max(1) as usize;
-        loop {
-            let rows = sqlx::query(Q)
+        let query = |q: &'static str| {
+            sqlx::query(q)
                 .bind(filter.project.as_deref())
                 .bind(filter.workflow.as_deref())
                 .bind(filter.state.as_deref())
                 .bind(filter.since_ms)
-                .bind(before)
+                .bind(filter.before)
                 .bind(want as i64)
-                .fetch_all(&self.read)
-                .await
-                .map_err(StoreError::db)?;
-            let fetched = rows.len();
+        };
+        let Some(scopes) = &filter.projects_in else {
+            let rows = query(ALL).fetch_all(&self.read).await.map_err(StoreError::db)?;
+            return rows.iter().map(run_row).collect();
+        };
+        // A scope inside another one the caller has adds nothing.
+        let mut own: Vec<&String> = scopes.iter().collect();
+        own.sort();
+        own.dedup();
+        let covered =
+            |s: &str| own.iter().any(|o| s.strip_prefix(o.as_str()).is_some_and(|r| r.starts_with('.')));
+        let mut out: Vec<RunRow> = Vec::new();
+        for scope in own.iter().filter(|s| !covered(s)) {
+            let rows =
+                query(SCOPED).bind(scope.as_str()).fetch_all(&self.read).await.map_err(StoreError::db)?;
             for r in &rows {
-                let run = run_row(r)?;
-                before = Some(run.id);
-                if filter.projects_in.as_ref().is_none_or(|ps| ps.contains(&run.project)) {
-                    out.push(run);
-                    if out.len() == want {
-                        return Ok(out);
-                    }
-                }
-            }
-            if fetched < want {
-                return Ok(out);
+                out.push(run_row(r)?);
             }
         }
+        out.sort_by_key(|r| std::cmp::Reverse(r.id));
+        out.dedup_by_key(|r| r.id);
+        out.truncate(want);
+        Ok(out)
     }
 
     /// Ask for a run to be killed. A queued run is killed at once (compare-and-set on its

@@ -9,11 +9,16 @@ use crate::{Dialect, Store, StoreError};
 /// (version, SQLite statements, PostgreSQL statements)
 type Migration = (i64, &'static [&'static str], &'static [&'static str]);
 
-const MIGRATIONS: &[Migration] =
-    &[(1, V1_SQLITE, V1_POSTGRES), (2, V2_SQLITE, V2_POSTGRES), (3, V3, V3), (4, V4, V4)];
+const MIGRATIONS: &[Migration] = &[
+    (1, V1_SQLITE, V1_POSTGRES),
+    (2, V2_SQLITE, V2_POSTGRES),
+    (3, V3, V3),
+    (4, V4, V4),
+    (6, V6_SQLITE, V6_POSTGRES),
+];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 6;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -98,6 +103,71 @@ const V3: &[&str] = &["ALTER TABLE attempts ADD COLUMN kill_at_ms BIGINT"];
 const V4: &[&str] = &["ALTER TABLE queue_usage ADD COLUMN gpu BIGINT NOT NULL DEFAULT 0"];
 const V1_POSTGRES: &[&str] = v1!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
 
+/// Tenancy (issue 17): a run's scheduler user and the scopes it can be listed under, the
+/// request an idempotency key was first used with, tokens' users, registered workflows and
+/// active runs per project, and the audit log.
+///
+/// - `runs.user_name`: the user the engine's per-user limits count (the token's user, or one
+///   it may act as). Older runs keep NULL (they ran as their workflow's `user` field).
+/// - `run_scopes`: one row per project scope a run is listed under (its project and every
+///   ancestor: `ads`, `ads.ranking`), so a project's listing is an index range, not a scan.
+/// - `idempotency.request_hash`: a key reused with another request is refused, not replayed.
+/// - `tokens.user_name` / `tokens.act_as`: who the token submits as, and whom else it may name.
+/// - `runs.active_key` gains the project: one project's run cannot block another's date.
+/// - `workflows` keyed by (project, name); earlier rows keep the spec's own `project` (or '').
+macro_rules! v6 {
+    ($id:literal, $nl:literal, $workflows:expr) => {
+        &[
+            "ALTER TABLE runs ADD COLUMN user_name TEXT",
+            "CREATE TABLE run_scopes (scope TEXT NOT NULL, run_id BIGINT NOT NULL, PRIMARY KEY (scope, run_id))",
+            "INSERT INTO run_scopes (scope, run_id) SELECT project, id FROM runs",
+            "ALTER TABLE idempotency ADD COLUMN request_hash TEXT",
+            "ALTER TABLE tokens ADD COLUMN user_name TEXT",
+            "ALTER TABLE tokens ADD COLUMN act_as TEXT",
+            concat!(
+                "UPDATE runs SET active_key = project || ",
+                $nl,
+                " || active_key WHERE active_key IS NOT NULL"
+            ),
+            $workflows[0],
+            $workflows[1],
+            $workflows[2],
+            $workflows[3],
+            concat!(
+                "CREATE TABLE audit (id ",
+                $id,
+                ", at_ms BIGINT NOT NULL, token_id TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL,
+                 project TEXT, client TEXT, outcome TEXT NOT NULL, detail TEXT)"
+            ),
+            "CREATE INDEX audit_time ON audit (at_ms)",
+            "CREATE INDEX runs_project_state ON runs (project, state)",
+        ]
+    };
+}
+
+const V6_SQLITE: &[&str] = v6!(
+    "INTEGER PRIMARY KEY AUTOINCREMENT",
+    "char(10)",
+    [
+        "CREATE TABLE workflows_v6 (project TEXT NOT NULL, name TEXT NOT NULL, spec TEXT NOT NULL,
+         updated_ms BIGINT NOT NULL, PRIMARY KEY (project, name))",
+        "INSERT INTO workflows_v6 (project, name, spec, updated_ms)
+         SELECT COALESCE(json_extract(spec, '$.project'), ''), name, spec, updated_ms FROM workflows",
+        "DROP TABLE workflows",
+        "ALTER TABLE workflows_v6 RENAME TO workflows"
+    ]
+);
+const V6_POSTGRES: &[&str] = v6!(
+    "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    "chr(10)",
+    [
+        "ALTER TABLE workflows ADD COLUMN project TEXT NOT NULL DEFAULT ''",
+        "UPDATE workflows SET project = COALESCE(spec::json->>'project', '')",
+        "ALTER TABLE workflows DROP CONSTRAINT workflows_pkey",
+        "ALTER TABLE workflows ADD PRIMARY KEY (project, name)"
+    ]
+);
+
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
     let mut tx = store.begin().await?;
     if store.dialect == Dialect::Postgres {
@@ -124,6 +194,26 @@ pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
         };
         for &statement in statements {
             sqlx::query(statement).execute(&mut *tx).await.map_err(StoreError::db)?;
+        }
+        if version == 6 {
+            // SQL alone gave each run its own project's scope; the ancestors come from here.
+            let rows = sqlx::query("SELECT id, project FROM runs WHERE project LIKE '%.%'")
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(StoreError::db)?;
+            for r in &rows {
+                let (id, project) = (crate::int(r, "id")?, crate::text(r, "project")?);
+                for scope in crate::runs::scopes(&project).into_iter().filter(|s| *s != project) {
+                    sqlx::query(
+                        "INSERT INTO run_scopes (scope, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                    )
+                    .bind(scope)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(StoreError::db)?;
+                }
+            }
         }
         sqlx::query("INSERT INTO weir_schema (version) VALUES ($1)")
             .bind(version)

@@ -120,6 +120,7 @@ impl Store {
         &self,
         cluster: &str,
         owner: &str,
+        dead_owner: Option<&str>,
         now_ms: i64,
         lease_ms: i64,
     ) -> Result<Option<Fence>, StoreError> {
@@ -131,12 +132,13 @@ impl Store {
             .map_err(StoreError::db)?;
         let row = sqlx::query(
             "UPDATE leases SET owner = $2, fence = fence + 1, expires_ms = $3
-             WHERE cluster = $1 AND (expires_ms <= $4 OR owner = $2) RETURNING fence",
+             WHERE cluster = $1 AND (expires_ms <= $4 OR owner = $2 OR owner = $5) RETURNING fence",
         )
         .bind(cluster)
         .bind(owner)
         .bind(now_ms + lease_ms)
         .bind(now_ms)
+        .bind(dead_owner.unwrap_or(owner))
         .fetch_optional(&mut *tx)
         .await
         .map_err(StoreError::db)?;

@@ -41,7 +41,7 @@ fn usage(queue: &str, start: i64, end: i64, cpu: i64) -> Change {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn usage_rows_never_overlap_and_extend_by_compare_and_set() {
     for store in stores("usage").await {
-        let fence = store.acquire_lease("c", "me", 0, 60_000).await.expect("lease").expect("free");
+        let fence = store.acquire_lease("c", "me", None, 0, 60_000).await.expect("lease").expect("free");
         let applied = store
             .apply(
                 &fence,
@@ -111,9 +111,12 @@ async fn run_records_carry_their_slo_and_counts_group_by_state() {
             spec: "{}".into(),
             params: "{}".into(),
             submitted_by: "admin".into(),
+            user: "alice".into(),
+            client: None,
             submitted_ms: at,
             slo_ms: slo,
             idempotency_key: None,
+            request_hash: String::new(),
             idempotency_after_ms: 0,
         };
         store

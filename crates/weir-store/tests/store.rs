@@ -38,9 +38,12 @@ fn run(workflow: &str, date: &str, key: Option<&str>) -> NewRun {
         spec: "{}".into(),
         params: "{}".into(),
         submitted_by: "admin".into(),
+        user: "alice".into(),
+        client: None,
         submitted_ms: 1_000,
         slo_ms: None,
         idempotency_key: key.map(str::to_string),
+        request_hash: format!("{workflow}/{date}"),
         idempotency_after_ms: 0,
     }
 }
@@ -63,7 +66,7 @@ async fn a_batch_checks_uniqueness_and_idempotency_in_order() {
         assert_eq!(out[2], Submitted::Replay { status: 201, run: id });
         assert!(matches!(out[3], Submitted::Created { .. }));
         // Once the run has ended, its (workflow, date) is free again.
-        let fence = store.acquire_lease("c", "me", 0, 10_000).await.expect("lease").expect("free");
+        let fence = store.acquire_lease("c", "me", None, 0, 10_000).await.expect("lease").expect("free");
         let applied = store
             .apply(&fence, 10_000, &[Change::RunState { run: id, to: "killed", at: 5, reason: None }])
             .await
@@ -77,11 +80,11 @@ async fn a_batch_checks_uniqueness_and_idempotency_in_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_lease_holder_writes_nothing() {
     for store in stores("lease").await {
-        let a = store.acquire_lease("c", "a", 1_000, 5_000).await.expect("lease").expect("free");
+        let a = store.acquire_lease("c", "a", None, 1_000, 5_000).await.expect("lease").expect("free");
         // Held and unexpired: b cannot take it; a can renew it.
-        assert_eq!(store.acquire_lease("c", "b", 2_000, 5_000).await.expect("lease"), None);
+        assert_eq!(store.acquire_lease("c", "b", None, 2_000, 5_000).await.expect("lease"), None);
         // Expired: b takes it and the fence moves on.
-        let b = store.acquire_lease("c", "b", 7_000, 5_000).await.expect("lease").expect("expired");
+        let b = store.acquire_lease("c", "b", None, 7_000, 5_000).await.expect("lease").expect("expired");
         assert!(b.fence > a.fence);
         let id = match store.submit(&[run("w", "d", None)]).await.expect("submit")[0] {
             Submitted::Created { id } => id,
@@ -134,7 +137,7 @@ async fn a_stale_lease_holder_writes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_preemption_warning_moves_a_running_attempt_and_its_task_and_can_be_cleared() {
     for store in stores("warning").await {
-        let fence = store.acquire_lease("c", "me", 1_000, 60_000).await.expect("lease").expect("free");
+        let fence = store.acquire_lease("c", "me", None, 1_000, 60_000).await.expect("lease").expect("free");
         let id = match store.submit(&[run("w", "d", None)]).await.expect("submit")[0] {
             Submitted::Created { id } => id,
             ref other => panic!("{other:?}"),

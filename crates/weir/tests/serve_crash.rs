@@ -338,7 +338,7 @@ async fn two_servers_on_one_postgres_never_start_a_task_twice_and_take_over() {
         store.lease("default").await.expect("lease").expect("someone owns it");
     let killed_at = Instant::now();
     let pid_a = a.child.id();
-    let survivor = if owner == format!("weir-{pid_a}") {
+    let survivor = if owner.starts_with(&format!("weir-{pid_a}-")) {
         a.kill9();
         base2.clone()
     } else {

@@ -6,6 +6,8 @@
 mod admin;
 mod runs;
 
+pub(crate) use admin::{admin_or_audit, route_visible};
+
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -15,7 +17,7 @@ use serde::Deserialize;
 use weir_api::{Health, QueuesResponse, Role};
 
 use crate::error::ApiError;
-use crate::state::{cluster_queues, AppState};
+use crate::state::{cluster_queues, visible_queues, AppState};
 use crate::time::now_ms;
 
 /// The `/v1` API, `/healthz`, `/readyz` and `/metrics`.
@@ -37,6 +39,7 @@ pub fn router() -> Router<AppState> {
         .route("/v1/tokens", post(admin::create_token).get(admin::list_tokens))
         .route("/v1/tokens/{id}", axum::routing::delete(admin::revoke_token))
         .route("/v1/clusters/{name}/config", put(admin::put_cluster_config))
+        .route("/v1/audit", get(admin::audit))
         .route("/metrics", get(metrics))
 }
 
@@ -63,8 +66,8 @@ async fn queues(
     headers: HeaderMap,
     Query(q): Query<ClusterQuery>,
 ) -> Result<Json<QueuesResponse>, ApiError> {
-    s.principal(&headers).await?;
-    Ok(Json(QueuesResponse { clusters: cluster_queues(&s, q.cluster.as_deref()).await? }))
+    let p = s.principal(&headers).await?;
+    Ok(Json(QueuesResponse { clusters: visible_queues(&p, cluster_queues(&s, q.cluster.as_deref()).await?) }))
 }
 
 async fn queue(
@@ -73,10 +76,9 @@ async fn queue(
     Path(path): Path<String>,
     Query(q): Query<ClusterQuery>,
 ) -> Result<Json<weir_api::QueueInfo>, ApiError> {
-    s.principal(&headers).await?;
+    let p = s.principal(&headers).await?;
     let want = if path.starts_with("root") { path.clone() } else { format!("root.{path}") };
-    cluster_queues(&s, q.cluster.as_deref())
-        .await?
+    visible_queues(&p, cluster_queues(&s, q.cluster.as_deref()).await?)
         .into_iter()
         .flat_map(|c| c.queues)
         .find(|q| q.path == want)

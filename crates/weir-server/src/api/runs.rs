@@ -15,8 +15,9 @@ use weir_api::{
 };
 use weir_store::{KillOutcome, NewRun, RunFilter, RunRow, Submitted};
 
+use crate::auth::Principal;
 use crate::error::ApiError;
-use crate::state::{body, is_yaml, readable_run, snapshot, AppState};
+use crate::state::{body, is_yaml, readable_run, readable_run_by, snapshot, AppState, Audit, Peer};
 use crate::submit;
 use crate::time::{format_utc, now_ms};
 
@@ -55,23 +56,28 @@ fn created(r: &RunRow) -> RunCreated {
 
 pub(super) async fn submit_run(
     State(s): State<AppState>,
+    peer: Peer,
     headers: HeaderMap,
     b: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let started = std::time::Instant::now();
     let principal = s.principal(&headers).await?;
+    if let Err(wait) = s.rate.take(&s.limits, &principal.token_id, now_ms()) {
+        s.metrics.refused("rate");
+        return Err(ApiError::rate_limited(
+            format!(
+                "token {} is over its submission rate ({} per second, bursts of {})",
+                principal.token_id, s.limits.submissions_per_second, s.limits.submission_burst
+            ),
+            wait,
+        ));
+    }
     let b = body(b)?;
     let req = submit::parse_body(&b, is_yaml(&headers))?;
     submit::check_params(&req.params)?;
     let spec_value = match (&req.workflow, &req.workflow_name) {
         (Some(w), None) => w.clone(),
-        (None, Some(name)) => {
-            let text = s.store.workflow(name).await?.ok_or_else(|| {
-                ApiError::invalid(format!("no registered workflow `{name}`")).field("workflow_name")
-            })?;
-            serde_json::from_str(&text)
-                .map_err(|e| ApiError::internal(format!("stored workflow `{name}`: {e}")))?
-        }
+        (None, Some(name)) => registered(&s, &principal, name, req.project.as_deref()).await?,
         _ => {
             return Err(
                 ApiError::invalid("give exactly one of `workflow` and `workflow_name`").field("workflow")
@@ -79,9 +85,31 @@ pub(super) async fn submit_run(
         }
     };
     let spec = submit::workflow_spec(&spec_value)?;
-    let accepted = submit::accept(&s.registry, spec)?;
-    principal.require(&accepted.project, Role::Submitter)?;
+    let mut accepted = submit::accept(&s.registry, spec, &s.limits)?;
+    if let Err(e) = principal.require(&accepted.owner, Role::Submitter) {
+        let ctx = Audit::from(&peer)
+            .project(accepted.owner.clone())
+            .detail(format!("workflow {} to {}/{}", accepted.spec.name, accepted.cluster, accepted.queue));
+        s.audit(&principal.token_id, "submit", String::new(), "denied", ctx).await;
+        return Err(e);
+    }
+    let user = principal.user_for(accepted.spec.user.as_deref())?;
+    // The engine counts per-user limits by the spec's `user`, which is now the caller's.
+    accepted.spec.user = Some(user.clone());
     let now = now_ms();
+    let logical_date = req.logical_date.clone().unwrap_or_else(|| format_utc(now));
+    submit::check_reachable(&accepted.spec, &logical_date, &req.params)?;
+    let quota = s.limits.max_waiting_runs_per_project;
+    if quota > 0 && s.store.waiting_runs(&accepted.project).await? >= quota {
+        s.metrics.refused("quota");
+        return Err(ApiError::rate_limited(
+            format!(
+                "project `{}` has {quota} runs waiting to start (the server's max_waiting_runs_per_project)",
+                accepted.project
+            ),
+            30,
+        ));
+    }
     let idempotency_key = headers
         .get("idempotency-key")
         .and_then(|v| v.to_str().ok())
@@ -90,15 +118,22 @@ pub(super) async fn submit_run(
         workflow: accepted.spec.name.clone(),
         project: accepted.project,
         tier: accepted.tier,
-        logical_date: req.logical_date.clone().unwrap_or_else(|| format_utc(now)),
+        logical_date,
         cluster: accepted.cluster,
         queue: accepted.queue,
         spec: serde_json::to_string(&accepted.spec).map_err(|e| ApiError::internal(e.to_string()))?,
         params: serde_json::to_string(&req.params).map_err(|e| ApiError::internal(e.to_string()))?,
         submitted_by: principal.token_id.clone(),
+        user,
+        client: peer.0.clone(),
         submitted_ms: now,
         slo_ms: accepted.slo_ms,
         idempotency_key,
+        request_hash: crate::auth::hash_token(&format!(
+            "{}:{}",
+            is_yaml(&headers),
+            String::from_utf8_lossy(&b)
+        )),
         idempotency_after_ms: now - IDEMPOTENCY_MS,
     };
     let outcome = s.writer.submit(run.clone()).await?;
@@ -135,7 +170,52 @@ pub(super) async fn submit_run(
             Ok((StatusCode::CREATED, Json(created(&row))).into_response())
         }
         Submitted::Replay { run: existing, .. } => Err(conflict(existing)),
+        Submitted::KeyReused => Err(ApiError::unprocessable(
+            "idempotency_key_reused",
+            "this Idempotency-Key was first used with a different request; use a new key for a new request",
+        )),
     }
+}
+
+/// The registered workflow `name` the caller means: of `project` if given, else of the one
+/// project among those the caller may submit to that registered it.
+async fn registered(
+    s: &AppState,
+    principal: &Principal,
+    name: &str,
+    project: Option<&str>,
+) -> Result<serde_json::Value, ApiError> {
+    let rows = s.store.workflows_named(name).await?;
+    let mine: Vec<&(String, String)> = rows
+        .iter()
+        .filter(|(p, _)| match project {
+            Some(want) => p == want,
+            None => !p.is_empty() && principal.can(p, Role::Submitter),
+        })
+        .collect();
+    // Registered before workflows were kept per project: still usable (the run is authorized
+    // against the queue it routes to, like any other).
+    let legacy = rows.iter().find(|(p, _)| p.is_empty());
+    let (p, text) = match (mine.as_slice(), legacy) {
+        ([one], _) => (*one).clone(),
+        ([], Some(l)) if project.is_none() => l.clone(),
+        ([], _) => {
+            return Err(ApiError::invalid(format!(
+                "no registered workflow `{name}`{}",
+                project.map(|p| format!(" in project `{p}`")).unwrap_or_default()
+            ))
+            .field("workflow_name"))
+        }
+        (several, _) => {
+            let names: Vec<&str> = several.iter().map(|(p, _)| p.as_str()).collect();
+            return Err(ApiError::invalid(format!(
+                "projects {} each registered `{name}`: say which with `project`",
+                names.join(", ")
+            ))
+            .field("project"));
+        }
+    };
+    serde_json::from_str(&text).map_err(|e| ApiError::internal(format!("stored workflow `{p}/{name}`: {e}")))
 }
 
 #[derive(Deserialize)]
@@ -179,14 +259,45 @@ pub(super) async fn list_runs(
     Ok(Json(RunList { runs: rows.iter().map(summary).collect(), next_cursor }))
 }
 
+/// `GET /v1/runs/{id}` paging: `tasks_after` (the cursor `next_tasks_after` gave) and
+/// `tasks_limit`.
+#[derive(Deserialize)]
+pub(super) struct RunQuery {
+    tasks_after: Option<String>,
+    tasks_limit: Option<u32>,
+}
+
+/// Tasks per page of `GET /v1/runs/{id}` unless asked otherwise, and at most.
+const TASKS_PAGE: u32 = 1000;
+const TASKS_PAGE_MAX: u32 = 10_000;
+
+fn task_cursor(c: &str) -> Option<(u32, u32, u32)> {
+    let mut it = c.split('.').map(|p| p.parse::<u32>().ok());
+    match (it.next(), it.next(), it.next(), it.next()) {
+        (Some(Some(j)), Some(Some(s)), Some(Some(t)), None) => Some((j, s, t)),
+        _ => None,
+    }
+}
+
 pub(super) async fn get_run(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<i64>,
+    q: Result<Query<RunQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Run>, ApiError> {
+    let Query(q) = q.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let after = match &q.tasks_after {
+        Some(c) => Some(task_cursor(c).ok_or_else(|| {
+            ApiError::bad_request(format!("`{c}` is not a task cursor (use next_tasks_after)"))
+                .field("tasks_after")
+        })?),
+        None => None,
+    };
+    let limit = q.tasks_limit.unwrap_or(TASKS_PAGE).clamp(1, TASKS_PAGE_MAX);
     let run = readable_run(&s, &headers, id, Role::Viewer).await?;
     let jobs = s.store.jobs(id).await?;
-    let tasks = s.store.tasks(id).await?;
+    let counts = s.store.task_counts(id).await?;
+    let tasks = s.store.tasks_page(id, after, limit).await?;
     let explanations = if RunState::parse(&run.state).is_some_and(|st| !st.is_terminal()) {
         snapshot(&s, &run.cluster).await?.map(|(sn, _)| sn.explanations).unwrap_or_default()
     } else {
@@ -202,58 +313,93 @@ pub(super) async fn get_run(
             }
         }
     }
-    let wire_jobs = jobs
-        .iter()
-        .map(|j| Job {
-            name: j.name.clone(),
-            state: j.state.clone(),
-            started_ms: j.started_ms,
-            finished_ms: j.finished_ms,
-            explanation: explanations.get(&format!("{id}/{}", j.idx)).cloned(),
-            tasks: tasks
-                .iter()
-                .filter(|t| t.job_idx == j.idx)
-                .map(|t| Task {
-                    name: format!("{}.{}.{}", j.name, t.stage, t.task_idx),
-                    stage: t.stage.clone(),
-                    index: t.task_idx,
-                    state: t.state.clone(),
-                    attempts: t.attempts,
-                    node: t.node.clone(),
-                    started_ms: t.started_ms,
-                    finished_ms: t.finished_ms,
-                    exit_code: t.exit_code,
-                    preemption: warnings.get(&(t.job_idx, t.stage_idx, t.task_idx)).cloned(),
-                })
-                .collect(),
-        })
-        .collect();
-    Ok(Json(Run {
-        id,
-        workflow: run.workflow,
-        project: run.project,
-        tier: run.tier,
-        logical_date: run.logical_date,
-        state: run_state(&run.state),
-        cluster: run.cluster,
-        queue: run.queue,
-        submitted_ms: run.submitted_ms,
-        started_ms: run.started_ms,
-        finished_ms: run.finished_ms,
-        reason: run.reason,
-        kill_requested: run.kill_requested,
-        params: serde_json::from_str(&run.params).unwrap_or_default(),
-        jobs: wire_jobs,
-    }))
+    // Up to 10,000 tasks: built off the async executor.
+    let built = tokio::task::spawn_blocking(move || {
+        let total: u64 = counts.iter().map(|c| c.count).sum();
+        let next = (tasks.len() == limit as usize)
+            .then(|| tasks.last().map(|t| format!("{}.{}.{}", t.job_idx, t.stage_idx, t.task_idx)))
+            .flatten();
+        let wire_jobs = jobs
+            .iter()
+            .map(|j| {
+                let mut task_counts = BTreeMap::new();
+                for c in counts.iter().filter(|c| c.job_idx == j.idx) {
+                    *task_counts.entry(c.state.clone()).or_insert(0) += c.count;
+                }
+                Job {
+                    name: j.name.clone(),
+                    state: j.state.clone(),
+                    started_ms: j.started_ms,
+                    finished_ms: j.finished_ms,
+                    explanation: explanations.get(&format!("{id}/{}", j.idx)).cloned(),
+                    task_counts,
+                    tasks: tasks
+                        .iter()
+                        .filter(|t| t.job_idx == j.idx)
+                        .map(|t| Task {
+                            name: format!("{}.{}.{}", j.name, t.stage, t.task_idx),
+                            stage: t.stage.clone(),
+                            index: t.task_idx,
+                            state: t.state.clone(),
+                            attempts: t.attempts,
+                            node: t.node.clone(),
+                            started_ms: t.started_ms,
+                            finished_ms: t.finished_ms,
+                            exit_code: t.exit_code,
+                            preemption: warnings.get(&(t.job_idx, t.stage_idx, t.task_idx)).cloned(),
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        Run {
+            id,
+            workflow: run.workflow,
+            project: run.project,
+            tier: run.tier,
+            logical_date: run.logical_date,
+            state: run_state(&run.state),
+            cluster: run.cluster,
+            queue: run.queue,
+            submitted_ms: run.submitted_ms,
+            started_ms: run.started_ms,
+            finished_ms: run.finished_ms,
+            reason: run.reason,
+            kill_requested: run.kill_requested,
+            params: serde_json::from_str(&run.params).unwrap_or_default(),
+            user: run.user,
+            tasks_total: total,
+            next_tasks_after: next,
+            jobs: wire_jobs,
+        }
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("building run {id}: {e}")))?;
+    Ok(Json(built))
 }
 
 pub(super) async fn kill_run(
     State(s): State<AppState>,
+    peer: Peer,
     headers: HeaderMap,
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
-    readable_run(&s, &headers, id, Role::Submitter).await?;
+    let (principal, row) = readable_run_by(&s, &headers, id, Role::Submitter).await?;
     let outcome = s.store.request_kill(id, now_ms()).await?;
+    let result = match outcome {
+        KillOutcome::Killed => "ok (killed while queued)",
+        KillOutcome::Requested => "ok",
+        KillOutcome::AlreadyEnded => "already ended",
+        KillOutcome::NotFound => "not_found",
+    };
+    s.audit(
+        &principal.token_id,
+        "kill",
+        format!("run {id}"),
+        result,
+        Audit::from(&peer).project(row.project),
+    )
+    .await;
     if outcome == KillOutcome::NotFound {
         return Err(ApiError::not_found(format!("no run {id}")));
     }

@@ -14,7 +14,7 @@ use super::pages::{signed_in, try_page};
 use super::views::{resources, time};
 use super::{api_error, html, visitor, Nav, Visitor};
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::state::{AppState, Audit, Peer};
 use crate::time::now_ms;
 
 pub struct RouteLine {
@@ -38,8 +38,10 @@ struct RoutesPage {
 async fn routes_page(s: &AppState, v: &Visitor, message: Result<String, String>) -> Response {
     let rows = try_page!(s.store.routes().await.map_err(ApiError::from));
     let clusters = s.registry.cluster_names();
+    // The form's choices (every leaf of every cluster) are an admin's only.
     let leaves = clusters
         .iter()
+        .filter(|_| v.is_admin())
         .filter_map(|c| s.registry.cluster(c))
         .flat_map(|c| c.config.leaves().map(|q| q.path.to_string()).collect::<Vec<_>>())
         .collect::<std::collections::BTreeSet<_>>()
@@ -56,6 +58,7 @@ async fn routes_page(s: &AppState, v: &Visitor, message: Result<String, String>)
         message_class,
         routes: rows
             .into_iter()
+            .filter(|r| crate::api::route_visible(&v.principal, r))
             .map(|r| RouteLine { key: r.key, cluster: r.cluster, queue: r.queue })
             .collect(),
         clusters,
@@ -76,7 +79,12 @@ pub struct RouteForm {
     queue: String,
 }
 
-pub async fn put_route(State(s): State<AppState>, headers: HeaderMap, Form(f): Form<RouteForm>) -> Response {
+pub async fn put_route(
+    State(s): State<AppState>,
+    peer: Peer,
+    headers: HeaderMap,
+    Form(f): Form<RouteForm>,
+) -> Response {
     let v = signed_in!(s, headers);
     if let Some(r) = v.refuse_form(&f.csrf, true) {
         return r;
@@ -97,6 +105,8 @@ pub async fn put_route(State(s): State<AppState>, headers: HeaderMap, Form(f): F
             match s.store.put_route(&row, now_ms()).await {
                 Ok(()) => {
                     s.registry.put_route(row);
+                    let ctx = Audit::from(&peer).detail(format!("to {}/{} (dashboard)", f.cluster, f.queue));
+                    s.audit(&v.principal.token_id, "route.put", format!("route {key}"), "ok", ctx).await;
                     Ok(format!("{key} now goes to {}:{}", f.cluster, f.queue))
                 }
                 Err(e) => Err(ApiError::from(e).body.error.message),
@@ -114,6 +124,7 @@ pub struct DeleteForm {
 
 pub async fn delete_route(
     State(s): State<AppState>,
+    peer: Peer,
     headers: HeaderMap,
     Form(f): Form<DeleteForm>,
 ) -> Response {
@@ -124,6 +135,8 @@ pub async fn delete_route(
     let outcome = match s.store.delete_route(&f.key).await {
         Ok(true) => {
             s.registry.delete_route(&f.key);
+            let ctx = Audit::from(&peer).detail("dashboard");
+            s.audit(&v.principal.token_id, "route.delete", format!("route {}", f.key), "ok", ctx).await;
             Ok(format!("deleted {}", f.key))
         }
         Ok(false) => Err(format!("no route {}", f.key)),
@@ -234,7 +247,8 @@ async fn clusters_page(s: &AppState, v: &Visitor, message: Result<String, String
                 .as_ref()
                 .map_or_else(String::new, |c| resources(&crate::snapshot::wire(c.config.total_resources()))),
             queues: loaded.as_ref().map_or(0, |c| c.config.queues.len()),
-            config: row.config,
+            // The file names every project's queues: for viewers of every project only.
+            config: if v.reads_all() { row.config } else { String::new() },
             proposals,
             name,
         });
@@ -266,6 +280,7 @@ pub struct ClusterForm {
 
 pub async fn put_cluster(
     State(s): State<AppState>,
+    peer: Peer,
     headers: HeaderMap,
     Path(name): Path<String>,
     Form(f): Form<ClusterForm>,
@@ -291,7 +306,100 @@ pub async fn put_cluster(
         },
         (None, None) => Err("nothing to do: the form sent neither a file nor a proposal".to_string()),
     };
+    let (action, target) = match f.apply_proposal {
+        Some(id) => ("proposal.apply", format!("proposal {id}")),
+        None => ("cluster.put", format!("cluster {name}")),
+    };
+    let result = if outcome.is_ok() { "ok" } else { "invalid" };
+    let ctx = Audit::from(&peer).detail("dashboard");
+    s.audit(&v.principal.token_id, action, target, result, ctx).await;
     clusters_page(&s, &v, outcome).await
+}
+
+#[derive(Template)]
+#[template(path = "audit.html")]
+struct AuditPage {
+    nav: Nav,
+    token: String,
+    action: String,
+    entries: Vec<AuditLine>,
+    older: String,
+}
+
+struct AuditLine {
+    at: String,
+    token: String,
+    action: String,
+    target: String,
+    project: String,
+    client: String,
+    outcome: String,
+    outcome_class: &'static str,
+    detail: String,
+}
+
+#[derive(Deserialize)]
+pub struct AuditForm {
+    token: Option<String>,
+    action: Option<String>,
+    before: Option<i64>,
+}
+
+/// The audit log, for global admins.
+pub async fn audit(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    axum::extract::Query(q): axum::extract::Query<AuditForm>,
+) -> Response {
+    let v = signed_in!(s, headers);
+    if !v.is_admin() {
+        return super::page_error(
+            axum::http::StatusCode::FORBIDDEN,
+            &format!("token {} is not a global admin: the audit log is for admins", v.principal.token_id),
+        );
+    }
+    let token = q.token.unwrap_or_default().trim().to_string();
+    let action = q.action.unwrap_or_default().trim().to_string();
+    const PAGE: u32 = 200;
+    let filter = weir_store::AuditFilter {
+        token_id: Some(token.clone()).filter(|t| !t.is_empty()),
+        action: Some(action.clone()).filter(|a| !a.is_empty()),
+        since_ms: None,
+        before: q.before,
+        limit: PAGE,
+    };
+    let rows = try_page!(s.store.audit(&filter).await.map_err(ApiError::from));
+    let older = match rows.last() {
+        Some(last) if rows.len() == PAGE as usize => format!(
+            "/audit?token={}&action={}&before={}",
+            super::pages::encode(&token),
+            super::pages::encode(&action),
+            last.id
+        ),
+        _ => String::new(),
+    };
+    let entries = rows
+        .into_iter()
+        .map(|r| {
+            let e = r.entry;
+            AuditLine {
+                at: time(e.at_ms),
+                outcome_class: match e.outcome.as_str() {
+                    "ok" | "created" => "ok",
+                    "denied" | "refused" | "invalid" => "bad",
+                    _ => "other",
+                },
+                token: e.token_id,
+                action: e.action,
+                target: e.target,
+                project: e.project.unwrap_or_default(),
+                client: e.client.unwrap_or_default(),
+                outcome: e.outcome,
+                detail: e.detail.unwrap_or_default(),
+            }
+        })
+        .collect();
+    html(&AuditPage { nav: Nav::new(&v, "Audit log", "/audit", 0), token, action, entries, older })
 }
 
 #[cfg(test)]

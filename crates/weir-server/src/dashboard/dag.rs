@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use weir_store::TaskCount;
+
 use weir_model::WorkflowSpec;
 use weir_report::escape;
 use weir_store::{JobRow, TaskRow};
@@ -16,7 +18,7 @@ const STAGE_W: f64 = 150.0;
 const SQUARE: f64 = 11.0;
 const PER_ROW: usize = 12;
 /// Tasks drawn per stage; the rest are counted in the stage's caption.
-const MAX_SQUARES: usize = 240;
+pub(crate) const MAX_SQUARES: usize = 240;
 const GAP: f64 = 36.0;
 
 /// Depth of each item: 0 without upstream, else one more than its deepest upstream.
@@ -54,6 +56,9 @@ struct StageBox {
     y: f64,
     h: f64,
     tasks: Vec<(u32, String, u32)>,
+    /// The stage's tasks, and how many succeeded (all of them, not only those drawn).
+    total: u64,
+    done: u64,
 }
 
 struct JobBox {
@@ -72,8 +77,15 @@ fn stage_height(tasks: usize) -> f64 {
     26.0 + rows as f64 * (SQUARE + 2.0)
 }
 
-/// The run's DAG. `run` is the run's id (for log links).
-pub fn dag_svg(run: i64, spec: &WorkflowSpec, jobs: &[JobRow], tasks: &[TaskRow]) -> String {
+/// The run's DAG. `run` is the run's id (for log links); `tasks` may be only the first tasks of
+/// each stage (at most `MAX_SQUARES` are drawn), `counts` count all of them.
+pub fn dag_svg(
+    run: i64,
+    spec: &WorkflowSpec,
+    jobs: &[JobRow],
+    tasks: &[TaskRow],
+    counts: &[TaskCount],
+) -> String {
     let names: Vec<String> = spec.jobs.iter().map(|j| j.name.clone()).collect();
     let after: Vec<Vec<String>> = spec.jobs.iter().map(|j| j.after.clone()).collect();
     let jdepth = depths(&names, &after);
@@ -95,6 +107,15 @@ pub fn dag_svg(run: i64, spec: &WorkflowSpec, jobs: &[JobRow], tasks: &[TaskRow]
                         .collect()
                 })
                 .unwrap_or_default();
+            let (total, done) = match row {
+                Some(r) => counts
+                    .iter()
+                    .filter(|c| c.job_idx == r.idx && c.stage == st.name)
+                    .fold((0, 0), |(t, d), c| {
+                        (t + c.count, d + if c.state == "succeeded" { c.count } else { 0 })
+                    }),
+                None => (u64::from(st.tasks), 0),
+            };
             let h = stage_height(st.tasks as usize);
             let y = col_y.entry(sdepth[si]).or_insert(28.0);
             stages.push(StageBox {
@@ -103,6 +124,8 @@ pub fn dag_svg(run: i64, spec: &WorkflowSpec, jobs: &[JobRow], tasks: &[TaskRow]
                 y: *y,
                 h,
                 tasks: mine,
+                total,
+                done,
             });
             *y += h + 10.0;
         }
@@ -187,7 +210,7 @@ pub fn dag_svg(run: i64, spec: &WorkflowSpec, jobs: &[JobRow], tasks: &[TaskRow]
         }
         for st in &b.stages {
             let (sx, sy) = (b.x + st.x, b.y + st.y);
-            let done = st.tasks.iter().filter(|t| t.1 == "succeeded").count();
+            let done = st.done;
             let _ = write!(
                 s,
                 "<rect x=\"{sx:.1}\" y=\"{sy:.1}\" width=\"{STAGE_W}\" height=\"{:.1}\" rx=\"4\" fill=\"#fff\" stroke=\"#999\"/>\
@@ -196,7 +219,7 @@ pub fn dag_svg(run: i64, spec: &WorkflowSpec, jobs: &[JobRow], tasks: &[TaskRow]
                 sx + 6.0,
                 sy + 16.0,
                 escape(&st.name),
-                st.tasks.len()
+                st.total
             );
             for (k, (idx, state, attempts)) in st.tasks.iter().take(MAX_SQUARES).enumerate() {
                 let (cx, cy) = (
@@ -346,13 +369,23 @@ mod tests {
             finished_ms: None,
             exit_code: None,
         };
+        let count = |job_idx, stage: &str, state: &str, count| TaskCount {
+            job_idx,
+            stage_idx: 0,
+            stage: stage.into(),
+            state: state.into(),
+            count,
+        };
         let svg = dag_svg(
             7,
             &spec,
             &[job(0, "extract", "running"), job(1, "publish", "pending")],
             &[task(0, "q", 0, "succeeded", 1), task(0, "q", 1, "running", 2), task(1, "u", 0, "pending", 0)],
+            // Only some of the tasks are drawn; the counts cover them all.
+            &[count(0, "q", "succeeded", 40), count(0, "q", "running", 2), count(1, "u", "pending", 1)],
         );
         assert!(svg.contains("<a href=\"/runs/7/logs/extract.q.1\">"), "{svg}");
+        assert!(svg.contains(">q 40/42</text>"), "{svg}");
         assert!(!svg.contains("/runs/7/logs/publish.u.0"), "no attempt, no log link");
         assert!(svg.contains("data-job=\"publish\" data-state=\"pending\""));
         assert_eq!(svg.matches("marker-end").count(), 1, "one job edge, no stage edges");

@@ -59,6 +59,7 @@ pub fn router() -> Router<AppState> {
         .route("/routes/delete", post(admin::delete_route))
         .route("/clusters", get(admin::clusters))
         .route("/clusters/{name}", post(admin::put_cluster))
+        .route("/audit", get(admin::audit))
         .route("/static/weir.css", get(|| async { asset("text/css; charset=utf-8", CSS) }))
         .route("/static/weir.js", get(|| async { asset("text/javascript; charset=utf-8", JS) }))
 }
@@ -182,8 +183,10 @@ impl Nav {
             ("/usage", "Usage"),
             ("/routes", "Routes"),
             ("/clusters", "Clusters"),
+            ("/audit", "Audit"),
         ]
         .into_iter()
+        .filter(|(href, _)| *href != "/audit" || v.is_admin())
         .map(|(href, label)| Tab { href, label, active: href == active })
         .collect();
         let role = if v.is_admin() {

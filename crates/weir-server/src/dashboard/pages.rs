@@ -12,7 +12,7 @@ use weir_report::{LineChart, Series};
 use weir_store::{RunFilter, UsageRow};
 
 use super::views::{self, cores, memory, percent, span, time};
-use super::{api_error, html, visitor, Nav, Visitor};
+use super::{api_error, html, visitor, Nav};
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::submit::project_of_queue;
@@ -267,12 +267,6 @@ struct QueuesPage {
 
 /// Whether a visitor sees a queue: its project is readable, or it is an ancestor of a queue
 /// whose project is.
-fn queue_visible(v: &Visitor, path: &str, all: &[String]) -> bool {
-    v.reads_all()
-        || v.reads(&project_of_queue(path))
-        || all.iter().any(|p| p.starts_with(&format!("{path}.")) && v.reads(&project_of_queue(p)))
-}
-
 fn short(r: &weir_api::Resources) -> String {
     format!("{} · {}", cores(r.cpu), memory(r.memory))
 }
@@ -287,7 +281,7 @@ pub async fn queues(State(s): State<AppState>, headers: HeaderMap) -> Response {
         let queues = c
             .queues
             .iter()
-            .filter(|q| queue_visible(&v, &q.path, &paths))
+            .filter(|q| crate::state::queue_visible(&v.principal, &q.path, &paths))
             .map(|q| QueueLine {
                 path: q.path.clone(),
                 name: q.path.rsplit('.').next().unwrap_or(&q.path).to_string(),

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use weir_api::{Role, RunState};
 
 use super::pages::{encode, signed_in, try_page};
-use super::views::{span, time, time_opt};
+use super::views::{self, span, time, time_opt};
 use super::{api_error, html, visitor, Nav};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -57,6 +57,22 @@ struct RunPage {
     timeline: String,
     explanations: Vec<Explained>,
     tasks: Vec<TaskLine>,
+    /// "tasks 1–500 of 100,000" when the table is one page of several.
+    tasks_shown: String,
+    /// The next page's link, if there is one.
+    tasks_next: String,
+}
+
+/// Tasks per page of the run page's table.
+const TABLE_PAGE: u32 = 500;
+
+/// Above this many tasks the page reads tasks stage by stage (the first squares of each) and a
+/// page of the table, never all of them.
+const LOAD_ALL: u64 = 5_000;
+
+#[derive(Deserialize, Default)]
+pub struct RunPageQuery {
+    tasks_after: Option<String>,
 }
 
 /// The SLO line of a run: its deadline and whether it was, or still can be, met.
@@ -74,18 +90,63 @@ fn slo_line(submitted: i64, finished: Option<i64>, state: &str, slo_ms: Option<i
     }
 }
 
-pub async fn run(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> Response {
+pub async fn run(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Query(q): Query<RunPageQuery>,
+) -> Response {
     let v = signed_in!(s, headers);
     let now = now_ms();
+    let missing = || api_error(ApiError::not_found(format!("no run {id}")));
     let Some(r) = try_page!(s.store.run(id).await.map_err(ApiError::from)) else {
-        return api_error(ApiError::not_found(format!("no run {id}")));
+        return missing();
     };
-    try_page!(v.principal.require(&r.project, Role::Viewer));
+    if !v.reads(&r.project) {
+        return missing();
+    }
     let jobs = try_page!(s.store.jobs(id).await.map_err(ApiError::from));
-    let tasks = try_page!(s.store.tasks(id).await.map_err(ApiError::from));
+    let counts = try_page!(s.store.task_counts(id).await.map_err(ApiError::from));
+    let total: u64 = counts.iter().map(|c| c.count).sum();
+    let after = q.tasks_after.as_deref().and_then(task_cursor);
+    // The DAG's squares: every task of a small run; of a large one the first squares of each
+    // stage (the picture shows at most MAX_SQUARES per stage anyway).
+    let (dag_tasks, table) = if total <= LOAD_ALL && after.is_none() {
+        let all = try_page!(s.store.tasks(id).await.map_err(ApiError::from));
+        let table = all.iter().take(TABLE_PAGE as usize).cloned().collect::<Vec<_>>();
+        (all, table)
+    } else {
+        let mut firsts = Vec::new();
+        let mut stages: Vec<(u32, u32)> = counts.iter().map(|c| (c.job_idx, c.stage_idx)).collect();
+        stages.dedup();
+        for (j, st) in stages {
+            let start = stage_start(j, st);
+            let page = try_page!(s
+                .store
+                .tasks_page(id, start, super::dag::MAX_SQUARES as u32)
+                .await
+                .map_err(ApiError::from));
+            firsts.extend(page.into_iter().filter(|t| t.job_idx == j && t.stage_idx == st));
+        }
+        let table = try_page!(s.store.tasks_page(id, after, TABLE_PAGE).await.map_err(ApiError::from));
+        (firsts, table)
+    };
+    let tasks_next = match table.last() {
+        Some(t) if table.len() == TABLE_PAGE as usize && total > TABLE_PAGE as u64 => {
+            format!("/runs/{id}?tasks_after={}.{}.{}", t.job_idx, t.stage_idx, t.task_idx)
+        }
+        _ => String::new(),
+    };
+    let tasks_shown = if total > table.len() as u64 {
+        format!("{} of {total} tasks on this page", table.len())
+    } else {
+        String::new()
+    };
+    let tasks = table;
     let spec: Option<weir_model::WorkflowSpec> = serde_json::from_str(&r.spec).ok();
     let slo_ms = spec.as_ref().and_then(|w| w.slo).map(|d| d.as_millis() as i64);
-    let dag = spec.as_ref().map(|w| super::dag::dag_svg(id, w, &jobs, &tasks)).unwrap_or_default();
+    let dag =
+        spec.as_ref().map(|w| super::dag::dag_svg(id, w, &jobs, &dag_tasks, &counts)).unwrap_or_default();
     let timeline = super::dag::timeline_svg(r.submitted_ms, slo_ms.map(|d| r.submitted_ms + d), now, &jobs);
     let terminal = RunState::parse(&r.state).is_some_and(|st| st.is_terminal());
     let explanations = if terminal {
@@ -162,7 +223,26 @@ pub async fn run(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i
         timeline,
         explanations,
         tasks: task_lines,
+        tasks_shown,
+        tasks_next,
     })
+}
+
+/// The exclusive cursor just before the first task of stage `st` of job `j`.
+fn stage_start(j: u32, st: u32) -> Option<(u32, u32, u32)> {
+    match (j, st) {
+        (0, 0) => None,
+        (j, 0) => Some((j - 1, u32::MAX, u32::MAX)),
+        (j, st) => Some((j, st - 1, u32::MAX)),
+    }
+}
+
+fn task_cursor(c: &str) -> Option<(u32, u32, u32)> {
+    let mut it = c.split('.').map(|p| p.parse::<u32>().ok());
+    match (it.next(), it.next(), it.next(), it.next()) {
+        (Some(Some(j)), Some(Some(s)), Some(Some(t)), None) => Some((j, s, t)),
+        _ => None,
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -191,6 +271,8 @@ struct LogsPage {
     raw: String,
     src: String,
     live: bool,
+    /// What of the output the page holds, in words.
+    shown: String,
     initial: String,
 }
 
@@ -248,10 +330,8 @@ pub async fn logs(
         format!("/v1/runs/{id}/tasks/{}/logs?attempt={}&stream={stream}", encode(&task), current.attempt);
     let live = current.ended_ms.is_none();
     let path = if stream == "stdout" { &current.stdout } else { &current.stderr };
-    let initial = match tokio::fs::read(path).await {
-        Ok(b) => String::from_utf8_lossy(&b[..b.len().min(1 << 20)]).into_owned(),
-        Err(_) => String::new(),
-    };
+    // The last PAGE_TAIL bytes, read from the end (a log may be gigabytes).
+    let (initial, size) = tail_of(path, PAGE_TAIL).await;
     html(&LogsPage {
         nav: Nav::new(&v, format!("Run {id} · {task}"), "/runs", 0),
         id,
@@ -261,10 +341,35 @@ pub async fn logs(
         other_stream: format!("{base}?attempt={}&stream={other}", current.attempt),
         other_stream_name: other.to_string(),
         raw: api.clone(),
-        src: format!("{api}&follow=true"),
+        src: format!("{api}&tail={PAGE_TAIL}&follow=true"),
         live,
+        shown: if size > PAGE_TAIL {
+            format!(
+                "the last {} of {} (the raw link has all of it)",
+                views::bytes(PAGE_TAIL),
+                views::bytes(size)
+            )
+        } else {
+            "all of its output".to_string()
+        },
         initial,
     })
+}
+
+/// How much of a log the page shows (and follows from).
+const PAGE_TAIL: u64 = 256 * 1024;
+
+/// The last `n` bytes of a file (as text) and the file's size.
+async fn tail_of(path: &str, n: u64) -> (String, u64) {
+    use tokio::io::{AsyncReadExt, AsyncSeekExt};
+    let Ok(mut f) = tokio::fs::File::open(path).await else { return (String::new(), 0) };
+    let size = f.metadata().await.map(|m| m.len()).unwrap_or(0);
+    let start = size.saturating_sub(n);
+    let mut buf = Vec::new();
+    if f.seek(std::io::SeekFrom::Start(start)).await.is_ok() {
+        let _ = f.take(n).read_to_end(&mut buf).await;
+    }
+    (String::from_utf8_lossy(&buf).into_owned(), size)
 }
 
 #[cfg(test)]

@@ -33,6 +33,25 @@ pub fn memory(mib: u64) -> String {
 }
 
 /// `1.5 cores · 2.0 GiB` (and GPUs when any).
+/// A byte count for people: `512 B`, `64 KiB`, `1.5 GiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if v.fract() == 0.0 {
+        format!("{v:.0} {}", UNITS[i])
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
+}
+
 pub fn resources(r: &Resources) -> String {
     let mut s = format!("{} cores · {}", cores(r.cpu), memory(r.memory));
     if r.gpu > 0 && r.gpu != u64::MAX {

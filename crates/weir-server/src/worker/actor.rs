@@ -372,7 +372,7 @@ impl Actor {
         }
         let at = now_ms();
         for row in &rows {
-            match RunLive::build(row, &self.config) {
+            match RunLive::build(row, &self.config, self.settings.max_tasks_per_run) {
                 Ok(live) => {
                     self.run_meta.insert(live.id, RunMeta::of(&live));
                     // Optimistic: the run goes into the engine now, and the route commits with

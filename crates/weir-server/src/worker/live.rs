@@ -119,9 +119,17 @@ pub fn attempt_id(key: &AttemptKey) -> String {
 impl RunLive {
     /// Re-validate a stored run's workflow against the cluster and lay out its DAG, every task
     /// pending. `Err` says why it can no longer run here.
-    pub fn build(row: &RunRow, cluster: &ClusterConfig) -> Result<RunLive, String> {
+    /// `max_tasks` bounds the run's tasks: a run stored before a lower limit (or written to the
+    /// store by other means) fails with the reason instead of building millions of tasks.
+    pub fn build(row: &RunRow, cluster: &ClusterConfig, max_tasks: u64) -> Result<RunLive, String> {
         let spec: WorkflowSpec =
             serde_json::from_str(&row.spec).map_err(|e| format!("stored workflow does not parse: {e}"))?;
+        let tasks: u64 = spec.jobs.iter().flat_map(|j| &j.stages).map(|s| u64::from(s.tasks)).sum();
+        if tasks > max_tasks {
+            return Err(format!(
+                "it has {tasks} tasks, more than the server's max_tasks_per_run ({max_tasks})"
+            ));
+        }
         let file = WorkloadFile { version: 1, workflows: vec![spec.clone()] };
         let workload = Workload::live_from_file("workflow", &file, cluster)
             .map_err(|e| format!("no longer valid on the cluster's configuration: {e}"))?;

@@ -31,6 +31,10 @@ use crate::time::now_ms;
 #[derive(Clone, Debug)]
 pub(crate) struct WorkerSettings {
     pub owner: String,
+    /// Earlier owners known to be gone: their leases are taken at once.
+    pub dead_owners: Vec<String>,
+    /// Runs with more tasks fail at claim (`Limits::max_tasks_per_run`).
+    pub max_tasks_per_run: u64,
     pub lease_ms: i64,
     pub kill_grace: Duration,
     pub tick: Duration,
@@ -62,6 +66,8 @@ pub(crate) fn start(
 ) -> Result<WorkerHandle, ServerError> {
     let settings = WorkerSettings {
         owner: config.owner.clone(),
+        dead_owners: config.dead_owners.clone(),
+        max_tasks_per_run: config.limits.max_tasks_per_run,
         lease_ms: config.lease.as_millis() as i64,
         kill_grace: config.kill_grace,
         tick: config.tick,
@@ -126,18 +132,30 @@ async fn supervise(
         if *stop.borrow() != Stop::Running {
             return;
         }
-        match store.acquire_lease(&cluster, &settings.owner, now_ms(), settings.lease_ms).await {
+        // A lease still held by a process of this data directory that is gone is taken now.
+        let dead = match store.lease(&cluster).await {
+            Ok(Some(l)) if settings.dead_owners.contains(&l.owner) => Some(l.owner),
+            _ => None,
+        };
+        match store
+            .acquire_lease(&cluster, &settings.owner, dead.as_deref(), now_ms(), settings.lease_ms)
+            .await
+        {
             Ok(Some(fence)) => {
-                let ended = actor::run(
-                    &cluster,
-                    fence.clone(),
-                    &settings,
-                    &store,
-                    &registry,
-                    stop.clone(),
-                    notify.clone(),
-                )
-                .await;
+                // Its own task: a panic in the actor ends that actor only, and the cluster starts
+                // over from the store like after any other failure.
+                let actor = {
+                    let (cluster, fence, settings) = (cluster.clone(), fence.clone(), settings.clone());
+                    let (store, registry, stop, notify) =
+                        (store.clone(), registry.clone(), stop.clone(), notify.clone());
+                    tokio::spawn(async move {
+                        actor::run(&cluster, fence, &settings, &store, &registry, stop, notify).await
+                    })
+                };
+                let ended = match actor.await {
+                    Ok(ended) => ended,
+                    Err(e) => Ended::Failed(format!("the engine actor stopped unexpectedly: {e}")),
+                };
                 match ended {
                     Ended::Stopped => {
                         let _ = store.release_lease(&fence).await;

@@ -32,7 +32,7 @@ impl Actor {
         // Running attempts by (run, job) → stage → attempt ids, to give them containers.
         let mut holding: BTreeMap<(i64, usize), BTreeMap<usize, Vec<String>>> = BTreeMap::new();
         for a in active {
-            let mut live = match RunLive::build(&a.run, &self.config) {
+            let mut live = match RunLive::build(&a.run, &self.config, self.settings.max_tasks_per_run) {
                 Ok(l) => l,
                 Err(why) => {
                     let meta = RunMeta { tier: a.run.tier, submitted_ms: a.run.submitted_ms, slo_ms: None };

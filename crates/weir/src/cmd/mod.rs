@@ -18,3 +18,35 @@ pub mod shares;
 pub mod simulate;
 pub mod token;
 pub mod validate;
+
+/// Text from the server that a submitter chose (names, dates, reasons), made safe to print on
+/// an operator's terminal: control characters (escape sequences that could move the cursor,
+/// rewrite earlier lines or retitle the window) are shown escaped, `\u{1b}` for ESC.
+pub fn safe(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.chars()
+            .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
+            .collect(),
+    )
+}
+
+/// Like [`safe`] for multi-line text: newlines kept, every other control character escaped.
+pub fn safe_lines(text: &str) -> String {
+    text.lines().map(|l| safe(l).into_owned()).collect::<Vec<_>>().join("\n")
+}
+
+#[cfg(test)]
+mod safe_tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(safe("nightly"), "nightly");
+        assert_eq!(safe("a\u{1b}[2Jb"), "a\\u{1b}[2Jb");
+        assert_eq!(safe("x\ry\n"), "x\\ry\\n");
+        assert_eq!(safe_lines("one\ntwo\u{7}"), "one\ntwo\\u{7}");
+    }
+}

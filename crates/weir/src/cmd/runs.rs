@@ -12,6 +12,7 @@ use weir_api::{QueuesResponse, Run, RunCreated, RunExplanation, RunList, RunStat
 use weir_model::WorkloadFile;
 
 use super::client::{span, Client, Connection};
+use super::{safe, safe_lines};
 use crate::emit;
 
 #[derive(Debug, Args)]
@@ -70,6 +71,10 @@ pub struct RunArgs {
     /// Print the API's JSON.
     #[arg(long)]
     json: bool,
+    /// `weir status` of a run with many tasks lists 1,000 at a time: the next page starts after
+    /// this cursor (the one the previous page printed).
+    #[arg(long, value_name = "CURSOR")]
+    tasks_after: Option<String>,
     #[command(flatten)]
     conn: Connection,
 }
@@ -93,6 +98,9 @@ pub struct LogsArgs {
     /// Keep printing until the attempt ends.
     #[arg(long, short)]
     follow: bool,
+    /// Only the last BYTES bytes (then, with --follow, what follows).
+    #[arg(long, value_name = "BYTES")]
+    tail: Option<u64>,
     #[command(flatten)]
     conn: Connection,
 }
@@ -131,6 +139,7 @@ pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
             let body = SubmitRun {
                 workflow: Some(serde_json::to_value(wf)?),
                 workflow_name: None,
+                project: None,
                 logical_date: args.logical_date.clone(),
                 params: params.clone(),
             };
@@ -140,7 +149,11 @@ pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
                 .with_context(|| format!("{file}: workflow `{}`", wf.name))?;
             emit(&format!(
                 "run {} of {} ({}) queued on {} in {}\n",
-                created.id, created.workflow, created.logical_date, created.cluster, created.queue
+                created.id,
+                safe(&created.workflow),
+                safe(&created.logical_date),
+                created.cluster,
+                created.queue
             ))?;
             ids.push(created.id);
         }
@@ -196,11 +209,11 @@ fn runs_table(runs: &[RunSummary], now: i64) -> String {
             out,
             "{:>6}  {:<24} {:<26} {:>4}  {:<10} {:<28} {:>9}",
             r.id,
-            r.workflow,
-            r.logical_date,
+            safe(&r.workflow),
+            safe(&r.logical_date),
             r.tier,
             r.state.as_str(),
-            r.queue,
+            safe(&r.queue),
             span(now - r.submitted_ms)
         );
     }
@@ -213,7 +226,11 @@ fn runs_table(runs: &[RunSummary], now: i64) -> String {
 pub fn status(args: &RunArgs) -> Result<ExitCode> {
     let client = args.conn.client()?;
     runtime()?.block_on(async {
-        let run: Run = client.send(client.request(Method::GET, &format!("/v1/runs/{}", args.run))).await?;
+        let mut req = client.request(Method::GET, &format!("/v1/runs/{}", args.run));
+        if let Some(c) = &args.tasks_after {
+            req = req.query(&[("tasks_after", c)]);
+        }
+        let run: Run = client.send(req).await?;
         if args.json {
             emit(&format!("{}\n", serde_json::to_string(&run)?))?;
             return Ok(ExitCode::SUCCESS);
@@ -223,14 +240,17 @@ pub fn status(args: &RunArgs) -> Result<ExitCode> {
             out,
             "run {} of {} ({}), tier {}: {}",
             run.id,
-            run.workflow,
-            run.logical_date,
+            safe(&run.workflow),
+            safe(&run.logical_date),
             run.tier,
             run.state.as_str()
         )?;
         writeln!(out, "cluster {}, queue {}", run.cluster, run.queue)?;
+        if let Some(u) = &run.user {
+            writeln!(out, "user {}", safe(u))?;
+        }
         if let Some(r) = &run.reason {
-            writeln!(out, "reason: {r}")?;
+            writeln!(out, "reason: {}", safe_lines(r))?;
         }
         if run.kill_requested && !run.state.is_terminal() {
             writeln!(out, "a kill was requested and is being carried out")?;
@@ -240,10 +260,12 @@ pub fn status(args: &RunArgs) -> Result<ExitCode> {
                 (Some(s), Some(f)) => format!(" in {}", span(f - s)),
                 _ => String::new(),
             };
-            writeln!(out, "\njob {}: {}{took}", job.name, job.state)?;
+            let counts: Vec<String> = job.task_counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
+            let counts = if counts.is_empty() { String::new() } else { format!(" ({})", counts.join(", ")) };
+            writeln!(out, "\njob {}: {}{took}{counts}", safe(&job.name), job.state)?;
             if let Some(e) = &job.explanation {
                 for line in e.lines() {
-                    writeln!(out, "  | {line}")?;
+                    writeln!(out, "  | {}", safe(line))?;
                 }
             }
             for t in &job.tasks {
@@ -252,17 +274,28 @@ pub fn status(args: &RunArgs) -> Result<ExitCode> {
                 writeln!(
                     out,
                     "  {:<32} {:<10} attempts {:<2} {:<8} {exit}",
-                    t.name, t.state, t.attempts, node
+                    safe(&t.name),
+                    t.state,
+                    t.attempts,
+                    safe(&node)
                 )?;
                 if let Some(p) = &t.preemption {
                     writeln!(
                         out,
                         "  | killed at {} unless it ends first: {}",
                         weir_server::format_utc(p.kill_at_ms),
-                        p.reason
+                        safe(&p.reason)
                     )?;
                 }
             }
+        }
+        if let Some(next) = &run.next_tasks_after {
+            let shown: usize = run.jobs.iter().map(|j| j.tasks.len()).sum();
+            writeln!(
+                out,
+                "\n{shown} of {} tasks shown; --tasks-after {next} for the next page",
+                run.tasks_total
+            )?;
         }
         emit(&out)?;
         Ok(ExitCode::SUCCESS)
@@ -290,9 +323,9 @@ pub fn explain(args: &RunArgs) -> Result<()> {
         }
         let mut out = format!("run {} is {}\n", e.id, e.state.as_str());
         for j in &e.jobs {
-            writeln!(out, "job {} ({}):", j.job, j.state)?;
+            writeln!(out, "job {} ({}):", safe(&j.job), j.state)?;
             for line in j.explanation.lines() {
-                writeln!(out, "  {line}")?;
+                writeln!(out, "  {}", safe(line))?;
             }
         }
         emit(&out)
@@ -305,6 +338,9 @@ pub fn logs(args: &LogsArgs) -> Result<()> {
         let mut q = vec![("stream", args.stream.clone()), ("follow", args.follow.to_string())];
         if let Some(a) = args.attempt {
             q.push(("attempt", a.to_string()));
+        }
+        if let Some(t) = args.tail {
+            q.push(("tail", t.to_string()));
         }
         let path = format!("/v1/runs/{}/tasks/{}/logs", args.run, args.task);
         let mut resp = client.checked(client.request(Method::GET, &path).query(&q)).await?;

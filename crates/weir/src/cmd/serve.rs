@@ -158,9 +158,8 @@ fn config(common: &Common, listen: Option<SocketAddr>, demo: bool) -> Result<(Se
         .clone()
         .or_else(|| file.as_ref().and_then(|f| f.data_dir.clone()))
         .unwrap_or_else(|| PathBuf::from("weir-data"));
-    std::fs::create_dir_all(&data_dir_arg)
-        .with_context(|| format!("--data-dir: cannot create {}", data_dir_arg.display()))?;
-    let data_dir = std::fs::canonicalize(&data_dir_arg)
+    // Made absolute, not created: nothing is created before the port is ours (see `run`).
+    let data_dir = std::path::absolute(&data_dir_arg)
         .with_context(|| format!("--data-dir: cannot resolve {}", data_dir_arg.display()))?;
     let db = common
         .db
@@ -245,13 +244,26 @@ fn run(mut c: ServerConfig, db: &str, common: &Common, demo: bool) -> Result<()>
         .context("cannot start the async runtime")?;
     rt.block_on(async move {
         let data_dir = c.data_dir.clone();
+        // The port first: a server that cannot listen creates nothing (no data directory, no
+        // store file, no token).
+        let listener = match c.listen {
+            Some(addr) => Some(
+                tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("--listen {addr}: cannot listen there; nothing was created"))?,
+            ),
+            None => None,
+        };
+        std::fs::create_dir_all(&data_dir)
+            .with_context(|| format!("--data-dir: cannot create {}", data_dir.display()))?;
         let fresh = c.clusters.is_empty() && !has_store(db, &data_dir);
         if fresh {
             c.clusters.push(machine_cluster());
         }
         // The binary picks the store implementation; the server knows only `JobStore`.
         let store = weir_store::open(db).await.with_context(|| format!("--db {db}"))?;
-        let server = Server::start(c.clone(), store).await.context("weir serve could not start")?;
+        let server =
+            Server::start_on(c.clone(), store, listener).await.context("weir serve could not start")?;
         if let Some(addr) = server.addr {
             eprintln!("weir serve: listening on http://{addr}, data in {}", data_dir.display());
             match std::fs::read_to_string(weir_server::admin_token_path(&data_dir)) {
@@ -353,6 +365,7 @@ async fn submit_round(
         let body = SubmitRun {
             workflow: serde_json::to_value(wf).ok(),
             workflow_name: None,
+            project: None,
             logical_date: Some(date),
             params: Default::default(),
         };

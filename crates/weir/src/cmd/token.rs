@@ -14,8 +14,11 @@ use crate::emit;
     long_about = "Create, list and revoke API tokens (needs a global admin token). A token carries \
 grants: a role (viewer reads; submitter also submits and kills; admin also manages) on a project \
 (a grant on `ads` covers `ads.ranking`), or on `*` for every project. The secret is printed once; \
-the server keeps only its SHA-256.\n\nExamples:\n  \
-weir token create ci-ads --grant ads:submitter\n  weir token create auditor --grant '*:viewer'\n  \
+the server keeps only its SHA-256.\n\nA token submits as one scheduler user (what per-user running-app limits count; --user, \
+default the token's id); a workflow's `user` field may name another only if the token may act as it \
+(--act-as, repeatable; `*` for any, for a service account submitting for others).\n\nExamples:\n  \
+weir token create ci-ads --grant ads:submitter --user ci-ads\n  \
+weir token create airflow --grant '*:submitter' --act-as '*'\n  weir token create auditor --grant '*:viewer'\n  \
 weir token list\n  weir token revoke t1a2b3c4d5e6f"
 )]
 pub struct TokenArgs {
@@ -33,6 +36,12 @@ enum TokenCommand {
         /// PROJECT:ROLE, repeatable; ROLE is viewer, submitter or admin; PROJECT may be `*`.
         #[arg(long = "grant", value_name = "PROJECT:ROLE", required = true)]
         grants: Vec<String>,
+        /// The scheduler user its runs count against (default: the token's id).
+        #[arg(long, value_name = "USER")]
+        user: Option<String>,
+        /// Another user its submissions may name (repeatable); `*` for any.
+        #[arg(long = "act-as", value_name = "USER")]
+        act_as: Vec<String>,
     },
     /// List tokens (never their secrets).
     List,
@@ -60,9 +69,10 @@ pub fn run(args: &TokenArgs) -> Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {
         match &args.what {
-            TokenCommand::Create { name, grants } => {
+            TokenCommand::Create { name, grants, user, act_as } => {
                 let grants = grants.iter().map(|g| grant(g)).collect::<Result<Vec<_>>>()?;
-                let body = CreateToken { name: name.clone(), grants };
+                let body =
+                    CreateToken { name: name.clone(), grants, user: user.clone(), act_as: act_as.clone() };
                 let t: TokenCreated =
                     client.send(client.request(Method::POST, "/v1/tokens").json(&body)).await?;
                 emit(&format!("{}\n", t.token))?;
@@ -79,7 +89,14 @@ pub fn run(args: &TokenArgs) -> Result<()> {
                         .map(|g| format!("{}:{}", g.project, format!("{:?}", g.role).to_lowercase()))
                         .collect();
                     let state = if t.revoked_ms.is_some() { "revoked" } else { "active" };
-                    out.push_str(&format!("{:<16} {:<8} {:<30} {}\n", t.id, state, t.name, grants.join(",")));
+                    out.push_str(&format!(
+                        "{:<16} {:<8} {:<30} user {:<16} {}\n",
+                        t.id,
+                        state,
+                        crate::cmd::safe(&t.name),
+                        crate::cmd::safe(&t.user),
+                        grants.join(",")
+                    ));
                 }
                 emit(&out)
             }
