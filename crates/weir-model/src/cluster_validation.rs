@@ -317,6 +317,7 @@ impl Validator {
                 || spec.name.contains(['.', ',', '"'])
                 || spec.name.contains(char::is_whitespace)
                 || spec.name.contains(char::is_control)
+                || spec.name.starts_with(crate::FORMULA_STARTS)
             {
                 self.problem(
                     format!("{here}.name"),

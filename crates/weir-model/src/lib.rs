@@ -27,6 +27,10 @@ mod workload_warnings;
 mod yaml_errors;
 
 pub use access::{AclSpec, PlacementRuleKind, PlacementRuleSpec, UserSpec};
+
+/// First characters a name may not have: a spreadsheet opening a CSV file that holds it
+/// (`usage.csv`, `runs.csv`) would run the cell as a formula (CSV injection).
+pub const FORMULA_STARTS: [char; 4] = ['=', '+', '-', '@'];
 pub use cluster::{
     ClusterConfig, Limit, NodeGroup, PreemptionConfig, QueueConfig, QueueIndex, SchedulerConfig,
     TierDefaults, MAX_NODES,

@@ -66,11 +66,19 @@ impl<'c> Validator<'c> {
 
     /// A name must be usable in a dotted path and unique in its list.
     fn name(&mut self, here: &str, kind: &str, name: &str, seen: &mut BTreeSet<String>) {
-        if name.is_empty() || name.contains(['.', '[', ']']) || name.contains(char::is_whitespace) {
+        if name.is_empty()
+            || name.contains(['.', '[', ']'])
+            || name.contains(char::is_whitespace)
+            || name.contains(char::is_control)
+            || name.starts_with(crate::FORMULA_STARTS)
+        {
             self.problem(
                 format!("{here}.name"),
                 format!(
-                    "`{name}` is not a {kind} name: use a non-empty name without dots, brackets or spaces"
+                    "`{}` is not a {kind} name: use a non-empty name without dots, brackets, spaces or \
+                     control characters, not starting with =, +, - or @ (names go into CSV files that \
+                     spreadsheets open, and into tasks' environment)",
+                    name.escape_debug()
                 ),
             );
         } else if !seen.insert(name.to_string()) {

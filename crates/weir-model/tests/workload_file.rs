@@ -488,28 +488,35 @@ fn names() {
         &one("''"),
         &[(
             "workflows.<unnamed>.name",
-            "`` is not a workflow name: use a non-empty name without dots, brackets or spaces",
+            "`` is not a workflow name: use a non-empty name without dots, brackets, spaces or control characters, not starting with =, +, - or @ (names go into CSV files that spreadsheets open, and into tasks' environment)",
         )],
     );
     check(
         &one("a.b"),
         &[(
             "workflows.a.b.name",
-            "`a.b` is not a workflow name: use a non-empty name without dots, brackets or spaces",
+            "`a.b` is not a workflow name: use a non-empty name without dots, brackets, spaces or control characters, not starting with =, +, - or @ (names go into CSV files that spreadsheets open, and into tasks' environment)",
         )],
     );
     check(
         &one("'a b'"),
         &[(
             "workflows.a b.name",
-            "`a b` is not a workflow name: use a non-empty name without dots, brackets or spaces",
+            "`a b` is not a workflow name: use a non-empty name without dots, brackets, spaces or control characters, not starting with =, +, - or @ (names go into CSV files that spreadsheets open, and into tasks' environment)",
         )],
     );
     check(
         &one("'x[1]'"),
         &[(
             "workflows.x[1].name",
-            "`x[1]` is not a workflow name: use a non-empty name without dots, brackets or spaces",
+            "`x[1]` is not a workflow name: use a non-empty name without dots, brackets, spaces or control characters, not starting with =, +, - or @ (names go into CSV files that spreadsheets open, and into tasks' environment)",
+        )],
+    );
+    check(
+        &one("'=HYPERLINK(1)'"),
+        &[(
+            "workflows.=HYPERLINK(1).name",
+            "`=HYPERLINK(1)` is not a workflow name: use a non-empty name without dots, brackets, spaces or control characters, not starting with =, +, - or @ (names go into CSV files that spreadsheets open, and into tasks' environment)",
         )],
     );
     check(
@@ -524,7 +531,7 @@ fn names() {
         &wf(&format!("queue: root.default, jobs: [{{name: 'x y', {s}}}]")),
         &[(
             "workflows.w.jobs.x y.name",
-            "`x y` is not a job name: use a non-empty name without dots, brackets or spaces",
+            "`x y` is not a job name: use a non-empty name without dots, brackets, spaces or control characters, not starting with =, +, - or @ (names go into CSV files that spreadsheets open, and into tasks' environment)",
         )],
     );
     check(
@@ -535,7 +542,7 @@ fn names() {
         &stages(&format!("{{name: '', {TASK}}}")),
         &[(
             "workflows.w.jobs.j.stages.<unnamed>.name",
-            "`` is not a stage name: use a non-empty name without dots, brackets or spaces",
+            "`` is not a stage name: use a non-empty name without dots, brackets, spaces or control characters, not starting with =, +, - or @ (names go into CSV files that spreadsheets open, and into tasks' environment)",
         )],
     );
     // The same name in different lists is fine.

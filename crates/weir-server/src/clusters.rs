@@ -36,6 +36,13 @@ pub fn default_cluster_yaml(cpu_millis: u64, memory_mib: u64) -> String {
 
 pub(crate) fn validate_source(c: &ClusterSource) -> Result<ClusterConfig, ServerError> {
     let config = ClusterConfig::from_yaml(&c.file, &c.yaml)?;
+    let acl = crate::acl::unenforceable(&config);
+    if !acl.is_empty() {
+        return Err(ServerError::Model(weir_model::ModelError::Invalid {
+            file: c.file.clone(),
+            problems: acl.into_iter().map(|(path, message)| weir_model::Problem { path, message }).collect(),
+        }));
+    }
     weir_engine::Engine::new(config.clone())
         .map_err(|source| ServerError::Engine { cluster: c.name.clone(), source })?;
     Ok(config)

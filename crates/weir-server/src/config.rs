@@ -53,6 +53,7 @@ pub struct Limits {
     /// Most tasks in one run, all jobs and stages together (400 above).
     pub max_tasks_per_run: u64,
     /// Submissions per second one token may keep up (a token bucket); 0: no limit (429 above).
+    /// Global admins' tokens are not limited (nor by the quota below).
     pub submissions_per_second: f64,
     /// How many submissions a token may send at once before the rate applies.
     pub submission_burst: u32,
@@ -66,8 +67,8 @@ impl Default for Limits {
         Limits {
             max_tasks_per_stage: 100_000,
             max_tasks_per_run: 200_000,
-            submissions_per_second: 50.0,
-            submission_burst: 500,
+            submissions_per_second: 100.0,
+            submission_burst: 1000,
             max_waiting_runs_per_project: 10_000,
         }
     }

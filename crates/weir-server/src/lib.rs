@@ -20,6 +20,7 @@
 //! What it never does: SQL (that is weir-store's), scheduling policy (weir-engine's), block the
 //! async runtime, or start an attempt whose intent is not committed first.
 
+mod acl;
 mod api;
 mod auth;
 mod autoplan;

@@ -217,12 +217,17 @@ pub fn usage_csv(rows: &[UsageRow], since_ms: i64, until_ms: i64) -> String {
     out
 }
 
-/// Quote a CSV field holding a comma, quote or line break (RFC 4180).
+/// Quote a CSV field holding a comma, quote or line break (RFC 4180); a field a spreadsheet
+/// would run as a formula (starting with `=`, `+`, `-`, `@`, tab or carriage return) is written
+/// as text, with a leading `'`. Names are refused with such starts on the way in; this is for
+/// rows stored before that.
 fn csv_field(s: &str) -> String {
+    let formula = s.starts_with(weir_model::FORMULA_STARTS) || s.starts_with(['\t', '\r']);
+    let s = if formula { format!("'{s}") } else { s.to_string() };
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
-        s.to_string()
+        s
     }
 }
 
@@ -250,7 +255,7 @@ pub fn runs_csv(runs: &[RunRecordRow], now_ms: i64) -> String {
             "{},{},{},{},{},{},{},{met},{status}",
             csv_field(&r.workflow),
             r.tier,
-            r.queue,
+            csv_field(&r.queue),
             r.submitted_ms,
             opt(r.started_ms),
             opt(r.finished_ms),
@@ -293,13 +298,15 @@ mod tests {
             run(1, "report", "succeeded", 1000, Some(2000), Some(5000)),
             run(2, "a,b", "running", 1000, None, Some(500)),
             run(3, "c", "killed", 1000, Some(1200), None),
+            run(4, "=HYPERLINK(\"x\")", "killed", 1000, Some(1200), None),
         ];
         assert_eq!(
             runs_csv(&runs, 3000),
             "workflow,tier,queue,submit,start,end,slo,met,status\n\
              report,1,root.ads.tier1,1000,1001,2000,5000,true,completed\n\
              \"a,b\",1,root.ads.tier1,1000,1001,,500,false,unfinished\n\
-             c,1,root.ads.tier1,1000,1001,1200,,,killed\n"
+             c,1,root.ads.tier1,1000,1001,1200,,,killed\n\
+             \"'=HYPERLINK(\"\"x\"\")\",1,root.ads.tier1,1000,1001,1200,,,killed\n"
         );
     }
 

@@ -198,6 +198,9 @@ pub(crate) async fn reload_cluster(
         let message = e.problems().iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ");
         ApiError::invalid(message).field(first.map(|p| p.path).unwrap_or_default())
     })?;
+    if let Some((path, message)) = crate::acl::unenforceable(&config).into_iter().next() {
+        return Err(ApiError::invalid(format!("{path}: {message}")).field(path));
+    }
     weir_engine::Engine::new(config.clone()).map_err(|e| ApiError::invalid(e.to_string()))?;
     let version = s.store.put_cluster(name, &text, now_ms()).await?;
     let (queues, leaves) = (config.queues.len(), config.leaves().count());

@@ -133,7 +133,7 @@ impl Store {
     }
 }
 
-async fn sqlite_pool(url: &str, size: u32) -> Result<AnyPool, StoreError> {
+pub(crate) async fn sqlite_pool(url: &str, size: u32) -> Result<AnyPool, StoreError> {
     AnyPoolOptions::new()
         .max_connections(size)
         .acquire_timeout(Duration::from_secs(10))

@@ -169,6 +169,11 @@ const V6_POSTGRES: &[&str] = v6!(
 );
 
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
+    migrate_to(store, SCHEMA_VERSION).await
+}
+
+/// Applies the migrations up to `target` (tests stop at an older schema to check upgrades).
+pub(crate) async fn migrate_to(store: &Store, target: i64) -> Result<(), StoreError> {
     let mut tx = store.begin().await?;
     if store.dialect == Dialect::Postgres {
         // Two servers starting at once on one database: one migrates, the other waits.
@@ -187,7 +192,7 @@ pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
     if current > SCHEMA_VERSION {
         return Err(StoreError::SchemaTooNew { found: current, known: SCHEMA_VERSION });
     }
-    for &(version, sqlite, postgres) in MIGRATIONS.iter().filter(|m| m.0 > current) {
+    for &(version, sqlite, postgres) in MIGRATIONS.iter().filter(|m| m.0 > current && m.0 <= target) {
         let statements = match store.dialect {
             Dialect::Sqlite => sqlite,
             Dialect::Postgres => postgres,
@@ -222,4 +227,66 @@ pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
             .map_err(StoreError::db)?;
     }
     tx.commit().await.map_err(StoreError::db)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store of schema 4 with a run of a sub-project still active, an ended run and a
+    /// workflow registered by name only, upgraded to the newest schema: the active run keeps
+    /// its uniqueness under its project, both runs are listed under every scope of their
+    /// project, and the workflow keeps the project its JSON names.
+    #[tokio::test]
+    async fn an_older_store_upgrades_with_its_runs_and_workflows() {
+        let dir = std::env::temp_dir().join(format!("weir-schema-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let url = format!("sqlite://{}/weir.db?mode=rwc", dir.display());
+        sqlx::any::install_default_drivers();
+        let pool = crate::sqlite_pool(&url, 1).await.expect("pool");
+        let store = Store { dialect: Dialect::Sqlite, read: pool.clone(), write: pool };
+        migrate_to(&store, 4).await.expect("schema 4");
+        for (project, key, state) in
+            [("ads.ranking", Some("nightly\nd1"), "running"), ("search", None, "succeeded")]
+        {
+            sqlx::query(
+                "INSERT INTO runs (workflow, project, tier, logical_date, active_key, state, cluster, queue, spec,
+                 params, submitted_by, submitted_ms) VALUES ('nightly', $1, 1, 'd1', $2, $3, 'c', 'q', '{}', '{}', 't', 0)",
+            )
+            .bind(project)
+            .bind(key)
+            .bind(state)
+            .execute(&store.write)
+            .await
+            .expect("old run");
+        }
+        sqlx::query(
+            "INSERT INTO workflows (name, spec, updated_ms) VALUES ('nightly', '{\"project\": \"ads\"}', 0)",
+        )
+        .execute(&store.write)
+        .await
+        .expect("old workflow");
+        migrate(&store).await.expect("upgrade");
+        let key: String = sqlx::query("SELECT active_key FROM runs WHERE project = 'ads.ranking'")
+            .fetch_one(&store.read)
+            .await
+            .and_then(|r| r.try_get("active_key"))
+            .expect("key");
+        assert_eq!(key, "ads.ranking\nnightly\nd1");
+        let mut scopes: Vec<String> = sqlx::query("SELECT scope FROM run_scopes ORDER BY scope")
+            .fetch_all(&store.read)
+            .await
+            .expect("scopes")
+            .iter()
+            .map(|r| r.try_get::<String, _>("scope").unwrap_or_default())
+            .collect();
+        scopes.sort();
+        assert_eq!(scopes, ["ads", "ads.ranking", "search"]);
+        assert_eq!(
+            store.workflows_named("nightly").await.expect("workflows"),
+            vec![("ads".to_string(), "{\"project\": \"ads\"}".to_string())]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

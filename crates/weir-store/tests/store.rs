@@ -51,20 +51,28 @@ fn run(workflow: &str, date: &str, key: Option<&str>) -> NewRun {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_checks_uniqueness_and_idempotency_in_order() {
     for store in stores("submit").await {
+        let mut other_project = run("w", "d1", None);
+        other_project.project = "search".into();
         let out = store
             .submit(&[
                 run("w", "d1", Some("k")),
                 run("w", "d1", None),
                 run("w", "d2", Some("k")),
                 run("v", "d1", None),
+                run("w", "d1", Some("k")),
+                other_project,
             ])
             .await
             .expect("submit");
         let Submitted::Created { id } = out[0] else { panic!("{out:?}") };
         assert_eq!(out[1], Submitted::Conflict { existing: id });
-        // The same key replays the first answer even though the body differs.
-        assert_eq!(out[2], Submitted::Replay { status: 201, run: id });
+        // The same key with another request is refused, not replayed as the first answer.
+        assert_eq!(out[2], Submitted::KeyReused);
         assert!(matches!(out[3], Submitted::Created { .. }));
+        // The same key with the same request replays the first answer.
+        assert_eq!(out[4], Submitted::Replay { status: 201, run: id });
+        // Another project's run of the same (workflow, date) is its own: no conflict.
+        assert!(matches!(out[5], Submitted::Created { .. }), "{out:?}");
         // Once the run has ended, its (workflow, date) is free again.
         let fence = store.acquire_lease("c", "me", None, 0, 10_000).await.expect("lease").expect("free");
         let applied = store

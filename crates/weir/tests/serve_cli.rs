@@ -188,3 +188,25 @@ fn at_id(all: &Value, wf: &str, date: &str) -> String {
         .expect("run")
         .to_string()
 }
+
+/// A server that cannot have its port creates nothing: no data directory, no store file, no
+/// admin token — and says which address it could not listen on.
+#[test]
+fn a_server_that_cannot_bind_creates_nothing() {
+    let scratch = common::Scratch::new("serve-bind");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port();
+    let data = scratch.0.join("data");
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(&data)
+        .output()
+        .expect("run weir serve");
+    assert!(!out.status.success());
+    let stderr = common::text(&out.stderr);
+    assert!(
+        stderr.contains(&format!("127.0.0.1:{port}")) && stderr.contains("nothing was created"),
+        "{stderr}"
+    );
+    assert!(!data.exists(), "{} was created", data.display());
+}

@@ -378,3 +378,97 @@ async fn two_servers_on_one_postgres_never_start_a_task_twice_and_take_over() {
     assert!(started_twice.is_empty(), "attempt 1 started twice: {started_twice:?}");
     drop((a, b));
 }
+
+/// After a kill -9 and an immediate restart on the same data directory, the new process knows
+/// its predecessor is gone (its lock on the data directory went with it) and takes the
+/// cluster's lease at once — before the dead process's lease would have expired — instead of
+/// waiting out the lease while nothing starts. The running task is re-adopted and finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_after_kill_9_takes_its_predecessors_lease_at_once() {
+    let dir = scratch("self-takeover");
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    // As `serve` does, with a long lease (60 s): the takeover must not wait for it.
+    let start = |dir: &Path| {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(format!("serve-{port}.log")))
+            .expect("log");
+        let child = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--data-dir"])
+            .arg(dir.join("data"))
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--cluster"])
+            .arg(dir.join("cluster.yaml"))
+            .args(["--lease", "60"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start weir serve");
+        Weir { child }
+    };
+    let mut first = start(&dir);
+    wait_ready(&base).await;
+    let token = token(&dir);
+    let http = reqwest::Client::new();
+    let wf = json!({"name": "long", "queue": "root.default",
+        "jobs": [{"name": "j", "stages": [{"name": "s", "tasks": 1, "resources": {"cpu": 100, "memory": 64},
+                  "command": "sleep 3", "max_attempts": 1}]}]});
+    let created: Value = http
+        .post(format!("{base}/v1/runs"))
+        .bearer_auth(&token)
+        .json(&json!({"workflow": wf, "logical_date": "d"}))
+        .send()
+        .await
+        .expect("submit")
+        .json()
+        .await
+        .expect("json");
+    let id = created["id"].as_i64().expect("id");
+    let db = format!("sqlite://{}", dir.join("data").join("weir.db").display());
+    let store = weir_store::open(&db).await.expect("store");
+    let old = loop {
+        if let Some(l) = store.lease("default").await.expect("lease") {
+            break l;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    first.kill9();
+    let _second = start(&dir);
+    let taken = loop {
+        let now = store.lease("default").await.expect("lease").expect("lease row");
+        if now.owner != old.owner {
+            break now;
+        }
+        assert!(
+            weir_server::now_ms() < old.expires_ms,
+            "the new process waited for the dead one's lease to expire"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(taken.fence > old.fence);
+    // Taken while the dead process's lease still had most of its minute to run.
+    assert!(
+        weir_server::now_ms() + 30_000 < old.expires_ms,
+        "taken at {} (old lease until {})",
+        weir_server::now_ms(),
+        old.expires_ms
+    );
+    for _ in 0..300 {
+        let run: Value = http
+            .get(format!("{base}/v1/runs/{id}"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .expect("get")
+            .json()
+            .await
+            .unwrap_or(Value::Null);
+        if run["state"] == "succeeded" {
+            assert_eq!(run["jobs"][0]["tasks"][0]["attempts"], 1, "re-adopted, not started again: {run:#}");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("run {id} did not finish after the restart");
+}

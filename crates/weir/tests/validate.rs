@@ -191,3 +191,46 @@ fn a_drf_queue_under_a_fair_parent_is_an_error_under_yarn_rounding_and_a_warning
     );
     assert!(text(&out.stdout).contains("ok"));
 }
+
+#[test]
+fn a_workload_written_for_serve_is_valid_and_its_serve_only_stages_are_named() {
+    let scratch = Scratch::new("serve-workload");
+    let wl = scratch.file(
+        "serve.yaml",
+        "version: 1
+workflows:
+  - name: report
+    queue: root.default
+    jobs:
+      - name: extract
+        stages:
+          - {name: query, tasks: 2, resources: {cpu: 100, memory: 64}, command: echo hi}
+          - {name: load, tasks: 1, resources: {cpu: 100, memory: 64}, command: echo done, duration: {fixed: 1m}, after: [query]}
+",
+    );
+    let out = weir(&["validate", "--cluster", "examples/cluster-small.yaml", &wl]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("1 jobs, 2 stages (1 only for weir serve)"), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("workflows.report.jobs.extract.stages.query: a command and no duration"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("stages.load"), "{stderr}");
+    // A serve workload is still checked: a stage without a command is an error for serve.
+    let bad = scratch.file(
+        "bad.yaml",
+        "version: 1
+workflows:
+  - name: report
+    queue: root.default
+    jobs:
+      - name: extract
+        stages:
+          - {name: query, tasks: 2, resources: {cpu: 100, memory: 64}, command: echo hi}
+          - {name: load, tasks: 1, resources: {cpu: 100, memory: 64}}
+",
+    );
+    let out = weir(&["validate", "--cluster", "examples/cluster-small.yaml", &bad]);
+    assert_eq!(out.status.code(), Some(1));
+}

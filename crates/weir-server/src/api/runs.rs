@@ -62,7 +62,10 @@ pub(super) async fn submit_run(
 ) -> Result<Response, ApiError> {
     let started = std::time::Instant::now();
     let principal = s.principal(&headers).await?;
-    if let Err(wait) = s.rate.take(&s.limits, &principal.token_id, now_ms()) {
+    // Global admins (the operator's own tools) are not rate-limited; tenants' tokens are.
+    let limited = !principal.is_global_admin();
+    let rate = if limited { s.rate.take(&s.limits, &principal.token_id, now_ms()) } else { Ok(()) };
+    if let Err(wait) = rate {
         s.metrics.refused("rate");
         return Err(ApiError::rate_limited(
             format!(
@@ -94,13 +97,25 @@ pub(super) async fn submit_run(
         return Err(e);
     }
     let user = principal.user_for(accepted.spec.user.as_deref())?;
+    if let Some(loaded) = s.registry.cluster(&accepted.cluster) {
+        let leaf = weir_model::QueuePath::parse(&accepted.queue).and_then(|q| loaded.config.find(&q));
+        if leaf.is_some_and(|i| !crate::acl::may_submit(&loaded.config, i, &user)) {
+            let ctx =
+                Audit::from(&peer).project(accepted.owner.clone()).detail(format!("queue ACL, user {user}"));
+            s.audit(&principal.token_id, "submit", String::new(), "denied", ctx).await;
+            return Err(ApiError::forbidden(format!(
+                "user `{user}` may not submit to {} (the queue's ACL in the cluster file)",
+                accepted.queue
+            )));
+        }
+    }
     // The engine counts per-user limits by the spec's `user`, which is now the caller's.
     accepted.spec.user = Some(user.clone());
     let now = now_ms();
     let logical_date = req.logical_date.clone().unwrap_or_else(|| format_utc(now));
     submit::check_reachable(&accepted.spec, &logical_date, &req.params)?;
     let quota = s.limits.max_waiting_runs_per_project;
-    if quota > 0 && s.store.waiting_runs(&accepted.project).await? >= quota {
+    if limited && quota > 0 && s.store.waiting_runs(&accepted.project).await? >= quota {
         s.metrics.refused("quota");
         return Err(ApiError::rate_limited(
             format!(
@@ -386,20 +401,14 @@ pub(super) async fn kill_run(
 ) -> Result<Response, ApiError> {
     let (principal, row) = readable_run_by(&s, &headers, id, Role::Submitter).await?;
     let outcome = s.store.request_kill(id, now_ms()).await?;
-    let result = match outcome {
-        KillOutcome::Killed => "ok (killed while queued)",
-        KillOutcome::Requested => "ok",
-        KillOutcome::AlreadyEnded => "already ended",
-        KillOutcome::NotFound => "not_found",
+    let (result, detail) = match outcome {
+        KillOutcome::Killed => ("ok", "killed while queued"),
+        KillOutcome::Requested => ("ok", "its tasks are being stopped"),
+        KillOutcome::AlreadyEnded => ("no_change", "it had already ended"),
+        KillOutcome::NotFound => ("not_found", "no such run"),
     };
-    s.audit(
-        &principal.token_id,
-        "kill",
-        format!("run {id}"),
-        result,
-        Audit::from(&peer).project(row.project),
-    )
-    .await;
+    let ctx = Audit::from(&peer).project(row.project).detail(detail);
+    s.audit(&principal.token_id, "kill", format!("run {id}"), result, ctx).await;
     if outcome == KillOutcome::NotFound {
         return Err(ApiError::not_found(format!("no run {id}")));
     }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use weir_model::{ClusterConfig, ModelError, Workload};
+use weir_model::{ClusterConfig, ModelError, Workload, WorkloadFile};
 
 use crate::{load_cluster, EXAMPLE_CLUSTER};
 
@@ -34,7 +34,10 @@ only the first, one per line on stderr as `FILE: PATH: MESSAGE`, where PATH is t
 file, with queues named as in the tree (`queues.ads.children.ranking.children.tier1.weight`).\n\n\
 Exit status: 0 if every file is valid, 1 if any file is invalid, 2 if a file cannot be read.\n\n\
 Examples:\n  weir validate examples/cluster.yaml\n  weir validate clusters/*.yaml\n  \
-weir validate --cluster examples/story/cluster-tiered.yaml examples/story/workload.yaml"
+weir validate --cluster examples/story/cluster-tiered.yaml examples/story/workload.yaml\n  \
+weir validate --cluster examples/demo/cluster.yaml examples/demo/workload.yaml   # for weir serve\n\n\
+A workload written for `weir serve` (stages with a `command` and no `duration`) is valid: a note \
+names each stage only the service can run."
 )]
 pub struct ValidateArgs {
     /// Cluster or workload files to check; each is checked even if an earlier one fails.
@@ -82,7 +85,36 @@ fn check(path: &Path, cluster: Option<&Path>) -> Result<String> {
         Some(p) => load_cluster(p)?,
         None => ClusterConfig::from_yaml("examples/cluster.yaml (built in)", EXAMPLE_CLUSTER)?,
     };
-    let w = Workload::from_yaml(&path.display().to_string(), &text, &cluster)?;
+    let file = path.display().to_string();
+    // A workload written for `weir serve` gives commands and no durations: valid for serve.
+    let (w, serve_only) = match Workload::from_yaml(&file, &text, &cluster) {
+        Ok(w) => (w, Vec::new()),
+        Err(sim @ ModelError::Invalid { .. }) => {
+            let raw: WorkloadFile = weir_model::parse_yaml(&file, &text)?;
+            let stages = || raw.workflows.iter().flat_map(|w| w.jobs.iter().map(move |j| (w, j)));
+            let all_commands = stages().all(|(_, j)| j.stages.iter().all(|s| s.command.is_some()));
+            if !all_commands {
+                return Err(sim.into());
+            }
+            let live = Workload::live_from_file(&file, &raw, &cluster)?;
+            let serve_only = stages()
+                .flat_map(|(w, j)| {
+                    j.stages
+                        .iter()
+                        .filter(|s| s.duration.is_none())
+                        .map(move |s| format!("workflows.{}.jobs.{}.stages.{}", w.name, j.name, s.name))
+                })
+                .collect();
+            (live, serve_only)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for stage in &serve_only {
+        eprintln!(
+            "{file}: note: {stage}: a command and no duration: `weir serve` can run it, `weir simulate` cannot \
+             (give it a duration to simulate it too)"
+        );
+    }
     // Valid, but asking what the cluster can never give.
     for warning in w.warnings(&cluster) {
         eprintln!("{}: warning: {warning}", path.display());
@@ -91,8 +123,13 @@ fn check(path: &Path, cluster: Option<&Path>) -> Result<String> {
     let jobs: usize = w.workflows.iter().map(|f| f.jobs.len()).sum();
     let stages: usize = w.workflows.iter().flat_map(|f| &f.jobs).map(|j| j.stages.len()).sum();
     let with_slo = w.workflows.iter().filter(|f| f.slo.is_some()).count();
+    let serve = if serve_only.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} only for weir serve)", serve_only.len())
+    };
     Ok(format!(
-        "{} workflows (tier 1: {}, tier 2: {}, tier 3: {}; {with_slo} with an SLO), {jobs} jobs, {stages} stages",
+        "{} workflows (tier 1: {}, tier 2: {}, tier 3: {}; {with_slo} with an SLO), {jobs} jobs, {stages} stages{serve}",
         w.workflows.len(),
         tiers[0],
         tiers[1],
