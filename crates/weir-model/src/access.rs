@@ -3,9 +3,10 @@
 //! Scheduler (`queuePlacementPolicy`).
 //!
 //! weir carries these through import and export so that a layout brought from YARN keeps its
-//! access rules on the way to YARN, YuniKorn or Kueue. weir's own engine does not enforce ACLs or
-//! the placement policy yet (workflows are placed by project and tier, see `placement.rs`);
-//! per-user limits are carried the same way.
+//! access rules on the way to YARN, YuniKorn or Kueue. The engine does not look at ACLs; `weir
+//! serve` enforces them for submissions, by user (and refuses ACLs that name groups, which it
+//! cannot resolve). The placement policy is carried, not applied (workflows are placed by
+//! project and tier, see `placement.rs`).
 
 use std::collections::BTreeMap;
 

@@ -158,7 +158,8 @@ pub struct QueueConfig {
     pub min_share_preemption_timeout: Option<Duration>,
     /// What preemption may do to a running gang in this queue (inherited from the parent).
     pub gang_preemption: GangPreemption,
-    /// Carried for other schedulers, not enforced (see `access.rs`).
+    /// Enforced by `weir serve` for submissions (by user) and carried for other schedulers
+    /// (see `access.rs`).
     pub acl: Option<AclSpec>,
     pub dynamic_parent: bool,
     pub reservable: bool,
