@@ -123,8 +123,20 @@ pub async fn readable_runs(
     since: i64,
     until: i64,
 ) -> Result<Vec<weir_store::RunRecordRow>, ApiError> {
-    let mut runs = s.store.run_records(cluster, since, until).await?;
-    runs.retain(|r| p.can(&r.project, Role::Viewer));
+    let Some(mut scopes) = p.readable() else {
+        return Ok(s.store.run_records(cluster, None, since, until).await?);
+    };
+    // One indexed read per project the caller may see (a scope inside another adds nothing).
+    scopes.sort();
+    scopes.dedup();
+    let top: Vec<&String> =
+        scopes.iter().filter(|s| !scopes.iter().any(|o| o != *s && crate::auth::covers(o, s))).collect();
+    let mut runs = Vec::new();
+    for scope in top {
+        runs.extend(s.store.run_records(cluster, Some(scope.as_str()), since, until).await?);
+    }
+    runs.sort_by_key(|r| r.id);
+    runs.dedup_by_key(|r| r.id);
     Ok(runs)
 }
 
@@ -273,7 +285,7 @@ pub async fn recorded_workload(
     since: i64,
     until: i64,
 ) -> Result<(weir_model::WorkloadFile, Vec<String>), weir_store::StoreError> {
-    let runs = store.run_records(Some(cluster), since, until).await?;
+    let runs = store.run_records(Some(cluster), None, since, until).await?;
     let mut specs = BTreeMap::new();
     let mut latest: BTreeMap<&str, i64> = BTreeMap::new();
     for r in &runs {

@@ -164,23 +164,30 @@ impl Store {
         rows.iter().map(usage_row).collect()
     }
 
-    /// Runs submitted in `[since_ms, until_ms)`, of one cluster or all, oldest first.
+    /// Runs submitted in `[since_ms, until_ms)`, of one cluster or all, of one project scope
+    /// (a project and its sub-projects, through `run_scopes`) or all, oldest first.
     pub(crate) async fn run_records(
         &self,
         cluster: Option<&str>,
+        scope: Option<&str>,
         since_ms: i64,
         until_ms: i64,
     ) -> Result<Vec<RunRecordRow>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, workflow, project, tier, cluster, queue, state, submitted_ms, started_ms, finished_ms, slo_ms
-             FROM runs WHERE ($1 IS NULL OR cluster = $1) AND submitted_ms >= $2 AND submitted_ms < $3 ORDER BY id",
-        )
-        .bind(cluster)
-        .bind(since_ms)
-        .bind(until_ms)
-        .fetch_all(&self.read)
-        .await
-        .map_err(StoreError::db)?;
+        const ALL: &str =
+            "SELECT id, workflow, project, tier, cluster, queue, state, submitted_ms, started_ms,
+             finished_ms, slo_ms FROM runs
+             WHERE ($1 IS NULL OR cluster = $1) AND submitted_ms >= $2 AND submitted_ms < $3 ORDER BY id";
+        const SCOPED: &str =
+            "SELECT id, workflow, project, tier, cluster, queue, state, submitted_ms, started_ms,
+             finished_ms, slo_ms FROM run_scopes JOIN runs ON runs.id = run_scopes.run_id
+             WHERE run_scopes.scope = $4 AND ($1 IS NULL OR cluster = $1) AND submitted_ms >= $2
+               AND submitted_ms < $3 ORDER BY id";
+        let q = if scope.is_some() { SCOPED } else { ALL };
+        let mut query = sqlx::query(q).bind(cluster).bind(since_ms).bind(until_ms);
+        if let Some(s) = scope {
+            query = query.bind(s);
+        }
+        let rows = query.fetch_all(&self.read).await.map_err(StoreError::db)?;
         rows.iter()
             .map(|r| {
                 Ok(RunRecordRow {

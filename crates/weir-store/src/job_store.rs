@@ -251,9 +251,12 @@ pub trait JobStore: Send + Sync {
     ) -> BoxFuture<'a, Result<Vec<UsageRow>, StoreError>>;
 
     /// Runs submitted in `[since_ms, until_ms)`, of one cluster or all, oldest first.
+    /// `scope`: only runs of that project and its sub-projects (an index range, not a scan of
+    /// every project's runs).
     fn run_records<'a>(
         &'a self,
         cluster: Option<&'a str>,
+        scope: Option<&'a str>,
         since_ms: i64,
         until_ms: i64,
     ) -> BoxFuture<'a, Result<Vec<RunRecordRow>, StoreError>>;
@@ -525,10 +528,11 @@ impl JobStore for crate::Store {
     fn run_records<'a>(
         &'a self,
         cluster: Option<&'a str>,
+        scope: Option<&'a str>,
         since_ms: i64,
         until_ms: i64,
     ) -> BoxFuture<'a, Result<Vec<RunRecordRow>, StoreError>> {
-        Box::pin(crate::Store::run_records(self, cluster, since_ms, until_ms))
+        Box::pin(crate::Store::run_records(self, cluster, scope, since_ms, until_ms))
     }
 
     fn attempt_durations<'a>(

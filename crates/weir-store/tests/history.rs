@@ -123,13 +123,16 @@ async fn run_records_carry_their_slo_and_counts_group_by_state() {
             .submit(&[run("a", 1000, Some(60_000)), run("b", 2000, None), run("a", 9000, None)])
             .await
             .expect("submit");
-        let records = store.run_records(Some("c"), 0, 5000).await.expect("records");
+        let records = store.run_records(Some("c"), None, 0, 5000).await.expect("records");
         let got: Vec<(&str, i64, Option<i64>, &str)> = records
             .iter()
             .map(|r| (r.workflow.as_str(), r.submitted_ms, r.slo_ms, r.state.as_str()))
             .collect();
         assert_eq!(got, [("a", 1000, Some(60_000), "queued"), ("b", 2000, None, "queued")]);
-        assert!(store.run_records(Some("other"), 0, 5000).await.expect("records").is_empty());
+        assert!(store.run_records(Some("other"), None, 0, 5000).await.expect("records").is_empty());
+        // By project scope: the runs are `ads`'s, so `ads` has both and `search` none.
+        assert_eq!(store.run_records(Some("c"), Some("ads"), 0, 5000).await.expect("records").len(), 2);
+        assert!(store.run_records(None, Some("search"), 0, 5000).await.expect("records").is_empty());
         let counts = store.run_counts(5000).await.expect("counts");
         // Every run not yet ended counts, whenever it was submitted.
         let got: Vec<(&str, u8, &str, i64)> =
