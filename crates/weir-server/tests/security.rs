@@ -592,3 +592,67 @@ async fn queue_acls_are_enforced_by_user_and_group_acls_refused() {
     assert_eq!(e["error"]["field"], "queues.ads.acl.submit", "{e:#}");
     s.stop(Stop::Now).await;
 }
+
+/// A run of 100,000 tasks is read a page at a time: `GET /v1/runs/{id}` carries every job's
+/// counts by state and 1,000 tasks with the cursor to the next page, and the run page shows
+/// one page of its table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_of_100000_tasks_is_summarized_and_paginated() {
+    let Some(mut s) = TestServer::start(Db::Sqlite, "sec-big").await else { return };
+    let mut wf = one_task("wide", "root.ads.tier1", "sleep 60");
+    wf["jobs"][0]["stages"][0]["tasks"] = json!(100_000);
+    wf["jobs"][0]["stages"][0]["resources"] = json!({"cpu": 8000, "memory": 512});
+    let (st, c) = s.submit(wf, "d").await;
+    assert_eq!(st, 201, "{c:#}");
+    let id = c["id"].as_i64().expect("id");
+    let run = s.wait_until(id, LONG, "the run to be routed", |r| r["tasks_total"] == 100_000).await;
+    let tasks = run["jobs"][0]["tasks"].as_array().expect("tasks");
+    assert_eq!(tasks.len(), 1000);
+    let counts: u64 =
+        run["jobs"][0]["task_counts"].as_object().expect("counts").values().filter_map(Value::as_u64).sum();
+    assert_eq!(counts, 100_000, "{:#}", run["jobs"][0]["task_counts"]);
+    let next = run["next_tasks_after"].as_str().expect("a next page").to_string();
+    let (st, page) =
+        s.call(Method::GET, &format!("/v1/runs/{id}?tasks_after={next}&tasks_limit=10"), None).await;
+    assert_eq!(st, 200);
+    let indexes: Vec<u64> = page["jobs"][0]["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .filter_map(|t| t["index"].as_u64())
+        .collect();
+    assert_eq!(indexes, (1000..1010).collect::<Vec<u64>>());
+    let (st, e) = s.call(Method::GET, &format!("/v1/runs/{id}?tasks_after=garbage"), None).await;
+    assert_eq!((st, e["error"]["field"].as_str()), (400, Some("tasks_after")));
+    // The dashboard's run page: one page of the table, and the count of all.
+    let http =
+        reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let login = http
+        .post(format!("{}/login", s.base))
+        .form(&[("token", s.token.as_str())])
+        .send()
+        .await
+        .expect("login");
+    let cookie = login
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .to_string();
+    let page =
+        s.http.get(format!("{}/runs/{id}", s.base)).header("cookie", cookie).send().await.expect("page");
+    assert_eq!(page.status().as_u16(), 200);
+    let html = page.text().await.expect("html");
+    assert!(
+        html.contains("500 of 100000 tasks on this page") && html.contains("id=\"tasks-next\""),
+        "{}",
+        &html[html.find("<h2>Tasks").unwrap_or(0)..][..600.min(html.len())]
+    );
+    assert_eq!(html.matches("<tr data-task=").count(), 500);
+    s.call(Method::POST, &format!("/v1/runs/{id}/kill"), None).await;
+    s.wait(id, LONG).await;
+    s.stop(Stop::Now).await;
+}
