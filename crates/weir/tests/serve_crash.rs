@@ -411,9 +411,12 @@ async fn a_restart_after_kill_9_takes_its_predecessors_lease_at_once() {
     wait_ready(&base).await;
     let token = token(&dir);
     let http = reqwest::Client::new();
+    // The task marks that it has started: killing the server before the task's process exists
+    // would (rightly) make the restart start it again as a new attempt.
+    let marker = dir.join("started");
     let wf = json!({"name": "long", "queue": "root.default",
         "jobs": [{"name": "j", "stages": [{"name": "s", "tasks": 1, "resources": {"cpu": 100, "memory": 64},
-                  "command": "sleep 3", "max_attempts": 1}]}]});
+                  "command": format!("touch {} && sleep 3", marker.display()), "max_attempts": 1}]}]});
     let created: Value = http
         .post(format!("{base}/v1/runs"))
         .bearer_auth(&token)
@@ -433,6 +436,13 @@ async fn a_restart_after_kill_9_takes_its_predecessors_lease_at_once() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
+    for _ in 0..600 {
+        if marker.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(marker.exists(), "the task did not start within 30 s");
     first.kill9();
     let _second = start(&dir);
     let taken = loop {
