@@ -1,5 +1,6 @@
-//! What a server is started with: [`ServerConfig`], each cluster's [`BackendSettings`], and
-//! how to [`Stop`]. A bottom module: it knows no other part of the server.
+//! What a server is started with: [`ServerConfig`], each cluster's [`BackendSettings`], the
+//! listener's [`HttpSettings`], and how to [`Stop`]. A bottom module: it knows no other part of
+//! the server but the types of what it names.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -8,6 +9,7 @@ use std::time::Duration;
 
 use crate::autoplan::AutoPlan;
 use crate::clusters::ClusterSource;
+use crate::tls::TlsFiles;
 
 /// Everything `weir serve` (or `weir worker`) is started with.
 #[derive(Clone, Debug)]
@@ -42,6 +44,42 @@ pub struct ServerConfig {
     pub auto_plan: Option<AutoPlan>,
     /// What one request and one tenant may ask of the service.
     pub limits: Limits,
+    /// Serve HTTPS with this certificate and key (`None`: plain HTTP).
+    pub tls: Option<TlsFiles>,
+    /// Timeouts and the connection cap of the listener.
+    pub http: HttpSettings,
+    /// Mark the dashboard's cookies `Secure` although this server speaks plain HTTP: it sits
+    /// behind a reverse proxy that terminates TLS. Always on with [`ServerConfig::tls`].
+    pub secure_cookies: bool,
+    /// How long a dashboard login lasts.
+    pub session_lifetime: Duration,
+}
+
+/// How long the listener waits for a client, and how many clients it serves at once. A slow
+/// or silent client is disconnected; none can hold the server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpSettings {
+    /// A request's head (request line and headers) must arrive whole within this time of its
+    /// first byte — of the connection's opening for its first request, TLS handshake included.
+    pub header_read_timeout: Duration,
+    /// A request's body must arrive whole within this time of its head (408 otherwise).
+    pub body_read_timeout: Duration,
+    /// A kept-alive connection with no request is closed after this time; so is one whose
+    /// client has not read a response for this long.
+    pub idle_timeout: Duration,
+    /// Most connections open at once; further clients wait in the listen backlog.
+    pub max_connections: usize,
+}
+
+impl Default for HttpSettings {
+    fn default() -> HttpSettings {
+        HttpSettings {
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 512,
+        }
+    }
 }
 
 /// Bounds on the work one request or one tenant can cause. Above them a request is refused
@@ -91,6 +129,10 @@ impl ServerConfig {
             usage_resolution: Duration::from_secs(60),
             auto_plan: None,
             limits: Limits::default(),
+            tls: None,
+            http: HttpSettings::default(),
+            secure_cookies: false,
+            session_lifetime: Duration::from_secs(12 * 3600),
         }
     }
 }

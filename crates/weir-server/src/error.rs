@@ -29,6 +29,10 @@ pub enum ServerError {
     /// A file or folder of the data directory.
     #[error("cannot {action} {path}: {source}")]
     Io { action: &'static str, path: PathBuf, source: std::io::Error },
+    /// The TLS certificate or key file cannot be read or used. Fix the file; retrying does not
+    /// help.
+    #[error("TLS {what} {path}: {problem}")]
+    Tls { what: &'static str, path: PathBuf, problem: String },
 }
 
 /// An API error: status, code, message and maybe the offending field.

@@ -28,6 +28,7 @@ mod clusters;
 mod config;
 mod dashboard;
 mod error;
+mod http;
 mod limits;
 mod logs;
 mod loop_api;
@@ -40,6 +41,7 @@ mod snapshot;
 mod state;
 mod submit;
 mod time;
+mod tls;
 mod worker;
 
 use std::net::SocketAddr;
@@ -52,9 +54,10 @@ use weir_store::JobStore;
 pub use auth::{admin_token_path, hash_token, new_token};
 pub use autoplan::AutoPlan;
 pub use clusters::{default_cluster_yaml, ClusterSource};
-pub use config::{BackendSettings, Limits, ServerConfig, Stop};
+pub use config::{BackendSettings, HttpSettings, Limits, ServerConfig, Stop};
 pub use error::ServerError;
 pub use time::{format_utc, now_ms};
+pub use tls::{install_crypto_provider, TlsFiles};
 
 /// A running server. Dropping it does not stop it; call [`Server::shutdown`].
 pub struct Server {
@@ -94,6 +97,11 @@ impl Server {
         store: Arc<dyn JobStore>,
         listener: Option<tokio::net::TcpListener>,
     ) -> Result<Server, ServerError> {
+        // The certificate and key before anything is created: a bad file leaves nothing behind.
+        let tls = match (&config.tls, &listener) {
+            (Some(files), Some(_)) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(files)?)),
+            _ => None,
+        };
         std::fs::create_dir_all(&config.data_dir).map_err(|source| ServerError::Io {
             action: "create the data directory",
             path: config.data_dir.clone(),
@@ -124,28 +132,19 @@ impl Server {
         if let Some(listener) = listener {
             addr = listener.local_addr().ok();
             let notify = worker.as_ref().map(|w| w.notify.clone());
-            let state = state::AppState::new(
+            let mut state = state::AppState::new(
                 store.clone(),
                 registry.clone(),
                 notify,
                 metrics.clone(),
                 config.limits.clone(),
             );
+            state.sessions = state::Sessions {
+                secure: tls.is_some() || config.secure_cookies,
+                lifetime: config.session_lifetime,
+            };
             let app = app(state, config.body_limit);
-            let mut rx = stop_rx.clone();
-            tasks.push(tokio::spawn(async move {
-                let shutdown = async move {
-                    while *rx.borrow() == Stop::Running {
-                        if rx.changed().await.is_err() {
-                            break;
-                        }
-                    }
-                };
-                let app = app.into_make_service_with_connect_info::<SocketAddr>();
-                if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
-                    eprintln!("weir serve: the API stopped: {e}");
-                }
-            }));
+            tasks.push(tokio::spawn(http::serve(listener, tls, config.http.clone(), app, stop_rx.clone())));
         }
         Ok(Server { addr, created_admin_token, store, stop, tasks, worker, _lock: lock })
     }

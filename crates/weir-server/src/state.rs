@@ -34,6 +34,22 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     pub limits: Arc<Limits>,
     pub rate: Arc<SubmissionRate>,
+    /// How the dashboard's sessions are kept.
+    pub sessions: Sessions,
+}
+
+/// The dashboard's session cookies: `Secure` when the browser reaches the server over TLS
+/// (served here, or by a reverse proxy in front), and how long a login lasts.
+#[derive(Clone, Copy, Debug)]
+pub struct Sessions {
+    pub secure: bool,
+    pub lifetime: std::time::Duration,
+}
+
+impl Default for Sessions {
+    fn default() -> Sessions {
+        Sessions { secure: false, lifetime: std::time::Duration::from_secs(12 * 3600) }
+    }
 }
 
 impl AppState {
@@ -53,6 +69,7 @@ impl AppState {
             metrics,
             limits: Arc::new(limits),
             rate: Arc::new(SubmissionRate::default()),
+            sessions: Sessions::default(),
         }
     }
 
@@ -88,7 +105,9 @@ impl AppState {
 /// The body, or the right error: 413 over the size limit, 400 otherwise.
 pub(crate) fn body(b: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     b.map_err(|r| {
-        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        if crate::http::is_body_timeout(&r) {
+            ApiError::new(StatusCode::REQUEST_TIMEOUT, "request_timeout", r.body_text())
+        } else if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload_too_large",

@@ -105,6 +105,12 @@ impl Store {
             .await
             .map_err(StoreError::db)?
             .rows_affected();
+        // Its dashboard sessions end with it (they would find no live token anyway).
+        sqlx::query("DELETE FROM sessions WHERE token_hash IN (SELECT hash FROM tokens WHERE id = $1)")
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(StoreError::db)?;
         tx.commit().await.map_err(StoreError::db)?;
         Ok(n == 1)
     }

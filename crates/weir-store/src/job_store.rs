@@ -26,7 +26,7 @@ use std::pin::Pin;
 use crate::{
     ActiveRun, AttemptDuration, AttemptRow, AuditEntry, AuditFilter, AuditRow, Change, ClusterRow, Fence,
     JobRow, KillOutcome, Lease, NewRun, PlanApplied, PreemptionRow, ProposalRow, RouteRow, RunCount,
-    RunFilter, RunRecordRow, RunRow, SnapshotRow, StoreError, Submitted, TaskCount, TaskRow, TokenRow,
+    RunFilter, RunRecordRow, RunRow, SessionRow, SnapshotRow, StoreError, Submitted, TaskCount, TaskRow, TokenRow,
     UsageRow,
 };
 
@@ -170,9 +170,23 @@ pub trait JobStore: Send + Sync {
     /// Every token, oldest first.
     fn tokens(&self) -> BoxFuture<'_, Result<Vec<TokenRow>, StoreError>>;
 
-    /// Revokes a live token (compare-and-set: not yet revoked); `false` if there is none with
-    /// this id.
+    /// Revokes a live token (compare-and-set: not yet revoked) and deletes its dashboard
+    /// sessions, in one transaction; `false` if there is no live token with this id.
     fn revoke_token<'a>(&'a self, id: &'a str, now_ms: i64) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Stores a dashboard session (hashes only) and forgets every session expired by its
+    /// `created_ms`. One transaction; a duplicate id hash is an error and stores nothing.
+    fn create_session<'a>(&'a self, session: &'a SessionRow) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// The session with this id hash, if it has not expired at `now_ms`.
+    fn session<'a>(
+        &'a self,
+        id_hash: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<Option<SessionRow>, StoreError>>;
+
+    /// Ends a session (logout); `false` if there was none. One transaction.
+    fn delete_session<'a>(&'a self, id_hash: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
 
     /// The routing table, by key.
     fn routes(&self) -> BoxFuture<'_, Result<Vec<RouteRow>, StoreError>>;
@@ -444,6 +458,22 @@ impl JobStore for crate::Store {
 
     fn revoke_token<'a>(&'a self, id: &'a str, now_ms: i64) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(crate::Store::revoke_token(self, id, now_ms))
+    }
+
+    fn create_session<'a>(&'a self, session: &'a SessionRow) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(crate::Store::create_session(self, session))
+    }
+
+    fn session<'a>(
+        &'a self,
+        id_hash: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<Option<SessionRow>, StoreError>> {
+        Box::pin(crate::Store::session(self, id_hash, now_ms))
+    }
+
+    fn delete_session<'a>(&'a self, id_hash: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(crate::Store::delete_session(self, id_hash))
     }
 
     fn routes(&self) -> BoxFuture<'_, Result<Vec<RouteRow>, StoreError>> {

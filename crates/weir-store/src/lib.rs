@@ -1,5 +1,6 @@
 //! weir-store: the job store of `weir serve` — runs, jobs, tasks, task attempts, cluster
-//! leases, tokens, routes, registered workflows, cluster configurations and queue snapshots —
+//! leases, tokens, dashboard sessions, routes, registered workflows, cluster configurations and
+//! queue snapshots —
 //! in SQLite (one file, WAL, the default) or PostgreSQL, through one code path (sqlx `Any` with
 //! a small [`Dialect`] switch).
 //!
@@ -28,6 +29,7 @@ mod history;
 mod job_store;
 mod runs;
 mod schema;
+mod sessions;
 mod warning;
 mod worker;
 
@@ -44,6 +46,7 @@ pub use history::{
     AttemptDuration, PlanApplied, PreemptionRow, ProposalRow, RunCount, RunRecordRow, UsageRow,
 };
 pub use job_store::{BoxFuture, JobStore};
+pub use sessions::SessionRow;
 pub use runs::{
     AttemptRow, JobRow, KillOutcome, NewRun, RunFilter, RunRow, Submitted, TaskCount, TaskRow,
     TERMINAL_RUN_STATES,

@@ -15,10 +15,11 @@ const MIGRATIONS: &[Migration] = &[
     (3, V3, V3),
     (4, V4, V4),
     (6, V6_SQLITE, V6_POSTGRES),
+    (7, V7, V7),
 ];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -168,6 +169,16 @@ const V6_POSTGRES: &[&str] = v6!(
     ]
 );
 
+/// Dashboard sessions (issue 17): the browser's cookie carries a random session id, never the
+/// token; a row maps the id's SHA-256 to the hash of the token that logged in, until it expires
+/// or the visitor logs out. Revoking a token deletes its sessions.
+const V7: &[&str] = &[
+    "CREATE TABLE sessions (id_hash TEXT PRIMARY KEY, token_hash TEXT NOT NULL, created_ms BIGINT NOT NULL,
+     expires_ms BIGINT NOT NULL)",
+    "CREATE INDEX sessions_expiry ON sessions (expires_ms)",
+    "CREATE INDEX sessions_token ON sessions (token_hash)",
+];
+
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
     migrate_to(store, SCHEMA_VERSION).await
 }
@@ -287,6 +298,40 @@ mod tests {
             store.workflows_named("nightly").await.expect("workflows"),
             vec![("ads".to_string(), "{\"project\": \"ads\"}".to_string())]
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A store of schema 6 (tokens, no sessions) upgrades to the newest: its tokens stay and
+    /// dashboard sessions can be stored and found.
+    #[tokio::test]
+    async fn a_schema_6_store_gains_dashboard_sessions() {
+        let dir = std::env::temp_dir().join(format!("weir-schema7-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let url = format!("sqlite://{}/weir.db?mode=rwc", dir.display());
+        sqlx::any::install_default_drivers();
+        let pool = crate::sqlite_pool(&url, 1).await.expect("pool");
+        let store = Store { dialect: Dialect::Sqlite, read: pool.clone(), write: pool };
+        migrate_to(&store, 6).await.expect("schema 6");
+        assert!(sqlx::query("SELECT 1 FROM sessions").execute(&store.read).await.is_err());
+        sqlx::query(
+            "INSERT INTO tokens (id, name, hash, grants, created_ms, user_name, act_as)
+             VALUES ('admin', 'admin', 'h', '[]', 0, 'admin', '[]')",
+        )
+        .execute(&store.write)
+        .await
+        .expect("old token");
+        migrate(&store).await.expect("upgrade");
+        let v: i64 = sqlx::query("SELECT MAX(version) AS v FROM weir_schema")
+            .fetch_one(&store.read)
+            .await
+            .and_then(|r| r.try_get("v"))
+            .expect("version");
+        assert_eq!(v, SCHEMA_VERSION);
+        assert!(store.token_by_hash("h").await.expect("token").is_some());
+        let s = crate::SessionRow { id_hash: "s".into(), token_hash: "h".into(), created_ms: 1, expires_ms: 10 };
+        store.create_session(&s).await.expect("session");
+        assert_eq!(store.session("s", 5).await.expect("read"), Some(s));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

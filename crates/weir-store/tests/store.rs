@@ -220,3 +220,45 @@ async fn a_preemption_warning_moves_a_running_attempt_and_its_task_and_can_be_cl
         assert!(store.active_runs("c").await.expect("active").iter().all(|r| r.open_attempts.is_empty()));
     }
 }
+
+/// Dashboard sessions: found until they expire, gone after logout, gone with their token's
+/// revocation; a new session sweeps the expired ones.
+#[tokio::test]
+async fn sessions_expire_end_at_logout_and_with_their_token() {
+    use weir_store::{SessionRow, TokenRow};
+    for store in stores("sessions").await {
+        let kind = store.kind();
+        let token = TokenRow {
+            id: "t1".into(),
+            name: "t1".into(),
+            hash: "tokenhash".into(),
+            grants: "[]".into(),
+            created_ms: 0,
+            revoked_ms: None,
+            user: None,
+            act_as: "[]".into(),
+        };
+        store.create_token(&token).await.expect("token");
+        let session = |id: &str, created_ms: i64, expires_ms: i64| SessionRow {
+            id_hash: id.into(),
+            token_hash: "tokenhash".into(),
+            created_ms,
+            expires_ms,
+        };
+        store.create_session(&session("a", 1_000, 5_000)).await.expect("a");
+        store.create_session(&session("b", 1_000, 9_000)).await.expect("b");
+        assert_eq!(store.session("a", 4_999).await.expect("read"), Some(session("a", 1_000, 5_000)), "{kind}");
+        assert_eq!(store.session("a", 5_000).await.expect("read"), None, "{kind}: expired");
+        assert_eq!(store.session("zz", 0).await.expect("read"), None, "{kind}");
+        assert!(store.create_session(&session("b", 1_000, 9_000)).await.is_err(), "{kind}: duplicate id");
+        // Logout.
+        assert!(store.delete_session("b").await.expect("logout"), "{kind}");
+        assert!(!store.delete_session("b").await.expect("logout twice"), "{kind}");
+        assert_eq!(store.session("b", 2_000).await.expect("read"), None, "{kind}");
+        // A new session sweeps the expired `a`; revoking the token ends `c`.
+        store.create_session(&session("c", 6_000, 60_000)).await.expect("c");
+        assert!(!store.delete_session("a").await.expect("swept"), "{kind}: expired session swept");
+        assert!(store.revoke_token("t1", 7_000).await.expect("revoke"), "{kind}");
+        assert_eq!(store.session("c", 7_001).await.expect("read"), None, "{kind}: revoked with its token");
+    }
+}
