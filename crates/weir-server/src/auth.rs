@@ -97,10 +97,21 @@ pub fn role_name(role: Role) -> &'static str {
 
 /// A new secret: `weir_` and 64 hex digits of 32 random bytes.
 pub fn new_token() -> Result<String, getrandom::Error> {
+    Ok(format!("weir_{}", random_hex()?))
+}
+
+/// 64 hex digits of 32 random bytes (session ids, login form nonces).
+pub(crate) fn random_hex() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)?;
-    Ok(format!("weir_{}", hex(&bytes)))
+    Ok(hex(&bytes))
 }
+
+/// The header through which the dashboard's session middleware hands a `/v1` read the hash of
+/// the token its session logged in with. It is removed from every incoming request before the
+/// middleware looks at the cookie (see `dashboard::cookie_for_reads`), so a client cannot send
+/// it; only GET and HEAD requests ever get it.
+pub(crate) const SESSION_TOKEN_HASH: &str = "x-weir-session-token-hash";
 
 /// Hex SHA-256 of a secret: what the store keeps.
 pub fn hash_token(secret: &str) -> String {
@@ -185,6 +196,9 @@ impl Authenticator {
     /// The caller of a request, from `Authorization: Bearer <token>`.
     pub async fn principal(&self, store: &dyn JobStore, headers: &HeaderMap) -> Result<Principal, ApiError> {
         let Some(header) = headers.get(axum::http::header::AUTHORIZATION) else {
+            if let Some(hash) = headers.get(SESSION_TOKEN_HASH).and_then(|v| v.to_str().ok()) {
+                return self.principal_by_hash(store, hash.to_string()).await;
+            }
             self.failed("missing");
             return Err(ApiError::unauthorized("no token: send `Authorization: Bearer <token>`"));
         };
@@ -195,9 +209,13 @@ impl Authenticator {
         self.principal_of(store, secret).await
     }
 
-    /// The holder of a token secret (the dashboard's login and cookie).
+    /// The holder of a token secret (the dashboard's login).
     pub async fn principal_of(&self, store: &dyn JobStore, secret: &str) -> Result<Principal, ApiError> {
-        let hash = hash_token(secret);
+        self.principal_by_hash(store, hash_token(secret)).await
+    }
+
+    /// The holder of the token with this hash (a dashboard session's).
+    pub async fn principal_by_hash(&self, store: &dyn JobStore, hash: String) -> Result<Principal, ApiError> {
         let now = now_ms();
         let cached = self.cache.lock().ok().and_then(|c| c.get(&hash).cloned());
         let principal = match cached {

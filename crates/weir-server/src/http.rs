@@ -114,15 +114,15 @@ async fn connection(
 ) {
     let clock = Arc::new(Clock::new());
     match tls {
-        None => drive(Watched { io: stream, clock: clock.clone() }, peer, settings, app, clock, closing).await,
+        None => {
+            drive(Watched { io: stream, clock: clock.clone() }, peer, settings, app, clock, closing).await
+        }
         Some(acceptor) => {
-            // The handshake counts against the first request's header time.
-            match tokio::time::timeout(settings.header_read_timeout, acceptor.accept(stream)).await {
-                Ok(Ok(stream)) => {
-                    drive(Watched { io: stream, clock: clock.clone() }, peer, settings, app, clock, closing).await
-                }
-                // A failed or too slow handshake: the client learns it from the closed socket.
-                Ok(Err(_)) | Err(_) => {}
+            // The handshake counts against the first request's header time. A failed or too
+            // slow handshake: the client learns it from the closed socket.
+            let handshake = tokio::time::timeout(settings.header_read_timeout, acceptor.accept(stream));
+            if let Ok(Ok(stream)) = handshake.await {
+                drive(Watched { io: stream, clock: clock.clone() }, peer, settings, app, clock, closing).await
             }
         }
     }
@@ -263,7 +263,11 @@ struct Watched<I> {
 }
 
 impl<I: AsyncRead + Unpin> AsyncRead for Watched<I> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
         let before = buf.filled().len();
         let r = Pin::new(&mut self.io).poll_read(cx, buf);
         if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
@@ -274,7 +278,11 @@ impl<I: AsyncRead + Unpin> AsyncRead for Watched<I> {
 }
 
 impl<I: AsyncWrite + Unpin> AsyncWrite for Watched<I> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         let r = Pin::new(&mut self.io).poll_write(cx, buf);
         self.clock.write_blocked(r.is_pending());
         r
@@ -334,7 +342,10 @@ impl HttpBody for Deadline {
     type Data = Bytes;
     type Error = axum::BoxError;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match Pin::new(&mut self.inner).poll_frame(cx) {
             Poll::Ready(frame) => Poll::Ready(frame.map(|f| f.map_err(Into::into))),
             Poll::Pending => match self.sleep.as_mut().poll(cx) {
@@ -371,7 +382,10 @@ impl HttpBody for Tracked {
     type Data = Bytes;
     type Error = axum::Error;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         Pin::new(&mut self.inner).poll_frame(cx)
     }
 

@@ -97,6 +97,7 @@ impl Server {
         store: Arc<dyn JobStore>,
         listener: Option<tokio::net::TcpListener>,
     ) -> Result<Server, ServerError> {
+        tls::install_crypto_provider();
         // The certificate and key before anything is created: a bad file leaves nothing behind.
         let tls = match (&config.tls, &listener) {
             (Some(files), Some(_)) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(files)?)),
@@ -175,7 +176,7 @@ fn app(state: state::AppState, body_limit: usize) -> axum::Router {
         .merge(loop_api::router())
         .merge(dashboard::router())
         .fallback(|| async { error::ApiError::not_found("no such endpoint; see /v1/openapi.json") })
-        .layer(axum::middleware::from_fn(dashboard::cookie_for_reads))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), dashboard::cookie_for_reads))
         .layer(axum::middleware::from_fn(error::uniform_responses))
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))
         .with_state(state)

@@ -42,7 +42,11 @@ pub(crate) fn server_config(files: &TlsFiles) -> Result<Arc<rustls::ServerConfig
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .map_err(|e| {
-            tls("key", &files.key, format!("cannot be used with the certificate in {}: {e}", files.cert.display()))
+            tls(
+                "key",
+                &files.key,
+                format!("cannot be used with the certificate in {}: {e}", files.cert.display()),
+            )
         })?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))

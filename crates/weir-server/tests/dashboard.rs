@@ -1,5 +1,5 @@
 //! The dashboard's authentication and authorization over plain HTTP: the login sets an
-//! `HttpOnly`, `SameSite=Strict` cookie; a viewer of one project sees only its runs and
+//! `HttpOnly`, `SameSite=Strict` session cookie; a viewer of one project sees only its runs and
 //! queues and no admin forms; changes need a global admin and the form's token; the cookie
 //! authenticates API reads but never a change.
 
@@ -18,9 +18,16 @@ fn client() -> reqwest::Client {
 
 /// Log in with `token`; the session cookie.
 async fn login(s: &TestServer, token: &str) -> String {
-    let r = client().post(format!("{}/login", s.base)).form(&[("token", token)]).send().await.expect("login");
+    let r = common::dashboard_login(&client(), &s.base, token).await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
-    let cookie = r.headers().get(SET_COOKIE).and_then(|v| v.to_str().ok()).expect("a cookie").to_string();
+    let cookie = r
+        .headers()
+        .get_all(SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|c| c.starts_with("weir_session="))
+        .expect("a session cookie")
+        .to_string();
     assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
     cookie.split(';').next().expect("name=value").to_string()
 }
@@ -52,12 +59,7 @@ async fn viewers_see_their_projects_and_only_admins_change_anything() {
         (r.status(), r.headers().get(LOCATION).and_then(|v| v.to_str().ok())),
         (StatusCode::SEE_OTHER, Some("/login"))
     );
-    let r = client()
-        .post(format!("{}/login", s.base))
-        .form(&[("token", "weir_nope")])
-        .send()
-        .await
-        .expect("login");
+    let r = common::dashboard_login(&client(), &s.base, "weir_nope").await;
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
 
     // A viewer of `ads`.

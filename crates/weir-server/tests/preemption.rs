@@ -13,7 +13,7 @@ mod common;
 use std::time::Duration;
 
 use common::{one_task, TestServer};
-use reqwest::header::{COOKIE, SET_COOKIE};
+use reqwest::header::COOKIE;
 use reqwest::Method;
 use serde_json::json;
 use weir_server::{ClusterSource, Stop};
@@ -62,14 +62,8 @@ async fn a_starved_tier_1_job_takes_a_container_from_tier_3() {
     // A dashboard session, to see the warning and the preemption as an operator would.
     let http =
         reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
-    let login = http
-        .post(format!("{}/login", s.base))
-        .form(&[("token", s.token.as_str())])
-        .send()
-        .await
-        .expect("login");
-    let cookie = login.headers().get(SET_COOKIE).and_then(|v| v.to_str().ok()).expect("a cookie");
-    let cookie = cookie.split(';').next().expect("name=value").to_string();
+    let login = common::dashboard_login(&http, &s.base, &s.token).await;
+    let cookie = common::session_cookie(&login);
     let page = |path: String| {
         let req = http.get(format!("{}{path}", s.base)).header(COOKIE, &cookie);
         async move { req.send().await.expect("page").text().await.expect("html") }

@@ -627,21 +627,8 @@ async fn a_run_of_100000_tasks_is_summarized_and_paginated() {
     // The dashboard's run page: one page of the table, and the count of all.
     let http =
         reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
-    let login = http
-        .post(format!("{}/login", s.base))
-        .form(&[("token", s.token.as_str())])
-        .send()
-        .await
-        .expect("login");
-    let cookie = login
-        .headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .to_string();
+    let login = common::dashboard_login(&http, &s.base, &s.token).await;
+    let cookie = common::session_cookie(&login);
     let page =
         s.http.get(format!("{}/runs/{id}", s.base)).header("cookie", cookie).send().await.expect("page");
     assert_eq!(page.status().as_u16(), 200);

@@ -46,11 +46,11 @@ pub use history::{
     AttemptDuration, PlanApplied, PreemptionRow, ProposalRow, RunCount, RunRecordRow, UsageRow,
 };
 pub use job_store::{BoxFuture, JobStore};
-pub use sessions::SessionRow;
 pub use runs::{
     AttemptRow, JobRow, KillOutcome, NewRun, RunFilter, RunRow, Submitted, TaskCount, TaskRow,
     TERMINAL_RUN_STATES,
 };
+pub use sessions::SessionRow;
 pub use worker::{ActiveRun, AttemptKey, Change, Fence, Lease, NewJob, NewTask, TaskKey, Warning};
 
 /// Which SQL the store speaks where the two databases differ.

@@ -329,7 +329,8 @@ mod tests {
             .expect("version");
         assert_eq!(v, SCHEMA_VERSION);
         assert!(store.token_by_hash("h").await.expect("token").is_some());
-        let s = crate::SessionRow { id_hash: "s".into(), token_hash: "h".into(), created_ms: 1, expires_ms: 10 };
+        let s =
+            crate::SessionRow { id_hash: "s".into(), token_hash: "h".into(), created_ms: 1, expires_ms: 10 };
         store.create_session(&s).await.expect("session");
         assert_eq!(store.session("s", 5).await.expect("read"), Some(s));
         let _ = std::fs::remove_dir_all(&dir);

@@ -247,7 +247,11 @@ async fn sessions_expire_end_at_logout_and_with_their_token() {
         };
         store.create_session(&session("a", 1_000, 5_000)).await.expect("a");
         store.create_session(&session("b", 1_000, 9_000)).await.expect("b");
-        assert_eq!(store.session("a", 4_999).await.expect("read"), Some(session("a", 1_000, 5_000)), "{kind}");
+        assert_eq!(
+            store.session("a", 4_999).await.expect("read"),
+            Some(session("a", 1_000, 5_000)),
+            "{kind}"
+        );
         assert_eq!(store.session("a", 5_000).await.expect("read"), None, "{kind}: expired");
         assert_eq!(store.session("zz", 0).await.expect("read"), None, "{kind}");
         assert!(store.create_session(&session("b", 1_000, 9_000)).await.is_err(), "{kind}: duplicate id");

@@ -67,6 +67,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // One rustls crypto provider (ring) for the whole process: the client's HTTPS, `serve`'s
+    // TLS and PostgreSQL connections with `sslmode`.
+    weir_server::install_crypto_provider();
     let result = match &cli.command {
         Command::Validate(args) => cmd::validate::run(args),
         Command::Shares(args) => cmd::shares::run(args).map(|()| ExitCode::SUCCESS),

@@ -218,6 +218,8 @@ fn leftovers(marker: &Path) -> Vec<String> {
 }
 
 fn scratch(tag: &str) -> PathBuf {
+    // reqwest's rustls needs the process's provider (ring) before any client is built.
+    weir_server::install_crypto_provider();
     let dir = std::env::temp_dir().join(format!("weir-crash-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch");
@@ -308,6 +310,7 @@ async fn kill_9_five_times_while_2000_runs_go_through() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_on_one_postgres_never_start_a_task_twice_and_take_over() {
+    weir_server::install_crypto_provider();
     let Ok(admin_url) = std::env::var("WEIR_TEST_POSTGRES_URL") else {
         eprintln!(
             "\n*** SKIPPED: WEIR_TEST_POSTGRES_URL is not set; the multi-worker test needs PostgreSQL (.ci/run sets it) ***\n"

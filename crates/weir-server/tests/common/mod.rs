@@ -30,6 +30,8 @@ static SEQ: AtomicU32 = AtomicU32::new(0);
 
 /// A fresh temporary directory (removed by the OS's tmp cleaning; tests keep it for post-mortems).
 pub fn temp_dir(tag: &str) -> PathBuf {
+    // reqwest's rustls needs the process's provider before any client is built.
+    weir_server::install_crypto_provider();
     let n = SEQ.fetch_add(1, Ordering::SeqCst);
     let dir = std::env::temp_dir().join(format!("weir-test-{tag}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -180,4 +182,41 @@ pub fn one_task(name: &str, queue: &str, command: &str) -> Value {
         "jobs": [{"name": "j", "stages": [{"name": "s", "tasks": 1, "resources": {"cpu": 1000, "memory": 512},
                    "command": command}]}]
     })
+}
+
+/// The login page's nonce cookie (`weir_login=…`) and the nonce its form carries.
+pub async fn login_form(http: &reqwest::Client, base: &str) -> (String, String) {
+    let r = http.get(format!("{base}/login")).send().await.expect("login page");
+    let cookie = r.headers().get("set-cookie").and_then(|v| v.to_str().ok()).expect("a nonce cookie");
+    let cookie = cookie.split(';').next().expect("name=value").to_string();
+    let html = r.text().await.unwrap_or_default();
+    let at = html.find("name=\"nonce\" value=\"").expect("a nonce") + "name=\"nonce\" value=\"".len();
+    (cookie, html[at..at + 64].to_string())
+}
+
+/// Log in to the dashboard at `base` with `token` as a browser does (the login page first, for
+/// its nonce); the response to the login.
+pub async fn dashboard_login(http: &reqwest::Client, base: &str, token: &str) -> reqwest::Response {
+    let (cookie, nonce) = login_form(http, base).await;
+    http.post(format!("{base}/login"))
+        .header("cookie", cookie)
+        .form(&[("token", token), ("nonce", nonce.as_str())])
+        .send()
+        .await
+        .expect("login")
+}
+
+/// The session cookie (`weir_session=…`) a login set.
+pub fn session_cookie(login: &reqwest::Response) -> String {
+    login
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|c| c.starts_with("weir_session="))
+        .expect("a session cookie")
+        .split(';')
+        .next()
+        .expect("name=value")
+        .to_string()
 }

@@ -1,7 +1,7 @@
 //! What every client command shares: where the server is, which token to send, and one HTTP
 //! helper that turns the API's `{error: …}` answers into messages.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
@@ -17,6 +17,10 @@ pub struct Connection {
     /// The local server's data directory, whose admin.token is used when $WEIR_TOKEN is unset.
     #[arg(long, global = true, value_name = "DIR", default_value = "weir-data")]
     pub data_dir: PathBuf,
+    /// For an https:// server whose certificate a private CA signed: that CA's certificate
+    /// (PEM), trusted besides the system's roots. Default: $WEIR_CA_CERT.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
 }
 
 pub struct Client {
@@ -48,8 +52,26 @@ impl Connection {
                     .to_string()
             }
         };
-        Ok(Client { base: base.trim_end_matches('/').to_string(), token, http: reqwest::Client::new() })
+        let ca = self.ca_cert.clone().or_else(|| std::env::var_os("WEIR_CA_CERT").map(PathBuf::from));
+        let http = http_client(ca.as_deref())?;
+        Ok(Client { base: base.trim_end_matches('/').to_string(), token, http })
     }
+}
+
+/// An HTTP(S) client trusting the system's roots and, if given, the CA certificate in `ca`.
+pub fn http_client(ca: Option<&Path>) -> Result<reqwest::Client> {
+    let mut b = reqwest::Client::builder();
+    if let Some(path) = ca {
+        let pem =
+            std::fs::read(path).with_context(|| format!("--ca-cert: cannot read {}", path.display()))?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem)
+            .with_context(|| format!("--ca-cert: {} is not a PEM certificate", path.display()))?;
+        if certs.is_empty() {
+            bail!("--ca-cert: {} holds no certificate (no `BEGIN CERTIFICATE` block)", path.display());
+        }
+        b = b.tls_certs_merge(certs);
+    }
+    b.build().context("cannot set up the HTTP client")
 }
 
 impl Client {
@@ -69,8 +91,11 @@ impl Client {
 
     /// Send; fail with the server's message on an error status.
     pub async fn checked(&self, req: reqwest::RequestBuilder) -> Result<reqwest::Response> {
-        let resp =
-            req.send().await.with_context(|| format!("cannot reach the weir server at {}", self.base))?;
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| anyhow!(describe(&e)))
+            .with_context(|| format!("cannot reach the weir server at {}", self.base))?;
         if resp.status().is_success() {
             return Ok(resp);
         }
@@ -84,6 +109,19 @@ impl Client {
             Err(_) => Err(anyhow!("{status}: {text}")),
         }
     }
+}
+
+/// A request error with its causes (reqwest's own message hides them: an unknown certificate
+/// authority says only "error sending request").
+fn describe(e: &reqwest::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur = std::error::Error::source(e);
+    while let Some(c) = cur {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cur = c.source();
+    }
+    out
 }
 
 /// `12s`, `3m 04s`, `1h 02m` for a span in milliseconds.

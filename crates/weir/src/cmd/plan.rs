@@ -72,6 +72,10 @@ pub struct PlanArgs {
     /// unset.
     #[arg(long, value_name = "DIR", default_value = "weir-data", requires = "server")]
     data_dir: PathBuf,
+    /// With an https:// --server whose certificate a private CA signed: that CA's certificate
+    /// (PEM). Default: $WEIR_CA_CERT.
+    #[arg(long, value_name = "FILE", requires = "server")]
+    ca_cert: Option<PathBuf>,
     /// The most recent span of history to plan from (default 30d, or the settings' `window`).
     #[arg(long, value_name = "DURATION", value_parser = crate::cmd::simulate::parse_duration)]
     window: Option<Duration>,
@@ -120,7 +124,11 @@ fn inputs(args: &PlanArgs, window_ms: u64) -> Result<Inputs> {
         if args.workload.is_some() {
             bail!("--workload: with --server the workload is the server's recorded runs");
         }
-        let conn = Connection { server: Some(server.clone()), data_dir: args.data_dir.clone() };
+        let conn = Connection {
+            server: Some(server.clone()),
+            data_dir: args.data_dir.clone(),
+            ca_cert: args.ca_cert.clone(),
+        };
         let f =
             plan_server::fetch(&conn, args.server_cluster.as_deref(), window_ms, args.validate, &args.out)?;
         if args.validate && f.workload.is_none() {

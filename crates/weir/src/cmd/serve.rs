@@ -24,7 +24,7 @@ pub const DEMO_WORKLOAD: &str = include_str!("../../../../examples/demo/workload
 claims submitted runs, the live scheduler (the same engine `weir simulate` runs, in real time) \
 and the local-process backend. Everything is kept under --data-dir (./weir-data): the SQLite \
 store, task logs, and admin.token, the admin token created on first start (mode 0600) that the \
-client commands use by default.\n\n\
+client commands use by default (the secret is printed only with --demo).\n\n\
 With no --cluster, one node the size of this machine with a root.default queue. Ctrl-C stops at \
 once and leaves running tasks running: the next start re-adopts them (--drain waits for them).\n\n\
 The same address serves the web dashboard at / (log in with a token: runs and their DAGs, task \
@@ -35,12 +35,17 @@ usage and run outcomes: `weir plan --server URL --validate --out plan/` plans fr
 Examples:\n  weir serve --demo                       # example workflows through tiered queues\n  \
 weir serve --cluster examples/cluster.yaml\n  \
 weir serve --db postgres://weir@127.0.0.1:5432/weir --listen 127.0.0.1:9000\n  \
-weir serve --config examples/serve/server.yaml   # several clusters, each with its backend"
+weir serve --config examples/serve/server.yaml   # several clusters, each with its backend\n  \
+weir serve --listen 0.0.0.0:8470 --tls-cert server.crt --tls-key server.key   # HTTPS\n\n\
+A slow or silent client cannot hold the server: a request's head must arrive within \
+--header-read-timeout, its body within --body-read-timeout, idle connections close after \
+--idle-timeout, and at most --max-connections are open at once. See docs/serve.md, Security."
 )]
 pub struct ServeArgs {
     #[command(flatten)]
     common: Common,
-    /// Where the API listens. Bind other than loopback only behind TLS you trust.
+    /// Where the API listens. Bind other than loopback only with --tls-cert, or behind a
+    /// reverse proxy that terminates TLS.
     /// [default: 127.0.0.1:8470]
     #[arg(long, value_name = "ADDR")]
     listen: Option<SocketAddr>,
@@ -60,6 +65,31 @@ pub struct ServeArgs {
     /// The history a scheduled plan looks at (the planner's window).
     #[arg(long, default_value = "30d", value_name = "SPAN", value_parser = crate::cmd::simulate::parse_duration)]
     auto_plan_window: weir_model::Duration,
+    /// Serve HTTPS (API and dashboard) with this certificate, then any intermediates (PEM).
+    /// Needs --tls-key. Clients of a private CA trust it with `--ca-cert` or $WEIR_CA_CERT.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, RSA or EC).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Mark the dashboard's cookies `Secure` although this server speaks plain HTTP, because a
+    /// reverse proxy in front of it terminates TLS (on by itself with --tls-cert).
+    #[arg(long)]
+    secure_cookies: bool,
+    /// Seconds a request's head may take to arrive, from its first byte (a new connection's:
+    /// from its opening, TLS handshake included). [default: 10]
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    header_read_timeout: Option<u64>,
+    /// Seconds a request's body may take to arrive after its head (408 past it). [default: 60]
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    body_read_timeout: Option<u64>,
+    /// Seconds a kept-alive connection may wait for its next request, or a response wait for
+    /// its client to read it, before the connection is closed. [default: 60]
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    idle_timeout: Option<u64>,
+    /// Most connections open at once; more wait until one closes. [default: 512]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -229,7 +259,25 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
     if let Some(v) = &args.auto_plan {
         c.auto_plan = Some(auto_plan(v, args.auto_plan_window)?);
     }
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        c.tls = Some(weir_server::TlsFiles {
+            cert: absolute(cert, "--tls-cert")?,
+            key: absolute(key, "--tls-key")?,
+        });
+    }
+    c.secure_cookies = args.secure_cookies;
+    let secs = |v: Option<u64>, default: Duration| v.map(Duration::from_secs).unwrap_or(default);
+    c.http.header_read_timeout = secs(args.header_read_timeout, c.http.header_read_timeout);
+    c.http.body_read_timeout = secs(args.body_read_timeout, c.http.body_read_timeout);
+    c.http.idle_timeout = secs(args.idle_timeout, c.http.idle_timeout);
+    if let Some(n) = args.max_connections {
+        c.http.max_connections = usize::try_from(n).unwrap_or(usize::MAX);
+    }
     run(c, &db, &args.common, args.demo)
+}
+
+fn absolute(path: &Path, flag: &str) -> Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("{flag}: cannot resolve {}", path.display()))
 }
 
 pub fn worker(args: &WorkerArgs) -> Result<()> {
@@ -264,14 +312,22 @@ fn run(mut c: ServerConfig, db: &str, common: &Common, demo: bool) -> Result<()>
         let store = weir_store::open(db).await.with_context(|| format!("--db {db}"))?;
         let server =
             Server::start_on(c.clone(), store, listener).await.context("weir serve could not start")?;
+        let scheme = if c.tls.is_some() { "https" } else { "http" };
         if let Some(addr) = server.addr {
-            eprintln!("weir serve: listening on http://{addr}, data in {}", data_dir.display());
-            match std::fs::read_to_string(weir_server::admin_token_path(&data_dir)) {
-                Ok(token) => eprintln!(
-                    "weir serve: dashboard at http://{addr}/ — log in with the admin token {}",
+            eprintln!("weir serve: listening on {scheme}://{addr}, data in {}", data_dir.display());
+            let token_file = weir_server::admin_token_path(&data_dir);
+            // The secret itself only for the demo: a terminal's scrollback and a service's
+            // journal are read by more people than the data directory is.
+            match std::fs::read_to_string(&token_file) {
+                Ok(token) if demo => eprintln!(
+                    "weir serve: dashboard at {scheme}://{addr}/ — log in with the admin token {}",
                     token.trim()
                 ),
-                Err(_) => eprintln!("weir serve: dashboard at http://{addr}/ — log in with an API token"),
+                Ok(_) => eprintln!(
+                    "weir serve: dashboard at {scheme}://{addr}/ — log in with the admin token in {}",
+                    token_file.display()
+                ),
+                Err(_) => eprintln!("weir serve: dashboard at {scheme}://{addr}/ — log in with an API token"),
             }
         } else {
             eprintln!("weir worker: running (owner {}), data in {}", c.owner, data_dir.display());
@@ -284,7 +340,7 @@ fn run(mut c: ServerConfig, db: &str, common: &Common, demo: bool) -> Result<()>
         }
         if demo {
             if let Some(addr) = server.addr {
-                tokio::spawn(submit_demo(addr, data_dir.clone()));
+                tokio::spawn(submit_demo(format!("{scheme}://{addr}"), data_dir.clone()));
             }
         }
         tokio::signal::ctrl_c().await.context("cannot wait for Ctrl-C")?;
@@ -311,7 +367,7 @@ fn has_store(url: &str, data_dir: &Path) -> bool {
 
 /// Submit the demo workload through the API: one run per `at` entry, at that offset, with
 /// logical dates `demo-1`, `demo-2`, ….
-async fn submit_demo(addr: SocketAddr, data_dir: PathBuf) {
+async fn submit_demo(base: String, data_dir: PathBuf) {
     let Ok(token) = std::fs::read_to_string(weir_server::admin_token_path(&data_dir)) else {
         eprintln!("weir serve --demo: no admin.token to submit with");
         return;
@@ -324,10 +380,15 @@ async fn submit_demo(addr: SocketAddr, data_dir: PathBuf) {
         }
     }
     plan.sort();
-    let http = reqwest::Client::new();
+    // The demo talks to its own listener, whose address it just bound: with --tls-cert it
+    // need not check the certificate (which may be for another name than this address).
+    let Ok(http) = reqwest::Client::builder().tls_danger_accept_invalid_certs(true).build() else {
+        eprintln!("weir serve --demo: cannot set up an HTTP client");
+        return;
+    };
     for round in 0u64.. {
         let start = std::time::Instant::now();
-        submit_round(&http, addr, token.trim(), &workload, &plan, round).await;
+        submit_round(&http, &base, token.trim(), &workload, &plan, round).await;
         if round == 0 {
             eprintln!(
                 "weir serve --demo: all submitted; open the dashboard, or try `weir runs`, `weir queues`, \
@@ -348,7 +409,7 @@ const DEMO_EVERY: Duration = Duration::from_secs(180);
 /// `demo-rR-1`, ….
 async fn submit_round(
     http: &reqwest::Client,
-    addr: SocketAddr,
+    base: &str,
     token: &str,
     workload: &WorkloadFile,
     plan: &[(u64, usize, usize)],
@@ -369,7 +430,7 @@ async fn submit_round(
             logical_date: Some(date),
             params: Default::default(),
         };
-        let resp = http.post(format!("http://{addr}/v1/runs")).bearer_auth(token).json(&body).send().await;
+        let resp = http.post(format!("{base}/v1/runs")).bearer_auth(token).json(&body).send().await;
         match resp {
             Ok(r) if r.status().is_success() => {
                 if let Ok(c) = r.json::<RunCreated>().await {
