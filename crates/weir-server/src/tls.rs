@@ -22,6 +22,13 @@ pub struct TlsFiles {
     pub key: PathBuf,
 }
 
+impl TlsFiles {
+    /// Reads both files and checks that the key is the certificate's, as a start would.
+    pub fn check(&self) -> Result<(), ServerError> {
+        server_config(self).map(|_| ())
+    }
+}
+
 /// Makes ring the process's rustls provider, unless one is installed already. Everything TLS in
 /// weir (this server, sqlx's PostgreSQL connections, the CLI's reqwest) then uses ring.
 pub fn install_crypto_provider() {

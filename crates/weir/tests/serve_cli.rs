@@ -84,6 +84,10 @@ fn the_demo_and_the_client_commands() {
         assert!(start.elapsed() < Duration::from_secs(120), "the demo did not finish: {:?}", out);
         std::thread::sleep(Duration::from_millis(500));
     };
+    // With --demo (only), the server printed the admin token to log in with.
+    let said = std::fs::read_to_string(dir.join("serve.log")).expect("log");
+    let token = std::fs::read_to_string(dir.join("weir-data/admin.token")).expect("token");
+    assert!(said.contains(&format!("log in with the admin token {}", token.trim())), "{said}");
     let times = started(&dir, port, &all);
     let at =
         |wf: &str, date: &str| times.iter().find(|t| t.0 == wf && t.1 == date).map(|t| t.2).expect("run");
@@ -208,5 +212,89 @@ fn a_server_that_cannot_bind_creates_nothing() {
         stderr.contains(&format!("127.0.0.1:{port}")) && stderr.contains("nothing was created"),
         "{stderr}"
     );
+    assert!(!data.exists(), "{} was created", data.display());
+}
+
+/// `weir serve --tls-cert/--tls-key` speaks HTTPS; the client commands reach it with the
+/// private CA from `--ca-cert` or `$WEIR_CA_CERT` and refuse it without. Without `--demo` the
+/// admin token is not printed: its file is named.
+#[test]
+fn https_serve_and_clients_that_trust_its_ca() {
+    let scratch = common::Scratch::new("serve-tls");
+    let dir = scratch.0.clone();
+    let tls = common::workspace().join("crates/weir-server/tests/data/tls");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let log_path = dir.join("serve.log");
+    let log = std::fs::File::create(&log_path).expect("log");
+    let _serve = Serve(
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--tls-cert"])
+            .arg(tls.join("server.crt"))
+            .arg("--tls-key")
+            .arg(tls.join("server.key"))
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("weir serve"),
+    );
+    let https = |extra: &[&str], ca_env: Option<&Path>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_weir"));
+        c.args(["runs", "--json"])
+            .args(extra)
+            .current_dir(&dir)
+            .env("WEIR_SERVER", format!("https://localhost:{port}"))
+            .env_remove("WEIR_TOKEN")
+            .env_remove("WEIR_CA_CERT");
+        if let Some(ca) = ca_env {
+            c.env("WEIR_CA_CERT", ca);
+        }
+        c.output().expect("run weir")
+    };
+    let ca = tls.join("ca.crt");
+    let ca_arg = ca.display().to_string();
+    let start = Instant::now();
+    loop {
+        let out = https(&["--ca-cert", &ca_arg], None);
+        if out.status.success() {
+            assert_eq!(json(&out)["runs"].as_array().map(Vec::len), Some(0));
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "no answer over https: {out:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    ok(&https(&[], Some(&ca)));
+    let refused = https(&[], None);
+    assert!(!refused.status.success());
+    let stderr = common::text(&refused.stderr);
+    assert!(stderr.contains("certificate"), "the refusal should say why: {stderr}");
+    let missing = https(&["--ca-cert", "nope.pem"], None);
+    assert!(common::text(&missing.stderr).contains("--ca-cert: cannot read nope.pem"), "{missing:?}");
+    // What the server said at start: https, and where the admin token is — not the token.
+    let said = std::fs::read_to_string(&log_path).expect("log");
+    let token = std::fs::read_to_string(dir.join("weir-data/admin.token")).expect("token");
+    assert!(said.contains(&format!("https://127.0.0.1:{port}")), "{said}");
+    assert!(said.contains("log in with the admin token in") && said.contains("admin.token"), "{said}");
+    assert!(!said.contains(token.trim()), "the admin token was printed without --demo: {said}");
+}
+
+/// A key file that is not a key stops `weir serve` with the file's name, before anything is
+/// created.
+#[test]
+fn a_bad_tls_key_is_named_and_nothing_is_created() {
+    let scratch = common::Scratch::new("serve-tls-bad");
+    let tls = common::workspace().join("crates/weir-server/tests/data/tls");
+    let data = scratch.0.join("data");
+    let junk = scratch.file("junk.key", "not a key\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--tls-cert"])
+        .arg(tls.join("server.crt"))
+        .args(["--tls-key", &junk, "--data-dir"])
+        .arg(&data)
+        .output()
+        .expect("run weir serve");
+    assert!(!out.status.success());
+    let stderr = common::text(&out.stderr);
+    assert!(stderr.contains("junk.key") && stderr.contains("no private key"), "{stderr}");
     assert!(!data.exists(), "{} was created", data.display());
 }

@@ -302,6 +302,9 @@ fn run(mut c: ServerConfig, db: &str, common: &Common, demo: bool) -> Result<()>
             ),
             None => None,
         };
+        if let Some(files) = &c.tls {
+            files.check().context("--tls-cert/--tls-key: nothing was created")?;
+        }
         std::fs::create_dir_all(&data_dir)
             .with_context(|| format!("--data-dir: cannot create {}", data_dir.display()))?;
         let fresh = c.clusters.is_empty() && !has_store(db, &data_dir);
