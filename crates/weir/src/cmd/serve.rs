@@ -217,6 +217,13 @@ fn config(common: &Common, listen: Option<SocketAddr>, demo: bool) -> Result<(Se
             if let Some(b) = f.body_limit {
                 c.body_limit = b;
             }
+            c.tls = f.tls;
+            c.secure_cookies = f.secure_cookies.unwrap_or(false);
+            let h = &mut c.http;
+            h.header_read_timeout = f.header_read_timeout.unwrap_or(h.header_read_timeout);
+            h.body_read_timeout = f.body_read_timeout.unwrap_or(h.body_read_timeout);
+            h.idle_timeout = f.idle_timeout.unwrap_or(h.idle_timeout);
+            h.max_connections = f.max_connections.unwrap_or(h.max_connections);
             c.clusters = f.clusters;
             c.backends = f.backends;
         }
@@ -265,7 +272,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
             key: absolute(key, "--tls-key")?,
         });
     }
-    c.secure_cookies = args.secure_cookies;
+    c.secure_cookies |= args.secure_cookies;
     let secs = |v: Option<u64>, default: Duration| v.map(Duration::from_secs).unwrap_or(default);
     c.http.header_read_timeout = secs(args.header_read_timeout, c.http.header_read_timeout);
     c.http.body_read_timeout = secs(args.body_read_timeout, c.http.body_read_timeout);
@@ -302,7 +309,7 @@ fn run(mut c: ServerConfig, db: &str, common: &Common, demo: bool) -> Result<()>
             ),
             None => None,
         };
-        if let Some(files) = &c.tls {
+        if let (Some(files), Some(_)) = (&c.tls, &listener) {
             files.check().context("--tls-cert/--tls-key: nothing was created")?;
         }
         std::fs::create_dir_all(&data_dir)

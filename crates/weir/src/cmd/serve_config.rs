@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use weir_model::{ModelError, Problem};
-use weir_server::{BackendSettings, ClusterSource};
+use weir_server::{BackendSettings, ClusterSource, TlsFiles};
 
 /// The file as written.
 #[derive(Debug, Deserialize)]
@@ -21,7 +21,20 @@ struct ServerFile {
     lease_seconds: Option<u64>,
     kill_grace_seconds: Option<u64>,
     body_limit_bytes: Option<usize>,
+    tls: Option<TlsEntry>,
+    secure_cookies: Option<bool>,
+    header_read_timeout_seconds: Option<u64>,
+    body_read_timeout_seconds: Option<u64>,
+    idle_timeout_seconds: Option<u64>,
+    max_connections: Option<usize>,
     clusters: Vec<ClusterEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TlsEntry {
+    cert: PathBuf,
+    key: PathBuf,
 }
 
 #[derive(Debug, Deserialize)]
@@ -59,6 +72,12 @@ pub struct ServeConfig {
     pub lease: Option<Duration>,
     pub kill_grace: Option<Duration>,
     pub body_limit: Option<usize>,
+    pub tls: Option<TlsFiles>,
+    pub secure_cookies: Option<bool>,
+    pub header_read_timeout: Option<Duration>,
+    pub body_read_timeout: Option<Duration>,
+    pub idle_timeout: Option<Duration>,
+    pub max_connections: Option<usize>,
     pub clusters: Vec<ClusterSource>,
     pub backends: BTreeMap<String, BackendSettings>,
 }
@@ -96,6 +115,18 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
     }
     if f.body_limit_bytes == Some(0) {
         problem("body_limit_bytes".into(), "0: no request would fit".into());
+    }
+    for (field, value) in [
+        ("header_read_timeout_seconds", f.header_read_timeout_seconds),
+        ("body_read_timeout_seconds", f.body_read_timeout_seconds),
+        ("idle_timeout_seconds", f.idle_timeout_seconds),
+    ] {
+        if value == Some(0) {
+            problem(field.into(), "0: a timeout must be at least 1 second".into());
+        }
+    }
+    if f.max_connections == Some(0) {
+        problem("max_connections".into(), "0: no client could connect".into());
     }
     if f.clusters.is_empty() {
         problem("clusters".into(), "empty: name at least one cluster (name, file)".into());
@@ -147,6 +178,12 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
         lease: f.lease_seconds.map(Duration::from_secs),
         kill_grace: f.kill_grace_seconds.map(Duration::from_secs),
         body_limit: f.body_limit_bytes,
+        tls: f.tls.as_ref().map(|t| TlsFiles { cert: resolve(&t.cert), key: resolve(&t.key) }),
+        secure_cookies: f.secure_cookies,
+        header_read_timeout: f.header_read_timeout_seconds.map(Duration::from_secs),
+        body_read_timeout: f.body_read_timeout_seconds.map(Duration::from_secs),
+        idle_timeout: f.idle_timeout_seconds.map(Duration::from_secs),
+        max_connections: f.max_connections,
         clusters,
         backends,
     })

@@ -31,6 +31,12 @@ db: postgres://weir@127.0.0.1:5432/weir
 lease_seconds: 3
 kill_grace_seconds: 7
 body_limit_bytes: 4096
+tls: {cert: tls/server.crt, key: /etc/weir/server.key}
+secure_cookies: true
+header_read_timeout_seconds: 5
+body_read_timeout_seconds: 30
+idle_timeout_seconds: 90
+max_connections: 100
 clusters:
   - name: alpha
     file: clusters/a.yaml
@@ -44,6 +50,23 @@ clusters:
     assert_eq!(c.db.as_deref(), Some("postgres://weir@127.0.0.1:5432/weir"));
     assert_eq!((c.lease, c.kill_grace), (Some(Duration::from_secs(3)), Some(Duration::from_secs(7))));
     assert_eq!(c.body_limit, Some(4096));
+    assert_eq!(
+        c.tls,
+        Some(weir_server::TlsFiles {
+            cert: dir.join("tls/server.crt"),
+            key: PathBuf::from("/etc/weir/server.key")
+        })
+    );
+    assert_eq!(c.secure_cookies, Some(true));
+    assert_eq!(
+        (c.header_read_timeout, c.body_read_timeout, c.idle_timeout, c.max_connections),
+        (
+            Some(Duration::from_secs(5)),
+            Some(Duration::from_secs(30)),
+            Some(Duration::from_secs(90)),
+            Some(100)
+        )
+    );
     let names: Vec<&str> = c.clusters.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["alpha", "beta"]);
     assert!(c.clusters[1].yaml.contains("8000"), "beta's own cluster file is read");
@@ -63,6 +86,8 @@ fn every_problem_is_named_by_its_field_path() {
     let dir = scratch("bad");
     let text = "version: 2
 lease_seconds: 0
+header_read_timeout_seconds: 0
+max_connections: 0
 clusters:
   - {name: alpha, file: clusters/a.yaml, backend: {state_dir: s}}
   - {name: alpha, file: clusters/b.yaml, backend: {state_dir: s}}
@@ -72,6 +97,8 @@ clusters:
     let want = [
         "version: 2 is not a known version",
         "lease_seconds: 0",
+        "header_read_timeout_seconds: 0",
+        "max_connections: 0",
         "clusters[1].name: `alpha` is named twice",
         "clusters[1].backend.state_dir:",
         "clusters[2].name: `no spaces`",
