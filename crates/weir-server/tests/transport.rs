@@ -378,3 +378,48 @@ async fn the_store_connects_to_postgresql_over_tls() {
     let wrong = format!("{db}?sslmode=verify-full&sslrootcert={}", tls_dir().join("server.crt").display());
     assert!(weir_store::open(&wrong).await.is_err(), "an unverifiable server is refused");
 }
+
+/// A client that asks for a large response and stops reading it (a "slow read") does not keep
+/// its connection: once a write has been blocked for the idle timeout, the server closes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_is_disconnected() {
+    let dir = temp_dir("slow-read");
+    let url = db_url(Db::Sqlite, &dir, "slow-read").await.expect("url");
+    let mut c = config(&dir);
+    c.http.idle_timeout = Duration::from_secs(1);
+    let mut s = TestServer::start_with(c, &url).await;
+    let (_, run) = s.submit(common::one_task("log", "root.ads.tier1", "echo first line"), "d").await;
+    let id = run["id"].as_i64().expect("id");
+    s.wait(id, PATIENCE).await;
+    let attempts = weir_store::JobStore::attempts(&s.store, id, 0, 0, 0).await.expect("attempts");
+    // A 256 MiB log (sparse): far more than the socket buffers of both ends hold.
+    const SIZE: u64 = 256 << 20;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&attempts[0].stdout)
+        .expect("log")
+        .set_len(SIZE)
+        .expect("grow");
+    let addr = s.base.trim_start_matches("http://").to_string();
+    let mut sock = TcpStream::connect(&addr).await.expect("connect");
+    let req = format!(
+        "GET /v1/runs/{id}/tasks/j.s.0/logs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\r\n",
+        s.token
+    );
+    sock.write_all(req.as_bytes()).await.expect("request");
+    // Read nothing for a while: the server's writes block, and it gives up on the client.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut got = 0u64;
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let left = deadline.checked_duration_since(Instant::now()).expect("the connection was never closed");
+        match tokio::time::timeout(left, sock.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => break,
+            Ok(Ok(n)) => got += n as u64,
+            Err(_) => panic!("the connection was never closed ({got} bytes read)"),
+        }
+    }
+    assert!(got < SIZE, "the whole log arrived ({got} bytes): the server never gave up");
+    s.stop(Stop::Now).await;
+}
