@@ -14,6 +14,10 @@
 //!   batches. Every start is a recovery: the actor rebuilds the engine from the store and
 //!   re-adopts running attempts through the backend (crash-only).
 //!
+//! The listener (`http`, `tls`) is the server's own rather than `axum::serve`: HTTP/1.1 over
+//! TCP or TLS (rustls on ring), with header-read, body-read and idle timeouts and a cap on open
+//! connections, so that no client can hold it.
+//!
 //! It knows the store only as the [`weir_store::JobStore`] trait: the binary opens the
 //! implementation (SQLite or PostgreSQL) and hands it to [`Server::start`].
 //!

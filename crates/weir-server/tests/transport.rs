@@ -321,6 +321,18 @@ async fn sessions_keep_the_token_server_side_and_end_when_they_should() {
     // Expiry: a session lasts `session_lifetime` (3 s here).
     let cookie = common::session_cookie(&common::dashboard_login(&http, &s.base, &s.token).await);
     assert_eq!(page(cookie.clone(), "/runs").await.status(), StatusCode::OK);
+    // Logging in again from the same browser replaces the session: the old id stops working.
+    let (nonce_cookie, nonce) = common::login_form(&http, &s.base).await;
+    let again = http
+        .post(format!("{}/login", s.base))
+        .header(COOKIE, format!("{nonce_cookie}; {cookie}"))
+        .form(&[("token", s.token.as_str()), ("nonce", &nonce)])
+        .send()
+        .await
+        .expect("login again");
+    assert_eq!(page(cookie.clone(), "/runs").await.status(), StatusCode::SEE_OTHER, "the replaced session");
+    let cookie = common::session_cookie(&again);
+    assert_eq!(page(cookie.clone(), "/runs").await.status(), StatusCode::OK);
     let start = Instant::now();
     loop {
         let r = page(cookie.clone(), "/runs").await;

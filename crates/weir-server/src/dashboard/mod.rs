@@ -367,6 +367,12 @@ async fn login(
     if let Err(e) = s.store.create_session(&row).await {
         return api_error(e.into());
     }
+    // A login replaces the browser's earlier session rather than leaving it alive beside it.
+    if let Some(old) = cookie(&headers, COOKIE) {
+        if let Err(e) = s.store.delete_session(&hash_token(&old)).await {
+            eprintln!("weir serve: cannot end a replaced dashboard session: {e}");
+        }
+    }
     s.audit(&principal.token_id, "login", "dashboard".into(), "ok", Audit::from(&peer)).await;
     let mut r = Redirect::to("/").into_response();
     let h = r.headers_mut();
