@@ -325,16 +325,18 @@ impl std::fmt::Display for BodyTimeout {
 
 impl std::error::Error for BodyTimeout {}
 
-/// A request body that fails once its deadline passes.
+/// A request body that fails once its deadline passes. The timer is set only when the body
+/// first has to be waited for: a small body usually arrives with its head and never needs one.
 struct Deadline {
     inner: Incoming,
     limit: Duration,
-    sleep: Pin<Box<tokio::time::Sleep>>,
+    until: tokio::time::Instant,
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl Deadline {
     fn new(inner: Incoming, limit: Duration) -> Deadline {
-        Deadline { inner, limit, sleep: Box::pin(tokio::time::sleep(limit)) }
+        Deadline { inner, limit, until: tokio::time::Instant::now() + limit, sleep: None }
     }
 }
 
@@ -348,10 +350,14 @@ impl HttpBody for Deadline {
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match Pin::new(&mut self.inner).poll_frame(cx) {
             Poll::Ready(frame) => Poll::Ready(frame.map(|f| f.map_err(Into::into))),
-            Poll::Pending => match self.sleep.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimeout(self.limit))))),
-                Poll::Pending => Poll::Pending,
-            },
+            Poll::Pending => {
+                let until = self.until;
+                let sleep = self.sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
+                match sleep.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimeout(self.limit))))),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
         }
     }
 
