@@ -435,3 +435,44 @@ async fn a_client_that_stops_reading_is_disconnected() {
     assert!(got < SIZE, "the whole log arrived ({got} bytes): the server never gave up");
     s.stop(Stop::Now).await;
 }
+
+/// The cap: with one connection allowed and a silent client holding it, another client waits
+/// (it is not refused, nor served beside it) until the first one goes away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_connection_cap_holds_further_clients_until_one_closes() {
+    let dir = temp_dir("cap");
+    let url = db_url(Db::Sqlite, &dir, "cap").await.expect("url");
+    let mut c = config(&dir);
+    c.http.max_connections = 1;
+    c.http.header_read_timeout = Duration::from_secs(60);
+    let mut s = TestServer::start_with(c, &url).await;
+    let addr = s.base.trim_start_matches("http://").to_string();
+    let holder = TcpStream::connect(&addr).await.expect("connect");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let second = tokio::spawn({
+        let (http, base) = (s.http.clone(), s.base.clone());
+        async move { http.get(format!("{base}/healthz")).send().await.map(|r| r.status()) }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!second.is_finished(), "a second connection was served beside the one allowed");
+    drop(holder);
+    let status = tokio::time::timeout(PATIENCE, second).await.expect("served once the slot freed");
+    assert_eq!(status.expect("task").expect("request"), StatusCode::OK);
+    s.stop(Stop::Now).await;
+}
+
+/// Behind a reverse proxy that terminates TLS, `secure_cookies` marks the cookies `Secure`
+/// although the server itself speaks HTTP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secure_cookies_behind_a_tls_proxy() {
+    let dir = temp_dir("secure-cookies");
+    let url = db_url(Db::Sqlite, &dir, "secure-cookies").await.expect("url");
+    let mut c = config(&dir);
+    c.secure_cookies = true;
+    let mut s = TestServer::start_with(c, &url).await;
+    let http = no_redirects().build().expect("client");
+    let login = common::dashboard_login(&http, &s.base, &s.token).await;
+    let set: Vec<&str> = login.headers().get_all(SET_COOKIE).iter().filter_map(|v| v.to_str().ok()).collect();
+    assert!(set.iter().all(|c| c.contains("; Secure")), "{set:?}");
+    s.stop(Stop::Now).await;
+}
