@@ -22,6 +22,9 @@ use crate::time::now_ms;
 const COOKIE: &str = "weir_session";
 /// The cookie that carries the login form's nonce (only to `/login`).
 const LOGIN_COOKIE: &str = "weir_login";
+/// The cookie in which earlier releases kept the token itself: expired at every login and
+/// logout, so that no browser keeps a token in a cookie after an upgrade.
+const LEGACY_TOKEN_COOKIE: &str = "weir_token";
 /// How long a login form may be left open.
 const LOGIN_FORM_SECONDS: u32 = 1800;
 
@@ -189,8 +192,10 @@ pub(super) async fn login(
     if let Some(v) = set_cookie(&s, COOKIE, &id, "/", s.sessions.lifetime.as_secs()) {
         h.append(header::SET_COOKIE, v);
     }
-    if let Some(v) = set_cookie(&s, LOGIN_COOKIE, "", "/login", 0) {
-        h.append(header::SET_COOKIE, v);
+    for (name, path) in [(LOGIN_COOKIE, "/login"), (LEGACY_TOKEN_COOKIE, "/")] {
+        if let Some(v) = set_cookie(&s, name, "", path, 0) {
+            h.append(header::SET_COOKIE, v);
+        }
     }
     r
 }
@@ -217,8 +222,10 @@ pub(super) async fn logout(
         }
     }
     let mut r = Redirect::to("/login").into_response();
-    if let Some(v) = set_cookie(&s, COOKIE, "", "/", 0) {
-        r.headers_mut().insert(header::SET_COOKIE, v);
+    for name in [COOKIE, LEGACY_TOKEN_COOKIE] {
+        if let Some(v) = set_cookie(&s, name, "", "/", 0) {
+            r.headers_mut().append(header::SET_COOKIE, v);
+        }
     }
     r
 }
