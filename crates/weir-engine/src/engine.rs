@@ -86,6 +86,8 @@ pub struct Engine {
     pub(crate) limited_pass: u64,
     /// Gangs whose placeholders timed out since the start.
     pub(crate) gang_timeouts: u64,
+    /// Gangs started since the start (a timed-out gang's bar lasts until the next).
+    pub(crate) gang_starts: u64,
     /// Room held by placeholders now.
     pub(crate) placeholder_room: Resources,
     /// The pass, and the EASY head of that pass that got no reserved start (it holds room).
@@ -207,6 +209,7 @@ impl Engine {
             container_limit: DEFAULT_CONTAINER_LIMIT,
             limited_pass: 0,
             gang_timeouts: 0,
+            gang_starts: 0,
             placeholder_room: Resources::ZERO,
             shadow_less_head: None,
             backfill_tried: 0,
@@ -389,6 +392,7 @@ impl Engine {
             placeholders: Vec::new(),
             gang_since: None,
             gang_deadline: None,
+            gang_barred: None,
             // YARN starts lastTimeAtFairShare at the app's start.
             fair_clock: Some(now),
             fair_timer: None,

@@ -212,6 +212,9 @@ pub(crate) struct Job {
     pub gang_since: Option<Time>,
     /// When its placeholders time out (`gang_since` + the gang timeout).
     pub gang_deadline: Option<Time>,
+    /// Set at a placeholder timeout to the engine's count of gang starts then: while no gang
+    /// has started since, it takes no placeholders (`gang.rs`).
+    pub gang_barred: Option<u64>,
     /// YARN's `lastTimeAtFairShare`: `None` while it is seen at its fair-share target; else
     /// the last time it was (see `starvation.rs`).
     pub fair_clock: Option<Time>,

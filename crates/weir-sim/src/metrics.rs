@@ -99,6 +99,17 @@ pub(crate) struct Metrics {
     pub gpu: GpuIntegrals,
 }
 
+/// The cluster-wide integrals at one moment: what a replay that ends at its last progress
+/// (`EndReason::NoProgress`) goes back to, so the idle steps that showed no progress would come
+/// do not dilute utilization.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Integrals {
+    used: [u128; 3],
+    total: [u128; 3],
+    placeholder: [u128; 3],
+    reserved_node_ms: u128,
+}
+
 /// Sums over the samples of the cluster's GPU state (thousandths of a GPU).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct GpuIntegrals {
@@ -260,6 +271,22 @@ impl Metrics {
 
     /// A number that grows whenever work moves: a task starts, ends or fails, a job is
     /// submitted or ends.
+    pub fn integrals(&self) -> Integrals {
+        Integrals {
+            used: self.used_integral,
+            total: self.total_integral,
+            placeholder: self.placeholder_integral,
+            reserved_node_ms: self.reserved_node_ms,
+        }
+    }
+
+    pub fn restore(&mut self, i: Integrals) {
+        self.used_integral = i.used;
+        self.total_integral = i.total;
+        self.placeholder_integral = i.placeholder;
+        self.reserved_node_ms = i.reserved_node_ms;
+    }
+
     pub fn progress(&self) -> u64 {
         self.tasks_started
             + self.tasks_completed

@@ -118,6 +118,14 @@ pub struct Simulation {
     /// Steps in a row in which nothing started, ended or arrived, while nothing ran and nothing
     /// but timers and node faults were due.
     stalled_steps: u32,
+    /// Since when nothing has run while gangs held placeholders (checked with the invariants:
+    /// such a state must not outlast one gang timeout).
+    held_idle_since: Option<Time>,
+    /// When something last started, ended or arrived: where a replay that can make no more
+    /// progress ends (`EndReason::NoProgress`), so idle steps do not dilute its figures.
+    pub(crate) last_progress: Time,
+    /// The cluster's integrals at `last_progress`.
+    progress_integrals: crate::metrics::Integrals,
     /// How the simulation ended, once it has.
     pub(crate) ending: Option<(EndReason, Option<Time>)>,
     /// Workflows still to be read, and the next one, read ahead; `streaming` once there was a
@@ -125,6 +133,8 @@ pub struct Simulation {
     source: Option<Box<dyn WorkflowSource>>,
     peeked: Option<Workflow>,
     pub(crate) streaming: bool,
+    /// Whether the horizon stopped the streamed trace from being read to its end.
+    pub(crate) trace_cut: bool,
 }
 
 /// Workflows that arrive one after another, read as the simulation reaches them: a trace too
@@ -291,8 +301,12 @@ impl Simulation {
             nodes_down: 0,
             arrivals_cut: false,
             stalled_steps: 0,
+            held_idle_since: None,
+            last_progress: Time::ZERO,
+            progress_integrals: Default::default(),
             ending: None,
             streaming: source.is_some(),
+            trace_cut: false,
             source,
             peeked: None,
         };
@@ -363,6 +377,10 @@ impl Simulation {
         let next_read = self.peek()?.map(|t| t.max(self.now));
         let next = [next_event, wakeup, next_read].into_iter().flatten().min();
         if let Some((end, reason, cut)) = self.end_now(next) {
+            if end < self.now {
+                // No progress since `end`: the idle steps after it are not part of the replay.
+                self.metrics.restore(self.progress_integrals);
+            }
             self.metrics.advance(&self.engine, &self.leaves, self.now, end);
             self.now = end;
             self.finished = true;
@@ -402,11 +420,19 @@ impl Simulation {
         self.metrics.flush(&self.engine, now);
         if self.metrics.progress() != before {
             self.stalled_steps = 0;
-        } else if self.task_ends_pending == 0 && self.arrivals_pending == 0 && self.nodes_down == 0 {
+            self.last_progress = now;
+            self.progress_integrals = self.metrics.integrals();
+        } else if self.task_ends_pending == 0
+            && self.arrivals_pending == 0
+            && self.nodes_down == 0
+            && self.peeked.is_none()
+        {
+            // (A streamed workflow waiting in the reader is an arrival to come.)
             self.stalled_steps += 1;
         }
         if self.config.check_invariants {
             self.check()?;
+            self.check_gangs_progress()?;
         }
         Ok(true)
     }
@@ -499,6 +525,7 @@ impl Simulation {
             if at >= u {
                 // The stream is in arrival order: nothing after this arrives before the horizon.
                 self.arrivals_cut = true;
+                self.trace_cut = true;
                 self.peeked = None;
                 self.source = None;
                 return Ok(None);
@@ -536,7 +563,8 @@ impl Simulation {
             });
         }
         if next.is_none() || self.stalled_steps >= STALL_STEPS {
-            return Some((now, EndReason::NoProgress, None));
+            // The end is the last real progress, not the idle steps that showed none would come.
+            return Some((self.last_progress.min(now), EndReason::NoProgress, None));
         }
         match (self.config.until, next) {
             (Some(u), Some(t)) if t >= u => Some((u, EndReason::Horizon, None)),
@@ -622,8 +650,33 @@ impl Simulation {
         Ok(())
     }
 
+    /// Nothing may stay stuck with gangs holding placeholders while no task runs for longer
+    /// than one gang timeout (issue 18's livelock): the engine's timeout hands room over and
+    /// breaks a deadlock at once.
+    fn check_gangs_progress(&mut self) -> Result<(), SimError> {
+        let held = self.engine.placeholder_room();
+        let idle = !held.is_zero() && self.engine.cluster_used() == held;
+        if !idle {
+            self.held_idle_since = None;
+            return Ok(());
+        }
+        let since = *self.held_idle_since.get_or_insert(self.now);
+        let timeout = self.cluster.scheduler.gang_timeout;
+        if timeout.as_millis() > 0 && self.now.since(since).as_millis() > timeout.as_millis() {
+            return Err(self.internal(format!(
+                "gangs have held {held} as placeholders with nothing running since {since}, longer than the gang timeout ({timeout})"
+            )));
+        }
+        Ok(())
+    }
+
     pub fn now(&self) -> Time {
         self.now
+    }
+
+    /// Whether a streamed trace still had workflows to read when the simulation stopped.
+    pub(crate) fn trace_unread(&self) -> bool {
+        self.trace_cut || self.peeked.is_some() || self.source.is_some()
     }
 
     pub fn progress(&self) -> Progress {

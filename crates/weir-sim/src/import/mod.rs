@@ -155,7 +155,14 @@ pub struct NodeFit {
     pub nodes: Vec<weir_model::Resources>,
     pub minimum_allocation: weir_model::Resources,
     pub increment: weir_model::Resources,
+    /// Every node group's resources and node count: how many containers of a size the whole
+    /// cluster holds at once (empty: not checked).
+    pub groups: Vec<(weir_model::Resources, u64)>,
 }
+
+/// The reason under which gangs the whole empty cluster cannot hold are counted (Slurm refuses
+/// such a job at submission: "Requested node configuration is not available").
+pub(crate) const GANG_TOO_LARGE: &str = "gang larger than the cluster";
 
 /// The reason under which tasks no node can hold are counted.
 pub(crate) const TOO_LARGE: &str = "task larger than any node of the cluster";
@@ -169,7 +176,31 @@ impl NodeFit {
             nodes,
             minimum_allocation: cluster.scheduler.minimum_allocation,
             increment: cluster.scheduler.increment,
+            groups: cluster.nodes.iter().map(|g| (g.resources, u64::from(g.count))).collect(),
         }
+    }
+
+    /// Whether the empty cluster holds `count` containers of `r` at once (always, without
+    /// nodes to check): a gang that asks for more could never start.
+    pub fn gang_fits(&self, r: &weir_model::Resources, count: u64) -> bool {
+        if self.groups.is_empty() {
+            return true;
+        }
+        let needs = r.component_max(&self.minimum_allocation).round_up_to(&self.increment);
+        let mut room = 0u64;
+        for (node, nodes) in &self.groups {
+            let mut per_node = u64::MAX;
+            for (need, have) in [(needs.cpu, node.cpu), (needs.memory, node.memory), (needs.gpu, node.gpu)] {
+                if let Some(k) = have.checked_div(need) {
+                    per_node = per_node.min(k);
+                }
+            }
+            room = room.saturating_add(per_node.saturating_mul(*nodes));
+            if room >= count {
+                return true;
+            }
+        }
+        false
     }
 
     /// Whether some node could hold a task of `r` (always, without nodes to check).

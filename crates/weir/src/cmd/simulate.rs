@@ -244,6 +244,18 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
     write_outputs(&staging, &outcome, !args.no_report)?;
     // An old report would describe another run.
     staging.commit(if args.no_report { &["report.html"] } else { &[] })?;
+    let ending = &outcome.summary.ending;
+    if ending.reason == weir_sim::EndReason::NoProgress || ending.trace_unread {
+        // Said on stderr too, so a script reading only the exit status and stderr learns that
+        // the figures do not cover the whole workload.
+        eprintln!(
+            "warning: the replay stopped early ({}) at t={}: {} runs unfinished{}; its figures cover only what ran",
+            ending.reason.name(),
+            Duration((outcome.summary.simulated_seconds * 1000.0) as u64).human(),
+            ending.runs_unfinished,
+            if ending.trace_unread { ", part of the trace never read" } else { "" }
+        );
+    }
     let mut text = screen(&outcome, &args.out, !args.no_report);
     for &job in &args.explain {
         text.push_str(&explain(&outcome, job));
