@@ -25,7 +25,9 @@
 //!   placeholders are held anywhere), so each timeout moves room to fewer gangs until one
 //!   completes. And when a timeout finds nothing running but placeholders — a true deadlock —
 //!   every placeholder is released and the most senior gang that fits starts at once, so such a
-//!   state never outlasts one gang timeout. Slurm never reaches that state: it allocates a job
+//!   state never outlasts one gang timeout. (Under EASY backfilling the heads of successive passes
+//!   that got no planned start can end up holding a cluster between them the same way: the
+//!   same timeout rules apply, except that room is never handed over as placeholders.) Slurm never reaches that state: it allocates a job
 //!   whole or not at all and, without backfill, the highest-priority pending job blocks the
 //!   ones behind it (`sched/builtin`); YuniKorn sorts applications FIFO by default, so the
 //!   oldest gang is served first. Seniority here plays the role of both (an assumption about
@@ -108,9 +110,14 @@ impl Engine {
             if self.reserve_start(job) {
                 return Err(Blocker::NoRoom);
             }
-            // No start can be planned (running work without walltimes): it holds room instead.
+            // No start can be planned (running work without walltimes): it holds room instead
+            // (unless its placeholders timed out and no gang has started since).
             let (placed, _) = self.place_tentatively(job, &indices);
-            self.hold_placeholders(job, placed);
+            if self.barred(job) {
+                self.roll_back(&placed);
+            } else {
+                self.hold_placeholders(job, placed);
+            }
             self.shadow_less_head = Some((self.pass, job));
             return Err(Blocker::NoRoom);
         }
@@ -261,9 +268,7 @@ impl Engine {
             j.order_time = now;
             j.gang_barred = Some(starts);
             self.touched(job);
-            if self.config.scheduler.backfill == Backfill::None {
-                self.hand_over(job);
-            }
+            self.hand_over(job);
         }
     }
 
@@ -336,6 +341,10 @@ impl Engine {
                 return;
             }
             self.roll_back(&placed);
+        }
+        if self.config.scheduler.backfill == Backfill::Easy {
+            // Under EASY only a pass's head holds room, and the next pass chooses it.
+            return;
         }
         // No gang completes with the room: the most senior one that may hold it takes it.
         let mut tries = 0;

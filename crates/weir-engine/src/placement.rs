@@ -87,7 +87,7 @@ impl Engine {
     }
 
     /// Under EASY, whether the pass has tried as many jobs after its head as `backfill_depth`
-    /// allows (Slurm bounds an event-triggered pass at `default_queue_depth` jobs; Flux's queue
+    /// allows (Slurm's backfill scheduler bounds its scan at `bf_max_job_test` jobs; Flux's queue
     /// policies at `queue-depth`): each one after the head means a walk of the nodes.
     fn backfill_spent(&self) -> bool {
         (self.shadow.is_some() || self.shadow_less_head.is_some_and(|(p, _)| p == self.pass))

@@ -154,8 +154,8 @@ pub struct SchedulerSpec {
     #[serde(default, skip_serializing_if = "Backfill::is_none")]
     pub backfill: Backfill,
     /// Under EASY backfilling, how many jobs a pass tries after the reservation is made (as
-    /// Slurm's `default_queue_depth`, 100 by default, bounds an event-triggered pass): 100 when
-    /// absent, at least 1.
+    /// Slurm's backfill scheduler's `bf_max_job_test`, 500 by default, bounds its scan): 500
+    /// when absent, at least 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backfill_depth: Option<u32>,
     /// How long a gang may hold placeholders without starting before they are released and

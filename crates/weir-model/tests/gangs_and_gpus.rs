@@ -77,7 +77,7 @@ queues: [{name: a}]
     };
     let found: Vec<(String, String)> = problems.into_iter().map(|p| (p.path, p.message)).collect();
     let want = [
-        ("scheduler.backfill_depth", "must be at least 1 (leave it out for 100)"),
+        ("scheduler.backfill_depth", "must be at least 1 (leave it out for 500)"),
         ("nodes[0].gpu_model", "the nodes have no GPUs (resources.gpu is 0), so they have no GPU model"),
         ("nodes[1].label", "must be a non-empty name without commas"),
         ("nodes[1].gpu_model", "must be a non-empty name without commas"),

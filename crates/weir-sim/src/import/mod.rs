@@ -146,6 +146,21 @@ pub struct ImportOptions {
     /// The nodes the trace will run on: a task none of them can hold is skipped and counted
     /// like any other bad row (empty: no check).
     pub fit: NodeFit,
+    /// Where tasks' walltimes (what EASY and conservative backfilling plan with) come from.
+    pub walltime: WalltimeFrom,
+}
+
+/// Where imported tasks' walltimes come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum WalltimeFrom {
+    /// The trace's own estimates (SWF field 9); none for formats without them.
+    #[default]
+    Trace,
+    /// Each task's own run time (its longest possible, for a distribution with a bound): exact
+    /// estimates, the setting of trace studies that take estimation out of the picture.
+    Runtime,
+    /// The run time × this factor (at least 1): estimates that overshoot uniformly.
+    Factor(f64),
 }
 
 /// The node shapes of a cluster and its request rounding, to tell whether a task could ever be
@@ -262,6 +277,7 @@ impl Default for ImportOptions {
             max_jobs: DEFAULT_MAX_JOBS,
             max_stages: DEFAULT_MAX_STAGES,
             fit: NodeFit::default(),
+            walltime: WalltimeFrom::Trace,
         }
     }
 }
