@@ -121,3 +121,46 @@ fn without_backfilling_a_short_job_waits_behind_the_gang() {
     env.nothing_else();
     assert_eq!(env.engine.easy_reservation(), None);
 }
+
+#[test]
+fn the_reservation_takes_the_nodes_being_released_and_leaves_idle_ones_to_backfill() {
+    let mut env = Env::new(&cluster());
+    // A short job takes the first nodes, A the last two; the short one ends at once.
+    env.submit_requests(1, "hpc", rigid(2, 1));
+    env.submit_requests(4, "hpc", rigid(2, 100));
+    env.schedule();
+    env.take_runnable();
+    let placed = env.take_placed();
+    let a: Vec<_> = placed.iter().filter(|p| p.0 == 4).copied().collect();
+    let mut busy: Vec<u64> = a.iter().map(|p| p.2).collect();
+    busy.sort_unstable();
+    assert_eq!(busy, [2, 3]);
+    for p in placed.iter().filter(|p| p.0 == 1) {
+        env.at(1).finish_container(p.1);
+    }
+    env.finish_job(1);
+    // B needs three nodes: two idle now, A's two free at t=100s. The reservation takes A's two
+    // and one idle node, so the other idle node is not needed by B at all.
+    env.at(1).submit_requests(2, "hpc", rigid(3, 50));
+    env.schedule();
+    env.take_runnable();
+    env.nothing_else();
+    assert_eq!(env.engine.easy_reservation(), Some((JobId(2), Time(100_000))));
+    // A long job may start at once on that spare idle node (before: on no node, when the
+    // reservation claimed both idle nodes first).
+    env.at(2).submit_requests(3, "hpc", rigid(1, 10_000));
+    env.schedule();
+    env.take_runnable();
+    let d = env.take_placed();
+    assert_eq!(d.len(), 1, "A runs on nodes {busy:?}");
+    assert!(!busy.contains(&d[0].2));
+    env.nothing_else();
+    // B still starts at its reserved time.
+    env.at(100);
+    for p in &a {
+        env.finish_container(p.1);
+    }
+    env.schedule();
+    let b = env.take_placed();
+    assert_eq!((b.len(), b.iter().all(|p| p.0 == 2)), (3, true));
+}
