@@ -124,6 +124,8 @@ pub struct Simulation {
     /// When something last started, ended or arrived: where a replay that can make no more
     /// progress ends (`EndReason::NoProgress`), so idle steps do not dilute its figures.
     pub(crate) last_progress: Time,
+    /// When the last run that ended did (the makespan's end).
+    pub(crate) last_run_end: Time,
     /// The cluster's integrals at `last_progress`.
     progress_integrals: crate::metrics::Integrals,
     /// How the simulation ended, once it has.
@@ -303,6 +305,7 @@ impl Simulation {
             stalled_steps: 0,
             held_idle_since: None,
             last_progress: Time::ZERO,
+            last_run_end: Time::ZERO,
             progress_integrals: Default::default(),
             ending: None,
             streaming: source.is_some(),

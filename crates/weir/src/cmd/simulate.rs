@@ -718,9 +718,16 @@ fn screen(o: &Outcome, out: &Path, report: bool) -> String {
     let f = &s.job_figures;
     let _ = writeln!(
         t,
-        "jobs: wait p50 {} p99 {} · delay (until all asked for was granted) p50 {} p99 {} max {} · bounded slowdown mean {} p99 {}",
+        "jobs: wait mean {} p50 {} p99 {}{} · delay (until all asked for was granted) p50 {} p99 {} max {} · bounded slowdown mean {} p99 {}",
+        w(f.wait.mean),
         w(f.wait.p50),
         w(f.wait.p99),
+        // Never-placed jobs have no wait: without this, "p99 0s" could hide jobs that waited
+        // for ever.
+        match s.jobs_never_placed {
+            0 => String::new(),
+            n => format!(" (and {n} job{} never placed, not in these figures)", if n == 1 { "" } else { "s" }),
+        },
         w(f.delay.p50),
         w(f.delay.p99),
         w(f.delay.max),
