@@ -146,6 +146,12 @@ impl Engine {
         self.nodes.used
     }
 
+    /// GPUs in use, in thousandths: whole GPUs given out plus the fractions of shared ones (a
+    /// pod asking for half a GPU counts 500), as the GPU-sharing literature counts allocation.
+    pub fn gpu_milli_used(&self) -> u64 {
+        self.nodes.used.gpu * u64::from(crate::nodes::GPU_MILLI) + self.nodes.frac_milli
+    }
+
     /// Resources held by placeholders: room kept for gangs that have not started (counted in
     /// `cluster_used` and in their queues' usage, unknown to the host).
     pub fn placeholder_room(&self) -> Resources {

@@ -63,6 +63,8 @@ pub(crate) struct Metrics {
     pub usage_rows: Vec<UsageRow>,
     pub used_integral: [u128; 3],
     pub total_integral: [u128; 3],
+    /// ∫ GPUs in use (fractions included) and ∫ GPUs, in thousandths × ms.
+    pub gpu_milli_integral: [u128; 2],
     pub series: Series,
     /// Samples taken (each counted in every leaf's `share_sum`).
     samples_taken: u64,
@@ -106,6 +108,7 @@ pub(crate) struct Metrics {
 pub(crate) struct Integrals {
     used: [u128; 3],
     total: [u128; 3],
+    gpu_milli: [u128; 2],
     placeholder: [u128; 3],
     reserved_node_ms: u128,
 }
@@ -134,6 +137,7 @@ impl Metrics {
             usage_rows: Vec::new(),
             used_integral: [0; 3],
             total_integral: [0; 3],
+            gpu_milli_integral: [0; 2],
             series: Series::default(),
             samples_taken: 0,
             next_sample: Time::ZERO,
@@ -185,6 +189,10 @@ impl Metrics {
             self.total_integral[k] += u128::from(get(&total)) * dt;
             self.placeholder_integral[k] += u128::from(get(&held)) * dt;
         }
+        // GPUs in thousandths, so that a pod on half a GPU counts half (utilization.gpu).
+        let gpu_used = engine.gpu_milli_used().saturating_sub(held.gpu * 1000);
+        self.gpu_milli_integral[0] += u128::from(gpu_used) * dt;
+        self.gpu_milli_integral[1] += u128::from(total.gpu * 1000) * dt;
         self.reserved_node_ms += u128::from(engine.reservation_stats().active) * dt;
         if self.next_sample >= to {
             return;
@@ -275,6 +283,7 @@ impl Metrics {
         Integrals {
             used: self.used_integral,
             total: self.total_integral,
+            gpu_milli: self.gpu_milli_integral,
             placeholder: self.placeholder_integral,
             reserved_node_ms: self.reserved_node_ms,
         }
@@ -283,6 +292,7 @@ impl Metrics {
     pub fn restore(&mut self, i: Integrals) {
         self.used_integral = i.used;
         self.total_integral = i.total;
+        self.gpu_milli_integral = i.gpu_milli;
         self.placeholder_integral = i.placeholder;
         self.reserved_node_ms = i.reserved_node_ms;
     }

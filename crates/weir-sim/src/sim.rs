@@ -137,6 +137,8 @@ pub struct Simulation {
     pub(crate) streaming: bool,
     /// Whether the horizon stopped the streamed trace from being read to its end.
     pub(crate) trace_cut: bool,
+    /// The GPU task kinds of a streamed trace read so far.
+    gpu_kinds: GpuKinds,
 }
 
 /// Workflows that arrive one after another, read as the simulation reaches them: a trace too
@@ -310,6 +312,7 @@ impl Simulation {
             ending: None,
             streaming: source.is_some(),
             trace_cut: false,
+            gpu_kinds: GpuKinds::new(),
             source,
             peeked: None,
         };
@@ -544,6 +547,16 @@ impl Simulation {
             let w = self.workload.workflows.len();
             let plan = plan_one(&self.cluster, &wf, w, &self.config, &self.node_groups, &mut self.engine)?;
             self.metrics.saw_gangs |= has_gang(&wf);
+            if self.cluster.total_resources().gpu > 0 {
+                // A streamed trace's GPU mix grows as it is read: the fragmentation measure
+                // weighs the kinds seen so far.
+                let before = self.gpu_kinds.len();
+                let tasks: f64 = self.gpu_kinds.values().sum();
+                tally_gpu_kinds(&wf, &plan, &mut self.gpu_kinds);
+                if self.gpu_kinds.len() != before || self.gpu_kinds.values().sum::<f64>() != tasks {
+                    self.metrics.gpu_mix = mix_of(&self.gpu_kinds);
+                }
+            }
             self.workload.workflows.push(wf);
             self.plans.push(plan);
             self.schedule_arrival(w as u32, 0);
@@ -744,25 +757,37 @@ impl Simulation {
 /// The GPU task kinds of a workload and their shares (by tasks, once per listed run): the mix
 /// the FGD fragmentation is measured against. At most [`MIX_KINDS`] kinds, the most common.
 fn gpu_mix(workload: &Workload, plans: &[Plan]) -> Option<Vec<(weir_engine::Request, f64)>> {
-    type Kind = ([u64; 3], u32, SelectorId);
-    let mut kinds: std::collections::BTreeMap<Kind, f64> = std::collections::BTreeMap::new();
+    let mut kinds = GpuKinds::new();
     for (w, wf) in workload.workflows.iter().enumerate() {
-        let runs = match &wf.arrival {
-            Arrival::At(times) => times.len().max(1) as f64,
-            _ => 1.0,
-        };
-        for (j, job) in wf.jobs.iter().enumerate() {
-            for (s, stage) in job.stages.iter().enumerate() {
-                if stage.resources.gpu == 0 && stage.placement.gpu_milli == 0 {
-                    continue;
-                }
-                let r = stage.resources;
-                let key = ([r.cpu, r.memory, r.gpu], stage.placement.gpu_milli, plans[w].selectors[j][s]);
-                *kinds.entry(key).or_default() += f64::from(stage.tasks) * runs;
+        tally_gpu_kinds(wf, &plans[w], &mut kinds);
+    }
+    mix_of(&kinds)
+}
+
+/// A GPU task kind (resources, GPU fraction, selector) and how many tasks of it.
+type GpuKinds = std::collections::BTreeMap<([u64; 3], u32, SelectorId), f64>;
+
+/// Count a workflow's GPU tasks by kind (once per listed run).
+fn tally_gpu_kinds(wf: &Workflow, plan: &Plan, kinds: &mut GpuKinds) {
+    let runs = match &wf.arrival {
+        Arrival::At(times) => times.len().max(1) as f64,
+        _ => 1.0,
+    };
+    for (j, job) in wf.jobs.iter().enumerate() {
+        for (s, stage) in job.stages.iter().enumerate() {
+            if stage.resources.gpu == 0 && stage.placement.gpu_milli == 0 {
+                continue;
             }
+            let r = stage.resources;
+            let key = ([r.cpu, r.memory, r.gpu], stage.placement.gpu_milli, plan.selectors[j][s]);
+            *kinds.entry(key).or_default() += f64::from(stage.tasks) * runs;
         }
     }
-    let mut kinds: Vec<(Kind, f64)> = kinds.into_iter().collect();
+}
+
+/// The [`MIX_KINDS`] most common kinds and their shares.
+fn mix_of(kinds: &GpuKinds) -> Option<Vec<(weir_engine::Request, f64)>> {
+    let mut kinds: Vec<_> = kinds.iter().map(|(k, n)| (*k, *n)).collect();
     kinds.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     kinds.truncate(MIX_KINDS);
     let total: f64 = kinds.iter().map(|k| k.1).sum();

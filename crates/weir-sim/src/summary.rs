@@ -393,7 +393,15 @@ pub(crate) fn build(mut sim: Simulation) -> Result<Outcome, crate::SimError> {
         makespan: (sim.runs_ended > 0).then(|| sim.last_run_end.as_millis() as f64 / 1000.0),
         jobs_never_placed: m.jobs_submitted.saturating_sub(job_figures.wait.count),
         wall_seconds: 0.0,
-        utilization: ResourceFloats { cpu: ratio(m, 0), memory: ratio(m, 1), gpu: ratio(m, 2) },
+        utilization: ResourceFloats {
+            cpu: ratio(m, 0),
+            memory: ratio(m, 1),
+            // Fractions of shared GPUs count (a pod on half a GPU uses half of one).
+            gpu: match m.gpu_milli_integral {
+                [_, 0] => 0.0,
+                [used, total] => used as f64 / total as f64,
+            },
+        },
         preemptions: m.preemptions,
         preemption_warnings: m.preemption_warnings,
         node_failures: m.node_failures,

@@ -89,3 +89,44 @@ fn a_gang_larger_than_the_cluster_is_skipped_at_import() {
     assert_eq!((o.summary.runs, o.summary.runs_completed), (3, 3));
     assert!(o.summary.simulated_seconds < 300.0, "{}", o.summary.simulated_seconds);
 }
+
+#[test]
+fn gpu_utilization_counts_the_fraction_of_a_shared_gpu() {
+    // One node of 2 GPUs: a pod on half a GPU and one on a whole GPU, for 100 s each. Before:
+    // utilization.gpu 0.5 (fractions counted nothing); and a streamed trace had no GPU mix, so
+    // no fragmentation figure.
+    let nodes =
+        weir_sim::import::import_nodes("nodes-1gpu.csv", repro("nodes-1gpu.csv").as_bytes()).expect("nodes");
+    let yaml = repro("c4.yaml");
+    let base = ClusterConfig::from_yaml("c4.yaml", &yaml).expect("cluster");
+    let mut file = base.file.clone();
+    file.nodes = nodes
+        .groups
+        .iter()
+        .map(|g| weir_model::cluster_file::NodeGroupSpec {
+            count: g.count,
+            resources: weir_model::PartialResources::from_resources(g.resources),
+            label: g.label.clone(),
+            gpu_model: g.gpu_model.clone(),
+        })
+        .collect();
+    let cluster = ClusterConfig::from_file("c4.yaml", file).expect("cluster with the trace's nodes");
+    let options = ImportOptions { fit: NodeFit::of(&cluster), ..ImportOptions::default() };
+    let stream = TraceStream::new(
+        TraceKind::AlibabaGpu2023,
+        "pods-frac.csv",
+        Box::new(std::io::Cursor::new(repro("pods-frac.csv"))),
+        &options,
+    )
+    .expect("opens");
+    let config = SimConfig { am: None, check_invariants: true, ..SimConfig::default() };
+    let sim = Simulation::streaming(cluster, Box::new(Source(stream)), config).expect("sim");
+    let s = sim.finish().expect("finish").summary;
+    assert_eq!(s.runs_completed, 2);
+    assert_eq!(s.utilization.gpu, 0.75, "one whole GPU and half of one, of 2");
+    let g = s.gpus.expect("GPU figures for a streamed trace");
+    assert_eq!(g.gpus, 2.0);
+    // While both run, 0.5 GPU is idle on the shared GPU: a whole-GPU pod (half the mix) cannot
+    // use it, the half-GPU pod can — FGD's expected fragmentation is half the idle room.
+    assert_eq!(g.fragmentation_ratio_max, Some(0.5));
+}

@@ -691,9 +691,19 @@ fn screen(o: &Outcome, out: &Path, report: bool) -> String {
     );
     let _ = writeln!(
         t,
-        "utilization cpu {:.1}% memory {:.1}% · preemptions {} · wasted {:.0} container-s · node failures {}",
+        "utilization cpu {:.1}% memory {:.1}%{} · preemptions {} · wasted {:.0} container-s · node failures {}",
         s.utilization.cpu * 100.0,
         s.utilization.memory * 100.0,
+        // GPU allocation counts fractions of shared GPUs; the FGD fragmentation beside it.
+        match &s.gpus {
+            Some(g) => format!(
+                " gpu {:.1}% (of {} GPUs; fragmented {})",
+                s.utilization.gpu * 100.0,
+                g.gpus,
+                g.fragmentation_ratio_avg.map_or("-".to_string(), |r| format!("{:.1}% of idle GPU room", r * 100.0))
+            ),
+            None => String::new(),
+        },
         s.preemptions,
         s.wasted_container_seconds,
         s.node_failures
