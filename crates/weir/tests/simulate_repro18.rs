@@ -111,3 +111,35 @@ fn the_backfill_flags_are_in_the_help_and_checked() {
         assert!(text(&o.stderr).contains(says), "{}", text(&o.stderr));
     }
 }
+
+#[test]
+fn a_swim_sample_replays_with_the_model_printed() {
+    let dir = Scratch::new("repro18-swim");
+    // Hand-written in the FB-2009 samples' format (no sample ships beside the repository).
+    let lines: String = (0..40u64)
+        .map(|i| {
+            format!(
+                "job{i}\t{}\t30\t{}\t{}\t{}\n",
+                i * 30,
+                (i % 7 + 1) * 200_000_000,
+                (i % 3) * 500_000_000,
+                1_000_000
+            )
+        })
+        .collect();
+    let trace = format!("swim:{}", dir.file("FB-2009_sample.tsv", &lines));
+    let out = dir.0.join("out").display().to_string();
+    let o = weir(&["simulate", "--trace", &trace, "--swim-split-mib", "64", "--out", &out, "--no-report"]);
+    let (stdout, stderr) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("SWIM model (docs/importers.md): maps = input ÷ 64 MiB (at least 1), reduces = shuffle ÷ 1024 MiB"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("40 rows read, 0 skipped; 40 jobs imported"), "{stderr}");
+    let s: Value =
+        serde_json::from_str(&fs::read_to_string(dir.0.join("out/summary.json")).expect("summary"))
+            .expect("json");
+    assert_eq!(s["runs_completed"], 40, "{stdout}");
+    assert_eq!(s["ending"]["complete"], true);
+}

@@ -1,5 +1,5 @@
-//! Trace importers: Alibaba cluster-trace-v2018, the Standard Workload Format, YARN SLS JSON
-//! and Alibaba's GPU cluster trace (cluster-trace-gpu-v2023, whose node list can also build the
+//! Trace importers: Alibaba cluster-trace-v2018, the Standard Workload Format, YARN SLS JSON,
+//! SWIM's Facebook MapReduce samples and Alibaba's GPU cluster trace (cluster-trace-gpu-v2023, whose node list can also build the
 //! cluster: [`import_nodes`]), each turned into a [`weir_model::Workload`] of one-run workflows.
 //!
 //! A malformed or unusable row is skipped and counted, never fatal: the result says how many
@@ -19,6 +19,7 @@ mod build;
 mod sls;
 mod stream;
 mod swf;
+mod swim;
 
 pub use stream::{TraceStream, REORDER};
 
@@ -31,6 +32,7 @@ use std::str::FromStr;
 use weir_model::{QueuePath, Workload};
 
 pub use alibaba_gpu::{import_nodes, ImportedNodes};
+pub use swim::SwimModel;
 
 /// Which trace format a `--trace KIND:PATH` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,17 +42,20 @@ pub enum TraceKind {
     Sls,
     /// Alibaba cluster-trace-gpu-v2023 pods (and, beside them, its node list).
     AlibabaGpu2023,
+    /// SWIM's Facebook MapReduce samples (FB-2009, FB-2010): bytes, turned into tasks by
+    /// [`SwimModel`].
+    Swim,
 }
 
 impl TraceKind {
-    pub const ALL: [TraceKind; 4] =
-        [TraceKind::Alibaba2018, TraceKind::Swf, TraceKind::Sls, TraceKind::AlibabaGpu2023];
+    pub const ALL: [TraceKind; 5] =
+        [TraceKind::Alibaba2018, TraceKind::Swf, TraceKind::Sls, TraceKind::AlibabaGpu2023, TraceKind::Swim];
 
     /// Whether the trace's jobs run with an application master: YARN's (SLS) and Alibaba's
     /// batch jobs do; an SWF job is a rigid parallel job of an HPC machine and a Kubernetes pod
     /// is a container on its own, so neither has one. `weir simulate --am` defaults to this.
     pub fn has_application_masters(self) -> bool {
-        matches!(self, TraceKind::Alibaba2018 | TraceKind::Sls)
+        matches!(self, TraceKind::Alibaba2018 | TraceKind::Sls | TraceKind::Swim)
     }
 }
 
@@ -71,6 +76,7 @@ impl fmt::Display for TraceKind {
             TraceKind::Swf => "swf",
             TraceKind::Sls => "sls",
             TraceKind::AlibabaGpu2023 => "alibaba-gpu2023",
+            TraceKind::Swim => "swim",
         })
     }
 }
@@ -146,8 +152,10 @@ pub struct ImportOptions {
     /// The nodes the trace will run on: a task none of them can hold is skipped and counted
     /// like any other bad row (empty: no check).
     pub fit: NodeFit,
-    /// Where tasks' walltimes (what EASY and conservative backfilling plan with) come from.
+    /// Where tasks' walltimes (what EASY backfilling plans with) come from.
     pub walltime: WalltimeFrom,
+    /// How a SWIM trace's bytes become tasks and durations.
+    pub swim: SwimModel,
 }
 
 /// Where imported tasks' walltimes come from.
@@ -278,6 +286,7 @@ impl Default for ImportOptions {
             max_stages: DEFAULT_MAX_STAGES,
             fit: NodeFit::default(),
             walltime: WalltimeFrom::Trace,
+            swim: SwimModel::default(),
         }
     }
 }
@@ -380,7 +389,7 @@ pub enum ImportError {
     #[error("import option {option}: {problem}")]
     Option { option: &'static str, problem: String },
     /// Not one of the known trace kinds.
-    #[error("unknown trace kind `{kind}`; expected alibaba2018, swf, sls or alibaba-gpu2023")]
+    #[error("unknown trace kind `{kind}`; expected alibaba2018, swf, sls, alibaba-gpu2023 or swim")]
     UnknownKind { kind: String },
     /// The trace asks for more jobs or stages than `ImportOptions::max_jobs` or `max_stages`:
     /// raise the limit if that many is meant; retrying as is cannot help.
@@ -408,6 +417,7 @@ pub fn import(
         TraceKind::Swf => swf::read(file, reader, options, &mut ledger)?,
         TraceKind::Sls => sls::read(file, reader, options, &mut ledger)?,
         TraceKind::AlibabaGpu2023 => alibaba_gpu::read(file, reader, options, &mut ledger)?,
+        TraceKind::Swim => swim::read(file, reader, options, &mut ledger)?,
     };
     let job_count = jobs.len() as u64;
     let workflows = build::workflows(file, jobs, options, &mut ledger)?;
@@ -464,7 +474,8 @@ mod tests {
         assert_eq!(sls.path, PathBuf::from("C:/x.json"));
         assert_eq!(
             "google:x".parse::<TraceSpec>().map_err(|e| e.to_string()),
-            Err("unknown trace kind `google`; expected alibaba2018, swf, sls or alibaba-gpu2023".to_string())
+            Err("unknown trace kind `google`; expected alibaba2018, swf, sls, alibaba-gpu2023 or swim"
+                .to_string())
         );
         assert!(matches!("swf".parse::<TraceSpec>(), Err(ImportError::BadTraceSpec { .. })));
         assert!(matches!("swf:".parse::<TraceSpec>(), Err(ImportError::BadTraceSpec { .. })));

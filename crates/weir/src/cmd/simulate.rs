@@ -41,7 +41,8 @@ Examples:\n  weir simulate --out out/\n  \
 weir simulate --cluster examples/cluster.yaml --workload examples/workload.yaml --until 30d --out out/\n  \
 weir simulate --cluster examples/cluster.yaml --trace alibaba2018:selected_DAGs.csv --queue root.default --out out/\n  \
 weir simulate --trace swf:jobs.swf --queue-map group:1=root.ads.ranking.tier1 --slo-factor 3 --out out/\n  \
-weir simulate --cluster hpc.yaml --trace swf:jobs.swf --backfill easy --out out/\n  \
+weir simulate --cluster hpc.yaml --trace swf:jobs.swf --backfill easy --walltime-from runtime --out out/\n  \
+weir simulate --trace swim:FB-2009_samples_24_times_1hr_0.tsv --swim-split-mib 64 --out out/\n  \
 weir simulate --cluster gpu.yaml --trace alibaba-gpu2023:openb_pod_list_default.csv,openb_node_list_gpu_node.csv --nodes-from-trace --out out/\n  \
 weir simulate --until 1d --out out/ --explain 1234"
 )]
@@ -52,8 +53,8 @@ pub struct SimulateArgs {
     /// The workload file. Default (without --trace): the example workload built into weir.
     #[arg(long, value_name = "FILE", conflicts_with = "trace")]
     workload: Option<PathBuf>,
-    /// A trace instead of a workload: alibaba2018:PATH, swf:PATH, sls:PATH or
-    /// alibaba-gpu2023:PODS.csv[,NODES.csv] (see docs/importers.md). A gzip-compressed file
+    /// A trace instead of a workload: alibaba2018:PATH, swf:PATH, sls:PATH,
+    /// alibaba-gpu2023:PODS.csv[,NODES.csv] or swim:PATH (see docs/importers.md). A gzip-compressed file
     /// (`.gz`) is read as it is.
     #[arg(long, value_name = "KIND:PATH")]
     trace: Option<TraceSpec>,
@@ -99,6 +100,18 @@ pub struct SimulateArgs {
     /// --walltime-from.
     #[arg(long, value_name = "F")]
     walltime_factor: Option<f64>,
+    /// swim: input MiB per map task (an HDFS block; maps = input ÷ this).
+    #[arg(long, value_name = "MIB", default_value_t = 128)]
+    swim_split_mib: u64,
+    /// swim: shuffle MiB per reduce task (reduces = shuffle ÷ this).
+    #[arg(long, value_name = "MIB", default_value_t = 1024)]
+    swim_reduce_mib: u64,
+    /// swim: MB/s a map task reads (its duration = its input share ÷ this).
+    #[arg(long, value_name = "MB/S", default_value_t = 50)]
+    swim_map_mbps: u64,
+    /// swim: MB/s a reduce task shuffles and writes.
+    #[arg(long, value_name = "MB/S", default_value_t = 20)]
+    swim_reduce_mbps: u64,
     /// Trace: build the cluster's nodes from the trace's node list (alibaba-gpu2023:PODS,NODES);
     /// the cluster file still gives the queues and the scheduler's settings.
     #[arg(long, requires = "trace")]
@@ -376,6 +389,10 @@ fn trace_input(args: &SimulateArgs, spec: &TraceSpec, cluster: &ClusterConfig) -
     let options = import_options(args, cluster)?;
     let path = spec.path.display().to_string();
     let reader = crate::trace_file::open(&spec.path, &format!("--trace {spec}"))?;
+    if spec.kind == import::TraceKind::Swim {
+        // The trace has bytes, not tasks: say how they become tasks before anything runs.
+        eprintln!("{path}: SWIM model (docs/importers.md): {}", options.swim);
+    }
     let stream = TraceStream::new(spec.kind, &path, reader, &options)?;
     let leaves: std::collections::BTreeSet<&QueuePath> =
         std::iter::once(&options.queue).chain(options.queue_map.values()).collect();
@@ -446,6 +463,27 @@ fn import_options(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<Import
         max_stages: args.max_stages,
         fit: import::NodeFit::of(cluster),
         walltime: walltime_from(args)?,
+        swim: swim_model(args)?,
+    })
+}
+
+fn swim_model(args: &SimulateArgs) -> Result<import::SwimModel> {
+    for (flag, v) in [
+        ("--swim-split-mib", args.swim_split_mib),
+        ("--swim-reduce-mib", args.swim_reduce_mib),
+        ("--swim-map-mbps", args.swim_map_mbps),
+        ("--swim-reduce-mbps", args.swim_reduce_mbps),
+    ] {
+        if v == 0 || v > 1 << 30 {
+            bail!("{flag} {v}: give a whole number from 1 to {}", 1u64 << 30);
+        }
+    }
+    Ok(import::SwimModel {
+        split_bytes: args.swim_split_mib << 20,
+        reduce_bytes: args.swim_reduce_mib << 20,
+        map_bytes_per_sec: args.swim_map_mbps * 1_000_000,
+        reduce_bytes_per_sec: args.swim_reduce_mbps * 1_000_000,
+        ..import::SwimModel::default()
     })
 }
 
