@@ -126,6 +126,7 @@ impl Engine {
                 subtree_end: 0,
                 weight: crate::fair_share::weight(q.weight, rounding),
                 policy: q.policy,
+                job_order: q.job_order,
                 parent_policy: q.parent.map_or(q.policy, |p| config.queues[p].policy),
                 priority: q.priority,
                 max_running_apps: q.max_running_apps,

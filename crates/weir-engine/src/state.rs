@@ -81,6 +81,8 @@ pub(crate) struct Queue {
     /// As YARN holds it: a Java float under `rounding: yarn`.
     pub weight: f64,
     pub policy: Policy,
+    /// A fifo leaf's job order (`ready.rs`).
+    pub job_order: weir_model::JobOrder,
     /// The policy that computes this queue's fair share: its parent's (root: its own). A fair
     /// parent computes memory only, so YARN sees no cpu in the share (see `am_limit`).
     pub parent_policy: Policy,

@@ -164,3 +164,35 @@ fn the_reservation_takes_the_nodes_being_released_and_leaves_idle_ones_to_backfi
     let b = env.take_placed();
     assert_eq!((b.len(), b.iter().all(|p| p.0 == 2)), (3, true));
 }
+
+#[test]
+fn a_fifo_leaf_can_order_jobs_shortest_or_largest_first() {
+    for (order, first) in [("submit", 2), ("shortest", 3), ("largest", 4)] {
+        let mut env = Env::new(&format!(
+            "version: 1
+scheduler: {{queue_max_am_share_default: -1}}
+nodes: [{{count: 4, resources: {{cpu: 1000, memory: 1024}}}}]
+queues:
+  - {{name: hpc, policy: fifo, job_order: {order}}}
+"
+        ));
+        env.submit_requests(1, "hpc", rigid(4, 100));
+        env.schedule();
+        env.take_runnable();
+        let a = env.take_placed();
+        // Three jobs wait: 2 (first, 2 nodes, 50 s), 3 (1 node, 10 s), 4 (3 nodes, 500 s).
+        env.at(1).submit_requests(2, "hpc", rigid(2, 50));
+        env.at(2).submit_requests(3, "hpc", rigid(1, 10));
+        env.at(3).submit_requests(4, "hpc", rigid(3, 500));
+        env.schedule();
+        env.take_runnable();
+        env.at(100);
+        for p in &a {
+            env.finish_container(p.1);
+        }
+        env.finish_job(1);
+        env.schedule();
+        let started = env.take_placed();
+        assert_eq!(started.first().map(|p| p.0), Some(first), "{order}: {started:?}");
+    }
+}

@@ -74,6 +74,29 @@ pub enum Rounding {
     Exact,
 }
 
+/// The order of jobs inside a `fifo` leaf.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobOrder {
+    /// Submit time, then id (first come, first served).
+    #[default]
+    Submit,
+    /// Shortest requested walltime of its next request first (SJF); none counts as longest.
+    Shortest,
+    /// Largest job first: most cpu asked for (held and pending).
+    Largest,
+}
+
+impl JobOrder {
+    pub fn name(self) -> &'static str {
+        match self {
+            JobOrder::Submit => "submit",
+            JobOrder::Shortest => "shortest",
+            JobOrder::Largest => "largest",
+        }
+    }
+}
+
 /// How a queue orders its children (or a leaf its jobs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -298,6 +321,11 @@ pub struct QueueSpec {
     pub max_am_share: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<Policy>,
+    /// A `fifo` leaf's job order: `submit` (the default), `shortest` (shortest job first, by
+    /// requested walltime; jobs without one last) or `largest` (most cpu asked for first) — the
+    /// orders HPC scheduling studies compare.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_order: Option<JobOrder>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<u8>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -201,6 +201,7 @@ impl Validator {
             max_am_share: None,
             am_share: None,
             policy: s.root_policy,
+            job_order: Default::default(),
             tier: None,
             priority: 0,
             allow_preemption_from: true,
@@ -422,6 +423,14 @@ impl Validator {
                 format!("{} applies to leaf queues only; use fair or drf on a parent", p.name()),
             );
         }
+        if let Some(o) = spec.job_order.filter(|&o| o != crate::cluster_file::JobOrder::Submit) {
+            if spec.policy != Some(Policy::Fifo) || !leaf {
+                self.problem(
+                    format!("{here}.job_order"),
+                    format!("{} orders jobs inside a fifo leaf: set policy: fifo on a leaf", o.name()),
+                );
+            }
+        }
         if let Some(acl) = &spec.acl {
             access::check_acl(&format!("{here}.acl"), acl, &mut self.problems);
         }
@@ -481,6 +490,7 @@ impl Validator {
             max_am_share: spec.max_am_share,
             am_share: am_share.filter(|_| leaf),
             policy: spec.policy.unwrap_or_default(),
+            job_order: spec.job_order.unwrap_or_default(),
             tier,
             priority: spec.priority.or(td.map(|t| t.priority)).unwrap_or(inherit.priority),
             allow_preemption_from: allow,

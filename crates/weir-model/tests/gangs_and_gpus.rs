@@ -202,3 +202,25 @@ fn stage_rules_for_gangs_walltimes_and_gpus() {
         Workload::from_yaml("w.yaml", &stage(fields), &cluster()).unwrap_or_else(|e| panic!("{fields}: {e}"));
     }
 }
+
+#[test]
+fn a_job_order_needs_a_fifo_leaf() {
+    let yaml = "version: 1
+nodes: [{count: 2, resources: {cpu: 1000, memory: 1024}}]
+queues:
+  - {name: a, policy: fifo, job_order: shortest}
+  - {name: b, job_order: largest}
+";
+    let e = weir_model::ClusterConfig::from_yaml("c.yaml", yaml).expect_err("b is not fifo").to_string();
+    assert!(
+        e.contains("queues.b.job_order: largest orders jobs inside a fifo leaf: set policy: fifo on a leaf"),
+        "{e}"
+    );
+    assert!(!e.contains("queues.a"), "{e}");
+    let ok = yaml.replace("{name: b, job_order: largest}", "{name: b, policy: fifo, job_order: largest}");
+    let c = weir_model::ClusterConfig::from_yaml("c.yaml", &ok).expect("valid");
+    assert_eq!(
+        c.queues.iter().find(|q| q.name == "b").map(|q| q.job_order),
+        Some(weir_model::JobOrder::Largest)
+    );
+}
