@@ -36,6 +36,11 @@ pub struct Sample {
     pub pending: Resources,
     /// Containers preempted since the start (a point's last sample's count).
     pub preempted: u64,
+    /// GPUs in thousandths — `cpu`: allocated (fractions of shared GPUs included), `memory`:
+    /// idle room the workload's typical GPU task could not use (FGD fragmentation), `gpu`: the
+    /// cluster's GPUs — or all zero when the cluster or the workload has none. (The three
+    /// figures ride in a `Resources` so that the series averages them with the rest.)
+    pub gpu_milli: Resources,
 }
 
 #[derive(Debug, Default)]
@@ -203,8 +208,18 @@ impl Metrics {
         let every = self.sample_every;
         let n = (to.as_millis() - first.as_millis() - 1) / every + 1;
         let pending = engine.queue_stat(0).pending;
-        let sample =
-            Sample { at: first, used, total, by_tier: self.by_tier, pending, preempted: self.preemptions };
+        let frag = self.gpu_mix.as_ref().map(|mix| engine.gpu_fragmentation(mix));
+        let gpu_milli = frag
+            .map_or(Resources::ZERO, |f| Resources::new(f.allocated, f.fragmented.round() as u64, f.total));
+        let sample = Sample {
+            at: first,
+            used,
+            total,
+            by_tier: self.by_tier,
+            pending,
+            preempted: self.preemptions,
+            gpu_milli,
+        };
         self.series.add(sample, n, every);
         for &leaf in leaves {
             let share = engine.queue_stat(leaf).instantaneous;
@@ -213,8 +228,7 @@ impl Metrics {
                 sum[k] += u128::from(get(&share)) * u128::from(n);
             }
         }
-        if let Some(mix) = &self.gpu_mix {
-            let f = engine.gpu_fragmentation(mix);
+        if let Some(f) = frag {
             let g = &mut self.gpu;
             g.samples += n;
             g.total = f.total;
@@ -320,20 +334,20 @@ pub(crate) struct Series {
     /// The point being filled: its first sample's time, samples so far, and their sums.
     at: Time,
     count: u64,
-    sums: [[u128; 3]; 7],
+    sums: [[u128; 3]; 8],
     /// The preemption count of the point's last sample.
     preempted: u64,
 }
 
 impl Default for Series {
     fn default() -> Series {
-        Series { points: Vec::new(), stride: 1, at: Time::ZERO, count: 0, sums: [[0; 3]; 7], preempted: 0 }
+        Series { points: Vec::new(), stride: 1, at: Time::ZERO, count: 0, sums: [[0; 3]; 8], preempted: 0 }
     }
 }
 
-/// The resources a sample holds, in a fixed order: used, total, use by tier 0..=3, pending.
-fn parts(s: &Sample) -> [Resources; 7] {
-    [s.used, s.total, s.by_tier[0], s.by_tier[1], s.by_tier[2], s.by_tier[3], s.pending]
+/// The resources a sample holds, in a fixed order: used, total, use by tier 0..=3, pending, GPUs.
+fn parts(s: &Sample) -> [Resources; 8] {
+    [s.used, s.total, s.by_tier[0], s.by_tier[1], s.by_tier[2], s.by_tier[3], s.pending, s.gpu_milli]
 }
 
 fn mean(sum: &[u128; 3], n: u64) -> Resources {
@@ -390,9 +404,10 @@ impl Series {
             by_tier: [m[2], m[3], m[4], m[5]],
             pending: m[6],
             preempted: self.preempted,
+            gpu_milli: m[7],
         });
         self.count = 0;
-        self.sums = [[0; 3]; 7];
+        self.sums = [[0; 3]; 8];
     }
 
     /// Average neighbouring points in pairs: half the points, each for twice the samples.
@@ -413,6 +428,7 @@ impl Series {
                 pending: avg(a.pending, b.pending),
                 // A count since the start: the later point's.
                 preempted: b.preempted,
+                gpu_milli: avg(a.gpu_milli, b.gpu_milli),
             }
         };
         self.points = self.points.chunks(2).map(|c| pair(&c[0], c.get(1).unwrap_or(&c[0]))).collect();
@@ -456,6 +472,7 @@ mod tests {
             by_tier: [r; 4],
             pending: r,
             preempted: 0,
+            gpu_milli: Resources::ZERO,
         }
     }
 

@@ -143,3 +143,51 @@ fn a_swim_sample_replays_with_the_model_printed() {
     assert_eq!(s["runs_completed"], 40, "{stdout}");
     assert_eq!(s["ending"]["complete"], true);
 }
+
+#[test]
+fn the_report_says_when_a_replay_is_not_whole_and_charts_gpus() {
+    let dir = Scratch::new("repro18-report");
+    let out = dir.0.join("out").display().to_string();
+    // A horizon before job 9 (t=100000 s) arrives: the trace is never read to its end.
+    let trace = format!("swf:{}", repro("livelock.swf"));
+    let o = weir(&[
+        "simulate",
+        "--cluster",
+        &repro("c4.yaml"),
+        "--trace",
+        &trace,
+        "--until",
+        "1d",
+        "--out",
+        &out,
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("warning: the replay stopped early (horizon)"), "{}", text(&o.stderr));
+    let html = fs::read_to_string(dir.0.join("out/report.html")).expect("report");
+    assert!(html.contains("Not the whole workload"), "the report says so");
+    let s: Value =
+        serde_json::from_str(&fs::read_to_string(dir.0.join("out/summary.json")).expect("summary"))
+            .expect("json");
+    assert_eq!(
+        (s["ending"]["complete"].clone(), s["ending"]["trace_unread"].clone()),
+        (Value::Bool(false), Value::Bool(true))
+    );
+
+    // GPU pods: allocation counts fractions, and the report charts it with fragmentation.
+    let trace = format!("alibaba-gpu2023:{},{}", repro("pods-frac.csv"), repro("nodes-1gpu.csv"));
+    let o = weir(&[
+        "simulate",
+        "--cluster",
+        &repro("c4.yaml"),
+        "--trace",
+        &trace,
+        "--nodes-from-trace",
+        "--out",
+        &out,
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("gpu 75.0% (of 2 GPUs; fragmented"), "{}", text(&o.stdout));
+    let html = fs::read_to_string(dir.0.join("out/report.html")).expect("report");
+    assert!(html.contains("GPUs over time") && html.contains("GPU allocation and fragmentation"));
+    assert!(!html.contains("Not the whole workload"));
+}

@@ -291,7 +291,7 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
         // the figures do not cover the whole workload.
         eprintln!(
             "warning: the replay stopped early ({}) at t={}: {} runs unfinished{}; its figures cover only what ran",
-            ending.reason.name(),
+            if ending.trace_unread { "horizon" } else { ending.reason.name() },
             Duration((outcome.summary.simulated_seconds * 1000.0) as u64).human(),
             ending.runs_unfinished,
             if ending.trace_unread { ", part of the trace never read" } else { "" }
