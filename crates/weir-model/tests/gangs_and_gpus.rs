@@ -224,3 +224,33 @@ queues:
         Some(weir_model::JobOrder::Largest)
     );
 }
+
+#[test]
+fn a_job_gang_larger_than_the_cluster_is_a_validation_error() {
+    let cluster = weir_model::ClusterConfig::from_yaml(
+        "c.yaml",
+        "version: 1\nnodes: [{count: 2, resources: {cpu: 1000, memory: 2048}}]\nqueues: [{name: a}]\n",
+    )
+    .expect("cluster");
+    let workload = |second: &str| {
+        format!(
+            "version: 1
+workflows:
+  - name: big
+    queue: root.a
+    jobs:
+      - name: j
+        gang: true
+        stages:
+          - {{name: s, tasks: 1, resources: {{cpu: 1000, memory: 1g}}, duration: {{fixed: 30s}}}}
+          - {{name: t, tasks: 2, {second}resources: {{cpu: 1000, memory: 1g}}, duration: {{fixed: 30s}}}}
+"
+        )
+    };
+    // Both stages start at once as one gang of 3 on 2 one-core nodes: it could never start.
+    let e =
+        weir_model::Workload::from_yaml("w.yaml", &workload(""), &cluster).expect_err("too big").to_string();
+    assert!(e.contains("workflows.big.jobs.j.gang: its first stages start as one gang of 3 tasks"), "{e}");
+    // The second stage after the first: gangs of 1 and 2, each fits.
+    weir_model::Workload::from_yaml("w.yaml", &workload("after: [s], "), &cluster).expect("fits");
+}
