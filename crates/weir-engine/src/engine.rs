@@ -80,6 +80,8 @@ pub struct Engine {
     /// The EASY reservation of the last pass: the first gang that could not start and when it
     /// will (`backfill.rs`).
     pub(crate) shadow: Option<crate::backfill::Shadow>,
+    /// Conservative backfilling's reservations of the last pass (`conservative.rs`).
+    pub(crate) bookings: Vec<crate::conservative::Booking>,
     /// The most containers (placeholders included) that may exist at once: a memory bound.
     pub(crate) container_limit: usize,
     /// The pass in which the container limit stopped placement.
@@ -207,6 +209,7 @@ impl Engine {
             ends: BTreeSet::new(),
             gang_timers: BinaryHeap::new(),
             shadow: None,
+            bookings: Vec::new(),
             container_limit: DEFAULT_CONTAINER_LIMIT,
             limited_pass: 0,
             gang_timeouts: 0,

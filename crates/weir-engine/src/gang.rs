@@ -51,11 +51,11 @@ use crate::state::{JobSlot, NodeSlot};
 const HAND_OVER_TRIES: usize = 64;
 
 /// One container placed for a gang before the gang is known to fit.
-struct Tentative {
-    index: usize,
-    ask: Ask,
-    node: NodeSlot,
-    gpu: u16,
+pub(crate) struct Tentative {
+    pub index: usize,
+    pub ask: Ask,
+    pub node: NodeSlot,
+    pub gpu: u16,
 }
 
 impl Engine {
@@ -91,6 +91,23 @@ impl Engine {
         if self.at_container_limit(left as usize) {
             self.limited_pass = self.pass;
             return Err(Blocker::ContainerLimit);
+        }
+        if self.config.scheduler.backfill == Backfill::Conservative {
+            self.drop_booking(job);
+            if self.place_or_book(job, &indices) {
+                return Ok(());
+            }
+            if self.bookings.last().is_some_and(|b| b.job == job) {
+                return Err(Blocker::NoRoom);
+            }
+            // No plan (no walltime): it starts only if it fits now around the bookings.
+            let (placed, short) = self.place_tentatively(job, &indices);
+            if short.is_empty() {
+                self.start_gang(job, placed);
+                return Ok(());
+            }
+            self.roll_back(&placed);
+            return Err(Blocker::NoRoom);
         }
         let easy = self.config.scheduler.backfill == Backfill::Easy;
         let head_chosen = self.shadow.is_some() || self.easy_head_seen();
@@ -173,7 +190,7 @@ impl Engine {
     }
 
     /// Every container of the gang found a node: its placeholders and the new containers start.
-    fn start_gang(&mut self, job: JobSlot, placed: Vec<Tentative>) {
+    pub(crate) fn start_gang(&mut self, job: JobSlot, placed: Vec<Tentative>) {
         let held = std::mem::take(&mut self.job_mut(job).placeholders);
         for id in held {
             self.start_placeholder(id);
@@ -342,8 +359,8 @@ impl Engine {
             }
             self.roll_back(&placed);
         }
-        if self.config.scheduler.backfill == Backfill::Easy {
-            // Under EASY only a pass's head holds room, and the next pass chooses it.
+        if self.config.scheduler.backfill != Backfill::None {
+            // Under backfilling only an EASY pass's head holds room, and the next pass chooses it.
             return;
         }
         // No gang completes with the room: the most senior one that may hold it takes it.

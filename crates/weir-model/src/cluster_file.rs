@@ -199,6 +199,9 @@ pub enum Backfill {
     /// the requested walltimes of what runs; later work may start first only if it ends by
     /// then or uses room the gang will not need.
     Easy,
+    /// Conservative backfilling: every gang that cannot start gets a reservation, planned
+    /// around the reservations before it, and no later start may delay any of them.
+    Conservative,
 }
 
 impl Backfill {

@@ -76,7 +76,16 @@ fn easy_backfilling_without_walltimes_warns_and_the_walltime_flags_feed_it() {
     // wait changes (falls, with exact ones) against the inert run.
     assert!(mean(&exact) < mean(&inert), "exact {} inert {}", mean(&exact), mean(&inert));
     assert_ne!(mean(&over), mean(&inert));
-    for s in [&inert, &exact, &over] {
+    let (_, stderr, conservative) = simulate(
+        &dir,
+        "c128.yaml",
+        "nasa-excerpt.swf",
+        &["--backfill", "conservative", "--time-scale", "2", "--walltime-from", "runtime"],
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+    // On this excerpt both backfilling modes start the same jobs early; both beat waiting.
+    assert!(mean(&conservative) < mean(&inert));
+    for s in [&inert, &exact, &over, &conservative] {
         assert_eq!(s["runs_completed"], 41);
     }
 }

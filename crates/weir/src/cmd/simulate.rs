@@ -82,8 +82,9 @@ pub struct SimulateArgs {
     /// How a gang that cannot start waits: `none` (it holds room as it frees up, and gives it back
     /// after the cluster's gang_timeout) or `easy` (EASY backfilling: the first such gang gets a
     /// reserved start from the walltimes of what runs, and later jobs start first only if they do
-    /// not delay it). Default: the cluster file's scheduler.backfill.
-    #[arg(long, value_name = "none|easy")]
+    /// not delay it) or `conservative` (every waiting gang gets a reservation, and nothing may
+    /// delay any of them). Default: the cluster file's scheduler.backfill.
+    #[arg(long, value_name = "none|easy|conservative")]
     backfill: Option<String>,
     /// Under EASY backfilling, how many jobs a pass tries after the reservation (the cluster
     /// file's scheduler.backfill_depth, 500 by default, as Slurm's bf_max_job_test). At high
@@ -240,7 +241,7 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
     }
     .with_context(|| format!("cannot write {}", usage_path.display()))?;
 
-    let easy = cluster.scheduler.backfill == weir_model::Backfill::Easy;
+    let backfill = cluster.scheduler.backfill;
     let gangs = Rc::new(RefCell::new((0u64, 0u64)));
     let (mut sim, trace) = match input {
         Input::Workload(w) => (Simulation::new(cluster, w, config)?, None),
@@ -271,13 +272,14 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
             bail!("{path}: no usable job in the trace");
         }
         let (all, without) = *gangs.borrow();
-        if easy && without > 0 {
+        if !backfill.is_none() && without > 0 {
             // EASY plans a reserved start from the walltimes of what runs; without them it
             // cannot plan one, and the gang holds room instead, as without backfilling.
             eprintln!(
-                "warning: --backfill easy {}: {without} of {all} gangs had no walltime (SWF field 9 \
+                "warning: --backfill {} {}: {without} of {all} gangs had no walltime (SWF field 9 \
                  missing, or a format without estimates); use --walltime-from runtime (exact \
                  estimates) or --walltime-factor F (run time × F) — docs/importers.md",
+                if backfill == weir_model::Backfill::Easy { "easy" } else { "conservative" },
                 if without == all { "did nothing" } else { "was partly inert" }
             );
         }
@@ -517,7 +519,8 @@ fn adjust_cluster(args: &SimulateArgs, cluster: ClusterConfig) -> Result<Cluster
         file.scheduler.backfill = match b.as_str() {
             "none" => weir_model::Backfill::None,
             "easy" => weir_model::Backfill::Easy,
-            other => bail!("--backfill {other}: write none or easy"),
+            "conservative" => weir_model::Backfill::Conservative,
+            other => bail!("--backfill {other}: write none, easy or conservative"),
         };
     }
     if args.nodes_from_trace {
