@@ -148,18 +148,25 @@ impl Engine {
         }
     }
 
-    /// Where the gang's missing containers go once `freed` has been given back, node by node in
-    /// slot order: the room each node it uses has left then. `None` if they do not all fit.
+    /// Where the gang's missing containers go once `freed` has been given back: first on the
+    /// nodes that free up by its start, then on nodes idle now, each group in slot order; the
+    /// room each node it uses has left then. `None` if they do not all fit. Textbook EASY
+    /// (Lifka; Mu'alem & Feitelson 2001) counts the "extra" nodes as those free at the shadow
+    /// time that the head does not need: packing the head onto the nodes being released leaves
+    /// the idle ones unclaimed, so long jobs may backfill onto them now.
     fn pack(
         &self,
         job: JobSlot,
         missing: &[(Ask, u64)],
         freed: &HashMap<NodeSlot, Resources>,
     ) -> Option<Vec<(NodeSlot, Resources)>> {
+        let mut order: Vec<NodeSlot> = freed.keys().copied().collect();
+        order.sort_unstable();
+        order.extend((0..self.nodes.slots.len() as NodeSlot).filter(|n| !freed.contains_key(n)));
         let mut left: HashMap<NodeSlot, Resources> = HashMap::new();
         for (ask, count) in missing {
             let mut count = *count;
-            for n in 0..self.nodes.slots.len() as NodeSlot {
+            for &n in &order {
                 if count == 0 {
                     break;
                 }

@@ -108,8 +108,11 @@ impl Engine {
         let Some(c) = self.containers[id.slot()].container.as_ref() else { return };
         let (job, node, resources, tag, am, end) =
             (c.job, c.node, c.resources, c.request.tag, c.am, c.expected_end);
-        if let (Some(end), Backfill::Easy) = (end, self.config.scheduler.backfill) {
+        if let (Some(end), Backfill::Easy | Backfill::Conservative) = (end, self.config.scheduler.backfill) {
             self.ends.insert((end, id));
+        }
+        for b in &mut self.bookings {
+            b.take(node, &resources, end);
         }
         if let Some(shadow) = self.shadow.as_mut() {
             shadow.take(node, &resources, end);

@@ -80,12 +80,16 @@ pub struct Engine {
     /// The EASY reservation of the last pass: the first gang that could not start and when it
     /// will (`backfill.rs`).
     pub(crate) shadow: Option<crate::backfill::Shadow>,
+    /// Conservative backfilling's reservations of the last pass (`conservative.rs`).
+    pub(crate) bookings: Vec<crate::conservative::Booking>,
     /// The most containers (placeholders included) that may exist at once: a memory bound.
     pub(crate) container_limit: usize,
     /// The pass in which the container limit stopped placement.
     pub(crate) limited_pass: u64,
     /// Gangs whose placeholders timed out since the start.
     pub(crate) gang_timeouts: u64,
+    /// Gangs started since the start (a timed-out gang's bar lasts until the next).
+    pub(crate) gang_starts: u64,
     /// Room held by placeholders now.
     pub(crate) placeholder_room: Resources,
     /// The pass, and the EASY head of that pass that got no reserved start (it holds room).
@@ -124,6 +128,7 @@ impl Engine {
                 subtree_end: 0,
                 weight: crate::fair_share::weight(q.weight, rounding),
                 policy: q.policy,
+                job_order: q.job_order,
                 parent_policy: q.parent.map_or(q.policy, |p| config.queues[p].policy),
                 priority: q.priority,
                 max_running_apps: q.max_running_apps,
@@ -204,9 +209,11 @@ impl Engine {
             ends: BTreeSet::new(),
             gang_timers: BinaryHeap::new(),
             shadow: None,
+            bookings: Vec::new(),
             container_limit: DEFAULT_CONTAINER_LIMIT,
             limited_pass: 0,
             gang_timeouts: 0,
+            gang_starts: 0,
             placeholder_room: Resources::ZERO,
             shadow_less_head: None,
             backfill_tried: 0,
@@ -389,6 +396,7 @@ impl Engine {
             placeholders: Vec::new(),
             gang_since: None,
             gang_deadline: None,
+            gang_barred: None,
             // YARN starts lastTimeAtFairShare at the app's start.
             fair_clock: Some(now),
             fair_timer: None,

@@ -146,6 +146,12 @@ impl Engine {
         self.nodes.used
     }
 
+    /// GPUs in use, in thousandths: whole GPUs given out plus the fractions of shared ones (a
+    /// pod asking for half a GPU counts 500), as the GPU-sharing literature counts allocation.
+    pub fn gpu_milli_used(&self) -> u64 {
+        self.nodes.used.gpu * u64::from(crate::nodes::GPU_MILLI) + self.nodes.frac_milli
+    }
+
     /// Resources held by placeholders: room kept for gangs that have not started (counted in
     /// `cluster_used` and in their queues' usage, unknown to the host).
     pub fn placeholder_room(&self) -> Resources {
@@ -240,7 +246,44 @@ impl Engine {
             )),
             _ => {}
         }
+        if self.barred(slot) {
+            s.push_str(
+                "; its placeholders timed out and no gang has started since, so it takes no room \
+                 until one does (the room it gave up went to other gangs first)",
+            );
+        }
+        if fit < total {
+            if let Some(holders) = self.placeholder_holders(slot) {
+                s.push_str(&format!("; {holders}"));
+            }
+        }
         s
+    }
+
+    /// "nodes 1–4 held by placeholders of jobs 5, 6, 7": the room other gangs hold, by node id
+    /// and job id (at most 10 of each named).
+    fn placeholder_holders(&self, slot: JobSlot) -> Option<String> {
+        if self.placeholder_room.is_zero() {
+            return None;
+        }
+        let mut nodes = std::collections::BTreeSet::new();
+        let mut jobs = std::collections::BTreeSet::new();
+        for c in self.containers.iter().filter_map(|e| e.container.as_ref()) {
+            if c.placeholder && c.job != slot {
+                nodes.insert(self.nodes.slots[c.node as usize].id.0);
+                jobs.insert(self.job(c.job).id.0);
+            }
+        }
+        if jobs.is_empty() {
+            return None;
+        }
+        let node_list = ranges(&nodes.into_iter().collect::<Vec<_>>());
+        let job_list = listed(&jobs.into_iter().collect::<Vec<_>>());
+        let (n, j) = (
+            if node_list.contains(['–', ',']) { "nodes" } else { "node" },
+            if job_list.contains(',') { "jobs" } else { "job" },
+        );
+        Some(format!("{n} {node_list} held by placeholders of {j} {job_list}"))
     }
 
     /// Where a job stands under EASY backfilling, if a reservation was made in the last pass.
@@ -379,4 +422,32 @@ impl Engine {
             reasons.push(format!("{} is being preempted from other jobs on its behalf", j.incoming));
         }
     }
+}
+
+/// Sorted ids as ranges: "1–4, 7, 9–10" (at most 10 ranges, then "…").
+fn ranges(ids: &[u64]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut k = i;
+        while k + 1 < ids.len() && ids[k + 1] == ids[k] + 1 {
+            k += 1;
+        }
+        if out.len() == 10 {
+            out.push("…".to_string());
+            break;
+        }
+        out.push(if k == i { ids[i].to_string() } else { format!("{}–{}", ids[i], ids[k]) });
+        i = k + 1;
+    }
+    out.join(", ")
+}
+
+/// Sorted ids, at most 10, then how many more.
+fn listed(ids: &[u64]) -> String {
+    let mut s: Vec<String> = ids.iter().take(10).map(u64::to_string).collect();
+    if ids.len() > 10 {
+        s.push(format!("and {} more", ids.len() - 10));
+    }
+    s.join(", ")
 }

@@ -15,8 +15,23 @@
 //!   `defaultPlaceholderTimeout`) after its first placeholder, the placeholders are released
 //!   and the job goes to the back of its leaf's order (`timeoutPlaceholderProcessing` releases
 //!   them too; its "Soft" style then schedules the pods without a gang, "Hard" fails the job —
-//!   weir keeps the gang and re-queues it, so two gangs holding halves of a cluster cannot wait
-//!   for each other for ever);
+//!   weir keeps the gang and re-queues it). Going to the back is not enough under a `fair` leaf:
+//!   the released gang's usage falls to zero, so the fair order hands the room straight back to
+//!   it, and gangs each holding a part of a full cluster wait for each other for ever (issue 18).
+//!   So a timeout **hands the released room over** (`hand_over`): to the most senior waiting gang
+//!   (earliest submission, then id) that can start whole with the room free now; else to the
+//!   most senior gang not itself released since the last gang start, as placeholders. The
+//!   released gang is **barred** from taking placeholders until some gang starts (or no
+//!   placeholders are held anywhere), so each timeout moves room to fewer gangs until one
+//!   completes. And when a timeout finds nothing running but placeholders — a true deadlock —
+//!   every placeholder is released and the most senior gang that fits starts at once, so such a
+//!   state never outlasts one gang timeout. (Under EASY backfilling the heads of successive passes
+//!   that got no planned start can end up holding a cluster between them the same way: the
+//!   same timeout rules apply, except that room is never handed over as placeholders.) Slurm never reaches that state: it allocates a job
+//!   whole or not at all and, without backfill, the highest-priority pending job blocks the
+//!   ones behind it (`sched/builtin`); YuniKorn sorts applications FIFO by default, so the
+//!   oldest gang is served first. Seniority here plays the role of both (an assumption about
+//!   their intent; weir copies neither's code);
 //! - under EASY backfilling (`backfill: easy`, `backfill.rs`), the first gang that cannot start
 //!   gets a reserved start instead, and holds no room; other gangs that do not fit simply wait.
 //!
@@ -32,12 +47,15 @@ use crate::nodes::Ask;
 use crate::placement::{dominated, Blocker};
 use crate::state::{JobSlot, NodeSlot};
 
+/// Gangs tried when a timeout hands room over (see `hand_over`).
+const HAND_OVER_TRIES: usize = 64;
+
 /// One container placed for a gang before the gang is known to fit.
-struct Tentative {
-    index: usize,
-    ask: Ask,
-    node: NodeSlot,
-    gpu: u16,
+pub(crate) struct Tentative {
+    pub index: usize,
+    pub ask: Ask,
+    pub node: NodeSlot,
+    pub gpu: u16,
 }
 
 impl Engine {
@@ -74,6 +92,23 @@ impl Engine {
             self.limited_pass = self.pass;
             return Err(Blocker::ContainerLimit);
         }
+        if self.config.scheduler.backfill == Backfill::Conservative {
+            self.drop_booking(job);
+            if self.place_or_book(job, &indices) {
+                return Ok(());
+            }
+            if self.bookings.last().is_some_and(|b| b.job == job) {
+                return Err(Blocker::NoRoom);
+            }
+            // No plan (no walltime): it starts only if it fits now around the bookings.
+            let (placed, short) = self.place_tentatively(job, &indices);
+            if short.is_empty() {
+                self.start_gang(job, placed);
+                return Ok(());
+            }
+            self.roll_back(&placed);
+            return Err(Blocker::NoRoom);
+        }
         let easy = self.config.scheduler.backfill == Backfill::Easy;
         let head_chosen = self.shadow.is_some() || self.easy_head_seen();
         if easy && head_chosen && !demand.fits_in(&(self.nodes.total - self.nodes.used)) {
@@ -92,13 +127,19 @@ impl Engine {
             if self.reserve_start(job) {
                 return Err(Blocker::NoRoom);
             }
-            // No start can be planned (running work without walltimes): it holds room instead.
+            // No start can be planned (running work without walltimes): it holds room instead
+            // (unless its placeholders timed out and no gang has started since).
             let (placed, _) = self.place_tentatively(job, &indices);
-            self.hold_placeholders(job, placed);
+            if self.barred(job) {
+                self.roll_back(&placed);
+            } else {
+                self.hold_placeholders(job, placed);
+            }
             self.shadow_less_head = Some((self.pass, job));
             return Err(Blocker::NoRoom);
         }
-        if easy {
+        if easy || self.barred(job) {
+            // A barred gang leaves the free room to others (it may still start whole).
             self.roll_back(&placed);
             return Err(Blocker::NoRoom);
         }
@@ -149,7 +190,7 @@ impl Engine {
     }
 
     /// Every container of the gang found a node: its placeholders and the new containers start.
-    fn start_gang(&mut self, job: JobSlot, placed: Vec<Tentative>) {
+    pub(crate) fn start_gang(&mut self, job: JobSlot, placed: Vec<Tentative>) {
         let held = std::mem::take(&mut self.job_mut(job).placeholders);
         for id in held {
             self.start_placeholder(id);
@@ -160,8 +201,11 @@ impl Engine {
         for t in placed {
             self.add_container(job, t.index, t.node, t.gpu, false, false);
         }
-        self.job_mut(job).gang_since = None;
-        self.job_mut(job).gang_deadline = None;
+        let j = self.job_mut(job);
+        j.gang_since = None;
+        j.gang_deadline = None;
+        j.gang_barred = None;
+        self.gang_starts += 1;
     }
 
     /// Keep tentatively placed containers as the gang's placeholders.
@@ -236,9 +280,109 @@ impl Engine {
             }
             self.release_placeholders(job);
             self.gang_timeouts += 1;
-            let now = self.now;
-            self.job_mut(job).order_time = now;
+            let (now, starts) = (self.now, self.gang_starts);
+            let j = self.job_mut(job);
+            j.order_time = now;
+            j.gang_barred = Some(starts);
             self.touched(job);
+            self.hand_over(job);
+        }
+    }
+
+    /// Whether the job's gang may not take placeholders now: it timed out, no gang has started
+    /// since, and some gang holds placeholders (room released by it went, or may go, there).
+    pub(crate) fn barred(&self, job: JobSlot) -> bool {
+        self.job(job).gang_barred == Some(self.gang_starts) && !self.placeholder_room.is_zero()
+    }
+
+    /// Runnable jobs whose front request is a gang, most senior first (submission, then id).
+    fn waiting_gangs(&self) -> Vec<JobSlot> {
+        let mut gangs: Vec<(Time, crate::JobId, JobSlot)> = self
+            .jobs
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, j)| {
+                let j = j.as_ref()?;
+                let gang = j.requests.front().is_some_and(|r| r.gang != 0);
+                (gang && j.state == crate::state::JobState::Runnable).then_some((
+                    j.submit_time,
+                    j.id,
+                    slot as JobSlot,
+                ))
+            })
+            .collect();
+        gangs.sort_unstable();
+        gangs.into_iter().map(|g| g.2).collect()
+    }
+
+    /// Whether the job's queues and the container limit leave room for its whole front gang.
+    fn gang_within_limits(&self, job: JobSlot) -> bool {
+        let Some((_, indices, left)) = self.front_gang(job) else { return false };
+        let demand = self.gang_demand(job, &indices);
+        let leaf = self.job(job).leaf;
+        self.path_up(leaf).all(|q| {
+            let q = &self.queues[q as usize];
+            (q.usage + demand).fits_in(&q.max)
+        }) && !self.at_container_limit(left as usize)
+    }
+
+    /// Room just released by `released`'s timeout goes to another gang: see the module docs.
+    /// At most [`HAND_OVER_TRIES`] gangs are tried, so a timeout costs a bounded number of
+    /// node walks however many gangs wait.
+    fn hand_over(&mut self, released: JobSlot) {
+        let running = self.nodes.used - self.placeholder_room;
+        let order = self.waiting_gangs();
+        if running.is_zero() && !self.placeholder_room.is_zero() {
+            // Nothing runs, so nothing will free room: every gang's placeholders go back.
+            for &g in &order {
+                if !self.job(g).placeholders.is_empty() {
+                    self.release_placeholders(g);
+                    self.touched(g);
+                }
+            }
+        }
+        let free = self.nodes.total - self.nodes.used;
+        let mut tries = 0;
+        for &g in order.iter().filter(|&&g| g != released) {
+            if tries == HAND_OVER_TRIES {
+                break;
+            }
+            let Some((_, indices, _)) = self.front_gang(g) else { continue };
+            if !self.gang_demand(g, &indices).fits_in(&free) || !self.gang_within_limits(g) {
+                continue;
+            }
+            tries += 1;
+            let (placed, short) = self.place_tentatively(g, &indices);
+            if short.is_empty() {
+                self.start_gang(g, placed);
+                return;
+            }
+            self.roll_back(&placed);
+        }
+        if self.config.scheduler.backfill != Backfill::None {
+            // Under backfilling only an EASY pass's head holds room, and the next pass chooses it.
+            return;
+        }
+        // No gang completes with the room: the most senior one that may hold it takes it.
+        let mut tries = 0;
+        for &g in order.iter().filter(|&&g| g != released) {
+            if tries == HAND_OVER_TRIES {
+                break;
+            }
+            if self.job(g).gang_barred == Some(self.gang_starts) || !self.gang_within_limits(g) {
+                continue;
+            }
+            tries += 1;
+            let Some((_, indices, _)) = self.front_gang(g) else { continue };
+            let (placed, short) = self.place_tentatively(g, &indices);
+            if short.is_empty() {
+                self.start_gang(g, placed);
+                return;
+            }
+            if !placed.is_empty() {
+                self.hold_placeholders(g, placed);
+                return;
+            }
         }
     }
 

@@ -19,6 +19,7 @@
 
 mod admission;
 mod backfill;
+mod conservative;
 mod containers;
 mod decision;
 mod engine;

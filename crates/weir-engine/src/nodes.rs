@@ -117,6 +117,8 @@ pub(crate) struct Nodes {
     index: FitIndex,
     pub total: Resources,
     pub used: Resources,
+    /// Thousandths of a GPU given out as fractions (`used.gpu` counts whole GPUs only).
+    pub frac_milli: u64,
     /// Nodes currently held for a starved job.
     pub reserved: BTreeSet<NodeSlot>,
     /// Label and GPU model names, numbered from 1 in the order first seen.
@@ -268,6 +270,7 @@ impl Nodes {
         n.containers += 1;
         let gpu = if ask.milli > 0 { take_fraction(n, ask.milli) } else { 0 };
         self.used += *r;
+        self.frac_milli += u64::from(ask.milli);
         self.reindex(slot, Some(old));
         gpu
     }
@@ -283,6 +286,7 @@ impl Nodes {
         }
         if n.alive {
             self.used -= *r;
+            self.frac_milli -= u64::from(ask.milli);
         }
         self.reindex(slot, Some(old));
     }

@@ -42,6 +42,7 @@ impl Engine {
         }
         self.pass += 1;
         self.shadow = None;
+        self.refresh_bookings();
         self.backfill_tried = 0;
         self.carry_out_kills();
         self.time_out_gangs();
@@ -87,10 +88,12 @@ impl Engine {
     }
 
     /// Under EASY, whether the pass has tried as many jobs after its head as `backfill_depth`
-    /// allows (Slurm bounds an event-triggered pass at `default_queue_depth` jobs; Flux's queue
+    /// allows (Slurm's backfill scheduler bounds its scan at `bf_max_job_test` jobs; Flux's queue
     /// policies at `queue-depth`): each one after the head means a walk of the nodes.
     fn backfill_spent(&self) -> bool {
-        (self.shadow.is_some() || self.shadow_less_head.is_some_and(|(p, _)| p == self.pass))
+        (self.shadow.is_some()
+            || !self.bookings.is_empty()
+            || self.shadow_less_head.is_some_and(|(p, _)| p == self.pass))
             && self.backfill_tried >= self.config.scheduler.backfill_depth
     }
 
@@ -170,7 +173,10 @@ impl Engine {
             if self.backfill_spent() {
                 return false;
             }
-            if self.shadow.is_some() || self.shadow_less_head.is_some_and(|(p, _)| p == self.pass) {
+            if self.shadow.is_some()
+                || !self.bookings.is_empty()
+                || self.shadow_less_head.is_some_and(|(p, _)| p == self.pass)
+            {
                 self.backfill_tried += 1;
             }
             // Limits first, from the entry alone: most failures never read the job's record.
@@ -255,6 +261,13 @@ impl Engine {
         if let Some(n) = j.reservations.iter().copied().find(|&n| self.nodes.fits(n, &ask)) {
             return Some(n);
         }
+        if !self.bookings.is_empty() {
+            let end = request.walltime.map(|w| self.now.plus(w));
+            let bookings = &self.bookings;
+            return self.nodes.best_fit_where(&ask, |n| {
+                bookings.iter().filter(|b| b.job != job).all(|b| b.allows(n, &ask.r, end))
+            });
+        }
         match self.shadow.as_ref().filter(|s| s.job != job) {
             Some(shadow) => {
                 let end = request.walltime.map(|w| self.now.plus(w));
@@ -309,7 +322,7 @@ impl Engine {
             return Err(Blocker::NoRoom);
         }
         let Some(node) = self.node_for(job, &front) else {
-            if !has_hold && self.shadow.is_none() {
+            if !has_hold && self.shadow.is_none() && self.bookings.is_empty() {
                 // Keep `failed` minimal: drop entries the new failure covers. (Under an EASY
                 // reservation a request may find no node only because of it: not a failure
                 // of its size.)

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use weir_model::{Policy, ResourceKind, Resources};
+use weir_model::{JobOrder, Policy, ResourceKind, Resources};
 
 use crate::engine::Engine;
 use crate::nodes::Ask;
@@ -47,7 +47,15 @@ impl Engine {
                 d.sort_by(|a, b| b.total_cmp(a));
                 ([bits(d[0]), bits(d[1]), bits(d[2])], submit, j.id.0)
             }
-            Policy::Fifo => ([0, 0, 0], submit, j.id.0),
+            Policy::Fifo => match self.queues[j.leaf as usize].job_order {
+                JobOrder::Submit => ([0, 0, 0], submit, j.id.0),
+                // Shortest job first by its next request's walltime; none counts as longest.
+                JobOrder::Shortest => {
+                    let w = j.requests.front().and_then(|r| r.walltime).map_or(u64::MAX, |w| w.as_millis());
+                    ([w, 0, 0], submit, j.id.0)
+                }
+                JobOrder::Largest => ([u64::MAX - j.demand().cpu, 0, 0], submit, j.id.0),
+            },
             // Higher priority first.
             Policy::Priority => ([(i32::MAX as i64 - j.priority as i64) as u64, 0, 0], submit, j.id.0),
         }

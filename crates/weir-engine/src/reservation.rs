@@ -176,7 +176,8 @@ impl Engine {
     /// while an EASY reservation plans the nodes' room.
     pub(crate) fn try_reserve(&mut self, job: JobSlot, ask: &Ask) {
         let ratio = self.config.scheduler.reservable_nodes;
-        if ratio <= 0.0 || self.shadow.is_some() || !self.reservable(job, &ask.r) {
+        if ratio <= 0.0 || self.shadow.is_some() || !self.bookings.is_empty() || !self.reservable(job, &ask.r)
+        {
             return;
         }
         // Java: (int) Math.ceil(nodes * ratio) in float arithmetic (0.05 × 40 is 2, not 2.0000001).

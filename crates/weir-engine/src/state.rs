@@ -81,6 +81,8 @@ pub(crate) struct Queue {
     /// As YARN holds it: a Java float under `rounding: yarn`.
     pub weight: f64,
     pub policy: Policy,
+    /// A fifo leaf's job order (`ready.rs`).
+    pub job_order: weir_model::JobOrder,
     /// The policy that computes this queue's fair share: its parent's (root: its own). A fair
     /// parent computes memory only, so YARN sees no cpu in the share (see `am_limit`).
     pub parent_policy: Policy,
@@ -212,6 +214,9 @@ pub(crate) struct Job {
     pub gang_since: Option<Time>,
     /// When its placeholders time out (`gang_since` + the gang timeout).
     pub gang_deadline: Option<Time>,
+    /// Set at a placeholder timeout to the engine's count of gang starts then: while no gang
+    /// has started since, it takes no placeholders (`gang.rs`).
+    pub gang_barred: Option<u64>,
     /// YARN's `lastTimeAtFairShare`: `None` while it is seen at its fair-share target; else
     /// the last time it was (see `starvation.rs`).
     pub fair_clock: Option<Time>,

@@ -224,3 +224,86 @@ fn the_container_limit_bounds_what_starts() {
     env.take_runnable();
     env.nothing_else();
 }
+
+/// Four one-core nodes under a `fair` leaf with the default 15-minute gang timeout; four gangs of
+/// four each hold one node (issue 18's `livelock.swf`).
+fn four_gangs_each_holding_a_node() -> (Env, Vec<weir_engine::ContainerId>) {
+    let mut env = Env::new(
+        "version: 1
+scheduler: {queue_max_am_share_default: -1}
+nodes: [{count: 4, resources: {cpu: 1000, memory: 1024}}]
+queues: [{name: hpc}]
+",
+    );
+    env.submit_requests(1, "hpc", vec![Request::new(core(), 4)]);
+    env.schedule();
+    let busy: Vec<_> = env.take_placed().into_iter().map(|p| p.1).collect();
+    env.take_runnable();
+    for (i, id) in (5..9).enumerate() {
+        env.at(1 + i as u64).submit_requests(id, "hpc", vec![gang(4, 1)]);
+    }
+    env.schedule();
+    env.take_runnable();
+    for (i, c) in busy.iter().enumerate() {
+        env.at(10 * (i as u64 + 1)).finish_container(*c);
+        env.schedule();
+        env.nothing_else();
+    }
+    (env, busy)
+}
+
+#[test]
+fn a_timeout_hands_the_room_on_and_gangs_in_a_fair_leaf_never_livelock() {
+    let (mut env, _) = four_gangs_each_holding_a_node();
+    // Every node is held, one by each gang (the fair order serves the gang holding least).
+    assert_eq!(env.engine.placeholder_room(), res(4000, 4096));
+    let why = env.explain(8);
+    assert!(why.contains("nodes 0–2 held by placeholders of jobs 5, 6, 7"), "{why}");
+    // Job 5's placeholders time out at 10 s + 15 min; before issue 18 the fair order gave its
+    // node straight back to it (its usage fell to zero), for ever. Nothing runs, so this is a
+    // deadlock: every placeholder goes back and the most senior gang other than the one just
+    // released, job 6, starts whole.
+    env.at(910).schedule();
+    let started = env.take_placed();
+    assert_eq!(started.len(), 4);
+    assert!(started.iter().all(|s| s.0 == 6), "{started:?}");
+    assert_eq!(env.engine.gang_timeouts(), 1);
+    assert_eq!(env.engine.placeholder_room(), Resources::ZERO);
+}
+
+#[test]
+fn a_released_gang_takes_no_placeholders_until_another_gang_starts() {
+    let mut env = Env::new(
+        "version: 1
+scheduler: {queue_max_am_share_default: -1, gang_timeout: 10m}
+nodes: [{count: 4, resources: {cpu: 1000, memory: 1024}}]
+queues: [{name: hpc}]
+",
+    );
+    // Two cores run for ever; jobs 2 and 3 are gangs of three.
+    env.submit_requests(1, "hpc", vec![Request::new(core(), 2)]);
+    env.schedule();
+    env.take_placed();
+    env.take_runnable();
+    env.at(1).submit_requests(2, "hpc", vec![gang(3, 1)]);
+    env.schedule();
+    env.take_runnable();
+    env.at(2).submit_requests(3, "hpc", vec![gang(3, 1)]);
+    env.schedule();
+    env.take_runnable();
+    env.nothing_else();
+    // Job 2 holds both free cores; job 3 nothing.
+    assert_eq!(env.engine.placeholder_room(), res(2000, 2048));
+    // At job 2's timeout its room goes to job 3 (the most senior other gang), and job 2 waits.
+    env.at(601).schedule();
+    env.nothing_else();
+    assert_eq!(env.engine.gang_timeouts(), 1);
+    assert_eq!(env.engine.placeholder_room(), res(2000, 2048));
+    let why = env.explain(2);
+    assert!(why.contains("its placeholders timed out and no gang has started since"), "{why}");
+    assert!(
+        env.explain(3).contains("it holds room for 2 of them (placeholders) since t=601s"),
+        "{}",
+        env.explain(3)
+    );
+}

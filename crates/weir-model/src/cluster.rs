@@ -150,6 +150,8 @@ pub struct QueueConfig {
     /// default; `None` on parents and where -1 turns the check off.
     pub am_share: Option<f64>,
     pub policy: Policy,
+    /// A `fifo` leaf's job order (`submit` elsewhere).
+    pub job_order: crate::cluster_file::JobOrder,
     pub tier: Option<u8>,
     pub priority: i32,
     pub allow_preemption_from: bool,

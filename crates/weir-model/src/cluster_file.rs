@@ -74,6 +74,29 @@ pub enum Rounding {
     Exact,
 }
 
+/// The order of jobs inside a `fifo` leaf.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobOrder {
+    /// Submit time, then id (first come, first served).
+    #[default]
+    Submit,
+    /// Shortest requested walltime of its next request first (SJF); none counts as longest.
+    Shortest,
+    /// Largest job first: most cpu asked for (held and pending).
+    Largest,
+}
+
+impl JobOrder {
+    pub fn name(self) -> &'static str {
+        match self {
+            JobOrder::Submit => "submit",
+            JobOrder::Shortest => "shortest",
+            JobOrder::Largest => "largest",
+        }
+    }
+}
+
 /// How a queue orders its children (or a leaf its jobs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -154,8 +177,8 @@ pub struct SchedulerSpec {
     #[serde(default, skip_serializing_if = "Backfill::is_none")]
     pub backfill: Backfill,
     /// Under EASY backfilling, how many jobs a pass tries after the reservation is made (as
-    /// Slurm's `default_queue_depth`, 100 by default, bounds an event-triggered pass): 100 when
-    /// absent, at least 1.
+    /// Slurm's backfill scheduler's `bf_max_job_test`, 500 by default, bounds its scan): 500
+    /// when absent, at least 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backfill_depth: Option<u32>,
     /// How long a gang may hold placeholders without starting before they are released and
@@ -176,6 +199,9 @@ pub enum Backfill {
     /// the requested walltimes of what runs; later work may start first only if it ends by
     /// then or uses room the gang will not need.
     Easy,
+    /// Conservative backfilling: every gang that cannot start gets a reservation, planned
+    /// around the reservations before it, and no later start may delay any of them.
+    Conservative,
 }
 
 impl Backfill {
@@ -298,6 +324,11 @@ pub struct QueueSpec {
     pub max_am_share: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<Policy>,
+    /// A `fifo` leaf's job order: `submit` (the default), `shortest` (shortest job first, by
+    /// requested walltime; jobs without one last) or `largest` (most cpu asked for first) — the
+    /// orders HPC scheduling studies compare.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_order: Option<JobOrder>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<u8>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

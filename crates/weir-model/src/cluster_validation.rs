@@ -36,8 +36,12 @@ pub(crate) const MAX_WEIGHT: f64 = 1e6;
 const DEFAULT_AM_SHARE: f64 = 0.5;
 /// YARN's `yarn.scheduler.fair.reservable-nodes`.
 const DEFAULT_RESERVABLE_NODES: f64 = 0.05;
-/// Jobs an EASY pass tries after its reservation: Slurm's `default_queue_depth`.
-const DEFAULT_BACKFILL_DEPTH: u32 = 100;
+/// Jobs an EASY pass tries after its reservation: Slurm's backfill scheduler bounds its scan at
+/// `bf_max_job_test`, 500 by default (slurm.conf(5), SchedulerParameters; weir's earlier 100
+/// was `default_queue_depth`, the bound of the main scheduler's event-triggered passes, not of
+/// backfilling). The 500 is taken from that manual page as remembered, not checked against
+/// Slurm's source here.
+const DEFAULT_BACKFILL_DEPTH: u32 = 500;
 /// YuniKorn's placeholder timeout (`defaultPlaceholderTimeout` in `objects/application.go`).
 const DEFAULT_GANG_TIMEOUT: Duration = Duration(15 * 60 * 1000);
 
@@ -114,7 +118,7 @@ impl Validator {
         }
         let backfill_depth = s.backfill_depth.unwrap_or(DEFAULT_BACKFILL_DEPTH);
         if backfill_depth == 0 {
-            self.problem("scheduler.backfill_depth", "must be at least 1 (leave it out for 100)");
+            self.problem("scheduler.backfill_depth", "must be at least 1 (leave it out for 500)");
         }
         // 0s: placeholders are never released (strict first come, first served for gangs).
         let gang_timeout = s.gang_timeout.unwrap_or(DEFAULT_GANG_TIMEOUT);
@@ -197,6 +201,7 @@ impl Validator {
             max_am_share: None,
             am_share: None,
             policy: s.root_policy,
+            job_order: Default::default(),
             tier: None,
             priority: 0,
             allow_preemption_from: true,
@@ -418,6 +423,14 @@ impl Validator {
                 format!("{} applies to leaf queues only; use fair or drf on a parent", p.name()),
             );
         }
+        if let Some(o) = spec.job_order.filter(|&o| o != crate::cluster_file::JobOrder::Submit) {
+            if spec.policy != Some(Policy::Fifo) || !leaf {
+                self.problem(
+                    format!("{here}.job_order"),
+                    format!("{} orders jobs inside a fifo leaf: set policy: fifo on a leaf", o.name()),
+                );
+            }
+        }
         if let Some(acl) = &spec.acl {
             access::check_acl(&format!("{here}.acl"), acl, &mut self.problems);
         }
@@ -477,6 +490,7 @@ impl Validator {
             max_am_share: spec.max_am_share,
             am_share: am_share.filter(|_| leaf),
             policy: spec.policy.unwrap_or_default(),
+            job_order: spec.job_order.unwrap_or_default(),
             tier,
             priority: spec.priority.or(td.map(|t| t.priority)).unwrap_or(inherit.priority),
             allow_preemption_from: allow,

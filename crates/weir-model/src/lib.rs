@@ -36,7 +36,8 @@ pub use cluster::{
     TierDefaults, MAX_NODES,
 };
 pub use cluster_file::{
-    Backfill, ClusterFile, GangPreemption, Mode, PlacementSpec, Policy, Promotion, QueueSpec, Rounding,
+    Backfill, ClusterFile, GangPreemption, JobOrder, Mode, PlacementSpec, Policy, Promotion, QueueSpec,
+    Rounding,
 };
 pub use error::{parse_yaml, ModelError, Problem};
 pub use placement::{Placement, PlacementRule};

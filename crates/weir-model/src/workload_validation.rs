@@ -287,9 +287,47 @@ impl<'c> Validator<'c> {
             }
             let stages = self.stages(&format!("{job_here}.stages"), spec);
             let gang = spec.gang.unwrap_or(false);
+            if gang {
+                self.job_gang_fits(&job_here, &stages);
+            }
             jobs.push(JobTemplate { name: spec.name.clone(), after: Vec::new(), stages, gang });
         }
         self.arrange(here, &list, &deps, jobs, |j, after| j.after = after)
+    }
+
+    /// A job-level gang starts its first stages (those that wait for none) as one gang: they
+    /// must fit in the empty cluster together, or the job could never start (issue 18; Slurm
+    /// refuses such a job at submission). One task shape: counted against the nodes it may
+    /// use; several: their summed demand against the cluster's total (a necessary condition).
+    fn job_gang_fits(&mut self, here: &str, stages: &[Stage]) {
+        let roots: Vec<&Stage> = stages.iter().filter(|s| s.after.is_empty()).collect();
+        let Some(first) = roots.first() else { return };
+        let tasks: u64 = roots.iter().map(|s| u64::from(s.tasks)).sum();
+        let alike = roots.iter().all(|s| s.resources == first.resources && s.placement == first.placement);
+        let problem = if alike {
+            let room = self.gang_room(&first.resources, &first.placement);
+            (room < tasks).then(|| {
+                format!(
+                    "its first stages start as one gang of {tasks} tasks of {}, and the nodes they may \
+                     use hold at most {room} of them at once: the job could never start",
+                    first.resources
+                )
+            })
+        } else {
+            let demand = roots.iter().fold(Resources::ZERO, |a, s| {
+                a + self.cluster.scheduler.normalize(&s.resources).times(u64::from(s.tasks))
+            });
+            let total = self.cluster.total_resources();
+            (!demand.fits_in(&total)).then(|| {
+                format!(
+                    "its first stages start as one gang asking for {demand} together, more than the \
+                     whole cluster ({total}): the job could never start"
+                )
+            })
+        };
+        if let Some(message) = problem {
+            self.problem(format!("{here}.gang"), message);
+        }
     }
 
     fn stages(&mut self, here: &str, job: &JobSpec) -> Vec<Stage> {

@@ -77,7 +77,7 @@ queues: [{name: a}]
     };
     let found: Vec<(String, String)> = problems.into_iter().map(|p| (p.path, p.message)).collect();
     let want = [
-        ("scheduler.backfill_depth", "must be at least 1 (leave it out for 100)"),
+        ("scheduler.backfill_depth", "must be at least 1 (leave it out for 500)"),
         ("nodes[0].gpu_model", "the nodes have no GPUs (resources.gpu is 0), so they have no GPU model"),
         ("nodes[1].label", "must be a non-empty name without commas"),
         ("nodes[1].gpu_model", "must be a non-empty name without commas"),
@@ -201,4 +201,56 @@ fn stage_rules_for_gangs_walltimes_and_gpus() {
     for fields in ok {
         Workload::from_yaml("w.yaml", &stage(fields), &cluster()).unwrap_or_else(|e| panic!("{fields}: {e}"));
     }
+}
+
+#[test]
+fn a_job_order_needs_a_fifo_leaf() {
+    let yaml = "version: 1
+nodes: [{count: 2, resources: {cpu: 1000, memory: 1024}}]
+queues:
+  - {name: a, policy: fifo, job_order: shortest}
+  - {name: b, job_order: largest}
+";
+    let e = weir_model::ClusterConfig::from_yaml("c.yaml", yaml).expect_err("b is not fifo").to_string();
+    assert!(
+        e.contains("queues.b.job_order: largest orders jobs inside a fifo leaf: set policy: fifo on a leaf"),
+        "{e}"
+    );
+    assert!(!e.contains("queues.a"), "{e}");
+    let ok = yaml.replace("{name: b, job_order: largest}", "{name: b, policy: fifo, job_order: largest}");
+    let c = weir_model::ClusterConfig::from_yaml("c.yaml", &ok).expect("valid");
+    assert_eq!(
+        c.queues.iter().find(|q| q.name == "b").map(|q| q.job_order),
+        Some(weir_model::JobOrder::Largest)
+    );
+}
+
+#[test]
+fn a_job_gang_larger_than_the_cluster_is_a_validation_error() {
+    let cluster = weir_model::ClusterConfig::from_yaml(
+        "c.yaml",
+        "version: 1\nnodes: [{count: 2, resources: {cpu: 1000, memory: 2048}}]\nqueues: [{name: a}]\n",
+    )
+    .expect("cluster");
+    let workload = |second: &str| {
+        format!(
+            "version: 1
+workflows:
+  - name: big
+    queue: root.a
+    jobs:
+      - name: j
+        gang: true
+        stages:
+          - {{name: s, tasks: 1, resources: {{cpu: 1000, memory: 1g}}, duration: {{fixed: 30s}}}}
+          - {{name: t, tasks: 2, {second}resources: {{cpu: 1000, memory: 1g}}, duration: {{fixed: 30s}}}}
+"
+        )
+    };
+    // Both stages start at once as one gang of 3 on 2 one-core nodes: it could never start.
+    let e =
+        weir_model::Workload::from_yaml("w.yaml", &workload(""), &cluster).expect_err("too big").to_string();
+    assert!(e.contains("workflows.big.jobs.j.gang: its first stages start as one gang of 3 tasks"), "{e}");
+    // The second stage after the first: gangs of 1 and 2, each fits.
+    weir_model::Workload::from_yaml("w.yaml", &workload("after: [s], "), &cluster).expect("fits");
 }

@@ -14,7 +14,7 @@ use crate::summary::{bounded_slowdown, JobRecord, JobStatus, Outcome, RunRecord}
 const RUNS_HEADER: &str =
     "workflow,tier,queue,submit,start,end,slo,met,status,wait,delay,response,bounded_slowdown";
 const JOBS_HEADER: &str =
-    "job,workflow,job_name,tier,queue,submit,first_container,all_granted,end,wait,delay,response,bounded_slowdown,status";
+    "job,workflow,job_name,tier,queue,submit,first_container,all_granted,end,wait,delay,response,bounded_slowdown,status,containers,cpu,memory,gpu";
 
 /// `runs.csv` of a kept outcome: one row per run, in submission order.
 pub fn write_runs_csv(mut w: impl Write, outcome: &Outcome) -> io::Result<()> {
@@ -113,10 +113,18 @@ fn job_row(w: &mut impl Write, j: &JobRecord, wf: &Workflow) -> io::Result<()> {
     let completed = j.status == JobStatus::Completed;
     let response = since(j.end).filter(|_| completed);
     let slowdown = response.zip(since(j.all_started)).map(|(r, d)| bounded_slowdown(r, d));
-    let name = wf.jobs.get(j.template as usize).map_or("", |t| t.name.as_str());
+    let template = wf.jobs.get(j.template as usize);
+    let name = template.map_or("", |t| t.name.as_str());
+    // The job's size: its tasks over every stage (application master left out) and what they
+    // ask for together — for a rigid job, its processors and its whole allocation.
+    let (containers, size) = template.map_or((0, weir_model::Resources::ZERO), |t| {
+        t.stages.iter().fold((0u64, weir_model::Resources::ZERO), |(n, r), s| {
+            (n + u64::from(s.tasks), r + s.resources.times(u64::from(s.tasks)))
+        })
+    });
     writeln!(
         w,
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         j.job,
         csv_field(&wf.name),
         csv_field(name),
@@ -131,6 +139,10 @@ fn job_row(w: &mut impl Write, j: &JobRecord, wf: &Workflow) -> io::Result<()> {
         opt(response),
         ratio(slowdown),
         j.status.name(),
+        containers,
+        size.cpu,
+        size.memory,
+        size.gpu,
     )
 }
 

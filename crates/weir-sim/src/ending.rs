@@ -16,6 +16,12 @@ use crate::sim::{EndReason, Simulation};
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Ending {
     pub reason: EndReason,
+    /// Whether the figures cover the whole workload: every run submitted ended and nothing of a
+    /// streamed trace was left unread. `false` means the replay stopped early — at the horizon
+    /// or where no progress was possible — and its figures describe only what ran.
+    pub complete: bool,
+    /// Whether a streamed trace still had jobs that were never read (the horizon came first).
+    pub trace_unread: bool,
     /// One or two sentences for a person: what happened and what to look at.
     pub note: String,
     /// The horizon (`--until`, seconds) the simulation stopped short of, because every run had
@@ -66,8 +72,9 @@ pub(crate) fn ending(sim: &Simulation, pending: &[PendingJob], runs_unfinished: 
              pending.csv says what each was doing"
         ),
         (EndReason::NoProgress, _) => format!(
-            "{what} could make no progress from t={}: nothing was running and nothing but the engine's \
-             timers and node faults was due, so the simulation stopped there; {}",
+            "the replay stopped early: {what} could make no progress from t={} (its last progress): \
+             nothing was running and nothing but the engine's timers and node faults was due, so the \
+             simulation stopped there and its figures cover only what ran until then; {}",
             Duration(now.as_millis()).human(),
             stuck(sim)
         ),
@@ -83,8 +90,16 @@ pub(crate) fn ending(sim: &Simulation, pending: &[PendingJob], runs_unfinished: 
         .collect();
     by_reason.sort_by(|a, b| b.jobs.cmp(&a.jobs).then(a.example_job.cmp(&b.example_job)));
     by_reason.truncate(GROUPS);
+    let trace_unread = sim.trace_unread();
+    let note = if trace_unread {
+        format!("{note}; the trace still had jobs that were never read (the horizon came first)")
+    } else {
+        note
+    };
     Ending {
         reason,
+        complete: reason == EndReason::Completed && runs_unfinished == 0 && !trace_unread,
+        trace_unread,
         note,
         horizon_cut_seconds: cut.map(|u| u.as_millis() as f64 / 1000.0),
         runs_unfinished,

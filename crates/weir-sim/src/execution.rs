@@ -612,6 +612,7 @@ impl Simulation {
             met: wf.slo.map(|slo| !failed && elapsed <= slo),
             delay: Some(Duration(r.delay_ms)),
         };
+        self.last_run_end = self.now;
         self.run_over(record)?;
         // Its records are out: the run and its jobs are forgotten (a decision still to come for
         // one of them in this pass finds no job and is passed over).

@@ -36,6 +36,11 @@ pub struct Sample {
     pub pending: Resources,
     /// Containers preempted since the start (a point's last sample's count).
     pub preempted: u64,
+    /// GPUs in thousandths — `cpu`: allocated (fractions of shared GPUs included), `memory`:
+    /// idle room the workload's typical GPU task could not use (FGD fragmentation), `gpu`: the
+    /// cluster's GPUs — or all zero when the cluster or the workload has none. (The three
+    /// figures ride in a `Resources` so that the series averages them with the rest.)
+    pub gpu_milli: Resources,
 }
 
 #[derive(Debug, Default)]
@@ -63,6 +68,8 @@ pub(crate) struct Metrics {
     pub usage_rows: Vec<UsageRow>,
     pub used_integral: [u128; 3],
     pub total_integral: [u128; 3],
+    /// ∫ GPUs in use (fractions included) and ∫ GPUs, in thousandths × ms.
+    pub gpu_milli_integral: [u128; 2],
     pub series: Series,
     /// Samples taken (each counted in every leaf's `share_sum`).
     samples_taken: u64,
@@ -99,6 +106,18 @@ pub(crate) struct Metrics {
     pub gpu: GpuIntegrals,
 }
 
+/// The cluster-wide integrals at one moment: what a replay that ends at its last progress
+/// (`EndReason::NoProgress`) goes back to, so the idle steps that showed no progress would come
+/// do not dilute utilization.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Integrals {
+    used: [u128; 3],
+    total: [u128; 3],
+    gpu_milli: [u128; 2],
+    placeholder: [u128; 3],
+    reserved_node_ms: u128,
+}
+
 /// Sums over the samples of the cluster's GPU state (thousandths of a GPU).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct GpuIntegrals {
@@ -123,6 +142,7 @@ impl Metrics {
             usage_rows: Vec::new(),
             used_integral: [0; 3],
             total_integral: [0; 3],
+            gpu_milli_integral: [0; 2],
             series: Series::default(),
             samples_taken: 0,
             next_sample: Time::ZERO,
@@ -174,6 +194,10 @@ impl Metrics {
             self.total_integral[k] += u128::from(get(&total)) * dt;
             self.placeholder_integral[k] += u128::from(get(&held)) * dt;
         }
+        // GPUs in thousandths, so that a pod on half a GPU counts half (utilization.gpu).
+        let gpu_used = engine.gpu_milli_used().saturating_sub(held.gpu * 1000);
+        self.gpu_milli_integral[0] += u128::from(gpu_used) * dt;
+        self.gpu_milli_integral[1] += u128::from(total.gpu * 1000) * dt;
         self.reserved_node_ms += u128::from(engine.reservation_stats().active) * dt;
         if self.next_sample >= to {
             return;
@@ -184,8 +208,18 @@ impl Metrics {
         let every = self.sample_every;
         let n = (to.as_millis() - first.as_millis() - 1) / every + 1;
         let pending = engine.queue_stat(0).pending;
-        let sample =
-            Sample { at: first, used, total, by_tier: self.by_tier, pending, preempted: self.preemptions };
+        let frag = self.gpu_mix.as_ref().map(|mix| engine.gpu_fragmentation(mix));
+        let gpu_milli = frag
+            .map_or(Resources::ZERO, |f| Resources::new(f.allocated, f.fragmented.round() as u64, f.total));
+        let sample = Sample {
+            at: first,
+            used,
+            total,
+            by_tier: self.by_tier,
+            pending,
+            preempted: self.preemptions,
+            gpu_milli,
+        };
         self.series.add(sample, n, every);
         for &leaf in leaves {
             let share = engine.queue_stat(leaf).instantaneous;
@@ -194,8 +228,7 @@ impl Metrics {
                 sum[k] += u128::from(get(&share)) * u128::from(n);
             }
         }
-        if let Some(mix) = &self.gpu_mix {
-            let f = engine.gpu_fragmentation(mix);
+        if let Some(f) = frag {
             let g = &mut self.gpu;
             g.samples += n;
             g.total = f.total;
@@ -260,6 +293,24 @@ impl Metrics {
 
     /// A number that grows whenever work moves: a task starts, ends or fails, a job is
     /// submitted or ends.
+    pub fn integrals(&self) -> Integrals {
+        Integrals {
+            used: self.used_integral,
+            total: self.total_integral,
+            gpu_milli: self.gpu_milli_integral,
+            placeholder: self.placeholder_integral,
+            reserved_node_ms: self.reserved_node_ms,
+        }
+    }
+
+    pub fn restore(&mut self, i: Integrals) {
+        self.used_integral = i.used;
+        self.total_integral = i.total;
+        self.gpu_milli_integral = i.gpu_milli;
+        self.placeholder_integral = i.placeholder;
+        self.reserved_node_ms = i.reserved_node_ms;
+    }
+
     pub fn progress(&self) -> u64 {
         self.tasks_started
             + self.tasks_completed
@@ -283,20 +334,20 @@ pub(crate) struct Series {
     /// The point being filled: its first sample's time, samples so far, and their sums.
     at: Time,
     count: u64,
-    sums: [[u128; 3]; 7],
+    sums: [[u128; 3]; 8],
     /// The preemption count of the point's last sample.
     preempted: u64,
 }
 
 impl Default for Series {
     fn default() -> Series {
-        Series { points: Vec::new(), stride: 1, at: Time::ZERO, count: 0, sums: [[0; 3]; 7], preempted: 0 }
+        Series { points: Vec::new(), stride: 1, at: Time::ZERO, count: 0, sums: [[0; 3]; 8], preempted: 0 }
     }
 }
 
-/// The resources a sample holds, in a fixed order: used, total, use by tier 0..=3, pending.
-fn parts(s: &Sample) -> [Resources; 7] {
-    [s.used, s.total, s.by_tier[0], s.by_tier[1], s.by_tier[2], s.by_tier[3], s.pending]
+/// The resources a sample holds, in a fixed order: used, total, use by tier 0..=3, pending, GPUs.
+fn parts(s: &Sample) -> [Resources; 8] {
+    [s.used, s.total, s.by_tier[0], s.by_tier[1], s.by_tier[2], s.by_tier[3], s.pending, s.gpu_milli]
 }
 
 fn mean(sum: &[u128; 3], n: u64) -> Resources {
@@ -353,9 +404,10 @@ impl Series {
             by_tier: [m[2], m[3], m[4], m[5]],
             pending: m[6],
             preempted: self.preempted,
+            gpu_milli: m[7],
         });
         self.count = 0;
-        self.sums = [[0; 3]; 7];
+        self.sums = [[0; 3]; 8];
     }
 
     /// Average neighbouring points in pairs: half the points, each for twice the samples.
@@ -376,6 +428,7 @@ impl Series {
                 pending: avg(a.pending, b.pending),
                 // A count since the start: the later point's.
                 preempted: b.preempted,
+                gpu_milli: avg(a.gpu_milli, b.gpu_milli),
             }
         };
         self.points = self.points.chunks(2).map(|c| pair(&c[0], c.get(1).unwrap_or(&c[0]))).collect();
@@ -419,6 +472,7 @@ mod tests {
             by_tier: [r; 4],
             pending: r,
             preempted: 0,
+            gpu_milli: Resources::ZERO,
         }
     }
 

@@ -22,12 +22,17 @@ pub fn render(o: &Outcome) -> String {
         s.nodes,
         s.seed
     ));
+    if !s.ending.complete {
+        // Never reported as if whole: the figures below cover only what ran.
+        page.note(&format!("Not the whole workload — {}.", s.ending.note));
+    }
     let tier1 = s.tiers.get("1").and_then(|t| t.slo_success_ratio);
     page.figures(&[
         (s.runs.to_string(), "workflow runs"),
         (pct(tier1), "tier-1 SLO success"),
         (pct(Some(s.utilization.cpu)), "cpu utilization"),
         (pct(Some(s.utilization.memory)), "memory utilization"),
+        (if s.gpus.is_some() { pct(Some(s.utilization.gpu)) } else { "-".to_string() }, "GPU allocation"),
         (s.preemptions.to_string(), "containers preempted"),
         (format!("{:.0}", s.wasted_container_seconds / 3600.0), "container-hours wasted"),
     ]);
@@ -127,6 +132,26 @@ pub fn render(o: &Outcome) -> String {
         }
         .render(),
     );
+
+    if s.gpus.is_some() {
+        page.heading("GPUs over time");
+        page.note("Allocated: GPU room given out, fractions of shared GPUs included. Fragmented: the idle GPU room that a task drawn from the workload's GPU task mix could not use (the FGD paper's measure, Weng et al., USENIX ATC 2023), both as a percent of the cluster's GPUs.");
+        page.svg(
+            &LineChart {
+                title: "GPU allocation and fragmentation, percent of the cluster's GPUs".into(),
+                x_label: unit.into(),
+                y_label: "% of GPUs".into(),
+                series: vec![
+                    line("allocated", &mean, scale, |b| ratio(b.gpu_milli.cpu, b.gpu_milli.gpu)),
+                    line("allocated (max)", &peak, scale, |b| ratio(b.gpu_milli.cpu, b.gpu_milli.gpu)),
+                    line("fragmented", &mean, scale, |b| ratio(b.gpu_milli.memory, b.gpu_milli.gpu)),
+                    line("fragmented (max)", &peak, scale, |b| ratio(b.gpu_milli.memory, b.gpu_milli.gpu)),
+                ],
+                y_max: Some(100.0),
+            }
+            .render(),
+        );
+    }
 
     page.heading("Pending work and preemptions over time");
     page.note(&format!(
@@ -285,6 +310,7 @@ fn bucket(samples: &[Sample]) -> (Vec<Sample>, Vec<Sample>, u64) {
             by_tier: [0, 1, 2, 3].map(|t| mean(&|s| s.by_tier[t])),
             pending: mean(&|s| s.pending),
             preempted,
+            gpu_milli: mean(&|s| s.gpu_milli),
         });
         // The cluster's size for a peak is the bucket's mean size: nodes that fail come and go.
         peaks.push(Sample {
@@ -294,6 +320,7 @@ fn bucket(samples: &[Sample]) -> (Vec<Sample>, Vec<Sample>, u64) {
             by_tier: [0, 1, 2, 3].map(|t| peak(&|s| s.by_tier[t])),
             pending: peak(&|s| s.pending),
             preempted,
+            gpu_milli: weir_model::Resources { gpu: mean(&|s| s.gpu_milli).gpu, ..peak(&|s| s.gpu_milli) },
         });
     }
     (means, peaks, step.saturating_mul(per as u64))
@@ -371,6 +398,7 @@ mod tests {
             by_tier: [r; 4],
             pending: r,
             preempted: at / 60_000 / 100,
+            gpu_milli: Resources::ZERO,
         }
     }
 

@@ -118,6 +118,16 @@ pub struct Simulation {
     /// Steps in a row in which nothing started, ended or arrived, while nothing ran and nothing
     /// but timers and node faults were due.
     stalled_steps: u32,
+    /// Since when nothing has run while gangs held placeholders (checked with the invariants:
+    /// such a state must not outlast one gang timeout).
+    held_idle_since: Option<Time>,
+    /// When something last started, ended or arrived: where a replay that can make no more
+    /// progress ends (`EndReason::NoProgress`), so idle steps do not dilute its figures.
+    pub(crate) last_progress: Time,
+    /// When the last run that ended did (the makespan's end).
+    pub(crate) last_run_end: Time,
+    /// The cluster's integrals at `last_progress`.
+    progress_integrals: crate::metrics::Integrals,
     /// How the simulation ended, once it has.
     pub(crate) ending: Option<(EndReason, Option<Time>)>,
     /// Workflows still to be read, and the next one, read ahead; `streaming` once there was a
@@ -125,6 +135,10 @@ pub struct Simulation {
     source: Option<Box<dyn WorkflowSource>>,
     peeked: Option<Workflow>,
     pub(crate) streaming: bool,
+    /// Whether the horizon stopped the streamed trace from being read to its end.
+    pub(crate) trace_cut: bool,
+    /// The GPU task kinds of a streamed trace read so far.
+    gpu_kinds: GpuKinds,
 }
 
 /// Workflows that arrive one after another, read as the simulation reaches them: a trace too
@@ -291,8 +305,14 @@ impl Simulation {
             nodes_down: 0,
             arrivals_cut: false,
             stalled_steps: 0,
+            held_idle_since: None,
+            last_progress: Time::ZERO,
+            last_run_end: Time::ZERO,
+            progress_integrals: Default::default(),
             ending: None,
             streaming: source.is_some(),
+            trace_cut: false,
+            gpu_kinds: GpuKinds::new(),
             source,
             peeked: None,
         };
@@ -363,6 +383,10 @@ impl Simulation {
         let next_read = self.peek()?.map(|t| t.max(self.now));
         let next = [next_event, wakeup, next_read].into_iter().flatten().min();
         if let Some((end, reason, cut)) = self.end_now(next) {
+            if end < self.now {
+                // No progress since `end`: the idle steps after it are not part of the replay.
+                self.metrics.restore(self.progress_integrals);
+            }
             self.metrics.advance(&self.engine, &self.leaves, self.now, end);
             self.now = end;
             self.finished = true;
@@ -402,11 +426,19 @@ impl Simulation {
         self.metrics.flush(&self.engine, now);
         if self.metrics.progress() != before {
             self.stalled_steps = 0;
-        } else if self.task_ends_pending == 0 && self.arrivals_pending == 0 && self.nodes_down == 0 {
+            self.last_progress = now;
+            self.progress_integrals = self.metrics.integrals();
+        } else if self.task_ends_pending == 0
+            && self.arrivals_pending == 0
+            && self.nodes_down == 0
+            && self.peeked.is_none()
+        {
+            // (A streamed workflow waiting in the reader is an arrival to come.)
             self.stalled_steps += 1;
         }
         if self.config.check_invariants {
             self.check()?;
+            self.check_gangs_progress()?;
         }
         Ok(true)
     }
@@ -499,6 +531,7 @@ impl Simulation {
             if at >= u {
                 // The stream is in arrival order: nothing after this arrives before the horizon.
                 self.arrivals_cut = true;
+                self.trace_cut = true;
                 self.peeked = None;
                 self.source = None;
                 return Ok(None);
@@ -514,6 +547,16 @@ impl Simulation {
             let w = self.workload.workflows.len();
             let plan = plan_one(&self.cluster, &wf, w, &self.config, &self.node_groups, &mut self.engine)?;
             self.metrics.saw_gangs |= has_gang(&wf);
+            if self.cluster.total_resources().gpu > 0 {
+                // A streamed trace's GPU mix grows as it is read: the fragmentation measure
+                // weighs the kinds seen so far.
+                let before = self.gpu_kinds.len();
+                let tasks: f64 = self.gpu_kinds.values().sum();
+                tally_gpu_kinds(&wf, &plan, &mut self.gpu_kinds);
+                if self.gpu_kinds.len() != before || self.gpu_kinds.values().sum::<f64>() != tasks {
+                    self.metrics.gpu_mix = mix_of(&self.gpu_kinds);
+                }
+            }
             self.workload.workflows.push(wf);
             self.plans.push(plan);
             self.schedule_arrival(w as u32, 0);
@@ -536,7 +579,8 @@ impl Simulation {
             });
         }
         if next.is_none() || self.stalled_steps >= STALL_STEPS {
-            return Some((now, EndReason::NoProgress, None));
+            // The end is the last real progress, not the idle steps that showed none would come.
+            return Some((self.last_progress.min(now), EndReason::NoProgress, None));
         }
         match (self.config.until, next) {
             (Some(u), Some(t)) if t >= u => Some((u, EndReason::Horizon, None)),
@@ -622,8 +666,33 @@ impl Simulation {
         Ok(())
     }
 
+    /// Nothing may stay stuck with gangs holding placeholders while no task runs for longer
+    /// than one gang timeout (issue 18's livelock): the engine's timeout hands room over and
+    /// breaks a deadlock at once.
+    fn check_gangs_progress(&mut self) -> Result<(), SimError> {
+        let held = self.engine.placeholder_room();
+        let idle = !held.is_zero() && self.engine.cluster_used() == held;
+        if !idle {
+            self.held_idle_since = None;
+            return Ok(());
+        }
+        let since = *self.held_idle_since.get_or_insert(self.now);
+        let timeout = self.cluster.scheduler.gang_timeout;
+        if timeout.as_millis() > 0 && self.now.since(since).as_millis() > timeout.as_millis() {
+            return Err(self.internal(format!(
+                "gangs have held {held} as placeholders with nothing running since {since}, longer than the gang timeout ({timeout})"
+            )));
+        }
+        Ok(())
+    }
+
     pub fn now(&self) -> Time {
         self.now
+    }
+
+    /// Whether a streamed trace still had workflows to read when the simulation stopped.
+    pub(crate) fn trace_unread(&self) -> bool {
+        self.trace_cut || self.peeked.is_some() || self.source.is_some()
     }
 
     pub fn progress(&self) -> Progress {
@@ -688,25 +757,37 @@ impl Simulation {
 /// The GPU task kinds of a workload and their shares (by tasks, once per listed run): the mix
 /// the FGD fragmentation is measured against. At most [`MIX_KINDS`] kinds, the most common.
 fn gpu_mix(workload: &Workload, plans: &[Plan]) -> Option<Vec<(weir_engine::Request, f64)>> {
-    type Kind = ([u64; 3], u32, SelectorId);
-    let mut kinds: std::collections::BTreeMap<Kind, f64> = std::collections::BTreeMap::new();
+    let mut kinds = GpuKinds::new();
     for (w, wf) in workload.workflows.iter().enumerate() {
-        let runs = match &wf.arrival {
-            Arrival::At(times) => times.len().max(1) as f64,
-            _ => 1.0,
-        };
-        for (j, job) in wf.jobs.iter().enumerate() {
-            for (s, stage) in job.stages.iter().enumerate() {
-                if stage.resources.gpu == 0 && stage.placement.gpu_milli == 0 {
-                    continue;
-                }
-                let r = stage.resources;
-                let key = ([r.cpu, r.memory, r.gpu], stage.placement.gpu_milli, plans[w].selectors[j][s]);
-                *kinds.entry(key).or_default() += f64::from(stage.tasks) * runs;
+        tally_gpu_kinds(wf, &plans[w], &mut kinds);
+    }
+    mix_of(&kinds)
+}
+
+/// A GPU task kind (resources, GPU fraction, selector) and how many tasks of it.
+type GpuKinds = std::collections::BTreeMap<([u64; 3], u32, SelectorId), f64>;
+
+/// Count a workflow's GPU tasks by kind (once per listed run).
+fn tally_gpu_kinds(wf: &Workflow, plan: &Plan, kinds: &mut GpuKinds) {
+    let runs = match &wf.arrival {
+        Arrival::At(times) => times.len().max(1) as f64,
+        _ => 1.0,
+    };
+    for (j, job) in wf.jobs.iter().enumerate() {
+        for (s, stage) in job.stages.iter().enumerate() {
+            if stage.resources.gpu == 0 && stage.placement.gpu_milli == 0 {
+                continue;
             }
+            let r = stage.resources;
+            let key = ([r.cpu, r.memory, r.gpu], stage.placement.gpu_milli, plan.selectors[j][s]);
+            *kinds.entry(key).or_default() += f64::from(stage.tasks) * runs;
         }
     }
-    let mut kinds: Vec<(Kind, f64)> = kinds.into_iter().collect();
+}
+
+/// The [`MIX_KINDS`] most common kinds and their shares.
+fn mix_of(kinds: &GpuKinds) -> Option<Vec<(weir_engine::Request, f64)>> {
+    let mut kinds: Vec<_> = kinds.iter().map(|(k, n)| (*k, *n)).collect();
     kinds.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     kinds.truncate(MIX_KINDS);
     let total: f64 = kinds.iter().map(|k| k.1).sum();

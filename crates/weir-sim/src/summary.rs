@@ -142,6 +142,13 @@ pub struct Summary {
     /// Discrete events handled: arrivals, task ends, node faults and engine decisions.
     pub events: u64,
     pub simulated_seconds: f64,
+    /// From t=0 (a trace's first arrival) to the end of the last run that ended, seconds:
+    /// the HPC literature's makespan (`null` when no run ended). Equal to `simulated_seconds`
+    /// when the replay is complete and ended with its last run.
+    pub makespan: Option<f64>,
+    /// Jobs submitted that never got a container: their waits are in no wait figure, so a
+    /// low wait p99 beside many of these means the worst waits were never measured.
+    pub jobs_never_placed: u64,
     /// Filled in by the host; not part of the deterministic output.
     pub wall_seconds: f64,
     /// Cluster average: used / capacity over the simulated time, per resource.
@@ -383,8 +390,18 @@ pub(crate) fn build(mut sim: Simulation) -> Result<Outcome, crate::SimError> {
         task_attempts_failed: m.task_attempts_failed,
         events: m.events,
         simulated_seconds: secs,
+        makespan: (sim.runs_ended > 0).then(|| sim.last_run_end.as_millis() as f64 / 1000.0),
+        jobs_never_placed: m.jobs_submitted.saturating_sub(job_figures.wait.count),
         wall_seconds: 0.0,
-        utilization: ResourceFloats { cpu: ratio(m, 0), memory: ratio(m, 1), gpu: ratio(m, 2) },
+        utilization: ResourceFloats {
+            cpu: ratio(m, 0),
+            memory: ratio(m, 1),
+            // Fractions of shared GPUs count (a pod on half a GPU uses half of one).
+            gpu: match m.gpu_milli_integral {
+                [_, 0] => 0.0,
+                [used, total] => used as f64 / total as f64,
+            },
+        },
         preemptions: m.preemptions,
         preemption_warnings: m.preemption_warnings,
         node_failures: m.node_failures,

@@ -157,3 +157,38 @@ fn a_horizon_far_past_the_last_run_is_cut_with_a_note_and_a_real_one_is_kept() {
     assert_eq!((e.reason, e.horizon_cut_seconds), (EndReason::Completed, None));
     assert_eq!(out.summary.simulated_seconds, 7200.0);
 }
+
+/// Workflows handed over one at a time, as a streamed trace's reader does.
+struct Queued(std::collections::VecDeque<Workflow>);
+
+impl weir_sim::WorkflowSource for Queued {
+    fn next_workflow(&mut self) -> Result<Option<Workflow>, weir_sim::SimError> {
+        Ok(self.0.pop_front())
+    }
+}
+
+#[test]
+fn the_stall_guard_waits_for_the_reader_and_ends_at_the_last_progress() {
+    // A gang of 5 cores on 4 (built directly: the importers skip such gangs) times out every 15
+    // minutes for ever; a job in the reader arrives 20 days on. Before issue 18, 1,000 timeouts
+    // (10.4 days) ended the replay with that job never read; and a replay that stopped ended
+    // 1,000 idle steps after its last progress.
+    let mut stuck = workflow("stuck", "root.batch", 0, 5, 1000);
+    stuck.jobs[0].stages[0].gang = true;
+    let late = workflow("late", "root.batch", 20 * 86_400, 1, 1000);
+    let source = Queued(vec![stuck, late].into());
+    // (The invariant checks would rightly stop this run: a gang holds room with nothing running.)
+    let config = SimConfig { am: None, check_invariants: false, ..SimConfig::default() };
+    let sim = Simulation::streaming(cluster(), Box::new(source), config).unwrap_or_else(|e| panic!("{e}"));
+    let out = sim.finish().unwrap_or_else(|e| panic!("{e}"));
+    let s = &out.summary;
+    assert_eq!((s.runs, s.runs_completed, s.runs_unfinished), (2, 1, 1), "{}", s.ending.note);
+    assert_eq!(s.ending.reason, EndReason::NoProgress);
+    assert!(!s.ending.complete && !s.ending.trace_unread);
+    assert!(s.ending.note.starts_with("the replay stopped early"), "{}", s.ending.note);
+    // The late job ran (once the next timeout freed the placeholders' room): its end is the last
+    // progress, where the replay ends.
+    let end = out.runs.iter().filter_map(|r| r.end).max().expect("the late run ended");
+    assert!(end.as_millis() > 20 * 86_400_000 && end.as_millis() < 20 * 86_400_000 + 16 * 60_000, "{end}");
+    assert_eq!(s.simulated_seconds * 1000.0, end.as_millis() as f64);
+}

@@ -92,9 +92,11 @@ fn a_job_that_starts_piecemeal_waits_until_its_last_task_starts() {
     // Response 20 s, of which 10 s delay: slowdown 20 / 10 = 2.
     assert_eq!(
         jobs_csv(&out),
-        "job,workflow,job_name,tier,queue,submit,first_container,all_granted,end,wait,delay,response,bounded_slowdown,status\n\
-         0,w,j,3,root.batch,0,0,10000,20000,0,10000,20000,2.0000,completed\n"
+        "job,workflow,job_name,tier,queue,submit,first_container,all_granted,end,wait,delay,response,bounded_slowdown,status,containers,cpu,memory,gpu\n\
+         0,w,j,3,root.batch,0,0,10000,20000,0,10000,20000,2.0000,completed,6,6000,6144,0\n"
     );
+    // The explicit makespan (the last run's end), and nobody left unplaced.
+    assert_eq!((out.summary.makespan, out.summary.jobs_never_placed), (Some(20.0), 0));
     let r = &out.runs[0];
     assert_eq!(r.delay, Some(secs(10)));
     assert_eq!(r.bounded_slowdown(), Some(2.0));

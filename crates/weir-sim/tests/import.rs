@@ -660,7 +660,9 @@ fn check_any(kind: TraceKind, bytes: &[u8]) {
     assert!(got.skipped_rows() <= got.rows);
     match kind {
         TraceKind::Alibaba2018 => assert_eq!(stage_count(&got) + got.skipped_rows(), got.rows),
-        TraceKind::Swf | TraceKind::AlibabaGpu2023 => assert_eq!(got.jobs + got.skipped_rows(), got.rows),
+        TraceKind::Swf | TraceKind::AlibabaGpu2023 | TraceKind::Swim => {
+            assert_eq!(got.jobs + got.skipped_rows(), got.rows)
+        }
         // A kept record is at least one job, at most 10,000 (`job.count`).
         TraceKind::Sls => {
             let kept = got.rows - got.skipped_rows();

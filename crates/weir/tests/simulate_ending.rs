@@ -76,12 +76,23 @@ fn unfinished_work_is_named_on_the_terminal_and_in_the_summary() {
         text(&v.stderr)
     );
     assert!(
-        stdout.contains("unfinished work (no progress possible): 1 run (1 job) could make no progress"),
+        stdout.contains(
+            "unfinished work (no progress possible): the replay stopped early: 1 run (1 job) could make no progress"
+        ),
+        "{stdout}"
+    );
+    assert!(stderr.contains("warning: the replay stopped early (no_progress)"), "{stderr}");
+    // The waits measured are of the placed jobs; the one never placed is named beside them.
+    assert!(
+        stdout.contains("jobs: wait mean 0s p50 0s p99 0s (and 1 job never placed, not in these figures)"),
         "{stdout}"
     );
     assert!(stdout.contains("root.shut: pending because root.shut is at its max"), "{stdout}");
     let s = summary(&dir.0.join("out"));
     assert_eq!(s["ending"]["reason"], "no_progress");
+    assert_eq!(s["ending"]["complete"], false);
+    assert_eq!(s["jobs_never_placed"], 1);
+    assert_eq!(s["makespan"], 30.0);
     assert_eq!(s["ending"]["unfinished_by_reason"][0]["jobs"], 1);
     assert_eq!(s["runs_unfinished"], 1);
     // It stopped where it got stuck, not at the 30-day horizon.

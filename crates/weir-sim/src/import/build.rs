@@ -360,6 +360,7 @@ impl Builder {
                 .stages
                 .into_iter()
                 .map(|s| Stage {
+                    walltime: walltime(options.walltime, s.walltime, &s.duration),
                     name: s.name,
                     after: s.after,
                     tasks: s.tasks,
@@ -367,7 +368,6 @@ impl Builder {
                     duration: s.duration,
                     failure_probability: 0.0,
                     gang: s.gang,
-                    walltime: s.walltime,
                     placement: s.placement,
                     recorded_failure: s.recorded_failure,
                 })
@@ -473,6 +473,29 @@ fn tier_of(queue: &QueuePath, options: &ImportOptions, rng: &mut Rng) -> u8 {
         }
     }
     3
+}
+
+/// A task's walltime under `from`: the trace's, or derived from its run time (see
+/// [`super::WalltimeFrom`]). Unbounded distributions (exponential, log-normal) get none.
+fn walltime(
+    from: super::WalltimeFrom,
+    trace: Option<Duration>,
+    duration: &weir_model::Distribution,
+) -> Option<Duration> {
+    use weir_model::Distribution as D;
+    let longest = match duration {
+        D::Fixed(d) => Some(*d),
+        D::Uniform { max, .. } => Some(*max),
+        D::Empirical(samples) => samples.iter().max().copied(),
+        D::Exponential { .. } | D::LogNormal { .. } => None,
+    };
+    match from {
+        super::WalltimeFrom::Trace => trace,
+        super::WalltimeFrom::Runtime => longest,
+        super::WalltimeFrom::Factor(f) => {
+            longest.map(|d| Duration::from_millis((d.as_millis() as f64 * f.max(1.0)).ceil() as u64))
+        }
+    }
 }
 
 #[cfg(test)]

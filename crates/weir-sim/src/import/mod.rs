@@ -1,5 +1,5 @@
-//! Trace importers: Alibaba cluster-trace-v2018, the Standard Workload Format, YARN SLS JSON
-//! and Alibaba's GPU cluster trace (cluster-trace-gpu-v2023, whose node list can also build the
+//! Trace importers: Alibaba cluster-trace-v2018, the Standard Workload Format, YARN SLS JSON,
+//! SWIM's Facebook MapReduce samples and Alibaba's GPU cluster trace (cluster-trace-gpu-v2023, whose node list can also build the
 //! cluster: [`import_nodes`]), each turned into a [`weir_model::Workload`] of one-run workflows.
 //!
 //! A malformed or unusable row is skipped and counted, never fatal: the result says how many
@@ -19,6 +19,7 @@ mod build;
 mod sls;
 mod stream;
 mod swf;
+mod swim;
 
 pub use stream::{TraceStream, REORDER};
 
@@ -31,6 +32,7 @@ use std::str::FromStr;
 use weir_model::{QueuePath, Workload};
 
 pub use alibaba_gpu::{import_nodes, ImportedNodes};
+pub use swim::SwimModel;
 
 /// Which trace format a `--trace KIND:PATH` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,17 +42,20 @@ pub enum TraceKind {
     Sls,
     /// Alibaba cluster-trace-gpu-v2023 pods (and, beside them, its node list).
     AlibabaGpu2023,
+    /// SWIM's Facebook MapReduce samples (FB-2009, FB-2010): bytes, turned into tasks by
+    /// [`SwimModel`].
+    Swim,
 }
 
 impl TraceKind {
-    pub const ALL: [TraceKind; 4] =
-        [TraceKind::Alibaba2018, TraceKind::Swf, TraceKind::Sls, TraceKind::AlibabaGpu2023];
+    pub const ALL: [TraceKind; 5] =
+        [TraceKind::Alibaba2018, TraceKind::Swf, TraceKind::Sls, TraceKind::AlibabaGpu2023, TraceKind::Swim];
 
     /// Whether the trace's jobs run with an application master: YARN's (SLS) and Alibaba's
     /// batch jobs do; an SWF job is a rigid parallel job of an HPC machine and a Kubernetes pod
     /// is a container on its own, so neither has one. `weir simulate --am` defaults to this.
     pub fn has_application_masters(self) -> bool {
-        matches!(self, TraceKind::Alibaba2018 | TraceKind::Sls)
+        matches!(self, TraceKind::Alibaba2018 | TraceKind::Sls | TraceKind::Swim)
     }
 }
 
@@ -71,6 +76,7 @@ impl fmt::Display for TraceKind {
             TraceKind::Swf => "swf",
             TraceKind::Sls => "sls",
             TraceKind::AlibabaGpu2023 => "alibaba-gpu2023",
+            TraceKind::Swim => "swim",
         })
     }
 }
@@ -146,6 +152,23 @@ pub struct ImportOptions {
     /// The nodes the trace will run on: a task none of them can hold is skipped and counted
     /// like any other bad row (empty: no check).
     pub fit: NodeFit,
+    /// Where tasks' walltimes (what EASY backfilling plans with) come from.
+    pub walltime: WalltimeFrom,
+    /// How a SWIM trace's bytes become tasks and durations.
+    pub swim: SwimModel,
+}
+
+/// Where imported tasks' walltimes come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum WalltimeFrom {
+    /// The trace's own estimates (SWF field 9); none for formats without them.
+    #[default]
+    Trace,
+    /// Each task's own run time (its longest possible, for a distribution with a bound): exact
+    /// estimates, the setting of trace studies that take estimation out of the picture.
+    Runtime,
+    /// The run time × this factor (at least 1): estimates that overshoot uniformly.
+    Factor(f64),
 }
 
 /// The node shapes of a cluster and its request rounding, to tell whether a task could ever be
@@ -155,7 +178,14 @@ pub struct NodeFit {
     pub nodes: Vec<weir_model::Resources>,
     pub minimum_allocation: weir_model::Resources,
     pub increment: weir_model::Resources,
+    /// Every node group's resources and node count: how many containers of a size the whole
+    /// cluster holds at once (empty: not checked).
+    pub groups: Vec<(weir_model::Resources, u64)>,
 }
+
+/// The reason under which gangs the whole empty cluster cannot hold are counted (Slurm refuses
+/// such a job at submission: "Requested node configuration is not available").
+pub(crate) const GANG_TOO_LARGE: &str = "gang larger than the cluster";
 
 /// The reason under which tasks no node can hold are counted.
 pub(crate) const TOO_LARGE: &str = "task larger than any node of the cluster";
@@ -169,7 +199,31 @@ impl NodeFit {
             nodes,
             minimum_allocation: cluster.scheduler.minimum_allocation,
             increment: cluster.scheduler.increment,
+            groups: cluster.nodes.iter().map(|g| (g.resources, u64::from(g.count))).collect(),
         }
+    }
+
+    /// Whether the empty cluster holds `count` containers of `r` at once (always, without
+    /// nodes to check): a gang that asks for more could never start.
+    pub fn gang_fits(&self, r: &weir_model::Resources, count: u64) -> bool {
+        if self.groups.is_empty() {
+            return true;
+        }
+        let needs = r.component_max(&self.minimum_allocation).round_up_to(&self.increment);
+        let mut room = 0u64;
+        for (node, nodes) in &self.groups {
+            let mut per_node = u64::MAX;
+            for (need, have) in [(needs.cpu, node.cpu), (needs.memory, node.memory), (needs.gpu, node.gpu)] {
+                if let Some(k) = have.checked_div(need) {
+                    per_node = per_node.min(k);
+                }
+            }
+            room = room.saturating_add(per_node.saturating_mul(*nodes));
+            if room >= count {
+                return true;
+            }
+        }
+        false
     }
 
     /// Whether some node could hold a task of `r` (always, without nodes to check).
@@ -231,6 +285,8 @@ impl Default for ImportOptions {
             max_jobs: DEFAULT_MAX_JOBS,
             max_stages: DEFAULT_MAX_STAGES,
             fit: NodeFit::default(),
+            walltime: WalltimeFrom::Trace,
+            swim: SwimModel::default(),
         }
     }
 }
@@ -333,7 +389,7 @@ pub enum ImportError {
     #[error("import option {option}: {problem}")]
     Option { option: &'static str, problem: String },
     /// Not one of the known trace kinds.
-    #[error("unknown trace kind `{kind}`; expected alibaba2018, swf, sls or alibaba-gpu2023")]
+    #[error("unknown trace kind `{kind}`; expected alibaba2018, swf, sls, alibaba-gpu2023 or swim")]
     UnknownKind { kind: String },
     /// The trace asks for more jobs or stages than `ImportOptions::max_jobs` or `max_stages`:
     /// raise the limit if that many is meant; retrying as is cannot help.
@@ -361,6 +417,7 @@ pub fn import(
         TraceKind::Swf => swf::read(file, reader, options, &mut ledger)?,
         TraceKind::Sls => sls::read(file, reader, options, &mut ledger)?,
         TraceKind::AlibabaGpu2023 => alibaba_gpu::read(file, reader, options, &mut ledger)?,
+        TraceKind::Swim => swim::read(file, reader, options, &mut ledger)?,
     };
     let job_count = jobs.len() as u64;
     let workflows = build::workflows(file, jobs, options, &mut ledger)?;
@@ -417,7 +474,8 @@ mod tests {
         assert_eq!(sls.path, PathBuf::from("C:/x.json"));
         assert_eq!(
             "google:x".parse::<TraceSpec>().map_err(|e| e.to_string()),
-            Err("unknown trace kind `google`; expected alibaba2018, swf, sls or alibaba-gpu2023".to_string())
+            Err("unknown trace kind `google`; expected alibaba2018, swf, sls, alibaba-gpu2023 or swim"
+                .to_string())
         );
         assert!(matches!("swf".parse::<TraceSpec>(), Err(ImportError::BadTraceSpec { .. })));
         assert!(matches!("swf:".parse::<TraceSpec>(), Err(ImportError::BadTraceSpec { .. })));

@@ -88,9 +88,10 @@ impl TraceStream {
         let mut ledger = Ledger::default();
         let (lines, whole) = match kind {
             TraceKind::Swf => (Some(Lines { reader, buf: Vec::new(), n: 0 }), VecDeque::new()),
-            TraceKind::Alibaba2018 | TraceKind::Sls | TraceKind::AlibabaGpu2023 => {
+            TraceKind::Alibaba2018 | TraceKind::Sls | TraceKind::AlibabaGpu2023 | TraceKind::Swim => {
                 let mut jobs = match kind {
                     TraceKind::Alibaba2018 => super::alibaba::read(file, reader, options, &mut ledger)?,
+                    TraceKind::Swim => super::swim::read(file, reader, options, &mut ledger)?,
                     TraceKind::AlibabaGpu2023 => {
                         super::alibaba_gpu::read(file, reader, options, &mut ledger)?
                     }

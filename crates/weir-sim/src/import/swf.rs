@@ -127,6 +127,9 @@ fn parse(
     if !options.fit.fits(&Resources::new(1000, memory, 0)) {
         return Err(super::TOO_LARGE);
     }
+    if !options.fit.gang_fits(&Resources::new(1000, memory, 0), procs.min(u32::MAX as f64) as u64) {
+        return Err(super::GANG_TOO_LARGE);
+    }
     let (duration, lengthened) = task_duration((runtime * 1000.0).round() as i64);
     let mut notes = Vec::new();
     if lengthened {

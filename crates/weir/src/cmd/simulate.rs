@@ -41,7 +41,8 @@ Examples:\n  weir simulate --out out/\n  \
 weir simulate --cluster examples/cluster.yaml --workload examples/workload.yaml --until 30d --out out/\n  \
 weir simulate --cluster examples/cluster.yaml --trace alibaba2018:selected_DAGs.csv --queue root.default --out out/\n  \
 weir simulate --trace swf:jobs.swf --queue-map group:1=root.ads.ranking.tier1 --slo-factor 3 --out out/\n  \
-weir simulate --cluster hpc.yaml --trace swf:jobs.swf --backfill easy --out out/\n  \
+weir simulate --cluster hpc.yaml --trace swf:jobs.swf --backfill easy --walltime-from runtime --out out/\n  \
+weir simulate --trace swim:FB-2009_samples_24_times_1hr_0.tsv --swim-split-mib 64 --out out/\n  \
 weir simulate --cluster gpu.yaml --trace alibaba-gpu2023:openb_pod_list_default.csv,openb_node_list_gpu_node.csv --nodes-from-trace --out out/\n  \
 weir simulate --until 1d --out out/ --explain 1234"
 )]
@@ -52,8 +53,8 @@ pub struct SimulateArgs {
     /// The workload file. Default (without --trace): the example workload built into weir.
     #[arg(long, value_name = "FILE", conflicts_with = "trace")]
     workload: Option<PathBuf>,
-    /// A trace instead of a workload: alibaba2018:PATH, swf:PATH, sls:PATH or
-    /// alibaba-gpu2023:PODS.csv[,NODES.csv] (see docs/importers.md). A gzip-compressed file
+    /// A trace instead of a workload: alibaba2018:PATH, swf:PATH, sls:PATH,
+    /// alibaba-gpu2023:PODS.csv[,NODES.csv] or swim:PATH (see docs/importers.md). A gzip-compressed file
     /// (`.gz`) is read as it is.
     #[arg(long, value_name = "KIND:PATH")]
     trace: Option<TraceSpec>,
@@ -81,9 +82,37 @@ pub struct SimulateArgs {
     /// How a gang that cannot start waits: `none` (it holds room as it frees up, and gives it back
     /// after the cluster's gang_timeout) or `easy` (EASY backfilling: the first such gang gets a
     /// reserved start from the walltimes of what runs, and later jobs start first only if they do
-    /// not delay it). Default: the cluster file's scheduler.backfill.
-    #[arg(long, value_name = "none|easy")]
+    /// not delay it) or `conservative` (every waiting gang gets a reservation, and nothing may
+    /// delay any of them). Default: the cluster file's scheduler.backfill.
+    #[arg(long, value_name = "none|easy|conservative")]
     backfill: Option<String>,
+    /// Under EASY backfilling, how many jobs a pass tries after the reservation (the cluster
+    /// file's scheduler.backfill_depth, 500 by default, as Slurm's bf_max_job_test). At high
+    /// load a shallow scan misses jobs that could have started: issue 18 measured 57% more mean
+    /// wait with depth 100 than with an unlimited scan at 2x on the NASA iPSC/860 log.
+    #[arg(long, value_name = "N")]
+    backfill_depth: Option<u32>,
+    /// Trace: where task walltimes (what EASY backfilling plans with) come from: `trace` (SWF
+    /// field 9, requested time; other formats have none, and EASY then does nothing) or
+    /// `runtime` (each task's own run time: exact estimates).
+    #[arg(long, value_name = "trace|runtime", default_value = "trace")]
+    walltime_from: String,
+    /// Trace: walltime = run time × F (F ≥ 1): estimates that overshoot uniformly. Overrides
+    /// --walltime-from.
+    #[arg(long, value_name = "F")]
+    walltime_factor: Option<f64>,
+    /// swim: input MiB per map task (an HDFS block; maps = input ÷ this).
+    #[arg(long, value_name = "MIB", default_value_t = 128)]
+    swim_split_mib: u64,
+    /// swim: shuffle MiB per reduce task (reduces = shuffle ÷ this).
+    #[arg(long, value_name = "MIB", default_value_t = 1024)]
+    swim_reduce_mib: u64,
+    /// swim: MB/s a map task reads (its duration = its input share ÷ this).
+    #[arg(long, value_name = "MB/S", default_value_t = 50)]
+    swim_map_mbps: u64,
+    /// swim: MB/s a reduce task shuffles and writes.
+    #[arg(long, value_name = "MB/S", default_value_t = 20)]
+    swim_reduce_mbps: u64,
     /// Trace: build the cluster's nodes from the trace's node list (alibaba-gpu2023:PODS,NODES);
     /// the cluster file still gives the queues and the scheduler's settings.
     #[arg(long, requires = "trace")]
@@ -212,11 +241,13 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
     }
     .with_context(|| format!("cannot write {}", usage_path.display()))?;
 
+    let backfill = cluster.scheduler.backfill;
+    let gangs = Rc::new(RefCell::new((0u64, 0u64)));
     let (mut sim, trace) = match input {
         Input::Workload(w) => (Simulation::new(cluster, w, config)?, None),
         Input::Trace { stream, path } => {
             let tiers = cluster.leaves().filter_map(|q| Some((q.path.clone(), q.tier?))).collect();
-            let source = TraceSource { stream: Rc::clone(&stream), tiers };
+            let source = TraceSource { stream: Rc::clone(&stream), tiers, gangs: Rc::clone(&gangs) };
             (Simulation::streaming(cluster, Box::new(source), config)?, Some((stream, path)))
         }
     };
@@ -240,10 +271,34 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
         if report.workflows == 0 {
             bail!("{path}: no usable job in the trace");
         }
+        let (all, without) = *gangs.borrow();
+        if !backfill.is_none() && without > 0 {
+            // EASY plans a reserved start from the walltimes of what runs; without them it
+            // cannot plan one, and the gang holds room instead, as without backfilling.
+            eprintln!(
+                "warning: --backfill {} {}: {without} of {all} gangs had no walltime (SWF field 9 \
+                 missing, or a format without estimates); use --walltime-from runtime (exact \
+                 estimates) or --walltime-factor F (run time × F) — docs/importers.md",
+                if backfill == weir_model::Backfill::Easy { "easy" } else { "conservative" },
+                if without == all { "did nothing" } else { "was partly inert" }
+            );
+        }
     }
     write_outputs(&staging, &outcome, !args.no_report)?;
     // An old report would describe another run.
     staging.commit(if args.no_report { &["report.html"] } else { &[] })?;
+    let ending = &outcome.summary.ending;
+    if ending.reason == weir_sim::EndReason::NoProgress || ending.trace_unread {
+        // Said on stderr too, so a script reading only the exit status and stderr learns that
+        // the figures do not cover the whole workload.
+        eprintln!(
+            "warning: the replay stopped early ({}) at t={}: {} runs unfinished{}; its figures cover only what ran",
+            if ending.trace_unread { "horizon" } else { ending.reason.name() },
+            Duration((outcome.summary.simulated_seconds * 1000.0) as u64).human(),
+            ending.runs_unfinished,
+            if ending.trace_unread { ", part of the trace never read" } else { "" }
+        );
+    }
     let mut text = screen(&outcome, &args.out, !args.no_report);
     for &job in &args.explain {
         text.push_str(&explain(&outcome, job));
@@ -297,11 +352,20 @@ enum Input {
 struct TraceSource {
     stream: Rc<RefCell<TraceStream>>,
     tiers: std::collections::BTreeMap<QueuePath, u8>,
+    /// Gang stages read, and those without a walltime (EASY cannot plan around them).
+    gangs: Rc<RefCell<(u64, u64)>>,
 }
 
 impl weir_sim::WorkflowSource for TraceSource {
     fn next_workflow(&mut self) -> Result<Option<weir_model::Workflow>, weir_sim::SimError> {
         let mut wf = self.stream.borrow_mut().next_workflow()?;
+        if let Some(w) = &wf {
+            let mut g = self.gangs.borrow_mut();
+            for s in w.jobs.iter().flat_map(|j| j.stages.iter()).filter(|s| s.gang) {
+                g.0 += 1;
+                g.1 += u64::from(s.walltime.is_none());
+            }
+        }
         if let Some(tier) = wf.as_mut().and_then(|w| self.tiers.get(&w.queue).map(|&t| (w, t))) {
             tier.0.tier = tier.1;
         }
@@ -327,6 +391,10 @@ fn trace_input(args: &SimulateArgs, spec: &TraceSpec, cluster: &ClusterConfig) -
     let options = import_options(args, cluster)?;
     let path = spec.path.display().to_string();
     let reader = crate::trace_file::open(&spec.path, &format!("--trace {spec}"))?;
+    if spec.kind == import::TraceKind::Swim {
+        // The trace has bytes, not tasks: say how they become tasks before anything runs.
+        eprintln!("{path}: SWIM model (docs/importers.md): {}", options.swim);
+    }
     let stream = TraceStream::new(spec.kind, &path, reader, &options)?;
     let leaves: std::collections::BTreeSet<&QueuePath> =
         std::iter::once(&options.queue).chain(options.queue_map.values()).collect();
@@ -396,20 +464,63 @@ fn import_options(args: &SimulateArgs, cluster: &ClusterConfig) -> Result<Import
         max_jobs: args.max_jobs,
         max_stages: args.max_stages,
         fit: import::NodeFit::of(cluster),
+        walltime: walltime_from(args)?,
+        swim: swim_model(args)?,
     })
+}
+
+fn swim_model(args: &SimulateArgs) -> Result<import::SwimModel> {
+    for (flag, v) in [
+        ("--swim-split-mib", args.swim_split_mib),
+        ("--swim-reduce-mib", args.swim_reduce_mib),
+        ("--swim-map-mbps", args.swim_map_mbps),
+        ("--swim-reduce-mbps", args.swim_reduce_mbps),
+    ] {
+        if v == 0 || v > 1 << 30 {
+            bail!("{flag} {v}: give a whole number from 1 to {}", 1u64 << 30);
+        }
+    }
+    Ok(import::SwimModel {
+        split_bytes: args.swim_split_mib << 20,
+        reduce_bytes: args.swim_reduce_mib << 20,
+        map_bytes_per_sec: args.swim_map_mbps * 1_000_000,
+        reduce_bytes_per_sec: args.swim_reduce_mbps * 1_000_000,
+        ..import::SwimModel::default()
+    })
+}
+
+fn walltime_from(args: &SimulateArgs) -> Result<import::WalltimeFrom> {
+    if let Some(f) = args.walltime_factor {
+        if !(f.is_finite() && f >= 1.0) {
+            bail!("--walltime-factor {f}: give a factor of at least 1 (weir never kills a task at its walltime, so an estimate below the run time would plan starts that cannot happen)");
+        }
+        return Ok(import::WalltimeFrom::Factor(f));
+    }
+    match args.walltime_from.as_str() {
+        "trace" => Ok(import::WalltimeFrom::Trace),
+        "runtime" => Ok(import::WalltimeFrom::Runtime),
+        other => bail!("--walltime-from {other}: write trace or runtime"),
+    }
 }
 
 /// `--backfill` and `--nodes-from-trace` applied to the cluster file, which is validated again.
 fn adjust_cluster(args: &SimulateArgs, cluster: ClusterConfig) -> Result<ClusterConfig> {
-    if args.backfill.is_none() && !args.nodes_from_trace {
+    if args.backfill.is_none() && args.backfill_depth.is_none() && !args.nodes_from_trace {
         return Ok(cluster);
     }
     let mut file = cluster.file.clone();
+    if let Some(d) = args.backfill_depth {
+        if d == 0 {
+            bail!("--backfill-depth 0: give at least 1");
+        }
+        file.scheduler.backfill_depth = Some(d);
+    }
     if let Some(b) = &args.backfill {
         file.scheduler.backfill = match b.as_str() {
             "none" => weir_model::Backfill::None,
             "easy" => weir_model::Backfill::Easy,
-            other => bail!("--backfill {other}: write none or easy"),
+            "conservative" => weir_model::Backfill::Conservative,
+            other => bail!("--backfill {other}: write none, easy or conservative"),
         };
     }
     if args.nodes_from_trace {
@@ -621,9 +732,19 @@ fn screen(o: &Outcome, out: &Path, report: bool) -> String {
     );
     let _ = writeln!(
         t,
-        "utilization cpu {:.1}% memory {:.1}% · preemptions {} · wasted {:.0} container-s · node failures {}",
+        "utilization cpu {:.1}% memory {:.1}%{} · preemptions {} · wasted {:.0} container-s · node failures {}",
         s.utilization.cpu * 100.0,
         s.utilization.memory * 100.0,
+        // GPU allocation counts fractions of shared GPUs; the FGD fragmentation beside it.
+        match &s.gpus {
+            Some(g) => format!(
+                " gpu {:.1}% (of {} GPUs; fragmented {})",
+                s.utilization.gpu * 100.0,
+                g.gpus,
+                g.fragmentation_ratio_avg.map_or("-".to_string(), |r| format!("{:.1}% of idle GPU room", r * 100.0))
+            ),
+            None => String::new(),
+        },
         s.preemptions,
         s.wasted_container_seconds,
         s.node_failures
@@ -648,9 +769,16 @@ fn screen(o: &Outcome, out: &Path, report: bool) -> String {
     let f = &s.job_figures;
     let _ = writeln!(
         t,
-        "jobs: wait p50 {} p99 {} · delay (until all asked for was granted) p50 {} p99 {} max {} · bounded slowdown mean {} p99 {}",
+        "jobs: wait mean {} p50 {} p99 {}{} · delay (until all asked for was granted) p50 {} p99 {} max {} · bounded slowdown mean {} p99 {}",
+        w(f.wait.mean),
         w(f.wait.p50),
         w(f.wait.p99),
+        // Never-placed jobs have no wait: without this, "p99 0s" could hide jobs that waited
+        // for ever.
+        match s.jobs_never_placed {
+            0 => String::new(),
+            n => format!(" (and {n} job{} never placed, not in these figures)", if n == 1 { "" } else { "s" }),
+        },
         w(f.delay.p50),
         w(f.delay.p99),
         w(f.delay.max),
