@@ -43,18 +43,18 @@ pub(crate) async fn nodes(rest: &Rest, url: &str) -> Result<Vec<SlurmNode>, Slur
         RestError::Credentials(e) => e,
         other => SlurmError::Refused { url: url.into(), message: other.message() },
     })?;
-    Ok(v.get("nodes").and_then(Value::as_array).map(|a| a.iter().filter_map(node).collect()).unwrap_or_default())
+    Ok(v.get("nodes")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(node).collect())
+        .unwrap_or_default())
 }
 
 fn node(v: &Value) -> Option<SlurmNode> {
     let name = v.get("name")?.as_str()?.to_string();
     let cpus = v.get("cpus").and_then(Value::as_u64).unwrap_or(0);
     let memory = v.get("real_memory").and_then(Value::as_u64).unwrap_or(0);
-    let gpus = v
-        .get("gres")
-        .and_then(Value::as_str)
-        .map(|g| g.split(',').filter_map(gpu_count).sum())
-        .unwrap_or(0);
+    let gpus =
+        v.get("gres").and_then(Value::as_str).map(|g| g.split(',').filter_map(gpu_count).sum()).unwrap_or(0);
     let state = match v.get("state") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("+"),
@@ -95,7 +95,9 @@ pub(crate) async fn health(rest: &Rest, last_error: Option<String>) -> Health {
             }
             release
         }
-        Err(e) => return Health { healthy: false, version: String::new(), nodes: 0, last_error: Some(e.message()) },
+        Err(e) => {
+            return Health { healthy: false, version: String::new(), nodes: 0, last_error: Some(e.message()) }
+        }
     };
     let count = match rest.get("/nodes").await {
         Ok(v) => v.get("nodes").and_then(Value::as_array).map(Vec::len).unwrap_or(0),

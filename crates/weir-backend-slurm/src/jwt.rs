@@ -81,7 +81,10 @@ impl Tokens {
             }
         };
         if token.is_empty() {
-            return Err(SlurmError::Credentials { what: self.describe(), message: "the token is empty".into() });
+            return Err(SlurmError::Credentials {
+                what: self.describe(),
+                message: "the token is empty".into(),
+            });
         }
         self.current = Some((token.clone(), renew_at));
         Ok(token)
@@ -129,7 +132,8 @@ mod tests {
         let claims: serde_json::Value =
             serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
         assert_eq!(claims, serde_json::json!({"exp": 1600, "iat": 1000, "sun": "alice"}));
-        let sig = hmac_sha256(b"0123456789abcdef0123456789abcdef", format!("{}.{}", parts[0], parts[1]).as_bytes());
+        let sig =
+            hmac_sha256(b"0123456789abcdef0123456789abcdef", format!("{}.{}", parts[0], parts[1]).as_bytes());
         assert_eq!(URL_SAFE_NO_PAD.encode(sig), parts[2]);
     }
 

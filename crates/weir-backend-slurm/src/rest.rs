@@ -236,7 +236,8 @@ fn errors_of(v: &Value) -> Vec<(i64, String)> {
     let Some(list) = v.get("errors").and_then(Value::as_array) else { return Vec::new() };
     list.iter()
         .map(|e| {
-            let n = e.get("error_number").or_else(|| e.get("error_code")).and_then(Value::as_i64).unwrap_or(0);
+            let n =
+                e.get("error_number").or_else(|| e.get("error_code")).and_then(Value::as_i64).unwrap_or(0);
             let text = ["error", "description"]
                 .iter()
                 .filter_map(|k| e.get(*k).and_then(Value::as_str))
@@ -311,5 +312,8 @@ impl JobInfo {
 
 /// Every job of a `/jobs` or `/job/{id}` answer.
 pub(crate) fn jobs_of(v: &Value) -> Vec<JobInfo> {
-    v.get("jobs").and_then(Value::as_array).map(|a| a.iter().filter_map(JobInfo::parse).collect()).unwrap_or_default()
+    v.get("jobs")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(JobInfo::parse).collect())
+        .unwrap_or_default()
 }
