@@ -224,6 +224,17 @@ impl SlurmBackend {
                 reason: "contains a NUL byte".into(),
             });
         }
+        // slurmd opens the output files but makes no folders: make them here (on the shared path).
+        for f in [&launch.stdout, &launch.stderr] {
+            if let Some(dir) = f.parent() {
+                tokio::fs::create_dir_all(dir).await.map_err(|source| BackendError::Io {
+                    attempt: attempt.clone(),
+                    action: "create the folder of",
+                    path: f.to_path_buf(),
+                    source,
+                })?;
+            }
+        }
         let body = self.job_body(launch);
         let answer = self.inner.rest.submit(&body).await.map_err(|e| self.error(&launch.attempt, e))?;
         let Some(job) = rest::job_id_of(&answer) else {

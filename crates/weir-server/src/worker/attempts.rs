@@ -188,6 +188,14 @@ impl Actor {
         env.insert("WEIR_STAGE".into(), run.jobs[j].stages[s].name.clone());
         env.insert("WEIR_TASK_INDEX".into(), t.to_string());
         env.insert("WEIR_ATTEMPT".into(), key.attempt.to_string());
+        // What a backend that runs elsewhere maps to its own terms: the leaf queue (a Slurm
+        // partition or QOS), the node weir's engine chose (`placement: weir`), the walltime (a
+        // time limit).
+        env.insert("WEIR_QUEUE".into(), run.queue.to_string());
+        env.insert("WEIR_NODE".into(), node.clone());
+        if let Some(w) = run.jobs[j].stages[s].walltime {
+            env.insert("WEIR_WALLTIME_SECONDS".into(), w.0.div_ceil(1000).to_string());
+        }
         env.insert(
             super::warning::NOTICE_ENV.into(),
             path_text(&super::warning::notice_path(&data_dir, &aid)),
