@@ -1,0 +1,308 @@
+//! `weir serve` with a cluster on a real Slurm (slurmctld + slurmd + slurmrestd; `.ci/run`
+//! starts one with the shared engines' `slurm/up.sh`), through the real binary: runs routed to a
+//! local and to a Slurm cluster both finish, `weir status`/`logs`/`kill` work the same on both,
+//! and a `kill -9` of the server while Slurm jobs run, then a restart, re-adopts every job and
+//! starts none twice.
+//!
+//! Settings: `WEIR_TEST_SLURM_URL` (default `http://127.0.0.1:6820`), `WEIR_TEST_SLURM_JWT_KEY`
+//! (default Debian's `/var/lib/slurm/slurmctld/jwt_hs256.key`). Without a reachable Slurm these
+//! tests fail, unless `WEIR_SKIP_SLURM_TESTS=1` says to skip them (loudly).
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+struct Serve(Child);
+
+impl Serve {
+    fn start(dir: &Path) -> Serve {
+        let log =
+            std::fs::OpenOptions::new().create(true).append(true).open(dir.join("serve.log")).expect("log");
+        Serve(
+            Command::new(env!("CARGO_BIN_EXE_weir"))
+                .args(["serve", "--config", "server.yaml"])
+                .current_dir(dir)
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .expect("weir serve"),
+        )
+    }
+
+    fn kill9(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+fn slurm_url() -> String {
+    std::env::var("WEIR_TEST_SLURM_URL").unwrap_or_else(|_| "http://127.0.0.1:6820".into())
+}
+
+fn slurm_key() -> String {
+    std::env::var("WEIR_TEST_SLURM_JWT_KEY")
+        .unwrap_or_else(|_| "/var/lib/slurm/slurmctld/jwt_hs256.key".into())
+}
+
+/// Whether a Slurm is there to test against; panics with what to do when it is not, unless
+/// skipping was asked for.
+fn slurm_available() -> bool {
+    let url = slurm_url();
+    let addr = url.trim_start_matches("http://").trim_end_matches('/').to_string();
+    let reachable = std::net::TcpStream::connect(&addr).is_ok();
+    let key = Path::new(&slurm_key()).exists();
+    if reachable && key {
+        return true;
+    }
+    let why = format!("slurmrestd at {url} reachable: {reachable}; jwt key {} present: {key}", slurm_key());
+    if std::env::var("WEIR_SKIP_SLURM_TESTS").as_deref() == Ok("1") {
+        eprintln!("*** SKIPPED: no Slurm to test against ({why}); WEIR_SKIP_SLURM_TESTS=1 ***");
+        return false;
+    }
+    panic!(
+        "this test needs a real Slurm with slurmrestd (start one with the shared engines' slurm/up.sh, or set \
+         WEIR_SKIP_SLURM_TESTS=1 to skip): {why}"
+    );
+}
+
+fn client(dir: &Path, port: u16, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(args)
+        .current_dir(dir)
+        .env("WEIR_SERVER", format!("http://127.0.0.1:{port}"))
+        .env_remove("WEIR_TOKEN")
+        .args(["--data-dir", "data"])
+        .output()
+        .expect("run weir")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(out.status.success(), "failed: {}\n{}", common::text(&out.stdout), common::text(&out.stderr));
+    common::text(&out.stdout)
+}
+
+fn eventually(dir: &Path, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > Duration::from_secs(90) {
+            let log = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+            panic!("timed out waiting for {what}; the server said:\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port()
+}
+
+const CLUSTER: &str =
+    "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 4000, memory: 2048}}\nqueues:\n  - {name: default}\n";
+
+/// A server file with a local cluster and a Slurm cluster; its tag keeps this test's Slurm
+/// jobs apart from any other's.
+fn server_file(scratch: &common::Scratch, port: u16, tag: &str) {
+    std::fs::create_dir_all(scratch.0.join("clusters")).expect("mkdir");
+    scratch.file("clusters/local.yaml", CLUSTER);
+    scratch.file("clusters/hpc.yaml", CLUSTER);
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1
+listen: 127.0.0.1:{port}
+data_dir: data
+lease_seconds: 2
+clusters:
+  - name: local
+    file: clusters/local.yaml
+  - name: hpc
+    file: clusters/hpc.yaml
+    backend:
+      kind: slurm
+      url: {url}
+      user: root
+      jwt_key: {key}
+      placement: backend
+      poll_interval_ms: 200
+      kill_grace_seconds: 1
+      tag: {tag}
+",
+            url = slurm_url(),
+            key = slurm_key()
+        ),
+    );
+}
+
+fn workload(name: &str, tasks: u32, command: &str) -> String {
+    format!(
+        "  - name: {name}\n    jobs:\n      - name: j\n        stages:\n          - {{name: s, tasks: {tasks}, max_attempts: 1, resources: {{cpu: 500, memory: 32}}, command: '{command}'}}\n"
+    )
+}
+
+fn runs(dir: &Path, port: u16) -> Vec<Value> {
+    let out = client(dir, port, &["runs", "--json"]);
+    if !out.status.success() {
+        return Vec::new();
+    }
+    serde_json::from_slice::<Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v["runs"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+fn run_of(dir: &Path, port: u16, workflow: &str) -> Option<Value> {
+    runs(dir, port).into_iter().find(|r| r["workflow"] == workflow)
+}
+
+fn state_of(dir: &Path, port: u16, workflow: &str) -> String {
+    run_of(dir, port, workflow).and_then(|r| r["state"].as_str().map(String::from)).unwrap_or_default()
+}
+
+/// Slurm's state of a job (`squeue`); empty once Slurm has forgotten it.
+fn slurm_state(job: &str) -> String {
+    let out = Command::new("squeue").args(["-h", "-t", "all", "-j", job, "-o", "%T"]).output();
+    out.map(|o| common::text(&o.stdout).trim().to_string()).unwrap_or_default()
+}
+
+#[test]
+fn runs_routed_to_a_local_and_a_slurm_cluster_finish_and_kill_works_on_slurm() {
+    if !slurm_available() {
+        return;
+    }
+    let scratch = common::Scratch::new("serve-slurm");
+    let dir = scratch.0.clone();
+    let port = free_port();
+    server_file(&scratch, port, &format!("weirtest{}a", std::process::id()));
+    let _serve = Serve::start(&dir);
+    eventually(&dir, "the server", || {
+        client(
+            &dir,
+            port,
+            &["routes", "set", "workflow:on-hpc", "--cluster", "hpc", "--queue", "root.default"],
+        )
+        .status
+        .success()
+    });
+    for w in ["on-local", "sleeper"] {
+        let cluster = if w == "on-local" { "local" } else { "hpc" };
+        ok(&client(
+            &dir,
+            port,
+            &["routes", "set", &format!("workflow:{w}"), "--cluster", cluster, "--queue", "root.default"],
+        ));
+    }
+    let d = dir.display();
+    let wl = format!(
+        "version: 1\nworkflows:\n{}{}",
+        workload("on-hpc", 6, &format!("echo task $WEIR_TASK_INDEX job ${{SLURM_JOB_ID:-none}} queue $WEIR_QUEUE; touch {d}/hpc-$WEIR_TASK_INDEX")),
+        workload("on-local", 2, "echo local ${SLURM_JOB_ID:-none}"),
+    );
+    scratch.file("wl.yaml", &wl);
+    ok(&client(&dir, port, &["submit", "wl.yaml"]));
+    eventually(&dir, "both runs to succeed", || {
+        state_of(&dir, port, "on-hpc") == "succeeded" && state_of(&dir, port, "on-local") == "succeeded"
+    });
+    let hpc = run_of(&dir, port, "on-hpc").expect("the hpc run");
+    let local = run_of(&dir, port, "on-local").expect("the local run");
+    assert_eq!((&hpc["cluster"], &local["cluster"]), (&Value::from("hpc"), &Value::from("local")));
+    let id = hpc["id"].to_string();
+    for t in 0..6 {
+        assert!(dir.join(format!("hpc-{t}")).exists(), "task {t} ran");
+        // `weir logs` reads the job's output file: it ran as a Slurm job, in the mapped queue.
+        let log = ok(&client(&dir, port, &["logs", &id, &format!("s.{t}")]));
+        let words: Vec<&str> = log.split_whitespace().collect();
+        assert_eq!(words[..2], ["task", &t.to_string()[..]], "{log}");
+        assert!(words[3].parse::<u64>().is_ok(), "a Slurm job id: {log}");
+        assert_eq!(words[5], "root.default", "{log}");
+    }
+    let local_log = ok(&client(&dir, port, &["logs", &local["id"].to_string(), "s.0"]));
+    assert_eq!(local_log.trim(), "local none", "the local cluster's task ran outside Slurm");
+    let status = ok(&client(&dir, port, &["status", &id]));
+    assert!(status.contains("succeeded"), "{status}");
+
+    // Kill: the running Slurm job is cancelled and the run ends killed.
+    scratch.file(
+        "sleeper.yaml",
+        &format!(
+            "version: 1\nworkflows:\n{}",
+            workload("sleeper", 1, &format!("echo $SLURM_JOB_ID > {d}/sleeper.job; sleep 300"))
+        ),
+    );
+    ok(&client(&dir, port, &["submit", "sleeper.yaml"]));
+    eventually(&dir, "the sleeper to start on Slurm", || {
+        std::fs::read_to_string(dir.join("sleeper.job")).is_ok_and(|s| !s.trim().is_empty())
+    });
+    let job = std::fs::read_to_string(dir.join("sleeper.job")).expect("job id").trim().to_string();
+    let sleeper = run_of(&dir, port, "sleeper").expect("the sleeper run");
+    ok(&client(&dir, port, &["kill", &sleeper["id"].to_string()]));
+    eventually(&dir, "the sleeper run to be killed", || state_of(&dir, port, "sleeper") == "killed");
+    let state = slurm_state(&job);
+    assert!(!matches!(state.as_str(), "RUNNING" | "PENDING" | "COMPLETING"), "Slurm job {job} is {state}");
+}
+
+#[test]
+fn kill_9_while_slurm_jobs_run_then_restart_readopts_them_and_starts_none_twice() {
+    if !slurm_available() {
+        return;
+    }
+    let scratch = common::Scratch::new("serve-slurm-crash");
+    let dir = scratch.0.clone();
+    let port = free_port();
+    server_file(&scratch, port, &format!("weirtest{}b", std::process::id()));
+    let mut serve = Serve::start(&dir);
+    eventually(&dir, "the server", || {
+        client(
+            &dir,
+            port,
+            &["routes", "set", "workflow:crash", "--cluster", "hpc", "--queue", "root.default"],
+        )
+        .status
+        .success()
+    });
+    let d = dir.display();
+    let command = format!(
+        "echo \"$WEIR_TASK_INDEX $WEIR_ATTEMPT $SLURM_JOB_ID start\" >> {d}/marker; while [ ! -e {d}/go ]; do sleep 0.1; done; echo \"$WEIR_TASK_INDEX $WEIR_ATTEMPT $SLURM_JOB_ID end\" >> {d}/marker"
+    );
+    scratch.file("wl.yaml", &format!("version: 1\nworkflows:\n{}", workload("crash", 3, &command)));
+    ok(&client(&dir, port, &["submit", "wl.yaml"]));
+    let starts = |dir: &Path| {
+        std::fs::read_to_string(dir.join("marker"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.ends_with("start"))
+            .count()
+    };
+    eventually(&dir, "three Slurm jobs to run", || starts(&dir) == 3);
+    // Let the launch records be committed for some, then kill the server mid-flight.
+    std::thread::sleep(Duration::from_millis(300));
+    serve.kill9();
+    let mut serve = Serve::start(&dir);
+    eventually(&dir, "the restarted server", || client(&dir, port, &["runs", "--json"]).status.success());
+    // Give recovery time to adopt (and, were it wrong, to start a second attempt).
+    std::thread::sleep(Duration::from_secs(3));
+    std::fs::write(dir.join("go"), "").expect("go");
+    eventually(&dir, "the run to succeed", || state_of(&dir, port, "crash") == "succeeded");
+    let marker = std::fs::read_to_string(dir.join("marker")).expect("marker");
+    let mut lines: Vec<&str> = marker.lines().collect();
+    lines.sort();
+    assert_eq!(lines.len(), 6, "each task started and ended once:\n{marker}");
+    for t in 0..3 {
+        let mine: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with(&format!("{t} "))).collect();
+        assert_eq!(mine.len(), 2, "task {t}:\n{marker}");
+        assert!(mine.iter().all(|l| l.split(' ').nth(1) == Some("1")), "attempt 1 only:\n{marker}");
+    }
+    let id = run_of(&dir, port, "crash").expect("run")["id"].to_string();
+    let status = ok(&client(&dir, port, &["status", &id]));
+    assert!(status.contains("succeeded"), "{status}");
+    serve.kill9();
+}
