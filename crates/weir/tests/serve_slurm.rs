@@ -225,6 +225,11 @@ fn runs_routed_to_a_local_and_a_slurm_cluster_finish_and_kill_works_on_slurm() {
         assert!(words[3].parse::<u64>().is_ok(), "a Slurm job id: {log}");
         assert_eq!(words[5], "root.default", "{log}");
     }
+    // A log the server cannot see (the nodes wrote it elsewhere) is named, not shown as empty.
+    std::fs::remove_file(dir.join(format!("data/logs/run-{id}/0/0/0/1/stdout"))).expect("the log file");
+    let out = client(&dir, port, &["logs", &id, "s.0"]);
+    let err = common::text(&out.stderr);
+    assert!(!out.status.success() && err.contains("is not on this server"), "{err}");
     let local_log = ok(&client(&dir, port, &["logs", &local["id"].to_string(), "s.0"]));
     assert_eq!(local_log.trim(), "local none", "the local cluster's task ran outside Slurm");
     let status = ok(&client(&dir, port, &["status", &id]));
@@ -273,7 +278,7 @@ fn kill_9_while_slurm_jobs_run_then_restart_readopts_them_and_starts_none_twice(
     let command = format!(
         "echo \"$WEIR_TASK_INDEX $WEIR_ATTEMPT $SLURM_JOB_ID start\" >> {d}/marker; while [ ! -e {d}/go ]; do sleep 0.1; done; echo \"$WEIR_TASK_INDEX $WEIR_ATTEMPT $SLURM_JOB_ID end\" >> {d}/marker"
     );
-    scratch.file("wl.yaml", &format!("version: 1\nworkflows:\n{}", workload("crash", 3, &command)));
+    scratch.file("wl.yaml", &format!("version: 1\nworkflows:\n{}", workload("crash", 2, &command)));
     ok(&client(&dir, port, &["submit", "wl.yaml"]));
     let starts = |dir: &Path| {
         std::fs::read_to_string(dir.join("marker"))
@@ -282,7 +287,8 @@ fn kill_9_while_slurm_jobs_run_then_restart_readopts_them_and_starts_none_twice(
             .filter(|l| l.ends_with("start"))
             .count()
     };
-    eventually(&dir, "three Slurm jobs to run", || starts(&dir) == 3);
+    // Two tasks: a Slurm on a 2-core machine runs two 1-CPU jobs at once.
+    eventually(&dir, "two Slurm jobs to run", || starts(&dir) == 2);
     // Let the launch records be committed for some, then kill the server mid-flight.
     std::thread::sleep(Duration::from_millis(300));
     serve.kill9();
@@ -295,8 +301,8 @@ fn kill_9_while_slurm_jobs_run_then_restart_readopts_them_and_starts_none_twice(
     let marker = std::fs::read_to_string(dir.join("marker")).expect("marker");
     let mut lines: Vec<&str> = marker.lines().collect();
     lines.sort();
-    assert_eq!(lines.len(), 6, "each task started and ended once:\n{marker}");
-    for t in 0..3 {
+    assert_eq!(lines.len(), 4, "each task started and ended once:\n{marker}");
+    for t in 0..2 {
         let mine: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with(&format!("{t} "))).collect();
         assert_eq!(mine.len(), 2, "task {t}:\n{marker}");
         assert!(mine.iter().all(|l| l.split(' ').nth(1) == Some("1")), "attempt 1 only:\n{marker}");
