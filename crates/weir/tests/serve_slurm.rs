@@ -1,4 +1,4 @@
-//! `weir serve` with a cluster on a real Slurm (slurmctld + slurmd + slurmrestd; `.ci/run`
+//! `weir serve` with a cluster on a real Slurm, its nodes read from Slurm at start (slurmctld + slurmd + slurmrestd; `.ci/run`
 //! starts one with the shared engines' `slurm/up.sh`), through the real binary: runs routed to a
 //! local and to a Slurm cluster both finish, `weir status`/`logs`/`kill` work the same on both,
 //! and a `kill -9` of the server while Slurm jobs run, then a restart, re-adopts every job and
@@ -114,7 +114,8 @@ const CLUSTER: &str =
 fn server_file(scratch: &common::Scratch, port: u16, tag: &str) {
     std::fs::create_dir_all(scratch.0.join("clusters")).expect("mkdir");
     scratch.file("clusters/local.yaml", CLUSTER);
-    scratch.file("clusters/hpc.yaml", CLUSTER);
+    // No nodes: they are read from Slurm at start (`nodes: from_backend`).
+    scratch.file("clusters/hpc.yaml", "version: 1\nqueues:\n  - {name: default}\n");
     scratch.file(
         "server.yaml",
         &format!(
@@ -136,6 +137,7 @@ clusters:
       poll_interval_ms: 200
       kill_grace_seconds: 1
       tag: {tag}
+      nodes: from_backend
 ",
             url = slurm_url(),
             key = slurm_key()
@@ -311,4 +313,59 @@ fn kill_9_while_slurm_jobs_run_then_restart_readopts_them_and_starts_none_twice(
     let status = ok(&client(&dir, port, &["status", &id]));
     assert!(status.contains("succeeded"), "{status}");
     serve.kill9();
+}
+
+/// Needs no Slurm: nothing listens on the URL.
+#[test]
+fn a_slurm_that_cannot_be_reached_is_named_at_start_and_its_runs_wait() {
+    let scratch = common::Scratch::new("serve-slurm-down");
+    let dir = scratch.0.clone();
+    let port = free_port();
+    std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
+    scratch.file("key", "0123456789abcdef0123456789abcdef");
+    scratch.file("clusters/hpc.yaml", CLUSTER);
+    scratch.file("clusters/bare.yaml", "version: 1\nqueues:\n  - {name: default}\n");
+    let backend = "{kind: slurm, url: 'http://127.0.0.1:9', user: root, jwt_key: key}";
+    // Nodes from a backend that cannot be asked: refused at start, naming the field.
+    scratch.file(
+        "from.yaml",
+        &format!(
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: hpc\n    file: clusters/bare.yaml\n    backend: {}\n",
+            backend.replace('}', ", nodes: from_backend}")
+        ),
+    );
+    let out = client(&dir, port, &["serve", "--config", "from.yaml"]);
+    let err = common::text(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("clusters[0].backend.nodes: from_backend: cannot read the nodes")
+            && err.contains("cannot be reached"),
+        "{err}"
+    );
+    // With its nodes written down, the server starts; the cluster's runs wait, with the reason
+    // in the server's log.
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: hpc\n    file: clusters/hpc.yaml\n    backend: {backend}\n"
+        ),
+    );
+    let _serve = Serve::start(&dir);
+    eventually(&dir, "the server", || {
+        client(&dir, port, &["routes", "set", "workflow:w", "--cluster", "hpc", "--queue", "root.default"])
+            .status
+            .success()
+    });
+    scratch.file("wl.yaml", &format!("version: 1\nworkflows:\n{}", workload("w", 1, "true")));
+    ok(&client(&dir, port, &["submit", "wl.yaml"]));
+    eventually(&dir, "the reason in the log", || {
+        std::fs::read_to_string(dir.join("serve.log"))
+            .is_ok_and(|l| l.contains("the Slurm backend is unavailable") && l.contains("cannot be reached"))
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let state = state_of(&dir, port, "w");
+    assert!(
+        matches!(state.as_str(), "queued" | "routed" | "waiting"),
+        "the run waits, nothing lost: {state}"
+    );
 }

@@ -81,8 +81,10 @@ pub fn run(a: &ServeBench) -> Result<()> {
     let slurm = match a.backend.as_str() {
         "local" => None,
         "slurm" => {
-            let auth =
-                weir_backend_slurm::Auth::JwtKey { key_file: a.slurm_jwt_key.clone(), lifespan: Duration::from_secs(3600) };
+            let auth = weir_backend_slurm::Auth::JwtKey {
+                key_file: a.slurm_jwt_key.clone(),
+                lifespan: Duration::from_secs(3600),
+            };
             let mut c = weir_backend_slurm::SlurmConfig::new(a.slurm_url.clone(), a.slurm_user.clone(), auth);
             c.tag = format!("weirbench{}", std::process::id());
             Some(c)
@@ -178,7 +180,11 @@ async fn start(
     if let Some(config) = slurm {
         c.backends.insert(
             "default".into(),
-            weir_server::BackendSettings::Slurm { config: Box::new(config), kill_grace: None, shared_dir: None },
+            weir_server::BackendSettings::Slurm {
+                config: Box::new(config),
+                kill_grace: None,
+                shared_dir: None,
+            },
         );
     }
     c.listen = Some("127.0.0.1:0".parse()?);

@@ -59,6 +59,14 @@ struct BackendEntry {
     default_time_limit_seconds: Option<u64>,
     tag: Option<String>,
     shared_dir: Option<PathBuf>,
+    /// `from_backend`: the cluster's nodes are read from the backend at start.
+    nodes: Option<NodesEntry>,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum NodesEntry {
+    FromBackend,
 }
 
 /// Backend kinds; `spark` and `kubernetes` are for later releases.
@@ -95,6 +103,9 @@ pub struct ServeConfig {
     pub body_limit: Option<usize>,
     pub clusters: Vec<ClusterSource>,
     pub backends: BTreeMap<String, BackendSettings>,
+    /// Clusters whose nodes come from their backend (`backend.nodes: from_backend`), with the
+    /// field path for errors.
+    pub nodes_from_backend: BTreeMap<String, String>,
 }
 
 /// A cluster name: letters, digits, `-` and `_` (it names a folder and appears in URLs).
@@ -139,6 +150,7 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
     let mut state_dirs: BTreeMap<PathBuf, String> = BTreeMap::new();
     let mut clusters = Vec::new();
     let mut backends = BTreeMap::new();
+    let mut nodes_from_backend = BTreeMap::new();
     for (i, c) in f.clusters.iter().enumerate() {
         let at = format!("clusters[{i}]");
         if !valid_cluster_name(&c.name) {
@@ -166,6 +178,9 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
                     format!("{at}.state_dir"),
                     "is a local backend's field; a slurm backend keeps no state folder".into(),
                 );
+            }
+            if c.backend.nodes.is_some() {
+                nodes_from_backend.insert(c.name.clone(), format!("{at}.nodes"));
             }
             if let Some(settings) = slurm_settings(&c.backend, &at, &resolve, &mut problem) {
                 backends.insert(
@@ -210,12 +225,70 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
         body_limit: f.body_limit_bytes,
         clusters,
         backends,
+        nodes_from_backend,
     })
 }
 
+/// `backend.nodes: from_backend`: each such cluster's file gets the nodes its backend reports
+/// (usable ones, grouped by size) in place of a `nodes:` list, which it must not have. Read once
+/// at start; a backend that cannot be asked is an error naming the field.
+pub fn discover_nodes(config: &mut ServeConfig) -> Result<(), ModelError> {
+    if config.nodes_from_backend.is_empty() {
+        return Ok(());
+    }
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+        ModelError::Syntax { file: String::new(), path: String::new(), message: e.to_string() }
+    })?;
+    for source in &mut config.clusters {
+        let Some(field) = config.nodes_from_backend.get(&source.name) else { continue };
+        let Some(BackendSettings::Slurm { config: slurm, .. }) = config.backends.get(&source.name) else {
+            continue;
+        };
+        let invalid = |message: String| ModelError::Invalid {
+            file: source.file.clone(),
+            problems: vec![Problem { path: field.clone(), message }],
+        };
+        let mut file: weir_model::cluster_file::ClusterFile =
+            weir_model::parse_yaml(&source.file, &source.yaml)?;
+        if !file.nodes.is_empty() {
+            return Err(invalid("from_backend, but the cluster file lists nodes too: remove them".into()));
+        }
+        let nodes = rt
+            .block_on(async {
+                let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+                let backend = weir_backend_slurm::SlurmBackend::connect((**slurm).clone(), tx).await?;
+                backend.nodes().await
+            })
+            .map_err(|e| invalid(format!("from_backend: cannot read the nodes: {e}")))?;
+        let mut groups: BTreeMap<(u64, u64, u64), u32> = BTreeMap::new();
+        for n in nodes.iter().filter(|n| n.is_usable()) {
+            *groups.entry((n.cpu_millicores, n.memory_mib, n.gpus)).or_default() += 1;
+        }
+        if groups.is_empty() {
+            return Err(invalid(format!("from_backend: Slurm reports no usable node (of {})", nodes.len())));
+        }
+        file.nodes = groups
+            .into_iter()
+            .map(|((cpu, memory, gpu), count)| weir_model::cluster_file::NodeGroupSpec {
+                count,
+                resources: weir_model::PartialResources {
+                    cpu: Some(cpu),
+                    memory: Some(memory),
+                    gpu: (gpu > 0).then_some(gpu),
+                },
+                ..Default::default()
+            })
+            .collect();
+        source.yaml = serde_saphyr::to_string(&file)
+            .map_err(|e| invalid(format!("from_backend: cannot write the cluster back: {e}")))?;
+    }
+    Ok(())
+}
+
 /// Which slurm-only fields a backend entry sets.
-fn slurm_fields(b: &BackendEntry) -> [(&'static str, bool); 14] {
+fn slurm_fields(b: &BackendEntry) -> [(&'static str, bool); 15] {
     [
+        ("nodes", b.nodes.is_some()),
         ("url", b.url.is_some()),
         ("user", b.user.is_some()),
         ("jwt_key", b.jwt_key.is_some()),
