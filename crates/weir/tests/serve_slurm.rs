@@ -86,6 +86,15 @@ fn client(dir: &Path, port: u16, args: &[&str]) -> Output {
         .expect("run weir")
 }
 
+/// `weir backends --config server.yaml` in `dir`.
+fn backends(dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["backends", "--config", "server.yaml"])
+        .current_dir(dir)
+        .output()
+        .expect("run weir backends")
+}
+
 fn ok(out: &Output) -> String {
     assert!(out.status.success(), "failed: {}\n{}", common::text(&out.stdout), common::text(&out.stderr));
     common::text(&out.stdout)
@@ -185,6 +194,10 @@ fn runs_routed_to_a_local_and_a_slurm_cluster_finish_and_kill_works_on_slurm() {
     let dir = scratch.0.clone();
     let port = free_port();
     server_file(&scratch, port, &format!("weirtest{}a", std::process::id()));
+    let health = ok(&backends(&dir));
+    let row = |name: &str| health.lines().find(|l| l.starts_with(name)).unwrap_or_default().to_string();
+    assert!(row("local ").contains("healthy"), "{health}");
+    assert!(row("hpc ").contains("slurm  healthy") && row("hpc ").contains("(v0.0.38)"), "{health}");
     let _serve = Serve::start(&dir);
     eventually(&dir, "the server", || {
         client(
@@ -349,6 +362,12 @@ fn a_slurm_that_cannot_be_reached_is_named_at_start_and_its_runs_wait() {
         &format!(
             "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: hpc\n    file: clusters/hpc.yaml\n    backend: {backend}\n"
         ),
+    );
+    let out = backends(&dir);
+    let health = common::text(&out.stdout);
+    assert!(
+        !out.status.success() && health.contains("unhealthy") && health.contains("cannot be reached"),
+        "{health}"
     );
     let _serve = Serve::start(&dir);
     eventually(&dir, "the server", || {
