@@ -236,7 +236,35 @@ impl SlurmBackend {
             }
         }
         let body = self.job_body(launch);
-        let answer = self.inner.rest.submit(&body).await.map_err(|e| self.error(&launch.attempt, e))?;
+        let answer = match self.inner.rest.submit(&body).await {
+            Ok(a) => a,
+            // A 200 whose `errors` is not empty is a failure: whatever job came back is cancelled.
+            Err(RestError::RefusedWithJob(m, job)) => {
+                let _ = self.inner.rest.cancel(job, None).await;
+                return Err(self.error(&launch.attempt, RestError::RefusedWithJob(m, job)));
+            }
+            // The request may have reached Slurm (a timeout after sending): look for the job by
+            // its comment before calling the start failed, so a retry cannot run it twice.
+            Err(RestError::Unreachable(m)) => match self.find(&launch.attempt).await {
+                Ok(Some(info)) => {
+                    self.watch(&launch.attempt, info.id, None);
+                    let mut rec = self.record(&launch.attempt, info.id);
+                    rec.dir = launch.stdout.parent().map(|p| p.to_path_buf()).unwrap_or_default();
+                    return Ok(rec);
+                }
+                Ok(None) => return Err(self.error(&launch.attempt, RestError::Unreachable(m))),
+                Err(e) => {
+                    return Err(self.error(
+                        &launch.attempt,
+                        RestError::Unreachable(format!(
+                            "{m}; then cannot tell whether it was submitted: {}",
+                            e.message()
+                        )),
+                    ))
+                }
+            },
+            Err(e) => return Err(self.error(&launch.attempt, e)),
+        };
         let Some(job) = rest::job_id_of(&answer) else {
             return Err(BackendError::Refused {
                 attempt,
@@ -322,7 +350,18 @@ impl SlurmBackend {
         if let Some(e) = lock(&self.inner.watched).entries.get(attempt.as_str()) {
             return Ok(Recovered::Running(self.record(attempt, e.job)));
         }
-        // Slurm briefly unreachable must not read as "never started": a few tries first.
+        let found = self.find(attempt).await.map_err(|e| self.error(attempt, e))?;
+        let Some(info) = found else { return Ok(Recovered::NotFound) };
+        if info.is_terminal() {
+            return Ok(Recovered::Ended(exit_of(&info, false)));
+        }
+        self.watch(attempt, info.id, None);
+        Ok(Recovered::Running(self.record(attempt, info.id)))
+    }
+
+    /// The newest job whose comment names `attempt`. Slurm briefly unreachable must not read as
+    /// "never started": a few tries first.
+    async fn find(&self, attempt: &AttemptId) -> Result<Option<JobInfo>, RestError> {
         let mut tries = 0;
         let listing = loop {
             match self.inner.rest.get("/jobs").await {
@@ -331,18 +370,11 @@ impl SlurmBackend {
                     tries += 1;
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
-                Err(e) => return Err(self.error(attempt, e)),
+                Err(e) => return Err(e),
             }
         };
         let comment = self.comment(attempt);
-        let found: Option<JobInfo> =
-            jobs_of(&listing).into_iter().filter(|j| j.comment == comment).max_by_key(|j| j.id);
-        let Some(info) = found else { return Ok(Recovered::NotFound) };
-        if info.is_terminal() {
-            return Ok(Recovered::Ended(exit_of(&info, false)));
-        }
-        self.watch(attempt, info.id, None);
-        Ok(Recovered::Running(self.record(attempt, info.id)))
+        Ok(jobs_of(&listing).into_iter().filter(|j| j.comment == comment).max_by_key(|j| j.id))
     }
 
     fn record(&self, attempt: &AttemptId, job: u64) -> Launched {

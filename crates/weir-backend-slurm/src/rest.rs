@@ -31,6 +31,9 @@ pub(crate) enum RestError {
     AlreadyDone,
     /// Slurm answered with errors.
     Refused(String),
+    /// Slurm answered with errors and still gave a job id (a submission half done): the caller
+    /// cancels that job.
+    RefusedWithJob(String, u64),
     /// Credentials could not be read.
     Credentials(SlurmError),
 }
@@ -39,6 +42,7 @@ impl RestError {
     pub fn message(&self) -> String {
         match self {
             RestError::Unreachable(m) | RestError::Refused(m) => m.clone(),
+            RestError::RefusedWithJob(m, id) => format!("{m} (job {id} was cancelled)"),
             RestError::UnknownJob => "unknown job id".into(),
             RestError::AlreadyDone => "the job already ended".into(),
             RestError::Credentials(e) => e.to_string(),
@@ -180,7 +184,10 @@ impl Rest {
                     m.push(format!("HTTP {}", status.as_u16()));
                 }
                 // A submission that was accepted and then reported an error still has an id.
-                return Err(RestError::Refused(with_job(m.join("; "), &v)));
+                return Err(match job_id_of(&v) {
+                    Some(id) => RestError::RefusedWithJob(m.join("; "), id),
+                    None => RestError::Refused(m.join("; ")),
+                });
             }
             return Ok(v);
         }
@@ -222,13 +229,6 @@ fn describe(e: &reqwest::Error) -> String {
 /// `job_id` of an answer, if it carries one (a submission that reported errors).
 pub(crate) fn job_id_of(v: &Value) -> Option<u64> {
     v.get("job_id").and_then(Value::as_u64).filter(|&id| id > 0)
-}
-
-fn with_job(message: String, v: &Value) -> String {
-    match job_id_of(v) {
-        Some(id) => format!("{message} [job_id {id}]"),
-        None => message,
-    }
 }
 
 /// Slurm's `errors` list as (error number, readable text).
