@@ -51,6 +51,9 @@ pub struct ServeBench {
     /// The Slurm user jobs run as (`--backend slurm`).
     #[arg(long, value_name = "USER", default_value = "root")]
     slurm_user: String,
+    /// The Slurm backend's poll interval in milliseconds (`--backend slurm`).
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    slurm_poll_ms: u64,
 }
 
 const CLUSTER: &str = "version: 1
@@ -87,6 +90,7 @@ pub fn run(a: &ServeBench) -> Result<()> {
             };
             let mut c = weir_backend_slurm::SlurmConfig::new(a.slurm_url.clone(), a.slurm_user.clone(), auth);
             c.tag = format!("weirbench{}", std::process::id());
+            c.poll_interval = Duration::from_millis(a.slurm_poll_ms.max(50));
             Some(c)
         }
         other => bail!("--backend: `{other}` is neither local nor slurm"),
