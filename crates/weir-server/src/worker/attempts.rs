@@ -71,6 +71,13 @@ impl Actor {
                     self.record_warning(key, w);
                 }
             }
+            // A remote scheduler that cannot be reached (and, the backend checked, holds no job
+            // of this attempt): nothing runs, and the task is not at fault — the attempt ends
+            // lost, which does not count against max_attempts, and the task waits its turn again.
+            Err(e @ BackendError::Unreachable { .. }) => {
+                eprintln!("weir worker: cannot start {id}: {e}; the task will be tried again");
+                self.on_exit(TaskExit { attempt: id, exit: Exit::Lost, ended_at_ms: at as u64 });
+            }
             Err(e) => {
                 eprintln!("weir worker: cannot start {id}: {e}");
                 self.metrics.task_failed(&self.cluster, "start_error");
