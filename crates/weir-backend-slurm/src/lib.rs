@@ -146,7 +146,7 @@ impl SlurmBackend {
 
     /// The comment that names `attempt` on its Slurm job.
     fn comment(&self, attempt: &AttemptId) -> String {
-        format!("weir-attempt {}:{attempt}", self.inner.config.tag)
+        comment(&self.inner.config, attempt)
     }
 
     fn watch(&self, attempt: &AttemptId, job: u64, kill: Option<Kill>) {
@@ -155,61 +155,6 @@ impl SlurmBackend {
         let comment = self.comment(attempt);
         w.entries
             .insert(attempt.to_string(), Entry { attempt: attempt.clone(), job, comment, since_gen, kill });
-    }
-
-    fn job_body(&self, launch: &TaskLaunch) -> Value {
-        let config = &self.inner.config;
-        let r = launch.resources;
-        let mut env = serde_json::Map::new();
-        for (k, v) in [("PATH", "/usr/local/bin:/usr/bin:/bin"), ("LANG", "C.UTF-8")] {
-            env.insert(k.into(), json!(v));
-        }
-        env.insert("WEIR_CPU_MILLICORES".into(), json!(r.cpu.to_string()));
-        env.insert("WEIR_MEMORY_MIB".into(), json!(r.memory.to_string()));
-        env.insert("WEIR_GPUS".into(), json!(r.gpu.to_string()));
-        for (k, v) in &launch.env {
-            env.insert(k.clone(), json!(v));
-        }
-        let target = config.target(launch.env.get("WEIR_QUEUE").map(String::as_str));
-        let cpus = r.cpu.div_ceil(1000).clamp(1, u64::from(u32::MAX));
-        let mut job = json!({
-            "name": format!("{}:{}", config.tag, launch.attempt),
-            "comment": self.comment(&launch.attempt),
-            "current_working_directory": launch.workdir.to_string_lossy(),
-            "standard_output": launch.stdout.to_string_lossy(),
-            "standard_error": launch.stderr.to_string_lossy(),
-            "environment": Value::Object(env),
-            "tasks": 1,
-            "nodes": [1, 1],
-            "cpus_per_task": cpus,
-            "memory_per_node": r.memory.max(1),
-            // A retry is weir's decision: Slurm must never run an attempt a second time.
-            "requeue": false,
-        });
-        if r.gpu > 0 {
-            job["gres"] = json!(format!("gpu:{}", r.gpu));
-        }
-        if let Some(p) = target.partition {
-            job["partition"] = json!(p);
-        }
-        if let Some(q) = target.qos {
-            job["qos"] = json!(q);
-        }
-        let walltime = launch
-            .env
-            .get("WEIR_WALLTIME_SECONDS")
-            .and_then(|s| s.parse::<u64>().ok())
-            .map(Duration::from_secs)
-            .or(config.default_time_limit);
-        if let Some(w) = walltime {
-            job["time_limit"] = json!(w.as_secs().div_ceil(60).max(1));
-        }
-        if config.placement == Placement::Weir {
-            if let Some(node) = launch.env.get("WEIR_NODE") {
-                job["required_nodes"] = json!([node]);
-            }
-        }
-        json!({ "script": format!("#!/bin/sh\n{}\n", launch.command), "job": job })
     }
 
     async fn submit(&self, launch: &TaskLaunch) -> Result<Launched, BackendError> {
@@ -235,7 +180,7 @@ impl SlurmBackend {
                 })?;
             }
         }
-        let body = self.job_body(launch);
+        let body = job_body(&self.inner.config, launch);
         let answer = match self.inner.rest.submit(&body).await {
             Ok(a) => a,
             // A 200 whose `errors` is not empty is a failure: whatever job came back is cancelled.
@@ -431,6 +376,66 @@ impl SlurmBackend {
     }
 }
 
+/// The comment that names `attempt` on its Slurm job.
+fn comment(config: &SlurmConfig, attempt: &AttemptId) -> String {
+    format!("weir-attempt {}:{attempt}", config.tag)
+}
+
+/// The `POST /job/submit` body of one attempt.
+fn job_body(config: &SlurmConfig, launch: &TaskLaunch) -> Value {
+    let r = launch.resources;
+    let mut env = serde_json::Map::new();
+    for (k, v) in [("PATH", "/usr/local/bin:/usr/bin:/bin"), ("LANG", "C.UTF-8")] {
+        env.insert(k.into(), json!(v));
+    }
+    env.insert("WEIR_CPU_MILLICORES".into(), json!(r.cpu.to_string()));
+    env.insert("WEIR_MEMORY_MIB".into(), json!(r.memory.to_string()));
+    env.insert("WEIR_GPUS".into(), json!(r.gpu.to_string()));
+    for (k, v) in &launch.env {
+        env.insert(k.clone(), json!(v));
+    }
+    let target = config.target(launch.env.get("WEIR_QUEUE").map(String::as_str));
+    let cpus = r.cpu.div_ceil(1000).clamp(1, u64::from(u32::MAX));
+    let mut job = json!({
+        "name": format!("{}:{}", config.tag, launch.attempt),
+        "comment": comment(config, &launch.attempt),
+        "current_working_directory": launch.workdir.to_string_lossy(),
+        "standard_output": launch.stdout.to_string_lossy(),
+        "standard_error": launch.stderr.to_string_lossy(),
+        "environment": Value::Object(env),
+        "tasks": 1,
+        "nodes": [1, 1],
+        "cpus_per_task": cpus,
+        "memory_per_node": r.memory.max(1),
+        // A retry is weir's decision: Slurm must never run an attempt a second time.
+        "requeue": false,
+    });
+    if r.gpu > 0 {
+        job["gres"] = json!(format!("gpu:{}", r.gpu));
+    }
+    if let Some(p) = target.partition {
+        job["partition"] = json!(p);
+    }
+    if let Some(q) = target.qos {
+        job["qos"] = json!(q);
+    }
+    let walltime = launch
+        .env
+        .get("WEIR_WALLTIME_SECONDS")
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .or(config.default_time_limit);
+    if let Some(w) = walltime {
+        job["time_limit"] = json!(w.as_secs().div_ceil(60).max(1));
+    }
+    if config.placement == Placement::Weir {
+        if let Some(node) = launch.env.get("WEIR_NODE") {
+            job["required_nodes"] = json!([node]);
+        }
+    }
+    json!({ "script": format!("#!/bin/sh\n{}\n", launch.command), "job": job })
+}
+
 impl Backend for SlurmBackend {
     fn kind(&self) -> &str {
         KIND
@@ -455,5 +460,56 @@ impl Backend for SlurmBackend {
     fn forget<'a>(&'a self, _task: &'a Launched) -> BoxFuture<'a, Result<(), BackendError>> {
         // Slurm keeps nothing of weir's; its own records age out (MinJobAge).
         Box::pin(async { Ok(()) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(cpu: u64, walltime: Option<&str>, queue: &str) -> TaskLaunch {
+        let mut env: std::collections::BTreeMap<String, String> =
+            [("WEIR_QUEUE".to_string(), queue.to_string())].into();
+        if let Some(w) = walltime {
+            env.insert("WEIR_WALLTIME_SECONDS".into(), w.into());
+        }
+        TaskLaunch {
+            attempt: AttemptId::new("run-1/0/0/2/1").unwrap(),
+            command: "echo hi".into(),
+            env,
+            workdir: "/shared/work".into(),
+            resources: weir_model::Resources { cpu, memory: 300, gpu: 2 },
+            stdout: "/shared/logs/a/stdout".into(),
+            stderr: "/shared/logs/a/stderr".into(),
+        }
+    }
+
+    #[test]
+    fn a_job_carries_the_tasks_resources_limits_and_queue_mapping() {
+        let mut c = SlurmConfig::new("http://h:1", "u", Auth::TokenEnv("T".into()));
+        c.partition = Some("batch".into());
+        c.queues.insert(
+            "root.a.tier1".into(),
+            SlurmQueue { partition: Some("fast".into()), qos: Some("high".into()) },
+        );
+        c.default_time_limit = Some(Duration::from_secs(600));
+        let b = job_body(&c, &launch(1500, Some("61"), "root.a.tier1"));
+        assert_eq!(b["script"], "#!/bin/sh\necho hi\n");
+        let j = &b["job"];
+        assert_eq!((j["cpus_per_task"].as_u64(), j["memory_per_node"].as_u64()), (Some(2), Some(300)));
+        assert_eq!(j["gres"], "gpu:2");
+        assert_eq!((j["partition"].as_str(), j["qos"].as_str()), (Some("fast"), Some("high")));
+        assert_eq!(j["time_limit"], 2, "61 s rounds up to 2 minutes");
+        assert_eq!(j["requeue"], false, "Slurm never runs an attempt twice");
+        assert_eq!(j["comment"], "weir-attempt weir:run-1/0/0/2/1");
+        assert_eq!(j["name"], "weir:run-1/0/0/2/1");
+        assert_eq!(j["environment"]["WEIR_CPU_MILLICORES"], "1500");
+        assert_eq!(j["standard_output"], "/shared/logs/a/stdout");
+        assert!(j.get("required_nodes").is_none(), "placement: backend names no node");
+        let other = job_body(&c, &launch(200, None, "root.b.tier3"));
+        let j = &other["job"];
+        assert_eq!((j["cpus_per_task"].as_u64(), j["partition"].as_str()), (Some(1), Some("batch")));
+        assert_eq!(j["time_limit"], 10, "the default time limit");
+        assert!(j.get("qos").is_none());
     }
 }
