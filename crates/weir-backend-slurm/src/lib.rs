@@ -304,16 +304,23 @@ impl SlurmBackend {
         Ok(Recovered::Running(self.record(attempt, info.id)))
     }
 
-    /// The newest job whose comment names `attempt`. Slurm briefly unreachable must not read as
-    /// "never started": a few tries first.
+    /// The newest job whose comment names `attempt`. A Slurm that cannot answer must never read
+    /// as "never started" (the job may exist and run): this waits until Slurm answers.
     async fn find(&self, attempt: &AttemptId) -> Result<Option<JobInfo>, RestError> {
-        let mut tries = 0;
+        let mut pause = Duration::from_millis(250);
+        let mut said = false;
         let listing = loop {
             match self.inner.rest.get("/jobs").await {
                 Ok(v) => break v,
-                Err(RestError::Unreachable(_)) if tries < 5 => {
-                    tries += 1;
-                    tokio::time::sleep(Duration::from_secs(1)).await;
+                Err(RestError::Unreachable(m)) => {
+                    if !said {
+                        eprintln!(
+                            "weir slurm backend: {attempt}: cannot list jobs to learn whether it was submitted ({m}); waiting for Slurm"
+                        );
+                        said = true;
+                    }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(5));
                 }
                 Err(e) => return Err(e),
             }
@@ -352,7 +359,17 @@ impl SlurmBackend {
         let signal = if grace.is_zero() { None } else { Some("SIGTERM") };
         match self.inner.rest.cancel(job, signal).await {
             Ok(()) | Err(RestError::UnknownJob) => Ok(()),
-            Err(e) => Err(self.error(&task.attempt, e)),
+            Err(e) => {
+                // The poller cancels it at the deadline (now, without a grace) once Slurm answers.
+                if let Some(k) = lock(&self.inner.watched)
+                    .entries
+                    .get_mut(task.attempt.as_str())
+                    .and_then(|e| e.kill.as_mut())
+                {
+                    k.hard_sent = false;
+                }
+                Err(self.error(&task.attempt, e))
+            }
         }
     }
 

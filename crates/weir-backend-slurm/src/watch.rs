@@ -150,7 +150,14 @@ pub(crate) async fn poll(
         }
         for job in hard {
             if let Err(e) = rest.cancel(job, None).await {
-                eprintln!("weir slurm backend: cannot cancel Slurm job {job}: {}", e.message());
+                eprintln!(
+                    "weir slurm backend: cannot cancel Slurm job {job}: {} (trying again)",
+                    e.message()
+                );
+                let mut w = lock(&watched);
+                if let Some(k) = w.entries.values_mut().find(|e| e.job == job).and_then(|e| e.kill.as_mut()) {
+                    k.hard_sent = false;
+                }
             }
         }
     }

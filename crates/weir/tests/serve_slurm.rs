@@ -388,3 +388,112 @@ fn a_slurm_that_cannot_be_reached_is_named_at_start_and_its_runs_wait() {
         "the run waits, nothing lost: {state}"
     );
 }
+
+/// A TCP proxy to slurmrestd that can be switched off: while off it drops every connection,
+/// new and open, as a Slurm that went away would.
+struct Proxy {
+    port: u16,
+    up: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Proxy {
+    fn start(target: String) -> Proxy {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let flag = up.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(client) = conn else { continue };
+                if !flag.load(Ordering::SeqCst) {
+                    continue; // dropped: the client sees the connection closed
+                }
+                let Ok(server) = std::net::TcpStream::connect(&target) else { continue };
+                for (mut from, mut to) in [
+                    (client.try_clone().expect("clone"), server.try_clone().expect("clone")),
+                    (server, client),
+                ] {
+                    let flag = flag.clone();
+                    std::thread::spawn(move || {
+                        let _ = from.set_read_timeout(Some(Duration::from_millis(100)));
+                        let mut buf = [0u8; 65536];
+                        while flag.load(Ordering::SeqCst) {
+                            match from.read(&mut buf) {
+                                Ok(0) => break,
+                                Ok(n) => {
+                                    if to.write_all(&buf[..n]).is_err() {
+                                        break;
+                                    }
+                                }
+                                Err(e)
+                                    if matches!(
+                                        e.kind(),
+                                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                                    ) => {}
+                                Err(_) => break,
+                            }
+                        }
+                        let _ = from.shutdown(std::net::Shutdown::Both);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Proxy { port, up }
+    }
+
+    fn set(&self, up: bool) {
+        self.up.store(up, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_task_started_while_slurm_is_away_is_not_lost_and_runs_once_slurm_is_back() {
+    if !slurm_available() {
+        return;
+    }
+    let scratch = common::Scratch::new("serve-slurm-away");
+    let dir = scratch.0.clone();
+    let port = free_port();
+    let proxy = Proxy::start(slurm_url().trim_start_matches("http://").trim_end_matches('/').to_string());
+    std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
+    scratch.file("clusters/hpc.yaml", CLUSTER);
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: hpc\n    file: clusters/hpc.yaml\n    backend: {{kind: slurm, url: 'http://127.0.0.1:{}', user: root, jwt_key: '{}', poll_interval_ms: 200, tag: weirtest{}c}}\n",
+            proxy.port,
+            slurm_key(),
+            std::process::id()
+        ),
+    );
+    let _serve = Serve::start(&dir);
+    eventually(&dir, "the server", || {
+        client(&dir, port, &["routes", "set", "workflow:away", "--cluster", "hpc", "--queue", "root.default"])
+            .status
+            .success()
+    });
+    // The cluster's actor is connected; now Slurm goes away and a run arrives.
+    std::thread::sleep(Duration::from_secs(1));
+    proxy.set(false);
+    let d = dir.display();
+    scratch.file(
+        "wl.yaml",
+        &format!(
+            "version: 1\nworkflows:\n{}",
+            workload("away", 1, &format!("echo $WEIR_ATTEMPT >> {d}/ran"))
+        ),
+    );
+    ok(&client(&dir, port, &["submit", "wl.yaml"]));
+    // The submission may or may not have reached Slurm: the start waits until Slurm can say.
+    eventually(&dir, "the start to wait for Slurm", || {
+        std::fs::read_to_string(dir.join("serve.log")).is_ok_and(|l| l.contains("waiting for Slurm"))
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    proxy.set(true);
+    eventually(&dir, "the run to succeed once Slurm is back", || state_of(&dir, port, "away") == "succeeded");
+    let ran = std::fs::read_to_string(dir.join("ran")).expect("the task ran");
+    assert_eq!(ran.lines().count(), 1, "it ran exactly once: {ran}");
+}
