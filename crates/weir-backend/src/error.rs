@@ -45,4 +45,12 @@ pub enum BackendError {
     /// this backend value.
     #[error("attempt {attempt}: the backend is shutting down")]
     ShuttingDown { attempt: String },
+    /// A remote scheduler (Slurm through slurmrestd, …) could not be reached or did not answer
+    /// in time (`message` says what was tried). Retrying later may help.
+    #[error("attempt {attempt}: {backend}: cannot reach the scheduler: {message}")]
+    Unreachable { attempt: String, backend: &'static str, message: String },
+    /// A remote scheduler answered and refused the request (`message` holds its own words, e.g.
+    /// Slurm's `errors` list). Retrying the same request does not help.
+    #[error("attempt {attempt}: {backend}: the scheduler refused: {message}")]
+    Refused { attempt: String, backend: &'static str, message: String },
 }

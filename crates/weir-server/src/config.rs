@@ -147,6 +147,16 @@ pub enum BackendSettings {
         /// Grace between SIGTERM and SIGKILL. `None`: [`ServerConfig::kill_grace`].
         kill_grace: Option<Duration>,
     },
+    /// Batch jobs on a Slurm cluster through slurmrestd (`weir_backend_slurm::SlurmBackend`).
+    Slurm {
+        config: Box<weir_backend_slurm::SlurmConfig>,
+        /// Grace between SIGTERM and Slurm's own kill. `None`: [`ServerConfig::kill_grace`].
+        kill_grace: Option<Duration>,
+        /// A folder the server and every compute node see at the same path: tasks' logs, working
+        /// folder and preemption notices go there. `None`: the data directory (which then must
+        /// be shared, or Slurm runs on the server's machine).
+        shared_dir: Option<PathBuf>,
+    },
 }
 
 /// How to stop.

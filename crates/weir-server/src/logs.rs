@@ -101,6 +101,14 @@ pub async fn task_logs(
     };
     let size = match tokio::fs::metadata(&path).await {
         Ok(m) => m.len(),
+        // A backend that runs tasks on other machines (Slurm) has its nodes write the file on a
+        // shared path: an ended attempt without it means this server cannot see that path.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && runs_elsewhere(&attempt) && ended(&attempt) => {
+            return Err(ApiError::not_found(format!(
+                "the log file {path} is not on this server: the compute node wrote it elsewhere, or the cluster's \
+                 backend shared_dir is not the same path here and on the nodes"
+            )))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
         Err(e) => return Err(ApiError::internal(format!("cannot read {path}: {e}"))),
     };
@@ -122,6 +130,15 @@ pub async fn task_logs(
         done: false,
     };
     Ok((headers, Body::from_stream(chunks(tail))).into_response())
+}
+
+/// Whether the attempt ran on a backend whose tasks write their logs on other machines.
+fn runs_elsewhere(a: &AttemptRow) -> bool {
+    a.launched.as_deref().is_some_and(|l| l.contains("\"backend\":\"slurm\""))
+}
+
+fn ended(a: &AttemptRow) -> bool {
+    matches!(a.state.as_str(), "succeeded" | "failed" | "killed" | "lost")
 }
 
 struct Tail {

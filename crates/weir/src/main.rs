@@ -63,6 +63,7 @@ enum Command {
     Explain(cmd::runs::RunArgs),
     Token(cmd::token::TokenArgs),
     Routes(cmd::routes::RoutesArgs),
+    Backends(cmd::backends::BackendsArgs),
 }
 
 fn main() -> ExitCode {
@@ -90,6 +91,9 @@ fn main() -> ExitCode {
         Command::Explain(args) => cmd::runs::explain(args).map(|()| ExitCode::SUCCESS),
         Command::Token(args) => cmd::token::run(args).map(|()| ExitCode::SUCCESS),
         Command::Routes(args) => cmd::routes::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Backends(args) => {
+            cmd::backends::run(args).map(|ok| if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
     };
     match result {
         Ok(code) => code,

@@ -99,12 +99,17 @@ pub(crate) async fn run(
         Err(e) => return Ended::Failed(format!("the engine refuses the configuration: {e}")),
     };
     let (exit_tx, exits) = tokio::sync::mpsc::unbounded_channel();
-    let (backend, kill_grace) = match super::backends::build(cluster, settings, exit_tx) {
+    let built = match super::backends::build(cluster, settings, exit_tx).await {
         Ok(b) => b,
         Err(why) => return Ended::Failed(why),
     };
+    let backend = built.backend;
     let mut settings = settings.clone();
-    settings.kill_grace = kill_grace;
+    settings.kill_grace = built.kill_grace;
+    if let Some(shared) = built.shared_dir {
+        // Logs, the working folder and notices: where the compute nodes see them too.
+        settings.data_dir = shared;
+    }
     let (launch_tx, launch_rx) = tokio::sync::mpsc::unbounded_channel();
     let (started_tx, started_rx) = tokio::sync::mpsc::unbounded_channel();
     let starter_task = tokio::spawn(starter(backend.clone(), launch_rx, started_tx));

@@ -71,6 +71,13 @@ impl Actor {
                     self.record_warning(key, w);
                 }
             }
+            // A remote scheduler that cannot be reached (and, the backend checked, holds no job
+            // of this attempt): nothing runs, and the task is not at fault — the attempt ends
+            // lost, which does not count against max_attempts, and the task waits its turn again.
+            Err(e @ BackendError::Unreachable { .. }) => {
+                eprintln!("weir worker: cannot start {id}: {e}; the task will be tried again");
+                self.on_exit(TaskExit { attempt: id, exit: Exit::Lost, ended_at_ms: at as u64 });
+            }
             Err(e) => {
                 eprintln!("weir worker: cannot start {id}: {e}");
                 self.metrics.task_failed(&self.cluster, "start_error");
@@ -188,6 +195,14 @@ impl Actor {
         env.insert("WEIR_STAGE".into(), run.jobs[j].stages[s].name.clone());
         env.insert("WEIR_TASK_INDEX".into(), t.to_string());
         env.insert("WEIR_ATTEMPT".into(), key.attempt.to_string());
+        // What a backend that runs elsewhere maps to its own terms: the leaf queue (a Slurm
+        // partition or QOS), the node weir's engine chose (`placement: weir`), the walltime (a
+        // time limit).
+        env.insert("WEIR_QUEUE".into(), run.queue.to_string());
+        env.insert("WEIR_NODE".into(), node.clone());
+        if let Some(w) = run.jobs[j].stages[s].walltime {
+            env.insert("WEIR_WALLTIME_SECONDS".into(), w.0.div_ceil(1000).to_string());
+        }
         env.insert(
             super::warning::NOTICE_ENV.into(),
             path_text(&super::warning::notice_path(&data_dir, &aid)),

@@ -1,29 +1,52 @@
 //! Each cluster's execution backend, built from its [`BackendSettings`]: the only place in the
 //! worker that names a backend implementation; everything else knows the `Backend` trait.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use weir_backend::{Backend, ExitSender, LocalBackend, LocalConfig};
+use weir_backend_slurm::SlurmBackend;
 
 use super::WorkerSettings;
 use crate::config::BackendSettings;
 
-/// The backend that runs `cluster`'s tasks, and the grace between SIGTERM and SIGKILL when one
-/// is killed.
-pub(super) fn build(
+/// A cluster's backend and how the actor uses it.
+pub(super) struct Built {
+    pub backend: Arc<dyn Backend>,
+    /// Grace between SIGTERM and SIGKILL when a task is killed.
+    pub kill_grace: Duration,
+    /// Where tasks' logs, working folder and notices go when not under the data directory (a
+    /// folder the compute nodes share).
+    pub shared_dir: Option<PathBuf>,
+}
+
+/// The backend that runs `cluster`'s tasks. A backend that cannot be set up (a Slurm that is
+/// down, a wrong key) fails the actor with the reason; the supervisor tries again, and the
+/// cluster's runs wait in the store meanwhile.
+pub(super) async fn build(
     cluster: &str,
     settings: &WorkerSettings,
     exits: ExitSender,
-) -> Result<(Arc<dyn Backend>, Duration), String> {
+) -> Result<Built, String> {
     let default_dir = || settings.data_dir.join("backend").join(cluster);
     let (state_dir, kill_grace) = match settings.backends.get(cluster) {
         Some(BackendSettings::Local { state_dir, kill_grace }) => {
             (state_dir.clone().unwrap_or_else(default_dir), kill_grace.unwrap_or(settings.kill_grace))
         }
+        Some(BackendSettings::Slurm { config, kill_grace, shared_dir }) => {
+            let backend = SlurmBackend::connect((**config).clone(), exits)
+                .await
+                .map_err(|e| format!("the Slurm backend is unavailable: {e}"))?;
+            return Ok(Built {
+                backend: Arc::new(backend),
+                kill_grace: kill_grace.unwrap_or(settings.kill_grace),
+                shared_dir: shared_dir.clone(),
+            });
+        }
         None => (default_dir(), settings.kill_grace),
     };
     let backend = LocalBackend::new(LocalConfig::new(state_dir), exits)
         .map_err(|e| format!("cannot set up the local backend: {e}"))?;
-    Ok((Arc::new(backend), kill_grace))
+    Ok(Built { backend: Arc::new(backend), kill_grace, shared_dir: None })
 }

@@ -50,6 +50,8 @@ pub struct StageLive {
     pub command: String,
     pub env: BTreeMap<String, String>,
     pub max_attempts: u32,
+    /// The walltime each task asks for (a Slurm job's time limit), if the stage gives one.
+    pub walltime: Option<weir_model::Duration>,
     /// Task indices asked of the engine and not yet given a container, in order.
     pub ready: VecDeque<u32>,
     pub done: u32,
@@ -149,6 +151,7 @@ impl RunLive {
                     command: s.command.clone().unwrap_or_default(),
                     env: s.env.clone(),
                     max_attempts: s.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
+                    walltime: s.walltime,
                     ready: VecDeque::new(),
                     done: 0,
                     tasks: (0..stage.tasks)

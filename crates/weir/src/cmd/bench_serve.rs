@@ -38,6 +38,22 @@ pub struct ServeBench {
     /// Scratch directory (data dirs and SQLite files). Default: a new one under the system temp dir.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// The dispatch measurement's backend: `local` processes, or `slurm` (a real Slurm through
+    /// slurmrestd; then only the dispatch is measured, into Slurm).
+    #[arg(long, value_name = "KIND", default_value = "local")]
+    backend: String,
+    /// slurmrestd's URL (`--backend slurm`).
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:6820")]
+    slurm_url: String,
+    /// The Slurm cluster's JWT key, to mint tokens (`--backend slurm`).
+    #[arg(long, value_name = "FILE", default_value = "/var/lib/slurm/slurmctld/jwt_hs256.key")]
+    slurm_jwt_key: PathBuf,
+    /// The Slurm user jobs run as (`--backend slurm`).
+    #[arg(long, value_name = "USER", default_value = "root")]
+    slurm_user: String,
+    /// The Slurm backend's poll interval in milliseconds (`--backend slurm`).
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    slurm_poll_ms: u64,
 }
 
 const CLUSTER: &str = "version: 1
@@ -65,6 +81,37 @@ pub fn run(a: &ServeBench) -> Result<()> {
     std::fs::create_dir_all(&root).with_context(|| format!("--dir: cannot create {}", root.display()))?;
     let pg = a.postgres.clone().or_else(|| std::env::var("WEIR_TEST_POSTGRES_URL").ok());
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let slurm = match a.backend.as_str() {
+        "local" => None,
+        "slurm" => {
+            let auth = weir_backend_slurm::Auth::JwtKey {
+                key_file: a.slurm_jwt_key.clone(),
+                lifespan: Duration::from_secs(3600),
+            };
+            let mut c = weir_backend_slurm::SlurmConfig::new(a.slurm_url.clone(), a.slurm_user.clone(), auth);
+            c.tag = format!("weirbench{}", std::process::id());
+            c.poll_interval = Duration::from_millis(a.slurm_poll_ms.max(50));
+            Some(c)
+        }
+        other => bail!("--backend: `{other}` is neither local nor slurm"),
+    };
+    if let Some(config) = slurm {
+        return rt.block_on(async {
+            let dir = root.join("dispatch-slurm");
+            let url = format!("sqlite://{}", dir.join("weir.db").display());
+            let (tasks_per_s, secs) =
+                dispatch(&dir, &url, a.dispatch, a.dispatch_clients.max(1), Some(config)).await?;
+            let mut out = String::new();
+            writeln!(
+                out,
+                "dispatch (sqlite, slurm backend, {} clients): {} runs of `true` submitted and completed in {secs:.2} s = {tasks_per_s:.1} tasks/s",
+                a.dispatch_clients, a.dispatch
+            )?;
+            let report = json!({"dispatch_slurm": {"runs": a.dispatch, "clients": a.dispatch_clients, "seconds": round(secs), "tasks_per_s": round(tasks_per_s)}});
+            writeln!(out, "{report}")?;
+            emit(&out)
+        });
+    }
     rt.block_on(async {
         let mut out = String::new();
         let mut report = serde_json::Map::new();
@@ -94,7 +141,7 @@ pub fn run(a: &ServeBench) -> Result<()> {
         }
         let dir = root.join("dispatch");
         let url = format!("sqlite://{}", dir.join("weir.db").display());
-        let (tasks_per_s, secs) = dispatch(&dir, &url, a.dispatch, a.dispatch_clients.max(1)).await?;
+        let (tasks_per_s, secs) = dispatch(&dir, &url, a.dispatch, a.dispatch_clients.max(1), None).await?;
         writeln!(
             out,
             "dispatch (sqlite, local backend, {} clients): {} runs of `true` submitted and completed in {secs:.2} s = {tasks_per_s:.0} tasks/s",
@@ -127,8 +174,23 @@ async fn store_url(name: &str, admin: Option<&str>, dir: &Path, seq: u32) -> Res
     }
 }
 
-async fn start(dir: &Path, url: &str, worker: bool) -> Result<(Server, String, String)> {
+async fn start(
+    dir: &Path,
+    url: &str,
+    worker: bool,
+    slurm: Option<weir_backend_slurm::SlurmConfig>,
+) -> Result<(Server, String, String)> {
     let mut c = ServerConfig::new(dir.to_path_buf());
+    if let Some(config) = slurm {
+        c.backends.insert(
+            "default".into(),
+            weir_server::BackendSettings::Slurm {
+                config: Box::new(config),
+                kill_grace: None,
+                shared_dir: None,
+            },
+        );
+    }
     c.listen = Some("127.0.0.1:0".parse()?);
     c.worker = worker;
     c.tick = Duration::from_millis(50);
@@ -150,7 +212,7 @@ fn workflow() -> Value {
 }
 
 async fn submissions(dir: &Path, url: &str, clients: u32, per_client: u32) -> Result<Measure> {
-    let (server, base, token) = start(dir, url, false).await?;
+    let (server, base, token) = start(dir, url, false, None).await?;
     let http = reqwest::Client::new();
     let wf = workflow();
     let started = Instant::now();
@@ -183,12 +245,23 @@ async fn submissions(dir: &Path, url: &str, clients: u32, per_client: u32) -> Re
     Ok(Measure { per_s: lat.len() as f64 / wall, p50_ms: q(0.5), p99_ms: q(0.99), n: lat.len() })
 }
 
-async fn dispatch(dir: &Path, url: &str, runs: u32, clients: u32) -> Result<(f64, f64)> {
+async fn dispatch(
+    dir: &Path,
+    url: &str,
+    runs: u32,
+    clients: u32,
+    slurm: Option<weir_backend_slurm::SlurmConfig>,
+) -> Result<(f64, f64)> {
     std::fs::create_dir_all(dir)?;
     let _ = std::fs::remove_file(dir.join("weir.db"));
-    let (server, base, token) = start(dir, url, true).await?;
+    let on_slurm = slurm.is_some();
+    let (server, base, token) = start(dir, url, true, slurm).await?;
     let http = reqwest::Client::new();
-    let wf = workflow();
+    let mut wf = workflow();
+    if on_slurm {
+        // The shape of Slurm's own figure: one CPU, 16 MiB.
+        wf["jobs"][0]["stages"][0]["resources"]["memory"] = json!(16);
+    }
     let started = Instant::now();
     let mut set = tokio::task::JoinSet::new();
     for c in 0..clients {

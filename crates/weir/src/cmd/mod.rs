@@ -1,6 +1,7 @@
 //! One module per subcommand: its clap `Args` struct and a `run` function.
 
 pub mod apply;
+pub mod backends;
 pub mod bench;
 mod bench_plan;
 pub mod bench_serve;

@@ -180,7 +180,11 @@ fn machine_cluster() -> ClusterSource {
 /// The server's settings from --config (if given) and the flags (which win), and the store URL.
 fn config(common: &Common, listen: Option<SocketAddr>, demo: bool) -> Result<(ServerConfig, String)> {
     let file = match &common.config {
-        Some(path) => Some(serve_config::load(path)?),
+        Some(path) => {
+            let mut f = serve_config::load(path)?;
+            serve_config::discover_nodes(&mut f)?;
+            Some(f)
+        }
         None => None,
     };
     let data_dir_arg = common

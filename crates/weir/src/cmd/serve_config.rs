@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+use weir_backend_slurm::{Auth, Placement, SlurmConfig, SlurmQueue};
 use weir_model::{ModelError, Problem};
 use weir_server::{BackendSettings, ClusterSource, TlsFiles};
 
@@ -46,21 +47,62 @@ struct ClusterEntry {
     backend: BackendEntry,
 }
 
+/// One cluster's backend. Fields of another kind are refused, by name.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct BackendEntry {
     #[serde(default)]
     kind: BackendKind,
-    state_dir: Option<PathBuf>,
     kill_grace_seconds: Option<u64>,
+    // local
+    state_dir: Option<PathBuf>,
+    // slurm
+    url: Option<String>,
+    user: Option<String>,
+    jwt_key: Option<PathBuf>,
+    jwt_lifespan_seconds: Option<u64>,
+    token_file: Option<PathBuf>,
+    token_env: Option<String>,
+    placement: Option<PlacementEntry>,
+    partition: Option<String>,
+    qos: Option<String>,
+    #[serde(default)]
+    queues: BTreeMap<String, SlurmQueueEntry>,
+    poll_interval_ms: Option<u64>,
+    default_time_limit_seconds: Option<u64>,
+    tag: Option<String>,
+    shared_dir: Option<PathBuf>,
+    /// `from_backend`: the cluster's nodes are read from the backend at start.
+    nodes: Option<NodesEntry>,
 }
 
-/// Backend kinds; `slurm` and `kubernetes` are for later releases.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum NodesEntry {
+    FromBackend,
+}
+
+/// Backend kinds; `spark` and `kubernetes` are for later releases.
+#[derive(Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 enum BackendKind {
     #[default]
     Local,
+    Slurm,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum PlacementEntry {
+    Weir,
+    Backend,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SlurmQueueEntry {
+    partition: Option<String>,
+    qos: Option<String>,
 }
 
 /// The checked file: paths resolved against the file's folder, cluster files read.
@@ -80,6 +122,9 @@ pub struct ServeConfig {
     pub max_connections: Option<usize>,
     pub clusters: Vec<ClusterSource>,
     pub backends: BTreeMap<String, BackendSettings>,
+    /// Clusters whose nodes come from their backend (`backend.nodes: from_backend`), with the
+    /// field path for errors.
+    pub nodes_from_backend: BTreeMap<String, String>,
 }
 
 /// A cluster name: letters, digits, `-` and `_` (it names a folder and appears in URLs).
@@ -136,6 +181,7 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
     let mut state_dirs: BTreeMap<PathBuf, String> = BTreeMap::new();
     let mut clusters = Vec::new();
     let mut backends = BTreeMap::new();
+    let mut nodes_from_backend = BTreeMap::new();
     for (i, c) in f.clusters.iter().enumerate() {
         let at = format!("clusters[{i}]");
         if !valid_cluster_name(&c.name) {
@@ -155,7 +201,38 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
             }),
             Err(e) => problem(format!("{at}.file"), format!("cannot read {}: {e}", cluster_file.display())),
         }
-        let BackendKind::Local = c.backend.kind;
+        let kill_grace = c.backend.kill_grace_seconds.map(Duration::from_secs);
+        if c.backend.kind == BackendKind::Slurm {
+            let at = format!("{at}.backend");
+            if c.backend.state_dir.is_some() {
+                problem(
+                    format!("{at}.state_dir"),
+                    "is a local backend's field; a slurm backend keeps no state folder".into(),
+                );
+            }
+            if c.backend.nodes.is_some() {
+                nodes_from_backend.insert(c.name.clone(), format!("{at}.nodes"));
+            }
+            if let Some(settings) = slurm_settings(&c.backend, &at, &resolve, &mut problem) {
+                backends.insert(
+                    c.name.clone(),
+                    BackendSettings::Slurm {
+                        config: Box::new(settings),
+                        kill_grace,
+                        shared_dir: c.backend.shared_dir.as_deref().map(resolve),
+                    },
+                );
+            }
+            continue;
+        }
+        for (field, set) in slurm_fields(&c.backend) {
+            if set {
+                problem(
+                    format!("{at}.backend.{field}"),
+                    "is a slurm backend's field (this backend is `kind: local`)".into(),
+                );
+            }
+        }
         let state_dir = c.backend.state_dir.as_deref().map(resolve);
         if let Some(dir) = &state_dir {
             if let Some(other) = state_dirs.insert(dir.clone(), c.name.clone()) {
@@ -165,7 +242,6 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
                 );
             }
         }
-        let kill_grace = c.backend.kill_grace_seconds.map(Duration::from_secs);
         backends.insert(c.name.clone(), BackendSettings::Local { state_dir, kill_grace });
     }
     if !problems.is_empty() {
@@ -186,7 +262,182 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
         max_connections: f.max_connections,
         clusters,
         backends,
+        nodes_from_backend,
     })
+}
+
+/// `backend.nodes: from_backend`: each such cluster's file gets the nodes its backend reports
+/// (usable ones, grouped by size) in place of a `nodes:` list, which it must not have. Read once
+/// at start; a backend that cannot be asked is an error naming the field.
+pub fn discover_nodes(config: &mut ServeConfig) -> Result<(), ModelError> {
+    if config.nodes_from_backend.is_empty() {
+        return Ok(());
+    }
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+        ModelError::Syntax { file: String::new(), path: String::new(), message: e.to_string() }
+    })?;
+    for source in &mut config.clusters {
+        let Some(field) = config.nodes_from_backend.get(&source.name) else { continue };
+        let Some(BackendSettings::Slurm { config: slurm, .. }) = config.backends.get(&source.name) else {
+            continue;
+        };
+        let invalid = |message: String| ModelError::Invalid {
+            file: source.file.clone(),
+            problems: vec![Problem { path: field.clone(), message }],
+        };
+        let mut file: weir_model::cluster_file::ClusterFile =
+            weir_model::parse_yaml(&source.file, &source.yaml)?;
+        if !file.nodes.is_empty() {
+            return Err(invalid("from_backend, but the cluster file lists nodes too: remove them".into()));
+        }
+        let nodes = rt
+            .block_on(async {
+                let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+                let backend = weir_backend_slurm::SlurmBackend::connect((**slurm).clone(), tx).await?;
+                backend.nodes().await
+            })
+            .map_err(|e| invalid(format!("from_backend: cannot read the nodes: {e}")))?;
+        let mut groups: BTreeMap<(u64, u64, u64), u32> = BTreeMap::new();
+        for n in nodes.iter().filter(|n| n.is_usable()) {
+            *groups.entry((n.cpu_millicores, n.memory_mib, n.gpus)).or_default() += 1;
+        }
+        if groups.is_empty() {
+            return Err(invalid(format!("from_backend: Slurm reports no usable node (of {})", nodes.len())));
+        }
+        file.nodes = groups
+            .into_iter()
+            .map(|((cpu, memory, gpu), count)| weir_model::cluster_file::NodeGroupSpec {
+                count,
+                resources: weir_model::PartialResources {
+                    cpu: Some(cpu),
+                    memory: Some(memory),
+                    gpu: (gpu > 0).then_some(gpu),
+                },
+                ..Default::default()
+            })
+            .collect();
+        source.yaml = serde_saphyr::to_string(&file)
+            .map_err(|e| invalid(format!("from_backend: cannot write the cluster back: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Which slurm-only fields a backend entry sets.
+fn slurm_fields(b: &BackendEntry) -> [(&'static str, bool); 15] {
+    [
+        ("nodes", b.nodes.is_some()),
+        ("url", b.url.is_some()),
+        ("user", b.user.is_some()),
+        ("jwt_key", b.jwt_key.is_some()),
+        ("jwt_lifespan_seconds", b.jwt_lifespan_seconds.is_some()),
+        ("token_file", b.token_file.is_some()),
+        ("token_env", b.token_env.is_some()),
+        ("placement", b.placement.is_some()),
+        ("partition", b.partition.is_some()),
+        ("qos", b.qos.is_some()),
+        ("queues", !b.queues.is_empty()),
+        ("poll_interval_ms", b.poll_interval_ms.is_some()),
+        ("default_time_limit_seconds", b.default_time_limit_seconds.is_some()),
+        ("tag", b.tag.is_some()),
+        ("shared_dir", b.shared_dir.is_some()),
+    ]
+}
+
+/// A `kind: slurm` entry checked into the backend's settings; problems are named under `at`.
+/// Nothing is contacted here: a Slurm that is down or refuses the key is found at start and
+/// reported by the cluster's worker.
+fn slurm_settings(
+    b: &BackendEntry,
+    at: &str,
+    resolve: &dyn Fn(&Path) -> PathBuf,
+    problem: &mut dyn FnMut(String, String),
+) -> Option<SlurmConfig> {
+    let mut ok = true;
+    let url = match b.url.as_deref() {
+        Some(u) if u.starts_with("http://") && u.len() > "http://".len() => u.to_string(),
+        Some(u) => {
+            problem(format!("{at}.url"), format!("`{u}`: slurmrestd's address as http://HOST:PORT"));
+            ok = false;
+            String::new()
+        }
+        None => {
+            problem(format!("{at}.url"), "missing: slurmrestd's address (http://HOST:PORT)".into());
+            ok = false;
+            String::new()
+        }
+    };
+    let user = match b.user.as_deref() {
+        Some(u) if !u.is_empty() && !u.contains(char::is_whitespace) => u.to_string(),
+        Some(u) => {
+            problem(format!("{at}.user"), format!("`{u}` is not a user name"));
+            ok = false;
+            String::new()
+        }
+        None => {
+            problem(format!("{at}.user"), "missing: the Slurm user jobs are submitted as".into());
+            ok = false;
+            String::new()
+        }
+    };
+    let sources = [b.jwt_key.is_some(), b.token_file.is_some(), b.token_env.is_some()];
+    let auth = match (&b.jwt_key, &b.token_file, &b.token_env) {
+        _ if sources.iter().filter(|s| **s).count() > 1 => {
+            problem(format!("{at}.jwt_key"), "give one of jwt_key, token_file, token_env".into());
+            None
+        }
+        (Some(key), _, _) => Some(Auth::JwtKey {
+            key_file: resolve(key),
+            lifespan: Duration::from_secs(b.jwt_lifespan_seconds.unwrap_or(3600)),
+        }),
+        (_, Some(file), _) => Some(Auth::TokenFile(resolve(file))),
+        (_, _, Some(var)) => Some(Auth::TokenEnv(var.clone())),
+        _ => {
+            problem(
+                format!("{at}.jwt_key"),
+                "missing: how to authenticate (jwt_key: the cluster's jwt_hs256.key, token_file or token_env)".into(),
+            );
+            None
+        }
+    };
+    if b.jwt_lifespan_seconds.is_some_and(|s| s < 60) {
+        problem(format!("{at}.jwt_lifespan_seconds"), "below 60: tokens would be renewed constantly".into());
+        ok = false;
+    }
+    if b.poll_interval_ms == Some(0) {
+        problem(format!("{at}.poll_interval_ms"), "0: give the interval between two job listings".into());
+        ok = false;
+    }
+    let tag = b.tag.clone().unwrap_or_else(|| "weir".into());
+    if tag.is_empty() || !tag.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        problem(format!("{at}.tag"), format!("`{tag}`: letters, digits, `-` and `_`"));
+        ok = false;
+    }
+    let mut queues = BTreeMap::new();
+    for (q, e) in &b.queues {
+        if !q.starts_with("root.") {
+            problem(format!("{at}.queues.{q}"), "name a leaf queue by its full path (root.…)".into());
+            ok = false;
+        }
+        queues.insert(q.clone(), SlurmQueue { partition: e.partition.clone(), qos: e.qos.clone() });
+    }
+    let auth = auth?;
+    if !ok {
+        return None;
+    }
+    let mut c = SlurmConfig::new(url, user, auth);
+    c.partition = b.partition.clone();
+    c.qos = b.qos.clone();
+    c.queues = queues;
+    c.placement = match b.placement {
+        Some(PlacementEntry::Weir) => Placement::Weir,
+        Some(PlacementEntry::Backend) | None => Placement::Backend,
+    };
+    if let Some(ms) = b.poll_interval_ms {
+        c.poll_interval = Duration::from_millis(ms);
+    }
+    c.default_time_limit = b.default_time_limit_seconds.map(Duration::from_secs);
+    c.tag = tag;
+    Some(c)
 }
 
 #[cfg(test)]

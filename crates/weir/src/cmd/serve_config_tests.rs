@@ -117,9 +117,9 @@ fn shape_errors_name_the_path_and_unknown_backends_are_refused() {
         "version: 1\nclusters:\n  - {name: a, file: clusters/a.yaml, backend: {kind: local, grace: 1}}\n";
     let p = problems(unknown_field, &dir);
     assert!(p[0].starts_with("clusters[0].backend.grace: unknown field"), "{p:?}");
-    let slurm = "version: 1\nclusters:\n  - {name: a, file: clusters/a.yaml, backend: {kind: slurm}}\n";
-    let p = problems(slurm, &dir);
-    assert!(p[0].starts_with("clusters[0].backend.kind:") && p[0].contains("slurm"), "{p:?}");
+    let spark = "version: 1\nclusters:\n  - {name: a, file: clusters/a.yaml, backend: {kind: spark}}\n";
+    let p = problems(spark, &dir);
+    assert!(p[0].starts_with("clusters[0].backend.kind:") && p[0].contains("spark"), "{p:?}");
     let listen = "version: 1\nlisten: everywhere\nclusters: []\n";
     let p = problems(listen, &dir);
     assert!(p[0].starts_with("listen:"), "{p:?}");
@@ -136,4 +136,74 @@ fn the_example_server_file_is_valid() {
     for source in &c.clusters {
         weir_model::ClusterConfig::from_yaml(&source.file, &source.yaml).unwrap();
     }
+}
+
+#[test]
+fn a_slurm_cluster_is_read_with_its_settings() {
+    let dir = scratch("slurm");
+    let text = "version: 1
+clusters:
+  - name: hpc
+    file: clusters/a.yaml
+    backend:
+      kind: slurm
+      url: http://127.0.0.1:6820
+      user: weir
+      jwt_key: keys/jwt_hs256.key
+      placement: backend
+      partition: debug
+      queues: {root.default: {partition: long, qos: high}}
+      poll_interval_ms: 250
+      default_time_limit_seconds: 600
+      kill_grace_seconds: 5
+      shared_dir: /shared/weir
+";
+    let c = parse("server.yaml", text, &dir).unwrap();
+    let BackendSettings::Slurm { config, kill_grace, shared_dir } = &c.backends["hpc"] else {
+        panic!("{:?}", c.backends["hpc"])
+    };
+    assert_eq!(config.url, "http://127.0.0.1:6820");
+    assert_eq!(config.user, "weir");
+    assert_eq!(
+        config.auth,
+        Auth::JwtKey { key_file: dir.join("keys/jwt_hs256.key"), lifespan: Duration::from_secs(3600) }
+    );
+    assert_eq!(config.partition.as_deref(), Some("debug"));
+    assert_eq!(config.queues["root.default"].qos.as_deref(), Some("high"));
+    assert_eq!(config.poll_interval, Duration::from_millis(250));
+    assert_eq!(config.default_time_limit, Some(Duration::from_secs(600)));
+    assert_eq!(*kill_grace, Some(Duration::from_secs(5)));
+    assert_eq!(shared_dir.as_deref(), Some(Path::new("/shared/weir")));
+}
+
+#[test]
+fn slurm_problems_are_named_by_field() {
+    let dir = scratch("slurm-bad");
+    let text = "version: 1
+clusters:
+  - {name: a, file: clusters/a.yaml, backend: {kind: slurm, url: 'https://x', token_file: t, token_env: T, poll_interval_ms: 0, state_dir: s}}
+  - {name: b, file: clusters/b.yaml, backend: {kind: slurm, user: u, url: 'http://h:1', tag: 'a b'}}
+  - {name: c, file: clusters/b.yaml, backend: {kind: local, url: 'http://h:1'}}
+";
+    let p = problems(text, &dir);
+    let want = [
+        "clusters[0].backend.state_dir: is a local backend's field",
+        "clusters[0].backend.url: `https://x`",
+        "clusters[0].backend.user: missing",
+        "clusters[0].backend.jwt_key: give one of",
+        "clusters[0].backend.poll_interval_ms: 0",
+        "clusters[1].backend.jwt_key: missing",
+        "clusters[1].backend.tag: `a b`",
+        "clusters[2].backend.url: is a slurm backend's field",
+    ];
+    for w in want {
+        assert!(p.iter().any(|p| p.starts_with(w)), "missing `{w}` in {p:#?}");
+    }
+    assert_eq!(p.len(), want.len(), "{p:#?}");
+    let shape = "version: 1
+clusters:
+  - {name: d, file: clusters/b.yaml, backend: {kind: slurm, user: u, url: 'http://h:1', token_env: T, placement: anywhere}}
+";
+    let p = problems(shape, &dir);
+    assert!(p[0].starts_with("clusters[0].backend.placement: unknown variant `anywhere`"), "{p:?}");
 }

@@ -1,0 +1,532 @@
+//! weir-backend-slurm: task attempts as Slurm batch jobs, through slurmrestd's REST API.
+//!
+//! [`SlurmBackend`] implements weir-backend's [`Backend`] trait: `start` submits one batch job
+//! per attempt (resources, time limit, working directory, environment, output files), with the
+//! attempt id in the job's name and comment; one poller task reads every watched job's state
+//! with one `/jobs` call per interval and reports each end exactly once on the exit channel;
+//! `kill` signals SIGTERM and cancels after the grace; `adopt` reads a recorded job back by id,
+//! `recover` finds a job by the attempt id in its comment, so a restarted server re-adopts
+//! jobs it submitted but never recorded. Capacity discovery ([`SlurmBackend::nodes`]) and
+//! [`SlurmBackend::health`] read `/nodes` and `/ping`.
+//!
+//! What it never does: hold scheduling policy (which task runs and when is weir's engine's),
+//! retry a task, log or store a token, or report an attempt's end as a success without Slurm
+//! saying so — a job that was known and is now gone is `Exit::Lost` ("outcome unknown").
+//!
+//! The [`Launched`] record of a Slurm attempt keeps the Slurm job id in `pid` (Slurm job ids
+//! are below 2^26), `start_ticks` 0, `boot_id` `"slurm"` and `dir` the folder of its output.
+
+mod capacity;
+mod config;
+mod jwt;
+mod rest;
+mod watch;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use weir_backend::{
+    Adopted, AttemptId, Backend, BackendError, BoxFuture, ExitSender, Launched, Recovered, TaskLaunch,
+};
+
+pub use capacity::{Health, SlurmNode};
+pub use config::{Auth, Placement, SlurmConfig, SlurmQueue};
+pub use jwt::mint as mint_jwt;
+
+use rest::{jobs_of, JobInfo, Rest, RestError};
+use watch::{exit_of, lock, Entry, Kill, Watched};
+
+const KIND: &str = "slurm";
+
+/// Why a Slurm backend could not be set up. Each variant says whether retrying can help.
+#[derive(Debug, thiserror::Error)]
+pub enum SlurmError {
+    /// A setting cannot work (`field` names it). Retrying never helps.
+    #[error("{field}: {message}")]
+    Config { field: &'static str, message: String },
+    /// The token or key could not be read. Retrying helps once the file or variable is fixed.
+    #[error("cannot read {what}: {message}")]
+    Credentials { what: String, message: String },
+    /// slurmrestd did not answer. Retrying later may help.
+    #[error("slurmrestd at {url} cannot be reached: {message}")]
+    Unreachable { url: String, message: String },
+    /// slurmrestd answered and refused (a wrong key is refused here). Not retryable as is.
+    #[error("slurmrestd at {url} refused: {message}")]
+    Refused { url: String, message: String },
+    /// slurmrestd serves no API version this weir speaks. Not retryable.
+    #[error("slurmrestd serves API versions {served:?}; this weir speaks {supported}")]
+    Version { served: Vec<String>, supported: String },
+}
+
+struct Inner {
+    rest: Arc<Rest>,
+    config: SlurmConfig,
+    watched: Arc<Mutex<Watched>>,
+    poller: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Watching stops; the jobs run on and a new backend value re-adopts them.
+        self.poller.abort();
+    }
+}
+
+/// Runs attempts as Slurm batch jobs. See the crate documentation.
+pub struct SlurmBackend {
+    inner: Arc<Inner>,
+}
+
+impl SlurmBackend {
+    /// Connects: negotiates the API version, checks the credentials with a ping, checks that
+    /// every configured partition exists, and starts the poller. Errors say which setting is
+    /// wrong or that Slurm is down.
+    pub async fn connect(config: SlurmConfig, exits: ExitSender) -> Result<SlurmBackend, SlurmError> {
+        let mut rest = Rest::new(&config)?;
+        let url = config.url.clone();
+        rest.negotiate().await?;
+        if config.placement == Placement::Weir && rest.version.as_str() == "v0.0.38" {
+            return Err(SlurmError::Config {
+                field: "placement",
+                message: "`weir` needs a slurmrestd that can pin a job to a node (required_nodes, API v0.0.39 or later); this one serves v0.0.38: use `placement: backend`".into(),
+            });
+        }
+        // The OpenAPI document is served without checking the token; a ping is not. slurmctld
+        // answers a bad token with an unspecified error, so the usual causes are named here.
+        rest.get("/ping").await.map_err(|e| match e {
+            RestError::Unreachable(m) => SlurmError::Unreachable { url: url.clone(), message: m },
+            RestError::Credentials(e) => e,
+            other => SlurmError::Refused {
+                url: url.clone(),
+                message: format!(
+                    "{}; slurmctld rejected a ping as user `{}`: a wrong jwt_key, an expired or wrong token, or an unknown user are the usual causes",
+                    other.message(),
+                    config.user
+                ),
+            },
+        })?;
+        let answer = rest.get("/partitions").await.map_err(|e| match e {
+            RestError::Unreachable(m) => SlurmError::Unreachable { url: url.clone(), message: m },
+            RestError::Credentials(e) => e,
+            other => SlurmError::Refused { url: url.clone(), message: other.message() },
+        })?;
+        let known: Vec<String> = answer
+            .get("partitions")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter().filter_map(|p| p.get("name").and_then(Value::as_str).map(String::from)).collect()
+            })
+            .unwrap_or_default();
+        let wanted =
+            config.partition.iter().chain(config.queues.values().filter_map(|q| q.partition.as_ref()));
+        for p in wanted {
+            if !known.contains(p) {
+                return Err(SlurmError::Config {
+                    field: "partition",
+                    message: format!("`{p}` is not a partition of this Slurm (it has: {})", known.join(", ")),
+                });
+            }
+        }
+        let rest = Arc::new(rest);
+        let watched = Arc::new(Mutex::new(Watched::default()));
+        let poller = tokio::spawn(watch::poll(
+            rest.clone(),
+            watched.clone(),
+            exits,
+            config.poll_interval.max(Duration::from_millis(50)),
+        ));
+        Ok(SlurmBackend { inner: Arc::new(Inner { rest, config, watched, poller }) })
+    }
+
+    /// The API version in use (`v0.0.38`).
+    pub fn api_version(&self) -> &str {
+        &self.inner.rest.version
+    }
+
+    /// The comment that names `attempt` on its Slurm job.
+    fn comment(&self, attempt: &AttemptId) -> String {
+        comment(&self.inner.config, attempt)
+    }
+
+    fn watch(&self, attempt: &AttemptId, job: u64, kill: Option<Kill>) {
+        let mut w = lock(&self.inner.watched);
+        let since_gen = w.gen;
+        let comment = self.comment(attempt);
+        w.entries
+            .insert(attempt.to_string(), Entry { attempt: attempt.clone(), job, comment, since_gen, kill });
+    }
+
+    async fn submit(&self, launch: &TaskLaunch) -> Result<Launched, BackendError> {
+        let attempt = launch.attempt.to_string();
+        if lock(&self.inner.watched).entries.contains_key(&attempt) {
+            return Err(BackendError::AlreadyStarted { attempt });
+        }
+        if launch.command.contains('\0') {
+            return Err(BackendError::BadLaunch {
+                attempt,
+                field: "command",
+                reason: "contains a NUL byte".into(),
+            });
+        }
+        // slurmd opens the output files but makes no folders: make them here (on the shared path).
+        for f in [&launch.stdout, &launch.stderr] {
+            if let Some(dir) = f.parent() {
+                tokio::fs::create_dir_all(dir).await.map_err(|source| BackendError::Io {
+                    attempt: attempt.clone(),
+                    action: "create the folder of",
+                    path: f.to_path_buf(),
+                    source,
+                })?;
+            }
+        }
+        let body = job_body(&self.inner.config, launch);
+        let answer = match self.inner.rest.submit(&body).await {
+            Ok(a) => a,
+            // A 200 whose `errors` is not empty is a failure: whatever job came back is cancelled.
+            Err(RestError::RefusedWithJob(m, job)) => {
+                let _ = self.inner.rest.cancel(job, None).await;
+                return Err(self.error(&launch.attempt, RestError::RefusedWithJob(m, job)));
+            }
+            // The request may have reached Slurm (a timeout after sending): look for the job by
+            // its comment before calling the start failed, so a retry cannot run it twice.
+            Err(RestError::Unreachable(m)) => match self.find(&launch.attempt).await {
+                Ok(Some(info)) => {
+                    self.watch(&launch.attempt, info.id, None);
+                    let mut rec = self.record(&launch.attempt, info.id);
+                    rec.dir = launch.stdout.parent().map(|p| p.to_path_buf()).unwrap_or_default();
+                    return Ok(rec);
+                }
+                Ok(None) => return Err(self.error(&launch.attempt, RestError::Unreachable(m))),
+                Err(e) => {
+                    return Err(self.error(
+                        &launch.attempt,
+                        RestError::Unreachable(format!(
+                            "{m}; then cannot tell whether it was submitted: {}",
+                            e.message()
+                        )),
+                    ))
+                }
+            },
+            Err(e) => return Err(self.error(&launch.attempt, e)),
+        };
+        let Some(job) = rest::job_id_of(&answer) else {
+            return Err(BackendError::Refused {
+                attempt,
+                backend: KIND,
+                message: "slurmrestd's answer carries no job_id".into(),
+            });
+        };
+        let Ok(pid) = i32::try_from(job) else {
+            let _ = self.inner.rest.cancel(job, None).await;
+            return Err(BackendError::Refused {
+                attempt,
+                backend: KIND,
+                message: format!("job id {job} does not fit weir's record"),
+            });
+        };
+        self.watch(&launch.attempt, job, None);
+        Ok(Launched {
+            attempt: launch.attempt.clone(),
+            backend: KIND.into(),
+            pid,
+            start_ticks: 0,
+            boot_id: KIND.into(),
+            started_at_ms: watch::now_ms(),
+            dir: launch.stdout.parent().map(|p| p.to_path_buf()).unwrap_or_default(),
+        })
+    }
+
+    fn error(&self, attempt: &AttemptId, e: RestError) -> BackendError {
+        let attempt = attempt.to_string();
+        match e {
+            RestError::Unreachable(message) => BackendError::Unreachable { attempt, backend: KIND, message },
+            other => BackendError::Refused { attempt, backend: KIND, message: other.message() },
+        }
+    }
+
+    async fn adopt_record(&self, task: &Launched) -> Result<Adopted, BackendError> {
+        if task.backend != KIND {
+            return Err(BackendError::WrongBackend {
+                attempt: task.attempt.to_string(),
+                expected: KIND.into(),
+                found: task.backend.clone(),
+            });
+        }
+        if lock(&self.inner.watched).entries.contains_key(task.attempt.as_str()) {
+            return Ok(Adopted::Running);
+        }
+        let job = task.pid as u64;
+        match self.inner.rest.get(&format!("/job/{job}")).await {
+            Ok(v) => match jobs_of(&v).into_iter().find(|j| j.id == job) {
+                Some(info) if info.comment == self.comment(&task.attempt) => {
+                    if info.is_terminal() {
+                        Ok(Adopted::Ended(exit_of(&info, false)))
+                    } else {
+                        self.watch(&task.attempt, job, None);
+                        Ok(Adopted::Running)
+                    }
+                }
+                // The id names another job now (Slurm's ids restarted): ours is gone.
+                _ => Ok(Adopted::Ended(weir_backend::Exit::Lost)),
+            },
+            Err(RestError::UnknownJob) => {
+                eprintln!(
+                    "weir slurm backend: {}: Slurm job {job} is no longer known: outcome unknown",
+                    task.attempt
+                );
+                Ok(Adopted::Ended(weir_backend::Exit::Lost))
+            }
+            // Slurm cannot say now: keep watching; the poller decides once it answers. Never
+            // report an end we have not seen, so the task is not started a second time.
+            Err(RestError::Unreachable(m)) => {
+                eprintln!(
+                    "weir slurm backend: {}: adopting job {job} without checking it: {m}",
+                    task.attempt
+                );
+                self.watch(&task.attempt, job, None);
+                Ok(Adopted::Running)
+            }
+            Err(e) => Err(self.error(&task.attempt, e)),
+        }
+    }
+
+    async fn recover_id(&self, attempt: &AttemptId) -> Result<Recovered, BackendError> {
+        if let Some(e) = lock(&self.inner.watched).entries.get(attempt.as_str()) {
+            return Ok(Recovered::Running(self.record(attempt, e.job)));
+        }
+        let found = self.find(attempt).await.map_err(|e| self.error(attempt, e))?;
+        let Some(info) = found else { return Ok(Recovered::NotFound) };
+        if info.is_terminal() {
+            return Ok(Recovered::Ended(exit_of(&info, false)));
+        }
+        self.watch(attempt, info.id, None);
+        Ok(Recovered::Running(self.record(attempt, info.id)))
+    }
+
+    /// The newest job whose comment names `attempt`. A Slurm that cannot answer must never read
+    /// as "never started" (the job may exist and run): this waits until Slurm answers.
+    async fn find(&self, attempt: &AttemptId) -> Result<Option<JobInfo>, RestError> {
+        let mut pause = Duration::from_millis(250);
+        let mut said = false;
+        let listing = loop {
+            match self.inner.rest.get("/jobs").await {
+                Ok(v) => break v,
+                Err(RestError::Unreachable(m)) => {
+                    if !said {
+                        eprintln!(
+                            "weir slurm backend: {attempt}: cannot list jobs to learn whether it was submitted ({m}); waiting for Slurm"
+                        );
+                        said = true;
+                    }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(5));
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let comment = self.comment(attempt);
+        Ok(jobs_of(&listing).into_iter().filter(|j| j.comment == comment).max_by_key(|j| j.id))
+    }
+
+    fn record(&self, attempt: &AttemptId, job: u64) -> Launched {
+        Launched {
+            attempt: attempt.clone(),
+            backend: KIND.into(),
+            pid: job as i32,
+            start_ticks: 0,
+            boot_id: KIND.into(),
+            started_at_ms: watch::now_ms(),
+            dir: Default::default(),
+        }
+    }
+
+    async fn kill_job(&self, task: &Launched, grace: Duration) -> Result<(), BackendError> {
+        if !lock(&self.inner.watched).entries.contains_key(task.attempt.as_str()) {
+            if let Adopted::Ended(_) = self.adopt_record(task).await? {
+                return Ok(());
+            }
+        }
+        let job = {
+            let mut w = lock(&self.inner.watched);
+            let Some(e) = w.entries.get_mut(task.attempt.as_str()) else { return Ok(()) };
+            if e.kill.is_some() {
+                return Ok(());
+            }
+            e.kill = Some(Kill { hard_at: tokio::time::Instant::now() + grace, hard_sent: grace.is_zero() });
+            e.job
+        };
+        let signal = if grace.is_zero() { None } else { Some("SIGTERM") };
+        match self.inner.rest.cancel(job, signal).await {
+            Ok(()) | Err(RestError::UnknownJob) => Ok(()),
+            Err(e) => {
+                // The poller cancels it at the deadline (now, without a grace) once Slurm answers.
+                if let Some(k) = lock(&self.inner.watched)
+                    .entries
+                    .get_mut(task.attempt.as_str())
+                    .and_then(|e| e.kill.as_mut())
+                {
+                    k.hard_sent = false;
+                }
+                Err(self.error(&task.attempt, e))
+            }
+        }
+    }
+
+    /// Watches Slurm job `job` as `attempt` without asking Slurm first — what `adopt` does when
+    /// slurmrestd cannot answer. Tests use it to watch a job id Slurm never had.
+    #[doc(hidden)]
+    pub fn watch_unchecked(&self, attempt: &AttemptId, job: u64) {
+        self.watch(attempt, job, None);
+    }
+
+    /// The nodes Slurm reports (capacity discovery).
+    pub async fn nodes(&self) -> Result<Vec<SlurmNode>, SlurmError> {
+        capacity::nodes(&self.inner.rest, &self.inner.config.url).await
+    }
+
+    /// Whether slurmrestd and slurmctld answer, Slurm's version, the node count and the last
+    /// error the poller saw.
+    pub async fn health(&self) -> Health {
+        let last = lock(&self.inner.watched).last_error.clone();
+        capacity::health(&self.inner.rest, last).await
+    }
+}
+
+/// The comment that names `attempt` on its Slurm job.
+fn comment(config: &SlurmConfig, attempt: &AttemptId) -> String {
+    format!("weir-attempt {}:{attempt}", config.tag)
+}
+
+/// The `POST /job/submit` body of one attempt.
+fn job_body(config: &SlurmConfig, launch: &TaskLaunch) -> Value {
+    let r = launch.resources;
+    let mut env = serde_json::Map::new();
+    for (k, v) in [("PATH", "/usr/local/bin:/usr/bin:/bin"), ("LANG", "C.UTF-8")] {
+        env.insert(k.into(), json!(v));
+    }
+    env.insert("WEIR_CPU_MILLICORES".into(), json!(r.cpu.to_string()));
+    env.insert("WEIR_MEMORY_MIB".into(), json!(r.memory.to_string()));
+    env.insert("WEIR_GPUS".into(), json!(r.gpu.to_string()));
+    for (k, v) in &launch.env {
+        env.insert(k.clone(), json!(v));
+    }
+    let target = config.target(launch.env.get("WEIR_QUEUE").map(String::as_str));
+    let cpus = r.cpu.div_ceil(1000).clamp(1, u64::from(u32::MAX));
+    let mut job = json!({
+        "name": format!("{}:{}", config.tag, launch.attempt),
+        "comment": comment(config, &launch.attempt),
+        "current_working_directory": launch.workdir.to_string_lossy(),
+        "standard_output": launch.stdout.to_string_lossy(),
+        "standard_error": launch.stderr.to_string_lossy(),
+        "environment": Value::Object(env),
+        "tasks": 1,
+        "nodes": [1, 1],
+        "cpus_per_task": cpus,
+        "memory_per_node": r.memory.max(1),
+        // A retry is weir's decision: Slurm must never run an attempt a second time.
+        "requeue": false,
+    });
+    if r.gpu > 0 {
+        job["gres"] = json!(format!("gpu:{}", r.gpu));
+    }
+    if let Some(p) = target.partition {
+        job["partition"] = json!(p);
+    }
+    if let Some(q) = target.qos {
+        job["qos"] = json!(q);
+    }
+    let walltime = launch
+        .env
+        .get("WEIR_WALLTIME_SECONDS")
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .or(config.default_time_limit);
+    if let Some(w) = walltime {
+        job["time_limit"] = json!(w.as_secs().div_ceil(60).max(1));
+    }
+    if config.placement == Placement::Weir {
+        if let Some(node) = launch.env.get("WEIR_NODE") {
+            job["required_nodes"] = json!([node]);
+        }
+    }
+    json!({ "script": format!("#!/bin/sh\n{}\n", launch.command), "job": job })
+}
+
+impl Backend for SlurmBackend {
+    fn kind(&self) -> &str {
+        KIND
+    }
+
+    fn start<'a>(&'a self, launch: &'a TaskLaunch) -> BoxFuture<'a, Result<Launched, BackendError>> {
+        Box::pin(self.submit(launch))
+    }
+
+    fn kill<'a>(&'a self, task: &'a Launched, grace: Duration) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(self.kill_job(task, grace))
+    }
+
+    fn adopt<'a>(&'a self, task: &'a Launched) -> BoxFuture<'a, Result<Adopted, BackendError>> {
+        Box::pin(self.adopt_record(task))
+    }
+
+    fn recover<'a>(&'a self, attempt: &'a AttemptId) -> BoxFuture<'a, Result<Recovered, BackendError>> {
+        Box::pin(self.recover_id(attempt))
+    }
+
+    fn forget<'a>(&'a self, _task: &'a Launched) -> BoxFuture<'a, Result<(), BackendError>> {
+        // Slurm keeps nothing of weir's; its own records age out (MinJobAge).
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(cpu: u64, walltime: Option<&str>, queue: &str) -> TaskLaunch {
+        let mut env: std::collections::BTreeMap<String, String> =
+            [("WEIR_QUEUE".to_string(), queue.to_string())].into();
+        if let Some(w) = walltime {
+            env.insert("WEIR_WALLTIME_SECONDS".into(), w.into());
+        }
+        TaskLaunch {
+            attempt: AttemptId::new("run-1/0/0/2/1").unwrap(),
+            command: "echo hi".into(),
+            env,
+            workdir: "/shared/work".into(),
+            resources: weir_model::Resources { cpu, memory: 300, gpu: 2 },
+            stdout: "/shared/logs/a/stdout".into(),
+            stderr: "/shared/logs/a/stderr".into(),
+        }
+    }
+
+    #[test]
+    fn a_job_carries_the_tasks_resources_limits_and_queue_mapping() {
+        let mut c = SlurmConfig::new("http://h:1", "u", Auth::TokenEnv("T".into()));
+        c.partition = Some("batch".into());
+        c.queues.insert(
+            "root.a.tier1".into(),
+            SlurmQueue { partition: Some("fast".into()), qos: Some("high".into()) },
+        );
+        c.default_time_limit = Some(Duration::from_secs(600));
+        let b = job_body(&c, &launch(1500, Some("61"), "root.a.tier1"));
+        assert_eq!(b["script"], "#!/bin/sh\necho hi\n");
+        let j = &b["job"];
+        assert_eq!((j["cpus_per_task"].as_u64(), j["memory_per_node"].as_u64()), (Some(2), Some(300)));
+        assert_eq!(j["gres"], "gpu:2");
+        assert_eq!((j["partition"].as_str(), j["qos"].as_str()), (Some("fast"), Some("high")));
+        assert_eq!(j["time_limit"], 2, "61 s rounds up to 2 minutes");
+        assert_eq!(j["requeue"], false, "Slurm never runs an attempt twice");
+        assert_eq!(j["comment"], "weir-attempt weir:run-1/0/0/2/1");
+        assert_eq!(j["name"], "weir:run-1/0/0/2/1");
+        assert_eq!(j["environment"]["WEIR_CPU_MILLICORES"], "1500");
+        assert_eq!(j["standard_output"], "/shared/logs/a/stdout");
+        assert!(j.get("required_nodes").is_none(), "placement: backend names no node");
+        let other = job_body(&c, &launch(200, None, "root.b.tier3"));
+        let j = &other["job"];
+        assert_eq!((j["cpus_per_task"].as_u64(), j["partition"].as_str()), (Some(1), Some("batch")));
+        assert_eq!(j["time_limit"], 10, "the default time limit");
+        assert!(j.get("qos").is_none());
+    }
+}

@@ -1,0 +1,319 @@
+//! slurmrestd over HTTP: which API version it serves, requests with a fresh token, Slurm's
+//! `errors` lists read as failures, and the few job and node fields weir needs, read tolerantly
+//! so that newer API versions' shapes (state lists, exit codes as objects) parse too.
+
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+use crate::jwt::Tokens;
+use crate::{SlurmConfig, SlurmError};
+
+/// API versions this weir speaks, newest first.
+pub const SUPPORTED: &[&str] = &["v0.0.38"];
+
+/// Slurm's "Invalid job id specified" (`ESLURM_INVALID_JOB_ID`): the job is unknown, or was
+/// forgotten after `MinJobAge`. slurmrestd answers it with HTTP 500.
+const INVALID_JOB_ID: i64 = 2017;
+/// Slurm's "Job/step already completing or completed" (`ESLURM_ALREADY_DONE`).
+const ALREADY_DONE: i64 = 2021;
+
+/// How one request failed.
+#[derive(Debug)]
+pub(crate) enum RestError {
+    /// No answer (connection refused, timeout, not JSON from a proxy…): retrying may help.
+    Unreachable(String),
+    /// The job id is unknown to Slurm.
+    UnknownJob,
+    /// The job already ended.
+    AlreadyDone,
+    /// Slurm answered with errors.
+    Refused(String),
+    /// Slurm answered with errors and still gave a job id (a submission half done): the caller
+    /// cancels that job.
+    RefusedWithJob(String, u64),
+    /// Credentials could not be read.
+    Credentials(SlurmError),
+}
+
+impl RestError {
+    pub fn message(&self) -> String {
+        match self {
+            RestError::Unreachable(m) | RestError::Refused(m) => m.clone(),
+            RestError::RefusedWithJob(m, id) => format!("{m} (job {id} was cancelled)"),
+            RestError::UnknownJob => "unknown job id".into(),
+            RestError::AlreadyDone => "the job already ended".into(),
+            RestError::Credentials(e) => e.to_string(),
+        }
+    }
+}
+
+pub(crate) struct Rest {
+    http: reqwest::Client,
+    root: String,
+    /// `ROOT/slurm/VERSION`.
+    base: String,
+    pub version: String,
+    user: String,
+    tokens: Mutex<Tokens>,
+}
+
+pub(crate) fn now_s() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+impl Rest {
+    /// A client for `config.url`; the version is settled by [`Rest::negotiate`].
+    pub fn new(config: &SlurmConfig) -> Result<Rest, SlurmError> {
+        let root = config.url.trim_end_matches('/').to_string();
+        if !root.starts_with("http://") {
+            return Err(SlurmError::Config {
+                field: "url",
+                message: format!("`{root}`: only http:// URLs are supported (put a TLS proxy in front)"),
+            });
+        }
+        let http = reqwest::Client::builder()
+            .timeout(config.request_timeout)
+            .connect_timeout(Duration::from_secs(5))
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| SlurmError::Unreachable { url: root.clone(), message: e.to_string() })?;
+        Ok(Rest {
+            http,
+            base: format!("{root}/slurm/{}", SUPPORTED[0]),
+            root,
+            version: SUPPORTED[0].to_string(),
+            user: config.user.clone(),
+            tokens: Mutex::new(Tokens::new(config.auth.clone(), config.user.clone())),
+        })
+    }
+
+    /// Reads which versions slurmrestd serves (`/openapi/v3`, else `/openapi`) and picks the
+    /// newest this weir speaks.
+    pub async fn negotiate(&mut self) -> Result<String, SlurmError> {
+        let mut served = Vec::new();
+        let mut last = String::new();
+        for doc in ["/openapi/v3", "/openapi"] {
+            match self.call(Method::GET, &format!("{}{doc}", self.root), None).await {
+                Ok(v) => {
+                    if let Some(paths) = v.get("paths").and_then(Value::as_object) {
+                        for p in paths.keys() {
+                            if let Some(ver) =
+                                p.strip_prefix("/slurm/").and_then(|r| r.strip_suffix("/job/submit"))
+                            {
+                                served.push(ver.to_string());
+                            }
+                        }
+                        break;
+                    }
+                }
+                Err(RestError::Credentials(e)) => return Err(e),
+                Err(e) => last = e.message(),
+            }
+        }
+        if served.is_empty() {
+            return Err(SlurmError::Unreachable {
+                url: self.root.clone(),
+                message: format!("cannot read slurmrestd's OpenAPI document: {last}"),
+            });
+        }
+        served.sort();
+        let Some(v) = SUPPORTED.iter().find(|v| served.iter().any(|s| s == *v)) else {
+            return Err(SlurmError::Version { served, supported: SUPPORTED.join(", ") });
+        };
+        self.version = v.to_string();
+        self.base = format!("{}/slurm/{v}", self.root);
+        Ok(self.version.clone())
+    }
+
+    fn token(&self) -> Result<String, RestError> {
+        let mut t = self.tokens.lock().unwrap_or_else(|p| p.into_inner());
+        t.token(now_s()).map_err(RestError::Credentials)
+    }
+
+    fn invalidate(&self) {
+        self.tokens.lock().unwrap_or_else(|p| p.into_inner()).invalidate();
+    }
+
+    /// One request to `url`; a refused token is replaced once.
+    async fn call(&self, method: Method, url: &str, body: Option<&Value>) -> Result<Value, RestError> {
+        let mut retried = false;
+        loop {
+            let token = self.token()?;
+            let mut req = self
+                .http
+                .request(method.clone(), url)
+                .header("X-SLURM-USER-NAME", &self.user)
+                .header("X-SLURM-USER-TOKEN", token);
+            if let Some(b) = body {
+                req = req.json(b);
+            }
+            let resp = req.send().await.map_err(|e| RestError::Unreachable(describe(&e)))?;
+            let status = resp.status();
+            let text = resp.text().await.map_err(|e| RestError::Unreachable(describe(&e)))?;
+            let auth_failed = matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+                || text.trim() == "Authentication failure";
+            if auth_failed {
+                if !retried {
+                    retried = true;
+                    self.invalidate();
+                    continue;
+                }
+                return Err(RestError::Refused(format!(
+                    "authentication failed (HTTP {}) with {}",
+                    status.as_u16(),
+                    self.tokens.lock().unwrap_or_else(|p| p.into_inner()).describe()
+                )));
+            }
+            let Ok(v) = serde_json::from_str::<Value>(&text) else {
+                let head: String = text.chars().take(200).collect();
+                return Err(RestError::Unreachable(format!("HTTP {}, not JSON: {head:?}", status.as_u16())));
+            };
+            let errors = errors_of(&v);
+            if errors.iter().any(|(n, _)| *n == INVALID_JOB_ID) {
+                return Err(RestError::UnknownJob);
+            }
+            if errors.iter().any(|(n, _)| *n == ALREADY_DONE) {
+                return Err(RestError::AlreadyDone);
+            }
+            if !errors.is_empty() || !status.is_success() {
+                let mut m: Vec<String> = errors.into_iter().map(|(_, m)| m).collect();
+                if m.is_empty() {
+                    m.push(format!("HTTP {}", status.as_u16()));
+                }
+                // A submission that was accepted and then reported an error still has an id.
+                return Err(match job_id_of(&v) {
+                    Some(id) => RestError::RefusedWithJob(m.join("; "), id),
+                    None => RestError::Refused(m.join("; ")),
+                });
+            }
+            return Ok(v);
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Result<Value, RestError> {
+        self.call(Method::GET, &format!("{}{path}", self.base), None).await
+    }
+
+    pub async fn submit(&self, body: &Value) -> Result<Value, RestError> {
+        self.call(Method::POST, &format!("{}/job/submit", self.base), Some(body)).await
+    }
+
+    /// `signal`: `None` cancels the job (Slurm's own kill sequence), `Some("SIGTERM")` signals it.
+    pub async fn cancel(&self, job: u64, signal: Option<&str>) -> Result<(), RestError> {
+        let url = match signal {
+            Some(s) => format!("{}/job/{job}?signal={s}", self.base),
+            None => format!("{}/job/{job}", self.base),
+        };
+        match self.call(Method::DELETE, &url, None).await {
+            Ok(_) | Err(RestError::AlreadyDone) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn describe(e: &reqwest::Error) -> String {
+    use std::error::Error;
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+/// `job_id` of an answer, if it carries one (a submission that reported errors).
+pub(crate) fn job_id_of(v: &Value) -> Option<u64> {
+    v.get("job_id").and_then(Value::as_u64).filter(|&id| id > 0)
+}
+
+/// Slurm's `errors` list as (error number, readable text).
+fn errors_of(v: &Value) -> Vec<(i64, String)> {
+    let Some(list) = v.get("errors").and_then(Value::as_array) else { return Vec::new() };
+    list.iter()
+        .map(|e| {
+            let n =
+                e.get("error_number").or_else(|| e.get("error_code")).and_then(Value::as_i64).unwrap_or(0);
+            let text = ["error", "description"]
+                .iter()
+                .filter_map(|k| e.get(*k).and_then(Value::as_str))
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(": ");
+            (n, if text.is_empty() { e.to_string() } else { text })
+        })
+        .collect()
+}
+
+/// The fields of one Slurm job weir reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct JobInfo {
+    pub id: u64,
+    pub state: String,
+    /// The wait status as Slurm keeps it: exit code `<< 8`, signal in the low 7 bits.
+    pub exit_code: i64,
+    pub comment: String,
+}
+
+impl JobInfo {
+    pub fn parse(v: &Value) -> Option<JobInfo> {
+        let id = v.get("job_id")?.as_u64()?;
+        let state = match v.get("job_state")? {
+            Value::String(s) => s.clone(),
+            // v0.0.40+: a list of flags, the base state first.
+            Value::Array(a) => a.first().and_then(Value::as_str).unwrap_or("").to_string(),
+            _ => String::new(),
+        };
+        let exit_code = match v.get("exit_code") {
+            Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
+            // v0.0.40+: {status, return_code: {number}, signal: {id: {number}}}.
+            Some(o @ Value::Object(_)) => {
+                let num = |x: Option<&Value>| -> i64 {
+                    match x {
+                        Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
+                        Some(Value::Object(m)) => m.get("number").and_then(Value::as_i64).unwrap_or(0),
+                        _ => 0,
+                    }
+                };
+                let rc = num(o.get("return_code"));
+                let sig = o.get("signal").map(|s| num(s.get("id").or(s.get("signal_id")))).unwrap_or(0);
+                (rc << 8) | (sig & 0x7f)
+            }
+            _ => 0,
+        };
+        let comment = match v.get("comment") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Object(m)) => m.get("job").and_then(Value::as_str).unwrap_or("").to_string(),
+            _ => String::new(),
+        };
+        Some(JobInfo { id, state, exit_code, comment })
+    }
+
+    /// Slurm's states from which a job never runs again (its processes are gone).
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self.state.as_str(),
+            "COMPLETED"
+                | "FAILED"
+                | "CANCELLED"
+                | "TIMEOUT"
+                | "NODE_FAIL"
+                | "OUT_OF_MEMORY"
+                | "BOOT_FAIL"
+                | "DEADLINE"
+                | "PREEMPTED"
+        )
+    }
+}
+
+/// Every job of a `/jobs` or `/job/{id}` answer.
+pub(crate) fn jobs_of(v: &Value) -> Vec<JobInfo> {
+    v.get("jobs")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(JobInfo::parse).collect())
+        .unwrap_or_default()
+}

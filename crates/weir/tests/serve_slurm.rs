@@ -1,0 +1,499 @@
+//! `weir serve` with a cluster on a real Slurm, its nodes read from Slurm at start (slurmctld + slurmd + slurmrestd; `.ci/run`
+//! starts one with the shared engines' `slurm/up.sh`), through the real binary: runs routed to a
+//! local and to a Slurm cluster both finish, `weir status`/`logs`/`kill` work the same on both,
+//! and a `kill -9` of the server while Slurm jobs run, then a restart, re-adopts every job and
+//! starts none twice.
+//!
+//! Settings: `WEIR_TEST_SLURM_URL` (default `http://127.0.0.1:6820`), `WEIR_TEST_SLURM_JWT_KEY`
+//! (default Debian's `/var/lib/slurm/slurmctld/jwt_hs256.key`). Without a reachable Slurm these
+//! tests fail, unless `WEIR_SKIP_SLURM_TESTS=1` says to skip them (loudly).
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+struct Serve(Child);
+
+impl Serve {
+    fn start(dir: &Path) -> Serve {
+        let log =
+            std::fs::OpenOptions::new().create(true).append(true).open(dir.join("serve.log")).expect("log");
+        Serve(
+            Command::new(env!("CARGO_BIN_EXE_weir"))
+                .args(["serve", "--config", "server.yaml"])
+                .current_dir(dir)
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .expect("weir serve"),
+        )
+    }
+
+    fn kill9(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+fn slurm_url() -> String {
+    std::env::var("WEIR_TEST_SLURM_URL").unwrap_or_else(|_| "http://127.0.0.1:6820".into())
+}
+
+fn slurm_key() -> String {
+    std::env::var("WEIR_TEST_SLURM_JWT_KEY")
+        .unwrap_or_else(|_| "/var/lib/slurm/slurmctld/jwt_hs256.key".into())
+}
+
+/// Whether a Slurm is there to test against; panics with what to do when it is not, unless
+/// skipping was asked for.
+fn slurm_available() -> bool {
+    let url = slurm_url();
+    let addr = url.trim_start_matches("http://").trim_end_matches('/').to_string();
+    let reachable = std::net::TcpStream::connect(&addr).is_ok();
+    let key = Path::new(&slurm_key()).exists();
+    if reachable && key {
+        return true;
+    }
+    let why = format!("slurmrestd at {url} reachable: {reachable}; jwt key {} present: {key}", slurm_key());
+    if std::env::var("WEIR_SKIP_SLURM_TESTS").as_deref() == Ok("1") {
+        eprintln!("*** SKIPPED: no Slurm to test against ({why}); WEIR_SKIP_SLURM_TESTS=1 ***");
+        return false;
+    }
+    panic!(
+        "this test needs a real Slurm with slurmrestd (start one with the shared engines' slurm/up.sh, or set \
+         WEIR_SKIP_SLURM_TESTS=1 to skip): {why}"
+    );
+}
+
+fn client(dir: &Path, port: u16, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(args)
+        .current_dir(dir)
+        .env("WEIR_SERVER", format!("http://127.0.0.1:{port}"))
+        .env_remove("WEIR_TOKEN")
+        .args(["--data-dir", "data"])
+        .output()
+        .expect("run weir")
+}
+
+/// `weir backends --config server.yaml` in `dir`.
+fn backends(dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["backends", "--config", "server.yaml"])
+        .current_dir(dir)
+        .output()
+        .expect("run weir backends")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(out.status.success(), "failed: {}\n{}", common::text(&out.stdout), common::text(&out.stderr));
+    common::text(&out.stdout)
+}
+
+fn eventually(dir: &Path, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > Duration::from_secs(90) {
+            let log = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+            panic!("timed out waiting for {what}; the server said:\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port()
+}
+
+const CLUSTER: &str =
+    "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 4000, memory: 2048}}\nqueues:\n  - {name: default}\n";
+
+/// A server file with a local cluster and a Slurm cluster; its tag keeps this test's Slurm
+/// jobs apart from any other's.
+fn server_file(scratch: &common::Scratch, port: u16, tag: &str) {
+    std::fs::create_dir_all(scratch.0.join("clusters")).expect("mkdir");
+    scratch.file("clusters/local.yaml", CLUSTER);
+    // No nodes: they are read from Slurm at start (`nodes: from_backend`).
+    scratch.file("clusters/hpc.yaml", "version: 1\nqueues:\n  - {name: default}\n");
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1
+listen: 127.0.0.1:{port}
+data_dir: data
+lease_seconds: 2
+clusters:
+  - name: local
+    file: clusters/local.yaml
+  - name: hpc
+    file: clusters/hpc.yaml
+    backend:
+      kind: slurm
+      url: {url}
+      user: root
+      jwt_key: {key}
+      placement: backend
+      poll_interval_ms: 200
+      kill_grace_seconds: 1
+      tag: {tag}
+      nodes: from_backend
+",
+            url = slurm_url(),
+            key = slurm_key()
+        ),
+    );
+}
+
+fn workload(name: &str, tasks: u32, command: &str) -> String {
+    format!(
+        "  - name: {name}\n    jobs:\n      - name: j\n        stages:\n          - {{name: s, tasks: {tasks}, max_attempts: 1, resources: {{cpu: 500, memory: 32}}, command: '{command}'}}\n"
+    )
+}
+
+fn runs(dir: &Path, port: u16) -> Vec<Value> {
+    let out = client(dir, port, &["runs", "--json"]);
+    if !out.status.success() {
+        return Vec::new();
+    }
+    serde_json::from_slice::<Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v["runs"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+fn run_of(dir: &Path, port: u16, workflow: &str) -> Option<Value> {
+    runs(dir, port).into_iter().find(|r| r["workflow"] == workflow)
+}
+
+fn state_of(dir: &Path, port: u16, workflow: &str) -> String {
+    run_of(dir, port, workflow).and_then(|r| r["state"].as_str().map(String::from)).unwrap_or_default()
+}
+
+/// Slurm's state of a job (`squeue`); empty once Slurm has forgotten it.
+fn slurm_state(job: &str) -> String {
+    let out = Command::new("squeue").args(["-h", "-t", "all", "-j", job, "-o", "%T"]).output();
+    out.map(|o| common::text(&o.stdout).trim().to_string()).unwrap_or_default()
+}
+
+#[test]
+fn runs_routed_to_a_local_and_a_slurm_cluster_finish_and_kill_works_on_slurm() {
+    if !slurm_available() {
+        return;
+    }
+    let scratch = common::Scratch::new("serve-slurm");
+    let dir = scratch.0.clone();
+    let port = free_port();
+    server_file(&scratch, port, &format!("weirtest{}a", std::process::id()));
+    let health = ok(&backends(&dir));
+    let row = |name: &str| health.lines().find(|l| l.starts_with(name)).unwrap_or_default().to_string();
+    assert!(row("local ").contains("healthy"), "{health}");
+    assert!(row("hpc ").contains("slurm  healthy") && row("hpc ").contains("(v0.0.38)"), "{health}");
+    let _serve = Serve::start(&dir);
+    eventually(&dir, "the server", || {
+        client(
+            &dir,
+            port,
+            &["routes", "set", "workflow:on-hpc", "--cluster", "hpc", "--queue", "root.default"],
+        )
+        .status
+        .success()
+    });
+    for w in ["on-local", "sleeper"] {
+        let cluster = if w == "on-local" { "local" } else { "hpc" };
+        ok(&client(
+            &dir,
+            port,
+            &["routes", "set", &format!("workflow:{w}"), "--cluster", cluster, "--queue", "root.default"],
+        ));
+    }
+    let d = dir.display();
+    let wl = format!(
+        "version: 1\nworkflows:\n{}{}",
+        workload("on-hpc", 6, &format!("echo task $WEIR_TASK_INDEX job ${{SLURM_JOB_ID:-none}} queue $WEIR_QUEUE; touch {d}/hpc-$WEIR_TASK_INDEX")),
+        workload("on-local", 2, "echo local ${SLURM_JOB_ID:-none}"),
+    );
+    scratch.file("wl.yaml", &wl);
+    ok(&client(&dir, port, &["submit", "wl.yaml"]));
+    eventually(&dir, "both runs to succeed", || {
+        state_of(&dir, port, "on-hpc") == "succeeded" && state_of(&dir, port, "on-local") == "succeeded"
+    });
+    let hpc = run_of(&dir, port, "on-hpc").expect("the hpc run");
+    let local = run_of(&dir, port, "on-local").expect("the local run");
+    assert_eq!((&hpc["cluster"], &local["cluster"]), (&Value::from("hpc"), &Value::from("local")));
+    let id = hpc["id"].to_string();
+    for t in 0..6 {
+        assert!(dir.join(format!("hpc-{t}")).exists(), "task {t} ran");
+        // `weir logs` reads the job's output file: it ran as a Slurm job, in the mapped queue.
+        let log = ok(&client(&dir, port, &["logs", &id, &format!("s.{t}")]));
+        let words: Vec<&str> = log.split_whitespace().collect();
+        assert_eq!(words[..2], ["task", &t.to_string()[..]], "{log}");
+        assert!(words[3].parse::<u64>().is_ok(), "a Slurm job id: {log}");
+        assert_eq!(words[5], "root.default", "{log}");
+    }
+    // A log the server cannot see (the nodes wrote it elsewhere) is named, not shown as empty.
+    std::fs::remove_file(dir.join(format!("data/logs/run-{id}/0/0/0/1/stdout"))).expect("the log file");
+    let out = client(&dir, port, &["logs", &id, "s.0"]);
+    let err = common::text(&out.stderr);
+    assert!(!out.status.success() && err.contains("is not on this server"), "{err}");
+    let local_log = ok(&client(&dir, port, &["logs", &local["id"].to_string(), "s.0"]));
+    assert_eq!(local_log.trim(), "local none", "the local cluster's task ran outside Slurm");
+    let status = ok(&client(&dir, port, &["status", &id]));
+    assert!(status.contains("succeeded"), "{status}");
+
+    // Kill: the running Slurm job is cancelled and the run ends killed.
+    scratch.file(
+        "sleeper.yaml",
+        &format!(
+            "version: 1\nworkflows:\n{}",
+            workload("sleeper", 1, &format!("echo $SLURM_JOB_ID > {d}/sleeper.job; sleep 300"))
+        ),
+    );
+    ok(&client(&dir, port, &["submit", "sleeper.yaml"]));
+    eventually(&dir, "the sleeper to start on Slurm", || {
+        std::fs::read_to_string(dir.join("sleeper.job")).is_ok_and(|s| !s.trim().is_empty())
+    });
+    let job = std::fs::read_to_string(dir.join("sleeper.job")).expect("job id").trim().to_string();
+    let sleeper = run_of(&dir, port, "sleeper").expect("the sleeper run");
+    ok(&client(&dir, port, &["kill", &sleeper["id"].to_string()]));
+    eventually(&dir, "the sleeper run to be killed", || state_of(&dir, port, "sleeper") == "killed");
+    let state = slurm_state(&job);
+    assert!(!matches!(state.as_str(), "RUNNING" | "PENDING" | "COMPLETING"), "Slurm job {job} is {state}");
+}
+
+#[test]
+fn kill_9_while_slurm_jobs_run_then_restart_readopts_them_and_starts_none_twice() {
+    if !slurm_available() {
+        return;
+    }
+    let scratch = common::Scratch::new("serve-slurm-crash");
+    let dir = scratch.0.clone();
+    let port = free_port();
+    server_file(&scratch, port, &format!("weirtest{}b", std::process::id()));
+    let mut serve = Serve::start(&dir);
+    eventually(&dir, "the server", || {
+        client(
+            &dir,
+            port,
+            &["routes", "set", "workflow:crash", "--cluster", "hpc", "--queue", "root.default"],
+        )
+        .status
+        .success()
+    });
+    let d = dir.display();
+    let command = format!(
+        "echo \"$WEIR_TASK_INDEX $WEIR_ATTEMPT $SLURM_JOB_ID start\" >> {d}/marker; while [ ! -e {d}/go ]; do sleep 0.1; done; echo \"$WEIR_TASK_INDEX $WEIR_ATTEMPT $SLURM_JOB_ID end\" >> {d}/marker"
+    );
+    scratch.file("wl.yaml", &format!("version: 1\nworkflows:\n{}", workload("crash", 2, &command)));
+    ok(&client(&dir, port, &["submit", "wl.yaml"]));
+    let starts = |dir: &Path| {
+        std::fs::read_to_string(dir.join("marker"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.ends_with("start"))
+            .count()
+    };
+    // Two tasks: a Slurm on a 2-core machine runs two 1-CPU jobs at once.
+    eventually(&dir, "two Slurm jobs to run", || starts(&dir) == 2);
+    // Let the launch records be committed for some, then kill the server mid-flight.
+    std::thread::sleep(Duration::from_millis(300));
+    serve.kill9();
+    let mut serve = Serve::start(&dir);
+    eventually(&dir, "the restarted server", || client(&dir, port, &["runs", "--json"]).status.success());
+    // Give recovery time to adopt (and, were it wrong, to start a second attempt).
+    std::thread::sleep(Duration::from_secs(3));
+    std::fs::write(dir.join("go"), "").expect("go");
+    eventually(&dir, "the run to succeed", || state_of(&dir, port, "crash") == "succeeded");
+    let marker = std::fs::read_to_string(dir.join("marker")).expect("marker");
+    let mut lines: Vec<&str> = marker.lines().collect();
+    lines.sort();
+    assert_eq!(lines.len(), 4, "each task started and ended once:\n{marker}");
+    for t in 0..2 {
+        let mine: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with(&format!("{t} "))).collect();
+        assert_eq!(mine.len(), 2, "task {t}:\n{marker}");
+        assert!(mine.iter().all(|l| l.split(' ').nth(1) == Some("1")), "attempt 1 only:\n{marker}");
+    }
+    let id = run_of(&dir, port, "crash").expect("run")["id"].to_string();
+    let status = ok(&client(&dir, port, &["status", &id]));
+    assert!(status.contains("succeeded"), "{status}");
+    serve.kill9();
+}
+
+/// Needs no Slurm: nothing listens on the URL.
+#[test]
+fn a_slurm_that_cannot_be_reached_is_named_at_start_and_its_runs_wait() {
+    let scratch = common::Scratch::new("serve-slurm-down");
+    let dir = scratch.0.clone();
+    let port = free_port();
+    std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
+    scratch.file("key", "0123456789abcdef0123456789abcdef");
+    scratch.file("clusters/hpc.yaml", CLUSTER);
+    scratch.file("clusters/bare.yaml", "version: 1\nqueues:\n  - {name: default}\n");
+    let backend = "{kind: slurm, url: 'http://127.0.0.1:9', user: root, jwt_key: key}";
+    // Nodes from a backend that cannot be asked: refused at start, naming the field.
+    scratch.file(
+        "from.yaml",
+        &format!(
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: hpc\n    file: clusters/bare.yaml\n    backend: {}\n",
+            backend.replace('}', ", nodes: from_backend}")
+        ),
+    );
+    let out = client(&dir, port, &["serve", "--config", "from.yaml"]);
+    let err = common::text(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("clusters[0].backend.nodes: from_backend: cannot read the nodes")
+            && err.contains("cannot be reached"),
+        "{err}"
+    );
+    // With its nodes written down, the server starts; the cluster's runs wait, with the reason
+    // in the server's log.
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: hpc\n    file: clusters/hpc.yaml\n    backend: {backend}\n"
+        ),
+    );
+    let out = backends(&dir);
+    let health = common::text(&out.stdout);
+    assert!(
+        !out.status.success() && health.contains("unhealthy") && health.contains("cannot be reached"),
+        "{health}"
+    );
+    let _serve = Serve::start(&dir);
+    eventually(&dir, "the server", || {
+        client(&dir, port, &["routes", "set", "workflow:w", "--cluster", "hpc", "--queue", "root.default"])
+            .status
+            .success()
+    });
+    scratch.file("wl.yaml", &format!("version: 1\nworkflows:\n{}", workload("w", 1, "true")));
+    ok(&client(&dir, port, &["submit", "wl.yaml"]));
+    eventually(&dir, "the reason in the log", || {
+        std::fs::read_to_string(dir.join("serve.log"))
+            .is_ok_and(|l| l.contains("the Slurm backend is unavailable") && l.contains("cannot be reached"))
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let state = state_of(&dir, port, "w");
+    assert!(
+        matches!(state.as_str(), "queued" | "routed" | "waiting"),
+        "the run waits, nothing lost: {state}"
+    );
+}
+
+/// A TCP proxy to slurmrestd that can be switched off: while off it drops every connection,
+/// new and open, as a Slurm that went away would.
+struct Proxy {
+    port: u16,
+    up: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Proxy {
+    fn start(target: String) -> Proxy {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let flag = up.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(client) = conn else { continue };
+                if !flag.load(Ordering::SeqCst) {
+                    continue; // dropped: the client sees the connection closed
+                }
+                let Ok(server) = std::net::TcpStream::connect(&target) else { continue };
+                for (mut from, mut to) in [
+                    (client.try_clone().expect("clone"), server.try_clone().expect("clone")),
+                    (server, client),
+                ] {
+                    let flag = flag.clone();
+                    std::thread::spawn(move || {
+                        let _ = from.set_read_timeout(Some(Duration::from_millis(100)));
+                        let mut buf = [0u8; 65536];
+                        while flag.load(Ordering::SeqCst) {
+                            match from.read(&mut buf) {
+                                Ok(0) => break,
+                                Ok(n) => {
+                                    if to.write_all(&buf[..n]).is_err() {
+                                        break;
+                                    }
+                                }
+                                Err(e)
+                                    if matches!(
+                                        e.kind(),
+                                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                                    ) => {}
+                                Err(_) => break,
+                            }
+                        }
+                        let _ = from.shutdown(std::net::Shutdown::Both);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Proxy { port, up }
+    }
+
+    fn set(&self, up: bool) {
+        self.up.store(up, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_task_started_while_slurm_is_away_is_not_lost_and_runs_once_slurm_is_back() {
+    if !slurm_available() {
+        return;
+    }
+    let scratch = common::Scratch::new("serve-slurm-away");
+    let dir = scratch.0.clone();
+    let port = free_port();
+    let proxy = Proxy::start(slurm_url().trim_start_matches("http://").trim_end_matches('/').to_string());
+    std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
+    scratch.file("clusters/hpc.yaml", CLUSTER);
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: hpc\n    file: clusters/hpc.yaml\n    backend: {{kind: slurm, url: 'http://127.0.0.1:{}', user: root, jwt_key: '{}', poll_interval_ms: 200, tag: weirtest{}c}}\n",
+            proxy.port,
+            slurm_key(),
+            std::process::id()
+        ),
+    );
+    let _serve = Serve::start(&dir);
+    eventually(&dir, "the server", || {
+        client(&dir, port, &["routes", "set", "workflow:away", "--cluster", "hpc", "--queue", "root.default"])
+            .status
+            .success()
+    });
+    // The cluster's actor is connected; now Slurm goes away and a run arrives.
+    std::thread::sleep(Duration::from_secs(1));
+    proxy.set(false);
+    let d = dir.display();
+    scratch.file(
+        "wl.yaml",
+        &format!(
+            "version: 1\nworkflows:\n{}",
+            workload("away", 1, &format!("echo $WEIR_ATTEMPT >> {d}/ran"))
+        ),
+    );
+    ok(&client(&dir, port, &["submit", "wl.yaml"]));
+    // The submission may or may not have reached Slurm: the start waits until Slurm can say.
+    eventually(&dir, "the start to wait for Slurm", || {
+        std::fs::read_to_string(dir.join("serve.log")).is_ok_and(|l| l.contains("waiting for Slurm"))
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    proxy.set(true);
+    eventually(&dir, "the run to succeed once Slurm is back", || state_of(&dir, port, "away") == "succeeded");
+    let ran = std::fs::read_to_string(dir.join("ran")).expect("the task ran");
+    assert_eq!(ran.lines().count(), 1, "it ran exactly once: {ran}");
+}
