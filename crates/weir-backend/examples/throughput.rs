@@ -53,6 +53,7 @@ async fn run(tasks: usize, in_flight: usize, command: String) {
                     resources: Resources::new(100, 64, 0),
                     stdout: "/dev/null".into(),
                     stderr: "/dev/null".into(),
+                    user: None,
                 };
                 let launched = backend.start(&launch).await.unwrap();
                 records.lock().unwrap().insert(launched.attempt.clone(), launched);
