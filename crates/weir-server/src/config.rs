@@ -42,6 +42,42 @@ pub struct ServerConfig {
     pub auto_plan: Option<AutoPlan>,
     /// What one request and one tenant may ask of the service.
     pub limits: Limits,
+    /// As whom, and where, the local backend runs tasks.
+    pub tasks: TaskSettings,
+}
+
+/// As whom and where tasks run (docs/serve.md, Security, Tasks).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskSettings {
+    /// The Unix user tasks of projects without a `run_as` entry run as, when the server is root.
+    pub user: String,
+    /// Run tasks (of projects without `run_as`) as the server's own user: one trusted tenant.
+    /// Implied when the server is not root; said loudly at start either way.
+    pub single_tenant: bool,
+    /// Root of the per-run working folders (`WORK_DIR/CLUSTER/run-ID`), outside the data
+    /// directory. `None`: `DATA_DIR-work`, beside the data directory.
+    pub work_dir: Option<PathBuf>,
+}
+
+impl Default for TaskSettings {
+    fn default() -> TaskSettings {
+        TaskSettings { user: "weir-task".to_string(), single_tenant: false, work_dir: None }
+    }
+}
+
+impl ServerConfig {
+    /// The root of the per-run working folders: [`TaskSettings::work_dir`], else the data
+    /// directory's sibling `NAME-work`.
+    pub fn work_dir(&self) -> PathBuf {
+        if let Some(w) = &self.tasks.work_dir {
+            return w.clone();
+        }
+        let dir = std::path::absolute(&self.data_dir).unwrap_or_else(|_| self.data_dir.clone());
+        match dir.file_name() {
+            Some(name) => dir.with_file_name(format!("{}-work", name.to_string_lossy())),
+            None => dir.join("..").join("weir-work"),
+        }
+    }
 }
 
 /// Bounds on the work one request or one tenant can cause. Above them a request is refused
@@ -91,6 +127,7 @@ impl ServerConfig {
             usage_resolution: Duration::from_secs(60),
             auto_plan: None,
             limits: Limits::default(),
+            tasks: TaskSettings::default(),
         }
     }
 }

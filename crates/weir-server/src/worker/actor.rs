@@ -47,6 +47,8 @@ pub(crate) struct Actor {
     pub changes: Vec<Change>,
     /// Attempts to start once `changes` is committed.
     pub to_start: Vec<TaskLaunch>,
+    /// Attempts whose intent is recorded but that cannot be started (their user is gone).
+    pub start_failures: Vec<(weir_backend::AttemptId, weir_backend::BackendError)>,
     /// Attempts to kill once `changes` is committed.
     pub to_kill: Vec<Launched>,
     /// Attempts whose end is recorded: the backend may drop its files once committed.
@@ -127,6 +129,7 @@ pub(crate) async fn run(
         containers: HashMap::new(),
         changes: Vec::new(),
         to_start: Vec::new(),
+        start_failures: Vec::new(),
         to_kill: Vec::new(),
         to_forget: Vec::new(),
         last_now: 0,
