@@ -39,7 +39,6 @@ async fn a_starved_tier_1_job_takes_a_container_from_tier_3() {
         file: "preemption cluster".into(),
     }];
     c.kill_grace = Duration::from_millis(500);
-    let work = c.work_dir();
     let mut s = TestServer::start_with(c, &url).await;
     // The tier-3 job fills the node with two long tasks; max_attempts 1, so only a kill that
     // does not count lets its task run again.
@@ -201,7 +200,8 @@ async fn a_restart_withdraws_a_warning_its_rebuilt_engine_does_not_plan() {
     let hi_id = s.submit(hi, "d").await.1["id"].as_i64().expect("id");
     let victim = warned_task(&s, lo_id).await;
     // In the run's working folder (the task's own), named by the attempt.
-    let notice = work
+    let notice = c
+        .work_dir()
         .join("default")
         .join(format!("run-{lo_id}"))
         .join(format!(".weir-preempt-notice.run-{lo_id}+0+0+{}+1", victim["index"]));
