@@ -92,8 +92,12 @@ async fn cpu_and_memory_limits_follow_the_granted_resources() {
     assert_eq!(memory.as_deref().map(str::trim), Some((2048u64 << 20).to_string().as_str()), "{dirs:?}");
     let cpu = cpu.expect("a cpu limit");
     assert!(cpu.trim() == "150000 100000" || cpu.trim() == "150000", "cpu limit {cpu:?} in {dirs:?}");
-    // And the task is in them.
-    assert!(dirs.iter().all(|d| read(&d.join("cgroup.procs")).contains(&launched.pid.to_string())));
+    // And the task is in them (it joins them between fork and exec; `start` may return first).
+    let pid = launched.pid.to_string();
+    eventually("the task to be in its cgroups", || {
+        dirs.iter().all(|d| read(&d.join("cgroup.procs")).lines().any(|l| l == pid))
+    })
+    .await;
     f.backend().kill(&launched, Duration::from_secs(5)).await.unwrap();
     assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Killed);
 }

@@ -235,10 +235,20 @@ pub(crate) fn spawn(
     if !procs.is_empty() {
         let fds: Vec<RawFd> = procs.iter().map(AsRawFd::as_raw_fd).collect();
         // SAFETY: between fork and exec only async-signal-safe work is allowed: this closure
-        // makes one `write` system call per descriptor (no allocation, no lock). The
-        // descriptors stay open in the parent until `spawn` returns.
+        // makes plain system calls on stack buffers (no allocation, no lock). The descriptors
+        // stay open in the parent until `spawn` returns.
         unsafe {
             cmd.pre_exec(move || {
+                // Joining a cgroup waits for an RCU grace period (milliseconds); meanwhile this
+                // forked child would hold copies of all the server's descriptors — its listening
+                // socket and the data directory's owner lock among them, so that a server
+                // restarted right after a crash could neither bind nor tell its predecessor is
+                // gone. Close them first. That closes std's exec-error channel too (it is not
+                // told apart here), so `spawn` may return before the child joined its cgroups,
+                // and a failure to join is not reported as a spawn error: the child then dies
+                // before exec (std aborts it), the command never runs, and the attempt ends as
+                // killed by a signal without a status — failing closed, never running uncontained.
+                close_inherited(&fds)?;
                 for &fd in &fds {
                     rustix::io::write(BorrowedFd::borrow_raw(fd), b"0")?;
                 }
@@ -316,6 +326,38 @@ fn create_attempt_dir(attempt: &str, dir: &Path, legacy: Option<&Path>) -> Resul
         }
         Err(e) => Err(io_err(attempt, "create the attempt folder", dir)(e)),
     }
+}
+
+/// In a forked child, before exec: closes every inherited descriptor above 2 except `keep`
+/// and pipes (all the server's are close-on-exec anyway).
+/// Async-signal-safe: raw system calls and a buffer on the stack.
+fn close_inherited(keep: &[RawFd]) -> io::Result<()> {
+    use rustix::fs::{fstat, openat, FileType, Mode, OFlags, RawDir, CWD};
+    let dir =
+        openat(CWD, c"/proc/self/fd", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    let dir_fd = dir.as_raw_fd();
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
+    let mut entries = RawDir::new(&dir, &mut buf);
+    while let Some(entry) = entries.next() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name.is_empty() || !name.iter().all(u8::is_ascii_digit) {
+            continue;
+        }
+        let fd = name.iter().fold(0i64, |n, d| n.saturating_mul(10).saturating_add(i64::from(d - b'0')));
+        let Ok(fd) = RawFd::try_from(fd) else { continue };
+        if fd <= 2 || fd == dir_fd || keep.contains(&fd) {
+            continue;
+        }
+        // SAFETY: `fd` is open in this process (listed just now) and owned by nobody here.
+        let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+        match fstat(borrowed) {
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Fifo => {}
+            // SAFETY: this child never uses the descriptor again; exec would close it anyway.
+            _ => unsafe { rustix::io::close(fd) },
+        }
+    }
+    Ok(())
 }
 
 /// Whether the wrapper wrote a status (the file exists from the start, empty).
