@@ -243,11 +243,8 @@ pub(crate) fn spawn(
                 // forked child would hold copies of all the server's descriptors — its listening
                 // socket and the data directory's owner lock among them, so that a server
                 // restarted right after a crash could neither bind nor tell its predecessor is
-                // gone. Close them first. That closes std's exec-error channel too (it is not
-                // told apart here), so `spawn` may return before the child joined its cgroups,
-                // and a failure to join is not reported as a spawn error: the child then dies
-                // before exec (std aborts it), the command never runs, and the attempt ends as
-                // killed by a signal without a status — failing closed, never running uncontained.
+                // gone. Close them first (std's exec-error channel, a socket pair, stays: a
+                // failure to join is still a spawn error, and the command never runs).
                 close_inherited(&fds)?;
                 for &fd in &fds {
                     rustix::io::write(BorrowedFd::borrow_raw(fd), b"0")?;
@@ -329,7 +326,8 @@ fn create_attempt_dir(attempt: &str, dir: &Path, legacy: Option<&Path>) -> Resul
 }
 
 /// In a forked child, before exec: closes every inherited descriptor above 2 except `keep`
-/// and pipes (all the server's are close-on-exec anyway).
+/// and pipes and connected sockets (all the server's are close-on-exec anyway; std's channel
+/// for exec errors is one of them, so `spawn` still returns only once the child has exec'd).
 /// Async-signal-safe: raw system calls and a buffer on the stack.
 fn close_inherited(keep: &[RawFd]) -> io::Result<()> {
     use rustix::fs::{fstat, openat, FileType, Mode, OFlags, RawDir, CWD};
@@ -351,10 +349,16 @@ fn close_inherited(keep: &[RawFd]) -> io::Result<()> {
         }
         // SAFETY: `fd` is open in this process (listed just now) and owned by nobody here.
         let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-        match fstat(borrowed) {
-            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Fifo => {}
+        let keep_it = match fstat(borrowed).map(|st| FileType::from_raw_mode(st.st_mode)) {
+            Ok(FileType::Fifo) => true,
+            // std reports exec errors through a socket pair on some versions: keep sockets that
+            // do not listen (a listening one is the server's API port).
+            Ok(FileType::Socket) => !rustix::net::sockopt::socket_acceptconn(borrowed).unwrap_or(true),
+            _ => false,
+        };
+        if !keep_it {
             // SAFETY: this child never uses the descriptor again; exec would close it anyway.
-            _ => unsafe { rustix::io::close(fd) },
+            unsafe { rustix::io::close(fd) };
         }
     }
     Ok(())

@@ -190,6 +190,14 @@ impl Placement {
         v2.chain(v1).filter(|d| d.is_dir()).collect()
     }
 
+    /// Removes this backend's `weir/TAG` folders if no attempt's cgroup is left in them (the
+    /// kernel refuses to remove a cgroup with children: running attempts keep theirs).
+    pub(crate) fn remove_if_unused(&self) {
+        let v2 = self.v2.iter().map(|(base, _)| base.clone());
+        let v1 = self.v1.iter().map(|(_, base)| base.clone());
+        remove(&v2.chain(v1).collect::<Vec<_>>());
+    }
+
     /// No cgroups, for the reason given.
     pub(crate) fn none(note: &str) -> Placement {
         Placement { note: note.to_string(), ..Placement::default() }

@@ -172,6 +172,7 @@ impl Drop for LocalBackend {
         for (_, w) in self.inner.watched().drain() {
             w.task.abort();
         }
+        self.inner.cgroups.remove_if_unused();
     }
 }
 
