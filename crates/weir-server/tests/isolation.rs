@@ -292,3 +292,30 @@ async fn projects_without_run_as_run_as_the_task_user() {
     assert_eq!(std::fs::metadata(workdir(&c, run)).expect("workdir").uid(), task_user.uid);
     s.stop(Stop::Now).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_file_reloaded_with_an_unusable_run_as_is_refused() {
+    if !root_or_skip() {
+        return;
+    }
+    users();
+    let (mut s, _) = start().await;
+    for (value, why) in [("weir-no-such-user", "no such user"), ("root", "is root")] {
+        let text = CLUSTER.replace("weir-test-search", value);
+        let resp = s
+            .http
+            .put(format!("{}/v1/clusters/default/config", s.base))
+            .bearer_auth(&s.token)
+            .body(text)
+            .send()
+            .await
+            .expect("request");
+        let status = resp.status().as_u16();
+        let e: serde_json::Value = resp.json().await.unwrap_or_default();
+        assert_eq!(status, 400, "{e:#}");
+        assert_eq!(e["error"]["field"], "run_as.search", "{e:#}");
+        let message = e["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(value) && message.contains(why), "{e:#}");
+    }
+    s.stop(Stop::Now).await;
+}
