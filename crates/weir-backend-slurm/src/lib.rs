@@ -169,8 +169,9 @@ impl SlurmBackend {
                 reason: "contains a NUL byte".into(),
             });
         }
-        // slurmd opens the output files but makes no folders: make them here (on the shared path).
-        for f in [&launch.stdout, &launch.stderr] {
+        // slurmd opens the output files but makes no folders: make them here (on the shared path),
+        // and the working folder the job starts in.
+        for f in [&launch.stdout, &launch.stderr, &launch.workdir.join("job")] {
             if let Some(dir) = f.parent() {
                 tokio::fs::create_dir_all(dir).await.map_err(|source| BackendError::Io {
                     attempt: attempt.clone(),
@@ -234,6 +235,9 @@ impl SlurmBackend {
             boot_id: KIND.into(),
             started_at_ms: watch::now_ms(),
             dir: launch.stdout.parent().map(|p| p.to_path_buf()).unwrap_or_default(),
+            // Slurm contains the job (its own cgroups) and runs it as the token's user.
+            cgroups: Vec::new(),
+            uid: None,
         })
     }
 
@@ -338,6 +342,8 @@ impl SlurmBackend {
             boot_id: KIND.into(),
             started_at_ms: watch::now_ms(),
             dir: Default::default(),
+            cgroups: Vec::new(),
+            uid: None,
         }
     }
 
@@ -498,6 +504,7 @@ mod tests {
             resources: weir_model::Resources { cpu, memory: 300, gpu: 2 },
             stdout: "/shared/logs/a/stdout".into(),
             stderr: "/shared/logs/a/stderr".into(),
+            user: None,
         }
     }
 

@@ -8,6 +8,10 @@
 //! 500) at once, from 4 concurrent starters; counts each end on the exit channel and forgets the
 //! attempt (as the server does after recording it). Prints start-to-last-exit throughput. The
 //! state folder is a fresh folder under the system's temporary folder; logs go to /dev/null.
+//!
+//! Isolation as the server uses it: `WEIR_THROUGHPUT_USER=weir-task` runs the tasks as that
+//! user (needs root); `WEIR_THROUGHPUT_CGROUPS=0` turns the attempts' cgroups off (on by
+//! default where the machine offers them). What was in use is printed first.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -30,7 +34,16 @@ fn main() {
 async fn run(tasks: usize, in_flight: usize, command: String) {
     let state = std::env::temp_dir().join(format!("weir-backend-throughput-{}", std::process::id()));
     let (tx, mut exits) = tokio::sync::mpsc::unbounded_channel();
-    let backend = Arc::new(LocalBackend::new(LocalConfig::new(&state), tx).unwrap());
+    let mut config = LocalConfig::new(&state);
+    config.cgroups = std::env::var("WEIR_THROUGHPUT_CGROUPS").as_deref() != Ok("0");
+    let user =
+        std::env::var("WEIR_THROUGHPUT_USER").ok().map(|u| weir_backend::TaskUser::lookup(&u).unwrap());
+    let backend = Arc::new(LocalBackend::new(config, tx).unwrap());
+    println!(
+        "{}; tasks as {}",
+        backend.isolation(),
+        user.as_ref().map_or("this process's user", |u| &u.name)
+    );
     let permits = Arc::new(Semaphore::new(in_flight));
     let next = Arc::new(AtomicUsize::new(0));
     let records = Arc::new(std::sync::Mutex::new(BTreeMap::new()));
@@ -38,6 +51,7 @@ async fn run(tasks: usize, in_flight: usize, command: String) {
     for _ in 0..4 {
         let (backend, permits, next, records, command) =
             (backend.clone(), permits.clone(), next.clone(), records.clone(), command.clone());
+        let user = user.clone();
         tokio::spawn(async move {
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
@@ -53,6 +67,7 @@ async fn run(tasks: usize, in_flight: usize, command: String) {
                     resources: Resources::new(100, 64, 0),
                     stdout: "/dev/null".into(),
                     stderr: "/dev/null".into(),
+                    user: user.clone(),
                 };
                 let launched = backend.start(&launch).await.unwrap();
                 records.lock().unwrap().insert(launched.attempt.clone(), launched);

@@ -41,6 +41,10 @@ pub enum BackendError {
     /// folder"). Retrying helps only if the cause (permissions, a missing `/proc`) goes away.
     #[error("local backend: cannot {action} {path}: {source}")]
     Setup { action: &'static str, path: PathBuf, source: io::Error },
+    /// A user to run tasks as does not exist on this machine. Retrying helps only once the
+    /// user is created.
+    #[error("user {name:?}: {reason}")]
+    UnknownUser { name: String, reason: String },
     /// The backend's background work stopped (its runtime is shutting down). Not retryable on
     /// this backend value.
     #[error("attempt {attempt}: the backend is shutting down")]

@@ -27,7 +27,9 @@ use std::time::Duration;
 
 pub use error::BackendError;
 pub use local::{LocalBackend, LocalConfig};
-pub use task::{Adopted, AttemptId, Exit, Launched, Recovered, TaskExit, TaskLaunch, MAX_ATTEMPT_ID_LEN};
+pub use task::{
+    Adopted, AttemptId, Exit, Launched, Recovered, TaskExit, TaskLaunch, TaskUser, MAX_ATTEMPT_ID_LEN,
+};
 
 /// A boxed future, so that [`Backend`] stays object-safe.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -76,10 +76,16 @@ pub struct TaskLaunch {
     /// Variables set for the command, on top of the few the backend passes through from its own
     /// environment (the local backend: `PATH`, `HOME`, `LANG`, … — see `LocalConfig`).
     pub env: BTreeMap<String, String>,
-    /// The command's working directory; it must exist.
+    /// The command's working directory. Its parent must exist; the folder itself is made when
+    /// missing, owned by the task's user with mode 0700 (the local backend: one per run, outside
+    /// the server's data directory, so that a task never starts next to the server's files).
     pub workdir: PathBuf,
-    /// What the engine granted the task. Backends record it; the local backend does not enforce it.
+    /// What the engine granted the task. The local backend enforces cpu and memory through the
+    /// attempt's cgroup where the machine allows it (`cpu.max`, `memory.max`), and always
+    /// passes them on as `WEIR_CPU_MILLICORES`, `WEIR_MEMORY_MIB`, `WEIR_GPUS`.
     pub resources: Resources,
+    /// The Unix user the task runs as; `None`: the backend's own user (one trusted tenant).
+    pub user: Option<TaskUser>,
     /// Files the command's standard output and error are appended to (created if missing, their
     /// parent folders too). They may be the same file.
     pub stdout: PathBuf,
@@ -106,6 +112,57 @@ pub struct Launched {
     pub started_at_ms: u64,
     /// The backend's folder for this attempt (exit status file, kill marker).
     pub dir: PathBuf,
+    /// The attempt's cgroups (one per hierarchy it was placed in; empty when the machine
+    /// offers none): killing it ends everything in them, including processes that left its
+    /// process group (`setsid`). Absent in records of an earlier weir.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cgroups: Vec<PathBuf>,
+    /// The uid it runs as, when the backend switched users for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+}
+
+/// A Unix user to run tasks as, resolved from the system's user database (`/etc/passwd`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskUser {
+    pub name: String,
+    pub uid: u32,
+    /// The user's primary group; supplementary groups are cleared for the task.
+    pub gid: u32,
+    /// Its home folder (the task's `HOME`).
+    pub home: PathBuf,
+}
+
+impl TaskUser {
+    /// Looks `name` up in `/etc/passwd`. Only local users are seen (no NSS: LDAP or SSSD
+    /// users are not found); that keeps this crate free of libc calls that are not
+    /// async-signal-safe or thread-safe, and a service account for tasks is local anyway.
+    pub fn lookup(name: &str) -> Result<TaskUser, BackendError> {
+        let text = std::fs::read_to_string("/etc/passwd").map_err(|e| BackendError::UnknownUser {
+            name: name.to_string(),
+            reason: format!("cannot read /etc/passwd: {e}"),
+        })?;
+        TaskUser::lookup_in(&text, name).ok_or_else(|| BackendError::UnknownUser {
+            name: name.to_string(),
+            reason: "no such user in /etc/passwd".to_string(),
+        })
+    }
+
+    /// Finds `name` in the text of a passwd file.
+    pub fn lookup_in(passwd: &str, name: &str) -> Option<TaskUser> {
+        passwd.lines().find_map(|line| {
+            let f: Vec<&str> = line.split(':').collect();
+            if f.len() < 7 || f[0] != name || name.is_empty() {
+                return None;
+            }
+            Some(TaskUser {
+                name: name.to_string(),
+                uid: f[2].parse().ok()?,
+                gid: f[3].parse().ok()?,
+                home: PathBuf::from(f[5]),
+            })
+        })
+    }
 }
 
 impl Launched {

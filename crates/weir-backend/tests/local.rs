@@ -63,7 +63,7 @@ async fn logs_env_and_workdir_are_applied() {
 async fn a_bad_launch_is_refused_before_anything_runs() {
     let mut f = Fixture::new("bad");
     let mut launch = f.launch("bad/workdir", "true");
-    launch.workdir = f.root.join("no-such-folder");
+    launch.workdir = f.root.join("no-such-folder").join("run-1");
     let err = f.backend().start(&launch).await.unwrap_err();
     assert!(matches!(err, BackendError::BadLaunch { field: "workdir", .. }), "{err}");
     assert!(err.to_string().contains("no-such-folder"), "{err}");
@@ -199,6 +199,8 @@ async fn a_reused_pid_is_not_adopted_and_not_signalled() {
         boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap().trim().into(),
         started_at_ms: 0,
         dir: dir.clone(),
+        cgroups: Vec::new(),
+        uid: None,
     };
     assert_eq!(f.backend().adopt(&fake).await.unwrap(), Adopted::Ended(Exit::Lost));
     let other_boot = Launched { start_ticks: real_start, boot_id: "another-boot".into(), ..fake.clone() };

@@ -39,6 +39,11 @@ pub struct ClusterFile {
     /// `queuePlacementPolicy`), rules in order. Carried, not enforced yet.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queue_placement: Vec<PlacementRuleSpec>,
+    /// The Unix user each project's tasks run as under `weir serve`'s local backend (as Slurm
+    /// runs a job as its submitter), by dotted project; a project not named here uses its
+    /// nearest named parent, then the server's task user (`weir-task`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub run_as: BTreeMap<String, String>,
 }
 
 /// One placement rule: workflows of `project` (at `tier`, or at any tier when it is left out)

@@ -218,6 +218,21 @@ impl Validator {
         }
         access::check_users(&raw.users, &mut self.problems);
         access::check_placement_rules(&raw.queue_placement, &mut self.problems);
+        for (project, user) in &raw.run_as {
+            let path = format!("run_as.{project}");
+            if project.is_empty() || project.split('.').any(str::is_empty) {
+                self.problem(path.clone(), "a project is dotted names, none of them empty: `ads.ranking`");
+            }
+            // POSIX's portable user names (useradd's default rule): letters, digits, `.`, `_`,
+            // `-`, not starting with `-`, at most 32 bytes.
+            let portable = user.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+            if user.is_empty() || user.len() > 32 || user.starts_with('-') || !portable {
+                self.problem(
+                    path,
+                    format!("`{user}` is not a Unix user name (letters, digits, `.`, `_`, `-`)"),
+                );
+            }
+        }
         if raw.queues.is_empty() {
             self.problem("queues", "the tree has no queues; jobs need at least one leaf under root");
         }

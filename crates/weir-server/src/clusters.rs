@@ -34,9 +34,13 @@ pub fn default_cluster_yaml(cpu_millis: u64, memory_mib: u64) -> String {
     )
 }
 
-pub(crate) fn validate_source(c: &ClusterSource) -> Result<ClusterConfig, ServerError> {
+pub(crate) fn validate_source(
+    c: &ClusterSource,
+    users: &crate::isolation::TaskUsers,
+) -> Result<ClusterConfig, ServerError> {
     let config = ClusterConfig::from_yaml(&c.file, &c.yaml)?;
-    let acl = crate::acl::unenforceable(&config);
+    let mut acl = crate::acl::unenforceable(&config);
+    acl.extend(users.check(&config));
     if !acl.is_empty() {
         return Err(ServerError::Model(weir_model::ModelError::Invalid {
             file: c.file.clone(),

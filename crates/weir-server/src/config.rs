@@ -53,6 +53,8 @@ pub struct ServerConfig {
     pub secure_cookies: bool,
     /// How long a dashboard login lasts.
     pub session_lifetime: Duration,
+    /// As whom, and where, the local backend runs tasks.
+    pub tasks: TaskSettings,
 }
 
 /// How long the listener waits for a client, and how many clients it serves at once. A slow
@@ -78,6 +80,40 @@ impl Default for HttpSettings {
             body_read_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(60),
             max_connections: 512,
+        }
+    }
+}
+
+/// As whom and where tasks run (docs/serve.md, Security, Tasks).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskSettings {
+    /// The Unix user tasks of projects without a `run_as` entry run as, when the server is root.
+    pub user: String,
+    /// Run tasks (of projects without `run_as`) as the server's own user: one trusted tenant.
+    /// Implied when the server is not root; said loudly at start either way.
+    pub single_tenant: bool,
+    /// Root of the per-run working folders (`WORK_DIR/CLUSTER/run-ID`), outside the data
+    /// directory. `None`: `DATA_DIR-work`, beside the data directory.
+    pub work_dir: Option<PathBuf>,
+}
+
+impl Default for TaskSettings {
+    fn default() -> TaskSettings {
+        TaskSettings { user: "weir-task".to_string(), single_tenant: false, work_dir: None }
+    }
+}
+
+impl ServerConfig {
+    /// The root of the per-run working folders: [`TaskSettings::work_dir`], else the data
+    /// directory's sibling `NAME-work`.
+    pub fn work_dir(&self) -> PathBuf {
+        if let Some(w) = &self.tasks.work_dir {
+            return w.clone();
+        }
+        let dir = std::path::absolute(&self.data_dir).unwrap_or_else(|_| self.data_dir.clone());
+        match dir.file_name() {
+            Some(name) => dir.with_file_name(format!("{}-work", name.to_string_lossy())),
+            None => dir.join("..").join("weir-work"),
         }
     }
 }
@@ -133,6 +169,7 @@ impl ServerConfig {
             http: HttpSettings::default(),
             secure_cookies: false,
             session_lifetime: Duration::from_secs(12 * 3600),
+            tasks: TaskSettings::default(),
         }
     }
 }

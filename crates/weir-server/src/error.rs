@@ -23,6 +23,10 @@ pub enum ServerError {
     /// The execution backend could not be set up.
     #[error(transparent)]
     Backend(#[from] weir_backend::BackendError),
+    /// Tasks cannot run as configured (the task user is missing or is root). Fix the machine
+    /// or the settings; retrying does not help.
+    #[error("{message}")]
+    TaskUser { message: String },
     /// The API's address is taken or not allowed.
     #[error("cannot listen on {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },

@@ -30,6 +30,8 @@ mod auth;
 mod autoplan;
 mod clusters;
 mod config;
+mod isolation;
+pub use isolation::private_umask;
 mod dashboard;
 mod error;
 mod http;
@@ -58,7 +60,7 @@ use weir_store::JobStore;
 pub use auth::{admin_token_path, hash_token, new_token};
 pub use autoplan::AutoPlan;
 pub use clusters::{default_cluster_yaml, ClusterSource};
-pub use config::{BackendSettings, HttpSettings, Limits, ServerConfig, Stop};
+pub use config::{BackendSettings, HttpSettings, Limits, ServerConfig, Stop, TaskSettings};
 pub use error::ServerError;
 pub use time::{format_utc, now_ms};
 pub use tls::{install_crypto_provider, TlsFiles};
@@ -112,15 +114,39 @@ impl Server {
             path: config.data_dir.clone(),
             source,
         })?;
+        for fixed in isolation::protect_data_dir(&config.data_dir)? {
+            eprintln!("weir serve: warning: {fixed} (the data directory is the server's alone)");
+        }
+        let (task_users, single_tenant) = isolation::TaskUsers::resolve(&config.tasks)?;
+        let task_users = Arc::new(task_users);
+        if let Some(warning) = single_tenant {
+            eprintln!("weir serve: warning: {warning}");
+        }
         let lock = owner::claim(&config.data_dir, &config.owner)?;
         config.dead_owners = lock.dead_owners.clone();
         let now = now_ms();
         for c in &config.clusters {
-            clusters::validate_source(c)?;
+            clusters::validate_source(c, &task_users)?;
+        }
+        for c in &config.clusters {
             store.put_cluster(&c.name, &c.yaml, now).await?;
         }
         let created_admin_token = auth::ensure_admin_token(store.as_ref(), &config.data_dir).await?;
         let registry = Arc::new(clusters::Registry::load(store.as_ref()).await?);
+        // Clusters already in the store are held to the same rule as those given now.
+        for name in registry.cluster_names() {
+            let Some(loaded) = registry.cluster(&name) else { continue };
+            let problems = task_users.check(&loaded.config);
+            if !problems.is_empty() {
+                return Err(ServerError::Model(weir_model::ModelError::Invalid {
+                    file: format!("cluster `{name}` (stored)"),
+                    problems: problems
+                        .into_iter()
+                        .map(|(path, message)| weir_model::Problem { path, message })
+                        .collect(),
+                }));
+            }
+        }
         let metrics = Arc::new(metrics::Metrics::new());
         let (stop, stop_rx) = watch::channel(Stop::Running);
         let mut tasks = Vec::new();
@@ -129,7 +155,14 @@ impl Server {
             tasks.push(tokio::spawn(autoplan::run(store.clone(), registry.clone(), cfg, stop_rx.clone())));
         }
         let worker = if config.worker {
-            Some(worker::start(&config, metrics.clone(), store.clone(), registry.clone(), stop_rx.clone())?)
+            Some(worker::start(
+                &config,
+                metrics.clone(),
+                store.clone(),
+                registry.clone(),
+                task_users.clone(),
+                stop_rx.clone(),
+            )?)
         } else {
             None
         };
@@ -143,6 +176,7 @@ impl Server {
                 notify,
                 metrics.clone(),
                 config.limits.clone(),
+                task_users.clone(),
             );
             state.sessions = state::Sessions {
                 secure: tls.is_some() || config.secure_cookies,

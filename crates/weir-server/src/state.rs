@@ -34,6 +34,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     pub limits: Arc<Limits>,
     pub rate: Arc<SubmissionRate>,
+    /// As whom tasks run: a cluster file's `run_as` is checked against it.
+    pub task_users: Arc<crate::isolation::TaskUsers>,
     /// How the dashboard's sessions are kept.
     pub sessions: Sessions,
 }
@@ -59,8 +61,10 @@ impl AppState {
         notify: Option<Arc<Notify>>,
         metrics: Arc<Metrics>,
         limits: Limits,
+        task_users: Arc<crate::isolation::TaskUsers>,
     ) -> AppState {
         AppState {
+            task_users,
             writer: Writer::start(store.clone(), metrics.clone()),
             store,
             registry,
@@ -218,6 +222,9 @@ pub(crate) async fn reload_cluster(
         ApiError::invalid(message).field(first.map(|p| p.path).unwrap_or_default())
     })?;
     if let Some((path, message)) = crate::acl::unenforceable(&config).into_iter().next() {
+        return Err(ApiError::invalid(format!("{path}: {message}")).field(path));
+    }
+    if let Some((path, message)) = s.task_users.check(&config).into_iter().next() {
         return Err(ApiError::invalid(format!("{path}: {message}")).field(path));
     }
     weir_engine::Engine::new(config.clone()).map_err(|e| ApiError::invalid(e.to_string()))?;

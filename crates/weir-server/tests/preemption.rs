@@ -193,7 +193,12 @@ async fn a_restart_withdraws_a_warning_its_rebuilt_engine_does_not_plan() {
     hi["jobs"][0]["stages"][0]["resources"] = json!({"cpu": 1000, "memory": 1024});
     let hi_id = s.submit(hi, "d").await.1["id"].as_i64().expect("id");
     let victim = warned_task(&s, lo_id).await;
-    let notice = dir.join("logs").join(format!("run-{lo_id}/0/0/{}/1/preempt-notice", victim["index"]));
+    // In the run's working folder (the task's own), named by the attempt.
+    let notice = c
+        .work_dir()
+        .join("default")
+        .join(format!("run-{lo_id}"))
+        .join(format!(".weir-preempt-notice.run-{lo_id}+0+0+{}+1", victim["index"]));
     assert!(notice.exists(), "no notice at {}", notice.display());
     // The starved job goes away; the warning stands (the engine, as YARN's, does not take back
     // a marked container) until the server restarts: its new engine plans no kill.

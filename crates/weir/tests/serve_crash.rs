@@ -223,6 +223,8 @@ fn scratch(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("weir-crash-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch");
+    // Tasks run as `weir-task` when the test runs as root: they write their markers here.
+    common::open_to_tasks(&dir);
     std::fs::write(dir.join("cluster.yaml"), CLUSTER).expect("cluster file");
     dir
 }

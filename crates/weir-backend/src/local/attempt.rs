@@ -4,17 +4,19 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use rustix::process::{pidfd_open, Pid, PidfdFlags};
 
+use super::cgroup::Placement;
 use super::procfs;
 use crate::{BackendError, Exit, Launched, TaskLaunch};
 
-/// The wrapper every attempt runs under: `/bin/sh -c WRAPPER weir-task COMMAND STATUS_FILE`.
+/// The wrapper every attempt runs under: `/bin/sh -c WRAPPER weir-task COMMAND STATUS_FILE`,
+/// with the status file, opened for writing by the backend, as its standard input.
 ///
 /// It runs the command in a subshell (`( eval … )`: a fork of the wrapper, no second `exec` of
 /// a shell, which on a virtual machine costs as much as the rest of a start together), then
@@ -23,6 +25,14 @@ use crate::{BackendError, Exit, Launched, TaskLaunch};
 /// is complete only with its newline, and the file is read only after the writer has ended, so
 /// a wrapper killed mid-write leaves no status, never a wrong one (no temporary file + `mv`
 /// needed, which would cost one more process per task).
+///
+/// Why the status file comes in as an open file (moved from fd 0 to fd 3, then closed in the
+/// command's subshell) rather than by its path: the attempt's folder is in the server's data
+/// directory, which a task running as another user cannot open — nor should it, since the
+/// backend trusts what that folder says. The command never holds the file; only the wrapper's
+/// last line writes it. Passing it as standard input keeps the spawn a `posix_spawn` when no
+/// user switch or cgroup is needed (extra descriptors would need a `pre_exec` hook). `$2`
+/// still names the file, so that recovery can tell the wrapper apart in `/proc`.
 ///
 /// The subshell is the command's own shell: `exit N` and `exec PROGRAM` end or replace it, not
 /// the wrapper; it sees no positional parameters (`$#` is 0; `$0` is `weir-task`); `$$` is the
@@ -33,10 +43,11 @@ use crate::{BackendError, Exit, Launched, TaskLaunch};
 /// command and still records its status; the subshell and everything it starts get the default
 /// action back (a subshell resets caught signals, as `exec` does). `k` also keeps a command
 /// that was killed before it started from starting.
-pub(crate) const WRAPPER: &str = r#"trap 'k=1' TERM
-[ -z "$k" ] && (c=$1; set --; eval "$c")
+pub(crate) const WRAPPER: &str = r#"exec 3>&0 0</dev/null
+trap 'k=1' TERM
+[ -z "$k" ] && (exec 3>&-; c=$1; set --; eval "$c")
 s=$?
-printf '%s\n' "$s" > "$2"
+printf '%s\n' "$s" >&3
 exit "$s""#;
 
 /// The `$0` of the wrapper, so `ps` shows what it is.
@@ -77,21 +88,48 @@ fn check(launch: &TaskLaunch) -> Result<(), BackendError> {
             return Err(bad_launch(launch, "env", format!("the value of {k} contains a NUL byte")));
         }
     }
-    if !launch.workdir.is_dir() {
+    let parent = launch.workdir.parent().filter(|p| !p.as_os_str().is_empty());
+    if !parent.is_some_and(Path::is_dir) {
         return Err(bad_launch(
             launch,
             "workdir",
-            format!("{} is not a directory", launch.workdir.display()),
+            format!("the parent of {} is not a directory", launch.workdir.display()),
         ));
     }
     Ok(())
+}
+
+/// Makes the working folder when missing: mode 0700, owned by the task's user. An existing
+/// folder is used as it is (the run's earlier attempts made it). Only its last component is
+/// made, by this (privileged) process, in a folder the task's user cannot write: nothing the
+/// task controls is followed.
+fn make_workdir(launch: &TaskLaunch) -> Result<(), BackendError> {
+    use std::os::unix::fs::DirBuilderExt;
+    let attempt = launch.attempt.as_str();
+    let dir = &launch.workdir;
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {
+            if let Some(u) = &launch.user {
+                std::os::unix::fs::chown(dir, Some(u.uid), Some(u.gid)).map_err(io_err(
+                    attempt,
+                    "give the task's user its working folder",
+                    dir,
+                ))?;
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Err(e) => Err(io_err(attempt, "create the working folder", dir)(e)),
+    }
 }
 
 /// Opens a log file for appending; creates its folder only when the file cannot be opened
 /// without it (one system call when the folder exists, as it does for every attempt of a run
 /// after the first).
 fn open_log(attempt: &str, path: &Path) -> Result<File, BackendError> {
-    let open = || OpenOptions::new().create(true).append(true).open(path);
+    use std::os::unix::fs::OpenOptionsExt;
+    // 0600: the server reads logs; the task writes them through the descriptor it is given.
+    let open = || OpenOptions::new().create(true).append(true).mode(0o600).open(path);
     match open() {
         Ok(f) => Ok(f),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -134,46 +172,92 @@ pub(crate) fn write_atomic(attempt: &str, dir: &Path, name: &str, text: &str) ->
     fs::rename(&tmp, &path).map_err(io_err(attempt, "rename into place", &path))
 }
 
-/// Makes the attempt's folder, opens its logs and starts the wrapper in a new process group.
-/// `env` is the part of the server's environment passed through.
+/// Makes the attempt's folder, opens its logs and starts the wrapper in a new process group,
+/// as the task's user and in the attempt's cgroups when there are any. `inherited` is the
+/// part of the server's environment passed through.
 pub(crate) fn spawn(
     launch: &TaskLaunch,
     dir: PathBuf,
     legacy: Option<&Path>,
     inherited: &[(String, std::ffi::OsString)],
     boot_id: &str,
+    cgroups: &Placement,
 ) -> Result<Spawned, BackendError> {
     let attempt = launch.attempt.as_str();
     check(launch)?;
     create_attempt_dir(attempt, &dir, legacy)?;
+    make_workdir(launch)?;
     let stdout = open_log(attempt, &launch.stdout)?;
     let stderr = if launch.stderr == launch.stdout {
         stdout.try_clone().map_err(io_err(attempt, "reuse the log file", &launch.stderr))?
     } else {
         open_log(attempt, &launch.stderr)?
     };
+    let status_path = dir.join(STATUS_FILE);
+    let status = OpenOptions::new().write(true).create_new(true).open(&status_path).map_err(io_err(
+        attempt,
+        "create",
+        &status_path,
+    ))?;
 
     let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c").arg(WRAPPER).arg(WRAPPER_NAME).arg(&launch.command).arg(dir.join(STATUS_FILE));
+    cmd.arg("-c").arg(WRAPPER).arg(WRAPPER_NAME).arg(&launch.command).arg(&status_path);
     cmd.env_clear();
     cmd.envs(inherited.iter().map(|(k, v)| (k, v)));
+    if let Some(u) = &launch.user {
+        cmd.env("USER", &u.name).env("LOGNAME", &u.name).env("HOME", &u.home);
+        // Supplementary groups are cleared by std when a root process sets a uid.
+        cmd.uid(u.uid).gid(u.gid);
+    }
     let r = launch.resources;
     cmd.env("WEIR_ATTEMPT", attempt)
         .env("WEIR_CPU_MILLICORES", r.cpu.to_string())
         .env("WEIR_MEMORY_MIB", r.memory.to_string())
         .env("WEIR_GPUS", r.gpu.to_string());
     cmd.envs(&launch.env);
-    cmd.current_dir(&launch.workdir).stdin(Stdio::null()).stdout(stdout).stderr(stderr);
+    cmd.current_dir(&launch.workdir).stdin(status).stdout(stdout).stderr(stderr);
     // Its own process group (not a new session: `setsid` would need a `pre_exec` hook, which
     // makes std fork instead of using the much cheaper posix_spawn). The group is enough: a
     // terminal's Ctrl-C or hang-up signals the server's foreground group, not this one, and
-    // killing the group reaches every process the command started.
+    // killing the group reaches every process the command started — except one that calls
+    // `setsid` itself, which the attempt's cgroup still holds.
     cmd.process_group(0);
-    let child = cmd.spawn().map_err(|source| BackendError::Spawn {
-        attempt: attempt.to_string(),
-        command: launch.command.clone(),
-        source,
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let (cgroup_dirs, procs) = if cgroups.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        cgroups.create(&name, r).map_err(io_err(
+            attempt,
+            "create the attempt's cgroup in",
+            Path::new("/sys/fs/cgroup"),
+        ))?
+    };
+    if !procs.is_empty() {
+        let fds: Vec<RawFd> = procs.iter().map(AsRawFd::as_raw_fd).collect();
+        // SAFETY: between fork and exec only async-signal-safe work is allowed: this closure
+        // makes plain system calls on stack buffers (no allocation, no lock). The descriptors
+        // stay open in the parent until `spawn` returns.
+        unsafe {
+            cmd.pre_exec(move || {
+                // Joining a cgroup waits for an RCU grace period (milliseconds); meanwhile this
+                // forked child would hold copies of all the server's descriptors — its listening
+                // socket and the data directory's owner lock among them, so that a server
+                // restarted right after a crash could neither bind nor tell its predecessor is
+                // gone. Close them first (std's exec-error channel, a socket pair, stays: a
+                // failure to join is still a spawn error, and the command never runs).
+                close_inherited(&fds)?;
+                for &fd in &fds {
+                    rustix::io::write(BorrowedFd::borrow_raw(fd), b"0")?;
+                }
+                Ok(())
+            });
+        }
+    }
+    let child = cmd.spawn().map_err(|source| {
+        super::cgroup::remove(&cgroup_dirs);
+        BackendError::Spawn { attempt: attempt.to_string(), command: launch.command.clone(), source }
     })?;
+    drop(procs);
     let started_at_ms = procfs::now_ms();
     let raw_pid = child.id() as i32;
     // Dropping a std `Child` neither kills nor reaps it: the watcher reaps it through the pidfd.
@@ -200,11 +284,14 @@ pub(crate) fn spawn(
         boot_id: boot_id.to_string(),
         started_at_ms,
         dir: dir.clone(),
+        cgroups: cgroup_dirs,
+        uid: launch.user.as_ref().map(|u| u.uid),
     };
     // Kept beside the status so a server that crashed before storing the record can find it.
     if let Err(e) = write_record(attempt, &dir, &launched) {
         // Not recorded, not run: stop it and reap it (it is our child; SIGKILL ends it at once).
         let _ = super::signal_group(raw_pid, rustix::process::Signal::KILL);
+        super::cgroup::signal_all(&launched.cgroups, rustix::process::Signal::KILL);
         let _ = rustix::process::waitid(
             rustix::process::WaitId::PidFd(std::os::fd::AsFd::as_fd(&pidfd)),
             rustix::process::WaitIdOptions::EXITED,
@@ -236,6 +323,50 @@ fn create_attempt_dir(attempt: &str, dir: &Path, legacy: Option<&Path>) -> Resul
         }
         Err(e) => Err(io_err(attempt, "create the attempt folder", dir)(e)),
     }
+}
+
+/// In a forked child, before exec: closes every inherited descriptor above 2 except `keep`
+/// and pipes and connected sockets (all the server's are close-on-exec anyway; std's channel
+/// for exec errors is one of them, so `spawn` still returns only once the child has exec'd).
+/// Async-signal-safe: raw system calls and a buffer on the stack.
+fn close_inherited(keep: &[RawFd]) -> io::Result<()> {
+    use rustix::fs::{fstat, openat, FileType, Mode, OFlags, RawDir, CWD};
+    let dir =
+        openat(CWD, c"/proc/self/fd", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    let dir_fd = dir.as_raw_fd();
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
+    let mut entries = RawDir::new(&dir, &mut buf);
+    while let Some(entry) = entries.next() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name.is_empty() || !name.iter().all(u8::is_ascii_digit) {
+            continue;
+        }
+        let fd = name.iter().fold(0i64, |n, d| n.saturating_mul(10).saturating_add(i64::from(d - b'0')));
+        let Ok(fd) = RawFd::try_from(fd) else { continue };
+        if fd <= 2 || fd == dir_fd || keep.contains(&fd) {
+            continue;
+        }
+        // SAFETY: `fd` is open in this process (listed just now) and owned by nobody here.
+        let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+        let keep_it = match fstat(borrowed).map(|st| FileType::from_raw_mode(st.st_mode)) {
+            Ok(FileType::Fifo) => true,
+            // std reports exec errors through a socket pair on some versions: keep sockets that
+            // do not listen (a listening one is the server's API port).
+            Ok(FileType::Socket) => !rustix::net::sockopt::socket_acceptconn(borrowed).unwrap_or(true),
+            _ => false,
+        };
+        if !keep_it {
+            // SAFETY: this child never uses the descriptor again; exec would close it anyway.
+            unsafe { rustix::io::close(fd) };
+        }
+    }
+    Ok(())
+}
+
+/// Whether the wrapper wrote a status (the file exists from the start, empty).
+pub(crate) fn has_status(dir: &Path) -> bool {
+    fs::metadata(dir.join(STATUS_FILE)).is_ok_and(|m| m.len() > 0)
 }
 
 /// The status the wrapper wrote, if it finished writing it.

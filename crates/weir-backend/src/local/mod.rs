@@ -27,11 +27,17 @@
 //! the exit by microseconds; the system hands out pids cyclically, so the group id would have
 //! to be re-used within that window — accepted.
 //!
-//! Resources are recorded, not enforced: the task sees them as `WEIR_CPU_MILLICORES`,
-//! `WEIR_MEMORY_MIB` and `WEIR_GPUS` (and its id as `WEIR_ATTEMPT`); there is no cgroup or
-//! `ulimit`. The engine's accounting is what keeps a node from being over-committed.
+//! Isolation: an attempt runs as the launch's [`TaskUser`](crate::TaskUser) when it names one
+//! (uid and primary gid set between fork and exec, supplementary groups cleared: the backend
+//! must then run as root), in a working folder made for it and owned by that user, and in its
+//! own cgroups where the machine allows it (`cgroup.rs`: a kill then ends every process it
+//! started, `setsid` children included, and `cpu.max`/`memory.max` follow its resources). The
+//! state folder and the logs stay the backend's: the wrapper gets its status file and the logs
+//! as open files. The task sees its resources as `WEIR_CPU_MILLICORES`, `WEIR_MEMORY_MIB` and
+//! `WEIR_GPUS` (and its id as `WEIR_ATTEMPT`).
 
 mod attempt;
+mod cgroup;
 mod procfs;
 mod watch;
 
@@ -62,6 +68,9 @@ pub struct LocalConfig {
     /// Variables passed through from the server's environment to every task (before the task's
     /// own `env`). Everything else of the server's environment (tokens!) is not passed on.
     pub inherit_env: Vec<String>,
+    /// Put each attempt in its own cgroups where the machine allows it (see
+    /// [`LocalBackend::isolation`] for what was found). On by default.
+    pub cgroups: bool,
 }
 
 impl LocalConfig {
@@ -73,6 +82,7 @@ impl LocalConfig {
             inherit_env: ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TZ", "TMPDIR"]
                 .map(String::from)
                 .to_vec(),
+            cgroups: true,
         }
     }
 }
@@ -88,6 +98,7 @@ struct Inner {
     inherited: Vec<(String, OsString)>,
     boot_id: String,
     exits: ExitSender,
+    cgroups: cgroup::Placement,
     watched: Mutex<HashMap<AttemptId, Watched>>,
 }
 
@@ -134,7 +145,20 @@ impl LocalBackend {
         let inherited =
             config.inherit_env.iter().filter_map(|k| std::env::var_os(k).map(|v| (k.clone(), v))).collect();
         let watched = Mutex::new(HashMap::new());
-        Ok(LocalBackend { inner: Arc::new(Inner { config, inherited, boot_id, exits, watched }) })
+        let cgroups = if config.cgroups {
+            let state = fs::canonicalize(&config.state_dir).unwrap_or_else(|_| config.state_dir.clone());
+            cgroup::Placement::new(cgroup::Hierarchies::get(), &tag(&state))
+        } else {
+            cgroup::Placement::none("cgroups are turned off in the backend's settings")
+        };
+        let inner = Inner { config, inherited, boot_id, exits, cgroups, watched };
+        Ok(LocalBackend { inner: Arc::new(inner) })
+    }
+
+    /// What isolates attempts on this machine, in one line for the operator: the cgroups in
+    /// use (kill, cpu and memory limits) or why there are none.
+    pub fn isolation(&self) -> &str {
+        &self.inner.cgroups.note
     }
 
     /// How many attempts this backend value is watching now.
@@ -148,7 +172,18 @@ impl Drop for LocalBackend {
         for (_, w) in self.inner.watched().drain() {
             w.task.abort();
         }
+        self.inner.cgroups.remove_if_unused();
     }
+}
+
+/// A short stable name for a state folder (FNV-1a of its path): the attempts' cgroups of one
+/// backend live under `weir/TAG`, apart from those of other backends on the machine.
+fn tag(state_dir: &Path) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in state_dir.as_os_str().as_encoded_bytes() {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
 }
 
 /// Each running attempt holds a pidfd; the usual soft limit (1,024) would cap them.
@@ -200,7 +235,14 @@ impl LocalBackend {
         let spawned = blocking(&launch.attempt, move || {
             let dir = inner.dir(&launch_owned.attempt);
             let legacy = inner.legacy_dir(&launch_owned.attempt);
-            attempt::spawn(&launch_owned, dir, legacy.as_deref(), &inner.inherited, &inner.boot_id)
+            attempt::spawn(
+                &launch_owned,
+                dir,
+                legacy.as_deref(),
+                &inner.inherited,
+                &inner.boot_id,
+                &inner.cgroups,
+            )
         })
         .await?;
         let launched = spawned.launched.clone();
@@ -270,6 +312,15 @@ impl LocalBackend {
                 pid: task.pid,
                 source,
             })?;
+            // Processes that left the group (`setsid`) get the same warning.
+            let cgroups = task.cgroups.clone();
+            if !cgroups.is_empty() {
+                blocking(&task.attempt, move || {
+                    cgroup::signal_all(&cgroups, Signal::TERM);
+                    Ok(())
+                })
+                .await?;
+            }
         }
         Ok(())
     }
@@ -282,7 +333,9 @@ impl LocalBackend {
         };
         let inner = Arc::clone(&self.inner);
         let owned = id.clone();
-        let found = blocking(id, move || watch::find_unrecorded(&owned, &dir, &inner.boot_id)).await?;
+        let found =
+            blocking(id, move || watch::find_unrecorded(&owned, &dir, &inner.boot_id, &inner.cgroups))
+                .await?;
         match found {
             watch::Found::Record(record) => match self.adopt_attempt(&record).await? {
                 Adopted::Running => Ok(Recovered::Running(record)),
@@ -307,7 +360,12 @@ impl LocalBackend {
         let dir = task.dir.clone();
         let root = self.inner.config.state_dir.clone();
         let attempt = task.attempt.to_string();
-        blocking(&task.attempt, move || remove_attempt_dir(&attempt, &dir, &root)).await
+        let cgroups = task.cgroups.clone();
+        blocking(&task.attempt, move || {
+            cgroup::remove(&cgroups);
+            remove_attempt_dir(&attempt, &dir, &root)
+        })
+        .await
     }
 }
 

@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::attempt::{self, WrapperEnd};
+use super::cgroup::{self, Placement};
 use super::{procfs, signal_group, Inner, Watched};
 use crate::{AttemptId, BackendError, Exit, Launched, TaskExit};
 
@@ -47,6 +48,7 @@ pub(super) fn start_watching(
         task.attempt.clone(),
         task.pid,
         task.dir.clone(),
+        task.cgroups.clone(),
         pidfd,
         kill_rx,
     ));
@@ -61,6 +63,7 @@ async fn follow(
     attempt: AttemptId,
     pgid: i32,
     dir: PathBuf,
+    cgroups: Vec<PathBuf>,
     pidfd: AsyncFd<OwnedFd>,
     mut kill: watch::Receiver<Option<Instant>>,
 ) {
@@ -82,6 +85,7 @@ async fn follow(
             changed = kill.changed() => if changed.is_err() { return },
             () = due => {
                 let _ = signal_group(pgid, Signal::KILL);
+                cgroup::signal_all(&cgroups, Signal::KILL);
                 hard_killed = true;
             }
         }
@@ -90,8 +94,11 @@ async fn follow(
     // Whatever the command left in its group goes too. If we are the wrapper's parent it is an
     // unreaped zombie now, which keeps its pid (the group id) from being re-used.
     let _ = signal_group(pgid, Signal::KILL);
+    // And whatever left the group (`setsid`) but not the cgroup.
+    cgroup::signal_all(&cgroups, Signal::KILL);
     let waited = reap(pidfd.get_ref());
     group_gone(pgid).await;
+    cgroups_gone(&cgroups).await;
     let Ok(exit) = tokio::task::spawn_blocking(move || attempt::final_exit(&dir, waited, kill_asked)).await
     else {
         return;
@@ -119,6 +126,22 @@ async fn group_gone(pgid: i32) {
         pause = (pause * 2).min(Duration::from_millis(100));
         let _ = signal_group(pgid, Signal::KILL);
     }
+}
+
+/// Waits until the attempt's cgroups are empty (as [`group_gone`] for the group), then removes
+/// them.
+async fn cgroups_gone(dirs: &[PathBuf]) {
+    if dirs.is_empty() {
+        return;
+    }
+    let until = Instant::now() + GROUP_EXIT_PATIENCE;
+    let mut pause = Duration::from_millis(1);
+    while !cgroup::all_empty(dirs) && Instant::now() < until {
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(100));
+        cgroup::signal_all(dirs, Signal::KILL);
+    }
+    cgroup::remove(dirs);
 }
 
 /// Reaps the wrapper if it is our child; `None` if it is not (an adopted process).
@@ -161,6 +184,17 @@ pub(super) fn ended_unwatched(task: &Launched, boot_id: &str) -> Exit {
     if task.boot_id == boot_id && procfs::start_ticks(task.pid).is_none() {
         let _ = signal_group(task.pid, Signal::KILL);
     }
+    // Its cgroups are its own whatever became of the pid: empty them and remove them.
+    if task.boot_id == boot_id && !task.cgroups.is_empty() {
+        for _ in 0..100 {
+            cgroup::signal_all(&task.cgroups, Signal::KILL);
+            if cgroup::all_empty(&task.cgroups) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        cgroup::remove(&task.cgroups);
+    }
     attempt::final_exit(&task.dir, None, false)
 }
 
@@ -174,7 +208,12 @@ pub(super) enum Found {
     Nothing,
 }
 
-pub(super) fn find_unrecorded(id: &AttemptId, dir: &Path, boot_id: &str) -> Result<Found, BackendError> {
+pub(super) fn find_unrecorded(
+    id: &AttemptId,
+    dir: &Path,
+    boot_id: &str,
+    cgroups: &Placement,
+) -> Result<Found, BackendError> {
     if !dir.is_dir() {
         return Ok(Found::Nothing);
     }
@@ -220,12 +259,20 @@ pub(super) fn find_unrecorded(id: &AttemptId, dir: &Path, boot_id: &str) -> Resu
             // Not known any more; when it was found is the best bound.
             started_at_ms: procfs::now_ms(),
             dir: dir.to_path_buf(),
+            cgroups: dir.file_name().map(|n| cgroups.existing(&n.to_string_lossy())).unwrap_or_default(),
+            uid: rustix::process::Pid::from_raw(pid).and_then(|_| proc_uid(pid)),
         };
         attempt::write_atomic(id.as_str(), dir, attempt::RECORD_FILE, &record.to_json())?;
         return Ok(Found::Process(record, pidfd));
     }
-    if dir.join(attempt::STATUS_FILE).exists() || dir.join(attempt::KILLED_FILE).exists() {
+    if attempt::has_status(dir) || dir.join(attempt::KILLED_FILE).exists() {
         return Ok(Found::Ended(attempt::final_exit(dir, None, false)));
     }
     Ok(Found::Nothing)
+}
+
+/// The real uid of a process (`/proc/PID/status`), if it is still there.
+fn proc_uid(pid: i32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("Uid:")?.split_whitespace().next()?.parse().ok())
 }

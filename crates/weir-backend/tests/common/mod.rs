@@ -61,6 +61,7 @@ impl Fixture {
             resources: Resources::new(1500, 2048, 0),
             stdout: self.root.join("logs").join(attempt).join("stdout"),
             stderr: self.root.join("logs").join(attempt).join("stderr"),
+            user: None,
         }
     }
 
@@ -165,4 +166,56 @@ pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
 
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// Whether this test process may do what only root can (switch users, make cgroups). When it
+/// may not, the test fails with `what` — unless `WEIR_SKIP_ROOT_TESTS=1` explicitly allows
+/// skipping, in which case it says so loudly and the caller returns.
+pub fn root_or_skip(what: &str) -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    if std::env::var("WEIR_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
+        eprintln!("\n*** SKIPPED (not root, WEIR_SKIP_ROOT_TESTS=1): {what} ***\n");
+        return false;
+    }
+    panic!(
+        "this test needs root ({what}); run it as root (CI does), or set WEIR_SKIP_ROOT_TESTS=1 to \
+         skip it knowingly"
+    );
+}
+
+/// A local system user for tasks, created when missing (re-runnable, and safe when tests
+/// create the same user at once). Root only.
+pub fn ensure_user(name: &str) -> weir_backend::TaskUser {
+    if let Ok(u) = weir_backend::TaskUser::lookup(name) {
+        return u;
+    }
+    let status = std::process::Command::new("useradd")
+        .args([
+            "--system",
+            "--no-create-home",
+            "--home-dir",
+            "/nonexistent",
+            "--shell",
+            "/usr/sbin/nologin",
+            name,
+        ])
+        .status()
+        .expect("run useradd");
+    weir_backend::TaskUser::lookup(name)
+        .unwrap_or_else(|e| panic!("cannot create the test user {name} (useradd: {status}): {e}"))
+}
+
+/// The cgroup folders of a started attempt, failing the test when the machine gave it none
+/// (unless `WEIR_SKIP_CGROUP_TESTS=1`: then `None`, said loudly).
+pub fn cgroups_or_skip(launched: &Launched, isolation: &str) -> Option<Vec<PathBuf>> {
+    if !launched.cgroups.is_empty() {
+        return Some(launched.cgroups.clone());
+    }
+    if std::env::var("WEIR_SKIP_CGROUP_TESTS").as_deref() == Ok("1") {
+        eprintln!("\n*** SKIPPED (no cgroups here, WEIR_SKIP_CGROUP_TESTS=1): {isolation} ***\n");
+        return None;
+    }
+    panic!("the attempt got no cgroup ({isolation}); set WEIR_SKIP_CGROUP_TESTS=1 to skip knowingly");
 }

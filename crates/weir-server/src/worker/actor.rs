@@ -47,6 +47,8 @@ pub(crate) struct Actor {
     pub changes: Vec<Change>,
     /// Attempts to start once `changes` is committed.
     pub to_start: Vec<TaskLaunch>,
+    /// Attempts whose intent is recorded but that cannot be started (their user is gone).
+    pub start_failures: Vec<(weir_backend::AttemptId, weir_backend::BackendError)>,
     /// Attempts to kill once `changes` is committed.
     pub to_kill: Vec<Launched>,
     /// Attempts whose end is recorded: the backend may drop its files once committed.
@@ -108,6 +110,7 @@ pub(crate) async fn run(
     settings.kill_grace = built.kill_grace;
     if let Some(shared) = built.shared_dir {
         // Logs, the working folder and notices: where the compute nodes see them too.
+        settings.work_dir = shared.join("work");
         settings.data_dir = shared;
     }
     let (launch_tx, launch_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -132,6 +135,7 @@ pub(crate) async fn run(
         containers: HashMap::new(),
         changes: Vec::new(),
         to_start: Vec::new(),
+        start_failures: Vec::new(),
         to_kill: Vec::new(),
         to_forget: Vec::new(),
         last_now: 0,

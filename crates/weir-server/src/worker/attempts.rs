@@ -28,6 +28,9 @@ impl Actor {
                 eprintln!("weir worker: the starter has stopped");
             }
         }
+        for (attempt, e) in std::mem::take(&mut self.start_failures) {
+            self.on_started(attempt, Err(e));
+        }
         let kills = std::mem::take(&mut self.to_kill);
         let forget = std::mem::take(&mut self.to_forget);
         if kills.is_empty() && forget.is_empty() {
@@ -169,7 +172,9 @@ impl Actor {
             return;
         };
         let data_dir = self.settings.data_dir.clone();
+        let workdir = run_workdir(&self.settings.work_dir, &self.cluster, id);
         let Some(run) = self.runs.get_mut(&id) else { return };
+        let user = self.settings.task_users.for_project(&self.config.file.run_as, &run.project);
         let at = now.0 as i64;
         let first_in_job = !run.jobs[j].started;
         run.jobs[j].started = true;
@@ -205,7 +210,7 @@ impl Actor {
         }
         env.insert(
             super::warning::NOTICE_ENV.into(),
-            path_text(&super::warning::notice_path(&data_dir, &aid)),
+            path_text(&super::warning::notice_path(&workdir, &aid)),
         );
         for (k, v) in &run.params {
             env.insert(format!("WEIR_PARAM_{}", k.to_uppercase()), v.clone());
@@ -225,15 +230,21 @@ impl Actor {
         if first_in_run {
             self.changes.push(Change::RunState { run: id, to: "running", at, reason: None });
         }
-        self.to_start.push(TaskLaunch {
-            attempt: attempt.clone(),
-            command,
-            env,
-            workdir: data_dir.join("work"),
-            resources,
-            stdout: PathBuf::from(stdout),
-            stderr: PathBuf::from(stderr),
-        });
+        match user {
+            Ok(user) => self.to_start.push(TaskLaunch {
+                attempt: attempt.clone(),
+                command,
+                env,
+                workdir,
+                resources,
+                stdout: PathBuf::from(stdout),
+                stderr: PathBuf::from(stderr),
+                user,
+            }),
+            // The run_as user was removed from the machine since the cluster was loaded: the
+            // attempt fails with the reason, never runs as someone else.
+            Err(e) => self.start_failures.push((attempt.clone(), e)),
+        }
         self.containers.insert(container, aid.clone());
         self.attempts.insert(
             aid,
@@ -360,6 +371,12 @@ pub(super) async fn starter(
         }
     }
 }
+/// Run `id`'s working folder: `WORK_DIR/CLUSTER/run-ID`, shared by its attempts, made by the
+/// backend for the run's user.
+pub(crate) fn run_workdir(work_dir: &std::path::Path, cluster: &str, id: i64) -> PathBuf {
+    work_dir.join(cluster).join(format!("run-{id}"))
+}
+
 fn path_text(p: &std::path::Path) -> String {
     p.to_string_lossy().into_owned()
 }

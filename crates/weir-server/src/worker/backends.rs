@@ -48,5 +48,9 @@ pub(super) async fn build(
     };
     let backend = LocalBackend::new(LocalConfig::new(state_dir), exits)
         .map_err(|e| format!("cannot set up the local backend: {e}"))?;
+    // What contains tasks on this machine, said once per process (every cluster's backend
+    // finds the same).
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| eprintln!("weir worker: {}", backend.isolation()));
     Ok(Built { backend: Arc::new(backend), kill_grace, shared_dir: None })
 }

@@ -73,6 +73,8 @@ pub struct JobLive {
 pub struct RunLive {
     pub id: i64,
     pub workflow: String,
+    /// The project it runs for: its tasks run as that project's `run_as` user.
+    pub project: String,
     /// The run's tier as stored (metrics).
     pub tier: u8,
     /// The workflow's runtime SLO (metrics count the outcome when the run ends).
@@ -180,6 +182,7 @@ impl RunLive {
         Ok(RunLive {
             id: row.id,
             workflow: row.workflow.clone(),
+            project: row.project.clone(),
             tier: row.tier,
             slo_ms: wf.slo.map(|d| d.as_millis() as i64),
             logical_date: row.logical_date.clone(),

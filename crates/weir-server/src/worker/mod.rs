@@ -39,6 +39,10 @@ pub(crate) struct WorkerSettings {
     pub kill_grace: Duration,
     pub tick: Duration,
     pub data_dir: PathBuf,
+    /// Root of the per-run working folders (`WORK_DIR/CLUSTER/run-ID`).
+    pub work_dir: PathBuf,
+    /// As whom each project's tasks run.
+    pub task_users: Arc<crate::isolation::TaskUsers>,
     pub backends: BTreeMap<String, BackendSettings>,
     /// Usage rows are at most one per queue per this many milliseconds.
     pub usage_resolution_ms: u64,
@@ -62,6 +66,7 @@ pub(crate) fn start(
     metrics: Arc<Metrics>,
     store: Arc<dyn JobStore>,
     registry: Arc<Registry>,
+    task_users: Arc<crate::isolation::TaskUsers>,
     stop: watch::Receiver<Stop>,
 ) -> Result<WorkerHandle, ServerError> {
     let settings = WorkerSettings {
@@ -72,6 +77,8 @@ pub(crate) fn start(
         kill_grace: config.kill_grace,
         tick: config.tick,
         data_dir: config.data_dir.clone(),
+        work_dir: config.work_dir(),
+        task_users,
         backends: config.backends.clone(),
         usage_resolution_ms: config.usage_resolution.as_millis().max(1) as u64,
         metrics,

@@ -18,9 +18,14 @@ use crate::time::now_ms;
 
 impl Actor {
     pub(crate) async fn recover(&mut self) -> Result<(), Ended> {
-        let work = self.settings.data_dir.join("work");
-        if let Err(e) = tokio::fs::create_dir_all(&work).await {
-            return Err(Ended::Failed(format!("cannot create {}: {e}", work.display())));
+        let work = self.settings.work_dir.join(&self.cluster);
+        let made = crate::isolation::make_work_root(&self.settings.work_dir)
+            .and_then(|()| crate::isolation::make_work_root(&work));
+        if let Err(e) = made {
+            return Err(Ended::Failed(format!(
+                "cannot create the working folders' root {}: {e}",
+                work.display()
+            )));
         }
         let active = match self.store.active_runs(&self.cluster).await {
             Ok(a) => a,

@@ -3,10 +3,17 @@
 //! the kill time) and handed to the task as a notice file, as a batch system warns its jobs
 //! before taking their nodes. The kill itself is the engine's `KillContainer` at `kill_at`.
 //!
-//! The notice: the task's environment names a file in `WEIR_PREEMPT_NOTICE` (in the attempt's
-//! log folder) that does not exist until a warning comes; then it appears whole (written to a
-//! temporary name and renamed), with the lines `kill_at_ms=…` (Unix ms), `kill_at=…` (UTC,
-//! RFC 3339) and `reason=…`. No signal is sent with it.
+//! The notice: the task's environment names a file in `WEIR_PREEMPT_NOTICE` (in the run's
+//! working folder, `.weir-preempt-notice.ATTEMPT`) that does not exist until a warning comes;
+//! then it appears whole (written to a temporary name and renamed), with the lines
+//! `kill_at_ms=…` (Unix ms), `kill_at=…` (UTC, RFC 3339) and `reason=…`. No signal is sent
+//! with it.
+//!
+//! The working folder belongs to the task's user, and the server writes into it: the
+//! temporary file is made with `O_CREAT | O_EXCL | O_NOFOLLOW` (a link planted there is never
+//! followed, an existing name makes the write fail) and renamed over the notice's name (a
+//! rename replaces a link, it does not follow it); the folder itself sits in a folder only the
+//! server can write, so no component above the file can be swapped.
 
 use std::path::{Path, PathBuf};
 
@@ -21,9 +28,9 @@ use crate::time::format_utc;
 /// The variable that names the notice file in the task's environment.
 pub(crate) const NOTICE_ENV: &str = "WEIR_PREEMPT_NOTICE";
 
-/// Where attempt `aid`'s notice goes.
-pub(crate) fn notice_path(data_dir: &Path, aid: &str) -> PathBuf {
-    data_dir.join("logs").join(aid).join("preempt-notice")
+/// Where attempt `aid`'s notice goes, in its run's working folder `workdir`.
+pub(crate) fn notice_path(workdir: &Path, aid: &str) -> PathBuf {
+    workdir.join(format!(".weir-preempt-notice.{}", aid.replace('/', "+")))
 }
 
 fn notice_text(w: &Warning) -> String {
@@ -57,7 +64,8 @@ impl Actor {
 
     /// Stores the warning with this pass and writes the notice once it is committed.
     pub(crate) fn record_warning(&mut self, key: AttemptKey, warning: Warning) {
-        let path = notice_path(&self.settings.data_dir, &attempt_id(&key));
+        let workdir = super::attempts::run_workdir(&self.settings.work_dir, &self.cluster, key.task.run);
+        let path = notice_path(&workdir, &attempt_id(&key));
         self.notices.push((path, Some(notice_text(&warning))));
         self.changes.push(Change::AttemptPreempting { key, warning: Some(warning) });
     }
@@ -65,7 +73,8 @@ impl Actor {
     /// Recovery found an attempt `preempting`: the rebuilt engine plans no kill for it, so the
     /// warning is withdrawn (state and notice).
     pub(crate) fn withdraw_warning(&mut self, key: AttemptKey) {
-        let path = notice_path(&self.settings.data_dir, &attempt_id(&key));
+        let workdir = super::attempts::run_workdir(&self.settings.work_dir, &self.cluster, key.task.run);
+        let path = notice_path(&workdir, &attempt_id(&key));
         self.notices.push((path, None));
         self.changes.push(Change::AttemptPreempting { key, warning: None });
     }
@@ -93,11 +102,31 @@ impl Actor {
     }
 }
 
+/// Writes the notice without following anything the task's user may have planted (see the
+/// module's comment). Readable by the task (0644 in its own 0700 folder).
 fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text)?;
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let open = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&tmp)
+    };
+    let mut f = match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            // Left by a crash, or planted: remove the name (unlink does not follow) and retry once.
+            std::fs::remove_file(&tmp)?;
+            open()?
+        }
+        other => other?,
+    };
+    f.write_all(text.as_bytes())?;
+    drop(f);
     std::fs::rename(&tmp, path)
 }

@@ -136,6 +136,19 @@ struct Common {
     /// (10s with --demo).
     #[arg(long, value_name = "SPAN", value_parser = crate::cmd::simulate::parse_duration)]
     usage_resolution: Option<weir_model::Duration>,
+    /// The Unix user tasks run as when the server is root and their project has no `run_as`
+    /// entry in its cluster file. It must exist and not be root. [default: weir-task]
+    #[arg(long, value_name = "USER")]
+    task_user: Option<String>,
+    /// Run tasks (of projects without `run_as`) as the server's own user, for one trusted
+    /// tenant: a task can then read the server's data directory. Implied when the server is not
+    /// root; warned about at start either way.
+    #[arg(long)]
+    single_tenant: bool,
+    /// Root of the per-run working folders (WORK_DIR/CLUSTER/run-ID, each owned by its task's
+    /// user). Must be outside the data directory. [default: DATA_DIR-work, beside it]
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
 }
 
 fn cluster_sources(args: &Common, demo: bool) -> Result<Vec<ClusterSource>> {
@@ -233,6 +246,23 @@ fn config(common: &Common, listen: Option<SocketAddr>, demo: bool) -> Result<(Se
         }
         None => c.clusters = cluster_sources(common, demo)?,
     }
+    if let Some(u) = &common.task_user {
+        c.tasks.user = u.clone();
+    }
+    c.tasks.single_tenant = common.single_tenant;
+    if let Some(w) = &common.work_dir {
+        let w =
+            std::path::absolute(w).with_context(|| format!("--work-dir: cannot resolve {}", w.display()))?;
+        if w.starts_with(&c.data_dir) {
+            bail!(
+                "--work-dir {}: it is inside the data directory {}; tasks must not start next to the \
+                 server's files",
+                w.display(),
+                c.data_dir.display()
+            );
+        }
+        c.tasks.work_dir = Some(w);
+    }
     let resolution = common.usage_resolution.map_or(if demo { 10_000 } else { 60_000 }, |d| d.as_millis());
     c.usage_resolution = Duration::from_millis(resolution.max(1000));
     Ok((c, db))
@@ -301,6 +331,8 @@ fn run(mut c: ServerConfig, db: &str, common: &Common, demo: bool) -> Result<()>
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    // Everything the server creates is its own alone (the data directory's files 0600).
+    weir_server::private_umask();
     rt.block_on(async move {
         let data_dir = c.data_dir.clone();
         // The port first: a server that cannot listen creates nothing (no data directory, no

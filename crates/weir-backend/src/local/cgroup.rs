@@ -1,0 +1,359 @@
+//! Each attempt in its own cgroup, so that a kill reaches everything the task started (also a
+//! child that called `setsid` and left the process group) and its cpu and memory are capped.
+//!
+//! What the machine offers is found once per process ([`Hierarchies::get`]) from
+//! `/proc/self/mountinfo` and `/proc/self/cgroup`:
+//! - cgroup v2 (the unified hierarchy, at `/sys/fs/cgroup` or, on hybrid machines, at
+//!   `/sys/fs/cgroup/unified`): membership and kill (`cgroup.kill`, Linux 5.14+), and limits
+//!   (`cpu.max`, `memory.max`) when the `cpu` and `memory` controllers can be enabled for the
+//!   attempts' subtree.
+//! - cgroup v1 `memory` and `cpu` hierarchies: limits (`memory.limit_in_bytes`,
+//!   `cpu.cfs_quota_us`) where v2 cannot give them; and membership when there is no v2.
+//!
+//! Attempts' cgroups are made below the server's own cgroup (never at the top of a hierarchy,
+//! so whatever limits the server's own cgroup carries also bound its tasks):
+//! `OWN/weir/TAG/ATTEMPT`, TAG naming the backend's state folder (two servers on one machine,
+//! or one server's several clusters, never share a folder).
+//!
+//! A task joins its cgroups between fork and exec (it writes `0` to the `cgroup.procs` files
+//! the backend opened before forking, with the backend's credentials), so it never runs a single
+//! instruction outside them and has no process to fork before it is contained. The files are
+//! the backend's (root's): a task cannot move itself out.
+
+use std::collections::BTreeMap;
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use rustix::process::{kill_process, Pid, Signal};
+use weir_model::Resources;
+
+/// The controllers weir uses for limits.
+const LIMIT_CONTROLLERS: [&str; 2] = ["cpu", "memory"];
+
+/// The cgroup hierarchies of this machine that this process sits in.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Hierarchies {
+    /// The v2 hierarchy: the folder of this process's own cgroup.
+    v2: Option<PathBuf>,
+    /// v1 hierarchies by controller (`memory`, `cpu`): the folder of this process's own cgroup.
+    v1: BTreeMap<String, PathBuf>,
+}
+
+impl Hierarchies {
+    /// This process's hierarchies, read once.
+    pub(crate) fn get() -> &'static Hierarchies {
+        static ONCE: OnceLock<Hierarchies> = OnceLock::new();
+        ONCE.get_or_init(|| {
+            let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+            let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+            Hierarchies::parse(&mountinfo, &own)
+        })
+    }
+
+    /// From the text of `/proc/self/mountinfo` and `/proc/self/cgroup`.
+    pub(crate) fn parse(mountinfo: &str, own: &str) -> Hierarchies {
+        // Own cgroup path by hierarchy: "0::/p" for v2, "N:ctl1,ctl2:/p" for v1.
+        let mut v2_path = None;
+        let mut v1_paths: BTreeMap<String, String> = BTreeMap::new();
+        for line in own.lines() {
+            let mut f = line.splitn(3, ':');
+            let (Some(_), Some(ctls), Some(path)) = (f.next(), f.next(), f.next()) else { continue };
+            if ctls.is_empty() {
+                v2_path = Some(path.to_string());
+            } else {
+                for c in ctls.split(',') {
+                    v1_paths.insert(c.to_string(), path.to_string());
+                }
+            }
+        }
+        let mut h = Hierarchies::default();
+        for line in mountinfo.lines() {
+            // ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS
+            let Some((left, right)) = line.split_once(" - ") else { continue };
+            let left: Vec<&str> = left.split(' ').collect();
+            let right: Vec<&str> = right.split(' ').collect();
+            if left.len() < 5 || right.len() < 3 {
+                continue;
+            }
+            let (root, mount) = (left[3], PathBuf::from(unescape(left[4])));
+            let below = |path: &str| -> Option<PathBuf> {
+                // The mount shows the hierarchy from `root` down; our path must be under it.
+                let rel = path.strip_prefix(root)?.trim_start_matches('/');
+                Some(if rel.is_empty() { mount.clone() } else { mount.join(rel) })
+            };
+            match right[0] {
+                "cgroup2" => {
+                    if let Some(p) = v2_path.as_deref().and_then(below) {
+                        h.v2.get_or_insert(p);
+                    }
+                }
+                "cgroup" => {
+                    for opt in right[2].split(',') {
+                        if LIMIT_CONTROLLERS.contains(&opt) {
+                            if let Some(p) = v1_paths.get(opt).and_then(|p| below(p)) {
+                                h.v1.entry(opt.to_string()).or_insert(p);
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        h
+    }
+}
+
+/// mountinfo escapes space, tab, newline and backslash as octal.
+fn unescape(s: &str) -> String {
+    s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+}
+
+/// How one backend places its attempts: the folders under which each attempt gets a cgroup,
+/// and what they give.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Placement {
+    /// v2: `OWN/weir/TAG`, and whether cpu and memory limits can be set below it.
+    v2: Option<(PathBuf, bool)>,
+    /// v1 limit hierarchies used (only those whose limit v2 cannot set): controller, folder.
+    v1: Vec<(&'static str, PathBuf)>,
+    /// One line for the operator: what is in use, and what is missing.
+    pub note: String,
+}
+
+impl Placement {
+    /// Sets up `OWN/weir/TAG` in every usable hierarchy. Never fails: what cannot be set up is
+    /// left out and said in [`Placement::note`].
+    pub(crate) fn new(h: &Hierarchies, tag: &str) -> Placement {
+        let mut p = Placement::default();
+        let mut missing = Vec::new();
+        match &h.v2 {
+            Some(own) => {
+                let base = own.join("weir").join(tag);
+                match fs::create_dir_all(&base) {
+                    Ok(()) if base.join("cgroup.kill").exists() => {
+                        let limits = enable_controllers(own, &base);
+                        p.v2 = Some((base, limits));
+                    }
+                    Ok(()) => missing.push("cgroup v2 without cgroup.kill (Linux < 5.14)".to_string()),
+                    Err(e) => missing.push(format!("cgroup v2 at {}: {e}", base.display())),
+                }
+            }
+            None => missing.push("no cgroup v2 hierarchy".to_string()),
+        }
+        let v2_limits = matches!(p.v2, Some((_, true)));
+        if !v2_limits {
+            for ctl in LIMIT_CONTROLLERS {
+                let Some(own) = h.v1.get(ctl) else {
+                    missing.push(format!("no {ctl} controller (v2 or v1)"));
+                    continue;
+                };
+                let base = own.join("weir").join(tag);
+                match fs::create_dir_all(&base) {
+                    Ok(()) => p.v1.push((ctl, base)),
+                    Err(e) => missing.push(format!("cgroup v1 {ctl} at {}: {e}", base.display())),
+                }
+            }
+        }
+        let mut using = Vec::new();
+        if let Some((base, limits)) = &p.v2 {
+            let what = if *limits { "kill, cpu.max, memory.max" } else { "kill" };
+            using.push(format!("cgroup v2 ({what}) under {}", base.display()));
+        }
+        for (ctl, base) in &p.v1 {
+            using.push(format!("cgroup v1 {ctl} under {}", base.display()));
+        }
+        p.note = match (using.is_empty(), missing.is_empty()) {
+            (true, _) => format!(
+                "tasks are NOT in cgroups ({}): a kill reaches the task's process group only (a \
+                 child that called setsid survives it) and cpu/memory are not limited",
+                missing.join("; ")
+            ),
+            (false, true) => format!("tasks run in their own cgroups: {}", using.join("; ")),
+            (false, false) => {
+                format!(
+                    "tasks run in their own cgroups: {}; not available: {}",
+                    using.join("; "),
+                    missing.join("; ")
+                )
+            }
+        };
+        p
+    }
+
+    /// The cgroups of attempt `name` that exist now (for an attempt found without its record).
+    pub(crate) fn existing(&self, name: &str) -> Vec<PathBuf> {
+        let v2 = self.v2.iter().map(|(base, _)| base.join(name));
+        let v1 = self.v1.iter().map(|(_, base)| base.join(name));
+        v2.chain(v1).filter(|d| d.is_dir()).collect()
+    }
+
+    /// Removes this backend's `weir/TAG` folders if no attempt's cgroup is left in them (the
+    /// kernel refuses to remove a cgroup with children: running attempts keep theirs).
+    pub(crate) fn remove_if_unused(&self) {
+        let v2 = self.v2.iter().map(|(base, _)| base.clone());
+        let v1 = self.v1.iter().map(|(_, base)| base.clone());
+        remove(&v2.chain(v1).collect::<Vec<_>>());
+    }
+
+    /// No cgroups, for the reason given.
+    pub(crate) fn none(note: &str) -> Placement {
+        Placement { note: note.to_string(), ..Placement::default() }
+    }
+
+    /// Whether attempts get any cgroup.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.v2.is_none() && self.v1.is_empty()
+    }
+
+    /// Makes attempt `name`'s cgroups with `resources` as limits and opens their
+    /// `cgroup.procs` for the child to join. Returns the folders (for the launch record) and
+    /// the open files. A cgroup left by a start that crashed is re-used.
+    pub(crate) fn create(
+        &self,
+        name: &str,
+        resources: Resources,
+    ) -> io::Result<(Vec<PathBuf>, Vec<OwnedFd>)> {
+        let mut dirs = Vec::new();
+        let mut files = Vec::new();
+        let mut make = |dir: PathBuf, limits: &[(&str, String)]| -> io::Result<()> {
+            match fs::create_dir(&dir) {
+                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+                _ => {}
+            }
+            dirs.push(dir.clone());
+            for (file, value) in limits {
+                write_file(&dir.join(file), value)?;
+            }
+            let procs = OpenOptions::new().write(true).open(dir.join("cgroup.procs"))?;
+            files.push(OwnedFd::from(procs));
+            Ok(())
+        };
+        let cpu_quota_us = resources.cpu.saturating_mul(100); // per 100,000 us period
+        if let Some((base, limits)) = &self.v2 {
+            let mut l = Vec::new();
+            if *limits {
+                if resources.cpu > 0 && resources.cpu != u64::MAX {
+                    l.push(("cpu.max", format!("{cpu_quota_us} 100000")));
+                }
+                if resources.memory > 0 && resources.memory != u64::MAX {
+                    l.push(("memory.max", resources.memory.saturating_mul(1 << 20).to_string()));
+                }
+            }
+            make(base.join(name), &l)?;
+        }
+        for (ctl, base) in &self.v1 {
+            let mut l = Vec::new();
+            if *ctl == "cpu" && resources.cpu > 0 && resources.cpu != u64::MAX {
+                l.push(("cpu.cfs_period_us", "100000".to_string()));
+                l.push(("cpu.cfs_quota_us", cpu_quota_us.to_string()));
+            }
+            if *ctl == "memory" && resources.memory > 0 && resources.memory != u64::MAX {
+                l.push(("memory.limit_in_bytes", resources.memory.saturating_mul(1 << 20).to_string()));
+            }
+            make(base.join(name), &l)?;
+        }
+        Ok((dirs, files))
+    }
+}
+
+/// Enables `cpu` and `memory` for the subtree from `own` down to `base`. False when the
+/// controllers are not offered or cannot be enabled (a non-root cgroup that holds processes
+/// cannot delegate controllers: cgroup v2's "no internal processes" rule).
+fn enable_controllers(own: &Path, base: &Path) -> bool {
+    let Ok(rel) = base.strip_prefix(own) else { return false };
+    let mut dir = own.to_path_buf();
+    let mut levels = vec![dir.clone()];
+    for c in rel.components() {
+        dir = dir.join(c);
+        levels.push(dir.clone());
+    }
+    // Each level enables them for its children: `own` for `weir`, …, `base` for attempts.
+    for level in &levels {
+        let offered = fs::read_to_string(level.join("cgroup.controllers")).unwrap_or_default();
+        if !LIMIT_CONTROLLERS.iter().all(|c| offered.split_whitespace().any(|o| o == *c)) {
+            return false;
+        }
+        let enabled = fs::read_to_string(level.join("cgroup.subtree_control")).unwrap_or_default();
+        if LIMIT_CONTROLLERS.iter().all(|c| enabled.split_whitespace().any(|o| o == *c)) {
+            continue;
+        }
+        if write_file(&level.join("cgroup.subtree_control"), "+cpu +memory").is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+fn write_file(path: &Path, value: &str) -> io::Result<()> {
+    let mut f = OpenOptions::new().write(true).open(path)?;
+    f.write_all(value.as_bytes())
+}
+
+/// The processes in a cgroup now (empty when it is gone).
+pub(crate) fn members(dir: &Path) -> Vec<i32> {
+    fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Sends `signal` to everything in the attempt's cgroups: SIGKILL through `cgroup.kill`
+/// where v2 has it (atomic: a process forking meanwhile cannot escape), else to each member.
+pub(crate) fn signal_all(dirs: &[PathBuf], signal: Signal) {
+    for dir in dirs {
+        if signal == Signal::KILL && write_file(&dir.join("cgroup.kill"), "1").is_ok() {
+            continue;
+        }
+        for pid in members(dir) {
+            if let Some(pid) = Pid::from_raw(pid) {
+                let _ = kill_process(pid, signal);
+            }
+        }
+    }
+}
+
+/// Whether nothing runs in the attempt's cgroups any more.
+pub(crate) fn all_empty(dirs: &[PathBuf]) -> bool {
+    dirs.iter().all(|d| members(d).is_empty())
+}
+
+/// Removes the attempt's cgroups (empty ones only; the kernel refuses the others).
+pub(crate) fn remove(dirs: &[PathBuf]) {
+    for dir in dirs {
+        let _ = fs::remove_dir(dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hybrid_and_unified_machines_are_read() {
+        let mountinfo = "\
+30 25 0:26 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw
+31 25 0:27 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory
+32 25 0:28 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid - cgroup cgroup rw,cpu,cpuacct
+33 25 0:29 / /sys/fs/cgroup/pids rw,nosuid - cgroup cgroup rw,pids";
+        let own = "0::/svc\n4:memory:/box/1\n3:cpu,cpuacct:/\n2:pids:/\n";
+        let h = Hierarchies::parse(mountinfo, own);
+        assert_eq!(h.v2, Some(PathBuf::from("/sys/fs/cgroup/unified/svc")));
+        assert_eq!(h.v1.get("memory"), Some(&PathBuf::from("/sys/fs/cgroup/memory/box/1")));
+        assert_eq!(h.v1.get("cpu"), Some(&PathBuf::from("/sys/fs/cgroup/cpu,cpuacct")));
+        assert_eq!(h.v1.len(), 2);
+
+        let unified = "40 1 0:30 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate";
+        let h = Hierarchies::parse(unified, "0::/system.slice/weir.service\n");
+        assert_eq!(h.v2, Some(PathBuf::from("/sys/fs/cgroup/system.slice/weir.service")));
+        assert!(h.v1.is_empty());
+
+        // A container that sees its own cgroup as the mount's root.
+        let ns = "50 1 0:31 /ctr /sys/fs/cgroup rw - cgroup2 cgroup2 rw";
+        let h = Hierarchies::parse(ns, "0::/ctr/inner\n");
+        assert_eq!(h.v2, Some(PathBuf::from("/sys/fs/cgroup/inner")));
+    }
+}

@@ -1,0 +1,143 @@
+//! What a task's processes cannot do (issue 17): outlive their kill by leaving the process
+//! group (`setsid`), run as the backend's own user or with its groups, read the backend's
+//! files, use more cpu or memory than granted. Run as root (CI does): the tests make their own
+//! users, and fail rather than pass silently when they cannot.
+
+mod common;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::time::Duration;
+
+use common::*;
+use weir_backend::Backend;
+
+/// A command that starts a child in a new session (out of the task's process group), records
+/// its pid in `escaped`, and then does `then`.
+fn escaping(then: &str) -> String {
+    format!(
+        "setsid sh -c 'echo $$ > escaped.tmp; mv escaped.tmp escaped; exec sleep 300' & \
+         while [ ! -s escaped ]; do sleep 0.02; done; echo started; {then}"
+    )
+}
+
+fn alive(pid: i32) -> bool {
+    stat(pid).is_some_and(|(state, _, _)| state != 'Z')
+}
+
+async fn escaped_pid(f: &Fixture, attempt: &str) -> i32 {
+    let stdout = f.launch(attempt, "").stdout;
+    eventually("the task's setsid child to start", || read(&stdout).contains("started")).await;
+    read(&f.work().join("escaped")).trim().parse().expect("a pid")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_ends_a_child_that_called_setsid() {
+    if !root_or_skip("cgroups") {
+        return;
+    }
+    let mut f = Fixture::new("setsid-kill");
+    let launched = f.start("setsid/a", &escaping("sleep 300")).await;
+    let Some(_) = cgroups_or_skip(&launched, f.backend().isolation()) else { return };
+    let child = escaped_pid(&f, "setsid/a").await;
+    assert_ne!(stat(child).map(|s| s.2), Some(launched.pid), "the child left the task's process group");
+    f.backend().kill(&launched, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Killed);
+    assert!(!alive(child), "the setsid child {child} outlived its task's kill");
+    assert!(launched.cgroups.iter().all(|d| !d.exists()), "the attempt's cgroups are removed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_ends_leaves_no_setsid_child_behind() {
+    if !root_or_skip("cgroups") {
+        return;
+    }
+    let mut f = Fixture::new("setsid-end");
+    let launched = f.start("setsid/b", &escaping("exit 0")).await;
+    let Some(_) = cgroups_or_skip(&launched, f.backend().isolation()) else { return };
+    assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Code(0));
+    let child: i32 = read(&f.work().join("escaped")).trim().parse().expect("a pid");
+    assert!(!alive(child), "the setsid child {child} outlived its task");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_the_adopted_task_is_still_killed_whole() {
+    if !root_or_skip("cgroups") {
+        return;
+    }
+    let mut f = Fixture::new("setsid-adopt");
+    let launched = f.start("setsid/c", &escaping("sleep 300")).await;
+    let Some(_) = cgroups_or_skip(&launched, f.backend().isolation()) else { return };
+    let child = escaped_pid(&f, "setsid/c").await;
+    // The record, as the server stores it, carries the cgroups across the restart.
+    let stored = weir_backend::Launched::from_json(&launched.to_json()).unwrap();
+    assert_eq!(stored.cgroups, launched.cgroups);
+    f.restart();
+    f.backend().kill(&stored, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Killed);
+    assert!(!alive(child), "the setsid child {child} outlived the adopted task's kill");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cpu_and_memory_limits_follow_the_granted_resources() {
+    if !root_or_skip("cgroups") {
+        return;
+    }
+    let mut f = Fixture::new("limits");
+    // 1500 millicores, 2048 MiB (the fixture's launch).
+    let launched = f.start("limits/a", "sleep 300").await;
+    let Some(dirs) = cgroups_or_skip(&launched, f.backend().isolation()) else { return };
+    let file = |name: &str| dirs.iter().find_map(|d| std::fs::read_to_string(d.join(name)).ok());
+    let memory = file("memory.max").or_else(|| file("memory.limit_in_bytes"));
+    let cpu = file("cpu.max").or_else(|| file("cpu.cfs_quota_us"));
+    assert_eq!(memory.as_deref().map(str::trim), Some((2048u64 << 20).to_string().as_str()), "{dirs:?}");
+    let cpu = cpu.expect("a cpu limit");
+    assert!(cpu.trim() == "150000 100000" || cpu.trim() == "150000", "cpu limit {cpu:?} in {dirs:?}");
+    // And the task is in them (it joins them between fork and exec; `start` may return first).
+    let pid = launched.pid.to_string();
+    eventually("the task to be in its cgroups", || {
+        dirs.iter().all(|d| read(&d.join("cgroup.procs")).lines().any(|l| l == pid))
+    })
+    .await;
+    f.backend().kill(&launched, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Killed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_runs_as_its_user_without_the_backends_groups_or_files() {
+    if !root_or_skip("switching users") {
+        return;
+    }
+    let user = ensure_user("weir-test-alice");
+    let mut f = Fixture::new("user");
+    let secret = f.root.join("secret");
+    std::fs::write(&secret, "s3cret").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut launch = f.launch(
+        "user/a",
+        &format!(
+            "id -u; id -g; id -G; echo \"home=$HOME user=$USER\"; pwd; touch mine; \
+             cat {} 2>/dev/null || echo cannot-read; cat /proc/$PPID/environ >/dev/null 2>&1 || echo no-environ",
+            secret.display()
+        ),
+    );
+    launch.workdir = f.work().join("run-1");
+    launch.user = Some(user.clone());
+    let launched = f.start_launch(&launch).await;
+    assert_eq!(launched.uid, Some(user.uid));
+    assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Code(0));
+    let out = read(&launch.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], user.uid.to_string(), "{out}");
+    assert_eq!(lines[1], user.gid.to_string(), "{out}");
+    assert_eq!(lines[2], user.gid.to_string(), "no supplementary groups: {out}");
+    assert_eq!(lines[3], format!("home={} user={}", user.home.display(), user.name), "{out}");
+    assert!(out.contains("cannot-read"), "the task read a file only the backend may: {out}");
+    // The wrapper (its parent) runs as the task's user too; the backend's environ is out of
+    // reach either way, checked from the server in weir-server's isolation tests.
+    let work = std::fs::metadata(&launch.workdir).unwrap();
+    assert_eq!((work.uid(), work.mode() & 0o777), (user.uid, 0o700));
+    assert_eq!(std::fs::metadata(launch.workdir.join("mine")).unwrap().uid(), user.uid);
+    // The logs stay the backend's.
+    let log = std::fs::metadata(&launch.stdout).unwrap();
+    assert_eq!((log.uid(), log.mode() & 0o777), (0, 0o600));
+}
