@@ -39,8 +39,8 @@ const DEFAULT_RESERVABLE_NODES: f64 = 0.05;
 /// Jobs an EASY pass tries after its reservation: Slurm's backfill scheduler bounds its scan at
 /// `bf_max_job_test`, 500 by default (slurm.conf(5), SchedulerParameters; weir's earlier 100
 /// was `default_queue_depth`, the bound of the main scheduler's event-triggered passes, not of
-/// backfilling). The 500 is taken from that manual page as remembered, not checked against
-/// Slurm's source here.
+/// backfilling). Checked against Slurm 22.05's own slurm.conf(5) as Debian ships it:
+/// "Default: 500, Min: 1, Max: 1,000,000".
 const DEFAULT_BACKFILL_DEPTH: u32 = 500;
 /// YuniKorn's placeholder timeout (`defaultPlaceholderTimeout` in `objects/application.go`).
 const DEFAULT_GANG_TIMEOUT: Duration = Duration(15 * 60 * 1000);
