@@ -27,11 +27,13 @@
 //!   every placeholder is released and the most senior gang that fits starts at once, so such a
 //!   state never outlasts one gang timeout. (Under EASY backfilling the heads of successive passes
 //!   that got no planned start can end up holding a cluster between them the same way: the
-//!   same timeout rules apply, except that room is never handed over as placeholders.) Slurm never reaches that state: it allocates a job
-//!   whole or not at all and, without backfill, the highest-priority pending job blocks the
-//!   ones behind it (`sched/builtin`); YuniKorn sorts applications FIFO by default, so the
-//!   oldest gang is served first. Seniority here plays the role of both (an assumption about
-//!   their intent; weir copies neither's code);
+//!   same timeout rules apply, except that room is never handed over as placeholders.) Slurm
+//!   never reaches that state: it allocates a job whole or not at all, and once a job in a
+//!   partition is left pending no lower-priority job there is started by the main scheduler
+//!   (Slurm's Scheduling Configuration Guide, sched_config.html). YuniKorn's gang-scheduling
+//!   guide asks for the FIFO application sort policy with gangs, not StateAware (YUNIKORN-1493),
+//!   so the oldest gang is served first. Seniority here plays the role of both; weir copies
+//!   neither's code;
 //! - under EASY backfilling (`backfill: easy`, `backfill.rs`), the first gang that cannot start
 //!   gets a reserved start instead, and holds no room; other gangs that do not fit simply wait.
 //!
