@@ -170,7 +170,7 @@ fn healthz() {}
     responses((status = 200, body = Health), (status = 503, body = ErrorBody)))]
 fn readyz() {}
 
-/// The recorded queue usage of a cluster as `usage.csv` (`start,end,queue,cpu,memory,running_apps`,
+/// The recorded queue usage of a cluster as `usage.csv` (`start,end,queue,cpu,memory,running_apps,gpu`,
 /// Unix ms), the history `weir plan` reads: at most one row per queue per `--usage-resolution`,
 /// each the average over its span. Needs a viewer grant on `*`.
 #[utoipa::path(get, path = "/v1/usage",

@@ -3,8 +3,9 @@
 //! The CSV has the columns `start,end,queue,cpu,memory,running_apps`: `start` and `end` are
 //! whole milliseconds since the history's epoch (0 = the start of a simulation), `queue` a leaf
 //! path (`root.ads.ranking.tier1`; the `root.` may be left out), `cpu` millicores, `memory` MiB
-//! and `running_apps` the number of applications running in the leaf. A header line is
-//! optional. Rows may come in any order and gaps are vacant time; overlaps within one queue are
+//! and `running_apps` the number of applications running in the leaf. A seventh column, `gpu`
+//! (GPUs held, as `weir simulate` and `weir serve` write it), may follow; it is checked and left
+//! aside, as the planner plans cpu and memory. A header line is optional. Rows may come in any order and gaps are vacant time; overlaps within one queue are
 //! rejected when planning.
 //!
 //! Reading is a hand-rolled byte parser over a `BufRead` (one reused line buffer, no
@@ -26,8 +27,11 @@ use siphasher::sip::SipHasher13;
 
 use crate::error::PlanError;
 
-/// The header `weir simulate` writes and the reader accepts.
+/// The planner's columns; the reader also accepts them followed by [`GPU_COLUMN`].
 pub const HEADER: &str = "start,end,queue,cpu,memory,running_apps";
+
+/// The optional seventh column: GPUs held (a whole number), read and left aside.
+pub const GPU_COLUMN: &str = "gpu";
 
 /// One period of constant usage of one queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -236,7 +240,10 @@ fn csv_error(file: &str, line: u64, field: &'static str, message: String) -> Pla
 fn is_header(line: &[u8]) -> bool {
     let mut fields = line.split(|&b| b == b',').map(|f| f.trim_ascii());
     HEADER.split(',').all(|h| fields.next().is_some_and(|f| f.eq_ignore_ascii_case(h.as_bytes())))
-        && fields.next().is_none()
+        && match fields.next() {
+            None => true,
+            Some(f) => f.eq_ignore_ascii_case(GPU_COLUMN.as_bytes()) && fields.next().is_none(),
+        }
 }
 
 fn field_at(line: &[u8], i: usize) -> &[u8] {
@@ -255,11 +262,14 @@ struct Row<'a> {
 const FIELDS: [&str; 6] = ["start", "end", "queue", "cpu", "memory", "running_apps"];
 
 fn parse_row(line: &[u8]) -> Result<Row<'_>, (&'static str, String)> {
-    let mut fields: [&[u8]; 6] = [b""; 6];
+    let mut fields: [&[u8]; 7] = [b""; 7];
     let mut n = 0;
     for f in line.split(|&b| b == b',') {
-        if n == 6 {
-            return Err(("running_apps", format!("the row has more than 6 fields; expected `{HEADER}`")));
+        if n == 7 {
+            return Err((
+                GPU_COLUMN,
+                format!("the row has more than 7 fields; expected `{HEADER}` and optionally `,{GPU_COLUMN}`"),
+            ));
         }
         fields[n] = f;
         n += 1;
@@ -284,6 +294,10 @@ fn parse_row(line: &[u8]) -> Result<Row<'_>, (&'static str, String)> {
     let apps = number(fields[5], "running_apps", "applications")?;
     let running_apps = u32::try_from(apps)
         .map_err(|_| ("running_apps", format!("{apps} is too large for a count of applications")))?;
+    if n == 7 {
+        // Checked like the others, then left aside: the planner plans cpu and memory.
+        number(fields[6], GPU_COLUMN, "GPUs")?;
+    }
     Ok(Row { start, end, queue, cpu, memory, running_apps })
 }
 
@@ -321,7 +335,12 @@ mod tests {
             read("start,end,queue,cpu,memory,running_apps\n0,1000,root.a,2000,4096,1\r\n1000,3000,b,0,0,0\n")
                 .unwrap();
         let without = read("0,1000,root.a,2000,4096,1\n\n1000,3000,b,0,0,0").unwrap();
-        for h in [&with, &without] {
+        // What `weir simulate` and `weir serve` write: a `gpu` column after the planner's six.
+        let gpu = read(
+            "start,end,queue,cpu,memory,running_apps,gpu\n0,1000,root.a,2000,4096,1,2\r\n1000,3000,b,0,0,0,0\n",
+        )
+        .unwrap();
+        for h in [&with, &without, &gpu] {
             let queues: Vec<(&str, usize)> = h.queues().map(|(n, ivs)| (n, ivs.len())).collect();
             assert_eq!(queues, [("root.a", 1), ("b", 1)]);
             let (_, a) = h.queues().next().unwrap();
@@ -346,7 +365,8 @@ mod tests {
             ("10,5,a,1,1,1\n", "usage.csv: line 1: end: 5 is before start 10"),
             ("0,10,,1,1,1\n", "usage.csv: line 1: queue: is empty"),
             ("time,end,queue\n", "usage.csv: line 1: start: `time` is neither a number nor the header"),
-            ("0,10,a,1,1,1,1\n", "usage.csv: line 1: running_apps: the row has more than 6 fields"),
+            ("0,10,a,1,1,1,1,1\n", "usage.csv: line 1: gpu: the row has more than 7 fields"),
+            ("0,10,a,1,1,1,x\n", "usage.csv: line 1: gpu: `x` is not a whole number of GPUs"),
             (
                 "0,10,a,1,99999999999999999999,1\n",
                 "usage.csv: line 1: memory: `99999999999999999999` is too large",

@@ -205,13 +205,13 @@ fn verdict(
     }
 }
 
-/// `usage.csv`: `start,end,queue,cpu,memory,running_apps`, Unix milliseconds, rows clipped to
-/// the window.
+/// `usage.csv`: `start,end,queue,cpu,memory,running_apps,gpu`, Unix milliseconds, rows clipped
+/// to the window (the planner reads the first six and checks `gpu`).
 pub fn usage_csv(rows: &[UsageRow], since_ms: i64, until_ms: i64) -> String {
-    let mut out = String::from("start,end,queue,cpu,memory,running_apps\n");
+    let mut out = String::from("start,end,queue,cpu,memory,running_apps,gpu\n");
     for r in rows {
         if let Some((s, e)) = clip(r, since_ms, until_ms) {
-            let _ = writeln!(out, "{s},{e},{},{},{},{}", r.queue, r.cpu, r.memory, r.running_apps);
+            let _ = writeln!(out, "{s},{e},{},{},{},{},{}", r.queue, r.cpu, r.memory, r.running_apps, r.gpu);
         }
     }
     out
@@ -344,7 +344,7 @@ mod tests {
         assert_eq!(r.verdict, "none", "an hour of history gets no verdict: {}", r.verdict_reason);
         assert_eq!(
             usage_csv(&rows, 0, 3_600_000),
-            "start,end,queue,cpu,memory,running_apps\n0,3600000,root.a,8000,0,1\n0,1800000,root.b,4000,0,1\n"
+            "start,end,queue,cpu,memory,running_apps,gpu\n0,3600000,root.a,8000,0,1,0\n0,1800000,root.b,4000,0,1,0\n"
         );
     }
 }

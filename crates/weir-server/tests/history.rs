@@ -112,7 +112,7 @@ async fn usage_and_runs_are_recorded_reported_and_exported(db: Db) {
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
-    assert!(csv.starts_with("start,end,queue,cpu,memory,running_apps\n"), "{csv}");
+    assert!(csv.starts_with("start,end,queue,cpu,memory,running_apps,gpu\n"), "{csv}");
     assert!(cpu_ms(&csv, "root.ads.tier3") > 0, "{csv}");
     // The planner reads it as it is.
     let history = weir_planner::UsageHistory::read_csv(csv.as_bytes(), "usage.csv", Default::default())

@@ -8,6 +8,12 @@ use weir_model::{ClusterConfig, Duration, QueuePath, Resources};
 
 use crate::metrics::UsageRow;
 
+/// The columns written: the planner's six (`weir_planner::usage::HEADER`) and `gpu`, the GPUs
+/// the leaf holds as the engine counts them (whole GPUs, as in the cluster file; the shares of
+/// GPU-sharing traces are in `summary.json`'s GPU figures), which the planner reads and leaves
+/// aside (it plans cpu and memory).
+pub const HEADER: &str = "start,end,queue,cpu,memory,running_apps,gpu";
+
 /// Writes `usage.csv`: the header once, then rows as the simulation hands them over.
 pub struct UsageCsv<W: Write> {
     out: W,
@@ -26,12 +32,13 @@ struct Bucket {
     last: u64,
     cpu: u128,
     memory: u128,
+    gpu: u128,
     apps: u128,
 }
 
 impl<W: Write> UsageCsv<W> {
     pub fn new(mut out: W, cluster: &ClusterConfig) -> io::Result<UsageCsv<W>> {
-        writeln!(out, "start,end,queue,cpu,memory,running_apps")?;
+        writeln!(out, "{}", HEADER)?;
         Ok(UsageCsv { out, names: cluster.queues.iter().map(|q| q.path.clone()).collect(), coarse: None })
     }
 
@@ -69,8 +76,8 @@ impl<W: Write> UsageCsv<W> {
     }
 
     fn row(&mut self, queue: usize, start: u64, end: u64, usage: Resources, apps: u64) -> io::Result<()> {
-        let Resources { cpu, memory, .. } = usage;
-        writeln!(self.out, "{start},{end},{},{cpu},{memory},{apps}", self.names[queue])
+        let Resources { cpu, memory, gpu } = usage;
+        writeln!(self.out, "{start},{end},{},{cpu},{memory},{apps},{gpu}", self.names[queue])
     }
 
     /// Split a row at bucket edges: a piece inside a bucket joins the leaf's open bucket;
@@ -116,6 +123,7 @@ impl<W: Write> UsageCsv<W> {
         b.last = e;
         b.cpu += u128::from(usage.cpu) * dt;
         b.memory += u128::from(usage.memory) * dt;
+        b.gpu += u128::from(usage.gpu) * dt;
         b.apps += u128::from(apps) * dt;
         Ok(())
     }
@@ -129,7 +137,13 @@ impl<W: Write> UsageCsv<W> {
         }
         let span = u128::from(b.last - b.first);
         let mean = |v: u128| u64::try_from((v + span / 2) / span).unwrap_or(u64::MAX);
-        self.row(queue, b.first, b.last, Resources::new(mean(b.cpu), mean(b.memory), 0), mean(b.apps))
+        self.row(
+            queue,
+            b.first,
+            b.last,
+            Resources::new(mean(b.cpu), mean(b.memory), mean(b.gpu)),
+            mean(b.apps),
+        )
     }
 }
 
@@ -143,7 +157,7 @@ mod tests {
             start: Time(start),
             end: Time(end),
             queue,
-            usage: Resources::new(cpu, cpu * 4, 0),
+            usage: Resources::new(cpu, cpu * 4, cpu / 1000),
             running_apps: apps,
         }
     }
@@ -172,11 +186,11 @@ mod tests {
         ];
         assert_eq!(
             coarse(&rows, 60),
-            "start,end,queue,cpu,memory,running_apps\n\
-             0,60,root.a,2000,8000,1\n\
-             60,300,root.a,500,2000,1\n\
-             300,330,root.a,100,400,2\n\
-             70,80,root.b,6000,24000,3\n"
+            "start,end,queue,cpu,memory,running_apps,gpu\n\
+             0,60,root.a,2000,8000,1,2\n\
+             60,300,root.a,500,2000,1,0\n\
+             300,330,root.a,100,400,2,0\n\
+             70,80,root.b,6000,24000,3,6\n"
         );
     }
 
@@ -188,7 +202,7 @@ mod tests {
         let rows = [row(1, 50, 70, 1000, 1), row(1, 90, 100, 3000, 1)];
         assert_eq!(
             coarse(&rows, 60),
-            "start,end,queue,cpu,memory,running_apps\n50,60,root.a,1000,4000,1\n60,100,root.a,1000,4000,1\n"
+            "start,end,queue,cpu,memory,running_apps,gpu\n50,60,root.a,1000,4000,1,1\n60,100,root.a,1000,4000,1,1\n"
         );
         let exact: u64 = rows.iter().map(|r| r.usage.cpu * (r.end.as_millis() - r.start.as_millis())).sum();
         assert_eq!(exact, 10 * 1000 + 10 * 1000 + 10 * 3000);

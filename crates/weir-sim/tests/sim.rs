@@ -132,7 +132,7 @@ fn tasks_queue_for_room_and_usage_intervals_follow() {
     w.finish().expect("flush");
     assert_eq!(
         String::from_utf8(csv).expect("utf-8"),
-        "start,end,queue,cpu,memory,running_apps\n0,10000,root.batch,4000,16384,1\n10000,20000,root.batch,2000,8192,1\n"
+        "start,end,queue,cpu,memory,running_apps,gpu\n0,10000,root.batch,4000,16384,1,0\n10000,20000,root.batch,2000,8192,1,0\n"
     );
     let q = out.summary.queues.iter().find(|q| q.queue == "root.batch").expect("batch");
     assert_eq!(q.usage_avg.cpu, 3000.0);

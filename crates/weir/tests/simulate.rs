@@ -101,7 +101,7 @@ fn the_built_in_example_writes_every_output() {
     assert!(delay.as_f64() >= wait.as_f64(), "delay p99 {delay} below wait p99 {wait}");
     assert!(stdout.contains("delay (until all asked for was granted) p50"), "{stdout}");
     let usage = fs::read_to_string(dir.0.join("usage.csv")).expect("usage.csv");
-    assert!(usage.starts_with("start,end,queue,cpu,memory,running_apps\n"));
+    assert!(usage.starts_with("start,end,queue,cpu,memory,running_apps,gpu\n"));
     assert!(usage.lines().count() > 100);
     let report = fs::read_to_string(dir.0.join("report.html")).expect("report.html");
     assert!(report.contains("<svg") && report.contains("SLO success per tier"));

@@ -32,7 +32,8 @@ allocated instances; a parent's weight the sum of its children's. Leaves the his
 keep their settings.\n\n\
 The history (--history) is CSV with the columns start,end,queue,cpu,memory,running_apps: start and end \
 in milliseconds since the history's epoch, queue a leaf path (root.ads.ranking.tier1), cpu in \
-millicores, memory in MiB. One row per interval of constant usage; rows may come in any order, gaps \
+millicores, memory in MiB; an optional seventh column gpu (GPUs held, as weir simulate and weir \
+serve write it) is checked and not planned. One row per interval of constant usage; rows may come in any order, gaps \
 are idle time, overlapping rows for one queue are an error. A header line is optional.\n\n\
 Settings (--settings plan.yaml, all optional but `version`):\n  \
 version: 1\n  window: 30d                          # the most recent span of the history\n  \
