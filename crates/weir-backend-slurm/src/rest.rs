@@ -74,6 +74,11 @@ impl Rest {
                 message: format!("`{root}`: only http:// URLs are supported (put a TLS proxy in front)"),
             });
         }
+        // reqwest is built without a default crypto provider (the default pulls a C build):
+        // install ring unless the process already has one (weir serve installs it at start).
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
         let http = reqwest::Client::builder()
             .timeout(config.request_timeout)
             .connect_timeout(Duration::from_secs(5))
