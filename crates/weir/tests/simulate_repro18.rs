@@ -153,6 +153,29 @@ fn a_swim_sample_replays_with_the_model_printed() {
     assert_eq!(s["ending"]["complete"], true);
 }
 
+/// A real SWIM sample: the first 300 jobs of FB-2009_samples_24_times_1hr_0.tsv (the SWIM
+/// project's own file, unchanged; tests/data/swim/NOTICE), with the default model.
+#[test]
+fn the_real_fb_2009_sample_replays_whole_with_the_model_printed() {
+    let dir = Scratch::new("repro18-swim-real");
+    let sample = workspace().join("crates/weir/tests/data/swim/FB-2009_samples_24_times_1hr_0.head300.tsv");
+    let trace = format!("swim:{}", sample.display());
+    let out = dir.0.join("out").display().to_string();
+    let o = weir(&["simulate", "--trace", &trace, "--out", &out, "--no-report"]);
+    let stderr = text(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("SWIM model (docs/importers.md): maps = input ÷ 128 MiB"), "{stderr}");
+    assert!(stderr.contains("300 rows read, 0 skipped; 300 jobs imported, 0 dropped"), "{stderr}");
+    let s: Value =
+        serde_json::from_str(&fs::read_to_string(dir.0.join("out/summary.json")).expect("summary"))
+            .expect("json");
+    assert_eq!(s["runs_completed"], 300);
+    assert_eq!(s["ending"]["complete"], true);
+    // What the planner reads next carries the GPU column too.
+    let usage = fs::read_to_string(dir.0.join("out/usage.csv")).expect("usage.csv");
+    assert!(usage.starts_with("start,end,queue,cpu,memory,running_apps,gpu\n"), "{usage}");
+}
+
 #[test]
 fn the_report_says_when_a_replay_is_not_whole_and_charts_gpus() {
     let dir = Scratch::new("repro18-report");
