@@ -270,3 +270,22 @@ fn import_of_the_fair_export_preserves_every_shared_setting() {
         cfg.queues.iter().map(|q| q.tier.filter(|_| q.name.starts_with("tier"))).collect();
     assert_eq!(tiers, want);
 }
+
+/// A fifo leaf's `job_order: shortest` (issue 18) has no equivalent in any target: every
+/// exporter says so by queue, and the weir format keeps it.
+#[test]
+fn a_job_order_no_target_has_is_listed_as_lost_by_every_exporter() {
+    let text = "version: 1\nnodes:\n  - {count: 2, resources: {cpu: 8000, memory: 32g}}\nqueues:\n  \
+                - {name: hpc, policy: fifo, job_order: shortest}\n  - {name: batch}\n";
+    let cfg = ClusterConfig::from_yaml("c.yaml", text).expect("valid");
+    for f in Format::ALL {
+        let e = export(&cfg, f, &ExportOptions::default()).unwrap_or_else(|e| panic!("{f}: {e}"));
+        let listed = e.losses.iter().any(|l| l.starts_with("root.hpc: job_order shortest:"));
+        if f == Format::Weir {
+            assert!(!listed && e.text.contains("job_order: shortest"), "{}", e.text);
+        } else {
+            assert!(listed, "{f}: {:?}", e.losses);
+            assert!(e.text.contains("job_order shortest"), "{f}: the file's header lists it");
+        }
+    }
+}

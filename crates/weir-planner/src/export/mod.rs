@@ -165,12 +165,30 @@ pub fn export(
         Format::Yunikorn => yunikorn::export(cluster, options, &mut losses)?,
         Format::Kueue => kueue::export(cluster, options, &mut losses)?,
     };
+    if format != Format::Weir {
+        job_order_losses(cluster, format, &mut losses);
+    }
     let text = match format {
         Format::Weir => body,
         Format::YarnFair | Format::YarnCapacity => xml_header(format, &losses, &body),
         Format::Yunikorn | Format::Kueue => yaml_header(format, &losses, &body),
     };
     Ok(Exported { text, losses })
+}
+
+/// A fifo leaf's `job_order: shortest | largest`: none of the targets orders a queue's
+/// applications by size or walltime (YARN's FifoPolicy and the Capacity Scheduler's fifo
+/// ordering go by priority and submission, YuniKorn's sort policies are fifo, fair and
+/// state-aware, Kueue's queueing strategies are StrictFIFO and BestEffortFIFO).
+fn job_order_losses(cluster: &ClusterConfig, format: Format, losses: &mut Vec<String>) {
+    for q in cluster.queues.iter().filter(|q| q.job_order != weir_model::JobOrder::Submit) {
+        losses.push(format!(
+            "{}: job_order {}: {} orders a queue's applications by submission, not by size or walltime",
+            q.path,
+            q.job_order.name(),
+            target_name(format)
+        ));
+    }
 }
 
 fn header_lines(format: Format, losses: &[String]) -> Vec<String> {
