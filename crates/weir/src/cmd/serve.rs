@@ -250,6 +250,20 @@ fn config(common: &Common, listen: Option<SocketAddr>, demo: bool) -> Result<(Se
         c.tasks.user = u.clone();
     }
     c.tasks.single_tenant = common.single_tenant;
+    if demo && !c.tasks.single_tenant && common.task_user.is_none() {
+        // A try-out on a fresh machine (often as root, in a container) should run: without the
+        // default task user the demo runs its own tasks as the server's user, said loudly at
+        // start; a real setup keeps the startup error that says how to create the user.
+        if let Err(e) = weir_backend::TaskUser::lookup(&c.tasks.user) {
+            eprintln!(
+                "weir serve --demo: {e}; the demo runs its tasks as the server's user (single-tenant). \
+                 Create the user (`useradd --system --no-create-home --shell /usr/sbin/nologin {}`) to \
+                 run them isolated.",
+                c.tasks.user
+            );
+            c.tasks.single_tenant = true;
+        }
+    }
     if let Some(w) = &common.work_dir {
         let w =
             std::path::absolute(w).with_context(|| format!("--work-dir: cannot resolve {}", w.display()))?;
