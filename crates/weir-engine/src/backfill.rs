@@ -40,23 +40,49 @@ pub(crate) struct Shadow {
 impl Shadow {
     /// Whether a container of `r` expected to end at `end` (`None`: unknown) may go on `node`.
     pub fn allows(&self, node: NodeSlot, r: &Resources, end: Option<Time>) -> bool {
-        if end.is_some_and(|e| e <= self.start) {
-            return true;
-        }
-        match self.spare.binary_search_by_key(&node, |e| e.0) {
-            Ok(i) => r.fits_in(&self.spare[i].1),
-            Err(_) => true,
-        }
+        leaves_room(self.start, &self.spare, node, r, end)
     }
 
     /// A container of `r` ending at `end` started on `node`: what it takes from the head's room.
     pub fn take(&mut self, node: NodeSlot, r: &Resources, end: Option<Time>) {
-        if end.is_some_and(|e| e <= self.start) {
-            return;
-        }
-        if let Ok(i) = self.spare.binary_search_by_key(&node, |e| e.0) {
-            self.spare[i].1 -= *r;
-        }
+        take_room(self.start, &mut self.spare, node, r, end);
+    }
+}
+
+/// Whether a container of `r` on `node` expected to end at `end` (`None`: unknown) leaves a
+/// planned start at `start` its room: `spare`, by node, is what the planned gang leaves on the
+/// nodes it uses. A container ending by the start, or on a node the gang does not use, always
+/// does. (EASY's shadow and conservative backfilling's bookings alike.)
+pub(crate) fn leaves_room(
+    start: Time,
+    spare: &[(NodeSlot, Resources)],
+    node: NodeSlot,
+    r: &Resources,
+    end: Option<Time>,
+) -> bool {
+    if end.is_some_and(|e| e <= start) {
+        return true;
+    }
+    match spare.binary_search_by_key(&node, |e| e.0) {
+        Ok(i) => r.fits_in(&spare[i].1),
+        Err(_) => true,
+    }
+}
+
+/// A container of `r` ending at `end` started on `node`: what it takes from the room `spare`
+/// a planned start at `start` keeps there.
+pub(crate) fn take_room(
+    start: Time,
+    spare: &mut [(NodeSlot, Resources)],
+    node: NodeSlot,
+    r: &Resources,
+    end: Option<Time>,
+) {
+    if end.is_some_and(|e| e <= start) {
+        return;
+    }
+    if let Ok(i) = spare.binary_search_by_key(&node, |e| e.0) {
+        spare[i].1 = spare[i].1.saturating_sub(r);
     }
 }
 

@@ -50,22 +50,11 @@ pub(crate) struct Plan {
 impl Booking {
     /// Whether a container of `r` on `node` expected to end at `end` leaves this booking whole.
     pub fn allows(&self, node: NodeSlot, r: &Resources, end: Option<Time>) -> bool {
-        if end.is_some_and(|e| e <= self.start) {
-            return true;
-        }
-        match self.spare.binary_search_by_key(&node, |e| e.0) {
-            Ok(i) => r.fits_in(&self.spare[i].1),
-            Err(_) => true,
-        }
+        crate::backfill::leaves_room(self.start, &self.spare, node, r, end)
     }
 
     pub fn take(&mut self, node: NodeSlot, r: &Resources, end: Option<Time>) {
-        if end.is_some_and(|e| e <= self.start) {
-            return;
-        }
-        if let Ok(i) = self.spare.binary_search_by_key(&node, |e| e.0) {
-            self.spare[i].1 = self.spare[i].1.saturating_sub(r);
-        }
+        crate::backfill::take_room(self.start, &mut self.spare, node, r, end);
     }
 }
 
