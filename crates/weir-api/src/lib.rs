@@ -395,6 +395,27 @@ pub struct ClusterConfigApplied {
     pub leaves: usize,
 }
 
+/// A cluster's backend in `GET /v1/clusters`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct BackendInfo {
+    /// `local`, `slurm`, … as the server file sets it.
+    pub kind: String,
+    /// `starting`, `healthy`, `unhealthy` (it could not be set up or its last check failed; the
+    /// cluster's runs wait) or `standby` (another server process holds the cluster's lease).
+    pub state: String,
+    /// Why it is unhealthy or on standby, or the last error seen while healthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What the target reports of its version (Slurm: `22.05.8 (v0.0.38)`); empty when nothing.
+    #[serde(default)]
+    pub version: String,
+    /// The nodes the target reports; absent for the local backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u64>,
+    /// When it was last checked, milliseconds since the Unix epoch.
+    pub checked_ms: i64,
+}
+
 /// One entry of the audit log (`GET /v1/audit`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AuditEntry {
@@ -463,6 +484,10 @@ pub struct ClusterInfo {
     pub total: Resources,
     pub queues: usize,
     pub leaves: usize,
+    /// The cluster's backend as this server last saw it; absent from a server that runs no
+    /// worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<BackendInfo>,
 }
 
 /// `POST /v1/clusters/{name}/plan`: apply a plan — the cluster's queue settings and the routes

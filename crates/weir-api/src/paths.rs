@@ -205,6 +205,9 @@ fn slo_report() {}
     responses((status = 200, body = UsageReport), (status = 403, body = ErrorBody)))]
 fn usage_report() {}
 
+/// The clusters the server manages, each with its backend's state as this server's worker
+/// last saw it (`starting`, `healthy`, `unhealthy` with the reason, `standby` when another
+/// server holds the cluster's lease); no backend on a server that runs no worker.
 #[utoipa::path(get, path = "/v1/clusters", responses((status = 200, body = ClusterList)))]
 fn list_clusters() {}
 

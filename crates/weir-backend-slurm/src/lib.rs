@@ -464,6 +464,18 @@ impl Backend for SlurmBackend {
         KIND
     }
 
+    fn health(&self) -> BoxFuture<'_, weir_backend::BackendHealth> {
+        Box::pin(async {
+            let h = SlurmBackend::health(self).await;
+            weir_backend::BackendHealth {
+                healthy: h.healthy,
+                version: h.version,
+                nodes: Some(h.nodes as u64),
+                error: h.last_error,
+            }
+        })
+    }
+
     fn start<'a>(&'a self, launch: &'a TaskLaunch) -> BoxFuture<'a, Result<Launched, BackendError>> {
         Box::pin(self.submit(launch))
     }

@@ -78,4 +78,24 @@ pub trait Backend: Send + Sync {
     /// for it (the local backend: the attempt's status folder; log files are the caller's).
     /// Forgetting an attempt that is still running is a no-op.
     fn forget<'a>(&'a self, task: &'a Launched) -> BoxFuture<'a, Result<(), BackendError>>;
+
+    /// Whether the target answers, what it runs and how many nodes it reports, for the Clusters
+    /// page, `GET /v1/clusters` and `weir backends`. Never an error: a target that cannot be
+    /// reached is unhealthy, with the reason. The default, for a backend that runs on this
+    /// machine, is healthy with nothing more to say.
+    fn health(&self) -> BoxFuture<'_, BackendHealth> {
+        Box::pin(async { BackendHealth { healthy: true, version: String::new(), nodes: None, error: None } })
+    }
+}
+
+/// A backend's answer to [`Backend::health`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackendHealth {
+    pub healthy: bool,
+    /// The target's version as it reports it (Slurm: `22.05.8 (v0.0.38)`); empty when none.
+    pub version: String,
+    /// The nodes the target reports; `None` when it has no such notion (the local backend).
+    pub nodes: Option<u64>,
+    /// Why it is unhealthy, or the last error seen while healthy (cleared by the next success).
+    pub error: Option<String>,
 }

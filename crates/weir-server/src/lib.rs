@@ -28,6 +28,7 @@ mod acl;
 mod api;
 mod auth;
 mod autoplan;
+mod backend_status;
 mod clusters;
 mod config;
 mod isolation;
@@ -154,10 +155,12 @@ impl Server {
         if let Some(cfg) = config.auto_plan {
             tasks.push(tokio::spawn(autoplan::run(store.clone(), registry.clone(), cfg, stop_rx.clone())));
         }
+        let backends = Arc::new(backend_status::BackendStatuses::default());
         let worker = if config.worker {
             Some(worker::start(
                 &config,
                 metrics.clone(),
+                backends.clone(),
                 store.clone(),
                 registry.clone(),
                 task_users.clone(),
@@ -178,6 +181,7 @@ impl Server {
                 config.limits.clone(),
                 task_users.clone(),
             );
+            state.backends = backends.clone();
             state.sessions = state::Sessions {
                 secure: tls.is_some() || config.secure_cookies,
                 lifetime: config.session_lifetime,

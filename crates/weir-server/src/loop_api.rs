@@ -210,6 +210,7 @@ pub async fn clusters(State(s): State<AppState>, headers: HeaderMap) -> Result<J
                 total: crate::snapshot::wire(c.config.total_resources()),
                 queues: c.config.queues.len(),
                 leaves: c.config.leaves().count(),
+                backend: s.backends.get(&name).map(|b| b.to_api()),
                 name,
             })
         })

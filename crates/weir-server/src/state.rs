@@ -38,6 +38,8 @@ pub struct AppState {
     pub task_users: Arc<crate::isolation::TaskUsers>,
     /// How the dashboard's sessions are kept.
     pub sessions: Sessions,
+    /// Each cluster's backend as this process's worker last saw it.
+    pub backends: Arc<crate::backend_status::BackendStatuses>,
 }
 
 /// The dashboard's session cookies: `Secure` when the browser reaches the server over TLS
@@ -74,6 +76,7 @@ impl AppState {
             limits: Arc::new(limits),
             rate: Arc::new(SubmissionRate::default()),
             sessions: Sessions::default(),
+            backends: Arc::default(),
         }
     }
 

@@ -183,6 +183,17 @@ async fn viewers_see_their_projects_and_only_admins_change_anything() {
     assert!(body.contains("class=\"error\" id=\"message\""), "{body}");
     let (_, v) = s.call(Method::GET, "/v1/clusters", None).await;
     assert_eq!(v["clusters"][0]["version"], 1, "nothing changed");
+    // The worker has run tasks on the cluster: its backend is published as healthy, on the
+    // API and on the Clusters page.
+    assert_eq!(
+        (&v["clusters"][0]["backend"]["kind"], &v["clusters"][0]["backend"]["state"]),
+        (&json!("local"), &json!("healthy")),
+        "{v}"
+    );
+    assert!(
+        clusters.contains("data-backend-state=\"healthy\"") && clusters.contains("Backend: local · healthy"),
+        "{clusters}"
+    );
     // Logging out clears the cookie.
     let form = [("csrf", csrf(&clusters))];
     let r = client()

@@ -249,6 +249,14 @@ fn runs_routed_to_a_local_and_a_slurm_cluster_finish_and_kill_works_on_slurm() {
     assert_eq!(local_log.trim(), "local none", "the local cluster's task ran outside Slurm");
     let status = ok(&client(&dir, port, &["status", &id]));
     assert!(status.contains("succeeded"), "{status}");
+    // The server's own view of both backends (`GET /v1/clusters` through `weir backends`): the
+    // Slurm cluster healthy, with Slurm's release, the REST version in use and its node count.
+    let view = ok(&client(&dir, port, &["backends"]));
+    let row = |name: &str| view.lines().find(|l| l.starts_with(name)).unwrap_or_default().to_string();
+    assert!(row("local ").contains("local  healthy") && row("local ").contains("this machine"), "{view}");
+    let hpc_row = row("hpc ");
+    let nodes: u64 = hpc_row.split_whitespace().nth(5).and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!(hpc_row.contains("slurm  healthy") && hpc_row.contains("(v0.0.38)") && nodes >= 1, "{view}");
 
     // Kill: the running Slurm job is cancelled and the run ends killed.
     scratch.file(
@@ -381,6 +389,20 @@ fn a_slurm_that_cannot_be_reached_is_named_at_start_and_its_runs_wait() {
         std::fs::read_to_string(dir.join("serve.log"))
             .is_ok_and(|l| l.contains("the Slurm backend is unavailable") && l.contains("cannot be reached"))
     });
+    // The server's own view (`GET /v1/clusters`, read by `weir backends` without --config):
+    // the cluster is unhealthy, with the reason; the command exits 1.
+    let out = client(&dir, port, &["backends"]);
+    let view = common::text(&out.stdout);
+    let row = view.lines().find(|l| l.starts_with("hpc ")).unwrap_or_default();
+    assert!(
+        !out.status.success()
+            && row.contains("slurm")
+            && row.contains("unhealthy")
+            && row.contains("the Slurm backend is unavailable")
+            && row.contains("cannot be reached"),
+        "{view}\n{}",
+        common::text(&out.stderr)
+    );
     std::thread::sleep(Duration::from_secs(1));
     let state = state_of(&dir, port, "w");
     assert!(

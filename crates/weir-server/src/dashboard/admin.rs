@@ -168,6 +168,10 @@ pub struct ClusterView {
     queues: usize,
     config: String,
     proposals: Vec<ProposalView>,
+    /// The backend's state (`healthy`, `unhealthy`, …) and a line saying what it is; empty when
+    /// this server runs no worker.
+    backend_state: String,
+    backend: String,
 }
 
 #[derive(Template)]
@@ -226,6 +230,24 @@ fn proposal_view(p: &weir_api::Proposal) -> ProposalView {
     }
 }
 
+/// `slurm · healthy · Slurm 22.05.8 (v0.0.38) · 1 node reported · checked 12:00:01`.
+fn backend_line(b: &crate::backend_status::BackendStatus, with_reason: bool) -> String {
+    let mut parts = vec![b.kind.clone(), b.state.as_str().to_string()];
+    if !b.version.is_empty() {
+        parts.push(b.version.clone());
+    }
+    if let Some(n) = b.nodes {
+        parts.push(format!("{n} node{} reported", if n == 1 { "" } else { "s" }));
+    }
+    parts.push(format!("checked {}", time(b.checked_ms)));
+    let mut line = parts.join(" · ");
+    if let (true, Some(reason)) = (with_reason, &b.reason) {
+        line.push_str(" — ");
+        line.push_str(reason);
+    }
+    line
+}
+
 async fn clusters_page(s: &AppState, v: &Visitor, message: Result<String, String>) -> Response {
     let mut views = Vec::new();
     let show_proposals = v.reads_all();
@@ -250,6 +272,9 @@ async fn clusters_page(s: &AppState, v: &Visitor, message: Result<String, String
             // The file names every project's queues: for viewers of every project only.
             config: if v.reads_all() { row.config } else { String::new() },
             proposals,
+            backend_state: s.backends.get(&name).map_or_else(String::new, |b| b.state.as_str().to_string()),
+            // The reason may name the target's address: for viewers of every project only.
+            backend: s.backends.get(&name).map_or_else(String::new, |b| backend_line(&b, v.reads_all())),
             name,
         });
     }

@@ -106,6 +106,14 @@ pub(crate) async fn run(
         Err(why) => return Ended::Failed(why),
     };
     let backend = built.backend;
+    let health = tokio::spawn(super::backends::watch_health(
+        cluster.to_string(),
+        settings.backend_kind(cluster),
+        backend.clone(),
+        settings.statuses.clone(),
+        settings.health_interval,
+    ));
+    let _health = AbortOnDrop(health);
     let mut settings = settings.clone();
     settings.kill_grace = built.kill_grace;
     if let Some(shared) = built.shared_dir {
@@ -431,5 +439,14 @@ impl Actor {
             }
             self.to_start.retain(|l| !l.attempt.as_str().starts_with(&format!("run-{id}/")));
         }
+    }
+}
+
+/// Ends a spawned task when the actor that spawned it ends, however it ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

@@ -9,7 +9,9 @@ use weir_backend::{Backend, ExitSender, LocalBackend, LocalConfig};
 use weir_backend_slurm::SlurmBackend;
 
 use super::WorkerSettings;
+use crate::backend_status::{BackendState, BackendStatus, BackendStatuses};
 use crate::config::BackendSettings;
+use crate::time::now_ms;
 
 /// A cluster's backend and how the actor uses it.
 pub(super) struct Built {
@@ -53,4 +55,30 @@ pub(super) async fn build(
     static SAID: std::sync::Once = std::sync::Once::new();
     SAID.call_once(|| eprintln!("weir worker: {}", backend.isolation()));
     Ok(Built { backend: Arc::new(backend), kill_grace, shared_dir: None })
+}
+
+/// While the actor runs: asks the backend whether it is healthy, at once and then every
+/// `every`, and publishes the answer for the API and the dashboard.
+pub(super) async fn watch_health(
+    cluster: String,
+    kind: &'static str,
+    backend: Arc<dyn Backend>,
+    statuses: Arc<BackendStatuses>,
+    every: Duration,
+) {
+    loop {
+        let h = backend.health().await;
+        statuses.set(
+            &cluster,
+            BackendStatus {
+                kind: kind.to_string(),
+                state: if h.healthy { BackendState::Healthy } else { BackendState::Unhealthy },
+                reason: h.error,
+                version: h.version,
+                nodes: h.nodes,
+                checked_ms: now_ms(),
+            },
+        );
+        tokio::time::sleep(every).await;
+    }
 }

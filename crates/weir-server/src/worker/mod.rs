@@ -21,6 +21,7 @@ use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 use weir_store::JobStore;
 
+use crate::backend_status::{BackendState, BackendStatuses};
 use crate::clusters::Registry;
 use crate::config::{BackendSettings, ServerConfig, Stop};
 use crate::error::ServerError;
@@ -47,6 +48,20 @@ pub(crate) struct WorkerSettings {
     /// Usage rows are at most one per queue per this many milliseconds.
     pub usage_resolution_ms: u64,
     pub metrics: Arc<Metrics>,
+    /// Each cluster's backend as this process sees it (the API and dashboard read it).
+    pub statuses: Arc<BackendStatuses>,
+    /// How often a running actor asks its backend whether it is healthy.
+    pub health_interval: Duration,
+}
+
+impl WorkerSettings {
+    /// The backend kind the server file sets for `cluster` (`local` when it sets none).
+    pub fn backend_kind(&self, cluster: &str) -> &'static str {
+        match self.backends.get(cluster) {
+            Some(BackendSettings::Slurm { .. }) => "slurm",
+            Some(BackendSettings::Local { .. }) | None => "local",
+        }
+    }
 }
 
 pub(crate) struct WorkerHandle {
@@ -64,6 +79,7 @@ impl WorkerHandle {
 pub(crate) fn start(
     config: &ServerConfig,
     metrics: Arc<Metrics>,
+    statuses: Arc<BackendStatuses>,
     store: Arc<dyn JobStore>,
     registry: Arc<Registry>,
     task_users: Arc<crate::isolation::TaskUsers>,
@@ -82,6 +98,8 @@ pub(crate) fn start(
         backends: config.backends.clone(),
         usage_resolution_ms: config.usage_resolution.as_millis().max(1) as u64,
         metrics,
+        statuses,
+        health_interval: Duration::from_secs(15),
     };
     let notify = Arc::new(Notify::new());
     let n = notify.clone();
@@ -135,6 +153,8 @@ async fn supervise(
     stop: watch::Receiver<Stop>,
     notify: Arc<Notify>,
 ) {
+    let kind = settings.backend_kind(&cluster);
+    let statuses = settings.statuses.clone();
     loop {
         if *stop.borrow() != Stop::Running {
             return;
@@ -149,6 +169,7 @@ async fn supervise(
             .await
         {
             Ok(Some(fence)) => {
+                statuses.mark(&cluster, kind, BackendState::Starting, None, now_ms());
                 // Its own task: a panic in the actor ends that actor only, and the cluster starts
                 // over from the store like after any other failure.
                 let actor = {
@@ -175,12 +196,20 @@ async fn supervise(
                         eprintln!("weir worker: cluster `{cluster}`: lease lost to another worker")
                     }
                     Ended::Failed(why) => {
+                        statuses.mark(&cluster, kind, BackendState::Unhealthy, Some(why.clone()), now_ms());
                         eprintln!("weir worker: cluster `{cluster}`: {why}; starting over");
                         tokio::time::sleep(Duration::from_secs(1)).await;
                     }
                 }
             }
             Ok(None) => {
+                let holder = match store.lease(&cluster).await {
+                    Ok(Some(l)) => {
+                        format!("server `{}` holds the cluster's lease and drives its backend", l.owner)
+                    }
+                    _ => "another server holds the cluster's lease".to_string(),
+                };
+                statuses.mark(&cluster, kind, BackendState::Standby, Some(holder), now_ms());
                 let wait = Duration::from_millis((settings.lease_ms / 4).clamp(100, 2000) as u64);
                 let mut s = stop.clone();
                 tokio::select! {

@@ -1,6 +1,6 @@
-//! `weir backends --config server.yaml`: each cluster's backend as it answers now — kind,
-//! health, version, node count, last error — asked directly (the server's own view of its
-//! backends is not served by the API yet).
+//! `weir backends`: each cluster's backend — kind, health, version, node count, last error —
+//! as the running server sees it (`GET /v1/clusters`), or, with `--config server.yaml`, asked
+//! directly from this machine (before a server runs, or to check a server file).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -13,15 +13,22 @@ use super::serve_config;
 use crate::emit;
 
 /// Show each cluster's backend: kind, health, version, nodes, last error.
+///
+/// Without --config: as the server (--server, $WEIR_SERVER) sees them. `standby` means another
+/// server process holds the cluster's lease and drives its backend. With --config: each backend
+/// of that server file asked directly from here. Exits 1 when one is not healthy.
 #[derive(Debug, Args)]
 pub struct BackendsArgs {
-    /// The server file (`weir serve --config`).
+    /// A server file (`weir serve --config`): ask its backends directly instead of a server.
     #[arg(long, value_name = "FILE")]
-    config: PathBuf,
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    conn: super::client::Connection,
 }
 
 pub fn run(a: &BackendsArgs) -> Result<bool> {
-    let config = serve_config::load(&a.config)?;
+    let Some(path) = &a.config else { return from_server(a) };
+    let config = serve_config::load(path)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let mut out = String::new();
     let mut all_healthy = true;
@@ -56,6 +63,48 @@ pub fn run(a: &BackendsArgs) -> Result<bool> {
         };
         all_healthy &= row.0 == "healthy";
         writeln!(out, "{:<16} {kind:<6} {:<9} {:<24} {:>5}  {}", source.name, row.0, row.1, row.2, row.3)?;
+    }
+    emit(&out)?;
+    Ok(all_healthy)
+}
+
+/// The server's view: `GET /v1/clusters`, whose `backend` field its worker fills.
+fn from_server(a: &BackendsArgs) -> Result<bool> {
+    let client = a.conn.client()?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let list: weir_api::ClusterList =
+        rt.block_on(client.send(client.request(reqwest::Method::GET, "/v1/clusters")))?;
+    let mut out = String::new();
+    let mut all_healthy = true;
+    writeln!(
+        out,
+        "{:<16} {:<6} {:<9} {:<24} {:>5}  last error",
+        "cluster", "kind", "health", "version", "nodes"
+    )?;
+    for c in &list.clusters {
+        let Some(b) = &c.backend else {
+            all_healthy = false;
+            writeln!(
+                out,
+                "{:<16} {:<6} {:<9} {:<24} {:>5}  this server runs no worker",
+                c.name, "-", "unknown", "", "-"
+            )?;
+            continue;
+        };
+        // A standby server's peer drives the backend; that is not a fault of this one.
+        all_healthy &= b.state == "healthy" || b.state == "standby";
+        let nodes = b.nodes.map_or_else(|| c.nodes.to_string(), |n| n.to_string());
+        let version = if b.version.is_empty() && b.kind == "local" { "this machine" } else { &b.version };
+        writeln!(
+            out,
+            "{:<16} {:<6} {:<9} {:<24} {:>5}  {}",
+            c.name,
+            b.kind,
+            b.state,
+            version,
+            nodes,
+            b.reason.as_deref().unwrap_or("")
+        )?;
     }
     emit(&out)?;
     Ok(all_healthy)

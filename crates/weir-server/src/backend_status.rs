@@ -1,0 +1,123 @@
+//! What this process knows of each cluster's backend: written by the worker (its supervisor and
+//! the running engine actor's health check), read by `GET /v1/clusters`, the dashboard and
+//! `weir backends --server`. A bottom module: it imports nothing that serves requests.
+//!
+//! Only the process that holds a cluster's lease talks to its backend; another server on the
+//! same database says `standby` for that cluster, and a server started without a worker says
+//! nothing (the field is absent).
+
+use std::collections::BTreeMap;
+use std::sync::RwLock;
+
+use weir_api::BackendInfo;
+
+/// A backend's state as this process last saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendState {
+    /// The worker is building the backend (connecting, checking settings).
+    Starting,
+    Healthy,
+    /// It could not be set up, or its last health check failed: the cluster's runs wait in
+    /// the store (or are refused, if the operator said so) until it is healthy again.
+    Unhealthy,
+    /// Another server process holds the cluster's lease and drives its backend.
+    Standby,
+}
+
+impl BackendState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendState::Starting => "starting",
+            BackendState::Healthy => "healthy",
+            BackendState::Unhealthy => "unhealthy",
+            BackendState::Standby => "standby",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackendStatus {
+    /// `local`, `slurm`, … as the server file sets it.
+    pub kind: String,
+    pub state: BackendState,
+    /// Why it is unhealthy or on standby, or the last error seen while healthy.
+    pub reason: Option<String>,
+    pub version: String,
+    pub nodes: Option<u64>,
+    /// When this was last checked, milliseconds since the Unix epoch.
+    pub checked_ms: i64,
+}
+
+impl BackendStatus {
+    pub fn to_api(&self) -> BackendInfo {
+        BackendInfo {
+            kind: self.kind.clone(),
+            state: self.state.as_str().into(),
+            reason: self.reason.clone(),
+            version: self.version.clone(),
+            nodes: self.nodes,
+            checked_ms: self.checked_ms,
+        }
+    }
+}
+
+/// Every cluster's [`BackendStatus`], by cluster name.
+#[derive(Debug, Default)]
+pub struct BackendStatuses {
+    by_cluster: RwLock<BTreeMap<String, BackendStatus>>,
+}
+
+impl BackendStatuses {
+    pub fn get(&self, cluster: &str) -> Option<BackendStatus> {
+        self.by_cluster.read().unwrap_or_else(|e| e.into_inner()).get(cluster).cloned()
+    }
+
+    pub fn set(&self, cluster: &str, status: BackendStatus) {
+        self.by_cluster.write().unwrap_or_else(|e| e.into_inner()).insert(cluster.to_string(), status);
+    }
+
+    /// Sets the state and reason, keeping what was known of the version and nodes.
+    pub fn mark(&self, cluster: &str, kind: &str, state: BackendState, reason: Option<String>, now_ms: i64) {
+        let mut all = self.by_cluster.write().unwrap_or_else(|e| e.into_inner());
+        let entry = all.entry(cluster.to_string()).or_insert_with(|| BackendStatus {
+            kind: kind.to_string(),
+            state,
+            reason: None,
+            version: String::new(),
+            nodes: None,
+            checked_ms: now_ms,
+        });
+        entry.kind = kind.to_string();
+        entry.state = state;
+        entry.reason = reason;
+        entry.checked_ms = now_ms;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marking_keeps_what_was_known_of_version_and_nodes() {
+        let s = BackendStatuses::default();
+        s.set(
+            "hpc",
+            BackendStatus {
+                kind: "slurm".into(),
+                state: BackendState::Healthy,
+                reason: None,
+                version: "22.05.8 (v0.0.38)".into(),
+                nodes: Some(4),
+                checked_ms: 1,
+            },
+        );
+        s.mark("hpc", "slurm", BackendState::Unhealthy, Some("slurmrestd does not answer".into()), 2);
+        let got = s.get("hpc").unwrap();
+        assert_eq!(got.state, BackendState::Unhealthy);
+        assert_eq!(got.reason.as_deref(), Some("slurmrestd does not answer"));
+        assert_eq!((got.version.as_str(), got.nodes, got.checked_ms), ("22.05.8 (v0.0.38)", Some(4), 2));
+        assert!(s.get("other").is_none());
+        assert_eq!(got.to_api().state, "unhealthy");
+    }
+}
