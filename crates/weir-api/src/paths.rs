@@ -76,7 +76,7 @@ impl Modify for BearerAuth {
         (status = 413, body = ErrorBody),
         (status = 422, description = "The Idempotency-Key was first used with another request", body = ErrorBody),
         (status = 429, description = "Over the token's submission rate or the project's waiting-run quota; see Retry-After", body = ErrorBody),
-        (status = 503, body = ErrorBody)))]
+        (status = 503, description = "The store is unavailable, or (`backend_unhealthy`) the cluster's backend is unhealthy and its server file says `when_unhealthy: refuse`; see Retry-After", body = ErrorBody)))]
 fn submit_run() {}
 
 /// Runs, newest first.

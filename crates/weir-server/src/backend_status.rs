@@ -6,7 +6,7 @@
 //! same database says `standby` for that cluster, and a server started without a worker says
 //! nothing (the field is absent).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::RwLock;
 
 use weir_api::BackendInfo;
@@ -65,9 +65,33 @@ impl BackendStatus {
 #[derive(Debug, Default)]
 pub struct BackendStatuses {
     by_cluster: RwLock<BTreeMap<String, BackendStatus>>,
+    /// Clusters whose server file says `when_unhealthy: refuse`.
+    refusing: BTreeSet<String>,
 }
 
 impl BackendStatuses {
+    /// `refusing`: the clusters whose submissions are refused while their backend is unhealthy.
+    pub fn new(refusing: BTreeSet<String>) -> BackendStatuses {
+        BackendStatuses { by_cluster: RwLock::default(), refusing }
+    }
+
+    /// Why a submission to `cluster` is refused now: its operator asked to refuse while the
+    /// backend is unhealthy, and this process saw it unhealthy last. `None`: accept (it waits in
+    /// the store until the backend is back, like every submission).
+    pub fn refusal(&self, cluster: &str) -> Option<String> {
+        if !self.refusing.contains(cluster) {
+            return None;
+        }
+        let status = self.get(cluster)?;
+        (status.state == BackendState::Unhealthy).then(|| {
+            format!(
+                "cluster `{cluster}`'s {} backend is unhealthy ({}); its server file says to refuse submissions meanwhile (`when_unhealthy: refuse`). Try again later",
+                status.kind,
+                status.reason.as_deref().unwrap_or("no reason given")
+            )
+        })
+    }
+
     pub fn get(&self, cluster: &str) -> Option<BackendStatus> {
         self.by_cluster.read().unwrap_or_else(|e| e.into_inner()).get(cluster).cloned()
     }
@@ -88,6 +112,12 @@ impl BackendStatuses {
             checked_ms: now_ms,
         });
         entry.kind = kind.to_string();
+        // Trying again after a failure stays unhealthy, with its reason, until a check passes:
+        // a refusal does not flicker while the supervisor retries.
+        if state == BackendState::Starting && entry.state == BackendState::Unhealthy {
+            entry.checked_ms = now_ms;
+            return;
+        }
         entry.state = state;
         entry.reason = reason;
         entry.checked_ms = now_ms;
@@ -119,5 +149,24 @@ mod tests {
         assert_eq!((got.version.as_str(), got.nodes, got.checked_ms), ("22.05.8 (v0.0.38)", Some(4), 2));
         assert!(s.get("other").is_none());
         assert_eq!(got.to_api().state, "unhealthy");
+        // A retry does not make it look healthy or merely starting.
+        s.mark("hpc", "slurm", BackendState::Starting, None, 3);
+        assert_eq!(s.get("hpc").unwrap().state, BackendState::Unhealthy);
+    }
+
+    #[test]
+    fn only_a_refusing_cluster_refuses_and_only_while_unhealthy() {
+        let s = BackendStatuses::new(["hpc".to_string()].into());
+        assert_eq!(s.refusal("hpc"), None, "nothing known yet: accepted");
+        s.mark("hpc", "slurm", BackendState::Unhealthy, Some("slurmrestd at … cannot be reached".into()), 1);
+        s.mark("other", "slurm", BackendState::Unhealthy, Some("down".into()), 1);
+        let why = s.refusal("hpc").expect("refused");
+        assert!(
+            why.contains("`hpc`'s slurm backend is unhealthy (slurmrestd at … cannot be reached)"),
+            "{why}"
+        );
+        assert_eq!(s.refusal("other"), None, "waits: its file does not say refuse");
+        s.mark("hpc", "slurm", BackendState::Healthy, None, 2);
+        assert_eq!(s.refusal("hpc"), None);
     }
 }

@@ -193,6 +193,9 @@ pub enum BackendSettings {
         /// folder and preemption notices go there. `None`: the data directory (which then must
         /// be shared, or Slurm runs on the server's machine).
         shared_dir: Option<PathBuf>,
+        /// Refuse submissions routed to this cluster (503) while its backend is unhealthy,
+        /// instead of keeping them waiting in the store (`when_unhealthy: refuse`).
+        refuse_when_unhealthy: bool,
     },
 }
 

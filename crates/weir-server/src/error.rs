@@ -117,6 +117,14 @@ impl ApiError {
         e
     }
 
+    /// The cluster a submission routes to has an unhealthy backend and its operator said to
+    /// refuse rather than queue (503, with a Retry-After).
+    pub fn backend_unhealthy(message: impl Into<String>) -> ApiError {
+        let mut e = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "backend_unhealthy", message);
+        e.body.error.retry_after_s = Some(30);
+        e
+    }
+
     /// Well-formed but refused as a whole (422), e.g. an idempotency key reused with another
     /// request.
     pub fn unprocessable(code: &str, message: impl Into<String>) -> ApiError {

@@ -155,7 +155,13 @@ impl Server {
         if let Some(cfg) = config.auto_plan {
             tasks.push(tokio::spawn(autoplan::run(store.clone(), registry.clone(), cfg, stop_rx.clone())));
         }
-        let backends = Arc::new(backend_status::BackendStatuses::default());
+        let refusing = config
+            .backends
+            .iter()
+            .filter(|(_, b)| matches!(b, BackendSettings::Slurm { refuse_when_unhealthy: true, .. }))
+            .map(|(name, _)| name.clone())
+            .collect();
+        let backends = Arc::new(backend_status::BackendStatuses::new(refusing));
         let worker = if config.worker {
             Some(worker::start(
                 &config,

@@ -368,7 +368,8 @@ fn a_slurm_that_cannot_be_reached_is_named_at_start_and_its_runs_wait() {
     scratch.file(
         "server.yaml",
         &format!(
-            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: hpc\n    file: clusters/hpc.yaml\n    backend: {backend}\n"
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: hpc\n    file: clusters/hpc.yaml\n    backend: {backend}\n  - name: strict\n    file: clusters/hpc.yaml\n    backend: {}\n",
+            backend.replace('}', ", when_unhealthy: refuse}")
         ),
     );
     let out = backends(&dir);
@@ -403,6 +404,29 @@ fn a_slurm_that_cannot_be_reached_is_named_at_start_and_its_runs_wait() {
         "{view}\n{}",
         common::text(&out.stderr)
     );
+    // `strict` says `when_unhealthy: refuse`: a submission routed to it is refused with the
+    // reason (503 with Retry-After, said by `weir submit`), and nothing is stored.
+    eventually(&dir, "strict to be seen unhealthy", || {
+        common::text(&client(&dir, port, &["backends"]).stdout)
+            .lines()
+            .any(|l| l.starts_with("strict ") && l.contains("unhealthy"))
+    });
+    ok(&client(
+        &dir,
+        port,
+        &["routes", "set", "workflow:s", "--cluster", "strict", "--queue", "root.default"],
+    ));
+    scratch.file("strict.yaml", &format!("version: 1\nworkflows:\n{}", workload("s", 1, "true")));
+    let out = client(&dir, port, &["submit", "strict.yaml"]);
+    let err = common::text(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("cluster `strict`'s slurm backend is unhealthy")
+            && err.contains("cannot be reached")
+            && err.contains("when_unhealthy: refuse"),
+        "{err}"
+    );
+    assert!(run_of(&dir, port, "s").is_none(), "a refused submission stores nothing");
     std::thread::sleep(Duration::from_secs(1));
     let state = state_of(&dir, port, "w");
     assert!(

@@ -96,6 +96,10 @@ pub(super) async fn submit_run(
         s.audit(&principal.token_id, "submit", String::new(), "denied", ctx).await;
         return Err(e);
     }
+    if let Some(why) = s.backends.refusal(&accepted.cluster) {
+        s.metrics.refused("backend_unhealthy");
+        return Err(ApiError::backend_unhealthy(why));
+    }
     let user = principal.user_for(accepted.spec.user.as_deref())?;
     if let Some(loaded) = s.registry.cluster(&accepted.cluster) {
         let leaf = weir_model::QueuePath::parse(&accepted.queue).and_then(|q| loaded.config.find(&q));

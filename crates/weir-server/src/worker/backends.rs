@@ -36,7 +36,7 @@ pub(super) async fn build(
         Some(BackendSettings::Local { state_dir, kill_grace }) => {
             (state_dir.clone().unwrap_or_else(default_dir), kill_grace.unwrap_or(settings.kill_grace))
         }
-        Some(BackendSettings::Slurm { config, kill_grace, shared_dir }) => {
+        Some(BackendSettings::Slurm { config, kill_grace, shared_dir, .. }) => {
             let backend = SlurmBackend::connect((**config).clone(), exits)
                 .await
                 .map_err(|e| format!("the Slurm backend is unavailable: {e}"))?;

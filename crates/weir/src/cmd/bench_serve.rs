@@ -188,6 +188,7 @@ async fn start(
                 config: Box::new(config),
                 kill_grace: None,
                 shared_dir: None,
+                refuse_when_unhealthy: false,
             },
         );
     }

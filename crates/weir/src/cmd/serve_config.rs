@@ -72,6 +72,7 @@ struct BackendEntry {
     default_time_limit_seconds: Option<u64>,
     tag: Option<String>,
     shared_dir: Option<PathBuf>,
+    when_unhealthy: Option<WhenUnhealthyEntry>,
     /// `from_backend`: the cluster's nodes are read from the backend at start.
     nodes: Option<NodesEntry>,
 }
@@ -89,6 +90,15 @@ enum BackendKind {
     #[default]
     Local,
     Slurm,
+}
+
+/// What a submission to a cluster whose backend is unhealthy gets: kept waiting in the store
+/// (default) or refused with 503.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum WhenUnhealthyEntry {
+    Wait,
+    Refuse,
 }
 
 #[derive(Debug, Deserialize, Clone, Copy)]
@@ -220,6 +230,7 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
                         config: Box::new(settings),
                         kill_grace,
                         shared_dir: c.backend.shared_dir.as_deref().map(resolve),
+                        refuse_when_unhealthy: c.backend.when_unhealthy == Some(WhenUnhealthyEntry::Refuse),
                     },
                 );
             }
@@ -323,7 +334,7 @@ pub fn discover_nodes(config: &mut ServeConfig) -> Result<(), ModelError> {
 }
 
 /// Which slurm-only fields a backend entry sets.
-fn slurm_fields(b: &BackendEntry) -> [(&'static str, bool); 15] {
+fn slurm_fields(b: &BackendEntry) -> [(&'static str, bool); 16] {
     [
         ("nodes", b.nodes.is_some()),
         ("url", b.url.is_some()),
@@ -340,6 +351,7 @@ fn slurm_fields(b: &BackendEntry) -> [(&'static str, bool); 15] {
         ("default_time_limit_seconds", b.default_time_limit_seconds.is_some()),
         ("tag", b.tag.is_some()),
         ("shared_dir", b.shared_dir.is_some()),
+        ("when_unhealthy", b.when_unhealthy.is_some()),
     ]
 }
 

@@ -157,9 +157,11 @@ clusters:
       default_time_limit_seconds: 600
       kill_grace_seconds: 5
       shared_dir: /shared/weir
+      when_unhealthy: refuse
 ";
     let c = parse("server.yaml", text, &dir).unwrap();
-    let BackendSettings::Slurm { config, kill_grace, shared_dir } = &c.backends["hpc"] else {
+    let BackendSettings::Slurm { config, kill_grace, shared_dir, refuse_when_unhealthy } = &c.backends["hpc"]
+    else {
         panic!("{:?}", c.backends["hpc"])
     };
     assert_eq!(config.url, "http://127.0.0.1:6820");
@@ -174,6 +176,7 @@ clusters:
     assert_eq!(config.default_time_limit, Some(Duration::from_secs(600)));
     assert_eq!(*kill_grace, Some(Duration::from_secs(5)));
     assert_eq!(shared_dir.as_deref(), Some(Path::new("/shared/weir")));
+    assert!(*refuse_when_unhealthy);
 }
 
 #[test]
