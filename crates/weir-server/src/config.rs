@@ -197,6 +197,16 @@ pub enum BackendSettings {
         /// instead of keeping them waiting in the store (`when_unhealthy: refuse`).
         refuse_when_unhealthy: bool,
     },
+    /// `batch/v1` Jobs on a Kubernetes cluster (`weir_backend_kube::KubeBackend`), admitted by
+    /// Kueue, YuniKorn or the default scheduler. Only with the `kubernetes` cargo feature.
+    #[cfg(feature = "kubernetes")]
+    Kubernetes {
+        config: Box<weir_backend_kube::KubeConfig>,
+        /// The delete's `gracePeriodSeconds`. `None`: [`ServerConfig::kill_grace`].
+        kill_grace: Option<Duration>,
+        /// A folder the server reads tasks' files from; `None`: the data directory.
+        shared_dir: Option<PathBuf>,
+    },
 }
 
 /// How to stop.

@@ -46,6 +46,17 @@ pub(super) async fn build(
                 shared_dir: shared_dir.clone(),
             });
         }
+        #[cfg(feature = "kubernetes")]
+        Some(BackendSettings::Kubernetes { config, kill_grace, shared_dir }) => {
+            let backend = weir_backend_kube::KubeBackend::connect((**config).clone(), exits)
+                .await
+                .map_err(|e| format!("the Kubernetes backend is unavailable: {e}"))?;
+            return Ok(Built {
+                backend: Arc::new(backend),
+                kill_grace: kill_grace.unwrap_or(settings.kill_grace),
+                shared_dir: shared_dir.clone(),
+            });
+        }
         None => (default_dir(), settings.kill_grace),
     };
     let backend = LocalBackend::new(LocalConfig::new(state_dir), exits)

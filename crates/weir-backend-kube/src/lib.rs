@@ -1,0 +1,463 @@
+//! weir-backend-kube: task attempts as Kubernetes `batch/v1` Jobs, for clusters whose queues
+//! are Kueue LocalQueues or YuniKorn queues.
+//!
+//! [`KubeBackend`] implements weir-backend's [`Backend`] trait: `start` creates one Job per
+//! attempt in the configured namespace, named after the attempt and labelled with it
+//! ([`manifest::ATTEMPT_LABEL`]) so that a restarted server lists its own Jobs and re-adopts
+//! them; one task per watched attempt reads the Job's status and reports its end exactly once on
+//! the exit channel; `kill` deletes the Job with the grace as `gracePeriodSeconds` and
+//! `propagationPolicy: Background`, so its pods go too. Capacity discovery
+//! ([`KubeBackend::nodes`]) reads the node list's `allocatable`; [`KubeBackend::health`] checks
+//! that the API answers and the namespace exists.
+//!
+//! It has never run against a live Kubernetes API server: no API server can run on the machine
+//! it was written on. Its tests answer its requests as the API server documents it would.
+//!
+//! The [`Launched`] record of a Kubernetes attempt keeps `pid` 0, `start_ticks` 0, `boot_id` the
+//! Job's uid (a Job re-created under the same name is another Job) and `dir` the folder of its
+//! output files.
+
+pub mod config;
+pub mod manifest;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube::api::{Api, DeleteParams, ListParams, PostParams, PropagationPolicy};
+use kube::Client;
+use weir_backend::{
+    Adopted, AttemptId, Backend, BackendError, BoxFuture, Exit, ExitSender, Launched, Recovered, TaskExit,
+    TaskLaunch,
+};
+
+pub use config::{KubeConfig, Scheduler};
+
+const KIND: &str = "kubernetes";
+
+/// Why the backend could not be set up or is unhealthy.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeError {
+    /// The API server did not answer. Retrying later may help.
+    #[error("the Kubernetes API server cannot be reached: {0}")]
+    Unreachable(String),
+    /// The configured namespace does not exist. Retrying helps once it is created.
+    #[error("namespace {0:?} does not exist (backend.namespace)")]
+    NoNamespace(String),
+    /// The API server refused (permissions, …).
+    #[error("the Kubernetes API server refused: {0}")]
+    Refused(String),
+}
+
+/// One node as capacity discovery reports it: `allocatable` in weir's units.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KubeNode {
+    pub name: String,
+    pub resources: weir_model::Resources,
+}
+
+struct Watch {
+    task: tokio::task::JoinHandle<()>,
+    killed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+struct Inner {
+    config: KubeConfig,
+    client: Client,
+    jobs: Api<Job>,
+    pods: Api<Pod>,
+    exits: ExitSender,
+    watched: Mutex<HashMap<String, Watch>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Watching stops; the Jobs run on and a new backend value re-adopts them.
+        for (_, w) in self.watched.lock().unwrap_or_else(|e| e.into_inner()).drain() {
+            w.task.abort();
+        }
+    }
+}
+
+/// Runs attempts as Kubernetes Jobs. See the crate documentation.
+pub struct KubeBackend {
+    inner: Arc<Inner>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+fn status_of(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+fn remote(attempt: &str, e: kube::Error) -> BackendError {
+    match e {
+        kube::Error::Api(s) => BackendError::Refused {
+            attempt: attempt.to_string(),
+            backend: KIND,
+            message: format!("{} ({} {})", s.message, s.code, s.reason),
+        },
+        other => BackendError::Unreachable {
+            attempt: attempt.to_string(),
+            backend: KIND,
+            message: other.to_string(),
+        },
+    }
+}
+
+/// How a Job ended, from its status and its pod's container status; `None` while it runs.
+fn job_end(job: &Job) -> Option<bool> {
+    let status = job.status.as_ref()?;
+    for c in status.conditions.iter().flatten() {
+        if c.status == "True" && (c.type_ == "Complete" || c.type_ == "SuccessCriteriaMet") {
+            return Some(true);
+        }
+        if c.status == "True" && (c.type_ == "Failed" || c.type_ == "FailureTarget") {
+            return Some(false);
+        }
+    }
+    None
+}
+
+impl KubeBackend {
+    /// A backend on `client` (built by the caller from a kubeconfig or the in-cluster
+    /// environment, or a test's mock service). Checks nothing: see [`KubeBackend::health`].
+    pub fn new(config: KubeConfig, client: Client, exits: ExitSender) -> KubeBackend {
+        let jobs = Api::namespaced(client.clone(), &config.namespace);
+        let pods = Api::namespaced(client.clone(), &config.namespace);
+        KubeBackend {
+            inner: Arc::new(Inner { config, client, jobs, pods, exits, watched: Mutex::new(HashMap::new()) }),
+        }
+    }
+
+    /// Connects with the usual client configuration (kubeconfig, or the in-cluster service
+    /// account) and checks health; a missing namespace or an API that does not answer is an error.
+    pub async fn connect(config: KubeConfig, exits: ExitSender) -> Result<KubeBackend, KubeError> {
+        let client = Client::try_default().await.map_err(|e| KubeError::Unreachable(e.to_string()))?;
+        let backend = KubeBackend::new(config, client, exits);
+        backend.health().await?;
+        Ok(backend)
+    }
+
+    /// The API answers and the namespace exists; the API server's version.
+    pub async fn health(&self) -> Result<String, KubeError> {
+        let version = self.inner.client.apiserver_version().await.map_err(|e| match e {
+            kube::Error::Api(s) => KubeError::Refused(s.message),
+            other => KubeError::Unreachable(other.to_string()),
+        })?;
+        let namespaces: Api<Namespace> = Api::all(self.inner.client.clone());
+        match namespaces.get_opt(&self.inner.config.namespace).await {
+            Ok(Some(_)) => Ok(version.git_version),
+            Ok(None) => Err(KubeError::NoNamespace(self.inner.config.namespace.clone())),
+            Err(kube::Error::Api(s)) => Err(KubeError::Refused(s.message)),
+            Err(e) => Err(KubeError::Unreachable(e.to_string())),
+        }
+    }
+
+    /// The cluster's nodes and their allocatable resources (cpu in millicores, memory in MiB,
+    /// `nvidia.com/gpu`), for `nodes: from_backend`. Unschedulable nodes are left out.
+    pub async fn nodes(&self) -> Result<Vec<KubeNode>, KubeError> {
+        let api: Api<Node> = Api::all(self.inner.client.clone());
+        let list = api.list(&ListParams::default()).await.map_err(|e| match e {
+            kube::Error::Api(s) => KubeError::Refused(s.message),
+            other => KubeError::Unreachable(other.to_string()),
+        })?;
+        let mut out = Vec::new();
+        for node in list.items {
+            if node.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false) {
+                continue;
+            }
+            let alloc = node.status.as_ref().and_then(|s| s.allocatable.clone()).unwrap_or_default();
+            let get = |k: &str| alloc.get(k).map(|q| q.0.clone());
+            out.push(KubeNode {
+                name: node.metadata.name.unwrap_or_default(),
+                resources: weir_model::Resources {
+                    cpu: get("cpu").and_then(|q| quantity::millicores(&q)).unwrap_or(0),
+                    memory: get("memory").and_then(|q| quantity::mebibytes(&q)).unwrap_or(0),
+                    gpu: get("nvidia.com/gpu").and_then(|q| q.parse().ok()).unwrap_or(0),
+                },
+            });
+        }
+        Ok(out)
+    }
+
+    /// Reads the pod's log (the Job's one pod), for `weir logs`.
+    pub async fn logs(&self, attempt: &AttemptId) -> Result<String, BackendError> {
+        let name = self.name(attempt)?;
+        let pods = self
+            .inner
+            .pods
+            .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={name}")))
+            .await
+            .map_err(|e| remote(attempt.as_str(), e))?;
+        let Some(pod) = pods.items.first().and_then(|p| p.metadata.name.clone()) else {
+            return Ok(String::new());
+        };
+        self.inner.pods.logs(&pod, &Default::default()).await.map_err(|e| remote(attempt.as_str(), e))
+    }
+
+    fn name(&self, attempt: &AttemptId) -> Result<String, BackendError> {
+        manifest::job_name(attempt.as_str()).ok_or_else(|| BackendError::BadLaunch {
+            attempt: attempt.to_string(),
+            field: "attempt",
+            reason: "cannot be made into a Kubernetes name (lowercase, digits, '-', at most 58 characters)"
+                .into(),
+        })
+    }
+
+    /// Starts watching `name` unless it is watched already.
+    fn watch(&self, attempt: &AttemptId, name: String) {
+        let mut watched = self.inner.watched.lock().unwrap_or_else(|e| e.into_inner());
+        if watched.contains_key(attempt.as_str()) {
+            return;
+        }
+        let killed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let inner = Arc::downgrade(&self.inner);
+        let attempt2 = attempt.clone();
+        let killed2 = killed.clone();
+        let jobs = self.inner.jobs.clone();
+        let pods = self.inner.pods.clone();
+        let exits = self.inner.exits.clone();
+        let every = Duration::from_millis(self.inner.config.poll_ms.max(1));
+        let task = tokio::spawn(async move {
+            let exit = loop {
+                match jobs.get_opt(&name).await {
+                    Ok(Some(job)) => match job_end(&job) {
+                        Some(true) => break Exit::Code(0),
+                        Some(false) if killed2.load(std::sync::atomic::Ordering::SeqCst) => {
+                            break Exit::Killed
+                        }
+                        Some(false) => break pod_exit(&pods, &name).await,
+                        None => {}
+                    },
+                    // Gone: deleted by our kill, or by someone else (outcome unknown).
+                    Ok(None) if killed2.load(std::sync::atomic::Ordering::SeqCst) => break Exit::Killed,
+                    Ok(None) => break Exit::Lost,
+                    Err(_) => {} // the API did not answer: try again
+                }
+                tokio::time::sleep(every).await;
+            };
+            if let Some(inner) = inner.upgrade() {
+                inner.watched.lock().unwrap_or_else(|e| e.into_inner()).remove(attempt2.as_str());
+            }
+            let _ = exits.send(TaskExit { attempt: attempt2, exit, ended_at_ms: now_ms() });
+        });
+        watched.insert(attempt.as_str().to_string(), Watch { task, killed });
+    }
+
+    fn launched(&self, attempt: &AttemptId, job: &Job, launch_dir: std::path::PathBuf) -> Launched {
+        Launched {
+            attempt: attempt.clone(),
+            backend: KIND.to_string(),
+            pid: 0,
+            start_ticks: 0,
+            boot_id: job.metadata.uid.clone().unwrap_or_default(),
+            started_at_ms: now_ms(),
+            dir: launch_dir,
+            cgroups: Vec::new(),
+            uid: None,
+        }
+    }
+
+    /// Starts `launch` in weir queue `weir_queue` (mapped through `queues`).
+    pub async fn start_in(
+        &self,
+        launch: &TaskLaunch,
+        weir_queue: Option<&str>,
+    ) -> Result<Launched, BackendError> {
+        let attempt = launch.attempt.as_str();
+        let name = self.name(&launch.attempt)?;
+        let queue = self.inner.config.target_queue(weir_queue);
+        let body = manifest::job(&self.inner.config, launch, &name, queue);
+        let job: Job = serde_json::from_value(body).map_err(|e| BackendError::BadLaunch {
+            attempt: attempt.to_string(),
+            field: "job",
+            reason: e.to_string(),
+        })?;
+        let created = match self.inner.jobs.create(&PostParams::default(), &job).await {
+            Ok(j) => j,
+            Err(e) if status_of(&e) == Some(409) => {
+                return Err(BackendError::AlreadyStarted { attempt: attempt.to_string() })
+            }
+            Err(e) => return Err(remote(attempt, e)),
+        };
+        let dir = launch.stdout.parent().map(|p| p.to_path_buf()).unwrap_or_default();
+        self.watch(&launch.attempt, name);
+        Ok(self.launched(&launch.attempt, &created, dir))
+    }
+}
+
+/// The exit status of a failed Job's pod (its container's `terminated.exitCode`), or `Lost`
+/// when no pod is left to say.
+async fn pod_exit(pods: &Api<Pod>, name: &str) -> Exit {
+    let Ok(list) =
+        pods.list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={name}"))).await
+    else {
+        return Exit::Lost;
+    };
+    for pod in list.items {
+        for cs in pod.status.and_then(|s| s.container_statuses).unwrap_or_default() {
+            if let Some(t) = cs.state.and_then(|s| s.terminated) {
+                return Exit::Code(t.exit_code);
+            }
+        }
+    }
+    Exit::Lost
+}
+
+mod quantity {
+    //! Kubernetes quantities (`"3920m"`, `"4"`, `"16318040Ki"`, `"8Gi"`) in weir's units.
+
+    fn split(q: &str) -> (&str, &str) {
+        let i = q.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(q.len());
+        (&q[..i], &q[i..])
+    }
+
+    pub fn millicores(q: &str) -> Option<u64> {
+        let (n, unit) = split(q);
+        let n: f64 = n.parse().ok()?;
+        match unit {
+            "m" => Some(n as u64),
+            "" => Some((n * 1000.0) as u64),
+            _ => None,
+        }
+    }
+
+    pub fn mebibytes(q: &str) -> Option<u64> {
+        let (n, unit) = split(q);
+        let n: f64 = n.parse().ok()?;
+        let bytes = match unit {
+            "" => n,
+            "Ki" => n * 1024.0,
+            "Mi" => n * 1024.0 * 1024.0,
+            "Gi" => n * 1024.0 * 1024.0 * 1024.0,
+            "Ti" => n * 1024f64.powi(4),
+            "k" => n * 1e3,
+            "M" => n * 1e6,
+            "G" => n * 1e9,
+            "T" => n * 1e12,
+            _ => return None,
+        };
+        Some((bytes / (1024.0 * 1024.0)) as u64)
+    }
+}
+
+impl Backend for KubeBackend {
+    fn kind(&self) -> &str {
+        KIND
+    }
+
+    fn start<'a>(&'a self, launch: &'a TaskLaunch) -> BoxFuture<'a, Result<Launched, BackendError>> {
+        // The worker passes the task's weir queue in its environment (as to every backend).
+        Box::pin(self.start_in(launch, launch.env.get("WEIR_QUEUE").map(String::as_str)))
+    }
+
+    fn kill<'a>(&'a self, task: &'a Launched, grace: Duration) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            let attempt = task.attempt.as_str();
+            let name = self.name(&task.attempt)?;
+            // Watch it first (after a restart), so that its end is reported as killed.
+            self.watch(&task.attempt, name.clone());
+            if let Some(w) = self.inner.watched.lock().unwrap_or_else(|e| e.into_inner()).get(attempt) {
+                w.killed.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            let params = DeleteParams {
+                grace_period_seconds: Some(grace.as_secs().min(u32::MAX as u64) as u32),
+                propagation_policy: Some(PropagationPolicy::Background),
+                ..DeleteParams::default()
+            };
+            match self.inner.jobs.delete(&name, &params).await {
+                Ok(_) => Ok(()),
+                Err(e) if status_of(&e) == Some(404) => Ok(()), // already gone: idempotent
+                Err(e) => Err(remote(attempt, e)),
+            }
+        })
+    }
+
+    fn adopt<'a>(&'a self, task: &'a Launched) -> BoxFuture<'a, Result<Adopted, BackendError>> {
+        Box::pin(async move {
+            if task.backend != KIND {
+                return Err(BackendError::WrongBackend {
+                    attempt: task.attempt.to_string(),
+                    expected: KIND.into(),
+                    found: task.backend.clone(),
+                });
+            }
+            let name = self.name(&task.attempt)?;
+            match self.inner.jobs.get_opt(&name).await.map_err(|e| remote(task.attempt.as_str(), e))? {
+                // A Job of that name with another uid is not the one we started.
+                Some(job) if job.metadata.uid.as_deref() == Some(task.boot_id.as_str()) => {
+                    match job_end(&job) {
+                        None => {
+                            self.watch(&task.attempt, name);
+                            Ok(Adopted::Running)
+                        }
+                        Some(true) => Ok(Adopted::Ended(Exit::Code(0))),
+                        Some(false) => Ok(Adopted::Ended(pod_exit(&self.inner.pods, &name).await)),
+                    }
+                }
+                _ => Ok(Adopted::Ended(Exit::Lost)),
+            }
+        })
+    }
+
+    fn recover<'a>(&'a self, attempt: &'a AttemptId) -> BoxFuture<'a, Result<Recovered, BackendError>> {
+        Box::pin(async move {
+            let name = self.name(attempt)?;
+            let selector = format!("{}={name}", manifest::ATTEMPT_LABEL);
+            let list = self
+                .inner
+                .jobs
+                .list(&ListParams::default().labels(&selector))
+                .await
+                .map_err(|e| remote(attempt.as_str(), e))?;
+            // The label holds the Job name; the annotation the exact attempt id (two ids may map
+            // to one name: `a/b` and `a-b`).
+            let mine = |j: &Job| {
+                j.metadata.annotations.as_ref().and_then(|a| a.get(manifest::ATTEMPT_ANNOTATION))
+                    == Some(&attempt.to_string())
+            };
+            let Some(job) = list.items.into_iter().find(mine) else { return Ok(Recovered::NotFound) };
+            match job_end(&job) {
+                None => {
+                    self.watch(attempt, name);
+                    Ok(Recovered::Running(self.launched(attempt, &job, Default::default())))
+                }
+                Some(true) => Ok(Recovered::Ended(Exit::Code(0))),
+                Some(false) => Ok(Recovered::Ended(pod_exit(&self.inner.pods, &name).await)),
+            }
+        })
+    }
+
+    fn forget<'a>(&'a self, task: &'a Launched) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            if self
+                .inner
+                .watched
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains_key(task.attempt.as_str())
+            {
+                return Ok(()); // still running: forgetting it is a no-op
+            }
+            let name = self.name(&task.attempt)?;
+            // The ended Job and its pods go; the attempt's log was the caller's to keep.
+            let params = DeleteParams {
+                propagation_policy: Some(PropagationPolicy::Background),
+                ..DeleteParams::default()
+            };
+            match self.inner.jobs.delete(&name, &params).await {
+                Ok(_) => Ok(()),
+                Err(e) if status_of(&e) == Some(404) => Ok(()),
+                Err(e) => Err(remote(task.attempt.as_str(), e)),
+            }
+        })
+    }
+}

@@ -1,0 +1,255 @@
+//! Contract tests of the Kubernetes backend against a stateful fake API server (tests/fake):
+//! no Kubernetes API server can run where these tests run, so the fake answers as the API
+//! server documents it would, and each test checks the requests the backend sent.
+
+mod fake;
+
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use weir_backend::{Adopted, AttemptId, Backend, BackendError, Exit, Recovered, TaskExit, TaskLaunch};
+use weir_backend_kube::{KubeBackend, KubeConfig, KubeError, Scheduler};
+
+fn config(scheduler: Scheduler) -> KubeConfig {
+    KubeConfig {
+        namespace: "batch".into(),
+        image: "python:3.12-slim".into(),
+        scheduler,
+        queues: [("ads".to_string(), "team-ads".to_string())].into(),
+        default_queue: Some("shared".into()),
+        gang: false,
+        poll_ms: 5,
+    }
+}
+
+fn launch(id: &str, queue: &str) -> TaskLaunch {
+    TaskLaunch {
+        attempt: AttemptId::new(id).unwrap(),
+        command: "echo hi".into(),
+        env: [("WEIR_QUEUE".to_string(), queue.to_string())].into(),
+        workdir: "/work".into(),
+        resources: weir_model::Resources { cpu: 1500, memory: 512, gpu: 0 },
+        user: None,
+        stdout: "/logs/a/stdout".into(),
+        stderr: "/logs/a/stderr".into(),
+    }
+}
+
+fn backend(scheduler: Scheduler) -> (KubeBackend, fake::Shared, UnboundedReceiver<TaskExit>) {
+    let (client, state) = fake::client(&["batch"]);
+    let (tx, rx) = unbounded_channel();
+    (KubeBackend::new(config(scheduler), client, tx), state, rx)
+}
+
+async fn next_exit(rx: &mut UnboundedReceiver<TaskExit>) -> TaskExit {
+    tokio::time::timeout(Duration::from_secs(30), rx.recv()).await.expect("an exit is reported").unwrap()
+}
+
+#[tokio::test]
+async fn a_kueue_job_is_created_suspended_with_its_local_queue_and_runs_to_completion() {
+    let (b, state, mut exits) = backend(Scheduler::Kueue);
+    let launched = b.start(&launch("run-1/0/0/2/1", "ads")).await.unwrap();
+    assert_eq!(launched.backend, "kubernetes");
+    assert_eq!(launched.boot_id, "uid-1", "the record keeps the Job's uid");
+
+    let create = state.lock().unwrap().seen.iter().find(|s| s.method == "POST").cloned().unwrap();
+    assert_eq!(create.path, "/apis/batch/v1/namespaces/batch/jobs");
+    let job = &create.body;
+    assert_eq!(job["apiVersion"], "batch/v1");
+    assert_eq!(job["kind"], "Job");
+    assert_eq!(job["metadata"]["name"], "weir-run-1-0-0-2-1");
+    assert_eq!(job["metadata"]["namespace"], "batch");
+    // Kueue (docs "Run a Kubernetes Job"): the LocalQueue in the `kueue.x-k8s.io/queue-name`
+    // label, the Job created with `spec.suspend: true`; Kueue admits it by unsuspending it.
+    assert_eq!(
+        job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "team-ads",
+        "weir queue ads → LocalQueue"
+    );
+    assert_eq!(job["spec"]["suspend"], true);
+    assert_eq!(job["metadata"]["labels"]["weir.io/attempt"], "weir-run-1-0-0-2-1");
+    assert_eq!(job["metadata"]["annotations"]["weir.io/attempt-id"], "run-1/0/0/2/1");
+    // weir retries attempts itself: the Job must not (Job API: `backoffLimit`).
+    assert_eq!(job["spec"]["backoffLimit"], 0);
+    let pod = &job["spec"]["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Never", "a Job's pods must be Never or OnFailure");
+    let c = &pod["containers"][0];
+    assert_eq!(c["command"], json!(["/bin/sh", "-c", "echo hi"]));
+    assert_eq!(c["image"], "python:3.12-slim");
+    assert_eq!(c["resources"]["requests"], json!({"cpu": "1500m", "memory": "512Mi"}));
+    assert_eq!(c["resources"]["limits"], json!({"cpu": "1500m", "memory": "512Mi"}));
+    assert_eq!(c["env"], json!([{"name": "WEIR_QUEUE", "value": "ads"}]));
+
+    state.lock().unwrap().end_job("weir-run-1-0-0-2-1", 0);
+    let exit = next_exit(&mut exits).await;
+    assert_eq!(exit.attempt.as_str(), "run-1/0/0/2/1");
+    assert_eq!(exit.exit, Exit::Code(0));
+    assert_eq!(b.logs(&launched.attempt).await.unwrap(), "hello from the pod\n");
+}
+
+#[tokio::test]
+async fn a_failed_job_reports_its_containers_exit_code() {
+    let (b, state, mut exits) = backend(Scheduler::Kueue);
+    b.start(&launch("run-2/0/0/0/1", "other")).await.unwrap();
+    let body = state.lock().unwrap().seen.iter().find(|s| s.method == "POST").unwrap().body.clone();
+    assert_eq!(
+        body["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "shared",
+        "unmapped queue → default_queue"
+    );
+    state.lock().unwrap().end_job("weir-run-2-0-0-0-1", 3);
+    assert_eq!(next_exit(&mut exits).await.exit, Exit::Code(3));
+}
+
+#[tokio::test]
+async fn starting_an_attempt_twice_is_already_started_from_the_409() {
+    let (b, state, _exits) = backend(Scheduler::Default);
+    b.start(&launch("run-3/0/0/0/1", "ads")).await.unwrap();
+    let again = b.start(&launch("run-3/0/0/0/1", "ads")).await;
+    assert!(matches!(again, Err(BackendError::AlreadyStarted { .. })), "{again:?}");
+    assert_eq!(state.lock().unwrap().jobs.len(), 1);
+}
+
+#[tokio::test]
+async fn kill_deletes_the_job_with_the_grace_and_background_propagation() {
+    let (b, state, mut exits) = backend(Scheduler::Kueue);
+    let launched = b.start(&launch("run-4/0/0/0/1", "ads")).await.unwrap();
+    b.kill(&launched, Duration::from_secs(30)).await.unwrap();
+    let del = state.lock().unwrap().seen.iter().find(|s| s.method == "DELETE").cloned().unwrap();
+    assert_eq!(del.path, "/apis/batch/v1/namespaces/batch/jobs/weir-run-4-0-0-0-1");
+    // DeleteOptions (meta/v1): `gracePeriodSeconds`; `propagationPolicy: Background` so the
+    // garbage collector deletes the Job's pods too (the Job API's default for batch/v1 clients
+    // is to orphan them).
+    assert_eq!(del.body["gracePeriodSeconds"], 30);
+    assert_eq!(del.body["propagationPolicy"], "Background");
+    assert_eq!(next_exit(&mut exits).await.exit, Exit::Killed);
+    // Killing again, the Job gone (404), is not an error.
+    b.kill(&launched, Duration::from_secs(30)).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_job_deleted_by_someone_else_is_lost_not_succeeded() {
+    let (b, state, mut exits) = backend(Scheduler::Default);
+    b.start(&launch("run-5/0/0/0/1", "ads")).await.unwrap();
+    state.lock().unwrap().jobs.clear();
+    assert_eq!(next_exit(&mut exits).await.exit, Exit::Lost);
+}
+
+#[tokio::test]
+async fn a_restarted_backend_re_adopts_its_jobs_by_the_attempt_label() {
+    let (client, state) = fake::client(&["batch"]);
+    let (tx, _rx) = unbounded_channel();
+    let first = KubeBackend::new(config(Scheduler::Kueue), client.clone(), tx);
+    let launched = first.start(&launch("run-6/0/0/0/1", "ads")).await.unwrap();
+    first.start(&launch("run-6/0/0/0/2", "ads")).await.unwrap();
+    drop(first); // the server dies; the Jobs run on
+
+    let (tx, mut exits) = unbounded_channel();
+    let second = KubeBackend::new(config(Scheduler::Kueue), client, tx);
+    // The record was stored: adopt by name and uid.
+    assert_eq!(second.adopt(&launched).await.unwrap(), Adopted::Running);
+    // The record was never stored: recover lists by the attempt label.
+    let found = second.recover(&AttemptId::new("run-6/0/0/0/2").unwrap()).await.unwrap();
+    let Recovered::Running(rec) = found else { panic!("{found:?}") };
+    assert_eq!(rec.boot_id, "uid-2");
+    let list = state
+        .lock()
+        .unwrap()
+        .seen
+        .iter()
+        .rev()
+        .find(|s| s.method == "GET" && s.path.ends_with("/jobs"))
+        .cloned();
+    assert!(list.unwrap().query.contains("labelSelector=weir.io%2Fattempt%3Dweir-run-6-0-0-0-2"));
+    assert_eq!(second.recover(&AttemptId::new("run-6/0/0/0/9").unwrap()).await.unwrap(), Recovered::NotFound);
+    // Nothing was created twice.
+    assert_eq!(state.lock().unwrap().seen.iter().filter(|s| s.method == "POST").count(), 2);
+
+    state.lock().unwrap().end_job("weir-run-6-0-0-0-1", 0);
+    state.lock().unwrap().end_job("weir-run-6-0-0-0-2", 1);
+    let mut ends = [next_exit(&mut exits).await, next_exit(&mut exits).await];
+    ends.sort_by(|a, b| a.attempt.as_str().cmp(b.attempt.as_str()));
+    assert_eq!(ends[0].exit, Exit::Code(0));
+    assert_eq!(ends[1].exit, Exit::Code(1));
+}
+
+#[tokio::test]
+async fn adopting_a_job_re_created_under_the_same_name_is_lost() {
+    let (b, state, _exits) = backend(Scheduler::Default);
+    let mut launched = b.start(&launch("run-7/0/0/0/1", "ads")).await.unwrap();
+    launched.boot_id = "uid-of-an-older-job".into();
+    assert_eq!(b.adopt(&launched).await.unwrap(), Adopted::Ended(Exit::Lost));
+    state.lock().unwrap().end_job("weir-run-7-0-0-0-1", 0);
+}
+
+#[tokio::test]
+async fn yunikorn_pods_carry_the_queue_app_id_and_task_groups() {
+    let (client, state) = fake::client(&["batch"]);
+    let (tx, _rx) = unbounded_channel();
+    let mut c = config(Scheduler::Yunikorn);
+    c.queues.insert("ads".into(), "root.ads".into());
+    c.gang = true;
+    let b = KubeBackend::new(c, client, tx);
+    b.start(&launch("run-8/0/0/0/1", "ads")).await.unwrap();
+    let job = state.lock().unwrap().seen.iter().find(|s| s.method == "POST").unwrap().body.clone();
+    let meta = &job["spec"]["template"]["metadata"];
+    // YuniKorn k8shim pkg/common/constants: AnnotationApplicationID, AnnotationQueueName,
+    // LabelApplicationID ("applicationId"), LabelQueueName ("queue"), AnnotationTaskGroupName,
+    // AnnotationTaskGroups; SchedulerName "yunikorn".
+    assert_eq!(meta["annotations"]["yunikorn.apache.org/queue"], "root.ads");
+    assert_eq!(meta["annotations"]["yunikorn.apache.org/app-id"], "weir-run-8-0-0-0-1");
+    assert_eq!(meta["labels"]["queue"], "root.ads");
+    assert_eq!(meta["labels"]["applicationId"], "weir-run-8-0-0-0-1");
+    assert_eq!(job["spec"]["template"]["spec"]["schedulerName"], "yunikorn");
+    assert_eq!(job["spec"]["suspend"], false, "only Kueue admits by unsuspending");
+    assert!(job["metadata"]["labels"].get("kueue.x-k8s.io/queue-name").is_none());
+    assert_eq!(meta["annotations"]["yunikorn.apache.org/task-group-name"], "task");
+    let groups: serde_json::Value =
+        serde_json::from_str(meta["annotations"]["yunikorn.apache.org/task-groups"].as_str().unwrap())
+            .unwrap();
+    // YuniKorn docs, "Gang Scheduling": name, minMember, minResource per task group.
+    assert_eq!(
+        groups,
+        json!([{"name": "task", "minMember": 1, "minResource": {"cpu": "1500m", "memory": "512Mi"}}])
+    );
+}
+
+#[tokio::test]
+async fn health_names_a_missing_namespace() {
+    let (client, _state) = fake::client(&["default"]);
+    let (tx, _rx) = unbounded_channel();
+    let b = KubeBackend::new(config(Scheduler::Default), client, tx);
+    let err = b.health().await.unwrap_err();
+    assert!(matches!(err, KubeError::NoNamespace(ref ns) if ns == "batch"), "{err:?}");
+    assert_eq!(err.to_string(), "namespace \"batch\" does not exist (backend.namespace)");
+}
+
+#[tokio::test]
+async fn health_reports_the_version_when_all_is_well() {
+    let (b, _state, _rx) = backend(Scheduler::Default);
+    assert_eq!(b.health().await.unwrap(), "v1.33.1");
+}
+
+#[tokio::test]
+async fn an_unreachable_api_is_an_unhealthy_cluster_and_a_retryable_start_error() {
+    let (tx, _rx) = unbounded_channel();
+    let b = KubeBackend::new(config(Scheduler::Default), fake::unreachable_client(), tx);
+    let err = b.health().await.unwrap_err();
+    assert!(matches!(err, KubeError::Unreachable(_)), "{err:?}");
+    let start = b.start(&launch("run-9/0/0/0/1", "ads")).await;
+    assert!(matches!(start, Err(BackendError::Unreachable { .. })), "{start:?}");
+}
+
+#[tokio::test]
+async fn capacity_comes_from_the_node_lists_allocatable() {
+    let (b, state, _rx) = backend(Scheduler::Default);
+    state.lock().unwrap().nodes = vec![
+        json!({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "3920m", "memory": "16318040Ki", "nvidia.com/gpu": "2"}}}),
+        json!({"metadata": {"name": "n2"}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi"}}}),
+        json!({"metadata": {"name": "cordoned"}, "spec": {"unschedulable": true}, "status": {"allocatable": {"cpu": "4"}}}),
+    ];
+    let nodes = b.nodes().await.unwrap();
+    assert_eq!(nodes.len(), 2, "an unschedulable node is not capacity");
+    assert_eq!(nodes[0].name, "n1");
+    assert_eq!(nodes[0].resources, weir_model::Resources { cpu: 3920, memory: 15935, gpu: 2 });
+    assert_eq!(nodes[1].resources, weir_model::Resources { cpu: 4000, memory: 8192, gpu: 0 });
+}
