@@ -59,6 +59,8 @@ impl WorkerSettings {
     pub fn backend_kind(&self, cluster: &str) -> &'static str {
         match self.backends.get(cluster) {
             Some(BackendSettings::Slurm { .. }) => "slurm",
+            #[cfg(feature = "kubernetes")]
+            Some(BackendSettings::Kubernetes { .. }) => "kubernetes",
             Some(BackendSettings::Local { .. }) | None => "local",
         }
     }
