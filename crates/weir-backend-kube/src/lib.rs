@@ -354,6 +354,25 @@ impl Backend for KubeBackend {
         KIND
     }
 
+    fn health(&self) -> BoxFuture<'_, weir_backend::BackendHealth> {
+        Box::pin(async {
+            match KubeBackend::health(self).await {
+                Ok(version) => {
+                    // The node count is extra: a service account that may not list nodes is
+                    // still a healthy backend.
+                    let nodes = self.nodes().await.ok().map(|n| n.len() as u64);
+                    weir_backend::BackendHealth { healthy: true, version, nodes, error: None }
+                }
+                Err(e) => weir_backend::BackendHealth {
+                    healthy: false,
+                    version: String::new(),
+                    nodes: None,
+                    error: Some(e.to_string()),
+                },
+            }
+        })
+    }
+
     fn start<'a>(&'a self, launch: &'a TaskLaunch) -> BoxFuture<'a, Result<Launched, BackendError>> {
         // The worker passes the task's weir queue in its environment (as to every backend).
         Box::pin(self.start_in(launch, launch.env.get("WEIR_QUEUE").map(String::as_str)))

@@ -253,3 +253,21 @@ async fn capacity_comes_from_the_node_lists_allocatable() {
     assert_eq!(nodes[0].resources, weir_model::Resources { cpu: 3920, memory: 15935, gpu: 2 });
     assert_eq!(nodes[1].resources, weir_model::Resources { cpu: 4000, memory: 8192, gpu: 0 });
 }
+
+/// What the server publishes for the Clusters page and `GET /v1/clusters` (`Backend::health`).
+#[tokio::test]
+async fn the_servers_health_view_carries_version_nodes_and_the_reason() {
+    let (b, state, _rx) = backend(Scheduler::Default);
+    state.lock().unwrap().nodes =
+        vec![json!({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}})];
+    let h = Backend::health(&b).await;
+    assert_eq!((h.healthy, h.version.as_str(), h.nodes, h.error), (true, "v1.33.1", Some(1), None));
+    let (client, _state) = fake::client(&["default"]);
+    let (tx, _rx) = unbounded_channel();
+    let missing = KubeBackend::new(config(Scheduler::Default), client, tx);
+    let h = Backend::health(&missing).await;
+    assert!(
+        !h.healthy && h.error.as_deref() == Some("namespace \"batch\" does not exist (backend.namespace)"),
+        "{h:?}"
+    );
+}
