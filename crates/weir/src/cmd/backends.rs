@@ -50,6 +50,19 @@ pub fn run(a: &BackendsArgs) -> Result<bool> {
                     Err(e) => ("unhealthy", String::new(), "-".into(), e.to_string()),
                 }
             }),
+            #[cfg(feature = "kubernetes")]
+            Some(BackendSettings::Kubernetes { config: kube, .. }) => rt.block_on(async {
+                let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+                match weir_backend_kube::KubeBackend::connect((**kube).clone(), tx).await {
+                    Ok(b) => {
+                        let h = weir_backend::Backend::health(&b).await;
+                        let state = if h.healthy { "healthy" } else { "unhealthy" };
+                        let nodes = h.nodes.map_or_else(|| "-".into(), |n| n.to_string());
+                        (state, h.version, nodes, h.error.unwrap_or_default())
+                    }
+                    Err(e) => ("unhealthy", String::new(), "-".into(), e.to_string()),
+                }
+            }),
             _ => {
                 let nodes = weir_model::ClusterConfig::from_yaml(&source.file, &source.yaml)
                     .map(|c| c.nodes.iter().map(|g| u64::from(g.count)).sum::<u64>().to_string())
@@ -59,6 +72,8 @@ pub fn run(a: &BackendsArgs) -> Result<bool> {
         };
         let kind = match config.backends.get(&source.name) {
             Some(BackendSettings::Slurm { .. }) => "slurm",
+            #[cfg(feature = "kubernetes")]
+            Some(BackendSettings::Kubernetes { .. }) => "kubernetes",
             _ => "local",
         };
         all_healthy &= row.0 == "healthy";

@@ -73,6 +73,12 @@ struct BackendEntry {
     tag: Option<String>,
     shared_dir: Option<PathBuf>,
     when_unhealthy: Option<WhenUnhealthyEntry>,
+    // kubernetes (`poll_interval_ms`, `queues`, `kill_grace_seconds` and `shared_dir` too)
+    namespace: Option<String>,
+    image: Option<String>,
+    scheduler: Option<String>,
+    default_queue: Option<String>,
+    gang: Option<bool>,
     /// `from_backend`: the cluster's nodes are read from the backend at start.
     nodes: Option<NodesEntry>,
 }
@@ -83,13 +89,15 @@ enum NodesEntry {
     FromBackend,
 }
 
-/// Backend kinds; `spark` and `kubernetes` are for later releases.
+/// Backend kinds; `spark` is for a later release. `kubernetes` needs a weir built with the
+/// `kubernetes` cargo feature.
 #[derive(Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 enum BackendKind {
     #[default]
     Local,
     Slurm,
+    Kubernetes,
 }
 
 /// What a submission to a cluster whose backend is unhealthy gets: kept waiting in the store
@@ -113,6 +121,8 @@ enum PlacementEntry {
 struct SlurmQueueEntry {
     partition: Option<String>,
     qos: Option<String>,
+    /// kubernetes: the Kueue LocalQueue or YuniKorn queue.
+    queue: Option<String>,
 }
 
 /// The checked file: paths resolved against the file's folder, cluster files read.
@@ -212,6 +222,34 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
             Err(e) => problem(format!("{at}.file"), format!("cannot read {}: {e}", cluster_file.display())),
         }
         let kill_grace = c.backend.kill_grace_seconds.map(Duration::from_secs);
+        if c.backend.kind == BackendKind::Kubernetes {
+            let at = format!("{at}.backend");
+            if let Some(settings) = kube::settings(&c.backend, &at, &mut problem) {
+                #[cfg(feature = "kubernetes")]
+                backends.insert(
+                    c.name.clone(),
+                    BackendSettings::Kubernetes {
+                        config: Box::new(settings),
+                        kill_grace,
+                        shared_dir: c.backend.shared_dir.as_deref().map(resolve),
+                    },
+                );
+                #[cfg(not(feature = "kubernetes"))]
+                let () = settings;
+            }
+            continue;
+        }
+        for (field, set) in kube::fields(&c.backend) {
+            if set {
+                problem(
+                    format!("{at}.backend.{field}"),
+                    format!(
+                        "is a kubernetes backend's field (this backend is `kind: {}`)",
+                        c.backend.kind.name()
+                    ),
+                );
+            }
+        }
         if c.backend.kind == BackendKind::Slurm {
             let at = format!("{at}.backend");
             if c.backend.state_dir.is_some() {
@@ -355,6 +393,175 @@ fn slurm_fields(b: &BackendEntry) -> [(&'static str, bool); 16] {
     ]
 }
 
+impl BackendKind {
+    fn name(&self) -> &'static str {
+        match self {
+            BackendKind::Local => "local",
+            BackendKind::Slurm => "slurm",
+            BackendKind::Kubernetes => "kubernetes",
+        }
+    }
+}
+
+/// `kind: kubernetes` entries (the backend itself is behind the `kubernetes` cargo feature).
+mod kube {
+    use super::BackendEntry;
+
+    /// The fields only a kubernetes backend has.
+    pub(super) fn fields(b: &BackendEntry) -> [(&'static str, bool); 5] {
+        [
+            ("namespace", b.namespace.is_some()),
+            ("image", b.image.is_some()),
+            ("scheduler", b.scheduler.is_some()),
+            ("default_queue", b.default_queue.is_some()),
+            ("gang", b.gang.is_some()),
+        ]
+    }
+
+    #[cfg(feature = "kubernetes")]
+    pub(super) type Settings = weir_backend_kube::KubeConfig;
+    #[cfg(not(feature = "kubernetes"))]
+    pub(super) type Settings = ();
+
+    /// Checks a `kind: kubernetes` entry; problems are named under `at`. Nothing is contacted
+    /// here: an API server that does not answer or a missing namespace is found at start.
+    pub(super) fn settings(
+        b: &BackendEntry,
+        at: &str,
+        problem: &mut dyn FnMut(String, String),
+    ) -> Option<Settings> {
+        let mut ok = true;
+        for (field, set) in [
+            ("url", b.url.is_some()),
+            ("user", b.user.is_some()),
+            ("jwt_key", b.jwt_key.is_some()),
+            ("jwt_lifespan_seconds", b.jwt_lifespan_seconds.is_some()),
+            ("token_file", b.token_file.is_some()),
+            ("token_env", b.token_env.is_some()),
+            ("placement", b.placement.is_some()),
+            ("partition", b.partition.is_some()),
+            ("qos", b.qos.is_some()),
+            ("default_time_limit_seconds", b.default_time_limit_seconds.is_some()),
+            ("tag", b.tag.is_some()),
+            ("state_dir", b.state_dir.is_some()),
+            ("when_unhealthy", b.when_unhealthy.is_some()),
+            ("nodes", b.nodes.is_some()),
+        ] {
+            if set {
+                problem(format!("{at}.{field}"), "is not a kubernetes backend's field (the client configuration comes from the kubeconfig or the pod's service account)".into());
+                ok = false;
+            }
+        }
+        let namespace = required(
+            b.namespace.as_deref(),
+            &format!("{at}.namespace"),
+            "the namespace the Jobs go to",
+            problem,
+        );
+        let image =
+            required(b.image.as_deref(), &format!("{at}.image"), "the container image tasks run in", problem);
+        let scheduler = b.scheduler.as_deref().unwrap_or("default");
+        if !matches!(scheduler, "default" | "kueue" | "yunikorn") {
+            problem(format!("{at}.scheduler"), format!("`{scheduler}`: one of default, kueue, yunikorn"));
+            ok = false;
+        }
+        if b.gang == Some(true) && scheduler != "yunikorn" {
+            problem(
+                format!("{at}.gang"),
+                "gangs are reserved through YuniKorn's task groups: needs `scheduler: yunikorn`".into(),
+            );
+            ok = false;
+        }
+        if b.poll_interval_ms == Some(0) {
+            problem(format!("{at}.poll_interval_ms"), "0: give the interval between two status reads".into());
+            ok = false;
+        }
+        let mut queues = std::collections::BTreeMap::new();
+        for (weir_queue, q) in &b.queues {
+            if q.partition.is_some() || q.qos.is_some() {
+                problem(
+                    format!("{at}.queues.{weir_queue}"),
+                    "partition and qos are Slurm's: give `queue` (the Kueue LocalQueue or YuniKorn queue)"
+                        .into(),
+                );
+                ok = false;
+            }
+            match &q.queue {
+                Some(name) => {
+                    queues.insert(weir_queue.clone(), name.clone());
+                }
+                None => {
+                    problem(
+                        format!("{at}.queues.{weir_queue}.queue"),
+                        "missing: the Kueue LocalQueue or YuniKorn queue".into(),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        let (Some(namespace), Some(image), true) = (namespace, image, ok) else { return None };
+        build(namespace, image, scheduler, queues, b, at, problem)
+    }
+
+    fn required(
+        v: Option<&str>,
+        at: &str,
+        what: &str,
+        problem: &mut dyn FnMut(String, String),
+    ) -> Option<String> {
+        match v {
+            Some(s) if !s.trim().is_empty() => Some(s.to_string()),
+            _ => {
+                problem(at.to_string(), format!("missing: {what}"));
+                None
+            }
+        }
+    }
+
+    #[cfg(feature = "kubernetes")]
+    fn build(
+        namespace: String,
+        image: String,
+        scheduler: &str,
+        queues: std::collections::BTreeMap<String, String>,
+        b: &BackendEntry,
+        _at: &str,
+        _problem: &mut dyn FnMut(String, String),
+    ) -> Option<Settings> {
+        use weir_backend_kube::Scheduler;
+        Some(weir_backend_kube::KubeConfig {
+            namespace,
+            image,
+            scheduler: match scheduler {
+                "kueue" => Scheduler::Kueue,
+                "yunikorn" => Scheduler::Yunikorn,
+                _ => Scheduler::Default,
+            },
+            queues,
+            default_queue: b.default_queue.clone(),
+            gang: b.gang.unwrap_or(false),
+            poll_ms: b.poll_interval_ms.unwrap_or(2000),
+        })
+    }
+
+    #[cfg(not(feature = "kubernetes"))]
+    fn build(
+        _namespace: String,
+        _image: String,
+        _scheduler: &str,
+        _queues: std::collections::BTreeMap<String, String>,
+        _b: &BackendEntry,
+        at: &str,
+        problem: &mut dyn FnMut(String, String),
+    ) -> Option<Settings> {
+        problem(
+            format!("{at}.kind"),
+            "`kubernetes`: this weir was built without the Kubernetes backend; build it with `cargo build --release --features kubernetes`".into(),
+        );
+        None
+    }
+}
+
 /// A `kind: slurm` entry checked into the backend's settings; problems are named under `at`.
 /// Nothing is contacted here: a Slurm that is down or refuses the key is found at start and
 /// reported by the cluster's worker.
@@ -428,6 +635,13 @@ fn slurm_settings(
     for (q, e) in &b.queues {
         if !q.starts_with("root.") {
             problem(format!("{at}.queues.{q}"), "name a leaf queue by its full path (root.…)".into());
+            ok = false;
+        }
+        if e.queue.is_some() {
+            problem(
+                format!("{at}.queues.{q}.queue"),
+                "is a kubernetes backend's field: give partition and qos".into(),
+            );
             ok = false;
         }
         queues.insert(q.clone(), SlurmQueue { partition: e.partition.clone(), qos: e.qos.clone() });

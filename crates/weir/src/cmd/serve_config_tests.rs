@@ -210,3 +210,57 @@ clusters:
     let p = problems(shape, &dir);
     assert!(p[0].starts_with("clusters[0].backend.placement: unknown variant `anywhere`"), "{p:?}");
 }
+
+/// `kind: kubernetes`: its own fields, checked by name; the backend itself only in a weir built
+/// with the `kubernetes` feature, and a weir without it says how to get it.
+#[test]
+fn kubernetes_entries_are_checked_by_field() {
+    let dir = scratch("kube");
+    let text = "version: 1
+clusters:
+  - name: k8s
+    file: clusters/a.yaml
+    backend:
+      kind: kubernetes
+      namespace: batch
+      image: python:3.12-slim
+      scheduler: kueue
+      queues: {root.default: {queue: team-a}}
+      poll_interval_ms: 500
+";
+    let parsed = parse("server.yaml", text, &dir);
+    #[cfg(feature = "kubernetes")]
+    {
+        let c = parsed.unwrap();
+        let BackendSettings::Kubernetes { config, .. } = &c.backends["k8s"] else {
+            panic!("{:?}", c.backends["k8s"])
+        };
+        assert_eq!((config.namespace.as_str(), config.poll_ms), ("batch", 500));
+        assert_eq!(config.scheduler, weir_backend_kube::Scheduler::Kueue);
+        assert_eq!(config.queues["root.default"], "team-a");
+    }
+    #[cfg(not(feature = "kubernetes"))]
+    {
+        let err = parsed.unwrap_err().to_string();
+        assert!(err.contains("clusters[0].backend.kind") && err.contains("--features kubernetes"), "{err}");
+    }
+    let bad = "version: 1
+clusters:
+  - {name: a, file: clusters/a.yaml, backend: {kind: kubernetes, scheduler: volcano, gang: true, url: 'http://x', queues: {root.default: {partition: p}}}}
+  - {name: b, file: clusters/b.yaml, backend: {namespace: batch}}
+  - {name: c, file: clusters/b.yaml, backend: {kind: slurm, url: 'http://h:1', user: u, jwt_key: k, queues: {root.default: {queue: q}}}}
+";
+    let err = parse("server.yaml", bad, &dir).unwrap_err().to_string();
+    for expected in [
+        "clusters[0].backend.namespace: missing",
+        "clusters[0].backend.image: missing",
+        "clusters[0].backend.scheduler: `volcano`: one of default, kueue, yunikorn",
+        "clusters[0].backend.gang: gangs are reserved through YuniKorn's task groups",
+        "clusters[0].backend.url: is not a kubernetes backend's field",
+        "clusters[0].backend.queues.root.default: partition and qos are Slurm's",
+        "clusters[1].backend.namespace: is a kubernetes backend's field (this backend is `kind: local`)",
+        "clusters[2].backend.queues.root.default.queue: is a kubernetes backend's field",
+    ] {
+        assert!(err.contains(expected), "missing `{expected}` in:\n{err}");
+    }
+}
