@@ -50,10 +50,38 @@ impl Engine {
             self.make_runnable(slot);
         } else {
             let key = self.promotion_key(slot);
-            self.queues[leaf as usize].waiting.insert((key, slot));
+            let l = &mut self.queues[leaf as usize];
+            let mine = l.waiting.entry(user).or_default();
+            if let Some(&head) = mine.first() {
+                if (key, slot) < head {
+                    l.waiting_heads.remove(&head);
+                    l.waiting_heads.insert((key, slot));
+                }
+            } else {
+                l.waiting_heads.insert((key, slot));
+            }
+            mine.insert((key, slot));
             let path: Vec<QueueIx> = self.path_up(leaf).collect();
             for q in path {
                 self.queues[q as usize].waiting_apps += 1;
+            }
+        }
+    }
+
+    /// Take a waiting job out of its leaf's waiting sets (not out of `waiting_apps`).
+    fn unwait(&mut self, slot: JobSlot, key: PromotionKey) {
+        let (leaf, user) = (self.job(slot).leaf, self.job(slot).user);
+        let l = &mut self.queues[leaf as usize];
+        let Some(mine) = l.waiting.get_mut(&user) else { return };
+        mine.remove(&(key, slot));
+        if l.waiting_heads.remove(&(key, slot)) {
+            match mine.first() {
+                Some(&next) => {
+                    l.waiting_heads.insert(next);
+                }
+                None => {
+                    l.waiting.remove(&user);
+                }
             }
         }
     }
@@ -87,7 +115,7 @@ impl Engine {
         let (leaf, user, state) = (self.job(slot).leaf, self.job(slot).user, self.job(slot).state);
         if state == JobState::Waiting {
             let key = self.promotion_key(slot);
-            self.queues[leaf as usize].waiting.remove(&(key, slot));
+            self.unwait(slot, key);
             let path: Vec<QueueIx> = self.path_up(leaf).collect();
             for q in path {
                 self.queues[q as usize].waiting_apps -= 1;
@@ -141,7 +169,7 @@ impl Engine {
                 if l.waiting.is_empty() || self.full_queue_on_path(leaf).is_some() {
                     continue;
                 }
-                let first = l.waiting.iter().find(|(_, s)| !self.user_full(self.job(*s).user));
+                let first = l.waiting_heads.iter().find(|(_, s)| !self.user_full(self.job(*s).user));
                 if let Some(&(k, s)) = first {
                     if best.is_none_or(|(bk, _)| k < bk) {
                         best = Some((k, s));
@@ -150,7 +178,7 @@ impl Engine {
             }
             let Some((key, slot)) = best else { return };
             let leaf = self.job(slot).leaf;
-            self.queues[leaf as usize].waiting.remove(&(key, slot));
+            self.unwait(slot, key);
             let path: Vec<QueueIx> = self.path_up(leaf).collect();
             for q in path {
                 self.queues[q as usize].waiting_apps -= 1;

@@ -2,7 +2,7 @@
 //! `placement.rs`, running-app limits in `admission.rs`, preemption in `preemption.rs`.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, VecDeque};
 
 use weir_model::{ClusterConfig, Mode, NodeGroup, QueuePath, Resources, Time};
 
@@ -149,7 +149,8 @@ impl Engine {
                 runnable: BTreeSet::new(),
                 split: Default::default(),
                 holding: BTreeSet::new(),
-                waiting: BTreeSet::new(),
+                waiting: BTreeMap::new(),
+                waiting_heads: BTreeSet::new(),
                 steady: Resources::ZERO,
                 instantaneous: Resources::ZERO,
                 ready: BTreeSet::new(),

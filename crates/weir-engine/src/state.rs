@@ -117,8 +117,12 @@ pub(crate) struct Queue {
     /// Leaves only: the runnable jobs that hold containers (whose starvation can change with
     /// their share even while it stays above zero).
     pub holding: BTreeSet<JobSlot>,
-    /// Leaves only: jobs waiting for a running-app slot, in promotion order.
-    pub waiting: BTreeSet<(PromotionKey, JobSlot)>,
+    /// Leaves only: jobs waiting for a running-app slot, by user, each in promotion order.
+    pub waiting: BTreeMap<u32, BTreeSet<(PromotionKey, JobSlot)>>,
+    /// Leaves only: each waiting user's first job of `waiting`, in promotion order. The leaf's
+    /// next promotion is the first head whose user is below the user limit, so a user at its
+    /// limit with thousands of waiting jobs costs one skipped head, not thousands.
+    pub waiting_heads: BTreeSet<(PromotionKey, JobSlot)>,
     pub steady: Resources,
     pub instantaneous: Resources,
     /// Leaves only: runnable jobs with pending containers whose next container is not an AM,

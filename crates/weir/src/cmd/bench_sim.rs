@@ -47,6 +47,14 @@ pub struct SimBench {
     /// --backlog: how gangs wait (none: placeholders; easy: EASY backfilling).
     #[arg(long, default_value = "none", value_name = "none|easy", requires = "backlog")]
     backfill: String,
+    /// --backlog: instead of the SWF mix, one user at `user_max_running_apps: 1` on one 8-core
+    /// node, submitting a one-task 20 s job every second, so the user's waiting jobs pile up and
+    /// every job end promotes the next one.
+    #[arg(long, requires = "backlog")]
+    user_limit: bool,
+    /// --user-limit: simulated hours (jobs arrive for all of them; the run stops there).
+    #[arg(long, default_value_t = 16, requires = "user_limit")]
+    hours: u64,
 }
 
 const NODE_MEMORY: u64 = 512 * 1024;
@@ -150,6 +158,9 @@ fn backlog(a: &SimBench) -> Result<()> {
     if !(a.load.is_finite() && a.load > 0.0) || a.jobs == 0 {
         bail!("--load must be a positive number and --jobs at least 1");
     }
+    if a.user_limit {
+        return user_limit(a);
+    }
     const NODES: u32 = 128;
     let backfill = match a.backfill.as_str() {
         "none" | "easy" => a.backfill.as_str(),
@@ -221,6 +232,67 @@ queues:
         s.runs_completed,
         s.tasks_completed,
         s.utilization.cpu * 100.0
+    )?;
+    finish(out, s.events, wall, rate)
+}
+
+/// `--backlog --user-limit`: one user's jobs wait behind `user_max_running_apps: 1`.
+fn user_limit(a: &SimBench) -> Result<()> {
+    if a.hours == 0 {
+        bail!("--hours must be at least 1");
+    }
+    let yaml = "version: 1
+scheduler: {mode: fair, user_max_running_apps: 1}
+nodes:
+  - {count: 1, resources: {cpu: 8000, memory: 16384}}
+queues:
+  - {name: default, policy: fifo}
+";
+    let cluster = ClusterConfig::from_yaml("bench cluster", yaml)?;
+    let seconds = a.hours * 3600;
+    let mut text = String::new();
+    for i in 0..seconds {
+        // SWF: id, submit, wait, run time, processors, ..., status 1, user 1, group 1.
+        writeln!(text, "{} {i} -1 20 1 -1 -1 1 -1 -1 1 1 1 -1 -1 -1 -1 -1", i + 1)?;
+    }
+    let options = ImportOptions { seed: a.seed, swf_memory: 1024, ..ImportOptions::default() };
+    let imported = import::import(TraceKind::Swf, "user-limit.swf", text.as_bytes(), &options)?;
+    let config = SimConfig {
+        seed: a.seed,
+        check_invariants: false,
+        am: None,
+        until: Some(weir_model::Time(seconds * 1000)),
+        ..SimConfig::default()
+    };
+    let t = Instant::now();
+    let mut sim = Simulation::new(cluster, imported.workload, config)?;
+    let mut steps = 0u64;
+    let mut deepest = 0u32;
+    while sim.step()? {
+        steps += 1;
+        if steps.is_multiple_of(256) {
+            deepest = deepest.max(sim.engine().queue_stat(1).waiting_apps);
+        }
+        if steps.is_multiple_of(4096) {
+            drop(sim.take_usage_rows());
+        }
+    }
+    let outcome = sim.finish()?;
+    let wall = t.elapsed().as_secs_f64();
+    let s = &outcome.summary;
+    let rate = s.events as f64 / wall.max(1e-9);
+    let mut out = String::new();
+    writeln!(
+        out,
+        "weir bench sim --backlog --user-limit — one user at user_max_running_apps 1 on one 8-core node, \
+         a one-task 20 s job every second for {} h, seed {}",
+        a.hours, a.seed
+    )?;
+    writeln!(
+        out,
+        "simulated {:.1} h: {} runs completed, at most {deepest} jobs waiting",
+        s.simulated_seconds / 3600.0,
+        s.runs_completed
     )?;
     finish(out, s.events, wall, rate)
 }
