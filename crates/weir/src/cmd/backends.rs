@@ -32,11 +32,7 @@ pub fn run(a: &BackendsArgs) -> Result<bool> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let mut out = String::new();
     let mut all_healthy = true;
-    writeln!(
-        out,
-        "{:<16} {:<6} {:<9} {:<24} {:>5}  last error",
-        "cluster", "kind", "health", "version", "nodes"
-    )?;
+    header(&mut out)?;
     for source in &config.clusters {
         let row = match config.backends.get(&source.name) {
             Some(BackendSettings::Slurm { config: slurm, .. }) => rt.block_on(async {
@@ -91,11 +87,7 @@ fn from_server(a: &BackendsArgs) -> Result<bool> {
         rt.block_on(client.send(client.request(reqwest::Method::GET, "/v1/clusters")))?;
     let mut out = String::new();
     let mut all_healthy = true;
-    writeln!(
-        out,
-        "{:<16} {:<6} {:<9} {:<24} {:>5}  last error",
-        "cluster", "kind", "health", "version", "nodes"
-    )?;
+    header(&mut out)?;
     for c in &list.clusters {
         let Some(b) = &c.backend else {
             all_healthy = false;
@@ -123,4 +115,13 @@ fn from_server(a: &BackendsArgs) -> Result<bool> {
     }
     emit(&out)?;
     Ok(all_healthy)
+}
+
+/// The table's first line, the same for both views.
+fn header(out: &mut String) -> std::fmt::Result {
+    writeln!(
+        out,
+        "{:<16} {:<6} {:<9} {:<24} {:>5}  last error",
+        "cluster", "kind", "health", "version", "nodes"
+    )
 }

@@ -431,22 +431,13 @@ mod kube {
         problem: &mut dyn FnMut(String, String),
     ) -> Option<Settings> {
         let mut ok = true;
-        for (field, set) in [
-            ("url", b.url.is_some()),
-            ("user", b.user.is_some()),
-            ("jwt_key", b.jwt_key.is_some()),
-            ("jwt_lifespan_seconds", b.jwt_lifespan_seconds.is_some()),
-            ("token_file", b.token_file.is_some()),
-            ("token_env", b.token_env.is_some()),
-            ("placement", b.placement.is_some()),
-            ("partition", b.partition.is_some()),
-            ("qos", b.qos.is_some()),
-            ("default_time_limit_seconds", b.default_time_limit_seconds.is_some()),
-            ("tag", b.tag.is_some()),
-            ("state_dir", b.state_dir.is_some()),
-            ("when_unhealthy", b.when_unhealthy.is_some()),
-            ("nodes", b.nodes.is_some()),
-        ] {
+        // Slurm's fields, less those both kinds have; and a local backend's state folder.
+        let shared = ["queues", "poll_interval_ms", "shared_dir"];
+        for (field, set) in super::slurm_fields(b)
+            .into_iter()
+            .filter(|(f, _)| !shared.contains(f))
+            .chain([("state_dir", b.state_dir.is_some())])
+        {
             if set {
                 problem(format!("{at}.{field}"), "is not a kubernetes backend's field (the client configuration comes from the kubeconfig or the pod's service account)".into());
                 ok = false;
