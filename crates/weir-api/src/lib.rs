@@ -414,6 +414,14 @@ pub struct BackendInfo {
     pub nodes: Option<u64>,
     /// When it was last checked, milliseconds since the Unix epoch.
     pub checked_ms: i64,
+    /// A cluster whose nodes come from its backend (`nodes: from_backend`): the nodes weir's
+    /// engine counts now, by the target's names (refreshed while the server runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_names: Vec<String>,
+    /// … and the nodes it counted before that are gone or unusable now, as `name (state)`
+    /// (`n3 (idle+drain)`, `n4 (gone)`); their tasks were lost and rescheduled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes_gone: Vec<String>,
 }
 
 /// One entry of the audit log (`GET /v1/audit`).

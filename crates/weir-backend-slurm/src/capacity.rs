@@ -55,17 +55,42 @@ fn node(v: &Value) -> Option<SlurmNode> {
     let memory = v.get("real_memory").and_then(Value::as_u64).unwrap_or(0);
     let gpus =
         v.get("gres").and_then(Value::as_str).map(|g| g.split(',').filter_map(gpu_count).sum()).unwrap_or(0);
-    let state = match v.get("state") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("+"),
-        _ => String::new(),
-    };
+    // v0.0.38 gives the base state (`idle`) and its flags (`state_flags: ["DRAIN"]`) apart;
+    // v0.0.40 and later one list (`state: ["IDLE", "DRAIN"]`). Both read `idle+drain`.
+    let mut words: Vec<String> = Vec::new();
+    for field in ["state", "state_flags"] {
+        match v.get(field) {
+            Some(Value::String(s)) => words.push(s.to_ascii_lowercase()),
+            Some(Value::Array(a)) => {
+                words.extend(a.iter().filter_map(Value::as_str).map(str::to_ascii_lowercase))
+            }
+            _ => {}
+        }
+    }
+    let state = words.join("+");
     let partitions = v
         .get("partitions")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
         .unwrap_or_default();
     Some(SlurmNode { name, cpu_millicores: cpus * 1000, memory_mib: memory, gpus, state, partitions })
+}
+
+/// Slurm's release from an answer's `meta`: `meta.Slurm.release` in v0.0.38,
+/// `meta.slurm.release` from v0.0.40 on.
+fn release_of(v: &Value) -> String {
+    ["/meta/Slurm/release", "/meta/slurm/release"]
+        .iter()
+        .find_map(|p| v.pointer(p).and_then(Value::as_str))
+        .unwrap_or("?")
+        .to_string()
+}
+
+/// Whether one `pings` entry says slurmctld answered: `ping: "UP"` (v0.0.38), `pinged: "UP"`
+/// (v0.0.40+) or `responding: true` (v0.0.43+, where `pinged` is deprecated).
+fn pinged(p: &Value) -> bool {
+    p.get("responding").and_then(Value::as_bool) == Some(true)
+        || ["ping", "pinged"].iter().any(|k| p.get(*k).and_then(Value::as_str) == Some("UP"))
 }
 
 /// `gpu:4`, `gpu:a100:4`, `gpu:a100:4(S:0-1)` → 4.
@@ -80,11 +105,8 @@ fn gpu_count(gres: &str) -> Option<u64> {
 pub(crate) async fn health(rest: &Rest, last_error: Option<String>) -> Health {
     let release = match rest.get("/ping").await {
         Ok(v) => {
-            let release = v.pointer("/meta/Slurm/release").and_then(Value::as_str).unwrap_or("?").to_string();
-            let up = v
-                .get("pings")
-                .and_then(Value::as_array)
-                .is_some_and(|p| p.iter().any(|x| x.get("ping").and_then(Value::as_str) == Some("UP")));
+            let release = release_of(&v);
+            let up = v.get("pings").and_then(Value::as_array).is_some_and(|p| p.iter().any(pinged));
             if !up {
                 return Health {
                     healthy: false,
@@ -121,6 +143,42 @@ pub(crate) async fn health(rest: &Rest, last_error: Option<String>) -> Health {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_drained_node_is_not_usable_in_either_shape() {
+        // v0.0.38 (Slurm 22.05, as the local slurmrestd answers for `scontrol update
+        // state=drain`): base state and flags apart.
+        let old = serde_json::json!({"name": "n1", "cpus": 8, "real_memory": 4096,
+            "state": "idle", "state_flags": ["DRAIN"]});
+        let n = node(&old).unwrap();
+        assert_eq!(n.state, "idle+drain");
+        assert!(!n.is_usable());
+        // v0.0.40+: one list of flags (SchedMD's v0.0.40 `node.state`, an array of strings).
+        let new = serde_json::json!({"name": "n2", "cpus": 4, "real_memory": 1024,
+            "state": ["DOWN", "NOT_RESPONDING"]});
+        assert!(!node(&new).unwrap().is_usable());
+        let idle = serde_json::json!({"name": "n3", "cpus": 4, "state": ["IDLE"]});
+        assert!(node(&idle).unwrap().is_usable());
+    }
+
+    #[test]
+    fn ping_answers_of_every_spoken_version_are_read() {
+        // v0.0.38 as the local slurmrestd (Slurm 22.05) answers it.
+        let old = serde_json::json!({"meta": {"Slurm": {"release": "22.05.8"}},
+            "pings": [{"hostname": "h", "ping": "UP", "status": 0, "mode": "primary"}]});
+        assert_eq!(
+            (release_of(&old), old["pings"].as_array().unwrap().iter().any(pinged)),
+            ("22.05.8".into(), true)
+        );
+        // v0.0.41's `controller_ping` (`pinged`), v0.0.43's (`responding`, `pinged`
+        // deprecated), `meta.slurm.release`: the OpenAPI documents of those releases.
+        let v41 = serde_json::json!({"meta": {"slurm": {"release": "24.05.1"}},
+            "pings": [{"hostname": "h", "pinged": "UP", "latency": 120, "mode": "primary"}]});
+        assert_eq!(release_of(&v41), "24.05.1");
+        assert!(pinged(&v41["pings"][0]));
+        assert!(pinged(&serde_json::json!({"hostname": "h", "responding": true})));
+        assert!(!pinged(&serde_json::json!({"hostname": "h", "responding": false, "pinged": "DOWN"})));
+    }
 
     #[test]
     fn gpu_counts_are_read_from_gres() {

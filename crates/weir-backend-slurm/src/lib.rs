@@ -86,12 +86,6 @@ impl SlurmBackend {
         let mut rest = Rest::new(&config)?;
         let url = config.url.clone();
         rest.negotiate().await?;
-        if config.placement == Placement::Weir && rest.version.as_str() == "v0.0.38" {
-            return Err(SlurmError::Config {
-                field: "placement",
-                message: "`weir` needs a slurmrestd that can pin a job to a node (required_nodes, API v0.0.39 or later); this one serves v0.0.38: use `placement: backend`".into(),
-            });
-        }
         // The OpenAPI document is served without checking the token; a ping is not. slurmctld
         // answers a bad token with an unspecified error, so the usual causes are named here.
         rest.get("/ping").await.map_err(|e| match e {
@@ -181,7 +175,7 @@ impl SlurmBackend {
                 })?;
             }
         }
-        let body = job_body(&self.inner.config, launch);
+        let body = job_body(&self.inner.config, &self.inner.rest.version, launch);
         let answer = match self.inner.rest.submit(&body).await {
             Ok(a) => a,
             // A 200 whose `errors` is not empty is a failure: whatever job came back is cancelled.
@@ -404,37 +398,83 @@ fn comment(config: &SlurmConfig, attempt: &AttemptId) -> String {
     format!("weir-attempt {}:{attempt}", config.tag)
 }
 
-/// The `POST /job/submit` body of one attempt.
-fn job_body(config: &SlurmConfig, launch: &TaskLaunch) -> Value {
+/// The `POST /job/submit` body of one attempt, in the shape API `version` reads.
+///
+/// v0.0.38 (Slurm 22.05, `v0.0.38_job_properties`): `environment` an object, `nodes` a
+/// `[min, max]` pair, `time_limit` and `memory_per_node` plain numbers, GPUs as `gres`, the node
+/// of `placement: weir` as `nodelist` (not in that version's OpenAPI document, but its parser
+/// takes it: slurmctld then shows the job's `ReqNodeList`; `required_nodes` is refused there as
+/// a "Disabled key"). v0.0.40 and later (`job_desc_msg` of SchedMD's OpenAPI documents for
+/// v0.0.41 to v0.0.45): `environment` a list of `K=V`, `minimum_nodes`/`maximum_nodes`,
+/// `time_limit` and `memory_per_node` as `{set, infinite, number}`, GPUs as `tres_per_node`
+/// (`gres` is ignored there), the node as `required_nodes` (a list), the script in the job.
+fn job_body(config: &SlurmConfig, version: &str, launch: &TaskLaunch) -> Value {
     let r = launch.resources;
-    let mut env = serde_json::Map::new();
-    for (k, v) in [("PATH", "/usr/local/bin:/usr/bin:/bin"), ("LANG", "C.UTF-8")] {
-        env.insert(k.into(), json!(v));
-    }
-    env.insert("WEIR_CPU_MILLICORES".into(), json!(r.cpu.to_string()));
-    env.insert("WEIR_MEMORY_MIB".into(), json!(r.memory.to_string()));
-    env.insert("WEIR_GPUS".into(), json!(r.gpu.to_string()));
+    let mut env: Vec<(String, String)> = Vec::new();
+    let mut set = |k: &str, v: String| match env.iter_mut().find(|(key, _)| key == k) {
+        Some(e) => e.1 = v,
+        None => env.push((k.to_string(), v)),
+    };
+    set("PATH", "/usr/local/bin:/usr/bin:/bin".into());
+    set("LANG", "C.UTF-8".into());
+    set("WEIR_CPU_MILLICORES", r.cpu.to_string());
+    set("WEIR_MEMORY_MIB", r.memory.to_string());
+    set("WEIR_GPUS", r.gpu.to_string());
     for (k, v) in &launch.env {
-        env.insert(k.clone(), json!(v));
+        set(k, v.clone());
     }
     let target = config.target(launch.env.get("WEIR_QUEUE").map(String::as_str));
     let cpus = r.cpu.div_ceil(1000).clamp(1, u64::from(u32::MAX));
+    let script = format!("#!/bin/sh\n{}\n", launch.command);
+    let walltime = launch
+        .env
+        .get("WEIR_WALLTIME_SECONDS")
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .or(config.default_time_limit)
+        .map(|w| w.as_secs().div_ceil(60).max(1));
+    let node = (config.placement == Placement::Weir).then(|| launch.env.get("WEIR_NODE")).flatten();
+    let new = rest::is_data_parser(version);
     let mut job = json!({
         "name": format!("{}:{}", config.tag, launch.attempt),
         "comment": comment(config, &launch.attempt),
         "current_working_directory": launch.workdir.to_string_lossy(),
         "standard_output": launch.stdout.to_string_lossy(),
         "standard_error": launch.stderr.to_string_lossy(),
-        "environment": Value::Object(env),
         "tasks": 1,
-        "nodes": [1, 1],
         "cpus_per_task": cpus,
-        "memory_per_node": r.memory.max(1),
         // A retry is weir's decision: Slurm must never run an attempt a second time.
         "requeue": false,
     });
-    if r.gpu > 0 {
-        job["gres"] = json!(format!("gpu:{}", r.gpu));
+    let number = |n: u64| json!({"set": true, "infinite": false, "number": n});
+    if new {
+        job["environment"] = json!(env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>());
+        job["minimum_nodes"] = json!(1);
+        job["maximum_nodes"] = json!(1);
+        job["memory_per_node"] = number(r.memory.max(1));
+        job["script"] = json!(script);
+        if r.gpu > 0 {
+            job["tres_per_node"] = json!(format!("gres/gpu:{}", r.gpu));
+        }
+        if let Some(m) = walltime {
+            job["time_limit"] = number(m);
+        }
+        if let Some(n) = node {
+            job["required_nodes"] = json!([n]);
+        }
+    } else {
+        job["environment"] = Value::Object(env.into_iter().map(|(k, v)| (k, json!(v))).collect());
+        job["nodes"] = json!([1, 1]);
+        job["memory_per_node"] = json!(r.memory.max(1));
+        if r.gpu > 0 {
+            job["gres"] = json!(format!("gpu:{}", r.gpu));
+        }
+        if let Some(m) = walltime {
+            job["time_limit"] = json!(m);
+        }
+        if let Some(n) = node {
+            job["nodelist"] = json!(n);
+        }
     }
     if let Some(p) = target.partition {
         job["partition"] = json!(p);
@@ -442,21 +482,11 @@ fn job_body(config: &SlurmConfig, launch: &TaskLaunch) -> Value {
     if let Some(q) = target.qos {
         job["qos"] = json!(q);
     }
-    let walltime = launch
-        .env
-        .get("WEIR_WALLTIME_SECONDS")
-        .and_then(|s| s.parse::<u64>().ok())
-        .map(Duration::from_secs)
-        .or(config.default_time_limit);
-    if let Some(w) = walltime {
-        job["time_limit"] = json!(w.as_secs().div_ceil(60).max(1));
+    if new {
+        json!({ "job": job })
+    } else {
+        json!({ "script": script, "job": job })
     }
-    if config.placement == Placement::Weir {
-        if let Some(node) = launch.env.get("WEIR_NODE") {
-            job["required_nodes"] = json!([node]);
-        }
-    }
-    json!({ "script": format!("#!/bin/sh\n{}\n", launch.command), "job": job })
 }
 
 impl Backend for SlurmBackend {
@@ -473,6 +503,26 @@ impl Backend for SlurmBackend {
                 nodes: Some(h.nodes as u64),
                 error: h.last_error,
             }
+        })
+    }
+
+    fn nodes(&self) -> BoxFuture<'_, Option<Result<Vec<weir_backend::BackendNode>, String>>> {
+        Box::pin(async {
+            Some(SlurmBackend::nodes(self).await.map_err(|e| e.to_string()).map(|nodes| {
+                nodes
+                    .into_iter()
+                    .map(|n| weir_backend::BackendNode {
+                        usable: n.is_usable(),
+                        resources: weir_model::Resources {
+                            cpu: n.cpu_millicores,
+                            memory: n.memory_mib,
+                            gpu: n.gpus,
+                        },
+                        name: n.name,
+                        state: n.state,
+                    })
+                    .collect()
+            }))
         })
     }
 
@@ -529,7 +579,7 @@ mod tests {
             SlurmQueue { partition: Some("fast".into()), qos: Some("high".into()) },
         );
         c.default_time_limit = Some(Duration::from_secs(600));
-        let b = job_body(&c, &launch(1500, Some("61"), "root.a.tier1"));
+        let b = job_body(&c, "v0.0.38", &launch(1500, Some("61"), "root.a.tier1"));
         assert_eq!(b["script"], "#!/bin/sh\necho hi\n");
         let j = &b["job"];
         assert_eq!((j["cpus_per_task"].as_u64(), j["memory_per_node"].as_u64()), (Some(2), Some(300)));
@@ -541,11 +591,68 @@ mod tests {
         assert_eq!(j["name"], "weir:run-1/0/0/2/1");
         assert_eq!(j["environment"]["WEIR_CPU_MILLICORES"], "1500");
         assert_eq!(j["standard_output"], "/shared/logs/a/stdout");
-        assert!(j.get("required_nodes").is_none(), "placement: backend names no node");
-        let other = job_body(&c, &launch(200, None, "root.b.tier3"));
+        assert!(j.get("nodelist").is_none(), "placement: backend names no node");
+        let other = job_body(&c, "v0.0.38", &launch(200, None, "root.b.tier3"));
         let j = &other["job"];
         assert_eq!((j["cpus_per_task"].as_u64(), j["partition"].as_str()), (Some(1), Some("batch")));
         assert_eq!(j["time_limit"], 10, "the default time limit");
         assert!(j.get("qos").is_none());
+    }
+
+    #[test]
+    fn placement_weir_pins_the_job_to_the_engines_node_in_each_versions_field() {
+        let mut c = SlurmConfig::new("http://h:1", "u", Auth::TokenEnv("T".into()));
+        c.placement = Placement::Weir;
+        let mut l = launch(1000, None, "root.a");
+        l.env.insert("WEIR_NODE".into(), "cn07".into());
+        // v0.0.38: `nodelist` (what Slurm 22.05's parser takes; checked against the real
+        // slurmrestd by crates/weir/tests/serve_slurm.rs, which reads the job's ReqNodeList).
+        let old = job_body(&c, "v0.0.38", &l);
+        assert_eq!(old["job"]["nodelist"], "cn07");
+        assert!(old["job"].get("required_nodes").is_none(), "v0.0.38 refuses it as a disabled key");
+        // v0.0.40+: `required_nodes`, a csv_string (a list of names) in `job_desc_msg`.
+        let new = job_body(&c, "v0.0.41", &l);
+        assert_eq!(new["job"]["required_nodes"], json!(["cn07"]));
+        assert!(new["job"].get("nodelist").is_none());
+    }
+
+    /// The v0.0.40+ body, field by field against `job_desc_msg` of the OpenAPI documents that
+    /// slurmrestd v0.0.41 to v0.0.45 serve (SchedMD's generated schema, as kept by
+    /// SlinkyProject/slurm-client api/v00NN/slurm-openapi.gen.json): `environment` is a
+    /// `string_array`, `time_limit` a `uint32_no_val_struct` in minutes, `memory_per_node` a
+    /// `uint64_no_val_struct`, node counts `minimum_nodes`/`maximum_nodes`, GPUs `tres_per_node`
+    /// (v0.0.40's parser ignores `gres` with a warning), the script `job.script`.
+    #[test]
+    fn a_v0_0_4x_body_has_that_versions_shapes() {
+        let mut c = SlurmConfig::new("http://h:1", "u", Auth::TokenEnv("T".into()));
+        c.partition = Some("batch".into());
+        let b = job_body(&c, "v0.0.43", &launch(1500, Some("61"), "root.a.tier1"));
+        assert!(b.get("script").is_none(), "the script is in the job");
+        let j = &b["job"];
+        assert_eq!(j["script"], "#!/bin/sh\necho hi\n");
+        let env: Vec<&str> = j["environment"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        assert!(
+            env.contains(&"WEIR_QUEUE=root.a.tier1") && env.contains(&"PATH=/usr/local/bin:/usr/bin:/bin"),
+            "{env:?}"
+        );
+        assert_eq!(env.iter().filter(|e| e.starts_with("PATH=")).count(), 1);
+        assert_eq!(j["time_limit"], json!({"set": true, "infinite": false, "number": 2}));
+        assert_eq!(j["memory_per_node"], json!({"set": true, "infinite": false, "number": 300}));
+        assert_eq!((j["minimum_nodes"].as_u64(), j["maximum_nodes"].as_u64()), (Some(1), Some(1)));
+        assert_eq!((j["tasks"].as_u64(), j["cpus_per_task"].as_u64()), (Some(1), Some(2)));
+        assert_eq!(j["tres_per_node"], "gres/gpu:2");
+        assert!(j.get("gres").is_none() && j.get("nodes").is_none());
+        assert_eq!(j["requeue"], false);
+        assert_eq!(j["partition"], "batch");
+        assert_eq!(j["comment"], "weir-attempt weir:run-1/0/0/2/1");
+    }
+
+    #[test]
+    fn the_newest_version_both_speak_is_picked() {
+        let served = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(rest::pick(&served(&["v0.0.38"])), Some("v0.0.38"));
+        assert_eq!(rest::pick(&served(&["v0.0.40", "v0.0.41", "v0.0.42"])), Some("v0.0.42"));
+        assert_eq!(rest::pick(&served(&["v0.0.39"])), None, "23.02's v0.0.39 alone is not spoken");
+        assert_eq!(rest::pick(&served(&["v0.0.39", "v0.0.40"])), Some("v0.0.40"));
     }
 }

@@ -11,8 +11,20 @@ use serde_json::Value;
 use crate::jwt::Tokens;
 use crate::{SlurmConfig, SlurmError};
 
-/// API versions this weir speaks, newest first.
-pub const SUPPORTED: &[&str] = &["v0.0.38"];
+/// API versions this weir speaks, newest first. v0.0.38 is Slurm 22.05's (the version Debian
+/// ships); v0.0.40 to v0.0.45 share one job description shape (`job_desc_msg`: environment as a
+/// list of `K=V`, `time_limit` and `memory_per_node` as `{set, infinite, number}`,
+/// `required_nodes`, `tres_per_node`), per the OpenAPI documents those slurmrestd releases
+/// serve. v0.0.39 (Slurm 23.02 only) is not spoken.
+pub const SUPPORTED: &[&str] = &["v0.0.45", "v0.0.44", "v0.0.43", "v0.0.42", "v0.0.41", "v0.0.40", "v0.0.38"];
+
+/// The version a client speaks before [`Rest::negotiate`] settles it.
+const DEFAULT_VERSION: &str = "v0.0.38";
+
+/// Whether `version` takes the v0.0.40+ job description (else v0.0.38's).
+pub(crate) fn is_data_parser(version: &str) -> bool {
+    version != "v0.0.38"
+}
 
 /// Slurm's "Invalid job id specified" (`ESLURM_INVALID_JOB_ID`): the job is unknown, or was
 /// forgotten after `MinJobAge`. slurmrestd answers it with HTTP 500.
@@ -87,9 +99,9 @@ impl Rest {
             .map_err(|e| SlurmError::Unreachable { url: root.clone(), message: e.to_string() })?;
         Ok(Rest {
             http,
-            base: format!("{root}/slurm/{}", SUPPORTED[0]),
+            base: format!("{root}/slurm/{DEFAULT_VERSION}"),
             root,
-            version: SUPPORTED[0].to_string(),
+            version: DEFAULT_VERSION.to_string(),
             user: config.user.clone(),
             tokens: Mutex::new(Tokens::new(config.auth.clone(), config.user.clone())),
         })
@@ -125,7 +137,8 @@ impl Rest {
             });
         }
         served.sort();
-        let Some(v) = SUPPORTED.iter().find(|v| served.iter().any(|s| s == *v)) else {
+        served.dedup();
+        let Some(v) = pick(&served) else {
             return Err(SlurmError::Version { served, supported: SUPPORTED.join(", ") });
         };
         self.version = v.to_string();
@@ -217,6 +230,11 @@ impl Rest {
             Err(e) => Err(e),
         }
     }
+}
+
+/// The newest version both sides speak.
+pub(crate) fn pick(served: &[String]) -> Option<&'static str> {
+    SUPPORTED.iter().copied().find(|v| served.iter().any(|s| s == v))
 }
 
 fn describe(e: &reqwest::Error) -> String {
@@ -321,4 +339,55 @@ pub(crate) fn jobs_of(v: &Value) -> Vec<JobInfo> {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(JobInfo::parse).collect())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// One job of a v0.0.41+ `/jobs` answer, in the shapes of `job_info` in SchedMD's OpenAPI
+    /// documents for v0.0.41 to v0.0.45 (`job_state` a list of flags, `exit_code` a
+    /// `process_exit_code_verbose` whose numbers are `{set, infinite, number}`); the local
+    /// slurmrestd serves only v0.0.38, whose shapes `crates/weir-backend-slurm/tests` read live.
+    #[test]
+    fn a_v0_0_4x_job_listing_is_read() {
+        let answer = json!({
+            "jobs": [
+                {"job_id": 41, "job_state": ["COMPLETED"], "comment": "weir-attempt weir:run-1/0/0/0/1",
+                 "exit_code": {"status": ["SUCCESS"], "return_code": {"set": true, "infinite": false, "number": 0},
+                               "signal": {"id": {"set": false, "infinite": false, "number": 0}, "name": ""}}},
+                {"job_id": 42, "job_state": ["FAILED"], "comment": "c",
+                 "exit_code": {"status": ["ERROR"], "return_code": {"set": true, "infinite": false, "number": 3},
+                               "signal": {"id": {"set": false, "infinite": false, "number": 0}, "name": ""}}},
+                {"job_id": 43, "job_state": ["CANCELLED"], "comment": "c",
+                 "exit_code": {"status": ["SIGNALED"], "return_code": {"set": true, "infinite": false, "number": 0},
+                               "signal": {"id": {"set": true, "infinite": false, "number": 9}, "name": "KILL"}}},
+                {"job_id": 44, "job_state": ["RUNNING", "COMPLETING"], "comment": "c"}
+            ],
+            "last_backfill": {"set": true, "infinite": false, "number": 0},
+            "errors": [], "warnings": []
+        });
+        let jobs = jobs_of(&answer);
+        let got: Vec<(u64, &str, i64)> = jobs.iter().map(|j| (j.id, j.state.as_str(), j.exit_code)).collect();
+        assert_eq!(
+            got,
+            [(41, "COMPLETED", 0), (42, "FAILED", 3 << 8), (43, "CANCELLED", 9), (44, "RUNNING", 0)]
+        );
+        assert_eq!(jobs[0].comment, "weir-attempt weir:run-1/0/0/0/1");
+        assert!(jobs[0].is_terminal() && !jobs[3].is_terminal());
+    }
+
+    #[test]
+    fn a_v0_0_4x_submit_answer_gives_its_job_id_and_errors() {
+        // `openapi_job_submit_response`: job_id at the top, errors a list.
+        let ok =
+            json!({"job_id": 7, "step_id": "batch", "job_submit_user_msg": "", "errors": [], "warnings": []});
+        assert_eq!(job_id_of(&ok), Some(7));
+        assert!(errors_of(&ok).is_empty());
+        let refused = json!({"job_id": 0, "errors": [{"description": "Invalid partition name specified",
+            "error_number": 2000, "error": "Invalid partition name specified", "source": "slurm_submit_batch_job()"}]});
+        assert_eq!(job_id_of(&refused), None);
+        assert_eq!(errors_of(&refused)[0].0, 2000);
+    }
 }

@@ -86,6 +86,28 @@ pub trait Backend: Send + Sync {
     fn health(&self) -> BoxFuture<'_, BackendHealth> {
         Box::pin(async { BackendHealth { healthy: true, version: String::new(), nodes: None, error: None } })
     }
+
+    /// The nodes the target reports now, for a cluster whose node list comes from its backend
+    /// (`nodes: from_backend`): the server reads it at start and again every so often, and a
+    /// node that is gone or no longer usable is a node failure to the engine. `None`: the
+    /// backend has no nodes of its own to report (the default; the local backend). An error is
+    /// "cannot tell now", never "no nodes".
+    fn nodes(&self) -> BoxFuture<'_, Option<Result<Vec<BackendNode>, String>>> {
+        Box::pin(async { None })
+    }
+}
+
+/// One node as a backend reports it ([`Backend::nodes`]), in weir's units.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackendNode {
+    /// The target's name for it (Slurm's node name); `placement: weir` pins tasks by it.
+    pub name: String,
+    pub resources: weir_model::Resources,
+    /// Whether the target would start work on it now (Slurm: not down, drained, failed or
+    /// future).
+    pub usable: bool,
+    /// The target's word for its state (`idle`, `down+drain`, …), for logs and the API.
+    pub state: String,
 }
 
 /// A backend's answer to [`Backend::health`].

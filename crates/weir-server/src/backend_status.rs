@@ -46,6 +46,10 @@ pub struct BackendStatus {
     pub nodes: Option<u64>,
     /// When this was last checked, milliseconds since the Unix epoch.
     pub checked_ms: i64,
+    /// A `nodes: from_backend` cluster: the nodes its engine counts now, by the target's names.
+    pub counted: Vec<String>,
+    /// … and those it counted before that are gone or unusable now (`name (state)`).
+    pub gone: Vec<String>,
 }
 
 impl BackendStatus {
@@ -57,6 +61,8 @@ impl BackendStatus {
             version: self.version.clone(),
             nodes: self.nodes,
             checked_ms: self.checked_ms,
+            node_names: self.counted.clone(),
+            nodes_gone: self.gone.clone(),
         }
     }
 }
@@ -96,8 +102,31 @@ impl BackendStatuses {
         self.by_cluster.read().unwrap_or_else(|e| e.into_inner()).get(cluster).cloned()
     }
 
-    pub fn set(&self, cluster: &str, status: BackendStatus) {
-        self.by_cluster.write().unwrap_or_else(|e| e.into_inner()).insert(cluster.to_string(), status);
+    /// Sets what a health check found, keeping the node lists ([`BackendStatuses::set_nodes`]).
+    pub fn set(&self, cluster: &str, mut status: BackendStatus) {
+        let mut all = self.by_cluster.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(old) = all.get_mut(cluster) {
+            status.counted = std::mem::take(&mut old.counted);
+            status.gone = std::mem::take(&mut old.gone);
+        }
+        all.insert(cluster.to_string(), status);
+    }
+
+    /// A `nodes: from_backend` cluster's node lists as its engine sees them now.
+    pub fn set_nodes(&self, cluster: &str, kind: &str, counted: Vec<String>, gone: Vec<String>, now_ms: i64) {
+        let mut all = self.by_cluster.write().unwrap_or_else(|e| e.into_inner());
+        let entry = all.entry(cluster.to_string()).or_insert_with(|| BackendStatus {
+            kind: kind.to_string(),
+            state: BackendState::Starting,
+            reason: None,
+            version: String::new(),
+            nodes: None,
+            checked_ms: now_ms,
+            counted: Vec::new(),
+            gone: Vec::new(),
+        });
+        entry.counted = counted;
+        entry.gone = gone;
     }
 
     /// Sets the state and reason, keeping what was known of the version and nodes.
@@ -110,6 +139,8 @@ impl BackendStatuses {
             version: String::new(),
             nodes: None,
             checked_ms: now_ms,
+            counted: Vec::new(),
+            gone: Vec::new(),
         });
         entry.kind = kind.to_string();
         // Trying again after a failure stays unhealthy, with its reason, until a check passes:
@@ -140,6 +171,8 @@ mod tests {
                 version: "22.05.8 (v0.0.38)".into(),
                 nodes: Some(4),
                 checked_ms: 1,
+                counted: Vec::new(),
+                gone: Vec::new(),
             },
         );
         s.mark("hpc", "slurm", BackendState::Unhealthy, Some("slurmrestd does not answer".into()), 2);

@@ -196,6 +196,10 @@ pub enum BackendSettings {
         /// Refuse submissions routed to this cluster (503) while its backend is unhealthy,
         /// instead of keeping them waiting in the store (`when_unhealthy: refuse`).
         refuse_when_unhealthy: bool,
+        /// `nodes: from_backend`: the engine's nodes are Slurm's usable nodes, read when the
+        /// cluster's actor starts and again every this often; a node gone, down or drained is a
+        /// node failure to the engine. `None`: the cluster file's nodes, never refreshed.
+        nodes_refresh: Option<Duration>,
     },
     /// `batch/v1` Jobs on a Kubernetes cluster (`weir_backend_kube::KubeBackend`), admitted by
     /// Kueue, YuniKorn or the default scheduler. Only with the `kubernetes` cargo feature.

@@ -16,6 +16,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// The Slurm tests here share one Slurm; the one that drains its node takes this for writing,
+/// the others for reading, so that none of them loses its node to another's test.
+static SLURM_NODES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn sharing_slurm() -> std::sync::RwLockReadGuard<'static, ()> {
+    SLURM_NODES.read().unwrap_or_else(|e| e.into_inner())
+}
+
 struct Serve(Child);
 
 impl Serve {
@@ -190,6 +198,7 @@ fn runs_routed_to_a_local_and_a_slurm_cluster_finish_and_kill_works_on_slurm() {
     if !slurm_available() {
         return;
     }
+    let _slurm = sharing_slurm();
     let scratch = common::Scratch::new("serve-slurm");
     let dir = scratch.0.clone();
     let port = free_port();
@@ -283,6 +292,7 @@ fn kill_9_while_slurm_jobs_run_then_restart_readopts_them_and_starts_none_twice(
     if !slurm_available() {
         return;
     }
+    let _slurm = sharing_slurm();
     let scratch = common::Scratch::new("serve-slurm-crash");
     let dir = scratch.0.clone();
     let port = free_port();
@@ -500,6 +510,7 @@ fn a_task_started_while_slurm_is_away_is_not_lost_and_runs_once_slurm_is_back() 
     if !slurm_available() {
         return;
     }
+    let _slurm = sharing_slurm();
     let scratch = common::Scratch::new("serve-slurm-away");
     let dir = scratch.0.clone();
     let port = free_port();
@@ -542,4 +553,120 @@ fn a_task_started_while_slurm_is_away_is_not_lost_and_runs_once_slurm_is_back() 
     eventually(&dir, "the run to succeed once Slurm is back", || state_of(&dir, port, "away") == "succeeded");
     let ran = std::fs::read_to_string(dir.join("ran")).expect("the task ran");
     assert_eq!(ran.lines().count(), 1, "it ran exactly once: {ran}");
+}
+
+/// Puts a Slurm node back in service however the test ends.
+struct Resume(String);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        let _ = Command::new("scontrol")
+            .args(["update", &format!("nodename={}", self.0), "state=resume"])
+            .output();
+    }
+}
+
+/// `placement: weir` with `nodes: from_backend`, refreshed every second: weir's engine picks the
+/// node and the job is pinned to it (slurmctld shows it as the job's `ReqNodeList`); draining
+/// that node in Slurm (`scontrol update state=drain`) is a node failure to the engine — the
+/// task's Slurm job is cancelled, its attempt ends `lost`, the node is shown as not counted —
+/// and once the node is resumed the task runs again there and the run succeeds.
+#[test]
+fn a_drained_slurm_node_is_a_node_failure_and_its_task_runs_again_when_it_is_back() {
+    if !slurm_available() {
+        return;
+    }
+    let _slurm = SLURM_NODES.write().unwrap_or_else(|e| e.into_inner());
+    let out = Command::new("sinfo").args(["-h", "-N", "-o", "%N"]).output().expect("sinfo");
+    let node = common::text(&out.stdout).lines().next().unwrap_or_default().trim().to_string();
+    assert!(!node.is_empty(), "Slurm lists no node");
+    let scratch = common::Scratch::new("serve-slurm-node");
+    let dir = scratch.0.clone();
+    let port = free_port();
+    std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
+    scratch.file("clusters/hpc.yaml", "version: 1\nqueues:\n  - {name: default}\n");
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: hpc\n    file: clusters/hpc.yaml\n    backend: {{kind: slurm, url: '{}', user: root, jwt_key: '{}', placement: weir, poll_interval_ms: 200, kill_grace_seconds: 1, tag: weirtest{}d, nodes: from_backend, nodes_refresh_seconds: 1}}\n",
+            slurm_url(),
+            slurm_key(),
+            std::process::id()
+        ),
+    );
+    let _serve = Serve::start(&dir);
+    eventually(&dir, "the server", || {
+        client(
+            &dir,
+            port,
+            &["routes", "set", "workflow:pinned", "--cluster", "hpc", "--queue", "root.default"],
+        )
+        .status
+        .success()
+    });
+    let log = || std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+    eventually(&dir, "the nodes read from Slurm", || log().contains(&format!("1 counted ({node})")));
+    let d = dir.display();
+    let command = format!(
+        "echo \"$WEIR_ATTEMPT $WEIR_NODE $SLURM_JOB_ID $SLURM_JOB_NODELIST\" >> {d}/ran; if [ \"$WEIR_ATTEMPT\" = 1 ]; then sleep 300; fi"
+    );
+    scratch.file("wl.yaml", &format!("version: 1\nworkflows:\n{}", workload("pinned", 1, &command)));
+    ok(&client(&dir, port, &["submit", "wl.yaml"]));
+    let ran = || std::fs::read_to_string(dir.join("ran")).unwrap_or_default();
+    eventually(&dir, "attempt 1 to run on Slurm", || ran().lines().count() == 1);
+    let first = ran();
+    let words: Vec<&str> = first.split_whitespace().collect();
+    assert_eq!((words[0], words[1], words[3]), ("1", node.as_str(), node.as_str()), "{first}");
+    let job = words[2].to_string();
+    let shown = common::text(
+        &Command::new("scontrol").args(["show", "job", &job]).output().expect("scontrol").stdout,
+    );
+    assert!(shown.contains(&format!("ReqNodeList={node}")), "pinned by weir: {shown}");
+
+    let _resume = Resume(node.clone());
+    let drain = Command::new("scontrol")
+        .args(["update", &format!("nodename={node}"), "state=drain", "reason=weir-test"])
+        .output()
+        .expect("scontrol");
+    assert!(drain.status.success(), "{}", common::text(&drain.stderr));
+    eventually(&dir, "the node failure", || {
+        let l = log();
+        l.contains(&format!("node `{node}` left")) && l.contains("1 task(s) on it lost")
+    });
+    eventually(&dir, "weir to cancel the job on the drained node", || {
+        !matches!(slurm_state(&job).as_str(), "RUNNING" | "PENDING" | "COMPLETING")
+    });
+    // The server's view: the node is not counted, with Slurm's state.
+    eventually(&dir, "the node shown as not counted", || {
+        common::text(&client(&dir, port, &["backends"]).stdout).lines().any(|l| {
+            l.starts_with("hpc ")
+                && l.contains(&format!("nodes not counted: {node} ("))
+                && l.contains("drain")
+        })
+    });
+    // No node: the task waits (a lost attempt does not count against max_attempts 1).
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(ran().lines().count(), 1, "nothing runs while the only node is drained:\n{}", ran());
+    assert_eq!(state_of(&dir, port, "pinned"), "running");
+
+    let resume = Command::new("scontrol")
+        .args(["update", &format!("nodename={node}"), "state=resume"])
+        .output()
+        .expect("scontrol");
+    assert!(resume.status.success(), "{}", common::text(&resume.stderr));
+    eventually(&dir, "the node back", || log().contains(&format!("node `{node}` joined")));
+    eventually(&dir, "the run to succeed", || state_of(&dir, port, "pinned") == "succeeded");
+    let all = ran();
+    let second: Vec<&str> = all.lines().nth(1).unwrap_or_default().split_whitespace().collect();
+    assert_eq!((second.first().copied(), second.get(1).copied()), (Some("2"), Some(node.as_str())), "{all}");
+    let id = run_of(&dir, port, "pinned").expect("run")["id"].to_string();
+    let status: Value =
+        serde_json::from_str(&ok(&client(&dir, port, &["status", &id, "--json"]))).expect("json");
+    let task = &status["jobs"][0]["tasks"][0];
+    assert_eq!(
+        (task["attempts"].as_u64(), task["node"].as_str()),
+        (Some(2), Some(node.as_str())),
+        "{status}"
+    );
+    assert_eq!(task["state"], "succeeded", "{status}");
 }

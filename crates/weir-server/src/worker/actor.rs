@@ -68,6 +68,12 @@ pub(crate) struct Actor {
     pub run_meta: HashMap<i64, RunMeta>,
     /// Preemption notices to write (`Some`) or remove (`None`) once `changes` is committed.
     pub notices: Vec<(PathBuf, Option<String>)>,
+    /// A `nodes: from_backend` cluster: the engine's nodes by the target's names …
+    pub nodes: Option<super::nodes::NodeMap>,
+    /// … whether weir placed the tasks (`placement: weir`: a task on a lost node is killed) …
+    pub placed_by_weir: bool,
+    /// … and the backend's node lists as they are read again.
+    pub node_updates: Option<UnboundedReceiver<Result<Vec<weir_backend::BackendNode>, String>>>,
 }
 
 /// What the metrics need of a run when its state changes.
@@ -96,16 +102,49 @@ pub(crate) async fn run(
     let Some(loaded) = registry.cluster(cluster) else {
         return Ended::Failed(format!("cluster `{cluster}` is not loaded"));
     };
-    let engine = match Engine::with_config_nodes((*loaded.config).clone()) {
-        Ok(e) => e,
-        Err(e) => return Ended::Failed(format!("the engine refuses the configuration: {e}")),
-    };
     let (exit_tx, exits) = tokio::sync::mpsc::unbounded_channel();
     let built = match super::backends::build(cluster, settings, exit_tx).await {
         Ok(b) => b,
         Err(why) => return Ended::Failed(why),
     };
     let backend = built.backend;
+    let from_backend = settings.nodes_from_backend(cluster);
+    let mut refresh_task = None;
+    let (engine, nodes, node_updates) = match from_backend {
+        None => match Engine::with_config_nodes((*loaded.config).clone()) {
+            Ok(e) => (e, None, None),
+            Err(e) => return Ended::Failed(format!("the engine refuses the configuration: {e}")),
+        },
+        // The engine's nodes are the backend's usable nodes as they are now, by name.
+        Some((every, _)) => {
+            let reported = match backend.nodes().await {
+                Some(Ok(n)) => n,
+                Some(Err(e)) => return Ended::Failed(format!("cannot read the backend's nodes: {e}")),
+                None => return Ended::Failed("this backend reports no nodes (`nodes: from_backend`)".into()),
+            };
+            let mut map = super::nodes::NodeMap::default();
+            let changes = map.refresh(&reported);
+            let mut engine = match Engine::new((*loaded.config).clone()) {
+                Ok(e) => e,
+                Err(e) => return Ended::Failed(format!("the engine refuses the configuration: {e}")),
+            };
+            let specs = changes.added.into_iter().map(|(s, _)| s).collect();
+            if let Err(e) = engine.on_nodes_added(Time::ZERO, specs) {
+                return Ended::Failed(format!("the engine refuses the backend's nodes: {e}"));
+            }
+            let (counted, gone) = map.lists();
+            eprintln!(
+                "weir worker: cluster `{cluster}`: nodes from the backend: {} counted ({}){}",
+                counted.len(),
+                counted.join(", "),
+                if gone.is_empty() { String::new() } else { format!("; not usable: {}", gone.join(", ")) }
+            );
+            settings.statuses.set_nodes(cluster, settings.backend_kind(cluster), counted, gone, now_ms());
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            let task = tokio::spawn(super::nodes::refresher(backend.clone(), every, tx));
+            (engine, Some(map), Some((rx, AbortOnDrop(task))))
+        }
+    };
     let health = tokio::spawn(super::backends::watch_health(
         cluster.to_string(),
         settings.backend_kind(cluster),
@@ -154,6 +193,12 @@ pub(crate) async fn run(
         leaves,
         run_meta: HashMap::new(),
         notices: Vec::new(),
+        nodes,
+        placed_by_weir: from_backend.is_some_and(|(_, weir)| weir),
+        node_updates: node_updates.map(|(rx, task)| {
+            refresh_task = Some(task);
+            rx
+        }),
     };
     let ended = match actor.recover().await {
         Ok(()) => actor.serve(registry, &mut stop, notify, exits, started_rx).await,
@@ -162,6 +207,7 @@ pub(crate) async fn run(
     // Starts not yet begun are dropped: their intents are in the store, and whoever owns the
     // cluster next asks the backend about them.
     starter_task.abort();
+    drop(refresh_task);
     ended
 }
 
@@ -207,6 +253,9 @@ impl Actor {
             }
             while let Ok(exit) = exits.try_recv() {
                 self.on_exit(exit);
+            }
+            while let Some(Ok(update)) = self.node_updates.as_mut().map(|r| r.try_recv()) {
+                self.on_nodes(update);
             }
             let now = now_ms();
             if now - last_kill_poll >= 250 {
@@ -276,11 +325,63 @@ impl Actor {
                         self.on_started(id, result);
                     }
                 }
+                Some(update) = async {
+                    match self.node_updates.as_mut() {
+                        Some(r) => r.recv().await,
+                        None => std::future::pending().await,
+                    }
+                } => self.on_nodes(update),
                 _ = notify.notified() => {}
                 _ = tokio::time::sleep(wake) => {}
                 _ = stop.changed() => {}
             }
         }
+    }
+
+    /// The backend's nodes, read again: a node gone or no longer usable leaves the engine (its
+    /// tasks are lost and rescheduled), one that is new or back joins it.
+    fn on_nodes(&mut self, update: Result<Vec<weir_backend::BackendNode>, String>) {
+        let reported = match update {
+            Ok(r) => r,
+            Err(e) => {
+                // Cannot tell: nothing changes (a Slurm that is briefly away is not a node failure).
+                eprintln!("weir worker: cluster `{}`: cannot read the backend's nodes: {e}", self.cluster);
+                return;
+            }
+        };
+        let Some(map) = self.nodes.as_mut() else { return };
+        let changes = map.refresh(&reported);
+        if changes.removed.is_empty() && changes.added.is_empty() {
+            return;
+        }
+        let (counted, gone) = map.lists();
+        let now = self.now();
+        for (id, name, state) in changes.removed {
+            let lost = match self.engine.on_node_removed(now, id) {
+                Ok(lost) => lost,
+                Err(e) => {
+                    eprintln!("weir worker: cluster `{}`: node `{name}`: {e}", self.cluster);
+                    continue;
+                }
+            };
+            eprintln!(
+                "weir worker: cluster `{}`: node `{name}` left ({state}): {} task(s) on it lost{}",
+                self.cluster,
+                lost.len(),
+                if lost.is_empty() { "" } else { ", to be run again" }
+            );
+            for c in lost {
+                self.on_container_lost(c, &name, &state);
+            }
+        }
+        for (spec, name) in changes.added {
+            match self.engine.on_node_added(now, spec) {
+                Ok(()) => eprintln!("weir worker: cluster `{}`: node `{name}` joined", self.cluster),
+                Err(e) => eprintln!("weir worker: cluster `{}`: node `{name}`: {e}", self.cluster),
+            }
+        }
+        let kind = self.settings.backend_kind(&self.cluster);
+        self.settings.statuses.set_nodes(&self.cluster, kind, counted, gone, now_ms());
     }
 
     /// Commit this pass's changes in one fenced transaction.

@@ -67,7 +67,10 @@ impl Actor {
                 let run = a.key.task.run;
                 let warning = a.warning.take();
                 let key = a.key;
-                if a.container.is_none() || self.runs.get(&run).is_some_and(|r| r.ending.is_some()) {
+                let left_running = a.node_lost.as_ref().is_some_and(|(_, killed)| !killed);
+                if (a.container.is_none() && !left_running)
+                    || self.runs.get(&run).is_some_and(|r| r.ending.is_some())
+                {
                     // Preempted or its run ended while it was starting.
                     self.to_kill.push(launched);
                 } else if let Some(w) = warning {
@@ -92,7 +95,11 @@ impl Actor {
     pub fn on_decision(&mut self, d: Decision) {
         match d {
             Decision::StartContainer { container, job, node, resources, tag, .. } => {
-                self.start_container(container, job, node.to_string(), resources, tag)
+                let node = match self.nodes.as_ref().and_then(|m| m.name(node)) {
+                    Some(name) => name.to_string(),
+                    None => node.to_string(),
+                };
+                self.start_container(container, job, node, resources, tag)
             }
             Decision::KillContainer { container, reason, .. } => {
                 if let Some(id) = self.containers.remove(&container) {
@@ -145,6 +152,23 @@ impl Actor {
             kind: kind.to_string(),
             reason: reason.to_string(),
         }));
+    }
+
+    /// The engine lost `container` with node `node`: with `placement: weir` the task is killed
+    /// (its node is gone or no longer usable) and run again once its end is in; with
+    /// `placement: backend` it runs on where the target put it and its end, as the target
+    /// reports it, decides (Slurm ends a job of a failed node `NODE_FAIL`: lost, run again).
+    pub(super) fn on_container_lost(&mut self, container: ContainerId, node: &str, state: &str) {
+        let Some(id) = self.containers.remove(&container) else { return };
+        let Some(a) = self.attempts.get_mut(&id) else { return };
+        a.container = None;
+        let kill = self.placed_by_weir;
+        a.node_lost = Some((format!("node `{node}` left the cluster ({state})"), kill));
+        if kill {
+            if let Some(l) = &a.launched {
+                self.to_kill.push(l.clone());
+            }
+        }
     }
 
     pub(super) fn start_container(
@@ -248,7 +272,14 @@ impl Actor {
         self.containers.insert(container, aid.clone());
         self.attempts.insert(
             aid,
-            AttemptLive { key, container: Some(container), launched: None, preempted: false, warning: None },
+            AttemptLive {
+                key,
+                container: Some(container),
+                launched: None,
+                preempted: false,
+                warning: None,
+                node_lost: None,
+            },
         );
     }
 
@@ -301,7 +332,14 @@ impl Actor {
             }
             return;
         }
-        let (to, reason, counts) = if a.preempted {
+        let lost_with_node = a
+            .node_lost
+            .as_ref()
+            .filter(|(_, killed)| *killed || matches!(exit.exit, Exit::Lost | Exit::Killed));
+        let (to, reason, counts) = if let Some((why, _)) = lost_with_node {
+            self.metrics.task_failed(&self.cluster, "lost");
+            ("lost", format!("lost: {why}"), false)
+        } else if a.preempted {
             ("killed", "preempted".to_string(), false)
         } else if exit.exit == Exit::Lost {
             self.metrics.task_failed(&self.cluster, "lost");

@@ -88,6 +88,8 @@ pub(super) async fn watch_health(
                 version: h.version,
                 nodes: h.nodes,
                 checked_ms: now_ms(),
+                counted: Vec::new(),
+                gone: Vec::new(),
             },
         );
         tokio::time::sleep(every).await;

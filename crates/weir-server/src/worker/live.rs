@@ -104,6 +104,10 @@ pub struct AttemptLive {
     pub preempted: bool,
     /// A preemption warning that came before the launch record: recorded once it is.
     pub warning: Option<weir_store::Warning>,
+    /// The engine lost its container with its node (`nodes: from_backend`): why, and whether
+    /// weir killed it for that (`placement: weir`; with `placement: backend` the target placed
+    /// it and reports its end, and weir's node is only a share of the capacity).
+    pub node_lost: Option<(String, bool)>,
 }
 
 /// Engine job ids pack the run id and the job's index.

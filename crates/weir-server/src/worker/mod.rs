@@ -7,6 +7,7 @@ mod actor;
 mod attempts;
 mod backends;
 mod live;
+mod nodes;
 mod progress;
 mod recover;
 mod usage;
@@ -62,6 +63,18 @@ impl WorkerSettings {
             #[cfg(feature = "kubernetes")]
             Some(BackendSettings::Kubernetes { .. }) => "kubernetes",
             Some(BackendSettings::Local { .. }) | None => "local",
+        }
+    }
+
+    /// How often `cluster`'s nodes are read from its backend (`nodes: from_backend`), and
+    /// whether weir's engine places its tasks (`placement: weir`); `None`: the cluster file's
+    /// nodes.
+    pub fn nodes_from_backend(&self, cluster: &str) -> Option<(Duration, bool)> {
+        match self.backends.get(cluster) {
+            Some(BackendSettings::Slurm { nodes_refresh: Some(every), config, .. }) => {
+                Some((*every, config.placement == weir_backend_slurm::Placement::Weir))
+            }
+            _ => None,
         }
     }
 }

@@ -177,7 +177,14 @@ impl Actor {
                 }
                 self.attempts.insert(
                     aid,
-                    AttemptLive { key, container: None, launched, preempted: false, warning: None },
+                    AttemptLive {
+                        key,
+                        container: None,
+                        launched,
+                        preempted: false,
+                        warning: None,
+                        node_lost: None,
+                    },
                 );
             }
             self.run_meta.insert(id, RunMeta::of(&live));

@@ -102,16 +102,13 @@ fn from_server(a: &BackendsArgs) -> Result<bool> {
         all_healthy &= b.state == "healthy" || b.state == "standby";
         let nodes = b.nodes.map_or_else(|| c.nodes.to_string(), |n| n.to_string());
         let version = if b.version.is_empty() && b.kind == "local" { "this machine" } else { &b.version };
-        writeln!(
-            out,
-            "{:<16} {:<6} {:<9} {:<24} {:>5}  {}",
-            c.name,
-            b.kind,
-            b.state,
-            version,
-            nodes,
-            b.reason.as_deref().unwrap_or("")
-        )?;
+        // A `nodes: from_backend` cluster: the nodes its engine no longer counts.
+        let mut last = b.reason.clone().unwrap_or_default();
+        if !b.nodes_gone.is_empty() {
+            let gone = format!("nodes not counted: {}", b.nodes_gone.join(", "));
+            last = if last.is_empty() { gone } else { format!("{last}; {gone}") };
+        }
+        writeln!(out, "{:<16} {:<6} {:<9} {:<24} {:>5}  {last}", c.name, b.kind, b.state, version, nodes)?;
     }
     emit(&out)?;
     Ok(all_healthy)

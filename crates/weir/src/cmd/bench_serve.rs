@@ -189,6 +189,7 @@ async fn start(
                 kill_grace: None,
                 shared_dir: None,
                 refuse_when_unhealthy: false,
+                nodes_refresh: None,
             },
         );
     }

@@ -79,8 +79,10 @@ struct BackendEntry {
     scheduler: Option<String>,
     default_queue: Option<String>,
     gang: Option<bool>,
-    /// `from_backend`: the cluster's nodes are read from the backend at start.
+    /// `from_backend`: the cluster's nodes are read from the backend at start …
     nodes: Option<NodesEntry>,
+    /// … and again every this many seconds while the server runs.
+    nodes_refresh_seconds: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, Clone, Copy)]
@@ -261,6 +263,38 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
             if c.backend.nodes.is_some() {
                 nodes_from_backend.insert(c.name.clone(), format!("{at}.nodes"));
             }
+            let nodes_refresh = match (c.backend.nodes, c.backend.nodes_refresh_seconds) {
+                (None, Some(_)) => {
+                    problem(
+                        format!("{at}.nodes_refresh_seconds"),
+                        "only with `nodes: from_backend` (the cluster file's nodes are never refreshed)"
+                            .into(),
+                    );
+                    None
+                }
+                (Some(_), Some(0)) => {
+                    problem(
+                        format!("{at}.nodes_refresh_seconds"),
+                        "0: give the seconds between two reads of Slurm's nodes".into(),
+                    );
+                    None
+                }
+                (Some(_), secs) => Some(Duration::from_secs(secs.unwrap_or(DEFAULT_NODES_REFRESH_SECONDS))),
+                (None, None) => None,
+            };
+            if matches!(c.backend.placement, Some(PlacementEntry::Weir)) && c.backend.nodes.is_none() {
+                problem(
+                    format!("{at}.placement"),
+                    "`weir` pins each task to the node weir's engine chose, so the engine's nodes must be Slurm's: add `nodes: from_backend`".into(),
+                );
+            }
+            if let Some(source) = clusters.last().filter(|s: &&ClusterSource| s.name == c.name) {
+                for (key, problem_text) in
+                    unknown_leaves(source, c.backend.queues.keys().filter(|k| k.starts_with("root.")))
+                {
+                    problem(format!("{at}.queues.{key}"), problem_text);
+                }
+            }
             if let Some(settings) = slurm_settings(&c.backend, &at, &resolve, &mut problem) {
                 backends.insert(
                     c.name.clone(),
@@ -269,6 +303,7 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
                         kill_grace,
                         shared_dir: c.backend.shared_dir.as_deref().map(resolve),
                         refuse_when_unhealthy: c.backend.when_unhealthy == Some(WhenUnhealthyEntry::Refuse),
+                        nodes_refresh,
                     },
                 );
             }
@@ -371,10 +406,56 @@ pub fn discover_nodes(config: &mut ServeConfig) -> Result<(), ModelError> {
     Ok(())
 }
 
+/// How often a `nodes: from_backend` cluster's nodes are read again, unless the file says.
+const DEFAULT_NODES_REFRESH_SECONDS: u64 = 30;
+
+/// The `queues:` keys of a backend entry that are not leaf queues of the cluster file, each
+/// with what is wrong (the leaves it has, so a typo shows). A cluster file that does not parse
+/// is left to the cluster's own check, which names its problems.
+fn unknown_leaves<'a>(
+    source: &ClusterSource,
+    keys: impl Iterator<Item = &'a String>,
+) -> Vec<(String, String)> {
+    let Ok(file) =
+        weir_model::parse_yaml::<weir_model::cluster_file::ClusterFile>(&source.file, &source.yaml)
+    else {
+        return Vec::new();
+    };
+    fn walk(
+        prefix: &str,
+        qs: &[weir_model::cluster_file::QueueSpec],
+        leaves: &mut Vec<String>,
+        parents: &mut Vec<String>,
+    ) {
+        for q in qs {
+            let path = format!("{prefix}.{}", q.name);
+            if q.children.is_empty() {
+                leaves.push(path);
+            } else {
+                walk(&path, &q.children, leaves, parents);
+                parents.push(path);
+            }
+        }
+    }
+    let (mut leaves, mut parents) = (Vec::new(), vec!["root".to_string()]);
+    walk("root", &file.queues, &mut leaves, &mut parents);
+    keys.filter(|k| !leaves.contains(k))
+        .map(|k| {
+            let what = if parents.contains(k) {
+                format!("`{k}` is a parent queue in {}; tasks run in leaf queues only", source.file)
+            } else {
+                format!("`{k}` is not a queue of {}", source.file)
+            };
+            (k.clone(), format!("{what} (its leaves: {})", leaves.join(", ")))
+        })
+        .collect()
+}
+
 /// Which slurm-only fields a backend entry sets.
-fn slurm_fields(b: &BackendEntry) -> [(&'static str, bool); 16] {
+fn slurm_fields(b: &BackendEntry) -> [(&'static str, bool); 17] {
     [
         ("nodes", b.nodes.is_some()),
+        ("nodes_refresh_seconds", b.nodes_refresh_seconds.is_some()),
         ("url", b.url.is_some()),
         ("user", b.user.is_some()),
         ("jwt_key", b.jwt_key.is_some()),

@@ -160,7 +160,8 @@ clusters:
       when_unhealthy: refuse
 ";
     let c = parse("server.yaml", text, &dir).unwrap();
-    let BackendSettings::Slurm { config, kill_grace, shared_dir, refuse_when_unhealthy } = &c.backends["hpc"]
+    let BackendSettings::Slurm { config, kill_grace, shared_dir, refuse_when_unhealthy, .. } =
+        &c.backends["hpc"]
     else {
         panic!("{:?}", c.backends["hpc"])
     };
@@ -263,4 +264,52 @@ clusters:
     ] {
         assert!(err.contains(expected), "missing `{expected}` in:\n{err}");
     }
+}
+
+#[test]
+fn a_slurm_entrys_queues_must_be_leaves_and_weir_placement_needs_slurms_nodes() {
+    let dir = scratch("slurm-queues");
+    std::fs::write(
+        dir.join("clusters/tree.yaml"),
+        "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 4000, memory: 4096}}\nqueues:\n  - name: ads\n    children:\n      - {name: tier1}\n      - {name: tier2}\n  - {name: default}\n",
+    )
+    .unwrap();
+    let text = "version: 1
+clusters:
+  - name: hpc
+    file: clusters/tree.yaml
+    backend:
+      kind: slurm
+      url: http://127.0.0.1:6820
+      user: weir
+      token_env: T
+      placement: weir
+      nodes_refresh_seconds: 5
+      queues:
+        root.ads.tier1: {partition: fast}
+        root.ads: {partition: batch}
+        root.ads.tier9: {qos: high}
+";
+    let p = problems(text, &dir);
+    let at = |k: &str| p.iter().find(|m| m.starts_with(k)).cloned().unwrap_or_default();
+    assert!(
+        at("clusters[0].backend.queues.root.ads:").contains("`root.ads` is a parent queue")
+            && at("clusters[0].backend.queues.root.ads:")
+                .contains("its leaves: root.ads.tier1, root.ads.tier2, root.default"),
+        "{p:?}"
+    );
+    assert!(
+        at("clusters[0].backend.queues.root.ads.tier9:").contains("`root.ads.tier9` is not a queue of"),
+        "{p:?}"
+    );
+    assert!(
+        p.iter().all(|m| !m.starts_with("clusters[0].backend.queues.root.ads.tier1")),
+        "a leaf is fine: {p:?}"
+    );
+    assert!(at("clusters[0].backend.placement:").contains("add `nodes: from_backend`"), "{p:?}");
+    assert!(
+        at("clusters[0].backend.nodes_refresh_seconds:").contains("only with `nodes: from_backend`"),
+        "{p:?}"
+    );
+    assert_eq!(p.len(), 4, "{p:?}");
 }
