@@ -171,6 +171,7 @@ pub struct Metrics {
     lease_held: Family<ClusterLabels, Gauge>,
     store_up: Gauge,
     runs: Family<TierState, Gauge>,
+    runs_oldest: Family<TierState, FloatGauge>,
     pub runs_started: Family<TierLabels, Counter>,
     pub runs_finished: Family<TierState, Counter>,
     pub slo_runs: Family<TierOutcome, Counter>,
@@ -218,6 +219,7 @@ impl Metrics {
             lease_held: Family::default(),
             store_up: Gauge::default(),
             runs: Family::default(),
+            runs_oldest: Family::default(),
             runs_started: Family::default(),
             runs_finished: Family::default(),
             slo_runs: Family::default(),
@@ -298,6 +300,12 @@ impl Metrics {
             m.store_up.clone(),
         );
         r.register("weir_runs", "Runs not yet ended, by tier and state (from the store)", m.runs.clone());
+        r.register_with_unit(
+            "weir_runs_oldest_age",
+            "Age since submission of the oldest run not yet ended, by tier and state (0 with none)",
+            Unit::Seconds,
+            m.runs_oldest.clone(),
+        );
         r.register("weir_runs_started", "Runs whose first task started, by tier", m.runs_started.clone());
         r.register(
             "weir_runs_finished",
@@ -473,6 +481,7 @@ impl Metrics {
         self.cluster_capacity.clear();
         self.snapshot_age.clear();
         self.runs.clear();
+        self.runs_oldest.clear();
         self.store_up.set(i64::from(store.is_some()));
         if let Some(view) = store {
             self.set_store_gauges(view, now_ms);
@@ -490,13 +499,19 @@ impl Metrics {
     fn set_store_gauges(&self, view: StoreView<'_>, now_ms: i64) {
         for tier in TIERS.map(|t| t.to_string()) {
             for state in UNFINISHED {
-                drop(self.runs.get_or_create(&TierState { tier: tier.clone(), state: state.into() }));
+                let labels = TierState { tier: tier.clone(), state: state.into() };
+                drop(self.runs.get_or_create(&labels));
+                drop(self.runs_oldest.get_or_create(&labels));
             }
         }
         for c in view.unfinished.iter().filter(|c| !FINISHED.contains(&c.state.as_str())) {
-            self.runs
-                .get_or_create(&TierState { tier: c.tier.to_string(), state: c.state.clone() })
-                .inc_by(c.runs);
+            let labels = TierState { tier: c.tier.to_string(), state: c.state.clone() };
+            self.runs.get_or_create(&labels).inc_by(c.runs);
+            let age = (now_ms - c.oldest_submitted_ms).max(0) as f64 / 1000.0;
+            let oldest = self.runs_oldest.get_or_create(&labels);
+            if age > oldest.get() {
+                oldest.set(age);
+            }
         }
         for c in view.clusters {
             let Some(as_of) = c.as_of_ms else { continue };
@@ -598,7 +613,22 @@ mod tests {
             used: res(1500, 2048),
             queues: vec![parent, q],
         };
-        let runs = [RunCount { project: "ads".into(), tier: 2, state: "waiting".into(), runs: 3 }];
+        let runs = [
+            RunCount {
+                project: "ads".into(),
+                tier: 2,
+                state: "waiting".into(),
+                runs: 3,
+                oldest_submitted_ms: 500,
+            },
+            RunCount {
+                project: "web".into(),
+                tier: 2,
+                state: "waiting".into(),
+                runs: 1,
+                oldest_submitted_ms: 2_000,
+            },
+        ];
         let view = StoreView { clusters: std::slice::from_ref(&c), unfinished: &runs };
         let text = m.render(Some(view), 3_500, Format::OpenMetrics).await;
         for line in [
@@ -616,7 +646,10 @@ mod tests {
             "weir_slo_runs_total{tier=\"1\",outcome=\"missed\"} 1",
             "weir_runs_finished_total{tier=\"1\",state=\"failed\"} 1",
             "weir_preemptions_total{cluster=\"default\",reason=\"fair_share\"} 1",
-            "weir_runs{tier=\"2\",state=\"waiting\"} 3",
+            "weir_runs{tier=\"2\",state=\"waiting\"} 4",
+            // The oldest of both projects' waiting tier-2 runs: submitted at 0.5 s, now 3.5 s.
+            "weir_runs_oldest_age_seconds{tier=\"2\",state=\"waiting\"} 3.0",
+            "weir_runs_oldest_age_seconds{tier=\"1\",state=\"waiting\"} 0.0",
             "weir_runs{tier=\"1\",state=\"running\"} 0",
             "weir_store_up 1",
         ] {
