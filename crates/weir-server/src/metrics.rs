@@ -43,6 +43,9 @@ pub const TIERS: [u8; 3] = [1, 2, 3];
 pub const FINISHED: [&str; 3] = ["succeeded", "failed", "killed"];
 /// Run states before the end (`weir_api::RunState`), as the `weir_runs` gauge shows them.
 pub const UNFINISHED: [&str; 4] = ["queued", "routed", "waiting", "running"];
+/// A node's state as `weir_cluster_nodes` counts it: no container, some, or no cpu or memory
+/// left.
+pub const NODE_STATES: [&str; 3] = ["idle", "in_use", "full"];
 /// Why an engine actor preempted (`weir_engine::Starvation`).
 pub const PREEMPTION_REASONS: [&str; 2] = ["fair_share", "min_share"];
 /// Why a task attempt failed, as the worker counts it.
@@ -97,6 +100,12 @@ pub struct ClusterResource {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
 pub struct ClusterLabels {
     pub cluster: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+pub struct ClusterState {
+    pub cluster: String,
+    pub state: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
@@ -169,6 +178,7 @@ pub struct Metrics {
     cluster_capacity: Family<ClusterResource, FloatGauge>,
     snapshot_age: Family<ClusterLabels, FloatGauge>,
     lease_held: Family<ClusterLabels, Gauge>,
+    nodes: Family<ClusterState, Gauge>,
     store_up: Gauge,
     runs: Family<TierState, Gauge>,
     runs_oldest: Family<TierState, FloatGauge>,
@@ -217,6 +227,7 @@ impl Metrics {
             cluster_capacity: Family::default(),
             snapshot_age: Family::default(),
             lease_held: Family::default(),
+            nodes: Family::default(),
             store_up: Gauge::default(),
             runs: Family::default(),
             runs_oldest: Family::default(),
@@ -293,6 +304,11 @@ impl Metrics {
             "weir_cluster_lease_held",
             "1 while this process holds the cluster's lease and drives its backend, 0 otherwise",
             m.lease_held.clone(),
+        );
+        r.register(
+            "weir_cluster_nodes",
+            "The cluster's live nodes by state (idle, in_use, full: no cpu or memory left), reported by the process holding its lease",
+            m.nodes.clone(),
         );
         r.register(
             "weir_store_up",
@@ -400,9 +416,27 @@ impl Metrics {
         }
     }
 
-    /// Whether this process holds `cluster`'s lease (its engine actor runs).
+    /// Whether this process holds `cluster`'s lease (its engine actor runs). Only the holder
+    /// reports the cluster's nodes: they appear at zero with the lease and go with it.
     pub fn lease(&self, cluster: &str, held: bool) {
         self.lease_held.get_or_create(&ClusterLabels { cluster: cluster.to_string() }).set(i64::from(held));
+        for state in NODE_STATES {
+            let labels = ClusterState { cluster: cluster.to_string(), state: state.into() };
+            if held {
+                drop(self.nodes.get_or_create(&labels));
+            } else {
+                self.nodes.remove(&labels);
+            }
+        }
+    }
+
+    /// The lease holder's count of `cluster`'s nodes by state (`NODE_STATES`' order).
+    pub fn set_nodes(&self, cluster: &str, counts: [i64; 3]) {
+        for (state, n) in NODE_STATES.into_iter().zip(counts) {
+            self.nodes
+                .get_or_create(&ClusterState { cluster: cluster.to_string(), state: state.into() })
+                .set(n);
+        }
     }
 
     pub fn observe_pass(&self, cluster: &str, took: Duration) {
@@ -701,9 +735,18 @@ mod tests {
         // Only leaves wait.
         assert!(!text.contains("queue=\"root\",tier"), "{text}");
         assert!(!text.contains("# EOF") && !text.contains("# UNIT"), "{text}");
+        assert!(!text.contains("weir_cluster_nodes{"), "only a lease holder reports nodes: {text}");
         m.lease("default", true);
         let text = m.render(None, 0, Format::Classic).await;
         assert!(text.contains("weir_cluster_lease_held{cluster=\"default\"} 1"), "{text}");
+        assert!(text.contains("weir_cluster_nodes{cluster=\"default\",state=\"full\"} 0"), "{text}");
+        m.set_nodes("default", [1, 2, 3]);
+        let text = m.render(None, 0, Format::Classic).await;
+        assert!(text.contains("weir_cluster_nodes{cluster=\"default\",state=\"in_use\"} 2"), "{text}");
+        m.lease("default", false);
+        let text = m.render(None, 0, Format::Classic).await;
+        assert!(text.contains("weir_cluster_lease_held{cluster=\"default\"} 0"), "{text}");
+        assert!(!text.contains("weir_cluster_nodes{"), "gone with the lease: {text}");
     }
 
     /// The classic format's HELP lines escape only backslash and newline (Prometheus'

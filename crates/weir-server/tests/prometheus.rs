@@ -341,6 +341,14 @@ async fn metrics_pass_promtool_in_the_classic_format_and_negotiate_openmetrics()
         assert!(classic.contains(line), "missing `{line}` in:\n{classic}");
     }
 
+    // The test cluster's one node, in one state, as the lease holder's engine sees it.
+    let nodes: f64 = classic
+        .lines()
+        .filter(|l| l.starts_with("weir_cluster_nodes{cluster=\"default\","))
+        .map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()).expect("a value"))
+        .sum();
+    assert_eq!(nodes, 1.0, "{classic}");
+
     // Every series the example rules and dashboard name is served, or is a recording rule.
     let rules = std::fs::read_to_string(examples().join("weir-rules.yml")).expect("rules");
     let dashboard = std::fs::read_to_string(examples().join("weir-dashboard.json")).expect("dashboard");

@@ -374,6 +374,18 @@ impl Actor {
                 }
             }
         }
+        let mut nodes = [0_i64; 3];
+        for n in self.engine.nodes() {
+            let full = n.used.cpu >= n.capacity.cpu || n.used.memory >= n.capacity.memory;
+            nodes[if n.containers == 0 {
+                0
+            } else if full {
+                2
+            } else {
+                1
+            }] += 1;
+        }
+        self.metrics.set_nodes(&self.cluster, nodes);
         let snap =
             Snapshot { queues: Some(snapshot::queues(&self.cluster, &self.engine, now)), explanations };
         let body = serde_json::to_string(&snap).unwrap_or_default();
