@@ -374,6 +374,19 @@ async fn metrics_pass_promtool_in_the_classic_format_and_negotiate_openmetrics()
     assert!(!down.contains("weir_queue_usage{"), "no stale queue gauges: {down}");
     let (ok, lint) = promtool(&["check", "metrics"], &examples(), &down);
     assert!(ok && lint.is_empty(), "promtool check metrics: {lint}");
+    // Past the server's 5 s token cache the token is still known (it cannot have been revoked
+    // while the store is away); a token never seen cannot be checked: 503, not 401.
+    tokio::time::sleep(Duration::from_millis(5_500)).await;
+    let (_, down) = scrape(&s, None).await;
+    assert!(down.contains("\nweir_store_up 0\n"), "{down}");
+    let r = s
+        .http
+        .get(format!("{}/metrics", s.base))
+        .bearer_auth("weir_never_seen")
+        .send()
+        .await
+        .expect("scrape");
+    assert_eq!(r.status(), 503);
     s.stop(weir_server::Stop::Now).await;
 }
 
