@@ -38,6 +38,7 @@ mod error;
 mod http;
 mod limits;
 mod logs;
+mod nodes;
 mod loop_api;
 pub mod metrics;
 mod owner;
