@@ -15,7 +15,10 @@ use crate::state::AppState;
 
 /// Every served cluster's nodes (or one cluster's), as last published; a cluster whose worker
 /// has published nothing yet has no nodes and no `as_of_ms`.
-pub(crate) async fn cluster_nodes(s: &AppState, cluster: Option<&str>) -> Result<Vec<ClusterNodes>, ApiError> {
+pub(crate) async fn cluster_nodes(
+    s: &AppState,
+    cluster: Option<&str>,
+) -> Result<Vec<ClusterNodes>, ApiError> {
     let rows = s.store.snapshots().await?;
     let mut out = Vec::new();
     for name in s.registry.cluster_names() {

@@ -69,7 +69,8 @@ async fn a_running_task_is_held_on_its_node_and_given_back() {
     let (status, refused) = s.call_as(&viewer, Method::GET, "/v1/nodes", None).await;
     assert_eq!(status, 403, "{refused}");
     assert!(refused["error"]["message"].as_str().is_some_and(|m| m.contains("`*`")), "{refused}");
-    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let http =
+        reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
     let login = common::dashboard_login(&http, &s.base, &viewer).await;
     let cookie = common::session_cookie(&login);
     let page = http.get(format!("{}/nodes", s.base)).header("cookie", cookie).send().await.expect("page");
@@ -81,8 +82,13 @@ async fn a_running_task_is_held_on_its_node_and_given_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_nodes_page_in_a_real_browser() {
     if !webdriver::available() {
-        assert!(std::env::var_os("WEIR_REQUIRE_BROWSER").is_none(), "WEIR_REQUIRE_BROWSER is set but the browser is missing");
-        eprintln!("\n*** SKIPPED the nodes browser test: install Debian's chromium and chromium-driver ***\n");
+        assert!(
+            std::env::var_os("WEIR_REQUIRE_BROWSER").is_none(),
+            "WEIR_REQUIRE_BROWSER is set but the browser is missing"
+        );
+        eprintln!(
+            "\n*** SKIPPED the nodes browser test: install Debian's chromium and chromium-driver ***\n"
+        );
         return;
     }
     let dir = temp_dir("browser-nodes");
