@@ -33,6 +33,7 @@ pub fn router() -> Router<AppState> {
         .route("/v1/runs/{id}/tasks/{task}/logs", get(crate::logs::task_logs))
         .route("/v1/queues", get(queues))
         .route("/v1/queues/{path}", get(queue))
+        .route("/v1/nodes", get(crate::nodes::nodes))
         .route("/v1/routes", get(admin::list_routes))
         .route("/v1/routes/{key}", put(admin::put_route).delete(admin::delete_route))
         .route("/v1/workflows/{name}", put(admin::put_workflow))

@@ -386,8 +386,11 @@ impl Actor {
             }] += 1;
         }
         self.metrics.set_nodes(&self.cluster, nodes);
-        let snap =
-            Snapshot { queues: Some(snapshot::queues(&self.cluster, &self.engine, now)), explanations };
+        let snap = Snapshot {
+            queues: Some(snapshot::queues(&self.cluster, &self.engine, now)),
+            explanations,
+            nodes: snapshot::nodes(&self.engine),
+        };
         let body = serde_json::to_string(&snap).unwrap_or_default();
         let t0 = std::time::Instant::now();
         let published = self.store.publish_snapshot(&self.fence, self.lease_until(), &body, now).await;
