@@ -261,6 +261,43 @@ pub struct QueuesResponse {
     pub clusters: Vec<ClusterQueues>,
 }
 
+/// `GET /v1/nodes`: every cluster's nodes and what is allocated on them, as the engine saw
+/// them at its last published snapshot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct NodesResponse {
+    pub clusters: Vec<ClusterNodes>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ClusterNodes {
+    pub cluster: String,
+    /// When the owning worker took this snapshot; absent if no worker has published one yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of_ms: Option<i64>,
+    pub nodes: Vec<NodeInfo>,
+}
+
+/// One node: capacity, what containers hold on it, what is free.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct NodeInfo {
+    /// The engine's node id, e.g. `n3`.
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// `running` (accepting containers), `full` (nothing more fits: no core or no memory
+    /// free) or `preempting` (containers on it are marked for preemption).
+    pub state: String,
+    pub capacity: Resources,
+    pub used: Resources,
+    pub free: Resources,
+    /// Containers (task attempts) running on it.
+    pub containers: u32,
+    /// Resources of its containers marked for preemption.
+    pub marked: Resources,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_model: Option<String>,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ClusterQueues {
     pub cluster: String,

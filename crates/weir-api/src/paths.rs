@@ -24,6 +24,7 @@ state, read their logs, see the live queues. Every request but /healthz and /rea
         task_logs,
         queues,
         queue,
+        nodes,
         list_routes,
         put_route,
         delete_route,
@@ -126,6 +127,11 @@ fn queues() {}
         ("cluster" = Option<String>, Query)),
     responses((status = 200, body = QueueInfo), (status = 404, body = ErrorBody)))]
 fn queue() {}
+
+/// Every node of every cluster with what is allocated on it. Needs a viewer grant on `*`.
+#[utoipa::path(get, path = "/v1/nodes", params(("cluster" = Option<String>, Query)),
+    responses((status = 200, body = NodesResponse), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+fn nodes() {}
 
 #[utoipa::path(get, path = "/v1/routes", responses((status = 200, body = RouteList)))]
 fn list_routes() {}

@@ -221,7 +221,16 @@ impl Authenticator {
         let principal = match cached {
             Some((at, p)) if now - at < CACHE_MS => p,
             _ => {
-                let row = store.token_by_hash(&hash).await?;
+                // A token cannot be revoked while the store is unreachable (revoking writes
+                // it), so a principal seen before stays valid until the store answers again:
+                // `/metrics` can then still report `weir_store_up 0`.
+                let row = match store.token_by_hash(&hash).await {
+                    Ok(row) => row,
+                    Err(e) => match cached {
+                        Some((_, p)) => return p.ok_or_else(|| ApiError::from(e)),
+                        None => return Err(e.into()),
+                    },
+                };
                 let p = row
                     .filter(|r| {
                         r.revoked_ms.is_none() && bool::from(r.hash.as_bytes().ct_eq(hash.as_bytes()))

@@ -4,7 +4,7 @@
 //!
 //! The mechanism (docs/serve.md, Security, Tasks): a server started as root runs every task
 //! as an unprivileged user — its project's `run_as` user, else the task user (`weir-task`) —
-//! by setting uid and gid in the forked child before exec (weir-backend), with supplementary
+//! by setting uid and gid in the started child before exec (weir-backend), with supplementary
 //! groups cleared. No privileged helper program: the server is the only privileged process,
 //! and it drops nothing for itself. A server that is not root cannot switch users; it runs
 //! tasks as itself, which is safe only for one trusted tenant, and says so at start.

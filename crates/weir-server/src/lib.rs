@@ -40,6 +40,7 @@ mod limits;
 mod logs;
 mod loop_api;
 pub mod metrics;
+mod nodes;
 mod owner;
 mod plans;
 mod replay;

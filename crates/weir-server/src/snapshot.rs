@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use weir_api::{ClusterQueues, QueueInfo, Resources as WireResources};
+use weir_api::{ClusterQueues, NodeInfo, QueueInfo, Resources as WireResources};
 use weir_engine::Engine;
 use weir_model::Resources;
 
@@ -14,10 +14,43 @@ pub struct Snapshot {
     pub queues: Option<ClusterQueues>,
     /// `run/job` → the engine's explanation, for jobs in the engine without all they want.
     pub explanations: BTreeMap<String, String>,
+    /// Every live node and its allocation (absent in snapshots from before nodes were
+    /// published).
+    #[serde(default)]
+    pub nodes: Vec<NodeInfo>,
 }
 
 pub fn wire(r: Resources) -> WireResources {
     WireResources { cpu: r.cpu, memory: r.memory, gpu: r.gpu }
+}
+
+/// Every live node as the engine sees it now, in the order they were added.
+pub fn nodes(engine: &Engine) -> Vec<NodeInfo> {
+    engine
+        .nodes()
+        .into_iter()
+        .map(|n| {
+            let free = n.capacity.saturating_sub(&n.used);
+            let state = if n.marked != Resources::ZERO {
+                "preempting"
+            } else if free.cpu == 0 || free.memory == 0 {
+                "full"
+            } else {
+                "running"
+            };
+            NodeInfo {
+                id: n.id.to_string(),
+                label: n.label,
+                state: state.to_string(),
+                capacity: wire(n.capacity),
+                used: wire(n.used),
+                free: wire(free),
+                containers: n.containers,
+                marked: wire(n.marked),
+                gpu_model: n.gpu_model,
+            }
+        })
+        .collect()
 }
 
 /// The queue tree as the engine sees it now.

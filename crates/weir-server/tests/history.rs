@@ -174,7 +174,7 @@ async fn usage_and_runs_are_recorded_reported_and_exported(db: Db) {
     // publishes its snapshot at most once a second, so the gauges may still show the last
     // run's containers for a moment after it ended: wait for the idle tier-1 queue.
     let idle =
-        "weir_queue_usage{cluster=\"default\",queue=\"root.ads.tier1\",resource=\"cpu\",unit=\"core\"} 0.0";
+        "weir_queue_usage{cluster=\"default\",queue=\"root.ads.tier1\",tier=\"1\",resource=\"cpu\",unit=\"core\"} 0.0";
     let start = Instant::now();
     let v = loop {
         let (status, v) = s.call(Method::GET, "/metrics", None).await;

@@ -113,7 +113,7 @@ fn rand_suffix() -> u32 {
 }
 
 fn stdout(s: &TestServer, run: i64) -> String {
-    std::fs::read_to_string(s.dir.join("logs").join(format!("run-{run}/0/0/0/1/stdout"))).unwrap_or_default()
+    std::fs::read_to_string(s.dir.join("logs").join(format!("run-{run}/0.0.0.1.stdout"))).unwrap_or_default()
 }
 
 fn workdir(c: &ServerConfig, run: i64) -> PathBuf {

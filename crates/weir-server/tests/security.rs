@@ -511,7 +511,13 @@ async fn errors_are_json_responses_nosniff_bearer_any_case_internals_hidden() {
 /// authentications are counted in /metrics.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_log_records_changes_and_refusals_without_secrets() {
-    let Some(mut s) = TestServer::start(Db::Sqlite, "sec-audit").await else { return };
+    for db in dbs() {
+        audit_log_on(db).await;
+    }
+}
+
+async fn audit_log_on(db: Db) {
+    let Some(mut s) = TestServer::start(db, "secaudit").await else { return };
     let ads = token(&s, "ads", &[("ads", "submitter")], json!({})).await;
     let (_, c) = submit_as(
         &s,
@@ -546,6 +552,17 @@ async fn the_audit_log_records_changes_and_refusals_without_secrets() {
     };
     assert!(has("token.create", "ok") && has("submit", "created") && has("kill", "ok"), "{log:#}");
     assert!(has("route.put", "denied") && has("route.put", "ok"), "{log:#}");
+    // The submission's row (written by the store's trigger, in the run's own statement).
+    let submit: Vec<_> = entries.iter().filter(|e| e["action"] == "submit").collect();
+    assert_eq!(submit.len(), 1, "{db:?}: one row per submission: {log:#}");
+    assert_eq!(submit[0]["target"], format!("run {id}"), "{db:?}");
+    assert_eq!(submit[0]["project"], "ads", "{db:?}");
+    let detail = submit[0]["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.starts_with("workflow w logical date d as user ")
+            && detail.ends_with(" to default/root.ads.tier1"),
+        "{db:?}: {detail}"
+    );
     let text = log.to_string();
     assert!(!text.contains(&ads) && !text.contains(&s.token), "no secret in the audit log");
     // Failed authentications are counted.

@@ -61,6 +61,8 @@ pub struct RunCount {
     pub tier: u8,
     pub state: String,
     pub runs: i64,
+    /// When the oldest of them was submitted (epoch ms).
+    pub oldest_submitted_ms: i64,
 }
 
 /// A container taken by preemption, and why.
@@ -243,7 +245,7 @@ impl Store {
     /// ended.
     pub(crate) async fn run_counts(&self, since_ms: i64) -> Result<Vec<RunCount>, StoreError> {
         let rows = sqlx::query(
-            "SELECT project, tier, state, COUNT(*) AS n FROM runs
+            "SELECT project, tier, state, COUNT(*) AS n, MIN(submitted_ms) AS oldest FROM runs
              WHERE submitted_ms >= $1 OR state NOT IN ('succeeded', 'failed', 'killed')
              GROUP BY project, tier, state ORDER BY project, tier, state",
         )
@@ -258,6 +260,7 @@ impl Store {
                     tier: int(r, "tier")?.clamp(0, 255) as u8,
                     state: text(r, "state")?,
                     runs: int(r, "n")?,
+                    oldest_submitted_ms: int(r, "oldest")?,
                 })
             })
             .collect()

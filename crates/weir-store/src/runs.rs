@@ -298,8 +298,8 @@ impl Store {
             let key = active_key(&run.project, &run.workflow, &run.logical_date);
             let inserted = sqlx::query(
                 "INSERT INTO runs (workflow, project, tier, logical_date, active_key, state, cluster, queue,
-                 spec, params, submitted_by, submitted_ms, slo_ms, user_name)
-                 VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $12, $13)
+                 spec, params, submitted_by, submitted_ms, slo_ms, user_name, client)
+                 VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $12, $13, $14)
                  ON CONFLICT DO NOTHING RETURNING id",
             )
             .bind(run.workflow.as_str())
@@ -315,13 +315,16 @@ impl Store {
             .bind(run.submitted_ms)
             .bind(run.slo_ms)
             .bind(run.user.as_str())
+            .bind(run.client.as_deref())
             .fetch_optional(&mut *tx)
             .await
             .map_err(StoreError::db)?;
             let (outcome, status, id) = match inserted {
                 Some(r) => {
                     let id = int(&r, "id")?;
-                    for scope in scopes(&run.project) {
+                    // The trigger `runs_submitted` (schema 11) added the project's own scope and
+                    // the audit row; only a dotted project's ancestors are left.
+                    for scope in scopes(&run.project).into_iter().filter(|s| *s != run.project) {
                         sqlx::query("INSERT INTO run_scopes (scope, run_id) VALUES ($1, $2)")
                             .bind(scope)
                             .bind(id)
@@ -362,7 +365,10 @@ impl Store {
                 .map_err(StoreError::db)?;
             }
             let (target, result) = match &outcome {
-                Submitted::Created { id } => (format!("run {id}"), "created".to_string()),
+                Submitted::Created { .. } => {
+                    out.push(outcome);
+                    continue;
+                }
                 Submitted::Conflict { existing } => (format!("run {existing}"), "conflict".to_string()),
                 _ => (String::new(), String::new()),
             };

@@ -135,9 +135,12 @@ async fn run_records_carry_their_slo_and_counts_group_by_state() {
         assert!(store.run_records(None, Some("search"), 0, 5000).await.expect("records").is_empty());
         let counts = store.run_counts(5000).await.expect("counts");
         // Every run not yet ended counts, whenever it was submitted.
-        let got: Vec<(&str, u8, &str, i64)> =
-            counts.iter().map(|c| (c.project.as_str(), c.tier, c.state.as_str(), c.runs)).collect();
-        assert_eq!(got, [("ads", 1, "queued", 3)]);
+        // With when the oldest of each group was submitted (`/metrics`' oldest waiting age).
+        let got: Vec<(&str, u8, &str, i64, i64)> = counts
+            .iter()
+            .map(|c| (c.project.as_str(), c.tier, c.state.as_str(), c.runs, c.oldest_submitted_ms))
+            .collect();
+        assert_eq!(got, [("ads", 1, "queued", 3, 1000)]);
     }
 }
 

@@ -250,7 +250,7 @@ fn runs_routed_to_a_local_and_a_slurm_cluster_finish_and_kill_works_on_slurm() {
         assert_eq!(words[5], "root.default", "{log}");
     }
     // A log the server cannot see (the nodes wrote it elsewhere) is named, not shown as empty.
-    std::fs::remove_file(dir.join(format!("data/logs/run-{id}/0/0/0/1/stdout"))).expect("the log file");
+    std::fs::remove_file(dir.join(format!("data/logs/run-{id}/0.0.0.1.stdout"))).expect("the log file");
     let out = client(&dir, port, &["logs", &id, "s.0"]);
     let err = common::text(&out.stderr);
     assert!(!out.status.success() && err.contains("is not on this server"), "{err}");

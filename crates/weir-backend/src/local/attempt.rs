@@ -1,18 +1,19 @@
 //! One attempt on disk and as a process: its folder, the `/bin/sh` wrapper that records the
-//! exit status, spawning, and reading how it ended. Everything here blocks (files, fork/exec)
+//! exit status, spawning, and reading how it ended. Everything here blocks (files, clone/exec)
 //! and runs on tokio's blocking pool.
 
+use std::collections::BTreeMap;
+use std::ffi::{CString, OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use rustix::process::{pidfd_open, Pid, PidfdFlags};
 
 use super::cgroup::Placement;
-use super::procfs;
+use super::{procfs, spawn};
 use crate::{BackendError, Exit, Launched, TaskLaunch};
 
 /// The wrapper every attempt runs under: `/bin/sh -c WRAPPER weir-task COMMAND STATUS_FILE`,
@@ -30,9 +31,9 @@ use crate::{BackendError, Exit, Launched, TaskLaunch};
 /// command's subshell) rather than by its path: the attempt's folder is in the server's data
 /// directory, which a task running as another user cannot open — nor should it, since the
 /// backend trusts what that folder says. The command never holds the file; only the wrapper's
-/// last line writes it. Passing it as standard input keeps the spawn a `posix_spawn` when no
-/// user switch or cgroup is needed (extra descriptors would need a `pre_exec` hook). `$2`
-/// still names the file, so that recovery can tell the wrapper apart in `/proc`.
+/// last line writes it. Passing it as standard input keeps the child's descriptor work to the
+/// three standard ones (`spawn.rs` closes everything else). `$2` still names the file, so
+/// that recovery can tell the wrapper apart in `/proc`.
 ///
 /// The subshell is the command's own shell: `exit N` and `exec PROGRAM` end or replace it, not
 /// the wrapper; it sees no positional parameters (`$#` is 0; `$0` is `weir-task`); `$$` is the
@@ -172,6 +173,40 @@ pub(crate) fn write_atomic(attempt: &str, dir: &Path, name: &str, text: &str) ->
     fs::rename(&tmp, &path).map_err(io_err(attempt, "rename into place", &path))
 }
 
+fn c_string(launch: &TaskLaunch, field: &'static str, s: impl AsRef<OsStr>) -> Result<CString, BackendError> {
+    CString::new(s.as_ref().as_bytes())
+        .map_err(|_| bad_launch(launch, field, "it contains a NUL byte".into()))
+}
+
+/// The task's whole environment: the inherited part of the server's, then `USER`, `LOGNAME`
+/// and `HOME` of the task's user, the `WEIR_*` variables, and the launch's own `env` (a later
+/// entry wins).
+fn environment(launch: &TaskLaunch, inherited: &[(String, OsString)]) -> Result<Vec<CString>, BackendError> {
+    let mut env: BTreeMap<&OsStr, OsString> =
+        inherited.iter().map(|(k, v)| (OsStr::new(k.as_str()), v.clone())).collect();
+    if let Some(u) = &launch.user {
+        env.insert(OsStr::new("USER"), u.name.clone().into());
+        env.insert(OsStr::new("LOGNAME"), u.name.clone().into());
+        env.insert(OsStr::new("HOME"), u.home.clone().into());
+    }
+    let r = launch.resources;
+    env.insert(OsStr::new("WEIR_ATTEMPT"), launch.attempt.as_str().into());
+    env.insert(OsStr::new("WEIR_CPU_MILLICORES"), r.cpu.to_string().into());
+    env.insert(OsStr::new("WEIR_MEMORY_MIB"), r.memory.to_string().into());
+    env.insert(OsStr::new("WEIR_GPUS"), r.gpu.to_string().into());
+    for (k, v) in &launch.env {
+        env.insert(OsStr::new(k.as_str()), v.into());
+    }
+    env.into_iter()
+        .map(|(k, v)| {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            CString::new(kv).map_err(|_| bad_launch(launch, "env", format!("{k:?} contains a NUL byte")))
+        })
+        .collect()
+}
+
 /// Makes the attempt's folder, opens its logs and starts the wrapper in a new process group,
 /// as the task's user and in the attempt's cgroups when there are any. `inherited` is the
 /// part of the server's environment passed through.
@@ -200,28 +235,28 @@ pub(crate) fn spawn(
         &status_path,
     ))?;
 
-    let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c").arg(WRAPPER).arg(WRAPPER_NAME).arg(&launch.command).arg(&status_path);
-    cmd.env_clear();
-    cmd.envs(inherited.iter().map(|(k, v)| (k, v)));
-    if let Some(u) = &launch.user {
-        cmd.env("USER", &u.name).env("LOGNAME", &u.name).env("HOME", &u.home);
-        // Supplementary groups are cleared by std when a root process sets a uid.
-        cmd.uid(u.uid).gid(u.gid);
-    }
     let r = launch.resources;
-    cmd.env("WEIR_ATTEMPT", attempt)
-        .env("WEIR_CPU_MILLICORES", r.cpu.to_string())
-        .env("WEIR_MEMORY_MIB", r.memory.to_string())
-        .env("WEIR_GPUS", r.gpu.to_string());
-    cmd.envs(&launch.env);
-    cmd.current_dir(&launch.workdir).stdin(status).stdout(stdout).stderr(stderr);
-    // Its own process group (not a new session: `setsid` would need a `pre_exec` hook, which
-    // makes std fork instead of using the much cheaper posix_spawn). The group is enough: a
-    // terminal's Ctrl-C or hang-up signals the server's foreground group, not this one, and
-    // killing the group reaches every process the command started — except one that calls
-    // `setsid` itself, which the attempt's cgroup still holds.
-    cmd.process_group(0);
+    let program = spawn::Program {
+        path: c_string(launch, "command", "/bin/sh")?,
+        argv: vec![
+            c_string(launch, "command", "/bin/sh")?,
+            c_string(launch, "command", "-c")?,
+            c_string(launch, "command", WRAPPER)?,
+            c_string(launch, "command", WRAPPER_NAME)?,
+            c_string(launch, "command", &launch.command)?,
+            c_string(launch, "command", status_path.as_os_str())?,
+        ],
+        env: environment(launch, inherited)?,
+        workdir: c_string(launch, "workdir", launch.workdir.as_os_str())?,
+        stdio: [status.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()],
+        user: launch.user.as_ref().map(|u| (u.uid, u.gid)),
+        cgroups: Vec::new(),
+    };
+    // Its own process group (the child calls `setpgid(0, 0)`; not a new session). The group
+    // is what a kill signals when there are no cgroups: a terminal's Ctrl-C or hang-up signals
+    // the server's foreground group, not this one, and killing the group reaches every process
+    // the command started — except one that calls `setsid` itself, which the attempt's cgroup
+    // still holds.
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let (cgroup_dirs, procs) = if cgroups.is_empty() {
         (Vec::new(), Vec::new())
@@ -232,36 +267,17 @@ pub(crate) fn spawn(
             Path::new("/sys/fs/cgroup"),
         ))?
     };
-    if !procs.is_empty() {
-        let fds: Vec<RawFd> = procs.iter().map(AsRawFd::as_raw_fd).collect();
-        // SAFETY: between fork and exec only async-signal-safe work is allowed: this closure
-        // makes plain system calls on stack buffers (no allocation, no lock). The descriptors
-        // stay open in the parent until `spawn` returns.
-        unsafe {
-            cmd.pre_exec(move || {
-                // Joining a cgroup waits for an RCU grace period (milliseconds); meanwhile this
-                // forked child would hold copies of all the server's descriptors — its listening
-                // socket and the data directory's owner lock among them, so that a server
-                // restarted right after a crash could neither bind nor tell its predecessor is
-                // gone. Close them first (std's exec-error channel, a socket pair, stays: a
-                // failure to join is still a spawn error, and the command never runs).
-                close_inherited(&fds)?;
-                for &fd in &fds {
-                    rustix::io::write(BorrowedFd::borrow_raw(fd), b"0")?;
-                }
-                Ok(())
-            });
-        }
-    }
-    let child = cmd.spawn().map_err(|source| {
+    let mut program = program;
+    program.cgroups = procs.iter().map(AsRawFd::as_raw_fd).collect();
+    program.cgroups.sort_unstable();
+    let raw_pid = spawn::spawn(&program).map_err(|source| {
         super::cgroup::remove(&cgroup_dirs);
         BackendError::Spawn { attempt: attempt.to_string(), command: launch.command.clone(), source }
     })?;
+    drop((status, stdout, stderr));
     drop(procs);
     let started_at_ms = procfs::now_ms();
-    let raw_pid = child.id() as i32;
-    // Dropping a std `Child` neither kills nor reaps it: the watcher reaps it through the pidfd.
-    drop(child);
+    // Not reaped here: the watcher reaps it through the pidfd.
     let pid = Pid::from_raw(raw_pid).ok_or_else(|| BackendError::Syscall {
         attempt: attempt.to_string(),
         call: "spawn (pid 0)",
@@ -323,45 +339,6 @@ fn create_attempt_dir(attempt: &str, dir: &Path, legacy: Option<&Path>) -> Resul
         }
         Err(e) => Err(io_err(attempt, "create the attempt folder", dir)(e)),
     }
-}
-
-/// In a forked child, before exec: closes every inherited descriptor above 2 except `keep`
-/// and pipes and connected sockets (all the server's are close-on-exec anyway; std's channel
-/// for exec errors is one of them, so `spawn` still returns only once the child has exec'd).
-/// Async-signal-safe: raw system calls and a buffer on the stack.
-fn close_inherited(keep: &[RawFd]) -> io::Result<()> {
-    use rustix::fs::{fstat, openat, FileType, Mode, OFlags, RawDir, CWD};
-    let dir =
-        openat(CWD, c"/proc/self/fd", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
-    let dir_fd = dir.as_raw_fd();
-    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
-    let mut entries = RawDir::new(&dir, &mut buf);
-    while let Some(entry) = entries.next() {
-        let entry = entry?;
-        let name = entry.file_name().to_bytes();
-        if name.is_empty() || !name.iter().all(u8::is_ascii_digit) {
-            continue;
-        }
-        let fd = name.iter().fold(0i64, |n, d| n.saturating_mul(10).saturating_add(i64::from(d - b'0')));
-        let Ok(fd) = RawFd::try_from(fd) else { continue };
-        if fd <= 2 || fd == dir_fd || keep.contains(&fd) {
-            continue;
-        }
-        // SAFETY: `fd` is open in this process (listed just now) and owned by nobody here.
-        let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-        let keep_it = match fstat(borrowed).map(|st| FileType::from_raw_mode(st.st_mode)) {
-            Ok(FileType::Fifo) => true,
-            // std reports exec errors through a socket pair on some versions: keep sockets that
-            // do not listen (a listening one is the server's API port).
-            Ok(FileType::Socket) => !rustix::net::sockopt::socket_acceptconn(borrowed).unwrap_or(true),
-            _ => false,
-        };
-        if !keep_it {
-            // SAFETY: this child never uses the descriptor again; exec would close it anyway.
-            unsafe { rustix::io::close(fd) };
-        }
-    }
-    Ok(())
 }
 
 /// Whether the wrapper wrote a status (the file exists from the start, empty).

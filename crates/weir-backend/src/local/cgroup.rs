@@ -15,8 +15,8 @@
 //! `OWN/weir/TAG/ATTEMPT`, TAG naming the backend's state folder (two servers on one machine,
 //! or one server's several clusters, never share a folder).
 //!
-//! A task joins its cgroups between fork and exec (it writes `0` to the `cgroup.procs` files
-//! the backend opened before forking, with the backend's credentials), so it never runs a single
+//! A task joins its cgroups between clone and exec (it writes `0` to the `cgroup.procs` files
+//! the backend opened before the clone, with the backend's credentials), so it never runs a single
 //! instruction outside them and has no process to fork before it is contained. The files are
 //! the backend's (root's): a task cannot move itself out.
 
@@ -246,8 +246,9 @@ impl Placement {
         }
         for (ctl, base) in &self.v1 {
             let mut l = Vec::new();
+            // A new v1 cgroup's `cpu.cfs_period_us` is the kernel's default, 100,000 us (it is
+            // not inherited): only the quota is written.
             if *ctl == "cpu" && resources.cpu > 0 && resources.cpu != u64::MAX {
-                l.push(("cpu.cfs_period_us", "100000".to_string()));
                 l.push(("cpu.cfs_quota_us", cpu_quota_us.to_string()));
             }
             if *ctl == "memory" && resources.memory > 0 && resources.memory != u64::MAX {
@@ -301,10 +302,21 @@ pub(crate) fn members(dir: &Path) -> Vec<i32> {
         .collect()
 }
 
+/// The attempt's cgroups that hold all of its processes: its v2 cgroup alone when it has one
+/// (every process of the attempt is in it, and a task cannot leave it), else every v1 one.
+/// Checking and signalling one folder instead of three is a good part of an attempt's end.
+fn covering(dirs: &[PathBuf]) -> &[PathBuf] {
+    let v2 = Hierarchies::get().v2.as_deref();
+    match dirs.iter().position(|d| v2.is_some_and(|own| d.starts_with(own))) {
+        Some(i) => &dirs[i..=i],
+        None => dirs,
+    }
+}
+
 /// Sends `signal` to everything in the attempt's cgroups: SIGKILL through `cgroup.kill`
 /// where v2 has it (atomic: a process forking meanwhile cannot escape), else to each member.
 pub(crate) fn signal_all(dirs: &[PathBuf], signal: Signal) {
-    for dir in dirs {
+    for dir in covering(dirs) {
         if signal == Signal::KILL && write_file(&dir.join("cgroup.kill"), "1").is_ok() {
             continue;
         }
@@ -318,7 +330,7 @@ pub(crate) fn signal_all(dirs: &[PathBuf], signal: Signal) {
 
 /// Whether nothing runs in the attempt's cgroups any more.
 pub(crate) fn all_empty(dirs: &[PathBuf]) -> bool {
-    dirs.iter().all(|d| members(d).is_empty())
+    covering(dirs).iter().all(|d| members(d).is_empty())
 }
 
 /// Removes the attempt's cgroups (empty ones only; the kernel refuses the others).

@@ -7,7 +7,9 @@
 //! start makes one folder) also holds `launched.json` (its [`Launched`] record) and, once a kill
 //! was asked for, a `killed` marker.
 //!
-//! What a start costs, and why it is no more: one `posix_spawn` (vfork + exec of `/bin/sh`),
+//! What a start costs, and why it is no more: one vfork-style clone and exec of `/bin/sh`
+//! (`spawn.rs`: never a `fork`, whose copy-on-write faults grow with the server — also when the
+//! task switches user or joins cgroups),
 //! one subshell fork, one folder, one record file, the status file the wrapper writes, and the
 //! caller's log files (their folder only when missing). On a virtual machine each `exec` of a
 //! dynamically linked program is the dearest part (the loader's CPU-feature probing traps to
@@ -28,7 +30,7 @@
 //! to be re-used within that window — accepted.
 //!
 //! Isolation: an attempt runs as the launch's [`TaskUser`](crate::TaskUser) when it names one
-//! (uid and primary gid set between fork and exec, supplementary groups cleared: the backend
+//! (uid and primary gid set between clone and exec, supplementary groups cleared: the backend
 //! must then run as root), in a working folder made for it and owned by that user, and in its
 //! own cgroups where the machine allows it (`cgroup.rs`: a kill then ends every process it
 //! started, `setsid` children included, and `cpu.max`/`memory.max` follow its resources). The
@@ -39,6 +41,7 @@
 mod attempt;
 mod cgroup;
 mod procfs;
+mod spawn;
 mod watch;
 
 use std::collections::HashMap;

@@ -33,6 +33,7 @@ pub fn router() -> Router<AppState> {
         .route("/v1/runs/{id}/tasks/{task}/logs", get(crate::logs::task_logs))
         .route("/v1/queues", get(queues))
         .route("/v1/queues/{path}", get(queue))
+        .route("/v1/nodes", get(crate::nodes::nodes))
         .route("/v1/routes", get(admin::list_routes))
         .route("/v1/routes/{key}", put(admin::put_route).delete(admin::delete_route))
         .route("/v1/workflows/{name}", put(admin::put_workflow))
@@ -86,8 +87,10 @@ async fn queue(
         .ok_or_else(|| ApiError::not_found(format!("no queue {want}")))
 }
 
-/// `GET /metrics`: OpenMetrics text. Needs a token that may read every project (the queue
-/// gauges cover every queue).
+/// `GET /metrics`: OpenMetrics or the classic text format, by `Accept`. Needs a token that may
+/// read every project (the queue gauges cover every queue). A store that does not answer
+/// still gets an answer, with `weir_store_up 0`: an alert can then tell the store from the
+/// server.
 async fn metrics(State(s): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
     let p = s.principal(&headers).await?;
     if !p.can_all(Role::Viewer) {
@@ -96,10 +99,19 @@ async fn metrics(State(s): State<AppState>, headers: HeaderMap) -> Result<Respon
             p.token_id
         )));
     }
-    let clusters = cluster_queues(&s, None).await?;
-    let text = s.metrics.render(&clusters, now_ms()).await;
+    let format = crate::metrics::Format::negotiate(
+        headers.get(axum::http::header::ACCEPT).and_then(|v| v.to_str().ok()),
+    );
+    let now = now_ms();
+    // Runs submitted since `now` or not yet ended: the ones not yet ended.
+    let (clusters, unfinished) = tokio::join!(cluster_queues(&s, None), s.store.run_counts(now));
+    let view = match (&clusters, &unfinished) {
+        (Ok(clusters), Ok(unfinished)) => Some(crate::metrics::StoreView { clusters, unfinished }),
+        _ => None,
+    };
+    let text = s.metrics.render(view, now, format).await;
     Ok((
-        [(axum::http::header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
+        [(axum::http::header::CONTENT_TYPE, format.content_type()), (axum::http::header::VARY, "Accept")],
         text,
     )
         .into_response())

@@ -21,6 +21,7 @@
 
 mod admin;
 mod dag;
+mod nodes;
 mod pages;
 mod reports;
 mod run;
@@ -52,6 +53,7 @@ pub fn router() -> Router<AppState> {
         .route("/login", get(session::login_page).post(session::login))
         .route("/logout", post(session::logout))
         .route("/queues", get(pages::queues))
+        .route("/nodes", get(nodes::nodes))
         .route("/runs", get(pages::runs))
         .route("/runs/{id}", get(run::run))
         .route("/runs/{id}/logs/{task}", get(run::logs))
@@ -132,6 +134,7 @@ impl Nav {
         let tabs = [
             ("/", "Overview"),
             ("/queues", "Queues"),
+            ("/nodes", "Nodes"),
             ("/runs", "Runs"),
             ("/slo", "SLO"),
             ("/usage", "Usage"),
@@ -141,6 +144,7 @@ impl Nav {
         ]
         .into_iter()
         .filter(|(href, _)| *href != "/audit" || v.is_admin())
+        .filter(|(href, _)| *href != "/nodes" || v.reads_all())
         .map(|(href, label)| Tab { href, label, active: href == active })
         .collect();
         let role = if v.is_admin() {

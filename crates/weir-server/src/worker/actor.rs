@@ -77,16 +77,23 @@ pub(crate) struct Actor {
 }
 
 /// What the metrics need of a run when its state changes.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct RunMeta {
     pub tier: u8,
+    /// Its leaf queue (the queue-wait histogram's).
+    pub queue: String,
     pub submitted_ms: i64,
     pub slo_ms: Option<i64>,
 }
 
 impl RunMeta {
     pub fn of(run: &RunLive) -> RunMeta {
-        RunMeta { tier: run.tier, submitted_ms: run.submitted_ms, slo_ms: run.slo_ms }
+        RunMeta {
+            tier: run.tier,
+            queue: run.queue.to_string(),
+            submitted_ms: run.submitted_ms,
+            slo_ms: run.slo_ms,
+        }
     }
 }
 
@@ -408,9 +415,15 @@ impl Actor {
             if !*ok {
                 continue;
             }
-            let Some(meta) = self.run_meta.get(run).copied() else { continue };
+            let Some(meta) = self.run_meta.get(run).cloned() else { continue };
             match *to {
-                "running" => self.metrics.run_started(meta.tier),
+                "running" => {
+                    let queue_tier = weir_model::QueuePath::parse(&meta.queue)
+                        .and_then(|p| self.config.find(&p))
+                        .and_then(|i| self.config.queues[i].tier);
+                    let waited = at - meta.submitted_ms;
+                    self.metrics.run_started(meta.tier, &self.cluster, &meta.queue, queue_tier, waited);
+                }
                 "succeeded" | "failed" | "killed" => {
                     let met = match *to {
                         "killed" => None,
@@ -462,8 +475,23 @@ impl Actor {
                 }
             }
         }
-        let snap =
-            Snapshot { queues: Some(snapshot::queues(&self.cluster, &self.engine, now)), explanations };
+        let mut nodes = [0_i64; 3];
+        for n in self.engine.nodes() {
+            let full = n.used.cpu >= n.capacity.cpu || n.used.memory >= n.capacity.memory;
+            nodes[if n.containers == 0 {
+                0
+            } else if full {
+                2
+            } else {
+                1
+            }] += 1;
+        }
+        self.metrics.set_nodes(&self.cluster, nodes);
+        let snap = Snapshot {
+            queues: Some(snapshot::queues(&self.cluster, &self.engine, now)),
+            explanations,
+            nodes: snapshot::nodes(&self.engine),
+        };
         let body = serde_json::to_string(&snap).unwrap_or_default();
         let t0 = std::time::Instant::now();
         let published = self.store.publish_snapshot(&self.fence, self.lease_until(), &body, now).await;
@@ -505,7 +533,12 @@ impl Actor {
                 Err(why) => {
                     self.run_meta.insert(
                         row.id,
-                        RunMeta { tier: row.tier, submitted_ms: row.submitted_ms, slo_ms: None },
+                        RunMeta {
+                            tier: row.tier,
+                            queue: row.queue.clone(),
+                            submitted_ms: row.submitted_ms,
+                            slo_ms: None,
+                        },
                     );
                     self.changes.push(Change::RunState { run: row.id, to: "failed", at, reason: Some(why) });
                 }

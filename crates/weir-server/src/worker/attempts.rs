@@ -214,8 +214,15 @@ impl Actor {
             attempt: tl.attempts,
         };
         let aid = attempt_id(&key);
-        let logs = data_dir.join("logs").join(&aid);
-        let (stdout, stderr) = (path_text(&logs.join("stdout")), path_text(&logs.join("stderr")));
+        // One folder per run, the attempt in the file names: a run's first start makes one
+        // folder, not one per level of the attempt id (a mkdir is among the dearest parts of a
+        // start on ext4).
+        let logs = data_dir.join("logs").join(format!("run-{id}"));
+        let name = format!("{j}.{s}.{t}.{}", key.attempt);
+        let (stdout, stderr) = (
+            path_text(&logs.join(format!("{name}.stdout"))),
+            path_text(&logs.join(format!("{name}.stderr"))),
+        );
         let mut env = stage.env.clone();
         env.insert("WEIR_RUN_ID".into(), id.to_string());
         env.insert("WEIR_WORKFLOW".into(), run.workflow.clone());

@@ -170,6 +170,9 @@ async fn supervise(
 ) {
     let kind = settings.backend_kind(&cluster);
     let statuses = settings.statuses.clone();
+    if let Some(loaded) = registry.cluster(&cluster) {
+        settings.metrics.declare_cluster(&cluster, &loaded.config);
+    }
     loop {
         if *stop.borrow() != Stop::Running {
             return;
@@ -185,6 +188,7 @@ async fn supervise(
         {
             Ok(Some(fence)) => {
                 statuses.mark(&cluster, kind, BackendState::Starting, None, now_ms());
+                settings.metrics.lease(&cluster, true);
                 // Its own task: a panic in the actor ends that actor only, and the cluster starts
                 // over from the store like after any other failure.
                 let actor = {
@@ -199,6 +203,7 @@ async fn supervise(
                     Ok(ended) => ended,
                     Err(e) => Ended::Failed(format!("the engine actor stopped unexpectedly: {e}")),
                 };
+                settings.metrics.lease(&cluster, false);
                 match ended {
                     Ended::Stopped => {
                         let _ = store.release_lease(&fence).await;

@@ -40,7 +40,12 @@ impl Actor {
             let mut live = match RunLive::build(&a.run, &self.config, self.settings.max_tasks_per_run) {
                 Ok(l) => l,
                 Err(why) => {
-                    let meta = RunMeta { tier: a.run.tier, submitted_ms: a.run.submitted_ms, slo_ms: None };
+                    let meta = RunMeta {
+                        tier: a.run.tier,
+                        queue: a.run.queue.clone(),
+                        submitted_ms: a.run.submitted_ms,
+                        slo_ms: None,
+                    };
                     self.run_meta.insert(a.run.id, meta);
                     self.changes.push(Change::RunState {
                         run: a.run.id,

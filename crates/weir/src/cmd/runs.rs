@@ -385,22 +385,35 @@ pub fn queues(args: &QueuesArgs) -> Result<()> {
             let width = c.queues.iter().map(|q| q.path.len()).max().unwrap_or(5).max(5);
             writeln!(
                 out,
-                "{:<width$} {:>4} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7}",
-                "queue", "tier", "used cpu", "demand", "steady", "instant", "running", "pending"
+                "{:<width$} {:>4} {:>6} {:>9} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7} {:>8}",
+                "queue",
+                "tier",
+                "weight",
+                "max cpu",
+                "used cpu",
+                "demand",
+                "steady",
+                "instant",
+                "running",
+                "pending",
+                "max apps"
             )?;
             for q in &c.queues {
                 let tier = q.tier.map(|t| t.to_string()).unwrap_or_default();
                 writeln!(
                     out,
-                    "{:<width$} {:>4} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7}",
+                    "{:<width$} {:>4} {:>6} {:>9} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7} {:>8}",
                     q.path,
                     tier,
+                    q.weight,
+                    if q.max.cpu == u64::MAX { "-".to_string() } else { q.max.cpu.to_string() },
                     q.usage.cpu,
                     q.demand.cpu,
                     q.steady_fair_share.cpu,
                     q.instantaneous_fair_share.cpu,
                     q.running_apps,
-                    q.pending_apps
+                    q.pending_apps,
+                    q.max_running_apps.map_or_else(|| "-".to_string(), |m| m.to_string())
                 )?;
             }
         }
