@@ -62,7 +62,8 @@ impl NodeMap {
             self.up.remove(name);
             self.gone.insert(name.clone(), state.clone());
         }
-        for n in reported.iter().filter(|n| n.usable && !self.up.contains_key(&n.name)) {
+        let new: Vec<_> = reported.iter().filter(|n| n.usable && !self.up.contains_key(&n.name)).collect();
+        for n in new {
             let next = NodeId(self.ids.len() as u64);
             let id = *self.ids.entry(n.name.clone()).or_insert(next);
             self.names.insert(id, n.name.clone());
