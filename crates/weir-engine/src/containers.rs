@@ -29,7 +29,6 @@ impl Engine {
         let Some(request) = self.job(job).requests.get(index).copied() else {
             return ContainerId(u64::MAX);
         };
-        let one = Request { count: 1, ..request };
         let r = request.resources;
         let now = self.now;
         let expected_end = (!placeholder).then(|| request.walltime.map(|w| now.plus(w))).flatten();
@@ -41,7 +40,9 @@ impl Engine {
             am,
             seq,
             preemption: None,
-            request: one,
+            gang: request.gang,
+            gpu_milli: request.gpu_milli,
+            selector: request.selector,
             gpu,
             placeholder,
             expected_end,
@@ -64,7 +65,7 @@ impl Engine {
         j.am_running |= am;
         j.containers.insert((seq, id));
         if placeholder {
-            j.placeholders.push(id);
+            j.placeholders.push((id, Request { count: 1, ..request }));
         }
         let (leaf, first) = (j.leaf, j.containers.len() == 1);
         if placeholder {
@@ -87,27 +88,28 @@ impl Engine {
         }
         self.touched(job);
         if !placeholder {
-            self.announce(id);
+            self.announce(id, request.tag);
         }
         id
     }
 
-    /// A placeholder becomes the container it held room for.
-    pub(crate) fn start_placeholder(&mut self, id: ContainerId) {
+    /// A placeholder becomes the container it held room for (`request`, from its job's
+    /// `placeholders`).
+    pub(crate) fn start_placeholder(&mut self, id: ContainerId, request: &Request) {
         let now = self.now;
         let Some(c) = self.containers[id.slot()].container.as_mut() else { return };
         c.placeholder = false;
-        c.expected_end = c.request.walltime.map(|w| now.plus(w));
+        c.expected_end = request.walltime.map(|w| now.plus(w));
         let r = c.resources;
         self.placeholder_room -= r;
-        self.announce(id);
+        self.announce(id, request.tag);
     }
 
-    /// Tell the host a container started, and note when it is expected to end.
-    fn announce(&mut self, id: ContainerId) {
+    /// Tell the host a container started (its request's `tag`), and note when it is expected
+    /// to end.
+    fn announce(&mut self, id: ContainerId, tag: u64) {
         let Some(c) = self.containers[id.slot()].container.as_ref() else { return };
-        let (job, node, resources, tag, am, end) =
-            (c.job, c.node, c.resources, c.request.tag, c.am, c.expected_end);
+        let (job, node, resources, am, end) = (c.job, c.node, c.resources, c.am, c.expected_end);
         if let (Some(end), Backfill::Easy | Backfill::Conservative) = (end, self.config.scheduler.backfill) {
             self.ends.insert((end, id));
         }

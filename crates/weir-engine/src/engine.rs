@@ -341,9 +341,14 @@ impl Engine {
         for c in on_node {
             // A placeholder is the engine's own: its container is asked for again here, and
             // the host never hears of it.
+            let held = self.container(c).filter(|x| x.placeholder).and_then(|x| {
+                self.job(x.job).placeholders.iter().find(|&&(p, _)| p == c).map(|&(_, r)| (x.job, r))
+            });
             if let Some(gone) = self.release_container(c) {
                 if gone.placeholder {
-                    self.add_requests_front(gone.job, vec![gone.request]);
+                    if let Some((job, request)) = held {
+                        self.add_requests_front(job, vec![request]);
+                    }
                 } else {
                     lost.push(c);
                 }

@@ -194,8 +194,8 @@ impl Engine {
     /// Every container of the gang found a node: its placeholders and the new containers start.
     pub(crate) fn start_gang(&mut self, job: JobSlot, placed: Vec<Tentative>) {
         let held = std::mem::take(&mut self.job_mut(job).placeholders);
-        for id in held {
-            self.start_placeholder(id);
+        for (id, request) in held {
+            self.start_placeholder(id, &request);
         }
         // Later requests first, so the indices of earlier ones stay valid as counts run out.
         let mut placed = placed;
@@ -392,9 +392,9 @@ impl Engine {
     pub(crate) fn release_placeholders(&mut self, job: JobSlot) {
         let held = std::mem::take(&mut self.job_mut(job).placeholders);
         let mut again = Vec::with_capacity(held.len());
-        for id in held {
-            if let Some(c) = self.release_container(id) {
-                again.push(c.request);
+        for (id, request) in held {
+            if self.release_container(id).is_some() {
+                again.push(request);
             }
         }
         let j = self.job_mut(job);

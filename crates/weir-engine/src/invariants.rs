@@ -169,17 +169,17 @@ impl Engine {
         let mut frac: BTreeMap<(u32, u16), u64> = BTreeMap::new();
         let mut gangs: BTreeMap<(u32, u32), (u32, u32)> = BTreeMap::new();
         for c in self.containers.iter().filter_map(|e| e.container.as_ref()) {
-            if c.request.gpu_milli > 0 {
-                *frac.entry((c.node, c.gpu)).or_default() += u64::from(c.request.gpu_milli);
+            if c.gpu_milli > 0 {
+                *frac.entry((c.node, c.gpu)).or_default() += u64::from(c.gpu_milli);
             }
-            if !self.nodes.allows(c.node, c.request.selector) {
+            if !self.nodes.allows(c.node, c.selector) {
                 return Err(format!(
                     "{} runs on {}, which its selector does not allow",
                     c.id, self.nodes.slots[c.node as usize].id
                 ));
             }
-            if c.request.gang != 0 {
-                let e = gangs.entry((c.job, c.request.gang)).or_default();
+            if c.gang != 0 {
+                let e = gangs.entry((c.job, c.gang)).or_default();
                 if c.placeholder {
                     e.1 += 1;
                 } else {
@@ -220,7 +220,7 @@ impl Engine {
             if held as usize
                 != j.placeholders
                     .iter()
-                    .filter(|&&p| self.container(p).is_some_and(|c| c.request.gang == gang))
+                    .filter(|&&(p, _)| self.container(p).is_some_and(|c| c.gang == gang))
                     .count()
             {
                 return Err(format!("{}: gang {gang} placeholders are not all listed", j.id));

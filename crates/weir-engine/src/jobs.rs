@@ -137,7 +137,7 @@ impl Engine {
 
     pub(crate) fn clear_requests(&mut self, slot: JobSlot) {
         // Room held for a gang it no longer wants goes back (and is not asked for again).
-        for id in std::mem::take(&mut self.job_mut(slot).placeholders) {
+        for (id, _) in std::mem::take(&mut self.job_mut(slot).placeholders) {
             self.release_container(id);
         }
         let j = self.job_mut(slot);
@@ -219,7 +219,7 @@ impl Engine {
                 j.am_running = false;
             }
             if c.placeholder {
-                j.placeholders.retain(|&p| p != c.id);
+                j.placeholders.retain(|&(p, _)| p != c.id);
             }
             (j.leaf, c.am)
         };

@@ -67,7 +67,7 @@ impl Engine {
             .containers
             .iter()
             .filter_map(|&(_, id)| self.container(id))
-            .filter(|c| c.request.gang == gang && !c.placeholder)
+            .filter(|c| c.gang == gang && !c.placeholder)
             .map(|c| c.id)
             .collect()
     }
@@ -157,7 +157,7 @@ impl Engine {
                 let protected = q.gang_preemption == weir_model::GangPreemption::Protected;
                 for &(seq, id) in j.containers.iter().rev() {
                     let Some(c) = self.container(id) else { continue };
-                    if c.preemption.is_some() || c.placeholder || (protected && c.request.gang != 0) {
+                    if c.preemption.is_some() || c.placeholder || (protected && c.gang != 0) {
                         continue;
                     }
                     by_node.entry(c.node).or_default().push(Candidate {
@@ -166,7 +166,7 @@ impl Engine {
                         am: c.am,
                         priority: j.priority,
                         seq,
-                        gang: c.request.gang,
+                        gang: c.gang,
                     });
                 }
             }
