@@ -267,6 +267,25 @@ pub(crate) fn spawn(
             Path::new("/sys/fs/cgroup"),
         ))?
     };
+    // The child puts the standard descriptors on 0, 1 and 2 before it joins: a cgroup file
+    // there (a server started with a standard descriptor closed) moves above them first.
+    let procs = procs
+        .into_iter()
+        .map(|fd| {
+            if fd.as_raw_fd() > 2 {
+                return Ok(fd);
+            }
+            rustix::io::fcntl_dupfd_cloexec(&fd, 3).map_err(io::Error::from)
+        })
+        .collect::<io::Result<Vec<OwnedFd>>>()
+        .map_err(|e| {
+            super::cgroup::remove(&cgroup_dirs);
+            io_err(
+                attempt,
+                "move the cgroup file above the standard descriptors",
+                Path::new("/sys/fs/cgroup"),
+            )(e)
+        })?;
     let mut program = program;
     program.cgroups = procs.iter().map(AsRawFd::as_raw_fd).collect();
     program.cgroups.sort_unstable();
