@@ -53,6 +53,20 @@ pub struct BackendStatus {
 }
 
 impl BackendStatus {
+    /// A cluster's first status: nothing known yet of its version, nodes or node lists.
+    pub fn new(kind: &str, state: BackendState, now_ms: i64) -> BackendStatus {
+        BackendStatus {
+            kind: kind.to_string(),
+            state,
+            reason: None,
+            version: String::new(),
+            nodes: None,
+            checked_ms: now_ms,
+            counted: Vec::new(),
+            gone: Vec::new(),
+        }
+    }
+
     pub fn to_api(&self) -> BackendInfo {
         BackendInfo {
             kind: self.kind.clone(),
@@ -115,16 +129,9 @@ impl BackendStatuses {
     /// A `nodes: from_backend` cluster's node lists as its engine sees them now.
     pub fn set_nodes(&self, cluster: &str, kind: &str, counted: Vec<String>, gone: Vec<String>, now_ms: i64) {
         let mut all = self.by_cluster.write().unwrap_or_else(|e| e.into_inner());
-        let entry = all.entry(cluster.to_string()).or_insert_with(|| BackendStatus {
-            kind: kind.to_string(),
-            state: BackendState::Starting,
-            reason: None,
-            version: String::new(),
-            nodes: None,
-            checked_ms: now_ms,
-            counted: Vec::new(),
-            gone: Vec::new(),
-        });
+        let entry = all
+            .entry(cluster.to_string())
+            .or_insert_with(|| BackendStatus::new(kind, BackendState::Starting, now_ms));
         entry.counted = counted;
         entry.gone = gone;
     }
@@ -132,16 +139,7 @@ impl BackendStatuses {
     /// Sets the state and reason, keeping what was known of the version and nodes.
     pub fn mark(&self, cluster: &str, kind: &str, state: BackendState, reason: Option<String>, now_ms: i64) {
         let mut all = self.by_cluster.write().unwrap_or_else(|e| e.into_inner());
-        let entry = all.entry(cluster.to_string()).or_insert_with(|| BackendStatus {
-            kind: kind.to_string(),
-            state,
-            reason: None,
-            version: String::new(),
-            nodes: None,
-            checked_ms: now_ms,
-            counted: Vec::new(),
-            gone: Vec::new(),
-        });
+        let entry = all.entry(cluster.to_string()).or_insert_with(|| BackendStatus::new(kind, state, now_ms));
         entry.kind = kind.to_string();
         // Trying again after a failure stays unhealthy, with its reason, until a check passes:
         // a refusal does not flicker while the supervisor retries.

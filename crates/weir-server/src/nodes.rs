@@ -10,7 +10,6 @@ use weir_api::{ClusterNodes, NodesResponse, Role};
 
 use crate::auth::Principal;
 use crate::error::ApiError;
-use crate::snapshot::Snapshot;
 use crate::state::AppState;
 
 /// Every served cluster's nodes (or one cluster's), as last published; a cluster whose worker
@@ -19,16 +18,8 @@ pub(crate) async fn cluster_nodes(
     s: &AppState,
     cluster: Option<&str>,
 ) -> Result<Vec<ClusterNodes>, ApiError> {
-    let rows = s.store.snapshots().await?;
     let mut out = Vec::new();
-    for name in s.registry.cluster_names() {
-        if cluster.is_some_and(|c| c != name) {
-            continue;
-        }
-        let snap = rows
-            .iter()
-            .find(|r| r.cluster == name)
-            .and_then(|r| serde_json::from_str::<Snapshot>(&r.body).ok());
+    for (name, snap) in crate::state::served_snapshots(s, cluster).await? {
         let (as_of_ms, nodes) = match snap {
             Some(sn) => (sn.queues.and_then(|q| q.as_of_ms), sn.nodes),
             None => (None, Vec::new()),

@@ -170,20 +170,32 @@ pub(crate) async fn snapshot(s: &AppState, cluster: &str) -> Result<Option<(Snap
         .and_then(|r| serde_json::from_str::<Snapshot>(&r.body).ok().map(|sn| (sn, r.taken_ms))))
 }
 
+/// Each served cluster (or only `cluster`) with its last published snapshot, if any.
+pub(crate) async fn served_snapshots(
+    s: &AppState,
+    cluster: Option<&str>,
+) -> Result<Vec<(String, Option<Snapshot>)>, ApiError> {
+    let rows = s.store.snapshots().await?;
+    Ok(s.registry
+        .cluster_names()
+        .into_iter()
+        .filter(|name| cluster.is_none_or(|c| c == name))
+        .map(|name| {
+            let snap = rows
+                .iter()
+                .find(|r| r.cluster == name)
+                .and_then(|r| serde_json::from_str::<Snapshot>(&r.body).ok());
+            (name, snap)
+        })
+        .collect())
+}
+
 pub(crate) async fn cluster_queues(
     s: &AppState,
     cluster: Option<&str>,
 ) -> Result<Vec<ClusterQueues>, ApiError> {
-    let rows = s.store.snapshots().await?;
     let mut out = Vec::new();
-    for name in s.registry.cluster_names() {
-        if cluster.is_some_and(|c| c != name) {
-            continue;
-        }
-        let snap = rows
-            .iter()
-            .find(|r| r.cluster == name)
-            .and_then(|r| serde_json::from_str::<Snapshot>(&r.body).ok());
+    for (name, snap) in served_snapshots(s, cluster).await? {
         let queues = snap.and_then(|sn| sn.queues).unwrap_or_else(|| ClusterQueues {
             cluster: name.clone(),
             as_of_ms: None,
