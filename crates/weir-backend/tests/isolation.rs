@@ -141,3 +141,27 @@ async fn a_task_runs_as_its_user_without_the_backends_groups_or_files() {
     let log = std::fs::metadata(&launch.stdout).unwrap();
     assert_eq!((log.uid(), log.mode() & 0o777), (0, 0o600));
 }
+
+/// A server killed between making a run's working folder and handing it to the task's user
+/// leaves the folder the backend's own; the next attempt must finish the handover rather than
+/// fail to enter it (found by `weir serve`'s kill -9 test: the run failed with "enter the
+/// working folder: Permission denied").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_working_folder_left_by_a_crash_before_its_chown_is_handed_over() {
+    if !root_or_skip("switching users") {
+        return;
+    }
+    let user = ensure_user("weir-test-alice");
+    let mut f = Fixture::new("user-crash");
+    let mut launch = f.launch("user/crashed", "touch mine; pwd");
+    launch.workdir = f.work().join("run-2");
+    // What the crashed server left: mode 0700, still owned by root.
+    std::fs::create_dir(&launch.workdir).unwrap();
+    std::fs::set_permissions(&launch.workdir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    launch.user = Some(user.clone());
+    f.start_launch(&launch).await;
+    assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Code(0), "{}", read(&launch.stderr));
+    let work = std::fs::metadata(&launch.workdir).unwrap();
+    assert_eq!((work.uid(), work.gid(), work.mode() & 0o777), (user.uid, user.gid, 0o700));
+    assert_eq!(std::fs::metadata(launch.workdir.join("mine")).unwrap().uid(), user.uid);
+}

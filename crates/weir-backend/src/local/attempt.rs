@@ -101,25 +101,40 @@ fn check(launch: &TaskLaunch) -> Result<(), BackendError> {
 }
 
 /// Makes the working folder when missing: mode 0700, owned by the task's user. An existing
-/// folder is used as it is (the run's earlier attempts made it). Only its last component is
-/// made, by this (privileged) process, in a folder the task's user cannot write: nothing the
-/// task controls is followed.
+/// folder is used as it is (the run's earlier attempts made it) — unless it is still the
+/// backend's own: a server killed between the `mkdir` and the `chown` below leaves it so, and
+/// the next attempt finishes the handover (without that, the task's user could not enter its
+/// own folder and the run would fail for good). Only its last component is made, by this
+/// (privileged) process, in a folder the task's user cannot write: nothing the task controls
+/// is followed.
 fn make_workdir(launch: &TaskLaunch) -> Result<(), BackendError> {
-    use std::os::unix::fs::DirBuilderExt;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     let attempt = launch.attempt.as_str();
     let dir = &launch.workdir;
-    match fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => {
-            if let Some(u) = &launch.user {
-                std::os::unix::fs::chown(dir, Some(u.uid), Some(u.gid)).map_err(io_err(
-                    attempt,
-                    "give the task's user its working folder",
-                    dir,
-                ))?;
-            }
-            Ok(())
+    let hand_over = |dir: &Path| -> Result<(), BackendError> {
+        if let Some(u) = &launch.user {
+            std::os::unix::fs::chown(dir, Some(u.uid), Some(u.gid)).map_err(io_err(
+                attempt,
+                "give the task's user its working folder",
+                dir,
+            ))?;
         }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Ok(())
+    };
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => hand_over(dir),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            let meta =
+                fs::symlink_metadata(dir).map_err(io_err(attempt, "inspect the working folder", dir))?;
+            if !meta.is_dir() {
+                return Err(io_err(attempt, "create the working folder", dir)(e));
+            }
+            let ours = meta.uid() == rustix::process::geteuid().as_raw();
+            match &launch.user {
+                Some(u) if ours && meta.uid() != u.uid => hand_over(dir),
+                _ => Ok(()),
+            }
+        }
         Err(e) => Err(io_err(attempt, "create the working folder", dir)(e)),
     }
 }
