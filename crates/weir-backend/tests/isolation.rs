@@ -6,6 +6,7 @@
 mod common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use common::*;
@@ -164,4 +165,76 @@ async fn a_working_folder_left_by_a_crash_before_its_chown_is_handed_over() {
     let work = std::fs::metadata(&launch.workdir).unwrap();
     assert_eq!((work.uid(), work.gid(), work.mode() & 0o777), (user.uid, user.gid, 0o700));
     assert_eq!(std::fs::metadata(launch.workdir.join("mine")).unwrap().uid(), user.uid);
+}
+
+/// Emptied v1 cgroups are kept and renamed for the next attempt (`cgroup.rs`, `Spares`: making
+/// and removing v1 memory and cpu cgroups was the largest cost of an isolated start). What must
+/// hold: the next attempt gets its own limits, the paths an ended attempt's record names are
+/// gone, and cleaning up after that record (adopt of the ended attempt, forget) never reaches
+/// the attempt now using its cgroups.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_cgroup_gets_the_new_limits_and_a_stale_record_cannot_reach_it() {
+    if !root_or_skip("cgroups") {
+        return;
+    }
+    let mut f = Fixture::new("spares");
+    let first = f.start("spares/a", "true").await;
+    let Some(old_dirs) = cgroups_or_skip(&first, f.backend().isolation()) else { return };
+    assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Code(0));
+    assert!(old_dirs.iter().all(|d| !d.exists()), "an ended attempt's cgroup paths are gone: {old_dirs:?}");
+    // v1 hierarchies (hybrid machines): the emptied set waits as `spare-N` beside the attempts.
+    // (Only v1 cgroups have `cgroup.clone_children`.)
+    let v1_bases: Vec<PathBuf> = old_dirs
+        .iter()
+        .filter_map(|d| d.parent().map(PathBuf::from))
+        .filter(|b| b.join("cgroup.clone_children").exists())
+        .collect();
+    assert_eq!(
+        !v1_bases.is_empty(),
+        f.backend().isolation().contains("cgroup v1"),
+        "v1 cgroups in use: {}",
+        f.backend().isolation()
+    );
+    let spares = |base: &PathBuf| -> Vec<String> {
+        std::fs::read_dir(base)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("spare-"))
+            .collect()
+    };
+    for base in &v1_bases {
+        assert_eq!(spares(base).len(), 1, "one spare in {}", base.display());
+    }
+
+    let mut launch = f.launch("spares/b", "sleep 300");
+    launch.resources.cpu = 500;
+    launch.resources.memory = 1024;
+    let second = f.start_launch(&launch).await;
+    let dirs = second.cgroups.clone();
+    for base in &v1_bases {
+        assert!(spares(base).is_empty(), "the spare in {} was taken", base.display());
+    }
+    let file = |name: &str| dirs.iter().find_map(|d| std::fs::read_to_string(d.join(name)).ok());
+    let memory = file("memory.max").or_else(|| file("memory.limit_in_bytes"));
+    assert_eq!(memory.as_deref().map(str::trim), Some((1024u64 << 20).to_string().as_str()), "{dirs:?}");
+    let cpu = file("cpu.max").or_else(|| file("cpu.cfs_quota_us")).expect("a cpu limit");
+    assert!(cpu.trim() == "50000 100000" || cpu.trim() == "50000", "cpu limit {cpu:?} in {dirs:?}");
+    let pid = second.pid.to_string();
+    eventually("the task to be in its cgroups", || {
+        dirs.iter().all(|d| read(&d.join("cgroup.procs")).lines().any(|l| l == pid))
+    })
+    .await;
+
+    // The first attempt's record, as a restarted server would handle it.
+    let adopted = f.backend().adopt(&first).await.unwrap();
+    assert!(matches!(adopted, weir_backend::Adopted::Ended(_)), "{adopted:?}");
+    f.backend().forget(&first).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(alive(second.pid), "cleaning up after the first attempt reached the second");
+    assert!(dirs.iter().all(|d| d.is_dir()), "the second attempt's cgroups are still there: {dirs:?}");
+    assert!(dirs.iter().all(|d| read(&d.join("cgroup.procs")).lines().any(|l| l == pid)));
+
+    f.backend().kill(&second, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Killed);
 }

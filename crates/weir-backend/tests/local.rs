@@ -236,6 +236,11 @@ impl ProcessGroup for std::process::Command {
 async fn recover_finds_an_attempt_whose_record_was_never_stored() {
     let mut f = Fixture::new("recover");
     let launched = f.start("recover/a", "while [ ! -e go ]; do sleep 0.05; done; exit 9").await;
+    // A vfork-style start resumes the backend when the child's exec has replaced its memory,
+    // a moment before the kernel has set up the new program's arguments; recovery finds the
+    // wrapper by its arguments, and a restarted server comes far later than that moment.
+    let cmdline = format!("/proc/{}/cmdline", launched.pid);
+    eventually("the wrapper's arguments", || std::fs::read(&cmdline).is_ok_and(|a| !a.is_empty())).await;
     // As if the server had crashed between spawning and writing any record.
     std::fs::remove_file(launched.dir.join("launched.json")).unwrap();
     f.restart();

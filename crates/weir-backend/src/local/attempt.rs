@@ -294,7 +294,7 @@ pub(crate) fn spawn(
         })
         .collect::<io::Result<Vec<OwnedFd>>>()
         .map_err(|e| {
-            super::cgroup::remove(&cgroup_dirs);
+            cgroups.remove(&cgroup_dirs);
             io_err(
                 attempt,
                 "move the cgroup file above the standard descriptors",
@@ -305,7 +305,7 @@ pub(crate) fn spawn(
     program.cgroups = procs.iter().map(AsRawFd::as_raw_fd).collect();
     program.cgroups.sort_unstable();
     let raw_pid = spawn::spawn(&program).map_err(|source| {
-        super::cgroup::remove(&cgroup_dirs);
+        cgroups.remove(&cgroup_dirs);
         BackendError::Spawn { attempt: attempt.to_string(), command: launch.command.clone(), source }
     })?;
     drop((status, stdout, stderr));

@@ -15,17 +15,25 @@
 //! `OWN/weir/TAG/ATTEMPT`, TAG naming the backend's state folder (two servers on one machine,
 //! or one server's several clusters, never share a folder).
 //!
+//! Emptied v1 cgroups are kept for later attempts ([`Spares`]): making and removing a v1
+//! `memory` and `cpu` cgroup (per-cpu statistics, scheduler entities, the bandwidth check over
+//! every cpu cgroup) was the largest cost of an isolated start on hybrid machines. A spare is
+//! renamed (`spare-N` to the attempt's name and back), so a cgroup's path still names one
+//! attempt only: a stale launch record's cleanup can never reach a later attempt's processes.
+//! cgroup v2 cannot rename, and its cgroup (with no controllers on hybrid machines) is cheap to
+//! make: it is made and removed per attempt.
+//!
 //! A task joins its cgroups between clone and exec (it writes `0` to the `cgroup.procs` files
 //! the backend opened before the clone, with the backend's credentials), so it never runs a single
 //! instruction outside them and has no process to fork before it is contained. The files are
 //! the backend's (root's): a task cannot move itself out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rustix::process::{kill_process, Pid, Signal};
 use weir_model::Resources;
@@ -121,6 +129,59 @@ pub(crate) struct Placement {
     v1: Vec<(&'static str, PathBuf)>,
     /// One line for the operator: what is in use, and what is missing.
     pub note: String,
+    /// Emptied v1 cgroups kept for the next attempts (shared by clones).
+    spares: Arc<Mutex<Spares>>,
+}
+
+/// Most spare v1 cgroup sets kept; beyond that an emptied attempt's cgroups are removed.
+const MAX_SPARES: usize = 64;
+const SPARE_PREFIX: &str = "spare-";
+
+/// The v1 limits an attempt's cgroups carry: cpu quota (us per 100 ms period) and memory
+/// (bytes); `None` is no limit (the kernel's default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Limits {
+    cpu_quota_us: Option<u64>,
+    memory_bytes: Option<u64>,
+}
+
+impl Limits {
+    fn of(r: Resources) -> Limits {
+        let set = |v: u64| v > 0 && v != u64::MAX;
+        Limits {
+            cpu_quota_us: set(r.cpu).then(|| r.cpu.saturating_mul(100)),
+            memory_bytes: set(r.memory).then(|| r.memory.saturating_mul(1 << 20)),
+        }
+    }
+
+    /// The v1 files of controller `ctl` to write to go from `have` (`None`: a new cgroup, at
+    /// the kernel's defaults) to `self`.
+    fn v1_writes(self, ctl: &str, have: Option<Limits>) -> Vec<(&'static str, String)> {
+        let fresh = Limits { cpu_quota_us: None, memory_bytes: None };
+        let have = have.unwrap_or(fresh);
+        let value = |v: Option<u64>| v.map_or_else(|| "-1".to_string(), |v| v.to_string());
+        // A new v1 cgroup's `cpu.cfs_period_us` is the kernel's default, 100,000 us (it is
+        // not inherited): only the quota is written.
+        match ctl {
+            "cpu" if self.cpu_quota_us != have.cpu_quota_us => {
+                vec![("cpu.cfs_quota_us", value(self.cpu_quota_us))]
+            }
+            "memory" if self.memory_bytes != have.memory_bytes => {
+                vec![("memory.limit_in_bytes", value(self.memory_bytes))]
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Spare v1 cgroup sets and the limits of the live ones this backend made.
+#[derive(Debug, Default)]
+struct Spares {
+    next: u64,
+    /// Each spare is `BASE/spare-N` in every v1 hierarchy used, with the limits it carries.
+    free: Vec<(u64, Limits)>,
+    /// The limits of each live attempt's v1 cgroups, by attempt name (made by this process).
+    live: HashMap<String, Limits>,
 }
 
 impl Placement {
@@ -156,6 +217,10 @@ impl Placement {
                     Err(e) => missing.push(format!("cgroup v1 {ctl} at {}: {e}", base.display())),
                 }
             }
+        }
+        // Spares of an earlier server are empty folders of unknown limits: removed.
+        for (_, base) in &p.v1 {
+            remove_spares(base);
         }
         let mut using = Vec::new();
         if let Some((base, limits)) = &p.v2 {
@@ -193,6 +258,12 @@ impl Placement {
     /// Removes this backend's `weir/TAG` folders if no attempt's cgroup is left in them (the
     /// kernel refuses to remove a cgroup with children: running attempts keep theirs).
     pub(crate) fn remove_if_unused(&self) {
+        if let Ok(mut spares) = self.spares.lock() {
+            spares.free.clear();
+        }
+        for (_, base) in &self.v1 {
+            remove_spares(base);
+        }
         let v2 = self.v2.iter().map(|(base, _)| base.clone());
         let v1 = self.v1.iter().map(|(_, base)| base.clone());
         remove(&v2.chain(v1).collect::<Vec<_>>());
@@ -210,7 +281,8 @@ impl Placement {
 
     /// Makes attempt `name`'s cgroups with `resources` as limits and opens their
     /// `cgroup.procs` for the child to join. Returns the folders (for the launch record) and
-    /// the open files. A cgroup left by a start that crashed is re-used.
+    /// the open files. The v1 ones are a spare set renamed when there is one; a cgroup left by
+    /// a start that crashed is re-used.
     pub(crate) fn create(
         &self,
         name: &str,
@@ -218,45 +290,134 @@ impl Placement {
     ) -> io::Result<(Vec<PathBuf>, Vec<OwnedFd>)> {
         let mut dirs = Vec::new();
         let mut files = Vec::new();
-        let mut make = |dir: PathBuf, limits: &[(&str, String)]| -> io::Result<()> {
+        let want = Limits::of(resources);
+        if let Some((base, limits)) = &self.v2 {
+            let mut l = Vec::new();
+            if *limits {
+                if let Some(q) = want.cpu_quota_us {
+                    l.push(("cpu.max", format!("{q} 100000")));
+                }
+                if let Some(m) = want.memory_bytes {
+                    l.push(("memory.max", m.to_string()));
+                }
+            }
+            let dir = base.join(name);
             match fs::create_dir(&dir) {
                 Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
                 _ => {}
             }
             dirs.push(dir.clone());
-            for (file, value) in limits {
-                write_file(&dir.join(file), value)?;
-            }
-            let procs = OpenOptions::new().write(true).open(dir.join("cgroup.procs"))?;
-            files.push(OwnedFd::from(procs));
-            Ok(())
-        };
-        let cpu_quota_us = resources.cpu.saturating_mul(100); // per 100,000 us period
-        if let Some((base, limits)) = &self.v2 {
-            let mut l = Vec::new();
-            if *limits {
-                if resources.cpu > 0 && resources.cpu != u64::MAX {
-                    l.push(("cpu.max", format!("{cpu_quota_us} 100000")));
-                }
-                if resources.memory > 0 && resources.memory != u64::MAX {
-                    l.push(("memory.max", resources.memory.saturating_mul(1 << 20).to_string()));
-                }
-            }
-            make(base.join(name), &l)?;
+            open_with_limits(&dir, &l, &mut files)?;
         }
+        if self.v1.is_empty() {
+            return Ok((dirs, files));
+        }
+        let spare = self.spares.lock().ok().and_then(|mut s| s.free.pop());
+        let have = match spare {
+            Some((n, have)) if self.rename_v1(&format!("{SPARE_PREFIX}{n}"), name) => Some(have),
+            Some((n, _)) => {
+                // Gone or in the way (a cgroup of this name left by a crashed start): both
+                // names are dropped where empty, and the attempt's cgroups are made afresh.
+                for (_, base) in &self.v1 {
+                    let _ = fs::remove_dir(base.join(format!("{SPARE_PREFIX}{n}")));
+                }
+                None
+            }
+            None => None,
+        };
         for (ctl, base) in &self.v1 {
-            let mut l = Vec::new();
-            // A new v1 cgroup's `cpu.cfs_period_us` is the kernel's default, 100,000 us (it is
-            // not inherited): only the quota is written.
-            if *ctl == "cpu" && resources.cpu > 0 && resources.cpu != u64::MAX {
-                l.push(("cpu.cfs_quota_us", cpu_quota_us.to_string()));
+            let dir = base.join(name);
+            if have.is_none() {
+                match fs::create_dir(&dir) {
+                    Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+                    _ => {}
+                }
             }
-            if *ctl == "memory" && resources.memory > 0 && resources.memory != u64::MAX {
-                l.push(("memory.limit_in_bytes", resources.memory.saturating_mul(1 << 20).to_string()));
-            }
-            make(base.join(name), &l)?;
+            dirs.push(dir.clone());
+            open_with_limits(&dir, &want.v1_writes(ctl, have), &mut files)?;
+        }
+        if let Ok(mut s) = self.spares.lock() {
+            s.live.insert(name.to_string(), want);
         }
         Ok((dirs, files))
+    }
+
+    /// Renames `from` to `to` in every v1 hierarchy used; on a failure, renames back what was
+    /// renamed and returns false.
+    fn rename_v1(&self, from: &str, to: &str) -> bool {
+        for (i, (_, base)) in self.v1.iter().enumerate() {
+            if fs::rename(base.join(from), base.join(to)).is_err() {
+                for (_, done) in &self.v1[..i] {
+                    let _ = fs::rename(done.join(to), done.join(from));
+                }
+                return false;
+            }
+        }
+        true
+    }
+
+    /// An attempt's cgroups once nothing runs in them: the v1 set becomes a spare (renamed
+    /// `spare-N`) when this process made it and there is room; everything else is removed.
+    pub(crate) fn release(&self, dirs: &[PathBuf]) {
+        let name = dirs.first().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned());
+        let ours = |name: &str| {
+            !self.v1.is_empty() && self.v1.iter().all(|(_, base)| dirs.contains(&base.join(name)))
+        };
+        let kept = name.filter(|n| ours(n)).and_then(|name| {
+            let mut s = self.spares.lock().ok()?;
+            let limits = s.live.remove(&name)?;
+            if s.free.len() >= MAX_SPARES {
+                return None;
+            }
+            let n = s.next;
+            s.next += 1;
+            Some((name, n, limits))
+        });
+        let Some((name, n, limits)) = kept else {
+            remove(dirs);
+            return;
+        };
+        // The v2 cgroup (or anything else) goes; the v1 set is kept.
+        let v1: Vec<PathBuf> = self.v1.iter().map(|(_, base)| base.join(&name)).collect();
+        remove(&dirs.iter().filter(|d| !v1.contains(d)).cloned().collect::<Vec<_>>());
+        if self.rename_v1(&name, &format!("{SPARE_PREFIX}{n}")) {
+            if let Ok(mut s) = self.spares.lock() {
+                s.free.push((n, limits));
+            }
+        } else {
+            remove(&v1);
+        }
+    }
+
+    /// Removes an attempt's cgroups (empty ones only; the kernel refuses the others) and forgets
+    /// their limits.
+    pub(crate) fn remove(&self, dirs: &[PathBuf]) {
+        if let Some(name) = dirs.first().and_then(|d| d.file_name()) {
+            if let Ok(mut s) = self.spares.lock() {
+                s.live.remove(name.to_string_lossy().as_ref());
+            }
+        }
+        remove(dirs);
+    }
+}
+
+/// Writes `limits` into cgroup `dir` and opens its `cgroup.procs` (into `files`).
+fn open_with_limits(dir: &Path, limits: &[(&str, String)], files: &mut Vec<OwnedFd>) -> io::Result<()> {
+    for (file, value) in limits {
+        write_file(&dir.join(file), value)?;
+    }
+    let procs = OpenOptions::new().write(true).open(dir.join("cgroup.procs"))?;
+    files.push(OwnedFd::from(procs));
+    Ok(())
+}
+
+/// Removes the spare cgroups under `base` (they hold no process).
+fn remove_spares(base: &Path) {
+    let Ok(entries) = fs::read_dir(base) else { return };
+    for e in entries.flatten() {
+        if e.file_name().to_string_lossy().starts_with(SPARE_PREFIX) {
+            let _ = fs::remove_dir(e.path());
+        }
     }
 }
 
@@ -343,6 +504,25 @@ pub(crate) fn remove(dirs: &[PathBuf]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reused_cgroup_gets_only_the_limits_that_differ_and_a_lifted_one_is_reset() {
+        let r = |cpu, memory| Limits::of(Resources::new(cpu, memory, 0));
+        // A new cgroup is at the kernel's defaults: only set limits are written.
+        assert_eq!(r(1500, 2048).v1_writes("cpu", None), vec![("cpu.cfs_quota_us", "150000".to_string())]);
+        assert_eq!(
+            r(1500, 2048).v1_writes("memory", None),
+            vec![("memory.limit_in_bytes", (2048u64 << 20).to_string())]
+        );
+        assert!(r(0, 0).v1_writes("cpu", None).is_empty());
+        // A spare: the same limits need no write; others are rewritten; none is "-1".
+        let have = Some(r(1500, 2048));
+        assert!(r(1500, 2048).v1_writes("cpu", have).is_empty());
+        assert!(r(1500, 2048).v1_writes("memory", have).is_empty());
+        assert_eq!(r(500, 2048).v1_writes("cpu", have), vec![("cpu.cfs_quota_us", "50000".to_string())]);
+        assert_eq!(r(0, 0).v1_writes("cpu", have), vec![("cpu.cfs_quota_us", "-1".to_string())]);
+        assert_eq!(r(0, 0).v1_writes("memory", have), vec![("memory.limit_in_bytes", "-1".to_string())]);
+    }
 
     #[test]
     fn hybrid_and_unified_machines_are_read() {

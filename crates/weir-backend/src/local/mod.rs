@@ -364,8 +364,9 @@ impl LocalBackend {
         let root = self.inner.config.state_dir.clone();
         let attempt = task.attempt.to_string();
         let cgroups = task.cgroups.clone();
+        let placement = self.inner.cgroups.clone();
         blocking(&task.attempt, move || {
-            cgroup::remove(&cgroups);
+            placement.remove(&cgroups);
             remove_attempt_dir(&attempt, &dir, &root)
         })
         .await

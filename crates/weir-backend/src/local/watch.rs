@@ -98,9 +98,19 @@ async fn follow(
     cgroup::signal_all(&cgroups, Signal::KILL);
     let waited = reap(pidfd.get_ref());
     group_gone(pgid).await;
-    cgroups_gone(&cgroups).await;
-    let Ok(exit) = tokio::task::spawn_blocking(move || attempt::final_exit(&dir, waited, kill_asked)).await
-    else {
+    let emptied = cgroups_gone(&cgroups).await;
+    let placement = inner.cgroups.clone();
+    let ended = tokio::task::spawn_blocking(move || {
+        // Emptied cgroups are kept as spares or removed; the others are left (the kernel
+        // refuses to remove a cgroup with a process in it).
+        if emptied {
+            placement.release(&cgroups);
+        } else {
+            placement.remove(&cgroups);
+        }
+        attempt::final_exit(&dir, waited, kill_asked)
+    });
+    let Ok(exit) = ended.await else {
         return;
     };
     inner.watched().remove(&attempt);
@@ -128,20 +138,25 @@ async fn group_gone(pgid: i32) {
     }
 }
 
-/// Waits until the attempt's cgroups are empty (as [`group_gone`] for the group), then removes
-/// them.
-async fn cgroups_gone(dirs: &[PathBuf]) {
+/// Waits until the attempt's cgroups are empty (as [`group_gone`] for the group); whether they
+/// are.
+async fn cgroups_gone(dirs: &[PathBuf]) -> bool {
     if dirs.is_empty() {
-        return;
+        return true;
     }
     let until = Instant::now() + GROUP_EXIT_PATIENCE;
     let mut pause = Duration::from_millis(1);
-    while !cgroup::all_empty(dirs) && Instant::now() < until {
+    loop {
+        if cgroup::all_empty(dirs) {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_millis(100));
         cgroup::signal_all(dirs, Signal::KILL);
     }
-    cgroup::remove(dirs);
 }
 
 /// Reaps the wrapper if it is our child; `None` if it is not (an adopted process).

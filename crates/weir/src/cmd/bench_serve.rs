@@ -285,19 +285,34 @@ async fn dispatch(
     while let Some(r) = set.join_next().await {
         r??;
     }
-    loop {
-        let done = count_succeeded(&http, &base, &token).await?;
-        if done >= runs as usize {
-            break;
-        }
+    // Wait until no run is open, polling with one-row reads: listing every succeeded run each
+    // time would cost the server work that grows with the runs done, and slow what it measures.
+    while any_open(&http, &base, &token).await? {
         if started.elapsed() > Duration::from_secs(600) {
+            let done = count_succeeded(&http, &base, &token).await?;
             bail!("dispatch: only {done} of {runs} runs succeeded within 600 s");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let secs = started.elapsed().as_secs_f64();
+    let done = count_succeeded(&http, &base, &token).await?;
+    if done < runs as usize {
+        bail!("dispatch: {done} of {runs} runs succeeded; the others ended otherwise");
+    }
     server.shutdown(Stop::Now).await;
     Ok((runs as f64 / secs, secs))
+}
+
+/// Whether any run is still queued, waiting or running (one one-row page per state).
+async fn any_open(http: &reqwest::Client, base: &str, token: &str) -> Result<bool> {
+    for state in ["queued", "routed", "waiting", "running"] {
+        let url = format!("{base}/v1/runs?state={state}&limit=1");
+        let v: Value = http.get(url).bearer_auth(token).send().await?.error_for_status()?.json().await?;
+        if v["runs"].as_array().is_some_and(|r| !r.is_empty()) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 async fn count_succeeded(http: &reqwest::Client, base: &str, token: &str) -> Result<usize> {
