@@ -259,6 +259,40 @@ async fn recover_finds_an_attempt_whose_record_was_never_stored() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recover_finds_a_child_that_had_not_reached_its_exec() {
+    // A server killed while a child was between its clone and its exec (joining cgroups):
+    // the child still shows the server's arguments, then runs the command all the same. It
+    // holds the status file open from the clone on; recovery must find it by that, or the
+    // task is started a second time beside it (the kill -9 test saw a run finish twice).
+    let mut f = Fixture::new("preexec");
+    let launched = f.start("preexec/a", "while [ ! -e go ]; do sleep 0.05; done").await;
+    let status = launched.dir.join("status");
+    std::fs::remove_file(launched.dir.join("launched.json")).unwrap();
+    f.restart();
+    // The real wrapper goes (its group with it), leaving the status empty; a stand-in with
+    // other arguments holds the status file as the child would.
+    rustix::process::kill_process_group(
+        rustix::process::Pid::from_raw(launched.pid).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    eventually("the wrapper gone", || {
+        std::fs::read(format!("/proc/{}/cmdline", launched.pid)).map_or(true, |a| a.is_empty())
+    })
+    .await;
+    let file = std::fs::OpenOptions::new().write(true).open(&status).unwrap();
+    let mut child = std::process::Command::new("sleep").arg("30").stdin(file).spawn().unwrap();
+    let id = AttemptId::new("preexec/a").unwrap();
+    let found = f.backend().recover(&id).await.unwrap();
+    let Recovered::Running(found) = found else { panic!("not found running: {found:?}") };
+    assert_eq!(found.pid, child.id() as i32);
+    child.kill().unwrap();
+    let ended = f.next_exit().await;
+    assert_eq!(ended.attempt, id);
+    let _ = child.wait();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hundreds_of_tasks_each_end_exactly_once_and_are_reaped() {
     let mut f = Fixture::new("many");
     let n = 300;

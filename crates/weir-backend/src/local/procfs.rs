@@ -36,6 +36,14 @@ pub(crate) fn cmdline(pid: i32) -> Option<Vec<Vec<u8>>> {
     Some(args)
 }
 
+/// Whether process `pid` has the file `(dev, ino)` open (`/proc/PID/fd`); false when it is
+/// gone or its descriptors cannot be read.
+pub(crate) fn holds_open(pid: i32, file: (u64, u64)) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else { return false };
+    fds.flatten().any(|fd| fs::metadata(fd.path()).is_ok_and(|m| (m.dev(), m.ino()) == file))
+}
+
 /// Every pid in `/proc` right now.
 pub(crate) fn all_pids() -> io::Result<Vec<i32>> {
     let mut pids = Vec::new();

@@ -94,10 +94,10 @@ async fn follow(
     // Whatever the command left in its group goes too. If we are the wrapper's parent it is an
     // unreaped zombie now, which keeps its pid (the group id) from being re-used.
     let _ = signal_group(pgid, Signal::KILL);
-    // And whatever left the group (`setsid`) but not the cgroup.
-    cgroup::signal_all(&cgroups, Signal::KILL);
     let waited = reap(pidfd.get_ref());
     group_gone(pgid).await;
+    // And whatever left the group (`setsid`) but not the cgroup: killed there if anything is
+    // left (most tasks leave nothing, and looking costs less than a `cgroup.kill`).
     let emptied = cgroups_gone(&cgroups).await;
     let placement = inner.cgroups.clone();
     let ended = tokio::task::spawn_blocking(move || {
@@ -138,8 +138,8 @@ async fn group_gone(pgid: i32) {
     }
 }
 
-/// Waits until the attempt's cgroups are empty (as [`group_gone`] for the group); whether they
-/// are.
+/// Kills what is left in the attempt's cgroups and waits until they are empty (as
+/// [`group_gone`] for the group); whether they are.
 async fn cgroups_gone(dirs: &[PathBuf]) -> bool {
     if dirs.is_empty() {
         return true;
@@ -153,9 +153,9 @@ async fn cgroups_gone(dirs: &[PathBuf]) -> bool {
         if Instant::now() >= until {
             return false;
         }
+        cgroup::signal_all(dirs, Signal::KILL);
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_millis(100));
-        cgroup::signal_all(dirs, Signal::KILL);
     }
 }
 
@@ -236,18 +236,27 @@ pub(super) fn find_unrecorded(
         return Ok(Found::Record(record));
     }
     // Crashed between spawning and writing the record: look for a wrapper whose status file
-    // argument is this attempt's.
-    let status = dir.join(attempt::STATUS_FILE);
-    let status = status.as_os_str().as_encoded_bytes();
+    // argument is this attempt's — or for a child that has not reached its `exec` yet (it
+    // still shows the server's arguments while it joins its cgroups, which can take tens of
+    // milliseconds, and then runs the command all the same): it holds the status file open
+    // from the clone on, and nothing but the child and the wrapper ever does.
+    let status_path = dir.join(attempt::STATUS_FILE);
+    let status = status_path.as_os_str().as_encoded_bytes();
+    let status_file = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&status_path).ok().filter(|m| m.len() == 0).map(|m| (m.dev(), m.ino()))
+    };
     let pids = procfs::all_pids().map_err(|source| BackendError::Io {
         attempt: id.to_string(),
         action: "list processes in",
         path: PathBuf::from("/proc"),
         source,
     })?;
+    let own = std::process::id() as i32;
     for pid in pids {
         let Some(args) = procfs::cmdline(pid) else { continue };
-        let is_ours = args.len() == 6 && args[3] == attempt::WRAPPER_NAME.as_bytes() && args[5] == status;
+        let is_ours = (args.len() == 6 && args[3] == attempt::WRAPPER_NAME.as_bytes() && args[5] == status)
+            || status_file.is_some_and(|f| pid != own && procfs::holds_open(pid, f));
         if !is_ours {
             continue;
         }

@@ -31,6 +31,13 @@ use crate::time::now_ms;
 /// Most queued runs claimed per pass.
 const CLAIM: u32 = 512;
 
+/// Shortest time between the starts of two passes woken by task events (a start coming back,
+/// a task ending, a submission). Each pass commits in one store transaction (a disk flush) and
+/// reads the queued runs: woken by every event alone, a busy cluster made a pass per task —
+/// 1,800 transactions for 2,000 one-second tasks against ~100 when events wait a moment and
+/// go in together. A stop, a drain or the tick is never held back.
+const MIN_PASS_GAP: Duration = Duration::from_millis(4);
+
 pub(crate) struct Actor {
     pub cluster: String,
     pub fence: Fence,
@@ -239,6 +246,7 @@ impl Actor {
     ) -> Ended {
         let mut last_snapshot = 0i64;
         let mut last_kill_poll = 0i64;
+        let mut pass_started: tokio::time::Instant;
         loop {
             match *stop.borrow() {
                 Stop::Running => {}
@@ -276,6 +284,7 @@ impl Actor {
                     Err(e) => return Ended::Failed(format!("cannot read kill requests: {e}")),
                 }
             }
+            pass_started = tokio::time::Instant::now();
             let t0 = std::time::Instant::now();
             if !self.draining {
                 if let Err(e) = self.claim().await {
@@ -321,26 +330,36 @@ impl Actor {
             if !self.to_start.is_empty() || !self.changes.is_empty() {
                 continue;
             }
-            tokio::select! {
+            let event = tokio::select! {
                 exit = exits.recv() => {
                     if let Some(exit) = exit {
                         self.on_exit(exit);
                     }
+                    true
                 }
                 s = started.recv() => {
                     if let Some((id, result)) = s {
                         self.on_started(id, result);
                     }
+                    true
                 }
                 Some(update) = async {
                     match self.node_updates.as_mut() {
                         Some(r) => r.recv().await,
                         None => std::future::pending().await,
                     }
-                } => self.on_nodes(update),
-                _ = notify.notified() => {}
-                _ = tokio::time::sleep(wake) => {}
-                _ = stop.changed() => {}
+                } => { self.on_nodes(update); true }
+                _ = notify.notified() => true,
+                _ = tokio::time::sleep(wake) => false,
+                _ = stop.changed() => false,
+            };
+            // Let the events that follow this one go into the same pass (see MIN_PASS_GAP);
+            // a stop still ends the wait at once.
+            if event {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(pass_started + MIN_PASS_GAP) => {}
+                    _ = stop.changed() => {}
+                }
             }
         }
     }
