@@ -111,7 +111,12 @@ impl Engine {
                 Some(r) => Some(r),
                 None => Some(WaitReason::Gang {
                     queue: leaf,
-                    size: j.requests.iter().filter(|r| r.gang == front.gang).map(|r| u64::from(r.count)).sum::<u64>()
+                    size: j
+                        .requests
+                        .iter()
+                        .filter(|r| r.gang == front.gang)
+                        .map(|r| u64::from(r.count))
+                        .sum::<u64>()
                         + j.placeholders.len() as u64,
                 }),
             });
@@ -188,7 +193,8 @@ impl Engine {
         let Some((key, _, lane)) = j.ready else { return Ok(None) };
         let l = &self.queues[j.leaf as usize];
         let set = if lane { &l.ready_am } else { &l.ready };
-        let mut ahead: Vec<JobSlot> = set.iter().take_while(|e| (e.0, e.1) < (key, slot)).map(|e| e.1).collect();
+        let mut ahead: Vec<JobSlot> =
+            set.iter().take_while(|e| (e.0, e.1) < (key, slot)).map(|e| e.1).collect();
         let of = (l.ready.len() + l.ready_am.len()) as u64;
         ahead.reverse();
         Ok(Some(StartPosition {

@@ -105,7 +105,9 @@ queues: [{name: capped, max: {memory: 30}}, {name: open, policy: fifo}]
     let capped = env.engine.wait_reason(JobId(1)).expect("job").expect("waits");
     assert!(env.explain(1).contains("root.capped is at its max"), "{}", env.explain(1));
     assert_eq!(capped.code(), "queue_max_resources");
-    assert!(matches!(capped, WaitReason::QueueMax { ref queue, max } if *queue == path("root.capped") && max.memory == 30));
+    assert!(
+        matches!(capped, WaitReason::QueueMax { ref queue, max } if *queue == path("root.capped") && max.memory == 30)
+    );
 
     env.at(1);
     env.submit(2, "root.open", &[(mem(80), 1)]);
@@ -115,7 +117,10 @@ queues: [{name: capped, max: {memory: 30}}, {name: open, policy: fifo}]
     env.take_runnable();
     assert_eq!(env.count_starts(2), 0, "80 MiB does not fit in the 70 left");
     assert!(env.explain(3).contains("no node has room"), "{}", env.explain(3));
-    assert_eq!(env.engine.wait_reason(JobId(3)).expect("job"), Some(WaitReason::NoRoom { queue: path("root.open") }));
+    assert_eq!(
+        env.engine.wait_reason(JobId(3)).expect("job"),
+        Some(WaitReason::NoRoom { queue: path("root.open") })
+    );
     let p = env.engine.start_position(JobId(3)).expect("job").expect("waits");
     assert_eq!((p.position, p.of, p.ahead.clone(), p.promotion), (2, 2, vec![JobId(2)], false));
 }

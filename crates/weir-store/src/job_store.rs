@@ -26,8 +26,8 @@ use std::pin::Pin;
 use crate::{
     ActiveRun, AttemptDuration, AttemptRow, AuditEntry, AuditFilter, AuditRow, Change, ClusterRow, Fence,
     JobRow, KillOutcome, Lease, NewRun, PlanApplied, PreemptionRow, ProposalRow, RouteRow, RunCount,
-    RunFilter, RunRecordRow, RunRow, SessionRow, SnapshotRow, StoreError, Submitted, TaskCount, TaskRow,
-    TokenRow, UsageRow, WaitRow, RunWaitRow,
+    RunFilter, RunRecordRow, RunRow, RunWaitRow, SessionRow, SnapshotRow, StoreError, Submitted, TaskCount,
+    TaskRow, TokenRow, UsageRow, WaitRow,
 };
 
 /// A boxed future, so that [`JobStore`] stays object-safe.

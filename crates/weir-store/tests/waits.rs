@@ -120,10 +120,7 @@ async fn spells_open_close_and_end_with_their_run() {
         assert_eq!(store.waits(b).await.expect("waits")[0].to_ms, None, "run b still waits");
 
         // An end stamped before its spell began (clocks of two owners) never makes it negative.
-        store
-            .apply(&fence, 60_000, &[Change::WaitEnded { run: b, job: 0, at: 1200 }])
-            .await
-            .expect("apply");
+        store.apply(&fence, 60_000, &[Change::WaitEnded { run: b, job: 0, at: 1200 }]).await.expect("apply");
         assert_eq!(store.waits(b).await.expect("waits")[0].to_ms, Some(1500));
 
         // The SLO page's read: spells with their runs, newest runs first, within the window.
@@ -152,8 +149,11 @@ async fn a_stale_owner_records_no_spell() {
     for store in stores("fenced").await {
         let id = id(&store.submit(&[run("nightly", 1, 1000)]).await.expect("submit")[0]);
         let old = store.acquire_lease("c", "old", None, 0, 1000).await.expect("lease").expect("free");
-        let _new = store.acquire_lease("c", "new", None, 5000, 60_000).await.expect("lease").expect("expired");
-        let r = store.apply(&old, 70_000, &[Change::WaitBegan(began(id, 0, 1000, "no_room", "root.a", ""))]).await;
+        let _new =
+            store.acquire_lease("c", "new", None, 5000, 60_000).await.expect("lease").expect("expired");
+        let r = store
+            .apply(&old, 70_000, &[Change::WaitBegan(began(id, 0, 1000, "no_room", "root.a", ""))])
+            .await;
         assert!(matches!(r, Err(weir_store::StoreError::LeaseLost { .. })), "{r:?}");
         assert!(store.waits(id).await.expect("waits").is_empty());
     }
