@@ -73,8 +73,10 @@ fn standing(r: &RunWaitRow, now: i64) -> Option<bool> {
 /// filtered to the runs the reader may see), the longest waits first; ties by tier, reason,
 /// queue.
 pub fn wait_causes(rows: &[RunWaitRow], now: i64) -> Vec<WaitCause> {
+    /// (tier, reason, queue, limit) → (time waited, missed runs, at-risk runs, workflows).
     type Key = (u8, String, String, String);
-    let mut by: BTreeMap<Key, (i64, BTreeSet<i64>, BTreeSet<i64>, BTreeSet<String>)> = BTreeMap::new();
+    type Sums = (i64, BTreeSet<i64>, BTreeSet<i64>, BTreeSet<String>);
+    let mut by: BTreeMap<Key, Sums> = BTreeMap::new();
     for r in rows {
         let Some(missed) = standing(r, now) else { continue };
         let w = &r.wait;

@@ -51,6 +51,11 @@ fn run(wf: &str, tier: u8, at: i64) -> NewRun {
     }
 }
 
+/// (job, from, to, reason, queue, limit) of a spell.
+type Span<'a> = (u32, i64, Option<i64>, &'a str, &'a str, &'a str);
+/// (run, workflow, tier, state, finished, SLO) of a spell's run.
+type WithRun<'a> = (i64, &'a str, u8, &'a str, Option<i64>, Option<i64>);
+
 fn began(run: i64, job: u32, from: i64, reason: &str, queue: &str, limit: &str) -> WaitRow {
     WaitRow {
         run_id: run,
@@ -104,7 +109,7 @@ async fn spells_open_close_and_end_with_their_run() {
             .expect("apply");
         assert_eq!(applied, [true]);
         let got = store.waits(a).await.expect("waits");
-        let spans: Vec<(u32, i64, Option<i64>, &str, &str, &str)> = got
+        let spans: Vec<Span> = got
             .iter()
             .map(|w| (w.job_idx, w.from_ms, w.to_ms, w.reason.as_str(), w.queue.as_str(), w.limit.as_str()))
             .collect();
@@ -125,7 +130,7 @@ async fn spells_open_close_and_end_with_their_run() {
 
         // The SLO page's read: spells with their runs, newest runs first, within the window.
         let all = store.waits_since(0, 100).await.expect("since");
-        let got: Vec<(i64, &str, u8, &str, Option<i64>, Option<i64>)> = all
+        let got: Vec<WithRun> = all
             .iter()
             .map(|r| (r.wait.run_id, r.workflow.as_str(), r.tier, r.state.as_str(), r.finished_ms, r.slo_ms))
             .collect();
