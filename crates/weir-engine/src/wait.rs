@@ -172,16 +172,19 @@ impl Engine {
             let top = self.full_queue_on_path(j.leaf).unwrap_or(0);
             let mine = (self.promotion_key(slot), slot);
             let t = &self.queues[top as usize];
-            let mut ahead: Vec<(crate::state::PromotionKey, JobSlot)> = Vec::new();
-            let mut of = 0u64;
+            // Count those ahead in each user's set; keep only the nearest few of each to name.
+            let mut nearest: Vec<(crate::state::PromotionKey, JobSlot)> = Vec::new();
+            let (mut of, mut before) = (0u64, 0u64);
             for q in top..t.subtree_end {
                 for set in self.queues[q as usize].waiting.values() {
                     of += set.len() as u64;
-                    ahead.extend(set.range(..mine).copied());
+                    before += set.range(..mine).count() as u64;
+                    nearest.extend(set.range(..mine).rev().take(AHEAD_LISTED).copied());
                 }
             }
-            ahead.sort();
-            let position = ahead.len() as u64 + 1;
+            nearest.sort();
+            let ahead = nearest;
+            let position = before + 1;
             return Ok(Some(StartPosition {
                 position,
                 of,

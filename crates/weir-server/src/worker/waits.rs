@@ -192,11 +192,16 @@ impl Actor {
         Some(format!("{}/{} (run {run}, tier {})", r.workflow, job.name, r.tier))
     }
 
-    /// The "why pending" text of a job in words (see the module's comment). `None` when the
-    /// engine does not know it.
-    pub(super) fn explain_in_words(&self, run: i64, j: usize, now: i64) -> Option<String> {
+    /// The "why pending" text of a job in words (see the module's comment), from the
+    /// engine's explanation `e` of it. `None` when the run is not this actor's.
+    pub(super) fn explain_in_words(
+        &self,
+        run: i64,
+        j: usize,
+        e: &weir_engine::Explanation,
+        now: i64,
+    ) -> Option<String> {
         let id = engine_job(run, j);
-        let e = self.engine.explain(id).ok()?;
         let r = self.runs.get(&run)?;
         let name = self.job_name(id.0)?;
         let mut out = String::new();
@@ -271,11 +276,11 @@ impl Actor {
                 if job.phase != JobPhase::InEngine || out.len() >= 1000 {
                     continue;
                 }
-                let wants = self.engine.explain(engine_job(id, j)).is_ok_and(|e| e.pending_containers > 0);
-                if !wants {
+                let Ok(e) = self.engine.explain(engine_job(id, j)) else { continue };
+                if e.pending_containers == 0 {
                     continue;
                 }
-                if let Some(text) = self.explain_in_words(id, j, now) {
+                if let Some(text) = self.explain_in_words(id, j, &e, now) {
                     out.insert(format!("{id}/{j}"), text);
                 }
             }
