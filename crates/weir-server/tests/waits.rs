@@ -2,7 +2,8 @@
 //! tier-3 run holds root.ads's only running-app slot (`max_running_apps: 1`); while it waits
 //! its explanation is in words (names, cores and GiB, its place in the start order, the tier-1
 //! flag) and its open waiting spell is in the API; once it has run, the closed spell — reason,
-//! queue, limit, who held the slot — is still there.
+//! queue, limit, who held the slot — is still there, and the SLO report ranks it as the reason
+//! the run missed its deadline.
 
 mod common;
 
@@ -32,9 +33,9 @@ macro_rules! on_both {
 
 on_both!(a_run_held_by_max_running_apps_keeps_its_waiting_spell);
 
-fn workflow(name: &str, queue: &str, command: &str) -> Value {
+fn workflow(name: &str, queue: &str, command: &str, slo: &str) -> Value {
     json!({
-        "name": name, "queue": queue, "slo": "1h",
+        "name": name, "queue": queue, "slo": slo,
         "jobs": [{"name": "main", "stages": [{"name": "s", "tasks": 1,
                    "resources": {"cpu": 2000, "memory": 2048}, "command": command}]}]
     })
@@ -52,13 +53,13 @@ async fn a_run_held_by_max_running_apps_keeps_its_waiting_spell(db: Db) {
     // A tier-3 backfill takes root.ads's only slot and keeps it until the test releases it.
     let release = dir.join("release");
     let hold = format!("while [ ! -e '{}' ]; do sleep 0.1; done", release.display());
-    let (status, created) = s.submit(workflow("backfill", "root.ads.tier3", &hold), "d1").await;
+    let (status, created) = s.submit(workflow("backfill", "root.ads.tier3", &hold, "1h"), "d1").await;
     assert_eq!(status, 201, "{created}");
     let backfill = created["id"].as_i64().expect("id");
     s.wait_until(backfill, LONG, "the backfill to run", |r| r["jobs"][0]["state"] == "running").await;
 
     // A tier-1 report arrives and waits for the slot.
-    let (status, created) = s.submit(workflow("report", "root.ads.tier1", "true"), "d1").await;
+    let (status, created) = s.submit(workflow("report", "root.ads.tier1", "true", "2s"), "d1").await;
     assert_eq!(status, 201, "{created}");
     let report = created["id"].as_i64().expect("id");
     let waiting = s
@@ -91,7 +92,12 @@ async fn a_run_held_by_max_running_apps_keeps_its_waiting_spell(db: Db) {
     assert!(text.contains("holding nothing"), "{text}");
     assert!(!text.contains("{cpu:") && !text.contains("job-"), "{text}");
 
-    // The backfill ends; the report runs. Its spell is closed when its task got the slot.
+    // The backfill ends once the report's 2 s SLO has passed (so the report certainly missed
+    // it waiting); the report runs. Its spell is closed when its task got the slot.
+    let deadline = waiting["submitted_ms"].as_i64().expect("submitted") + 2000;
+    while weir_server::now_ms() <= deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     std::fs::write(&release, "").expect("release");
     let done = s.wait(report, LONG).await;
     assert_eq!(done["state"], "succeeded", "{done:#}");
@@ -103,6 +109,26 @@ async fn a_run_held_by_max_running_apps_keeps_its_waiting_spell(db: Db) {
     assert_eq!(Some(to), job["started_ms"].as_i64(), "the spell ends when the job starts");
     assert_eq!(waits[0]["reason"], "queue_max_running_apps");
     assert!(job.get("explanation").is_none(), "no explanation once it ran: {job:#}");
+
+    // The SLO report ranks what the missed run waited for.
+    let (status, slo) = s.call(reqwest::Method::GET, "/v1/reports/slo?window=1d", None).await;
+    assert_eq!(status, 200, "{slo}");
+    let causes = slo["wait_causes"].as_array().expect("wait causes");
+    assert_eq!(causes.len(), 1, "{slo:#}");
+    let c = &causes[0];
+    assert_eq!(
+        (c["tier"].as_u64(), c["reason"].as_str(), c["queue"].as_str()),
+        (Some(1), Some("queue_max_running_apps"), Some("root.ads"))
+    );
+    assert_eq!((c["missed_runs"].as_u64(), c["at_risk_runs"].as_u64()), (Some(1), Some(0)));
+    assert_eq!(c["waited_ms"].as_i64(), Some(to - from));
+    assert_eq!(c["workflows"], json!(["report"]));
+    assert!(
+        c["summary"].as_str().is_some_and(
+            |t| t.starts_with("tier 1 waited ") && t.ends_with(" on root.ads at max_running_apps 1")
+        ),
+        "{c}"
+    );
 
     // The backfill got its slot in the pass it arrived: it never waited.
     let first = s.wait(backfill, LONG).await;
