@@ -137,10 +137,10 @@ impl Actor {
 
     /// The job is in the engine and none of its tasks has started yet.
     fn waits_in_engine(&self, run: i64, job: u32) -> bool {
-        self.runs
-            .get(&run)
-            .and_then(|r| r.jobs.get(job as usize))
-            .is_some_and(|j| j.phase == JobPhase::InEngine && !j.started && self.runs[&run].ending.is_none())
+        self.runs.get(&run).is_some_and(|r| {
+            r.ending.is_none()
+                && r.jobs.get(job as usize).is_some_and(|j| j.phase == JobPhase::InEngine && !j.started)
+        })
     }
 
     /// Why the job waits now: the backend first (nothing starts while it is unhealthy), then
