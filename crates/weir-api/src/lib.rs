@@ -185,11 +185,38 @@ pub struct Job {
     /// For a job that waits for containers: the engine's explanation, as of the last snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<String>,
+    /// Why and how long the job waited before its first task started (or its run ended), one
+    /// spell per reason, oldest first; the last has no `to_ms` while the job still waits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waits: Vec<Wait>,
     /// All of the job's tasks counted by state (every page has the whole counts).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub task_counts: BTreeMap<String, u64>,
     /// The job's tasks on this page (see `Run::next_tasks_after`).
     pub tasks: Vec<Task>,
+}
+
+/// One waiting spell of a job: a span of time it waited for one reason.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Wait {
+    /// When the spell began, milliseconds since the Unix epoch.
+    pub from_ms: i64,
+    /// When it ended; absent while the job still waits for this reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_ms: Option<i64>,
+    /// The rule that held the job back: `queue_max_running_apps`, `user_max_running_apps`,
+    /// `queue_max_resources`, `am_share`, `container_limit`, `gang_waiting_for_room`,
+    /// `no_room` (no capacity where its fair share lets it go) or `backend_unhealthy`.
+    pub reason: String,
+    /// The queue the rule applies to (`user NAME` for a user limit); empty when none.
+    pub queue: String,
+    /// The limit, with its unit (`3`, `8 cores, 32 GiB`); empty when none.
+    pub limit: String,
+    /// More about it in words: the runs holding the queue's slots, the cluster's use, the
+    /// backend's state; a tier-1 job waiting behind lower tiers says so first.
+    pub detail: String,
+    /// The reason as a phrase: `root.analytics at max_running_apps 3`.
+    pub summary: String,
 }
 
 /// One task: one process per attempt, in one container.
@@ -601,6 +628,30 @@ pub struct SloReport {
     pub until_ms: i64,
     pub tiers: Vec<TierSlo>,
     pub workflows: Vec<WorkflowSlo>,
+    /// What the runs that missed their SLO, or have less than a quarter of it left, waited for
+    /// before their jobs started: by tier and reason, the longest wait first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wait_causes: Vec<WaitCause>,
+}
+
+/// One reason behind missed and at-risk deadlines of one tier.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WaitCause {
+    pub tier: u8,
+    /// The rule's code, as in [`Wait::reason`].
+    pub reason: String,
+    pub queue: String,
+    pub limit: String,
+    /// Time waited for it by the tier's missed and at-risk runs, in milliseconds.
+    pub waited_ms: i64,
+    /// Missed runs that waited for it.
+    pub missed_runs: u64,
+    /// Runs not ended, with less than a quarter of their SLO left, that waited for it.
+    pub at_risk_runs: u64,
+    /// Up to three of their workflows.
+    pub workflows: Vec<String>,
+    /// `tier 1 waited 41m 00s on root.analytics at max_running_apps 3`.
+    pub summary: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -62,7 +62,7 @@ pub(crate) struct Tentative {
 
 impl Engine {
     /// The job's front gang: (gang number, indices of its requests, containers in all).
-    fn front_gang(&self, job: JobSlot) -> Option<(u32, Vec<usize>, u64)> {
+    pub(crate) fn front_gang(&self, job: JobSlot) -> Option<(u32, Vec<usize>, u64)> {
         let j = self.job(job);
         let g = j.requests.front().map(|r| r.gang).filter(|&g| g != 0)?;
         let indices: Vec<usize> = (0..j.requests.len()).filter(|&i| j.requests[i].gang == g).collect();
@@ -71,7 +71,7 @@ impl Engine {
     }
 
     /// What the gang still needs, summed.
-    fn gang_demand(&self, job: JobSlot, indices: &[usize]) -> Resources {
+    pub(crate) fn gang_demand(&self, job: JobSlot, indices: &[usize]) -> Resources {
         let j = self.job(job);
         indices
             .iter()

@@ -41,6 +41,7 @@ mod reservation;
 mod shares;
 mod starvation;
 mod state;
+mod wait;
 
 pub use decision::{Decision, PreemptReason, Starvation};
 pub use engine::{Engine, DEFAULT_CONTAINER_LIMIT};
@@ -52,3 +53,4 @@ pub use input::{Input, JobSpec, NodeSpec, Request, Selector, SelectorId};
 pub use invariants::NodeSnapshot;
 pub use reservation::ReservationStats;
 pub use shares::{shares_for, QueueShares};
+pub use wait::{StartPosition, WaitReason, AHEAD_LISTED};

@@ -50,6 +50,8 @@ mod state;
 mod submit;
 mod time;
 mod tls;
+mod wait_report;
+mod words;
 mod worker;
 
 use std::net::SocketAddr;

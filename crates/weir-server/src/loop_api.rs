@@ -161,7 +161,13 @@ pub async fn slo_report(
     let p = s.principal(&headers).await?;
     let (since, until) = q.span(DEFAULT_WINDOW_MS)?;
     let runs = readable_runs(&s, &p, q.cluster.as_deref(), since, until).await?;
-    Ok(Json(crate::reports::slo(&runs, since, until, now_ms())))
+    let now = now_ms();
+    let mut report = crate::reports::slo(&runs, since, until, now);
+    let readable: std::collections::BTreeSet<i64> = runs.iter().map(|r| r.id).collect();
+    let mut spells = s.store.waits_since(since, crate::wait_report::MAX_SPELLS).await?;
+    spells.retain(|w| readable.contains(&w.wait.run_id) && w.submitted_ms < until);
+    report.wait_causes = crate::wait_report::wait_causes(&spells, now).iter().map(|c| c.to_api()).collect();
+    Ok(Json(report))
 }
 
 /// The usage report of one cluster (the planner runs on the blocking pool).

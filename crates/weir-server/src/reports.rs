@@ -67,6 +67,7 @@ pub fn slo(runs: &[RunRecordRow], since_ms: i64, until_ms: i64, now_ms: i64) -> 
                 slo_successful: w.slo_successful,
             })
             .collect(),
+        wait_causes: Vec::new(),
     }
 }
 

@@ -57,6 +57,9 @@ async fn the_dashboard_in_a_real_browser() {
     let url = common::db_url(Db::Sqlite, &dir, "browser").await.expect("sqlite");
     let mut c = common::config(&dir);
     c.usage_resolution = Duration::from_secs(1);
+    // One running-app slot in root.ads: the last part has a tier-1 run wait for it.
+    c.clusters[0].yaml =
+        common::CLUSTER.replace("  - name: ads\n", "  - name: ads\n    max_running_apps: 1\n");
     let mut server = TestServer::start_with(c, &url).await;
     let base = server.base.clone();
     let driver = Driver::start(&dir.join("chromedriver.log")).await;
@@ -154,6 +157,93 @@ async fn the_dashboard_in_a_real_browser() {
     let tier1 = s.text(&s.wait_for("#slo-by-tier tr[data-tier=\"1\"] td.ratio", long).await).await;
     assert_eq!(tier1, "100.0%");
     shot(&s, "overview").await;
+
+    // A tier-1 run that waited: a tier-3 backfill holds root.ads's only slot until the tier-1
+    // run's 2 s SLO has passed, so it misses its deadline waiting. Its page draws the waiting
+    // spell before its running span, against the deadline, and the SLO page ranks the reason.
+    let release = dir.join("release");
+    let hold = format!("while [ ! -e '{}' ]; do sleep 0.1; done", release.display());
+    let backfill = json!({"name": "nightly-backfill", "queue": "root.ads.tier3", "jobs": [{"name": "copy",
+        "stages": [{"name": "s", "tasks": 1, "resources": {"cpu": 1000, "memory": 512}, "command": hold}]}]});
+    let (status, created) = server.submit(backfill, "d3").await;
+    assert_eq!(status, 201, "{created}");
+    let blocker = created["id"].as_i64().expect("id");
+    server.wait_until(blocker, long, "the backfill to run", |r| r["jobs"][0]["state"] == "running").await;
+    let (status, created) = server.submit(report("root.ads.tier1", "true", "2s"), "d3").await;
+    assert_eq!(status, 201, "{created}");
+    let waited = created["id"].as_i64().expect("id");
+    let run = server
+        .wait_until(waited, long, "a waiting spell", |r| {
+            r["jobs"][0]["waits"].as_array().is_some_and(|w| !w.is_empty())
+        })
+        .await;
+    // While it waits, its page says why in words.
+    s.goto(&format!("{base}/runs/{waited}")).await;
+    let why = s.text(&s.wait_for("#run-explanations pre.explanation", long).await).await;
+    assert!(why.contains("waits on root.ads at max_running_apps 1"), "{why}");
+    assert!(why.contains("tier-1 work waiting behind lower tiers"), "{why}");
+    shot(&s, "run-waiting").await;
+    // Released once the deadline has passed (the run then certainly missed it).
+    let deadline = run["submitted_ms"].as_i64().expect("submitted") + 2000;
+    while weir_server::now_ms() <= deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    std::fs::write(&release, "").expect("release");
+    server.wait(waited, long).await;
+    s.goto(&format!("{base}/runs/{waited}")).await;
+    let spell = s
+        .wait_for(
+            "#wait-timeline g.wait[data-reason=\"queue_max_running_apps\"][data-queue=\"root.ads\"]",
+            long,
+        )
+        .await;
+    let _ = spell;
+    let title = s.script("return document.querySelector('#wait-timeline g.wait title').textContent").await;
+    assert!(
+        title.as_str().is_some_and(
+            |t| t.starts_with("extract: waited") && t.contains("on root.ads at max_running_apps 1")
+        ),
+        "{title}"
+    );
+    // The spell is drawn before the job's running span, and the deadline line is on the chart.
+    let order = s
+        .script(
+            "const w = document.querySelector('#wait-timeline g.wait rect'); \
+             const r = document.querySelector('#wait-timeline rect.ran'); \
+             return [parseFloat(w.getAttribute('x')), parseFloat(w.getAttribute('width')), parseFloat(r.getAttribute('x'))];",
+        )
+        .await;
+    let (x, w, ran) = (
+        order[0].as_f64().unwrap_or(-1.0),
+        order[1].as_f64().unwrap_or(-1.0),
+        order[2].as_f64().unwrap_or(-1.0),
+    );
+    assert!(w > 0.0 && (x + w - ran).abs() < 1.0, "the spell ends where the run begins: {order}");
+    let legend = s.text(&s.wait_for("#wait-timeline g.wait-legend text", long).await).await;
+    assert!(
+        legend.starts_with("waited ") && legend.ends_with("on root.ads at max_running_apps 1"),
+        "{legend}"
+    );
+    let waited_line = s.text(&s.wait_for("#waited", long).await).await;
+    assert!(waited_line.contains("most on root.ads at max_running_apps 1"), "{waited_line}");
+    let row = s.text(&s.wait_for("#waits tr[data-reason=\"queue_max_running_apps\"]", long).await).await;
+    assert!(row.contains(&format!("nightly-backfill (run {blocker}, tier 3)")), "{row}");
+    let slo = s.text(&s.wait_for("#slo-status", long).await).await;
+    assert!(slo.contains("missed"), "{slo}");
+    shot(&s, "run-waited").await;
+    // The SLO page ranks what the missed run waited for.
+    s.goto(&format!("{base}/slo?window=1d")).await;
+    let cause = s
+        .text(
+            &s.wait_for("#slo-causes tr[data-tier=\"1\"][data-reason=\"queue_max_running_apps\"] td", long)
+                .await,
+        )
+        .await;
+    assert!(
+        cause.starts_with("tier 1 waited ") && cause.ends_with("on root.ads at max_running_apps 1"),
+        "{cause}"
+    );
+    shot(&s, "slo-causes").await;
 
     s.close().await;
     drop(driver);

@@ -26,8 +26,8 @@ use std::pin::Pin;
 use crate::{
     ActiveRun, AttemptDuration, AttemptRow, AuditEntry, AuditFilter, AuditRow, Change, ClusterRow, Fence,
     JobRow, KillOutcome, Lease, NewRun, PlanApplied, PreemptionRow, ProposalRow, RouteRow, RunCount,
-    RunFilter, RunRecordRow, RunRow, SessionRow, SnapshotRow, StoreError, Submitted, TaskCount, TaskRow,
-    TokenRow, UsageRow,
+    RunFilter, RunRecordRow, RunRow, RunWaitRow, SessionRow, SnapshotRow, StoreError, Submitted, TaskCount,
+    TaskRow, TokenRow, UsageRow, WaitRow,
 };
 
 /// A boxed future, so that [`JobStore`] stays object-safe.
@@ -295,6 +295,14 @@ pub trait JobStore: Send + Sync {
         since_ms: i64,
         limit: u32,
     ) -> BoxFuture<'a, Result<Vec<PreemptionRow>, StoreError>>;
+
+    /// The run's waiting spells, by job, then in time order (the worker writes them with
+    /// [`Change::WaitBegan`] and [`Change::WaitEnded`]; a run's end closes its open ones).
+    fn waits(&self, run: i64) -> BoxFuture<'_, Result<Vec<WaitRow>, StoreError>>;
+
+    /// Waiting spells of the runs submitted since `since_ms`, with their runs, newest runs
+    /// first, at most `limit` spells.
+    fn waits_since(&self, since_ms: i64, limit: u32) -> BoxFuture<'_, Result<Vec<RunWaitRow>, StoreError>>;
 
     /// Applies a plan: the cluster's configuration becomes `config` and the routes to it become
     /// exactly `routes`. **One transaction: all or nothing**, **compare-and-set** on the
@@ -585,6 +593,14 @@ impl JobStore for crate::Store {
         limit: u32,
     ) -> BoxFuture<'a, Result<Vec<PreemptionRow>, StoreError>> {
         Box::pin(crate::Store::preemptions(self, cluster, since_ms, limit))
+    }
+
+    fn waits(&self, run: i64) -> BoxFuture<'_, Result<Vec<WaitRow>, StoreError>> {
+        Box::pin(crate::Store::waits(self, run))
+    }
+
+    fn waits_since(&self, since_ms: i64, limit: u32) -> BoxFuture<'_, Result<Vec<RunWaitRow>, StoreError>> {
+        Box::pin(crate::Store::waits_since(self, since_ms, limit))
     }
 
     fn apply_plan<'a>(

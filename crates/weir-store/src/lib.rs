@@ -30,6 +30,7 @@ mod job_store;
 mod runs;
 mod schema;
 mod sessions;
+mod waits;
 mod warning;
 mod worker;
 
@@ -51,6 +52,7 @@ pub use runs::{
     TERMINAL_RUN_STATES,
 };
 pub use sessions::SessionRow;
+pub use waits::{RunWaitRow, WaitRow};
 pub use worker::{ActiveRun, AttemptKey, Change, Fence, Lease, NewJob, NewTask, TaskKey, Warning};
 
 /// Which SQL the store speaks where the two databases differ.

@@ -17,10 +17,11 @@ const MIGRATIONS: &[Migration] = &[
     (6, V6_SQLITE, V6_POSTGRES),
     (7, V7, V7),
     (11, V11_SQLITE, V11_POSTGRES),
+    (13, V13_SQLITE, V13_POSTGRES),
 ];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 13;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -230,6 +231,23 @@ const V11_POSTGRES: &[&str] = &[
     ),
     "CREATE TRIGGER runs_submitted AFTER INSERT ON runs FOR EACH ROW EXECUTE FUNCTION weir_run_submitted()",
 ];
+
+/// Waiting spells (issue 26): why each job of a run waited, and for how long.
+macro_rules! v13 {
+    ($id:literal) => {
+        &[
+            concat!(
+                "CREATE TABLE job_waits (id ",
+                $id,
+                ", run_id BIGINT NOT NULL, job_idx BIGINT NOT NULL, from_ms BIGINT NOT NULL, to_ms BIGINT,
+                 reason TEXT NOT NULL, queue TEXT NOT NULL, limit_text TEXT NOT NULL, detail TEXT NOT NULL)"
+            ),
+            "CREATE INDEX job_waits_run ON job_waits (run_id, job_idx, from_ms)",
+        ]
+    };
+}
+const V13_SQLITE: &[&str] = v13!("INTEGER PRIMARY KEY AUTOINCREMENT");
+const V13_POSTGRES: &[&str] = v13!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
 
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
     migrate_to(store, SCHEMA_VERSION).await

@@ -92,6 +92,12 @@ pub enum Change {
     /// warning (reason, kill time). `None`: `preempting → running`, clearing it (a new owner's
     /// engine, rebuilt from the store, no longer plans that kill).
     AttemptPreempting { key: AttemptKey, warning: Option<Warning> },
+    /// A job began to wait for a reason (or its reason changed): its open spell, if any, is
+    /// closed at `from_ms` and this one opened.
+    WaitBegan(crate::WaitRow),
+    /// A job no longer waits (it started, or left the engine): its open spell is closed at `at`.
+    /// Applies only if a spell was open.
+    WaitEnded { run: i64, job: u32, at: i64 },
 }
 
 /// A preemption warning: why the container is taken and when it will be killed (Unix ms).
@@ -348,6 +354,8 @@ async fn apply_one(tx: &mut Tx, cluster: &str, change: &Change) -> Result<bool, 
         Change::AttemptPreempting { key, warning } => {
             crate::warning::apply(tx, key, warning.as_ref()).await?
         }
+        Change::WaitBegan(w) => crate::waits::began(tx, w).await?,
+        Change::WaitEnded { run, job, at } => crate::waits::ended(tx, *run, *job, *at).await?,
         Change::Route { run, jobs, at: _ } => {
             let n = sqlx::query("UPDATE runs SET state = 'routed' WHERE id = $1 AND state = 'queued'")
                 .bind(*run)
@@ -392,7 +400,7 @@ async fn apply_one(tx: &mut Tx, cluster: &str, change: &Change) -> Result<bool, 
                  ELSE started_ms END, reason = COALESCE($4, reason)
                  WHERE id = $1 AND state NOT IN ('succeeded', 'failed', 'killed')"
             };
-            sqlx::query(q)
+            let n = sqlx::query(q)
                 .bind(*run)
                 .bind(*to)
                 .bind(*at)
@@ -400,7 +408,11 @@ async fn apply_one(tx: &mut Tx, cluster: &str, change: &Change) -> Result<bool, 
                 .execute(&mut **tx)
                 .await
                 .map_err(StoreError::db)?
-                .rows_affected()
+                .rows_affected();
+            if n == 1 && terminal {
+                crate::waits::run_ended(tx, *run, *at).await?;
+            }
+            n
         }
         Change::JobState { run, job, to, at } => sqlx::query(
             "UPDATE jobs SET state = $3,

@@ -131,6 +131,12 @@ fn the_demo_and_the_client_commands() {
     let id = at_id(&all, "revenue-report", "demo-1");
     let status = ok(&client(&dir, port, &["status", &id]));
     assert!(status.contains("job extract: succeeded") && status.contains("publish.upload.0"), "{status}");
+    // The report waited for one of root.analytics's 3 slots while the backfills held them, and
+    // `status` says so after the fact, naming the tier-3 runs it waited behind.
+    assert!(status.contains("before its first task started:"), "{status}");
+    assert!(status.contains("root.analytics at max_running_apps 3"), "{status}");
+    assert!(status.contains("tier-1 work waiting behind lower tiers"), "{status}");
+    assert!(status.contains("nightly-backfill (run "), "{status}");
     let logs = ok(&client(&dir, port, &["logs", &id, "extract.query.1"]));
     assert_eq!(logs, "querying shard 1\n");
     let logs = ok(&client(&dir, port, &["logs", &id, "publish.upload.0", "--follow"]));

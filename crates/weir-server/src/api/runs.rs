@@ -317,6 +317,7 @@ pub(super) async fn get_run(
     let jobs = s.store.jobs(id).await?;
     let counts = s.store.task_counts(id).await?;
     let tasks = s.store.tasks_page(id, after, limit).await?;
+    let waits = s.store.waits(id).await?;
     let explanations = if RunState::parse(&run.state).is_some_and(|st| !st.is_terminal()) {
         snapshot(&s, &run.cluster).await?.map(|(sn, _)| sn.explanations).unwrap_or_default()
     } else {
@@ -351,6 +352,7 @@ pub(super) async fn get_run(
                     started_ms: j.started_ms,
                     finished_ms: j.finished_ms,
                     explanation: explanations.get(&format!("{id}/{}", j.idx)).cloned(),
+                    waits: waits.iter().filter(|w| w.job_idx == j.idx).map(wire_wait).collect(),
                     task_counts,
                     tasks: tasks
                         .iter()
@@ -454,4 +456,17 @@ pub(super) async fn explain_run(
         })
         .collect();
     Ok(Json(RunExplanation { id, state, jobs: out }))
+}
+
+/// A stored waiting spell on the wire.
+pub(crate) fn wire_wait(w: &weir_store::WaitRow) -> weir_api::Wait {
+    weir_api::Wait {
+        from_ms: w.from_ms,
+        to_ms: w.to_ms,
+        reason: w.reason.clone(),
+        queue: w.queue.clone(),
+        limit: w.limit.clone(),
+        detail: w.detail.clone(),
+        summary: crate::words::reason(&w.reason, &w.queue, &w.limit),
+    }
 }

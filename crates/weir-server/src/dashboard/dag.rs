@@ -10,7 +10,7 @@ use weir_store::TaskCount;
 
 use weir_model::WorkflowSpec;
 use weir_report::escape;
-use weir_store::{JobRow, TaskRow};
+use weir_store::{JobRow, TaskRow, WaitRow};
 
 use super::views::state_colour;
 
@@ -268,21 +268,43 @@ fn legend(s: &mut String) {
     }
 }
 
-/// One bar per job from its start to its end (or now), on an axis from the run's submission to
-/// the later of the SLO deadline and the last end, with the deadline as a red line.
-pub fn timeline_svg(submitted: i64, deadline: Option<i64>, now: i64, jobs: &[JobRow]) -> String {
+/// The run's jobs on a time axis from submission: each job's waiting spells (hatched, one
+/// colour per reason, the reason in the tooltip) then its running span, against the SLO
+/// deadline; a legend below totals the time waited per reason.
+pub fn timeline_svg(
+    submitted: i64,
+    deadline: Option<i64>,
+    now: i64,
+    jobs: &[JobRow],
+    waits: &[WaitRow],
+) -> String {
     const W: f64 = 760.0;
     const LEFT: f64 = 140.0;
     let end = jobs
         .iter()
         .filter_map(|j| j.finished_ms.or(j.started_ms.map(|_| now)))
+        .chain(waits.iter().map(|w| w.to_ms.unwrap_or(now)))
         .chain(deadline)
         .fold(submitted + 1000, i64::max);
     let span = (end - submitted).max(1) as f64;
     let px = |t: i64| LEFT + (t - submitted).max(0) as f64 / span * (W - LEFT - 10.0);
-    let height = 34.0 + jobs.len() as f64 * 22.0;
+    // Reasons in order of first appearance, each with its colour and total.
+    let mut reasons: Vec<(String, i64)> = Vec::new();
+    for w in waits {
+        let key = crate::words::reason(&w.reason, &w.queue, &w.limit);
+        let took = w.to_ms.unwrap_or(now) - w.from_ms;
+        match reasons.iter_mut().find(|(k, _)| *k == key) {
+            Some(r) => r.1 += took,
+            None => reasons.push((key, took)),
+        }
+    }
+    let rows = 34.0 + jobs.len() as f64 * 22.0;
+    let height = rows + reasons.len() as f64 * 18.0 + if reasons.is_empty() { 0.0 } else { 8.0 };
     let mut s = format!(
-        "<svg class=\"timeline\" width=\"{W}\" height=\"{height:.0}\" viewBox=\"0 0 {W} {height:.0}\" role=\"img\" aria-label=\"job timings against the SLO deadline\">"
+        "<svg class=\"timeline\" id=\"wait-timeline\" width=\"{W}\" height=\"{height:.0}\" viewBox=\"0 0 {W} {height:.0}\" role=\"img\" aria-label=\"job waits and runs against the SLO deadline\">"
+    );
+    s.push_str(
+        "<defs><pattern id=\"waiting\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect width=\"3\" height=\"6\" fill=\"#ffffff\" fill-opacity=\"0.45\"/></pattern></defs>",
     );
     let _ = write!(s, "<text x=\"{LEFT}\" y=\"14\" font-size=\"11\">submitted</text>");
     let _ = write!(
@@ -291,6 +313,10 @@ pub fn timeline_svg(submitted: i64, deadline: Option<i64>, now: i64, jobs: &[Job
         W - 10.0,
         super::views::span(end - submitted)
     );
+    let colour = |key: &str| {
+        let i = reasons.iter().position(|(k, _)| k == key).unwrap_or(0);
+        WAIT_COLOURS[i % WAIT_COLOURS.len()]
+    };
     for (i, j) in jobs.iter().enumerate() {
         let y = 24.0 + i as f64 * 22.0;
         let _ = write!(
@@ -300,12 +326,33 @@ pub fn timeline_svg(submitted: i64, deadline: Option<i64>, now: i64, jobs: &[Job
             y + 12.0,
             escape(&j.name)
         );
+        for w in waits.iter().filter(|w| w.job_idx == j.idx) {
+            let stop = w.to_ms.unwrap_or(now);
+            let (x1, x2) = (px(w.from_ms), px(stop).max(px(w.from_ms) + 2.0));
+            let key = crate::words::reason(&w.reason, &w.queue, &w.limit);
+            let c = colour(&key);
+            let detail = if w.detail.is_empty() { String::new() } else { format!(" — {}", w.detail) };
+            let _ = write!(
+                s,
+                "<g class=\"wait\" data-reason=\"{}\" data-queue=\"{}\"><rect x=\"{x1:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"14\" fill=\"{c}\"/><rect x=\"{x1:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"14\" fill=\"url(#waiting)\"/><title>{}: waited {} ({} to {}) on {}{}</title></g>",
+                escape(&w.reason),
+                escape(&w.queue),
+                x2 - x1,
+                x2 - x1,
+                escape(&j.name),
+                super::views::span(stop - w.from_ms),
+                super::views::span(w.from_ms - submitted),
+                super::views::span(stop - submitted),
+                escape(&key),
+                escape(&detail)
+            );
+        }
         if let Some(start) = j.started_ms {
             let stop = j.finished_ms.unwrap_or(now);
             let (x1, x2) = (px(start), px(stop).max(px(start) + 2.0));
             let _ = write!(
                 s,
-                "<rect x=\"{x1:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"14\" fill=\"{}\"><title>{}: {} to {}</title></rect>",
+                "<rect class=\"ran\" x=\"{x1:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"14\" fill=\"{}\"><title>{}: ran {} to {}</title></rect>",
                 x2 - x1,
                 state_colour(&j.state),
                 escape(&j.name),
@@ -318,14 +365,30 @@ pub fn timeline_svg(submitted: i64, deadline: Option<i64>, now: i64, jobs: &[Job
         let x = px(d);
         let _ = write!(
             s,
-            "<line x1=\"{x:.1}\" y1=\"18\" x2=\"{x:.1}\" y2=\"{height:.0}\" stroke=\"#D55E00\" stroke-width=\"2\" stroke-dasharray=\"4 3\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"#D55E00\" text-anchor=\"end\">SLO deadline</text>",
+            "<line x1=\"{x:.1}\" y1=\"18\" x2=\"{x:.1}\" y2=\"{rows:.0}\" stroke=\"#D55E00\" stroke-width=\"2\" stroke-dasharray=\"4 3\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"#D55E00\" text-anchor=\"end\">SLO deadline</text>",
             x - 4.0,
-            height - 4.0
+            rows - 4.0
+        );
+    }
+    for (i, (key, took)) in reasons.iter().enumerate() {
+        let y = rows + 8.0 + i as f64 * 18.0;
+        let _ = write!(
+            s,
+            "<g class=\"wait-legend\"><rect x=\"{LEFT}\" y=\"{y:.1}\" width=\"14\" height=\"12\" fill=\"{}\"/><rect x=\"{LEFT}\" y=\"{y:.1}\" width=\"14\" height=\"12\" fill=\"url(#waiting)\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">waited {} on {}</text></g>",
+            colour(key),
+            LEFT + 20.0,
+            y + 10.0,
+            super::views::span(*took),
+            escape(key)
         );
     }
     s.push_str("</svg>");
     s
 }
+
+/// Colours of waiting spells, one per reason in order of appearance (Okabe–Ito, skipping the
+/// deadline's vermilion and the states' greens and blues).
+const WAIT_COLOURS: [&str; 4] = ["#E69F00", "#CC79A7", "#F0E442", "#999999"];
 
 #[cfg(test)]
 mod tests {

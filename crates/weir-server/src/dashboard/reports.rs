@@ -54,6 +54,16 @@ pub struct WorkflowLine {
     p99: String,
 }
 
+/// One reason behind missed and at-risk deadlines.
+pub struct CauseLine {
+    sentence: String,
+    tier: u8,
+    reason: String,
+    missed: u64,
+    at_risk: u64,
+    workflows: String,
+}
+
 #[derive(Template)]
 #[template(path = "slo.html")]
 struct SloPage {
@@ -63,6 +73,7 @@ struct SloPage {
     chart: String,
     tiers: Vec<TierLine>,
     workflows: Vec<WorkflowLine>,
+    causes: Vec<CauseLine>,
 }
 
 fn ms(v: Option<u64>) -> String {
@@ -128,6 +139,25 @@ pub async fn slo(State(s): State<AppState>, headers: HeaderMap, Query(q): Query<
             p99: ms(w.figures.runtime_p99_ms),
         })
         .collect();
+    let readable: std::collections::BTreeSet<i64> = runs.iter().map(|r| r.id).collect();
+    let mut spells = try_page!(s
+        .store
+        .waits_since(now - len, crate::wait_report::MAX_SPELLS)
+        .await
+        .map_err(ApiError::from));
+    spells.retain(|w| readable.contains(&w.wait.run_id));
+    let causes = crate::wait_report::wait_causes(&spells, now)
+        .into_iter()
+        .take(20)
+        .map(|c| CauseLine {
+            sentence: c.sentence(),
+            tier: c.tier,
+            reason: c.reason.clone(),
+            missed: c.missed,
+            at_risk: c.at_risk,
+            workflows: c.workflows.join(", "),
+        })
+        .collect();
     html(&SloPage {
         nav: Nav::new(&v, "SLO report", "/slo", 30),
         window: label,
@@ -135,6 +165,7 @@ pub async fn slo(State(s): State<AppState>, headers: HeaderMap, Query(q): Query<
         chart,
         tiers,
         workflows,
+        causes,
     })
 }
 

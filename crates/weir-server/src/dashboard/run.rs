@@ -29,6 +29,16 @@ pub struct TaskLine {
     warning: String,
 }
 
+/// One waiting spell in the run page's table.
+pub struct WaitLine {
+    job: String,
+    from: String,
+    took: String,
+    reason: String,
+    code: String,
+    detail: String,
+}
+
 pub struct Explained {
     job: String,
     state: String,
@@ -55,6 +65,9 @@ struct RunPage {
     reason: String,
     dag: String,
     timeline: String,
+    /// "waited 13s of its 18s runtime, most on root.analytics at max_running_apps 3".
+    waited: String,
+    waits: Vec<WaitLine>,
     explanations: Vec<Explained>,
     tasks: Vec<TaskLine>,
     /// "tasks 1–500 of 100,000" when the table is one page of several.
@@ -88,6 +101,33 @@ fn slo_line(submitted: i64, finished: Option<i64>, state: &str, slo_ms: Option<i
         _ if now > deadline => format!("{head}: missed, overdue by {}", span(now - deadline)),
         _ => format!("{head}: {} left", span(deadline - now)),
     }
+}
+
+/// How long the run's jobs waited in all, and on what most: "jobs waited 13s in all (of 18s
+/// since submission), most on root.analytics at max_running_apps 3 (13s)".
+fn waited_line(waits: &[weir_store::WaitRow], submitted: i64, end: i64) -> String {
+    if waits.is_empty() {
+        return String::new();
+    }
+    let now = end;
+    let mut by: Vec<(String, i64)> = Vec::new();
+    for w in waits {
+        let key = crate::words::reason(&w.reason, &w.queue, &w.limit);
+        let took = w.to_ms.unwrap_or(now) - w.from_ms;
+        match by.iter_mut().find(|(k, _)| *k == key) {
+            Some(e) => e.1 += took,
+            None => by.push((key, took)),
+        }
+    }
+    by.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let total: i64 = by.iter().map(|e| e.1).sum();
+    format!(
+        "jobs waited {} in all (of {} since submission), most on {} ({})",
+        span(total),
+        span(end - submitted),
+        by[0].0,
+        span(by[0].1)
+    )
 }
 
 pub async fn run(
@@ -147,7 +187,27 @@ pub async fn run(
     let slo_ms = spec.as_ref().and_then(|w| w.slo).map(|d| d.as_millis() as i64);
     let dag =
         spec.as_ref().map(|w| super::dag::dag_svg(id, w, &jobs, &dag_tasks, &counts)).unwrap_or_default();
-    let timeline = super::dag::timeline_svg(r.submitted_ms, slo_ms.map(|d| r.submitted_ms + d), now, &jobs);
+    let waits = try_page!(s.store.waits(id).await.map_err(ApiError::from));
+    let timeline =
+        super::dag::timeline_svg(r.submitted_ms, slo_ms.map(|d| r.submitted_ms + d), now, &jobs, &waits);
+    let waited = waited_line(&waits, r.submitted_ms, r.finished_ms.unwrap_or(now));
+    let wait_lines = waits
+        .iter()
+        .map(|w| WaitLine {
+            job: jobs
+                .iter()
+                .find(|j| j.idx == w.job_idx)
+                .map_or_else(|| w.job_idx.to_string(), |j| j.name.clone()),
+            from: time(w.from_ms),
+            took: match w.to_ms {
+                Some(t) => span(t - w.from_ms),
+                None => format!("{} so far", span(now - w.from_ms)),
+            },
+            reason: crate::words::reason(&w.reason, &w.queue, &w.limit),
+            code: w.reason.clone(),
+            detail: w.detail.clone(),
+        })
+        .collect();
     let terminal = RunState::parse(&r.state).is_some_and(|st| st.is_terminal());
     let explanations = if terminal {
         Vec::new()
@@ -221,6 +281,8 @@ pub async fn run(
         reason: r.reason.unwrap_or_default(),
         dag,
         timeline,
+        waited,
+        waits: wait_lines,
         explanations,
         tasks: task_lines,
         tasks_shown,

@@ -81,6 +81,8 @@ pub(crate) struct Actor {
     pub placed_by_weir: bool,
     /// … and the backend's node lists as they are read again.
     pub node_updates: Option<UnboundedReceiver<Result<Vec<weir_backend::BackendNode>, String>>>,
+    /// Jobs' waiting spells (`waits.rs`).
+    pub waits: super::waits::WaitBook,
 }
 
 /// What the metrics need of a run when its state changes.
@@ -213,6 +215,7 @@ pub(crate) async fn run(
             refresh_task = Some(task);
             rx
         }),
+        waits: super::waits::WaitBook::default(),
     };
     let ended = match actor.recover().await {
         Ok(()) => actor.serve(registry, &mut stop, notify, exits, started_rx).await,
@@ -297,6 +300,7 @@ impl Actor {
             for d in decisions {
                 self.on_decision(d);
             }
+            self.sample_waits(t.0 as i64);
             self.record_usage(t.0);
             let nchanges = self.changes.len();
             let t2 = t0.elapsed();
@@ -481,19 +485,7 @@ impl Actor {
 
     async fn publish(&mut self) -> Result<(), Ended> {
         let now = now_ms();
-        let mut explanations = BTreeMap::new();
-        for (&id, run) in &self.runs {
-            for (j, job) in run.jobs.iter().enumerate() {
-                if job.phase != JobPhase::InEngine || explanations.len() >= 1000 {
-                    continue;
-                }
-                if let Ok(e) = self.engine.explain(engine_job(id, j)) {
-                    if e.pending_containers > 0 {
-                        explanations.insert(format!("{id}/{j}"), e.to_string().trim_end().to_string());
-                    }
-                }
-            }
-        }
+        let explanations = self.explanations(now);
         let mut nodes = [0_i64; 3];
         for n in self.engine.nodes() {
             let full = n.used.cpu >= n.capacity.cpu || n.used.memory >= n.capacity.memory;

@@ -258,6 +258,7 @@ impl Actor {
             at,
         });
         if first_in_job {
+            self.wait_over(id, j, at);
             self.changes.push(Change::JobState { run: id, job: j as u32, to: "running", at });
         }
         if first_in_run {

@@ -11,6 +11,7 @@ mod nodes;
 mod progress;
 mod recover;
 mod usage;
+mod waits;
 mod warning;
 
 use std::collections::{BTreeMap, BTreeSet};

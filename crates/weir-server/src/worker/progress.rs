@@ -61,6 +61,8 @@ impl Actor {
         }
         if let Err(e) = self.engine.on_job_submitted(now, spec) {
             self.end_run(id, "failed", format!("the engine refused job {j}: {e}"));
+        } else {
+            self.wait_entered(id, j, at);
         }
         // A job whose stages are all done already (recovery) or that has no stage left.
         if self.runs.get(&id).is_some_and(|r| r.jobs[j].stages_left == 0) {

@@ -263,6 +263,21 @@ pub fn status(args: &RunArgs) -> Result<ExitCode> {
             let counts: Vec<String> = job.task_counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
             let counts = if counts.is_empty() { String::new() } else { format!(" ({})", counts.join(", ")) };
             writeln!(out, "\njob {}: {}{took}{counts}", safe(&job.name), job.state)?;
+            if !job.waits.is_empty() {
+                let now = weir_server::now_ms();
+                let total: i64 = job.waits.iter().map(|w| w.to_ms.unwrap_or(now) - w.from_ms).sum();
+                writeln!(out, "  waited {} before its first task started:", span(total))?;
+                for w in &job.waits {
+                    let to = match w.to_ms {
+                        Some(t) => format!("{}, {}", weir_server::format_utc(t), span(t - w.from_ms)),
+                        None => format!("still waiting, {} so far", span(now - w.from_ms)),
+                    };
+                    writeln!(out, "  ~ {} → {to}: {}", weir_server::format_utc(w.from_ms), safe(&w.summary))?;
+                    if !w.detail.is_empty() {
+                        writeln!(out, "    {}", safe(&w.detail))?;
+                    }
+                }
+            }
             if let Some(e) = &job.explanation {
                 for line in e.lines() {
                     writeln!(out, "  | {}", safe(line))?;
