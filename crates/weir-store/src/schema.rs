@@ -17,10 +17,11 @@ const MIGRATIONS: &[Migration] = &[
     (6, V6_SQLITE, V6_POSTGRES),
     (7, V7, V7),
     (11, V11_SQLITE, V11_POSTGRES),
+    (12, V12, V12),
 ];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -229,6 +230,19 @@ const V11_POSTGRES: &[&str] = &[
         " RETURN NULL; END $weir$"
     ),
     "CREATE TRIGGER runs_submitted AFTER INSERT ON runs FOR EACH ROW EXECUTE FUNCTION weir_run_submitted()",
+];
+
+/// Every version of every cluster's configuration: who made it, when, from what (a plan, a
+/// proposal, a rollback, an edit), the diff from the version before, the file and the routes
+/// to the cluster after it. The versions in force before this table existed are kept as they
+/// are, without their routes.
+const V12: &[&str] = &[
+    "CREATE TABLE config_versions (cluster TEXT NOT NULL, version BIGINT NOT NULL, at_ms BIGINT NOT NULL,
+     actor TEXT NOT NULL, source TEXT NOT NULL, config TEXT NOT NULL, routes TEXT, diff TEXT NOT NULL,
+     PRIMARY KEY (cluster, version))",
+    "INSERT INTO config_versions (cluster, version, at_ms, actor, source, config, routes, diff)
+     SELECT name, version, updated_ms, 'weir', 'in force when the history began', config, NULL, '[]'
+     FROM clusters",
 ];
 
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
