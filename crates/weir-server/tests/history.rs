@@ -237,7 +237,7 @@ async fn a_plan_is_shown_then_applied_or_refused_whole(db: Db) {
         .call(
             Method::POST,
             "/v1/clusters/default/plan",
-            Some(json!({"config": PLANNED, "routes": route, "dry_run": true})),
+            Some(json!({"config": PLANNED, "routes": route, "dry_run": true, "unvalidated": true})),
         )
         .await;
     assert_eq!(status, 200, "{diff}");
@@ -247,6 +247,8 @@ async fn a_plan_is_shown_then_applied_or_refused_whole(db: Db) {
         json!([{"queue": "root.ads.tier1", "field": "weight", "from": "1", "to": "5"}])
     );
     assert_eq!(diff["routes"], json!([{"key": "workflow:report", "to": "default:root.ads.tier1"}]));
+    let warning = diff["warnings"][0].as_str().unwrap_or("");
+    assert!(warning.starts_with("not validated"), "an unvalidated plan says so: {diff}");
 
     // Bad plans are refused whole: nothing changes, and the answer says why.
     let bad = [
