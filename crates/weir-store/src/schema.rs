@@ -401,4 +401,39 @@ mod tests {
         assert_eq!(store.session("s", 5).await.expect("read"), Some(s));
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// A store of schema 11 upgrades with its clusters' configurations as the first entries of
+    /// their history (who and what made them is not known: said so); new versions follow.
+    #[tokio::test]
+    async fn a_schema_11_store_starts_its_configuration_history_with_what_is_in_force() {
+        let dir = std::env::temp_dir().join(format!("weir-schema12-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let url = format!("sqlite://{}/weir.db?mode=rwc", dir.display());
+        sqlx::any::install_default_drivers();
+        let pool = crate::sqlite_pool(&url, 1).await.expect("pool");
+        let store = Store { dialect: Dialect::Sqlite, read: pool.clone(), write: pool };
+        migrate_to(&store, 11).await.expect("schema 11");
+        sqlx::query("INSERT INTO clusters (name, config, version, updated_ms) VALUES ('c', 'version: 1 # four', 4, 77)")
+            .execute(&store.write)
+            .await
+            .expect("old cluster");
+        migrate(&store).await.expect("upgrade");
+        let history = store.config_versions("c", 10).await.expect("history");
+        assert_eq!(history.len(), 1);
+        let v = &history[0];
+        assert_eq!(
+            (v.version, v.at_ms, v.actor.as_str(), v.source.as_str(), v.config.as_str(), v.routes.as_deref()),
+            (4, 77, "weir", "in force when the history began", "version: 1 # four", None)
+        );
+        let change =
+            crate::ConfigChange { actor: "t".into(), source: "edit".into(), diff: "{}".into(), routes: None };
+        assert_eq!(store.put_cluster("c", "version: 1 # five", &change, 80).await.expect("put"), 5);
+        let versions: Vec<i64> =
+            store.config_versions("c", 10).await.expect("history").iter().map(|v| v.version).collect();
+        assert_eq!(versions, [5, 4]);
+        assert_eq!(store.recording_since("c").await.expect("since"), Some(77));
+        assert_eq!(store.recording_since("nope").await.expect("since"), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
