@@ -62,7 +62,8 @@ pub struct ServeArgs {
     /// admin to apply. Give it to one process per store.
     #[arg(long, value_name = "daily|hourly|SPAN")]
     auto_plan: Option<String>,
-    /// The history a scheduled plan looks at (the planner's window).
+    /// The history a scheduled plan, and "Plan now" on the dashboard, looks at (the planner's
+    /// window).
     #[arg(long, default_value = "30d", value_name = "SPAN", value_parser = crate::cmd::simulate::parse_duration)]
     auto_plan_window: weir_model::Duration,
     /// A plan made from less recorded history than this is refused (`weir apply`, the API,
