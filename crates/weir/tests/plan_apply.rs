@@ -205,4 +205,23 @@ fn plan_from_the_server_then_apply_and_bad_plans_change_nothing() {
     assert_eq!(tier1.split_whitespace().nth(2), Some(weight.to_string().as_str()), "{table}");
     // The same plan again was made from version 1: plan again.
     fails(&weir(&dir, port, &["apply", "plan", "--yes", "--force"]), "plan again");
+
+    // The history lists both versions; rolling back to 1 brings the live queues back.
+    let listed = ok(&weir(&dir, port, &["rollback"]));
+    assert!(listed.starts_with("cluster `default`: configuration version 2 in force"), "{listed}");
+    assert!(
+        listed.contains("   2  ") && listed.contains("  plan\n") && listed.contains("loaded at start"),
+        "{listed}"
+    );
+    let back = ok(&weir(&dir, port, &["rollback", "1", "--yes"]));
+    assert!(back.contains("rolled back: cluster `default` is at configuration version 3"), "{back}");
+    let start = Instant::now();
+    while weights(&dir, port) != before {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the live queues never went back: {:?}",
+            weights(&dir, port)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

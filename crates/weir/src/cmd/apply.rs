@@ -195,3 +195,100 @@ pub fn run(args: &ApplyArgs) -> Result<()> {
         ))
     })
 }
+
+#[derive(Debug, Args)]
+#[command(
+    about = "List a cluster's configuration versions, or roll back to one (admin)",
+    long_about = "Without VERSION: list every recorded version of a cluster's configuration, newest first — who \
+made it, when, from which plan, proposal, rollback or edit, and what changed. With VERSION: show what \
+rolling back to it changes, ask (or --yes), then bring back that version's cluster file and, when they \
+were recorded, its routes, as a new version. A rollback keeps the current queue tree (it goes through a \
+plan's checks) and is refused if the cluster changed meanwhile.\n\n\
+Examples:\n  weir rollback\n  weir rollback 3 --yes\n  weir rollback 3 --cluster gpu"
+)]
+pub struct RollbackArgs {
+    /// The version to bring back; without it, list the versions.
+    #[arg(value_name = "VERSION")]
+    target: Option<i64>,
+    /// The cluster (default: `default`).
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    cluster: String,
+    /// Roll back without asking.
+    #[arg(long, short)]
+    yes: bool,
+    #[command(flatten)]
+    conn: Connection,
+}
+
+fn history_text(h: &weir_api::ConfigHistory) -> String {
+    let mut out = format!("cluster `{}`: configuration version {} in force\n", h.cluster, h.current);
+    for v in &h.versions {
+        out.push_str(&format!(
+            "{:>4}  {}  {}  {}\n",
+            v.version,
+            weir_server::format_utc(v.at_ms),
+            v.actor,
+            v.source
+        ));
+        for c in &v.queues {
+            out.push_str(&format!("        {} {}: {} → {}\n", c.queue, c.field, c.from, c.to));
+        }
+        for r in &v.routes {
+            out.push_str(&format!(
+                "        route {}: {} → {}\n",
+                r.key,
+                r.from.as_deref().unwrap_or("(none)"),
+                r.to.as_deref().unwrap_or("(removed)")
+            ));
+        }
+    }
+    out
+}
+
+pub fn rollback(args: &RollbackArgs) -> Result<()> {
+    let client = args.conn.client()?;
+    let cluster = &args.cluster;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async {
+        let Some(version) = args.target else {
+            let h: weir_api::ConfigHistory =
+                client.send(client.request(reqwest::Method::GET, &format!("/v1/clusters/{cluster}/history"))).await?;
+            return crate::emit(&history_text(&h));
+        };
+        let path = format!("/v1/clusters/{cluster}/history/{version}/rollback");
+        let mut req = weir_api::RollbackRequest { base_version: None, dry_run: true };
+        let diff: PlanDiff = client
+            .send(client.request(reqwest::Method::POST, &path).json(&req))
+            .await
+            .context("the server refused the rollback")?;
+        crate::emit(&show(&diff))?;
+        if diff.queues.is_empty() && diff.routes.is_empty() {
+            return Ok(());
+        }
+        if !args.yes {
+            if !std::io::stdin().is_terminal() {
+                bail!("not rolled back: pass --yes to roll back without being asked");
+            }
+            eprint!("roll cluster `{cluster}` back to version {version}? [y/N] ");
+            std::io::stderr().flush().ok();
+            let mut answer = String::new();
+            std::io::stdin().lock().read_line(&mut answer).context("cannot read the answer")?;
+            if !matches!(answer.trim(), "y" | "Y" | "yes") {
+                bail!("not rolled back");
+            }
+        }
+        req.dry_run = false;
+        req.base_version = Some(diff.base_version);
+        let done: PlanDiff = client
+            .send(client.request(reqwest::Method::POST, &path).json(&req))
+            .await
+            .context("the server refused the rollback")?;
+        crate::emit(&format!(
+            "rolled back: cluster `{cluster}` is at configuration version {} (version {version}'s settings)\n",
+            done.version.unwrap_or(done.base_version)
+        ))
+    })
+}
