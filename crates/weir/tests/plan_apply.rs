@@ -115,6 +115,12 @@ fn plan_from_the_server_then_apply_and_bad_plans_change_nothing() {
         assert!(start.elapsed() < Duration::from_secs(30), "the server did not start");
         std::thread::sleep(Duration::from_millis(200));
     }
+    // Nothing has run yet: planning says so in words, not with the CSV reader's message.
+    let server = format!("http://127.0.0.1:{port}");
+    fails(
+        &weir(&dir, port, &["plan", "--server", &server, "--window", "1h", "--out", "empty"]),
+        "the server has recorded no queue usage for cluster `default`",
+    );
     for date in ["d1", "d2"] {
         ok(&weir(&dir, port, &["submit", "workload.yaml", "--logical-date", date, "--wait"]));
     }
