@@ -334,15 +334,18 @@ fn refused(field: &str, message: String) -> ApiError {
     ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "refused", message).field(field)
 }
 
-/// A span in words: `4.5 min`, `3.0 h`, `2.0 days`.
+/// A span in words: `16 s`, `4.5 min`, `3.0 h`, `1 day`, `2.5 days`.
 pub fn span_words(ms: i64) -> String {
     let s = ms.max(0) as f64 / 1000.0;
     if s < 90.0 {
         format!("{s:.0} s")
     } else if s < 5400.0 {
         format!("{:.1} min", s / 60.0)
-    } else if s < 2.0 * 86_400.0 {
+    } else if s < 86_400.0 {
         format!("{:.1} h", s / 3600.0)
+    } else if s % 86_400.0 == 0.0 {
+        let days = s / 86_400.0;
+        format!("{days:.0} day{}", if days == 1.0 { "" } else { "s" })
     } else {
         format!("{:.1} days", s / 86_400.0)
     }
