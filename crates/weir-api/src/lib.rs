@@ -564,7 +564,7 @@ pub struct ClusterInfo {
 
 /// `POST /v1/clusters/{name}/plan`: apply a plan — the cluster's queue settings and the routes
 /// to it — or, with `dry_run`, only check it and show what would change.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanRequest {
     /// The planned cluster file (YAML), e.g. `weir plan`'s `cluster.yaml`. It must keep the
@@ -574,13 +574,57 @@ pub struct PlanRequest {
     /// removed). Absent: the routes are left as they are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routes: Option<Vec<Route>>,
-    /// The cluster configuration version the plan was made from; if the cluster has changed
-    /// since, nothing is applied (409). Default: whatever is current.
+    /// The cluster configuration version the plan was made from (`GET
+    /// /v1/clusters/{name}/config` answers it in `Weir-Config-Version`); if the cluster has
+    /// changed since, nothing is applied (409). Required to apply; a dry run without it is
+    /// checked against the current version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_version: Option<i64>,
     /// Check and show the changes; apply nothing.
     #[serde(default)]
     pub dry_run: bool,
+    /// Tier 1 in the plan's validation replay (`weir plan --validate`'s validate.json): a plan
+    /// worse for tier 1 on the planned settings than on the current ones is refused (422).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<PlanValidation>,
+    /// Apply a plan that has no `validation` (otherwise refused, 422).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unvalidated: bool,
+    /// The window of this server's recorded history the plan was made from. The server
+    /// measures how much of it it actually recorded; a plan from less than its minimum
+    /// (`weir serve --plan-min-history`) is refused (422) unless `force`. Absent (a plan made
+    /// from files): the answer carries a warning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistoryWindow>,
+    /// Apply a plan made from less recorded history than the server's minimum.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force: bool,
+}
+
+/// Tier 1 on the current and on the planned settings, as a validation replay measured it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanValidation {
+    pub current: Tier1Figures,
+    pub planned: Tier1Figures,
+}
+
+/// Tier 1's SLO figures in one replay.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Tier1Figures {
+    /// SLO-successful tier-1 runs / tier-1 runs; absent without tier-1 runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_success_ratio: Option<f64>,
+    #[serde(default)]
+    pub slo_successful_workflows: u64,
+}
+
+/// `[since_ms, until_ms)`, Unix milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryWindow {
+    pub since_ms: i64,
+    pub until_ms: i64,
 }
 
 /// What a plan changes (and, unless a dry run, changed).
@@ -596,6 +640,54 @@ pub struct PlanDiff {
     pub queues: Vec<SettingChange>,
     /// Routes to this cluster that appear, change or go.
     pub routes: Vec<RouteChange>,
+    /// How much recorded history the plan was made from, in ms (absent when the plan does
+    /// not say which window of this server's history it came from).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_ms: Option<i64>,
+    /// What the operator should know before applying: a plan from files whose history the
+    /// server cannot measure, an unvalidated plan, a short history applied with `force`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// `GET /v1/clusters/{name}/history`: the recorded versions of a cluster's configuration,
+/// newest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ConfigHistory {
+    pub cluster: String,
+    /// The version in force.
+    pub current: i64,
+    pub versions: Vec<ConfigVersion>,
+}
+
+/// One version of a cluster's configuration: who made it, when, from what, what changed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ConfigVersion {
+    pub version: i64,
+    pub at_ms: i64,
+    /// The token that made it (`weir` for the server itself).
+    pub actor: String,
+    /// `plan`, `proposal N`, `rollback to version N`, `edit`, `loaded at start`.
+    pub source: String,
+    /// Queue settings that changed from the version before.
+    pub queues: Vec<SettingChange>,
+    /// Routes that changed with it.
+    pub routes: Vec<RouteChange>,
+    /// Whether the routes to the cluster at this version are known (a rollback restores them).
+    pub routes_known: bool,
+}
+
+/// `POST /v1/clusters/{name}/history/{version}/rollback`: bring an earlier version back.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RollbackRequest {
+    /// The version in force the rollback is made against; if the cluster has changed since,
+    /// nothing is changed (409). Default: whatever is current.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_version: Option<i64>,
+    /// Show what would change; change nothing.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -697,6 +789,11 @@ pub struct UsageReport {
     pub cluster: String,
     pub since_ms: i64,
     pub until_ms: i64,
+    /// Where the server's record of this window begins: `since_ms`, or later when the server
+    /// began recording this cluster inside the window. Allocations and ratios count
+    /// `[recorded_since_ms, until_ms)`.
+    #[serde(default)]
+    pub recorded_since_ms: i64,
     /// The instance the figures count in (the cluster's most common node).
     pub instance: Resources,
     /// The cluster's size in instances.

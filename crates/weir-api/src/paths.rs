@@ -43,6 +43,10 @@ state, read their logs, see the live queues. Every request but /healthz and /rea
         replay,
         list_proposals,
         apply_proposal,
+        dismiss_proposal,
+        plan_now,
+        config_history,
+        rollback,
         metrics,
         audit,
         healthz,
@@ -226,10 +230,13 @@ fn get_cluster_config() {}
 /// to it, in one transaction; `dry_run` only checks and shows the changes. A plan that names an
 /// unknown queue, leaves one out, changes the nodes, has capacities that do not fit, or routes
 /// to a queue that is not a leaf is refused (400) and nothing changes; one made from another
-/// configuration version gets 409.
+/// configuration version gets 409; one without `base_version`, one whose validation is worse
+/// for tier 1, one without validation (unless `unvalidated`) or one made from less recorded
+/// history than the server's minimum (unless `force`) gets 422. Each applied version is
+/// recorded in the cluster's history.
 #[utoipa::path(post, path = "/v1/clusters/{name}/plan", params(("name" = String, Path)), request_body = PlanRequest,
     responses((status = 200, body = PlanDiff), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 fn post_plan() {}
 
 /// The runs submitted in the window (default 30d) as a workload file (YAML) to replay in the
@@ -266,3 +273,31 @@ fn audit() {}
 #[utoipa::path(get, path = "/metrics",
     responses((status = 200, content_type = "application/openmetrics-text", body = String), (status = 403, body = ErrorBody)))]
 fn metrics() {}
+
+/// Dismiss a waiting proposal (global admin): it stays in the list as `dismissed`.
+#[utoipa::path(post, path = "/v1/proposals/{id}/dismiss", params(("id" = i64, Path)),
+    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+fn dismiss_proposal() {}
+
+/// Plan now (global admin): the scheduled planner's work for one cluster, at once, over
+/// `weir serve --auto-plan`'s window (default 7 days). Answers the new proposal; 422 with the
+/// reason in words when there is no history to plan from.
+#[utoipa::path(post, path = "/v1/clusters/{name}/proposals", params(("name" = String, Path)),
+    responses((status = 201, body = Proposal), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
+fn plan_now() {}
+
+/// Every recorded version of a cluster's configuration, newest first: who made it, when,
+/// from which plan, proposal, rollback or edit, and what changed. Needs a viewer grant on `*`.
+#[utoipa::path(get, path = "/v1/clusters/{name}/history", params(("name" = String, Path)),
+    responses((status = 200, body = ConfigHistory), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+fn config_history() {}
+
+/// Roll a cluster back to an earlier version of its configuration (global admin): its file
+/// and, when recorded, the routes to it, through the checks of a plan (the queue tree must be
+/// the current one). Recorded in the history as a new version.
+#[utoipa::path(post, path = "/v1/clusters/{name}/history/{version}/rollback",
+    params(("name" = String, Path), ("version" = i64, Path)), request_body = RollbackRequest,
+    responses((status = 200, body = PlanDiff), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+fn rollback() {}

@@ -93,6 +93,22 @@ pub(crate) async fn propose(
         .filter(|r| r.cluster == cluster)
         .map(|r| Route { key: r.key, cluster: r.cluster, queue: r.queue })
         .collect();
+    if rows.is_empty() {
+        let began = store.recording_since(cluster).await.map_err(|e| e.to_string())?;
+        return Err(match began {
+            Some(at) if at < until => format!(
+                "no queue usage is recorded for cluster `{cluster}` yet: the server began recording it {} ago \
+                 and no job has run since; a plan is made from what the queues used, so run work first (a day \
+                 of it shows the daily peaks) and plan again",
+                crate::loop_api::span_words(until - at)
+            ),
+            _ => format!(
+                "no queue usage is recorded for cluster `{cluster}` in the last {}: a plan is made from what \
+                 the queues used, so run work first (a day of it shows the daily peaks) and plan again",
+                crate::loop_api::span_words(until - since)
+            ),
+        });
+    }
     let config = loaded.config.clone();
     let planned =
         tokio::task::spawn_blocking(move || plan_and_validate(&config, &rows, since, until, &file, skipped))
@@ -153,6 +169,7 @@ fn plan_and_validate(
         "window_hours": p.window.hours,
         "warnings": p.warnings,
         "left_out_of_replay": skipped,
+        "history": {"since_ms": since, "until_ms": until},
     });
     let mut refused = false;
     let mut headline = format!("verdict {} — {}", p.cluster.verdict.name(), p.cluster.reason);
@@ -160,6 +177,8 @@ fn plan_and_validate(
         let old = replay(config, w)?;
         let new = replay(&p.planned, w)?;
         summary["validation"] = json!(weir_planner::comparison_rows(&old, &new));
+        let figures = |t: Tier1| json!({"slo_success_ratio": t.slo_success_ratio, "slo_successful_workflows": t.slo_successful_workflows});
+        summary["tier1"] = json!({"current": figures(Tier1::of(&old)), "planned": figures(Tier1::of(&new))});
         if let Some(why) = weir_planner::tier1_regression(Tier1::of(&old), Tier1::of(&new)) {
             summary["refused"] = json!(why);
             headline = format!("refused: {why}");

@@ -42,6 +42,9 @@ pub struct ServerConfig {
     pub usage_resolution: Duration,
     /// Plan every cluster on this schedule and store the plans as proposals (`--auto-plan`).
     pub auto_plan: Option<AutoPlan>,
+    /// A plan made from less recorded history than this is refused unless forced, and "Plan
+    /// now" looks at `auto_plan`'s window (or 30 days).
+    pub planning: Planning,
     /// What one request and one tenant may ask of the service.
     pub limits: Limits,
     /// Serve HTTPS with this certificate and key (`None`: plain HTTP).
@@ -55,6 +58,21 @@ pub struct ServerConfig {
     pub session_lifetime: Duration,
     /// As whom, and where, the local backend runs tasks.
     pub tasks: TaskSettings,
+}
+
+/// The guards of the plan → apply loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Planning {
+    /// The least recorded history a plan may come from without `force`.
+    pub min_history: Duration,
+    /// The history "Plan now" looks at.
+    pub window: Duration,
+}
+
+impl Default for Planning {
+    fn default() -> Planning {
+        Planning { min_history: Duration::from_secs(86_400), window: Duration::from_secs(30 * 86_400) }
+    }
 }
 
 /// How long the listener waits for a client, and how many clients it serves at once. A slow
@@ -164,6 +182,7 @@ impl ServerConfig {
             tick: Duration::from_millis(500),
             usage_resolution: Duration::from_secs(60),
             auto_plan: None,
+            planning: Planning::default(),
             limits: Limits::default(),
             tls: None,
             http: HttpSettings::default(),

@@ -64,7 +64,7 @@ use weir_store::JobStore;
 pub use auth::{admin_token_path, hash_token, new_token};
 pub use autoplan::AutoPlan;
 pub use clusters::{default_cluster_yaml, ClusterSource};
-pub use config::{BackendSettings, HttpSettings, Limits, ServerConfig, Stop, TaskSettings};
+pub use config::{BackendSettings, HttpSettings, Limits, Planning, ServerConfig, Stop, TaskSettings};
 pub use error::ServerError;
 pub use time::{format_utc, now_ms};
 pub use tls::{install_crypto_provider, TlsFiles};
@@ -133,7 +133,21 @@ impl Server {
             clusters::validate_source(c, &task_users)?;
         }
         for c in &config.clusters {
-            store.put_cluster(&c.name, &c.yaml, now).await?;
+            let before = store.cluster(&c.name).await?.map(|r| r.config);
+            let routes: Vec<weir_api::Route> = store
+                .routes()
+                .await?
+                .into_iter()
+                .filter(|r| r.cluster == c.name)
+                .map(|r| weir_api::Route { key: r.key, cluster: r.cluster, queue: r.queue })
+                .collect();
+            let change = weir_store::ConfigChange {
+                actor: "weir".into(),
+                source: format!("loaded at start from {}", c.file),
+                diff: loop_api::edit_diff(before.as_deref(), &c.yaml),
+                routes: serde_json::to_string(&routes).ok(),
+            };
+            store.put_cluster(&c.name, &c.yaml, &change, now).await?;
         }
         let created_admin_token = auth::ensure_admin_token(store.as_ref(), &config.data_dir).await?;
         let registry = Arc::new(clusters::Registry::load(store.as_ref()).await?);
@@ -191,6 +205,7 @@ impl Server {
                 task_users.clone(),
             );
             state.backends = backends.clone();
+            state.planning = config.planning;
             state.sessions = state::Sessions {
                 secure: tls.is_some() || config.secure_cookies,
                 lifetime: config.session_lifetime,

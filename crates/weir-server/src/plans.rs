@@ -157,8 +157,111 @@ pub fn check(
         applied: false,
         queues: setting_changes(current, &planned),
         routes: new_routes.as_deref().map(|r| route_changes(cluster, current_routes, r)).unwrap_or_default(),
+        history_ms: None,
+        warnings: Vec::new(),
     };
     Ok(CheckedPlan { config: planned, routes: new_routes, diff })
+}
+
+/// `planned` with the comments of `original` (the file in force) carried over where they can
+/// be: a plan written by `weir plan` has none, and an operator's notes in the cluster file
+/// should survive applying it. Each comment line (and blank line) of `original` goes before
+/// the planned line with the same key — a queue's `name: X`, or a setting's key — matched in
+/// order; a comment at the end of a line goes to the end of the matching line. Comments with
+/// no matching line are dropped; `planned`'s own opening comment (`weir plan`'s "written by
+/// weir" line) gives way to the original's. The result must read as the same configuration as
+/// `planned`, else `planned` is kept as it is; so is a `planned` with comments in its body.
+pub fn keep_comments(original: &str, planned: &str) -> String {
+    let is_comment = |l: &str| l.trim_start().starts_with('#');
+    let block_scalar =
+        |t: &str| t.lines().any(|l| l.trim_end().ends_with('|') || l.trim_end().ends_with('>'));
+    let lines: Vec<&str> = planned.lines().skip_while(|l| l.trim().is_empty() || is_comment(l)).collect();
+    if lines.iter().any(|l| is_comment(l))
+        || !original.lines().any(is_comment)
+        || block_scalar(planned)
+        || block_scalar(original)
+    {
+        return planned.to_string();
+    }
+    let mut before: Vec<Vec<String>> = vec![Vec::new(); lines.len() + 1];
+    let mut trailing: Vec<Option<String>> = vec![None; lines.len()];
+    let mut pending: Vec<String> = Vec::new();
+    let mut cursor = 0;
+    let mut seen_key = false;
+    for line in original.lines() {
+        let t = line.trim();
+        if t.starts_with('#') {
+            pending.push(line.trim_end().to_string());
+            continue;
+        }
+        if t.is_empty() {
+            pending.push(String::new());
+            continue;
+        }
+        let key = comment_anchor(line);
+        match (cursor..lines.len()).find(|&i| comment_anchor(lines[i]) == key) {
+            Some(i) => {
+                before[i].append(&mut pending);
+                if let (Some(c), None) = (trailing_comment(line), trailing_comment(lines[i])) {
+                    if !lines[i].contains(['"', '\'', '#']) {
+                        trailing[i] = Some(c);
+                    }
+                }
+                cursor = i + 1;
+            }
+            // The file's opening comments stay at the top.
+            None if !seen_key => before[0].append(&mut pending),
+            None => pending.clear(),
+        }
+        seen_key = true;
+    }
+    let end = lines.len();
+    before[end].append(&mut pending);
+    let mut out = String::new();
+    for (i, l) in lines.iter().enumerate() {
+        for c in &before[i] {
+            out.push_str(c);
+            out.push('\n');
+        }
+        out.push_str(l);
+        if let Some(c) = &trailing[i] {
+            out.push_str("  ");
+            out.push_str(c);
+        }
+        out.push('\n');
+    }
+    for c in before[end].iter().skip_while(|c| c.is_empty()) {
+        out.push_str(c);
+        out.push('\n');
+    }
+    let same = match (ClusterConfig::from_yaml("config", &out), ClusterConfig::from_yaml("config", planned)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same {
+        out
+    } else {
+        planned.to_string()
+    }
+}
+
+/// What a line of a cluster file is about: `name=X` for a queue (block or flow style), else
+/// its key.
+fn comment_anchor(line: &str) -> String {
+    let t = line.trim().trim_start_matches("- ").trim_start_matches('{').trim();
+    if let Some(rest) = t.strip_prefix("name:") {
+        let v = rest.split([',', '}', '#']).next().unwrap_or("").trim().trim_matches(['"', '\'']);
+        return format!("name={v}");
+    }
+    t.split(':').next().unwrap_or("").trim().to_string()
+}
+
+/// ` # note` at the end of a line without quotes.
+fn trailing_comment(line: &str) -> Option<String> {
+    if line.trim_start().starts_with('#') || line.contains(['"', '\'']) {
+        return None;
+    }
+    line.find(" #").map(|i| line[i..].trim().to_string())
 }
 
 /// Capacities that cannot hold: a min above the cluster, children's mins above the parent's.

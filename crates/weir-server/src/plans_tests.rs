@@ -118,3 +118,73 @@ fn a_file_that_does_not_validate_says_where() {
     let r = refusals(&LIVE.replace("{name: default, tier: 3}", "{name: default, tier: 3, weight: -1}"), None);
     assert!(r.iter().any(|p| p.path.contains("default.weight")), "{r:?}");
 }
+
+/// The operator's comments in the file in force survive a plan written without any (as `weir
+/// plan` writes it: block style, its own opening line), by queue name and setting key; the
+/// result reads as the planned configuration.
+#[test]
+fn an_applied_plan_keeps_the_comments_of_the_file_in_force() {
+    let original = "# Our cluster: two nodes.
+# Ask ops before changing nodes.
+version: 1
+nodes:
+  - {count: 2, resources: {cpu: 8000, memory: 16g}}
+queues:
+  # Ads: the revenue reports.
+  - name: ads
+    children: [{name: tier1, tier: 1}, {name: tier3, tier: 3}]
+  - {name: default, tier: 3}  # whatever nobody routes
+";
+    let planned = "# weir cluster file, written by weir. Check it with: weir validate cluster.yaml
+version: 1
+nodes:
+- count: 2
+  resources:
+    cpu: 8000
+    memory: 16g
+queues:
+- name: ads
+  children:
+  - name: tier1
+    tier: 1
+    weight: 3.0
+  - name: tier3
+    tier: 3
+- name: default
+  tier: 3
+";
+    let kept = keep_comments(original, planned);
+    assert_eq!(
+        kept,
+        "# Our cluster: two nodes.
+# Ask ops before changing nodes.
+version: 1
+nodes:
+- count: 2
+  resources:
+    cpu: 8000
+    memory: 16g
+queues:
+  # Ads: the revenue reports.
+- name: ads
+  children:
+  - name: tier1
+    tier: 1
+    weight: 3.0
+  - name: tier3
+    tier: 3
+- name: default  # whatever nobody routes
+  tier: 3
+"
+    );
+    let a = ClusterConfig::from_yaml("config", &kept).expect("kept");
+    assert_eq!(a, ClusterConfig::from_yaml("config", planned).expect("planned"));
+    assert_eq!(
+        a.queues[a.find(&weir_model::QueuePath::parse("root.ads.tier1").expect("path")).expect("q")].weight,
+        3.0
+    );
+    // A plan with comments of its own, or an original without any, is kept as it is.
+    let commented = planned.replace("  - name: tier3", "  # mine\n  - name: tier3");
+    assert_eq!(keep_comments(original, &commented), commented);
+    assert_eq!(keep_comments(LIVE, planned), planned);
+}

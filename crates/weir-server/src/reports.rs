@@ -83,13 +83,19 @@ fn res(cpu: i64, memory: i64) -> Resources {
 /// Usage against allocation over `[since_ms, until_ms)` from the recorded `rows` of `cluster`,
 /// with the planner's verdict on them. Allocation is each leaf's steady fair share under the
 /// current configuration.
+/// The usage report of `[since_ms, until_ms)`, of which the server recorded
+/// `[recorded_since_ms, until_ms)`: allocations and ratios count only the recorded part, so a
+/// server started an hour ago is not judged against a whole day it never saw.
 pub fn usage(
     cluster: &str,
     config: &ClusterConfig,
     rows: &[UsageRow],
     since_ms: i64,
     until_ms: i64,
+    recorded_since_ms: i64,
 ) -> UsageReport {
+    let report_since = since_ms;
+    let since_ms = recorded_since_ms.clamp(since_ms, until_ms);
     let settings = {
         let mut s = PlanSettings::defaults_for(config);
         s.window = weir_model::Duration((until_ms - since_ms).max(1) as u64);
@@ -150,8 +156,9 @@ pub fn usage(
     let (verdict, verdict_reason) = verdict(config, &settings, rows, since_ms, until_ms);
     UsageReport {
         cluster: cluster.to_string(),
-        since_ms,
+        since_ms: report_since,
         until_ms,
+        recorded_since_ms: since_ms,
         instance: crate::snapshot::wire(instance),
         cluster_instances: size,
         tiers,
@@ -331,7 +338,7 @@ mod tests {
         // One hour window; a uses 2 instances for the whole hour (a row sticking out on both
         // sides is clipped), b uses 1 instance for half an hour.
         let rows = [row("root.a", -1000, 3_700_000, 8000), row("root.b", 0, 1_800_000, 4000)];
-        let r = usage("c", &config, &rows, 0, 3_600_000);
+        let r = usage("c", &config, &rows, 0, 3_600_000, 0);
         assert_eq!(r.cluster_instances, 4.0);
         let a = &r.queues[0];
         assert_eq!(
@@ -347,5 +354,41 @@ mod tests {
             usage_csv(&rows, 0, 3_600_000),
             "start,end,queue,cpu,memory,running_apps,gpu\n0,3600000,root.a,8000,0,1,0\n0,1800000,root.b,4000,0,1,0\n"
         );
+    }
+
+    /// A server that began recording 6 minutes before the end of a day's window: the 6 minutes
+    /// are what the queues are measured against, not the day (a fresh demo read 0.0% everywhere).
+    #[test]
+    fn usage_counts_only_the_span_the_server_recorded() {
+        let config = ClusterConfig::from_yaml(
+            "c",
+            "version: 1\nnodes: [{count: 4, resources: {cpu: 4000, memory: 8g}}]\nqueues:\n  - {name: a, tier: 1}\n  - {name: b, tier: 3}\n",
+        )
+        .expect("cluster");
+        let day = 86_400_000;
+        let began = day - 360_000;
+        // a holds one instance for the last 3 of those 6 minutes.
+        let rows = [UsageRow {
+            cluster: "c".into(),
+            queue: "root.a".into(),
+            start_ms: day - 180_000,
+            end_ms: day,
+            cpu: 4000,
+            memory: 0,
+            gpu: 0,
+            running_apps: 1,
+        }];
+        let r = usage("c", &config, &rows, 0, day, began);
+        assert_eq!((r.since_ms, r.recorded_since_ms), (0, began));
+        let a = &r.queues[0];
+        // Steady share 2 instances over 0.1 h; used 1 instance over 0.05 h.
+        assert!((a.allocated_instance_hours - 0.2).abs() < 1e-9, "{}", a.allocated_instance_hours);
+        assert!((a.used_instance_hours - 0.05).abs() < 1e-9);
+        assert_eq!(a.usage_capacity.map(|x| (x * 1000.0).round() / 1000.0), Some(0.25));
+        assert_eq!(r.total.usage_capacity.map(|x| (x * 10000.0).round() / 10000.0), Some(0.125));
+        // Recording that began before the window: the whole window counts.
+        let whole = usage("c", &config, &rows, 0, day, -5);
+        assert_eq!(whole.recorded_since_ms, 0);
+        assert!((whole.queues[0].allocated_instance_hours - 48.0).abs() < 1e-9);
     }
 }

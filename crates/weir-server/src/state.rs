@@ -40,6 +40,8 @@ pub struct AppState {
     pub sessions: Sessions,
     /// Each cluster's backend as this process's worker last saw it.
     pub backends: Arc<crate::backend_status::BackendStatuses>,
+    /// The plan → apply loop's guards.
+    pub planning: crate::config::Planning,
 }
 
 /// The dashboard's session cookies: `Secure` when the browser reaches the server over TLS
@@ -77,6 +79,7 @@ impl AppState {
             rate: Arc::new(SubmissionRate::default()),
             sessions: Sessions::default(),
             backends: Arc::default(),
+            planning: crate::config::Planning::default(),
         }
     }
 
@@ -227,6 +230,7 @@ pub(crate) async fn reload_cluster(
     s: &AppState,
     name: &str,
     text: String,
+    actor: &str,
 ) -> Result<ClusterConfigApplied, ApiError> {
     if s.registry.cluster(name).is_none() {
         return Err(ApiError::not_found(format!("no cluster `{name}`")));
@@ -243,7 +247,22 @@ pub(crate) async fn reload_cluster(
         return Err(ApiError::invalid(format!("{path}: {message}")).field(path));
     }
     weir_engine::Engine::new(config.clone()).map_err(|e| ApiError::invalid(e.to_string()))?;
-    let version = s.store.put_cluster(name, &text, now_ms()).await?;
+    let before = s.store.cluster(name).await?.map(|c| c.config);
+    let routes: Vec<weir_api::Route> = s
+        .store
+        .routes()
+        .await?
+        .into_iter()
+        .filter(|r| r.cluster == name)
+        .map(|r| weir_api::Route { key: r.key, cluster: r.cluster, queue: r.queue })
+        .collect();
+    let change = weir_store::ConfigChange {
+        actor: actor.to_string(),
+        source: "edit".into(),
+        diff: crate::loop_api::edit_diff(before.as_deref(), &text),
+        routes: serde_json::to_string(&routes).ok(),
+    };
+    let version = s.store.put_cluster(name, &text, &change, now_ms()).await?;
     let (queues, leaves) = (config.queues.len(), config.leaves().count());
     s.registry.put_cluster(name, config, version);
     s.wake();

@@ -28,6 +28,18 @@ async fn shot(s: &Session, name: &str) {
     no_console_errors(s, name).await;
 }
 
+/// The test cluster with the tier-1 leaf's weight raised from 1 to 5.
+const PLANNED: &str = "version: 1
+nodes:
+  - {count: 1, resources: {cpu: 8000, memory: 16g}}
+queues:
+  - name: ads
+    children: [{name: tier1, tier: 1, weight: 5}, {name: tier3, tier: 3}]
+  - name: search
+    children: [{name: tier1, tier: 1}]
+  - {name: default, tier: 3}
+";
+
 fn report(queue: &str, command: &str, slo: &str) -> Value {
     json!({
         "name": "revenue-report", "queue": queue, "slo": slo,
@@ -146,6 +158,16 @@ async fn the_dashboard_in_a_real_browser() {
     shot(&s, "slo").await;
     s.goto(&format!("{base}/usage?window=1h")).await;
     s.wait_for("table.usage-queues tr[data-queue=\"root.ads.tier1\"]", long).await;
+    // The server has recorded less than the hour: the figures count what it recorded, so the
+    // tier-1 leaf, busy for seconds of a minute or so, reads well above 0.0%.
+    let recorded = s.text(&s.wait_for("#recorded-default", long).await).await;
+    assert!(recorded.starts_with("The server has recorded this cluster for the last"), "{recorded}");
+    let ratio = s
+        .text(&s.wait_for("table.usage-queues tr[data-queue=\"root.ads.tier1\"] td:nth-child(5)", long).await)
+        .await;
+    let pct: f64 = ratio.trim_end_matches('%').parse().unwrap_or(0.0);
+    // Over the whole hour the same use would read under 1%.
+    assert!(pct >= 5.0, "tier 1 used {ratio} of its share over the recorded span");
     shot(&s, "usage").await;
     s.goto(&format!("{base}/routes")).await;
     s.wait_for("#route-form", long).await;
@@ -153,6 +175,66 @@ async fn the_dashboard_in_a_real_browser() {
     s.goto(&format!("{base}/clusters")).await;
     s.wait_for("textarea#config-default", long).await;
     shot(&s, "clusters").await;
+
+    // Plan now: the server plans from what it recorded and shows the proposal, flagged as made
+    // from too little history; dismissing it takes one click.
+    s.click(&s.wait_for("#plan-now-default", long).await).await;
+    let message = s.text(&s.wait_for("#message", long).await).await;
+    assert!(message.starts_with("planned cluster `default`: proposal"), "{message}");
+    let proposal = "return (document.querySelector('div.proposal') || {dataset: {}}).dataset.proposal";
+    let id: i64 = s.script(proposal).await.as_str().and_then(|p| p.parse().ok()).expect("a proposal");
+    let warning =
+        s.text(&s.wait_for(&format!("div.proposal[data-proposal=\"{id}\"] p.warning"), long).await).await;
+    assert!(warning.contains("of recorded history"), "{warning}");
+    shot(&s, "clusters-plan-now").await;
+    if let Some(dismiss) = s.find(&format!("#dismiss-{id}")).await {
+        s.click(&dismiss).await;
+        let message = s.text(&s.wait_for("#message", long).await).await;
+        assert_eq!(message, format!("dismissed proposal {id}"));
+        let (_, listed) = server.call(reqwest::Method::GET, "/v1/proposals", None).await;
+        assert_eq!(listed["proposals"][0]["state"], "dismissed", "{listed}");
+    } else {
+        // Its own replay found it worse for tier 1: stored refused, nothing to dismiss.
+        assert!(message.ends_with("(refused)"), "{message}");
+    }
+
+    // A plan applied through the API, then rolled back from the history page with one click.
+    let (_, clusters) = server.call(reqwest::Method::GET, "/v1/clusters", None).await;
+    let version = clusters["clusters"][0]["version"].as_i64().expect("version");
+    let (status, applied) = server
+        .call(
+            reqwest::Method::POST,
+            "/v1/clusters/default/plan",
+            Some(json!({"config": PLANNED, "base_version": version, "unvalidated": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{applied}");
+    s.goto(&format!("{base}/clusters")).await;
+    s.click(&s.wait_for("#history-default", long).await).await;
+    let current = s.text(&s.wait_for("#current-version", long).await).await;
+    assert_eq!(current, (version + 1).to_string());
+    let row = s.text(&s.wait_for(&format!("tr[data-version=\"{}\"]", version + 1), long).await).await;
+    assert!(row.contains("plan") && row.contains("root.ads.tier1 weight: 1 → 5"), "{row}");
+    shot(&s, "history").await;
+    s.click(&s.wait_for(&format!("#rollback-{version}"), long).await).await;
+    let message = s.text(&s.wait_for("#message", long).await).await;
+    assert!(message.starts_with(&format!("rolled back to version {version}")), "{message}");
+    assert_eq!(s.text(&s.wait_for("#current-version", long).await).await, (version + 2).to_string());
+    let row = s.text(&s.wait_for(&format!("tr[data-version=\"{}\"]", version + 2), long).await).await;
+    assert!(
+        row.contains(&format!("rollback to version {version}")) && row.contains("weight: 5 → 1"),
+        "{row}"
+    );
+    shot(&s, "history-rolled-back").await;
+    let start = std::time::Instant::now();
+    loop {
+        let (_, q) = server.call(reqwest::Method::GET, "/v1/queues/root.ads.tier1", None).await;
+        if q["weight"] == 1.0 {
+            break;
+        }
+        assert!(start.elapsed() < long, "the live queue never went back: {q}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     s.goto(&format!("{base}/")).await;
     let tier1 = s.text(&s.wait_for("#slo-by-tier tr[data-tier=\"1\"] td.ratio", long).await).await;
     assert_eq!(tier1, "100.0%");

@@ -36,6 +36,7 @@ on_both!(
     usage_and_runs_are_recorded_reported_and_exported,
     a_plan_is_shown_then_applied_or_refused_whole,
     the_scheduled_planner_proposes_and_an_admin_applies,
+    plan_now_without_history_says_so,
 );
 
 async fn server(db: Db, tag: &str, f: impl FnOnce(&mut ServerConfig)) -> Option<TestServer> {
@@ -236,7 +237,7 @@ async fn a_plan_is_shown_then_applied_or_refused_whole(db: Db) {
         .call(
             Method::POST,
             "/v1/clusters/default/plan",
-            Some(json!({"config": PLANNED, "routes": route, "dry_run": true})),
+            Some(json!({"config": PLANNED, "routes": route, "dry_run": true, "unvalidated": true})),
         )
         .await;
     assert_eq!(status, 200, "{diff}");
@@ -246,6 +247,8 @@ async fn a_plan_is_shown_then_applied_or_refused_whole(db: Db) {
         json!([{"queue": "root.ads.tier1", "field": "weight", "from": "1", "to": "5"}])
     );
     assert_eq!(diff["routes"], json!([{"key": "workflow:report", "to": "default:root.ads.tier1"}]));
+    let warning = diff["warnings"][0].as_str().unwrap_or("");
+    assert!(warning.starts_with("not validated"), "an unvalidated plan says so: {diff}");
 
     // Bad plans are refused whole: nothing changes, and the answer says why.
     let bad = [
@@ -267,7 +270,7 @@ async fn a_plan_is_shown_then_applied_or_refused_whole(db: Db) {
         (PLANNED.replace("count: 1", "count: 4"), "does not resize", None),
     ];
     for (config, why, routes) in bad {
-        let mut body = json!({"config": config});
+        let mut body = json!({"config": config, "base_version": version, "unvalidated": true});
         if let Some(r) = routes {
             body["routes"] = r;
         }
@@ -277,14 +280,51 @@ async fn a_plan_is_shown_then_applied_or_refused_whole(db: Db) {
         assert!(message.contains(why) && message.contains("nothing was changed"), "{why}: {message}");
         assert!(err["error"]["field"].is_string(), "{err}");
     }
-    let (status, _) = s
+    let (status, err) = s
         .call(
             Method::POST,
             "/v1/clusters/default/plan",
-            Some(json!({"config": PLANNED, "base_version": version - 1})),
+            Some(json!({"config": PLANNED, "base_version": version - 1, "unvalidated": true})),
         )
         .await;
-    assert_eq!(status, 409, "a plan made from another version");
+    assert_eq!(status, 409, "a plan made from another version: {err}");
+    assert_eq!(err["error"]["field"], "base_version");
+
+    // The guards `weir apply` once made alone, now the server's for any caller: each refusal
+    // says why in words and names the field.
+    let even = json!({"slo_success_ratio": 1.0, "slo_successful_workflows": 4});
+    let worse = json!({"slo_success_ratio": 0.5, "slo_successful_workflows": 2});
+    let now = weir_server::now_ms();
+    let guarded = [
+        // Not saying which version it was made from.
+        (
+            json!({"config": PLANNED, "unvalidated": true}),
+            "base_version",
+            "does not say which configuration version",
+        ),
+        // Its own validation says tier 1 gets worse.
+        (
+            json!({"config": PLANNED, "base_version": version, "validation": {"current": even, "planned": worse}}),
+            "validation",
+            "worse for tier 1 — tier-1 SLO success falls from 100.0% to 50.0%",
+        ),
+        // No validation at all.
+        (json!({"config": PLANNED, "base_version": version}), "validation", "carries no validation"),
+        // An hour's window of a server that has recorded a few seconds.
+        (
+            json!({"config": PLANNED, "base_version": version, "validation": {"current": even, "planned": even},
+                   "history": {"since_ms": now - 3_600_000, "until_ms": now}}),
+            "history",
+            "of recorded history",
+        ),
+    ];
+    for (body, field, why) in guarded {
+        let (status, err) = s.call(Method::POST, "/v1/clusters/default/plan", Some(body.clone())).await;
+        assert_eq!(status, 422, "{body}: {err}");
+        assert_eq!(err["error"]["field"], field, "{err}");
+        let message = err["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(why) && message.contains("nothing was changed"), "{why}: {message}");
+    }
     let (_, t) = s
         .call(
             Method::POST,
@@ -306,16 +346,22 @@ async fn a_plan_is_shown_then_applied_or_refused_whole(db: Db) {
     let (_, routes) = s.call(Method::GET, "/v1/routes", None).await;
     assert_eq!(routes["routes"], json!([]));
 
-    // The good plan: configuration and routes together; the live queues follow.
+    // The good plan, forced past the short history (and saying so): configuration and routes
+    // together; the live queues follow.
     let (status, diff) = s
         .call(
             Method::POST,
             "/v1/clusters/default/plan",
-            Some(json!({"config": PLANNED, "routes": route, "base_version": version})),
+            Some(json!({"config": PLANNED, "routes": route, "base_version": version,
+                        "validation": {"current": even, "planned": even},
+                        "history": {"since_ms": now - 3_600_000, "until_ms": now}, "force": true})),
         )
         .await;
     assert_eq!(status, 200, "{diff}");
     assert_eq!((diff["applied"].as_bool(), diff["version"].as_i64()), (Some(true), Some(version + 1)));
+    let warning = diff["warnings"][0].as_str().unwrap_or("");
+    assert!(warning.starts_with("forced: the plan was made from"), "{diff}");
+    assert!(diff["history_ms"].as_i64().is_some_and(|h| h < 3_600_000), "{diff}");
     let (_, routes) = s.call(Method::GET, "/v1/routes", None).await;
     assert_eq!(routes["routes"][0]["key"], "workflow:report");
     let start = Instant::now();
@@ -331,6 +377,66 @@ async fn a_plan_is_shown_then_applied_or_refused_whole(db: Db) {
     let (status, created) = s.submit(common::one_task("report", "root.default", "true"), "d1").await;
     assert_eq!((status, created["queue"].as_str()), (201, Some("root.ads.tier1")), "{created}");
     assert_eq!(s.wait(created["id"].as_i64().expect("id"), LONG).await["state"], "succeeded");
+
+    // The history: each version, who made it and from what, with the diff.
+    let (status, h) = s.call(Method::GET, "/v1/clusters/default/history", None).await;
+    assert_eq!(status, 200, "{h}");
+    assert_eq!(h["current"].as_i64(), Some(version + 1));
+    let versions = h["versions"].as_array().expect("versions");
+    assert_eq!(versions.len(), 2, "{h:#}");
+    assert_eq!(
+        (versions[0]["version"].as_i64(), versions[0]["source"].as_str()),
+        (Some(version + 1), Some("plan"))
+    );
+    // Made by the admin token (the only other one is `sub`'s).
+    let (_, tokens) = s.call(Method::GET, "/v1/tokens", None).await;
+    let admin = tokens["tokens"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] != "sub").cloned())
+        .expect("the admin token");
+    assert_eq!(versions[0]["actor"], admin["id"], "{h:#}");
+    assert_eq!(
+        versions[0]["queues"],
+        json!([{"queue": "root.ads.tier1", "field": "weight", "from": "1", "to": "5"}])
+    );
+    assert_eq!(versions[0]["routes"][0]["key"], "workflow:report");
+    assert!(versions[1]["source"].as_str().is_some_and(|s| s.starts_with("loaded at start")), "{h:#}");
+
+    // Roll back to the first version: the live queues and the routes are as before.
+    let (status, back) =
+        s.call(Method::POST, &format!("/v1/clusters/default/history/{version}/rollback"), None).await;
+    assert_eq!(status, 200, "{back}");
+    assert_eq!(back["version"].as_i64(), Some(version + 2));
+    assert_eq!(
+        back["queues"],
+        json!([{"queue": "root.ads.tier1", "field": "weight", "from": "5", "to": "1"}])
+    );
+    let start = Instant::now();
+    loop {
+        let (_, q) = s.call(Method::GET, "/v1/queues/root.ads.tier1", None).await;
+        if q["weight"] == 1.0 {
+            break;
+        }
+        assert!(start.elapsed() < LONG, "the live queue never went back: {q}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, routes) = s.call(Method::GET, "/v1/routes", None).await;
+    assert_eq!(routes["routes"], json!([]), "the routes are as before too");
+    let (_, after_rollback) = s.call(Method::GET, "/v1/clusters/default/config", None).await;
+    assert_eq!(after_rollback, before, "the file in force is the first one again");
+    let (_, h) = s.call(Method::GET, "/v1/clusters/default/history", None).await;
+    assert_eq!(h["versions"][0]["source"].as_str(), Some(format!("rollback to version {version}").as_str()));
+    // A rollback made against a version no longer in force changes nothing.
+    let (status, _) = s
+        .call(
+            Method::POST,
+            &format!("/v1/clusters/default/history/{}/rollback", version + 1),
+            Some(json!({"base_version": version + 1})),
+        )
+        .await;
+    assert_eq!(status, 409);
+    let (status, _) = s.call(Method::POST, "/v1/clusters/default/history/99/rollback", None).await;
+    assert_eq!(status, 404);
     s.stop(Stop::Now).await;
 }
 
@@ -365,7 +471,15 @@ async fn the_scheduled_planner_proposes_and_an_admin_applies(db: Db) {
     );
     assert!(proposal["diff"]["queues"].is_array(), "{proposal:#}");
     let id = proposal["id"].as_i64().expect("id");
-    let (status, diff) = s.call(Method::POST, &format!("/v1/proposals/{id}/apply"), None).await;
+    // Made from the few seconds this server has recorded: refused unless forced.
+    let (status, err) = s.call(Method::POST, &format!("/v1/proposals/{id}/apply"), None).await;
+    assert_eq!((status, err["error"]["field"].as_str()), (422, Some("history")), "{err}");
+    let warned = proposal["diff"]["warnings"].as_array().expect("warnings");
+    assert!(
+        warned.iter().any(|w| w.as_str().is_some_and(|w| w.contains("of recorded history"))),
+        "{proposal:#}"
+    );
+    let (status, diff) = s.call(Method::POST, &format!("/v1/proposals/{id}/apply?force=true"), None).await;
     assert_eq!(status, 200, "{diff}");
     assert_eq!(diff["applied"], true);
     let (_, v) = s.call(Method::GET, "/v1/proposals", None).await;
@@ -374,7 +488,34 @@ async fn the_scheduled_planner_proposes_and_an_admin_applies(db: Db) {
         .and_then(|p| p.iter().find(|p| p["id"] == id).cloned())
         .expect("still listed");
     assert_eq!(applied["state"], "applied");
-    let (status, _) = s.call(Method::POST, &format!("/v1/proposals/{id}/apply"), None).await;
+    let (status, _) = s.call(Method::POST, &format!("/v1/proposals/{id}/apply?force=true"), None).await;
     assert_eq!(status, 409, "a proposal applies once");
+    let (_, h) = s.call(Method::GET, "/v1/clusters/default/history", None).await;
+    assert_eq!(h["versions"][0]["source"].as_str(), Some(format!("proposal {id}").as_str()), "{h:#}");
+
+    // Plan now, then dismiss what it proposed.
+    let (status, now) = s.call(Method::POST, "/v1/clusters/default/proposals", None).await;
+    assert_eq!(status, 201, "{now}");
+    let fresh = now["id"].as_i64().expect("id");
+    assert!(fresh > id && now["state"] == "proposed", "{now:#}");
+    let (status, _) = s.call(Method::POST, &format!("/v1/proposals/{fresh}/dismiss"), None).await;
+    assert_eq!(status, 204);
+    let (_, v) = s.call(Method::GET, "/v1/proposals", None).await;
+    let dismissed = v["proposals"].as_array().and_then(|p| p.iter().find(|p| p["id"] == fresh).cloned());
+    assert_eq!(dismissed.expect("listed")["state"], "dismissed");
+    let (status, err) = s.call(Method::POST, &format!("/v1/proposals/{fresh}/dismiss"), None).await;
+    assert_eq!(status, 409, "{err}");
+    s.stop(Stop::Now).await;
+}
+
+/// "Plan now" on a server that has recorded nothing says so in words (it once answered with
+/// the CSV parser's "the usage history has no rows; expected `start,end,…` lines").
+async fn plan_now_without_history_says_so(db: Db) {
+    let Some(mut s) = server(db, "plannow", |_| {}).await else { return };
+    let (status, err) = s.call(Method::POST, "/v1/clusters/default/proposals", None).await;
+    assert_eq!(status, 422, "{err}");
+    let message = err["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("no queue usage is recorded for cluster `default` yet"), "{message}");
+    assert!(!message.contains("start,end"), "{message}");
     s.stop(Stop::Now).await;
 }

@@ -177,8 +177,21 @@ impl Store {
     }
 
     /// Store a cluster's configuration; the version moves on only if the text changed.
-    pub(crate) async fn put_cluster(&self, name: &str, config: &str, now_ms: i64) -> Result<i64, StoreError> {
+    pub(crate) async fn put_cluster(
+        &self,
+        name: &str,
+        config: &str,
+        change: &crate::ConfigChange,
+        now_ms: i64,
+    ) -> Result<i64, StoreError> {
         let mut tx = self.begin().await?;
+        let before = sqlx::query("SELECT version FROM clusters WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(StoreError::db)?
+            .map(|r| int(&r, "version"))
+            .transpose()?;
         sqlx::query(
             "INSERT INTO clusters (name, config, version, updated_ms) VALUES ($1, $2, 1, $3)
              ON CONFLICT (name) DO UPDATE SET config = excluded.config, updated_ms = excluded.updated_ms,
@@ -197,6 +210,9 @@ impl Store {
             .await
             .map_err(StoreError::db)?;
         let version = int(&v, "version")?;
+        if before != Some(version) {
+            crate::history::record_version(&mut tx, name, version, config, change, now_ms).await?;
+        }
         tx.commit().await.map_err(StoreError::db)?;
         Ok(version)
     }

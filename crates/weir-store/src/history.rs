@@ -9,7 +9,77 @@
 //! transaction each.
 
 use crate::worker::Tx;
-use crate::{int, opt_int, text, RouteRow, Store, StoreError};
+use crate::{int, opt_int, opt_text, text, RouteRow, Store, StoreError};
+
+/// Why a cluster's configuration changes, recorded with the new version.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ConfigChange {
+    /// Who: a token id, `weir` for the server itself.
+    pub actor: String,
+    /// From what: `plan`, `proposal 7`, `rollback to version 3`, `edit`, `loaded at start`.
+    pub source: String,
+    /// JSON: what changed from the version before (the server's diff).
+    pub diff: String,
+    /// JSON: the routes to the cluster after the change (`[{key, cluster, queue}]`); `None`
+    /// when they are not known.
+    pub routes: Option<String>,
+}
+
+/// One recorded version of a cluster's configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigVersionRow {
+    pub cluster: String,
+    pub version: i64,
+    pub at_ms: i64,
+    pub actor: String,
+    pub source: String,
+    /// The cluster file (YAML) of this version.
+    pub config: String,
+    pub routes: Option<String>,
+    pub diff: String,
+}
+
+/// Record `version` of `cluster` (inside the transaction that made it).
+pub(crate) async fn record_version(
+    tx: &mut Tx,
+    cluster: &str,
+    version: i64,
+    config: &str,
+    change: &ConfigChange,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO config_versions (cluster, version, at_ms, actor, source, config, routes, diff)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (cluster, version) DO UPDATE SET at_ms = excluded.at_ms, actor = excluded.actor,
+         source = excluded.source, config = excluded.config, routes = excluded.routes, diff = excluded.diff",
+    )
+    .bind(cluster)
+    .bind(version)
+    .bind(now_ms)
+    .bind(change.actor.as_str())
+    .bind(change.source.as_str())
+    .bind(config)
+    .bind(change.routes.as_deref())
+    .bind(change.diff.as_str())
+    .execute(&mut **tx)
+    .await
+    .map_err(StoreError::db)?;
+    Ok(())
+}
+
+fn version_row(r: &sqlx::any::AnyRow) -> Result<ConfigVersionRow, StoreError> {
+    Ok(ConfigVersionRow {
+        cluster: text(r, "cluster")?,
+        version: int(r, "version")?,
+        at_ms: int(r, "at_ms")?,
+        actor: text(r, "actor")?,
+        source: text(r, "source")?,
+        config: text(r, "config")?,
+        routes: opt_text(r, "routes")?,
+        diff: text(r, "diff")?,
+    })
+}
 
 /// One interval of constant (or averaged) usage of a leaf queue: a `usage.csv` row.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -311,6 +381,7 @@ impl Store {
         base_version: i64,
         config: &str,
         routes: &[RouteRow],
+        change: &ConfigChange,
         now_ms: i64,
     ) -> Result<PlanApplied, StoreError> {
         let mut tx = self.begin().await?;
@@ -344,6 +415,9 @@ impl Store {
             .map_err(StoreError::db)?;
         for r in routes {
             crate::auth::upsert_route(&mut tx, r, now_ms).await?;
+        }
+        if version != current {
+            record_version(&mut tx, cluster, version, config, change, now_ms).await?;
         }
         tx.commit().await.map_err(StoreError::db)?;
         Ok(PlanApplied::Applied { version })
@@ -435,6 +509,58 @@ impl Store {
             .fetch_one(&self.read)
             .await
             .map_err(StoreError::db)?;
+        opt_int(&row, "at")
+    }
+
+    /// The recorded versions of `cluster`'s configuration, newest first.
+    pub(crate) async fn config_versions(
+        &self,
+        cluster: &str,
+        limit: u32,
+    ) -> Result<Vec<ConfigVersionRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT cluster, version, at_ms, actor, source, config, routes, diff FROM config_versions
+             WHERE cluster = $1 ORDER BY version DESC LIMIT $2",
+        )
+        .bind(cluster)
+        .bind(i64::from(limit))
+        .fetch_all(&self.read)
+        .await
+        .map_err(StoreError::db)?;
+        rows.iter().map(version_row).collect()
+    }
+
+    /// One recorded version of `cluster`'s configuration.
+    pub(crate) async fn config_version(
+        &self,
+        cluster: &str,
+        version: i64,
+    ) -> Result<Option<ConfigVersionRow>, StoreError> {
+        let row = sqlx::query(
+            "SELECT cluster, version, at_ms, actor, source, config, routes, diff FROM config_versions
+             WHERE cluster = $1 AND version = $2",
+        )
+        .bind(cluster)
+        .bind(version)
+        .fetch_optional(&self.read)
+        .await
+        .map_err(StoreError::db)?;
+        row.as_ref().map(version_row).transpose()
+    }
+
+    /// When this store began recording `cluster`: its first recorded configuration version,
+    /// usage row or run, whichever is earliest.
+    pub(crate) async fn recording_since(&self, cluster: &str) -> Result<Option<i64>, StoreError> {
+        let row = sqlx::query(
+            "SELECT MIN(t) AS at FROM (
+               SELECT MIN(at_ms) AS t FROM config_versions WHERE cluster = $1
+               UNION ALL SELECT MIN(start_ms) AS t FROM queue_usage WHERE cluster = $1
+               UNION ALL SELECT MIN(submitted_ms) AS t FROM runs WHERE cluster = $1) AS firsts",
+        )
+        .bind(cluster)
+        .fetch_one(&self.read)
+        .await
+        .map_err(StoreError::db)?;
         opt_int(&row, "at")
     }
 }

@@ -24,10 +24,10 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::{
-    ActiveRun, AttemptDuration, AttemptRow, AuditEntry, AuditFilter, AuditRow, Change, ClusterRow, Fence,
-    JobRow, KillOutcome, Lease, NewRun, PlanApplied, PreemptionRow, ProposalRow, RouteRow, RunCount,
-    RunFilter, RunRecordRow, RunRow, RunWaitRow, SessionRow, SnapshotRow, StoreError, Submitted, TaskCount,
-    TaskRow, TokenRow, UsageRow, WaitRow,
+    ActiveRun, AttemptDuration, AttemptRow, AuditEntry, AuditFilter, AuditRow, Change, ClusterRow,
+    ConfigChange, ConfigVersionRow, Fence, JobRow, KillOutcome, Lease, NewRun, PlanApplied, PreemptionRow,
+    ProposalRow, RouteRow, RunCount, RunFilter, RunRecordRow, RunRow, RunWaitRow, SessionRow, SnapshotRow,
+    StoreError, Submitted, TaskCount, TaskRow, TokenRow, UsageRow, WaitRow,
 };
 
 /// A boxed future, so that [`JobStore`] stays object-safe.
@@ -238,10 +238,12 @@ pub trait JobStore: Send + Sync {
     /// Stores a cluster's configuration (the cluster file's text) and returns its version.
     /// One transaction; the version moves on only if the text changed, so owners reload only
     /// on a real change.
+    /// A new version is recorded in the configuration history with `change`.
     fn put_cluster<'a>(
         &'a self,
         name: &'a str,
         config: &'a str,
+        change: &'a ConfigChange,
         now_ms: i64,
     ) -> BoxFuture<'a, Result<i64, StoreError>>;
 
@@ -314,8 +316,28 @@ pub trait JobStore: Send + Sync {
         base_version: i64,
         config: &'a str,
         routes: &'a [RouteRow],
+        change: &'a ConfigChange,
         now_ms: i64,
     ) -> BoxFuture<'a, Result<PlanApplied, StoreError>>;
+
+    /// The recorded versions of a cluster's configuration (who, when, from what, the diff),
+    /// newest first.
+    fn config_versions<'a>(
+        &'a self,
+        cluster: &'a str,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<ConfigVersionRow>, StoreError>>;
+
+    /// One recorded version of a cluster's configuration.
+    fn config_version<'a>(
+        &'a self,
+        cluster: &'a str,
+        version: i64,
+    ) -> BoxFuture<'a, Result<Option<ConfigVersionRow>, StoreError>>;
+
+    /// When the store began recording a cluster: its first configuration version, usage row or
+    /// run, whichever is earliest; `None` if nothing of it is recorded.
+    fn recording_since<'a>(&'a self, cluster: &'a str) -> BoxFuture<'a, Result<Option<i64>, StoreError>>;
 
     /// Stores a proposal in its state; the cluster's earlier waiting proposals become
     /// `superseded`. One transaction. Returns the new id.
@@ -542,9 +564,10 @@ impl JobStore for crate::Store {
         &'a self,
         name: &'a str,
         config: &'a str,
+        change: &'a ConfigChange,
         now_ms: i64,
     ) -> BoxFuture<'a, Result<i64, StoreError>> {
-        Box::pin(crate::Store::put_cluster(self, name, config, now_ms))
+        Box::pin(crate::Store::put_cluster(self, name, config, change, now_ms))
     }
 
     fn clusters(&self) -> BoxFuture<'_, Result<Vec<ClusterRow>, StoreError>> {
@@ -609,9 +632,30 @@ impl JobStore for crate::Store {
         base_version: i64,
         config: &'a str,
         routes: &'a [RouteRow],
+        change: &'a ConfigChange,
         now_ms: i64,
     ) -> BoxFuture<'a, Result<PlanApplied, StoreError>> {
-        Box::pin(crate::Store::apply_plan(self, cluster, base_version, config, routes, now_ms))
+        Box::pin(crate::Store::apply_plan(self, cluster, base_version, config, routes, change, now_ms))
+    }
+
+    fn config_versions<'a>(
+        &'a self,
+        cluster: &'a str,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<ConfigVersionRow>, StoreError>> {
+        Box::pin(crate::Store::config_versions(self, cluster, limit))
+    }
+
+    fn config_version<'a>(
+        &'a self,
+        cluster: &'a str,
+        version: i64,
+    ) -> BoxFuture<'a, Result<Option<ConfigVersionRow>, StoreError>> {
+        Box::pin(crate::Store::config_version(self, cluster, version))
+    }
+
+    fn recording_since<'a>(&'a self, cluster: &'a str) -> BoxFuture<'a, Result<Option<i64>, StoreError>> {
+        Box::pin(crate::Store::recording_since(self, cluster))
     }
 
     fn put_proposal<'a>(&'a self, proposal: &'a ProposalRow) -> BoxFuture<'a, Result<i64, StoreError>> {

@@ -17,6 +17,7 @@ const MIGRATIONS: &[Migration] = &[
     (6, V6_SQLITE, V6_POSTGRES),
     (7, V7, V7),
     (11, V11_SQLITE, V11_POSTGRES),
+    (12, V12, V12),
     (13, V13_SQLITE, V13_POSTGRES),
 ];
 
@@ -232,6 +233,19 @@ const V11_POSTGRES: &[&str] = &[
     "CREATE TRIGGER runs_submitted AFTER INSERT ON runs FOR EACH ROW EXECUTE FUNCTION weir_run_submitted()",
 ];
 
+/// Every version of every cluster's configuration: who made it, when, from what (a plan, a
+/// proposal, a rollback, an edit), the diff from the version before, the file and the routes
+/// to the cluster after it. The versions in force before this table existed are kept as they
+/// are, without their routes.
+const V12: &[&str] = &[
+    "CREATE TABLE config_versions (cluster TEXT NOT NULL, version BIGINT NOT NULL, at_ms BIGINT NOT NULL,
+     actor TEXT NOT NULL, source TEXT NOT NULL, config TEXT NOT NULL, routes TEXT, diff TEXT NOT NULL,
+     PRIMARY KEY (cluster, version))",
+    "INSERT INTO config_versions (cluster, version, at_ms, actor, source, config, routes, diff)
+     SELECT name, version, updated_ms, 'weir', 'in force when the history began', config, NULL, '[]'
+     FROM clusters",
+];
+
 /// Waiting spells (issue 26): why each job of a run waited, and for how long.
 macro_rules! v13 {
     ($id:literal) => {
@@ -403,6 +417,41 @@ mod tests {
             crate::SessionRow { id_hash: "s".into(), token_hash: "h".into(), created_ms: 1, expires_ms: 10 };
         store.create_session(&s).await.expect("session");
         assert_eq!(store.session("s", 5).await.expect("read"), Some(s));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A store of schema 11 upgrades with its clusters' configurations as the first entries of
+    /// their history (who and what made them is not known: said so); new versions follow.
+    #[tokio::test]
+    async fn a_schema_11_store_starts_its_configuration_history_with_what_is_in_force() {
+        let dir = std::env::temp_dir().join(format!("weir-schema12-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let url = format!("sqlite://{}/weir.db?mode=rwc", dir.display());
+        sqlx::any::install_default_drivers();
+        let pool = crate::sqlite_pool(&url, 1).await.expect("pool");
+        let store = Store { dialect: Dialect::Sqlite, read: pool.clone(), write: pool };
+        migrate_to(&store, 11).await.expect("schema 11");
+        sqlx::query("INSERT INTO clusters (name, config, version, updated_ms) VALUES ('c', 'version: 1 # four', 4, 77)")
+            .execute(&store.write)
+            .await
+            .expect("old cluster");
+        migrate(&store).await.expect("upgrade");
+        let history = store.config_versions("c", 10).await.expect("history");
+        assert_eq!(history.len(), 1);
+        let v = &history[0];
+        assert_eq!(
+            (v.version, v.at_ms, v.actor.as_str(), v.source.as_str(), v.config.as_str(), v.routes.as_deref()),
+            (4, 77, "weir", "in force when the history began", "version: 1 # four", None)
+        );
+        let change =
+            crate::ConfigChange { actor: "t".into(), source: "edit".into(), diff: "{}".into(), routes: None };
+        assert_eq!(store.put_cluster("c", "version: 1 # five", &change, 80).await.expect("put"), 5);
+        let versions: Vec<i64> =
+            store.config_versions("c", 10).await.expect("history").iter().map(|v| v.version).collect();
+        assert_eq!(versions, [5, 4]);
+        assert_eq!(store.recording_since("c").await.expect("since"), Some(77));
+        assert_eq!(store.recording_since("nope").await.expect("since"), None);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

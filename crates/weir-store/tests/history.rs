@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use weir_store::{Change, JobStore, NewRun, PlanApplied, PreemptionRow, ProposalRow, RouteRow, UsageRow};
+use weir_store::{
+    Change, ConfigChange, JobStore, NewRun, PlanApplied, PreemptionRow, ProposalRow, RouteRow, UsageRow,
+};
 
 async fn stores(tag: &str) -> Vec<Arc<dyn JobStore>> {
     let dir = std::env::temp_dir().join(format!("weir-history-{tag}-{}", std::process::id()));
@@ -147,7 +149,14 @@ async fn run_records_carry_their_slo_and_counts_group_by_state() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plan_applies_configuration_and_routes_together_or_not_at_all() {
     for store in stores("plan").await {
-        let v1 = store.put_cluster("c", "version: 1 # one", 0).await.expect("cluster");
+        let change = |actor: &str, source: &str| ConfigChange {
+            actor: actor.into(),
+            source: source.into(),
+            diff: format!("[\"{source}\"]"),
+            routes: Some("[]".into()),
+        };
+        let v1 =
+            store.put_cluster("c", "version: 1 # one", &change("weir", "loaded"), 0).await.expect("cluster");
         let route = |key: &str, cluster: &str, queue: &str| RouteRow {
             key: key.into(),
             cluster: cluster.into(),
@@ -156,13 +165,26 @@ async fn a_plan_applies_configuration_and_routes_together_or_not_at_all() {
         store.put_route(&route("workflow:old", "c", "root.a"), 0).await.expect("route");
         store.put_route(&route("workflow:elsewhere", "d", "root.x"), 0).await.expect("route");
         // A plan made from an older version changes nothing.
-        let stale = store.apply_plan("c", v1 - 1, "version: 1 # two", &[], 1).await.expect("apply");
+        let stale = store
+            .apply_plan("c", v1 - 1, "version: 1 # two", &[], &change("t1", "stale"), 1)
+            .await
+            .expect("apply");
         assert_eq!(stale, PlanApplied::Stale { current: v1 });
         assert_eq!(store.cluster("c").await.expect("read").expect("c").config, "version: 1 # one");
-        assert_eq!(store.apply_plan("nope", 1, "x", &[], 1).await.expect("apply"), PlanApplied::NoCluster);
+        assert_eq!(
+            store.apply_plan("nope", 1, "x", &[], &change("t1", "x"), 1).await.expect("apply"),
+            PlanApplied::NoCluster
+        );
         // The current version: the configuration and this cluster's routes change together.
         let done = store
-            .apply_plan("c", v1, "version: 1 # two", &[route("workflow:new", "c", "root.b")], 2)
+            .apply_plan(
+                "c",
+                v1,
+                "version: 1 # two",
+                &[route("workflow:new", "c", "root.b")],
+                &change("t1", "plan"),
+                2,
+            )
             .await
             .expect("apply");
         assert_eq!(done, PlanApplied::Applied { version: v1 + 1 });
@@ -171,9 +193,38 @@ async fn a_plan_applies_configuration_and_routes_together_or_not_at_all() {
         assert_eq!(routes, ["workflow:elsewhere", "workflow:new"], "the other cluster's route stays");
         // The same text again keeps the version.
         let same = store
-            .apply_plan("c", v1 + 1, "version: 1 # two", &[route("workflow:new", "c", "root.b")], 3)
+            .apply_plan(
+                "c",
+                v1 + 1,
+                "version: 1 # two",
+                &[route("workflow:new", "c", "root.b")],
+                &change("t2", "same"),
+                3,
+            )
             .await;
         assert_eq!(same.expect("apply"), PlanApplied::Applied { version: v1 + 1 });
+        // Every version is in the history once, with who made it and from what; a refused or
+        // empty change records nothing.
+        let history: Vec<(i64, i64, String, String, String)> = store
+            .config_versions("c", 10)
+            .await
+            .expect("history")
+            .into_iter()
+            .map(|v| (v.version, v.at_ms, v.actor, v.source, v.config))
+            .collect();
+        assert_eq!(
+            history,
+            [
+                (v1 + 1, 2, "t1".to_string(), "plan".to_string(), "version: 1 # two".to_string()),
+                (v1, 0, "weir".to_string(), "loaded".to_string(), "version: 1 # one".to_string()),
+            ]
+        );
+        let one = store.config_version("c", v1).await.expect("read").expect("version 1");
+        assert_eq!((one.routes.as_deref(), one.diff.as_str()), (Some("[]"), "[\"loaded\"]"));
+        assert_eq!(store.config_version("c", v1 + 2).await.expect("read"), None);
+        // Storing the same file again is no new version.
+        store.put_cluster("c", "version: 1 # two", &change("weir", "again"), 4).await.expect("put");
+        assert_eq!(store.config_versions("c", 10).await.expect("history").len(), 2);
     }
 }
 

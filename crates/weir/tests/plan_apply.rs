@@ -115,6 +115,12 @@ fn plan_from_the_server_then_apply_and_bad_plans_change_nothing() {
         assert!(start.elapsed() < Duration::from_secs(30), "the server did not start");
         std::thread::sleep(Duration::from_millis(200));
     }
+    // Nothing has run yet: planning says so in words, not with the CSV reader's message.
+    let server = format!("http://127.0.0.1:{port}");
+    fails(
+        &weir(&dir, port, &["plan", "--server", &server, "--window", "1h", "--out", "empty"]),
+        "the server has recorded no queue usage for cluster `default`",
+    );
     for date in ["d1", "d2"] {
         ok(&weir(&dir, port, &["submit", "workload.yaml", "--logical-date", date, "--wait"]));
     }
@@ -166,13 +172,17 @@ fn plan_from_the_server_then_apply_and_bad_plans_change_nothing() {
     fails(&weir(&dir, port, &["apply", "unknown", "--yes"]), "unknown queue");
     fails(&weir(&dir, port, &["apply", "capacity", "--yes"]), "capacities do not fit");
     fails(&weir(&dir, port, &["apply", "worse", "--yes"]), "worse for tier 1");
+    // The server has recorded a few seconds, less than its day's minimum: refused unless forced.
+    fails(&weir(&dir, port, &["apply", "plan", "--yes"]), "of recorded history");
     // Without --yes and without a terminal to ask on, nothing is applied either.
-    let shown = weir(&dir, port, &["apply", "plan"]);
+    let shown = weir(&dir, port, &["apply", "plan", "--force"]);
     fails(&shown, "pass --yes");
-    assert!(common::text(&shown.stdout).contains("weight"), "the changes are shown first");
+    let shown = common::text(&shown.stdout);
+    assert!(shown.contains("weight"), "the changes are shown first: {shown}");
+    assert!(shown.contains("warning: forced: the plan was made from"), "{shown}");
     assert_eq!(weights(&dir, port), before, "bad plans changed nothing");
 
-    let out = ok(&weir(&dir, port, &["apply", "plan", "--yes"]));
+    let out = ok(&weir(&dir, port, &["apply", "plan", "--yes", "--force"]));
     assert!(out.contains("applied: cluster `default` is at configuration version 2"), "{out}");
     let planned: weir_model::ClusterConfig = weir_model::ClusterConfig::from_yaml(
         "plan",
@@ -190,6 +200,34 @@ fn plan_from_the_server_then_apply_and_bad_plans_change_nothing() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert_ne!(want, before, "the plan changed something");
+    // `weir queues` prints the settings as columns: the planned weight of the tier-1 leaf.
+    let table = ok(&weir(&dir, port, &["queues"]));
+    let header = table.lines().find(|l| l.starts_with("queue")).expect("header");
+    for col in ["tier", "weight", "min cpu", "max cpu", "max apps"] {
+        assert!(header.contains(col), "no `{col}` column: {header}");
+    }
+    let tier1 = table.lines().find(|l| l.starts_with("root.ads.tier1 ")).expect("tier-1 row");
+    let weight = want.iter().find(|(p, _)| p == "root.ads.tier1").expect("planned").1;
+    assert_eq!(tier1.split_whitespace().nth(2), Some(weight.to_string().as_str()), "{table}");
     // The same plan again was made from version 1: plan again.
-    fails(&weir(&dir, port, &["apply", "plan", "--yes"]), "plan again");
+    fails(&weir(&dir, port, &["apply", "plan", "--yes", "--force"]), "plan again");
+
+    // The history lists both versions; rolling back to 1 brings the live queues back.
+    let listed = ok(&weir(&dir, port, &["rollback"]));
+    assert!(listed.starts_with("cluster `default`: configuration version 2 in force"), "{listed}");
+    assert!(
+        listed.contains("   2  ") && listed.contains("  plan\n") && listed.contains("loaded at start"),
+        "{listed}"
+    );
+    let back = ok(&weir(&dir, port, &["rollback", "1", "--yes"]));
+    assert!(back.contains("rolled back: cluster `default` is at configuration version 3"), "{back}");
+    let start = Instant::now();
+    while weights(&dir, port) != before {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the live queues never went back: {:?}",
+            weights(&dir, port)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

@@ -143,7 +143,7 @@ pub(super) async fn put_cluster_config(
     admin_or_audit(&s, &p, &peer, "cluster.put", format!("cluster {name}")).await?;
     let b = body(b)?;
     let text = String::from_utf8(b.to_vec()).map_err(|_| ApiError::bad_request("the body is not UTF-8"))?;
-    let applied = reload_cluster(&s, &name, text).await;
+    let applied = reload_cluster(&s, &name, text, &p.token_id).await;
     let outcome = if applied.is_ok() { "ok" } else { "invalid" };
     s.audit(&p.token_id, "cluster.put", format!("cluster {name}"), outcome, Audit::from(&peer)).await;
     Ok(Json(applied?))

@@ -158,6 +158,10 @@ pub struct ProposalView {
     headline: String,
     validation: Vec<ValidationLine>,
     changes: Vec<String>,
+    /// What to know before applying it (too little history, not validated).
+    warnings: Vec<String>,
+    /// Made from less history than the server asks for: applying it needs `force`.
+    short_history: bool,
 }
 
 pub struct ClusterView {
@@ -220,6 +224,7 @@ fn proposal_view(p: &weir_api::Proposal) -> ProposalView {
                 .collect()
         })
         .unwrap_or_default();
+    let warnings: Vec<String> = p.diff.as_ref().map(|d| d.warnings.clone()).unwrap_or_default();
     ProposalView {
         id: p.id,
         state: p.state.clone(),
@@ -227,6 +232,8 @@ fn proposal_view(p: &weir_api::Proposal) -> ProposalView {
         headline,
         validation,
         changes,
+        short_history: warnings.iter().any(|w| w.starts_with("forced:")),
+        warnings: warnings.into_iter().map(|w| w.trim_start_matches("forced: ").to_string()).collect(),
     }
 }
 
@@ -301,6 +308,11 @@ pub struct ClusterForm {
     csrf: String,
     config: Option<String>,
     apply_proposal: Option<i64>,
+    dismiss_proposal: Option<i64>,
+    /// "Plan now".
+    plan: Option<String>,
+    /// Apply a proposal made from too little history.
+    force: Option<String>,
 }
 
 pub async fn put_cluster(
@@ -314,8 +326,35 @@ pub async fn put_cluster(
     if let Some(r) = v.refuse_form(&f.csrf, true) {
         return r;
     }
-    let outcome = match (f.apply_proposal, f.config) {
-        (Some(id), _) => match crate::loop_api::apply_proposal(&s, id).await {
+    let who = v.principal.token_id.clone();
+    let (outcome, action, target) = if let Some(id) = f.dismiss_proposal {
+        let done = crate::loop_api::dismiss_proposal(&s, id).await;
+        (
+            done.map(|()| format!("dismissed proposal {id}")).map_err(|e| e.body.error.message),
+            "proposal.dismiss",
+            format!("proposal {id}"),
+        )
+    } else if f.plan.is_some() {
+        let made = crate::loop_api::plan_now(&s, &name).await;
+        let made = made.map(|p| format!("planned cluster `{name}`: proposal {} ({})", p.id, p.state));
+        (made.map_err(|e| e.body.error.message), "plan.now", format!("cluster {name}"))
+    } else {
+        let (action, target) = match f.apply_proposal {
+            Some(id) => ("proposal.apply", format!("proposal {id}")),
+            None => ("cluster.put", format!("cluster {name}")),
+        };
+        (apply_or_reload(&s, &name, f, &who).await, action, target)
+    };
+    let result = if outcome.is_ok() { "ok" } else { "invalid" };
+    let ctx = Audit::from(&peer).detail("dashboard");
+    s.audit(&who, action, target, result, ctx).await;
+    clusters_page(&s, &v, outcome).await
+}
+
+async fn apply_or_reload(s: &AppState, name: &str, f: ClusterForm, who: &str) -> Result<String, String> {
+    let force = f.force.is_some();
+    match (f.apply_proposal, f.config) {
+        (Some(id), _) => match crate::loop_api::apply_proposal(s, id, who, force).await {
             Ok(d) => Ok(format!(
                 "applied proposal {id}: cluster `{}` is at configuration version {}; {} settings and {} routes changed",
                 d.cluster,
@@ -325,20 +364,126 @@ pub async fn put_cluster(
             )),
             Err(e) => Err(e.body.error.message),
         },
-        (None, Some(text)) => match crate::state::reload_cluster(&s, &name, text.replace("\r\n", "\n")).await {
+        (None, Some(text)) => match crate::state::reload_cluster(s, name, text.replace("\r\n", "\n"), who).await {
             Ok(a) => Ok(format!("reloaded `{}`: {} queues, {} leaves", a.cluster, a.queues, a.leaves)),
             Err(e) => Err(e.body.error.message),
         },
         (None, None) => Err("nothing to do: the form sent neither a file nor a proposal".to_string()),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "history.html")]
+struct HistoryPage {
+    nav: Nav,
+    admin: bool,
+    cluster: String,
+    current: i64,
+    message: String,
+    message_class: String,
+    versions: Vec<VersionLine>,
+}
+
+struct VersionLine {
+    version: i64,
+    at: String,
+    actor: String,
+    source: String,
+    changes: Vec<String>,
+    routes_known: bool,
+}
+
+async fn history_page(s: &AppState, v: &Visitor, name: &str, message: Result<String, String>) -> Response {
+    if !v.reads_all() {
+        return super::page_error(
+            axum::http::StatusCode::FORBIDDEN,
+            &format!(
+                "token {} cannot read every project; a cluster's history shows every project's queues",
+                v.principal.token_id
+            ),
+        );
+    }
+    let h = try_page!(crate::loop_api::history_of(s, name, 200).await);
+    let versions = h
+        .versions
+        .iter()
+        .map(|c| VersionLine {
+            version: c.version,
+            at: time(c.at_ms),
+            actor: c.actor.clone(),
+            source: c.source.clone(),
+            changes: c
+                .queues
+                .iter()
+                .map(|q| format!("{} {}: {} → {}", q.queue, q.field, q.from, q.to))
+                .chain(c.routes.iter().map(|r| {
+                    format!(
+                        "route {}: {} → {}",
+                        r.key,
+                        r.from.as_deref().unwrap_or("none"),
+                        r.to.as_deref().unwrap_or("removed")
+                    )
+                }))
+                .collect(),
+            routes_known: c.routes_known,
+        })
+        .collect();
+    let (message, message_class) = match message {
+        Ok(m) => (m, "ok".to_string()),
+        Err(m) => (m, "error".to_string()),
     };
-    let (action, target) = match f.apply_proposal {
-        Some(id) => ("proposal.apply", format!("proposal {id}")),
-        None => ("cluster.put", format!("cluster {name}")),
+    html(&HistoryPage {
+        nav: Nav::new(v, "Clusters", "/clusters", 0),
+        admin: v.is_admin(),
+        cluster: h.cluster,
+        current: h.current,
+        message,
+        message_class,
+        versions,
+    })
+}
+
+/// A cluster's configuration history, with a rollback button per earlier version for admins.
+pub async fn history(State(s): State<AppState>, headers: HeaderMap, Path(name): Path<String>) -> Response {
+    let v = signed_in!(s, headers);
+    history_page(&s, &v, &name, Ok(String::new())).await
+}
+
+#[derive(Deserialize)]
+pub struct RollbackForm {
+    csrf: String,
+    version: i64,
+    /// The version the page showed as current: a rollback made from a stale page is refused.
+    base_version: i64,
+}
+
+pub async fn rollback(
+    State(s): State<AppState>,
+    peer: Peer,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    Form(f): Form<RollbackForm>,
+) -> Response {
+    let v = signed_in!(s, headers);
+    if let Some(r) = v.refuse_form(&f.csrf, true) {
+        return r;
+    }
+    let req = weir_api::RollbackRequest { base_version: Some(f.base_version), dry_run: false };
+    let done = crate::loop_api::rollback(&s, &name, f.version, &req, &v.principal.token_id).await;
+    let outcome = match done {
+        Ok(d) => Ok(format!(
+            "rolled back to version {}: cluster `{name}` is at configuration version {}; {} settings and {} routes changed",
+            f.version,
+            d.version.unwrap_or(d.base_version),
+            d.queues.len(),
+            d.routes.len()
+        )),
+        Err(e) => Err(e.body.error.message),
     };
-    let result = if outcome.is_ok() { "ok" } else { "invalid" };
-    let ctx = Audit::from(&peer).detail("dashboard");
-    s.audit(&v.principal.token_id, action, target, result, ctx).await;
-    clusters_page(&s, &v, outcome).await
+    let result = if outcome.is_ok() { "ok" } else { "refused" };
+    let ctx = Audit::from(&peer).detail(format!("dashboard: to version {}", f.version));
+    s.audit(&v.principal.token_id, "cluster.rollback", format!("cluster {name}"), result, ctx).await;
+    history_page(&s, &v, &name, outcome).await
 }
 
 #[derive(Template)]
@@ -455,6 +600,8 @@ mod tests {
                     to: "3".into(),
                 }],
                 routes: vec![],
+                history_ms: None,
+                warnings: vec![],
             }),
         };
         let v = proposal_view(&p);

@@ -63,6 +63,7 @@ pub fn router() -> Router<AppState> {
         .route("/routes/delete", post(admin::delete_route))
         .route("/clusters", get(admin::clusters))
         .route("/clusters/{name}", post(admin::put_cluster))
+        .route("/clusters/{name}/history", get(admin::history).post(admin::rollback))
         .route("/audit", get(admin::audit))
         .route("/static/weir.css", get(|| async { asset("text/css; charset=utf-8", CSS) }))
         .route("/static/weir.js", get(|| async { asset("text/javascript; charset=utf-8", JS) }))

@@ -186,6 +186,8 @@ pub struct ClusterUsage {
     tiers: Vec<FigureLine>,
     queues: Vec<FigureLine>,
     chart: String,
+    /// Empty when the server recorded the whole window.
+    recorded: String,
 }
 
 #[derive(Template)]
@@ -230,6 +232,9 @@ pub async fn usage(State(s): State<AppState>, headers: HeaderMap, Query(q): Quer
         let r = try_page!(crate::loop_api::usage_report_of(&s, &cluster, now - len, now).await);
         let visible = |name: &str| v.reads_all() || v.reads(&crate::submit::project_of_queue(name));
         let queues: Vec<&weir_api::UsageFigures> = r.queues.iter().filter(|q| visible(&q.name)).collect();
+        // Bars against 100% (a 0.06% queue is a sliver, not a full bar), or the largest when
+        // a queue ran above its share.
+        let largest = queues.iter().filter_map(|q| q.usage_capacity).fold(0.0f64, f64::max) * 100.0;
         let chart = BarChart {
             title: "usage/capacity per leaf queue".into(),
             unit: "%".into(),
@@ -238,7 +243,7 @@ pub async fn usage(State(s): State<AppState>, headers: HeaderMap, Query(q): Quer
                 .iter()
                 .map(|q| Bars { label: q.name.clone(), values: vec![q.usage_capacity.map(|x| x * 100.0)] })
                 .collect(),
-            max: None,
+            max: Some(largest.max(100.0)),
         }
         .render();
         let mut tiers: Vec<FigureLine> = r.tiers.iter().map(line).collect();
@@ -252,6 +257,14 @@ pub async fn usage(State(s): State<AppState>, headers: HeaderMap, Query(q): Quer
             tiers: if v.reads_all() { tiers } else { Vec::new() },
             queues: queues.into_iter().map(line).collect(),
             chart,
+            recorded: if r.recorded_since_ms > r.since_ms {
+                format!(
+                    "The server has recorded this cluster for the last {} of the {label} window: the figures count that span.",
+                    crate::loop_api::span_words(r.until_ms - r.recorded_since_ms)
+                )
+            } else {
+                String::new()
+            },
         });
     }
     html(&UsagePage { nav: Nav::new(&v, "Usage", "/usage", 30), window: label, windows, reports })

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use weir_api::{PlanDiff, PlanRequest};
-use weir_planner::{tier1_regression, Tier1};
+use weir_api::{HistoryWindow, PlanDiff, PlanRequest, PlanValidation, Tier1Figures};
 
 use super::client::{Client, Connection};
 use super::plan_server::{RoutesFile, Source};
@@ -20,14 +19,19 @@ settings become the plan's cluster.yaml, and, if the directory has a routes.yaml
 cluster become exactly its routes. The server checks the plan first and shows what would change; \
 then, after you confirm (or with --yes), applies the settings and the routes in one transaction. The \
 owning worker rebuilds its scheduler with the new settings at once; running tasks keep running.\n\n\
-Refused, changing nothing:\n  \
+The server makes every check (the same for a plan posted straight to its API); refused, changing \
+nothing:\n  \
 - a plan whose validation got worse for tier 1 (validate.json: a lower tier-1 SLO success or fewer \
 SLO-successful tier-1 workflows on the planned settings than on the current ones), or a plan \
 without validate.json unless --unvalidated;\n  \
+- a plan made from less recorded history than the server's minimum (`weir serve \
+--plan-min-history`, default 1 day; source.json names the window) unless --force;\n  \
 - a plan the server refuses: a queue the cluster does not have (or one left out), other nodes, \
 capacities that do not fit (a min above its max, above the cluster, or children's mins above \
 their parent's), a route to a queue that is not a leaf;\n  \
 - a plan made from an older version of the cluster's configuration (source.json): plan again.\n\n\
+Every applied version is recorded on the server: the dashboard's Clusters page shows the history \
+and rolls back to any earlier version.\n\n\
 A global admin token is needed ($WEIR_TOKEN, or the local data directory's admin.token).\n\n\
 Examples:\n  weir plan --server http://127.0.0.1:8470 --validate --out plan/\n  \
 weir apply plan/ --server http://127.0.0.1:8470\n  \
@@ -45,6 +49,9 @@ pub struct ApplyArgs {
     /// Apply a plan that has no validate.json (it was not replayed with --validate).
     #[arg(long)]
     unvalidated: bool,
+    /// Apply a plan made from less recorded history than the server asks for.
+    #[arg(long)]
+    force: bool,
     #[command(flatten)]
     conn: Connection,
 }
@@ -59,37 +66,23 @@ fn read(dir: &Path, file: &str) -> Result<Option<String>> {
 }
 
 /// Tier 1 as validate.json reports it for `side` (`current` or `planned`).
-fn tier1(v: &serde_json::Value, side: &str) -> Tier1 {
+fn tier1(v: &serde_json::Value, side: &str) -> Tier1Figures {
     let t = &v[side]["tiers"]["1"];
-    Tier1 {
+    Tier1Figures {
         slo_success_ratio: t["slo_success_ratio"].as_f64(),
         slo_successful_workflows: t["slo_successful_workflows"].as_u64().unwrap_or(0),
     }
 }
 
-/// Refuse a plan whose validation got worse for tier 1, or that has none.
-fn check_validation(dir: &Path, unvalidated: bool) -> Result<()> {
-    match read(dir, "validate.json")? {
-        Some(text) => {
-            let v: serde_json::Value = serde_json::from_str(&text)
-                .with_context(|| format!("{} is not JSON", dir.join("validate.json").display()))?;
-            if v.get("current").is_none() || v.get("planned").is_none() {
-                bail!("{}: expected `current` and `planned` summaries", dir.join("validate.json").display());
-            }
-            if let Some(why) = tier1_regression(tier1(&v, "current"), tier1(&v, "planned")) {
-                bail!("refused, nothing was changed: the plan's validation got worse for tier 1 — {why}");
-            }
-            Ok(())
-        }
-        None if unvalidated => {
-            eprintln!("weir apply: warning: {} has no validate.json; applying an unvalidated plan", dir.display());
-            Ok(())
-        }
-        None => bail!(
-            "refused, nothing was changed: {} has no validate.json — plan with --validate, or pass --unvalidated",
-            dir.display()
-        ),
+/// validate.json's tier-1 figures, for the server to judge; `None` without the file.
+fn validation(dir: &Path) -> Result<Option<PlanValidation>> {
+    let Some(text) = read(dir, "validate.json")? else { return Ok(None) };
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not JSON", dir.join("validate.json").display()))?;
+    if v.get("current").is_none() || v.get("planned").is_none() {
+        bail!("{}: expected `current` and `planned` summaries", dir.join("validate.json").display());
     }
+    Ok(Some(PlanValidation { current: tier1(&v, "current"), planned: tier1(&v, "planned") }))
 }
 
 fn show(d: &PlanDiff) -> String {
@@ -110,6 +103,9 @@ fn show(d: &PlanDiff) -> String {
             r.from.as_deref().unwrap_or("(none)"),
             r.to.as_deref().unwrap_or("(removed)")
         ));
+    }
+    for w in &d.warnings {
+        out.push_str(&format!("  warning: {w}\n"));
     }
     out
 }
@@ -140,7 +136,7 @@ pub fn run(args: &ApplyArgs) -> Result<()> {
         }
         None => None,
     };
-    check_validation(dir, args.unvalidated)?;
+    let validation = validation(dir)?;
     let mut conn = args.conn.clone();
     if conn.server.is_none() && std::env::var_os("WEIR_SERVER").is_none() {
         conn.server = source.as_ref().map(|s| s.server.clone());
@@ -157,11 +153,16 @@ pub fn run(args: &ApplyArgs) -> Result<()> {
             bail!("{} routes to cluster `{}`, not `{cluster}`", dir.join("routes.yaml").display(), r.cluster);
         }
     }
+    let from_here = source.as_ref().filter(|s| s.cluster == cluster);
     let mut req = PlanRequest {
         config,
         routes: routes.as_ref().map(RoutesFile::to_routes),
-        base_version: source.as_ref().filter(|s| s.cluster == cluster).map(|s| s.version),
+        base_version: from_here.map(|s| s.version),
         dry_run: true,
+        unvalidated: validation.is_none() && args.unvalidated,
+        validation,
+        history: from_here.map(|s| HistoryWindow { since_ms: s.since_ms, until_ms: s.until_ms }),
+        force: args.force,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -190,6 +191,103 @@ pub fn run(args: &ApplyArgs) -> Result<()> {
         let done = post(&client, &cluster, &req).await.context("the server refused the plan")?;
         crate::emit(&format!(
             "applied: cluster `{cluster}` is at configuration version {}\n",
+            done.version.unwrap_or(done.base_version)
+        ))
+    })
+}
+
+#[derive(Debug, Args)]
+#[command(
+    about = "List a cluster's configuration versions, or roll back to one (admin)",
+    long_about = "Without VERSION: list every recorded version of a cluster's configuration, newest first — who \
+made it, when, from which plan, proposal, rollback or edit, and what changed. With VERSION: show what \
+rolling back to it changes, ask (or --yes), then bring back that version's cluster file and, when they \
+were recorded, its routes, as a new version. A rollback keeps the current queue tree (it goes through a \
+plan's checks) and is refused if the cluster changed meanwhile.\n\n\
+Examples:\n  weir rollback\n  weir rollback 3 --yes\n  weir rollback 3 --cluster gpu"
+)]
+pub struct RollbackArgs {
+    /// The version to bring back; without it, list the versions.
+    #[arg(value_name = "VERSION")]
+    target: Option<i64>,
+    /// The cluster (default: `default`).
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    cluster: String,
+    /// Roll back without asking.
+    #[arg(long, short)]
+    yes: bool,
+    #[command(flatten)]
+    conn: Connection,
+}
+
+fn history_text(h: &weir_api::ConfigHistory) -> String {
+    let mut out = format!("cluster `{}`: configuration version {} in force\n", h.cluster, h.current);
+    for v in &h.versions {
+        out.push_str(&format!(
+            "{:>4}  {}  {}  {}\n",
+            v.version,
+            weir_server::format_utc(v.at_ms),
+            v.actor,
+            v.source
+        ));
+        for c in &v.queues {
+            out.push_str(&format!("        {} {}: {} → {}\n", c.queue, c.field, c.from, c.to));
+        }
+        for r in &v.routes {
+            out.push_str(&format!(
+                "        route {}: {} → {}\n",
+                r.key,
+                r.from.as_deref().unwrap_or("(none)"),
+                r.to.as_deref().unwrap_or("(removed)")
+            ));
+        }
+    }
+    out
+}
+
+pub fn rollback(args: &RollbackArgs) -> Result<()> {
+    let client = args.conn.client()?;
+    let cluster = &args.cluster;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async {
+        let Some(version) = args.target else {
+            let h: weir_api::ConfigHistory =
+                client.send(client.request(reqwest::Method::GET, &format!("/v1/clusters/{cluster}/history"))).await?;
+            return crate::emit(&history_text(&h));
+        };
+        let path = format!("/v1/clusters/{cluster}/history/{version}/rollback");
+        let mut req = weir_api::RollbackRequest { base_version: None, dry_run: true };
+        let diff: PlanDiff = client
+            .send(client.request(reqwest::Method::POST, &path).json(&req))
+            .await
+            .context("the server refused the rollback")?;
+        crate::emit(&show(&diff))?;
+        if diff.queues.is_empty() && diff.routes.is_empty() {
+            return Ok(());
+        }
+        if !args.yes {
+            if !std::io::stdin().is_terminal() {
+                bail!("not rolled back: pass --yes to roll back without being asked");
+            }
+            eprint!("roll cluster `{cluster}` back to version {version}? [y/N] ");
+            std::io::stderr().flush().ok();
+            let mut answer = String::new();
+            std::io::stdin().lock().read_line(&mut answer).context("cannot read the answer")?;
+            if !matches!(answer.trim(), "y" | "Y" | "yes") {
+                bail!("not rolled back");
+            }
+        }
+        req.dry_run = false;
+        req.base_version = Some(diff.base_version);
+        let done: PlanDiff = client
+            .send(client.request(reqwest::Method::POST, &path).json(&req))
+            .await
+            .context("the server refused the rollback")?;
+        crate::emit(&format!(
+            "rolled back: cluster `{cluster}` is at configuration version {} (version {version}'s settings)\n",
             done.version.unwrap_or(done.base_version)
         ))
     })

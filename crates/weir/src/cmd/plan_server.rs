@@ -108,6 +108,12 @@ pub fn fetch(
         write("current.yaml", &config_text)?;
         let usage = text(&client, &format!("/v1/usage?{window}")).await?;
         write("usage.csv", &usage)?;
+        if usage.lines().skip(1).all(|l| l.trim().is_empty()) {
+            bail!(
+                "the server has recorded no queue usage for cluster `{name}` in the window: a plan is made from \
+                 what the queues used, so let work run first (a day of it shows the daily peaks) and plan again"
+            );
+        }
         let history_name = out.join("usage.csv").display().to_string();
         let history =
             UsageHistory::read_csv(usage.as_bytes(), &history_name, super::plan::secret_name_key())?;

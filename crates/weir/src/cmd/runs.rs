@@ -400,10 +400,11 @@ pub fn queues(args: &QueuesArgs) -> Result<()> {
             let width = c.queues.iter().map(|q| q.path.len()).max().unwrap_or(5).max(5);
             writeln!(
                 out,
-                "{:<width$} {:>4} {:>6} {:>9} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7} {:>8}",
+                "{:<width$} {:>4} {:>6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7} {:>8}",
                 "queue",
                 "tier",
                 "weight",
+                "min cpu",
                 "max cpu",
                 "used cpu",
                 "demand",
@@ -417,10 +418,11 @@ pub fn queues(args: &QueuesArgs) -> Result<()> {
                 let tier = q.tier.map(|t| t.to_string()).unwrap_or_default();
                 writeln!(
                     out,
-                    "{:<width$} {:>4} {:>6} {:>9} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7} {:>8}",
+                    "{:<width$} {:>4} {:>6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7} {:>8}",
                     q.path,
                     tier,
                     q.weight,
+                    q.min.cpu,
                     if q.max.cpu == u64::MAX { "-".to_string() } else { q.max.cpu.to_string() },
                     q.usage.cpu,
                     q.demand.cpu,

@@ -62,9 +62,14 @@ pub struct ServeArgs {
     /// admin to apply. Give it to one process per store.
     #[arg(long, value_name = "daily|hourly|SPAN")]
     auto_plan: Option<String>,
-    /// The history a scheduled plan looks at (the planner's window).
+    /// The history a scheduled plan, and "Plan now" on the dashboard, looks at (the planner's
+    /// window).
     #[arg(long, default_value = "30d", value_name = "SPAN", value_parser = crate::cmd::simulate::parse_duration)]
     auto_plan_window: weir_model::Duration,
+    /// A plan made from less recorded history than this is refused (`weir apply`, the API,
+    /// the dashboard) unless forced: a few minutes of history do not show a day's peaks.
+    #[arg(long, default_value = "1d", value_name = "SPAN", value_parser = crate::cmd::simulate::parse_duration)]
+    plan_min_history: weir_model::Duration,
     /// Serve HTTPS (API and dashboard) with this certificate, then any intermediates (PEM).
     /// Needs --tls-key. Clients of a private CA trust it with `--ca-cert` or $WEIR_CA_CERT.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
@@ -314,6 +319,11 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
     if let Some(v) = &args.auto_plan {
         c.auto_plan = Some(auto_plan(v, args.auto_plan_window)?);
     }
+    // "Plan now" (dashboard, API) looks at the scheduled planner's window.
+    c.planning = weir_server::Planning {
+        min_history: Duration::from_millis(args.plan_min_history.as_millis()),
+        window: Duration::from_millis(args.auto_plan_window.as_millis()),
+    };
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         c.tls = Some(weir_server::TlsFiles {
             cert: absolute(cert, "--tls-cert")?,
