@@ -178,3 +178,70 @@ fn a_pyspark_word_count_runs_from_submit_to_logs_and_kill_leaves_no_driver() {
     let left = processes_with(&marker);
     assert!(left.is_empty(), "processes of the killed application left: {left:?}");
 }
+
+/// No Spark where the server file says: `weir backends --config` says so and exits 1; the
+/// running server marks the cluster unhealthy with the reason, and a run routed to it waits in
+/// the store instead of failing. No JVM starts.
+#[test]
+fn a_spark_home_without_spark_is_an_unhealthy_cluster_with_the_reason_and_runs_wait() {
+    let scratch = common::Scratch::new("serve-spark-missing");
+    let dir = scratch.0.clone();
+    let port = free_port();
+    std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
+    scratch.file(
+        "clusters/spark.yaml",
+        "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 4000, memory: 8g}}\nqueues:\n  - {name: default}\n",
+    );
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: nospark\n    file: clusters/spark.yaml\n    backend: {{kind: spark-local, spark_home: no-spark-here}}\n"
+        ),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["backends", "--config", "server.yaml"])
+        .current_dir(&dir)
+        .output()
+        .expect("weir backends");
+    let direct = common::text(&out.stdout);
+    // The path as the file gives it, from the file's folder (here the working folder).
+    let missing = "no-spark-here/bin/spark-submit";
+    assert!(
+        !out.status.success()
+            && direct.contains("unhealthy")
+            && direct.contains("no Spark found")
+            && direct.contains(missing),
+        "{direct}"
+    );
+    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
+    let _serve = Serve(
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--config", "server.yaml", "--single-tenant"])
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("weir serve"),
+    );
+    eventually(&dir, "the server", || {
+        client(
+            &dir,
+            port,
+            &["routes", "set", "workflow:wordcount", "--cluster", "nospark", "--queue", "root.default"],
+        )
+        .status
+        .success()
+    });
+    scratch.file("wc.yaml", &format!("version: 1\nworkflows:\n{}", workflow("wordcount", "/x/wc.py", &[])));
+    ok(&client(&dir, port, &["submit", "wc.yaml"]));
+    eventually(&dir, "the cluster to be seen unhealthy", || {
+        let view = common::text(&client(&dir, port, &["backends"]).stdout);
+        view.lines().any(|l| {
+            l.starts_with("nospark ")
+                && l.contains("unhealthy")
+                && l.contains("the spark-local backend is unavailable: no Spark found")
+        })
+    });
+    let state = state_of(&dir, port, "wordcount");
+    assert!(!state.is_empty() && !matches!(state.as_str(), "succeeded" | "failed" | "killed"), "{state}");
+}
