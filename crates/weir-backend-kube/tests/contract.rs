@@ -33,6 +33,7 @@ fn launch(id: &str, queue: &str) -> TaskLaunch {
         user: None,
         stdout: "/logs/a/stdout".into(),
         stderr: "/logs/a/stderr".into(),
+        spark: None,
     }
 }
 

@@ -156,6 +156,15 @@ impl SlurmBackend {
         if lock(&self.inner.watched).entries.contains_key(&attempt) {
             return Err(BackendError::AlreadyStarted { attempt });
         }
+        if launch.spark.is_some() {
+            return Err(BackendError::BadLaunch {
+                attempt,
+                field: "spark",
+                reason: "the stage is a Spark application: run it on a cluster whose backend is a Spark one \
+                         (the Slurm backend runs commands only)"
+                    .into(),
+            });
+        }
         if launch.command.contains('\0') {
             return Err(BackendError::BadLaunch {
                 attempt,
@@ -566,6 +575,7 @@ mod tests {
             resources: weir_model::Resources { cpu, memory: 300, gpu: 2 },
             stdout: "/shared/logs/a/stdout".into(),
             stderr: "/shared/logs/a/stderr".into(),
+            spark: None,
             user: None,
         }
     }

@@ -61,6 +61,7 @@ fn launch(dir: &std::path::Path, attempt: &str, command: &str) -> TaskLaunch {
         resources: Resources { cpu: 500, memory: 16, gpu: 0 },
         stdout: dir.join("out"),
         stderr: dir.join("err"),
+        spark: None,
         user: None,
     }
 }

@@ -67,6 +67,7 @@ async fn run(tasks: usize, in_flight: usize, command: String) {
                     resources: Resources::new(100, 64, 0),
                     stdout: "/dev/null".into(),
                     stderr: "/dev/null".into(),
+                    spark: None,
                     user: user.clone(),
                 };
                 let launched = backend.start(&launch).await.unwrap();

@@ -90,6 +90,9 @@ pub struct TaskLaunch {
     /// parent folders too). They may be the same file.
     pub stdout: PathBuf,
     pub stderr: PathBuf,
+    /// The stage is a Spark application (`command` is then empty): only a Spark backend runs
+    /// it; the others refuse the launch ([`BackendError::BadLaunch`], field `spark`).
+    pub spark: Option<weir_model::SparkSpec>,
 }
 
 /// The record of a started attempt: enough to find, watch, kill or re-adopt it later, also from

@@ -47,4 +47,6 @@ pub use time::{Duration, Time};
 pub use workload::{
     Arrival, Distribution, JobTemplate, Stage, TaskPlacement, Workflow, Workload, MIN_PERIOD,
 };
-pub use workload_file::{ArrivalsSpec, DistributionSpec, JobSpec, StageSpec, WorkflowSpec, WorkloadFile};
+pub use workload_file::{
+    ArrivalsSpec, DistributionSpec, JobSpec, SparkSpec, StageSpec, WorkflowSpec, WorkloadFile,
+};

@@ -166,12 +166,41 @@ pub struct StageSpec {
     /// Live runs: the shell command each task runs (`/bin/sh -c`). Ignored by the simulator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// Live runs: each task is a Spark application (instead of a `command`), run by a cluster
+    /// whose backend is a Spark one. Ignored by the simulator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spark: Option<SparkSpec>,
     /// Live runs: environment variables of each task.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub env: std::collections::BTreeMap<String, String>,
     /// Live runs: attempts a task gets before its job fails (default 3; at least 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_attempts: Option<u32>,
+}
+
+/// A stage whose tasks are Spark applications: `spark: {main: wordcount.py, args: [in.txt]}`,
+/// or a JVM application, `spark: {main: org.example.Main, jar: app.jar}`. What `spark-submit`
+/// gets: `--master` (the backend's), `--name`, `--class` for a JVM main, `--conf K=V` for each of
+/// `conf`, then the file and `args`. Relative paths are taken from the task's working folder.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SparkSpec {
+    /// A Python file (`*.py`, a PySpark driver) or a JVM main class (then `jar` is required).
+    pub main: String,
+    /// The application jar holding a JVM `main` class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jar: Option<String>,
+    /// The application's own arguments, after the file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Spark properties (`spark.*`), passed as `--conf KEY=VALUE`; `spark.master` and
+    /// `spark.submit.deployMode` are the backend's.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub conf: std::collections::BTreeMap<String, String>,
+    /// How many executors the application asks for (`spark.executor.instances`; with
+    /// `spark-local`, the threads of `local[N]`). Default: the backend decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executors: Option<u32>,
 }
 
 /// A task-duration distribution as written: a map with one key naming the kind.

@@ -13,7 +13,7 @@ use crate::resources::{ResourceKind, Resources};
 use crate::time::{Duration, Time};
 use crate::workload::{Arrival, Distribution, JobTemplate, Stage, Workflow, Workload, MIN_PERIOD};
 use crate::workload_file::{
-    ArrivalsSpec, DistributionSpec, JobSpec, LogNormalSpec, StageSpec, WorkflowSpec, WorkloadFile,
+    ArrivalsSpec, DistributionSpec, JobSpec, LogNormalSpec, SparkSpec, StageSpec, WorkflowSpec, WorkloadFile,
 };
 
 /// The standard normal's 99th percentile: a log-normal's p99 is `exp(mu + Z99 · sigma)`.
@@ -507,13 +507,23 @@ impl<'c> Validator<'c> {
     /// What a live run needs of a stage: a command to run, usable environment names, and a
     /// positive attempt limit.
     fn live_task(&mut self, here: &str, spec: &StageSpec) {
-        match &spec.command {
-            None => self.problem(format!("{here}.command"), "a stage of a live run needs a `command` to run"),
-            Some(c) if c.trim().is_empty() => self.problem(format!("{here}.command"), "must not be empty"),
-            Some(c) if c.contains('\0') => {
+        match (&spec.command, &spec.spark) {
+            (None, None) => self.problem(
+                format!("{here}.command"),
+                "a stage of a live run needs a `command` to run (or `spark:`, a Spark application)",
+            ),
+            (Some(_), Some(_)) => self.problem(
+                format!("{here}.spark"),
+                "a stage runs either a `command` or a Spark application (`spark:`), not both",
+            ),
+            (Some(c), None) if c.trim().is_empty() => {
+                self.problem(format!("{here}.command"), "must not be empty")
+            }
+            (Some(c), None) if c.contains('\0') => {
                 self.problem(format!("{here}.command"), "must not contain a NUL byte")
             }
-            Some(_) => {}
+            (Some(_), None) => {}
+            (None, Some(app)) => self.spark(&format!("{here}.spark"), app),
         }
         for (name, value) in &spec.env {
             if name.is_empty() || name.contains(['=', '\0']) {
@@ -527,6 +537,77 @@ impl<'c> Validator<'c> {
         }
         if spec.max_attempts == Some(0) {
             self.problem(format!("{here}.max_attempts"), "must be at least 1");
+        }
+    }
+
+    /// A Spark application: a Python file, or a JVM class with its jar; arguments and
+    /// properties `spark-submit` can pass on.
+    fn spark(&mut self, here: &str, app: &SparkSpec) {
+        let main = app.main.trim();
+        let python = main.ends_with(".py");
+        if main.is_empty() {
+            self.problem(
+                format!("{here}.main"),
+                "must not be empty: a Python file (`*.py`) or a JVM main class",
+            );
+        } else if app.main.contains('\0') {
+            self.problem(format!("{here}.main"), "must not contain a NUL byte");
+        } else if !python && !is_class_name(main) {
+            self.problem(
+                format!("{here}.main"),
+                format!(
+                    "`{}` is neither a Python file (ending in `.py`) nor a JVM class name such as \
+                     org.example.WordCount",
+                    main.escape_debug()
+                ),
+            );
+        }
+        match (&app.jar, python) {
+            (None, false) if is_class_name(main) => self.problem(
+                format!("{here}.jar"),
+                format!(
+                    "the JVM main class `{main}` needs the application jar that holds it (`jar: app.jar`)"
+                ),
+            ),
+            (Some(_), true) => self.problem(
+                format!("{here}.jar"),
+                "is for a JVM main class; a Python driver (`main: *.py`) takes no jar",
+            ),
+            (Some(j), false) if j.trim().is_empty() || j.contains('\0') => {
+                self.problem(format!("{here}.jar"), "must be a file path (not empty, no NUL byte)")
+            }
+            _ => {}
+        }
+        for (i, a) in app.args.iter().enumerate() {
+            if a.contains('\0') {
+                self.problem(format!("{here}.args[{i}]"), "must not contain a NUL byte");
+            }
+        }
+        for (key, value) in &app.conf {
+            // spark-submit drops a property outside `spark.` with only a warning
+            // (SparkSubmitArguments.ignoreNonSparkProperties): refuse it here instead.
+            if !key.starts_with("spark.") || key.contains(['=', '\0']) || key.contains(char::is_whitespace) {
+                self.problem(
+                    format!("{here}.conf"),
+                    format!(
+                        "`{}` is not a Spark property name (`spark.…`, no `=` or spaces)",
+                        key.escape_debug()
+                    ),
+                );
+            } else if key == "spark.master" || key == "spark.submit.deployMode" {
+                self.problem(
+                    format!("{here}.conf.{key}"),
+                    "is set by the cluster's backend (where and how the application runs), not by the stage",
+                );
+            } else if value.contains('\0') {
+                self.problem(format!("{here}.conf.{key}"), "must not contain a NUL byte");
+            }
+        }
+        if app.executors == Some(0) {
+            self.problem(
+                format!("{here}.executors"),
+                "must be at least 1 (leave it out for the backend's default)",
+            );
         }
     }
 
@@ -650,4 +731,15 @@ fn list_names(names: &[&str]) -> String {
         text += &format!(" and {} more", names.len() - 8);
     }
     text
+}
+
+/// A JVM class name as `--class` takes it: dot-separated Java identifiers (`org.example.Main`,
+/// `Main$Inner`).
+fn is_class_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.split('.').all(|part| {
+            let mut chars = part.chars();
+            chars.next().is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
+                && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+        })
 }

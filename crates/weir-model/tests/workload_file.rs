@@ -765,7 +765,7 @@ fn unknown_fields_are_rejected_with_named_paths() {
     check_syntax(
         &stage("taks: 1, resources: {cpu: 1000}, duration: {fixed: 1m}"),
         "workflows.w.jobs.j.stages.s.taks",
-        "unknown field `taks`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, env, max_attempts at line 3, column 82",
+        "unknown field `taks`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, spark, env, max_attempts at line 3, column 82",
     );
     check_syntax(
         &stage("tasks: 1, resources: {cpus: 1}, duration: {fixed: 1m}"),
@@ -838,13 +838,13 @@ fn a_path_keeps_its_indices_where_no_name_can_be_read() {
     check_syntax(
         &format!("version: 1\nworkflows:\n  - {{name: 'a.b', jobs: [{{name: j, stages: [{{name: s, {TASK}, x: 1}}]}}]}}\n"),
         "workflows[0].jobs[0].stages[0].x",
-        "unknown field `x`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, env, max_attempts at line 3, column 124",
+        "unknown field `x`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, spark, env, max_attempts at line 3, column 124",
     );
     // Names YAML 1.1 could read as booleans still name the path.
     check_syntax(
         &format!("version: 1\nworkflows:\n  - {{name: on, jobs: [{{name: no, stages: [{{name: y, {TASK}, x: 1}}]}}]}}\n"),
         "workflows.on.jobs.no.stages.y.x",
-        "unknown field `x`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, env, max_attempts at line 3, column 122",
+        "unknown field `x`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, spark, env, max_attempts at line 3, column 122",
     );
 }
 
@@ -962,13 +962,51 @@ fn live_problems(yaml: &str) -> Vec<(String, String)> {
 }
 
 #[test]
+fn a_spark_stage_names_a_python_file_or_a_class_with_its_jar() {
+    let ok = stage(
+        "tasks: 1, resources: {cpu: 2000}, spark: {main: wc.py, args: [in.txt], conf: {spark.ui.enabled: 'false'}, executors: 2}",
+    );
+    assert_eq!(live_problems(&ok), Vec::<(String, String)>::new());
+    let jvm = stage("tasks: 1, resources: {cpu: 1000}, spark: {main: org.example.Main, jar: app.jar}");
+    assert_eq!(live_problems(&jvm), Vec::<(String, String)>::new());
+    let at = |field: &str| format!("workflows.w.jobs.j.stages.s.{field}");
+    let paths = |yaml: &str| live_problems(&stage(yaml)).into_iter().map(|(p, _)| p).collect::<Vec<_>>();
+    assert_eq!(
+        paths("tasks: 1, resources: {cpu: 1000}, command: 'echo', spark: {main: wc.py}"),
+        vec![at("spark")]
+    );
+    assert_eq!(
+        paths("tasks: 1, resources: {cpu: 1000}, spark: {main: org.example.Main}"),
+        vec![at("spark.jar")]
+    );
+    assert_eq!(
+        paths("tasks: 1, resources: {cpu: 1000}, spark: {main: wc.py, jar: a.jar}"),
+        vec![at("spark.jar")]
+    );
+    assert_eq!(paths("tasks: 1, resources: {cpu: 1000}, spark: {main: 'run me.sh'}"), vec![at("spark.main")]);
+    assert_eq!(
+        paths(
+            "tasks: 1, resources: {cpu: 1000}, spark: {main: wc.py, executors: 0, \
+             conf: {spark.master: 'local[4]', fs.defaultFS: 'x'}}"
+        ),
+        vec![at("spark.conf"), at("spark.conf.spark.master"), at("spark.executors")]
+    );
+    // The message says what a main must be.
+    let p = live_problems(&stage("tasks: 1, resources: {cpu: 1000}, spark: {main: 'run me.sh'}"));
+    assert!(p[0].1.contains("neither a Python file"), "{p:?}");
+}
+
+#[test]
 fn a_live_stage_needs_a_command_and_no_duration() {
     let ok = stage("tasks: 2, resources: {cpu: 1000}, command: 'echo hi', env: {A: b}, max_attempts: 2");
     assert_eq!(live_problems(&ok), Vec::<(String, String)>::new());
     let p = |path: &str, m: &str| (path.to_string(), m.to_string());
     assert_eq!(
         live_problems(&stage("tasks: 1, resources: {cpu: 1000}, duration: {fixed: 1m}")),
-        vec![p("workflows.w.jobs.j.stages.s.command", "a stage of a live run needs a `command` to run")]
+        vec![p(
+            "workflows.w.jobs.j.stages.s.command",
+            "a stage of a live run needs a `command` to run (or `spark:`, a Spark application)"
+        )]
     );
     assert_eq!(
         live_problems(&stage(

@@ -220,6 +220,15 @@ pub enum BackendSettings {
         /// node failure to the engine. `None`: the cluster file's nodes, never refreshed.
         nodes_refresh: Option<Duration>,
     },
+    /// Spark applications through `spark-submit --master local[N]` on this machine
+    /// (`weir_backend_spark::SparkLocalBackend`); stages with a `command` run as on `Local`.
+    SparkLocal {
+        /// Where Spark is, its properties, the state folder (`None` in `state_dir` there is
+        /// filled with `DATA_DIR/backend/NAME` by the worker).
+        config: Box<weir_backend_spark::SparkLocalConfig>,
+        /// Grace between SIGTERM and SIGKILL. `None`: [`ServerConfig::kill_grace`].
+        kill_grace: Option<Duration>,
+    },
     /// `batch/v1` Jobs on a Kubernetes cluster (`weir_backend_kube::KubeBackend`), admitted by
     /// Kueue, YuniKorn or the default scheduler. Only with the `kubernetes` cargo feature.
     #[cfg(feature = "kubernetes")]

@@ -87,6 +87,7 @@ pub fn workload(rec: &Recorded) -> (WorkloadFile, Vec<String>) {
                     _ => stage.duration.clone().or(Some(DistributionSpec::Fixed(Duration(1000)))),
                 };
                 stage.command = None;
+                stage.spark = None;
                 stage.env.clear();
                 stage.max_attempts = None;
                 stage.failure_probability = None;

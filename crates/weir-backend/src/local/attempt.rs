@@ -74,6 +74,15 @@ fn bad_launch(launch: &TaskLaunch, field: &'static str, reason: String) -> Backe
 }
 
 fn check(launch: &TaskLaunch) -> Result<(), BackendError> {
+    if launch.spark.is_some() {
+        return Err(bad_launch(
+            launch,
+            "spark",
+            "the stage is a Spark application: run it on a cluster whose backend is `spark-local` \
+             (the local backend runs commands only)"
+                .into(),
+        ));
+    }
     if launch.command.contains('\0') {
         return Err(bad_launch(launch, "command", "it contains a NUL byte".into()));
     }

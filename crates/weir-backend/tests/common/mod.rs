@@ -61,6 +61,7 @@ impl Fixture {
             resources: Resources::new(1500, 2048, 0),
             stdout: self.root.join("logs").join(attempt).join("stdout"),
             stderr: self.root.join("logs").join(attempt).join("stderr"),
+            spark: None,
             user: None,
         }
     }

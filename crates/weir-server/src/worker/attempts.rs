@@ -249,6 +249,7 @@ impl Actor {
             env.insert(format!("WEIR_PARAM_{}", k.to_uppercase()), v.clone());
         }
         let command = run.jobs[j].stages[s].command.clone();
+        let spark = run.jobs[j].stages[s].spark.clone();
         let Ok(attempt) = AttemptId::new(aid.clone()) else { return };
         self.changes.push(Change::AttemptStarting {
             key,
@@ -274,6 +275,7 @@ impl Actor {
                 stdout: PathBuf::from(stdout),
                 stderr: PathBuf::from(stderr),
                 user,
+                spark,
             }),
             // The run_as user was removed from the machine since the cluster was loaded: the
             // attempt fails with the reason, never runs as someone else.

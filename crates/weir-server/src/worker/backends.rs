@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use weir_backend::{Backend, ExitSender, LocalBackend, LocalConfig};
 use weir_backend_slurm::SlurmBackend;
+use weir_backend_spark::SparkLocalBackend;
 
 use super::WorkerSettings;
 use crate::backend_status::{BackendState, BackendStatus, BackendStatuses};
@@ -44,6 +45,20 @@ pub(super) async fn build(
                 backend: Arc::new(backend),
                 kill_grace: kill_grace.unwrap_or(settings.kill_grace),
                 shared_dir: shared_dir.clone(),
+            });
+        }
+        Some(BackendSettings::SparkLocal { config, kill_grace }) => {
+            let mut config = (**config).clone();
+            if config.state_dir.as_os_str().is_empty() {
+                config.state_dir = default_dir();
+            }
+            let backend = SparkLocalBackend::new(config, exits)
+                .await
+                .map_err(|e| format!("the spark-local backend is unavailable: {e}"))?;
+            return Ok(Built {
+                backend: Arc::new(backend),
+                kill_grace: kill_grace.unwrap_or(settings.kill_grace),
+                shared_dir: None,
             });
         }
         #[cfg(feature = "kubernetes")]

@@ -48,6 +48,8 @@ pub struct StageLive {
     pub waiting_on: u32,
     pub resources: Resources,
     pub command: String,
+    /// The stage is a Spark application (`command` is then empty).
+    pub spark: Option<weir_model::SparkSpec>,
     pub env: BTreeMap<String, String>,
     pub max_attempts: u32,
     /// The walltime each task asks for (a Slurm job's time limit), if the stage gives one.
@@ -155,6 +157,7 @@ impl RunLive {
                     waiting_on: stage.after.len() as u32,
                     resources: stage.resources,
                     command: s.command.clone().unwrap_or_default(),
+                    spark: s.spark.clone(),
                     env: s.env.clone(),
                     max_attempts: s.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
                     walltime: s.walltime,

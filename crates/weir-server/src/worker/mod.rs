@@ -61,6 +61,7 @@ impl WorkerSettings {
     pub fn backend_kind(&self, cluster: &str) -> &'static str {
         match self.backends.get(cluster) {
             Some(BackendSettings::Slurm { .. }) => "slurm",
+            Some(BackendSettings::SparkLocal { .. }) => "spark-local",
             #[cfg(feature = "kubernetes")]
             Some(BackendSettings::Kubernetes { .. }) => "kubernetes",
             Some(BackendSettings::Local { .. }) | None => "local",

@@ -46,6 +46,28 @@ pub fn run(a: &BackendsArgs) -> Result<bool> {
                     Err(e) => ("unhealthy", String::new(), "-".into(), e.to_string()),
                 }
             }),
+            Some(BackendSettings::SparkLocal { config: spark, .. }) => rt.block_on(async {
+                let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+                let mut spark = (**spark).clone();
+                if spark.state_dir.as_os_str().is_empty() {
+                    // Only Spark and Java are looked for here; no attempt is started.
+                    spark.state_dir =
+                        std::env::temp_dir().join(format!("weir-backends-{}", std::process::id()));
+                }
+                let state_dir = spark.state_dir.clone();
+                let row = match weir_backend_spark::SparkLocalBackend::new(spark, tx).await {
+                    Ok(b) => {
+                        let h = weir_backend::Backend::health(&b).await;
+                        let state = if h.healthy { "healthy" } else { "unhealthy" };
+                        (state, h.version, "-".into(), h.error.unwrap_or_default())
+                    }
+                    Err(e) => ("unhealthy", String::new(), "-".into(), e.to_string()),
+                };
+                if state_dir.starts_with(std::env::temp_dir()) {
+                    let _ = std::fs::remove_dir(&state_dir);
+                }
+                row
+            }),
             #[cfg(feature = "kubernetes")]
             Some(BackendSettings::Kubernetes { config: kube, .. }) => rt.block_on(async {
                 let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
@@ -68,6 +90,7 @@ pub fn run(a: &BackendsArgs) -> Result<bool> {
         };
         let kind = match config.backends.get(&source.name) {
             Some(BackendSettings::Slurm { .. }) => "slurm",
+            Some(BackendSettings::SparkLocal { .. }) => "spark-local",
             #[cfg(feature = "kubernetes")]
             Some(BackendSettings::Kubernetes { .. }) => "kubernetes",
             _ => "local",

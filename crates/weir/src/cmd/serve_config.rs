@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use weir_backend_slurm::{Auth, Placement, SlurmConfig, SlurmQueue};
+use weir_backend_spark::SparkLocalConfig;
 use weir_model::{ModelError, Problem};
 use weir_server::{BackendSettings, ClusterSource, TlsFiles};
 
@@ -73,6 +74,11 @@ struct BackendEntry {
     tag: Option<String>,
     shared_dir: Option<PathBuf>,
     when_unhealthy: Option<WhenUnhealthyEntry>,
+    // spark-local (`state_dir` and `kill_grace_seconds` too)
+    spark_home: Option<PathBuf>,
+    python: Option<PathBuf>,
+    #[serde(default)]
+    conf: BTreeMap<String, String>,
     // kubernetes (`poll_interval_ms`, `queues`, `kill_grace_seconds` and `shared_dir` too)
     namespace: Option<String>,
     image: Option<String>,
@@ -91,14 +97,15 @@ enum NodesEntry {
     FromBackend,
 }
 
-/// Backend kinds; `spark` is for a later release. `kubernetes` needs a weir built with the
-/// `kubernetes` cargo feature.
+/// Backend kinds. `kubernetes` needs a weir built with the `kubernetes` cargo feature.
 #[derive(Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 enum BackendKind {
     #[default]
     Local,
     Slurm,
+    #[serde(rename = "spark-local")]
+    SparkLocal,
     Kubernetes,
 }
 
@@ -224,6 +231,19 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
             Err(e) => problem(format!("{at}.file"), format!("cannot read {}: {e}", cluster_file.display())),
         }
         let kill_grace = c.backend.kill_grace_seconds.map(Duration::from_secs);
+        if c.backend.kind != BackendKind::SparkLocal {
+            for (field, set) in spark_fields(&c.backend) {
+                if set {
+                    problem(
+                        format!("{at}.backend.{field}"),
+                        format!(
+                            "is a spark-local backend's field (this backend is `kind: {}`)",
+                            c.backend.kind.name()
+                        ),
+                    );
+                }
+            }
+        }
         if c.backend.kind == BackendKind::Kubernetes {
             let at = format!("{at}.backend");
             if let Some(settings) = kube::settings(&c.backend, &at, &mut problem) {
@@ -313,7 +333,7 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
             if set {
                 problem(
                     format!("{at}.backend.{field}"),
-                    "is a slurm backend's field (this backend is `kind: local`)".into(),
+                    format!("is a slurm backend's field (this backend is `kind: {}`)", c.backend.kind.name()),
                 );
             }
         }
@@ -325,6 +345,45 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
                     format!("{} is also cluster `{other}`'s: each cluster needs its own", dir.display()),
                 );
             }
+        }
+        if c.backend.kind == BackendKind::SparkLocal {
+            let at = format!("{at}.backend");
+            let mut config = SparkLocalConfig::new(state_dir.unwrap_or_default());
+            config.spark_home = c.backend.spark_home.as_deref().map(resolve);
+            // A bare name (`python3`) is looked up on PATH; a path is taken from the file's folder.
+            config.python = c.backend.python.as_deref().map(|p| {
+                if p.components().count() > 1 {
+                    resolve(p)
+                } else {
+                    p.to_path_buf()
+                }
+            });
+            for (key, value) in &c.backend.conf {
+                if !key.starts_with("spark.")
+                    || key.contains(['=', '\0'])
+                    || key.contains(char::is_whitespace)
+                {
+                    problem(
+                        format!("{at}.conf"),
+                        format!(
+                            "`{}` is not a Spark property name (`spark.…`, no `=` or spaces)",
+                            key.escape_debug()
+                        ),
+                    );
+                } else if key == "spark.master" || key == "spark.submit.deployMode" {
+                    problem(
+                        format!("{at}.conf.{key}"),
+                        "is the backend's own: `spark-local` runs every application with `--master local[N]`"
+                            .into(),
+                    );
+                } else if value.contains('\0') {
+                    problem(format!("{at}.conf.{key}"), "must not contain a NUL byte".into());
+                }
+            }
+            config.conf = c.backend.conf.clone();
+            backends
+                .insert(c.name.clone(), BackendSettings::SparkLocal { config: Box::new(config), kill_grace });
+            continue;
         }
         backends.insert(c.name.clone(), BackendSettings::Local { state_dir, kill_grace });
     }
@@ -474,11 +533,17 @@ fn slurm_fields(b: &BackendEntry) -> [(&'static str, bool); 17] {
     ]
 }
 
+/// The fields only a spark-local backend has.
+fn spark_fields(b: &BackendEntry) -> [(&'static str, bool); 3] {
+    [("spark_home", b.spark_home.is_some()), ("python", b.python.is_some()), ("conf", !b.conf.is_empty())]
+}
+
 impl BackendKind {
     fn name(&self) -> &'static str {
         match self {
             BackendKind::Local => "local",
             BackendKind::Slurm => "slurm",
+            BackendKind::SparkLocal => "spark-local",
             BackendKind::Kubernetes => "kubernetes",
         }
     }

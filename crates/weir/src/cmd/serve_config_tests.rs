@@ -313,3 +313,61 @@ clusters:
     );
     assert_eq!(p.len(), 4, "{p:?}");
 }
+
+#[test]
+fn a_spark_local_backend_resolves_its_paths_and_refuses_the_master_and_other_kinds_fields() {
+    let dir = scratch("spark");
+    let text = "version: 1
+clusters:
+  - name: a
+    file: clusters/a.yaml
+    backend:
+      kind: spark-local
+      spark_home: spark/home
+      python: python3
+      state_dir: state
+      kill_grace_seconds: 4
+      conf: {spark.ui.enabled: 'false'}
+  - name: b
+    file: clusters/b.yaml
+    backend: {kind: spark-local, python: venv/bin/python}
+";
+    let c = parse("server.yaml", text, &dir).unwrap_or_else(|e| panic!("{e}"));
+    let BackendSettings::SparkLocal { config, kill_grace } = &c.backends["a"] else {
+        panic!("{:?}", c.backends["a"])
+    };
+    assert_eq!(config.spark_home.as_deref(), Some(dir.join("spark/home").as_path()));
+    // A bare name is looked up on PATH when the backend starts; a path is the file's folder's.
+    assert_eq!(config.python.as_deref(), Some(Path::new("python3")));
+    assert_eq!(config.state_dir, dir.join("state"));
+    assert_eq!(config.conf["spark.ui.enabled"], "false");
+    assert_eq!(*kill_grace, Some(Duration::from_secs(4)));
+    let BackendSettings::SparkLocal { config, .. } = &c.backends["b"] else { panic!() };
+    assert_eq!(config.python.as_deref(), Some(dir.join("venv/bin/python").as_path()));
+    // No state folder given: the worker fills in DATA_DIR/backend/NAME.
+    assert_eq!(config.state_dir, PathBuf::new());
+
+    let bad = "version: 1
+clusters:
+  - name: a
+    file: clusters/a.yaml
+    backend: {kind: spark-local, url: 'http://x', conf: {spark.master: 'local[8]', ui: 'x'}}
+  - name: b
+    file: clusters/b.yaml
+    backend: {kind: local, spark_home: /opt/spark}
+";
+    let p = problems(bad, &dir);
+    assert_eq!(
+        p.iter().map(|p| p.split(": ").next().unwrap_or_default()).collect::<Vec<_>>(),
+        [
+            "clusters[0].backend.url",
+            "clusters[0].backend.conf.spark.master",
+            "clusters[0].backend.conf",
+            "clusters[1].backend.spark_home"
+        ],
+        "{p:#?}"
+    );
+    assert!(p[0].contains("(this backend is `kind: spark-local`)"), "{p:?}");
+    assert!(p[3].contains("is a spark-local backend's field (this backend is `kind: local`)"), "{p:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,247 @@
+//! `weir serve` with a `spark-local` cluster, through the real binary and a real Spark (the
+//! `pyspark` package; `.ci/run` installs it): a workflow whose stage is a PySpark word count
+//! over a file of the repository (examples/spark) runs from `weir submit` to its end, its
+//! output and driver log in `weir logs`; `weir kill` ends a running application with every
+//! process of it (the JVM, the Python driver and its Python workers). Each application starts a
+//! JVM (about 20 s on a loaded 2-core machine), so this is one test.
+//!
+//! The server runs `--single-tenant`: tasks run as the server's user, who can read the pyspark
+//! that pip put in root's Python (a server that switches users needs Spark and Python readable
+//! by the task user; docs/backends.md).
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn client(dir: &Path, port: u16, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(args)
+        .current_dir(dir)
+        .env("WEIR_SERVER", format!("http://127.0.0.1:{port}"))
+        .env_remove("WEIR_TOKEN")
+        .args(["--data-dir", "data"])
+        .output()
+        .expect("run weir")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(out.status.success(), "failed: {}\n{}", common::text(&out.stdout), common::text(&out.stderr));
+    common::text(&out.stdout)
+}
+
+fn eventually(dir: &Path, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > Duration::from_secs(300) {
+            let log = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+            panic!("timed out waiting for {what}; the server said:\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port()
+}
+
+fn run_of(dir: &Path, port: u16, workflow: &str) -> Option<Value> {
+    let out = client(dir, port, &["runs", "--json"]);
+    let runs: Value = serde_json::from_slice(&out.stdout).ok()?;
+    runs["runs"].as_array()?.iter().find(|r| r["workflow"] == workflow).cloned()
+}
+
+fn state_of(dir: &Path, port: u16, workflow: &str) -> String {
+    run_of(dir, port, workflow).and_then(|r| r["state"].as_str().map(String::from)).unwrap_or_default()
+}
+
+/// Processes whose command line mentions `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(marker) {
+            found.push(format!("{}: {}", entry.file_name().to_string_lossy(), text.trim()));
+        }
+    }
+    found
+}
+
+fn workflow(name: &str, main: &str, args: &[&str]) -> String {
+    let args = args.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(", ");
+    format!(
+        "  - name: {name}\n    jobs:\n      - name: j\n        stages:\n          - name: count\n            tasks: 1\n            max_attempts: 1\n            resources: {{cpu: 1000, memory: 3g}}\n            spark: {{main: '{main}', args: [{args}], executors: 1, conf: {{spark.sql.shuffle.partitions: '2'}}}}\n"
+    )
+}
+
+#[test]
+fn a_pyspark_word_count_runs_from_submit_to_logs_and_kill_leaves_no_driver() {
+    let scratch = common::Scratch::new("serve-spark");
+    let dir = scratch.0.clone();
+    let port = free_port();
+    std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
+    scratch.file(
+        "clusters/spark.yaml",
+        "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 4000, memory: 8g}}\nqueues:\n  - {name: default}\n",
+    );
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: spark\n    file: clusters/spark.yaml\n    backend:\n      kind: spark-local\n      kill_grace_seconds: 2\n      conf: {{spark.ui.enabled: 'false'}}\n"
+        ),
+    );
+    // Before a server runs: the backend is asked directly.
+    let health = ok(&Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["backends", "--config", "server.yaml"])
+        .current_dir(&dir)
+        .output()
+        .expect("weir backends"));
+    assert!(health.contains("spark-local healthy") && health.contains("Spark 4."), "{health}");
+
+    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
+    let _serve = Serve(
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--config", "server.yaml", "--single-tenant"])
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("weir serve"),
+    );
+    let examples = common::workspace().join("examples/spark").canonicalize().expect("examples/spark");
+    let script = examples.join("wordcount.py").display().to_string();
+    let words = examples.join("words.txt").display().to_string();
+    eventually(&dir, "the server", || {
+        client(
+            &dir,
+            port,
+            &["routes", "set", "workflow:wordcount", "--cluster", "spark", "--queue", "root.default"],
+        )
+        .status
+        .success()
+    });
+    scratch
+        .file("wc.yaml", &format!("version: 1\nworkflows:\n{}", workflow("wordcount", &script, &[&words])));
+    ok(&client(&dir, port, &["submit", "wc.yaml"]));
+    eventually(&dir, "the word count to end", || {
+        matches!(state_of(&dir, port, "wordcount").as_str(), "succeeded" | "failed")
+    });
+    let run = run_of(&dir, port, "wordcount").expect("the run");
+    let id = run["id"].to_string();
+    let driver = ok(&client(&dir, port, &["logs", &id, "count.0", "--stream", "stderr"]));
+    assert_eq!(run["state"], "succeeded", "{driver}");
+    // Counted by hand from examples/spark/words.txt.
+    let out = ok(&client(&dir, port, &["logs", &id, "count.0"]));
+    assert!(out.starts_with("the\t9\nweir\t5\nwork\t3\n") && out.ends_with("total 34\n"), "{out}");
+    // The driver's own log: Spark's, for the application named after the attempt, in local mode.
+    assert!(driver.contains(&format!("Submitted application: weir:run-{id}/")), "{driver}");
+
+    // Kill: a copy of the script at a path of its own, waiting after it counted.
+    let marker = dir.join("sleeper.py");
+    std::fs::copy(&script, &marker).expect("copy the script");
+    let marker = marker.display().to_string();
+    ok(&client(
+        &dir,
+        port,
+        &["routes", "set", "workflow:sleeper", "--cluster", "spark", "--queue", "root.default"],
+    ));
+    scratch.file(
+        "sleeper.yaml",
+        &format!("version: 1\nworkflows:\n{}", workflow("sleeper", &marker, &[&words, "600"])),
+    );
+    ok(&client(&dir, port, &["submit", "sleeper.yaml"]));
+    eventually(&dir, "the sleeper to count", || {
+        run_of(&dir, port, "sleeper").is_some_and(|r| {
+            let out = client(&dir, port, &["logs", &r["id"].to_string(), "count.0"]);
+            common::text(&out.stdout).contains("total 34")
+        })
+    });
+    let running = processes_with(&marker);
+    assert!(running.iter().any(|p| p.contains("python")), "no Python driver: {running:?}");
+    assert!(running.iter().any(|p| p.contains("java")), "no JVM: {running:?}");
+    let sleeper = run_of(&dir, port, "sleeper").expect("the sleeper run");
+    ok(&client(&dir, port, &["kill", &sleeper["id"].to_string()]));
+    eventually(&dir, "the sleeper run to be killed", || state_of(&dir, port, "sleeper") == "killed");
+    let left = processes_with(&marker);
+    assert!(left.is_empty(), "processes of the killed application left: {left:?}");
+}
+
+/// No Spark where the server file says: `weir backends --config` says so and exits 1; the
+/// running server marks the cluster unhealthy with the reason, and a run routed to it waits in
+/// the store instead of failing. No JVM starts.
+#[test]
+fn a_spark_home_without_spark_is_an_unhealthy_cluster_with_the_reason_and_runs_wait() {
+    let scratch = common::Scratch::new("serve-spark-missing");
+    let dir = scratch.0.clone();
+    let port = free_port();
+    std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
+    scratch.file(
+        "clusters/spark.yaml",
+        "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 4000, memory: 8g}}\nqueues:\n  - {name: default}\n",
+    );
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: nospark\n    file: clusters/spark.yaml\n    backend: {{kind: spark-local, spark_home: no-spark-here}}\n"
+        ),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["backends", "--config", "server.yaml"])
+        .current_dir(&dir)
+        .output()
+        .expect("weir backends");
+    let direct = common::text(&out.stdout);
+    // The path as the file gives it, from the file's folder (here the working folder).
+    let missing = "no-spark-here/bin/spark-submit";
+    assert!(
+        !out.status.success()
+            && direct.contains("unhealthy")
+            && direct.contains("no Spark found")
+            && direct.contains(missing),
+        "{direct}"
+    );
+    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
+    let _serve = Serve(
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--config", "server.yaml", "--single-tenant"])
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("weir serve"),
+    );
+    eventually(&dir, "the server", || {
+        client(
+            &dir,
+            port,
+            &["routes", "set", "workflow:wordcount", "--cluster", "nospark", "--queue", "root.default"],
+        )
+        .status
+        .success()
+    });
+    scratch.file("wc.yaml", &format!("version: 1\nworkflows:\n{}", workflow("wordcount", "/x/wc.py", &[])));
+    ok(&client(&dir, port, &["submit", "wc.yaml"]));
+    eventually(&dir, "the cluster to be seen unhealthy", || {
+        let view = common::text(&client(&dir, port, &["backends"]).stdout);
+        view.lines().any(|l| {
+            l.starts_with("nospark ")
+                && l.contains("unhealthy")
+                && l.contains("the spark-local backend is unavailable: no Spark found")
+        })
+    });
+    let state = state_of(&dir, port, "wordcount");
+    assert!(!state.is_empty() && !matches!(state.as_str(), "succeeded" | "failed" | "killed"), "{state}");
+}
