@@ -150,7 +150,7 @@ impl Engine {
                 Some((b, bs)) => match order::compare(p.policy, &s, bs, &cluster) {
                     Ordering::Less => true,
                     Ordering::Greater => false,
-                    Ordering::Equal => cq.name < self.queues[*b as usize].name,
+                    Ordering::Equal => cq.name_rank < self.queues[*b as usize].name_rank,
                 },
             };
             if better {
@@ -175,7 +175,7 @@ impl Engine {
                 Some((b, bk)) => match k.cmp(bk) {
                     Ordering::Less => true,
                     Ordering::Greater => false,
-                    Ordering::Equal => cq.name < self.queues[*b as usize].name,
+                    Ordering::Equal => cq.name_rank < self.queues[*b as usize].name_rank,
                 },
             };
             if better {
