@@ -104,3 +104,27 @@ fn tempfile_dir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// `weir bench sim --backlog --user-limit` (issue 22 §1): one user at `user_max_running_apps: 1`,
+/// a 20 s job a second. The user's one slot passes from job to job, so an hour completes
+/// 3,600 / 20 = 180 jobs but the last, which ends at the horizon itself; the rest wait.
+#[test]
+fn the_user_limit_backlog_runs_one_job_at_a_time_and_piles_up_the_rest() {
+    for hours in [1u64, 2] {
+        let out = weir(&["bench", "sim", "--backlog", "--user-limit", "--hours", &hours.to_string()]);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+        let completed = hours * 3600 / 20 - 1;
+        assert!(stdout.contains(&format!("simulated {hours}.0 h: {completed} runs completed")), "{stdout}");
+        let waiting: u64 = stdout
+            .split("at most ")
+            .nth(1)
+            .and_then(|t| t.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .expect("at most N jobs waiting");
+        // Sampled every 256 steps: close to the arrivals not yet run at the end.
+        assert!(waiting > hours * 3600 * 9 / 10 && waiting < hours * 3600, "{stdout}");
+        let json: Value = serde_json::from_str(stdout.lines().last().expect("output")).expect("JSON");
+        assert!(json["events_per_sec"].as_f64().expect("events_per_sec") > 0.0);
+    }
+}
