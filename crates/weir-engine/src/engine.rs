@@ -123,6 +123,7 @@ impl Engine {
             queues.push(Queue {
                 path: q.path.clone(),
                 name: q.name.clone(),
+                name_rank: 0,
                 parent: q.parent.map(|p| p as QueueIx),
                 children: q.children.iter().map(|&c| c as QueueIx).collect(),
                 subtree_end: 0,
@@ -176,6 +177,17 @@ impl Engine {
                 .map(|&c| queues[c as usize].subtree_end)
                 .unwrap_or(i as QueueIx + 1);
             queues[i].subtree_end = end;
+        }
+        for p in 0..queues.len() {
+            let mut children = queues[p].children.clone();
+            children.sort_by(|&a, &b| queues[a as usize].name.cmp(&queues[b as usize].name));
+            let mut rank = 0;
+            for (i, &c) in children.iter().enumerate() {
+                if i > 0 && queues[c as usize].name != queues[children[i - 1] as usize].name {
+                    rank = i as u32;
+                }
+                queues[c as usize].name_rank = rank;
+            }
         }
         let mut engine = Engine {
             config,

@@ -113,3 +113,57 @@ fn policy_min_is_whole_not_componentwise() {
     assert_eq!(smaller(Policy::Fair, a, b, &cluster), a, "memory decides");
     assert_eq!(smaller(Policy::Drf, a, b, &cluster), b, "dominant share decides");
 }
+
+/// `FairKey` (each child's key worked out once, in `best_fair_child`) orders claimants exactly
+/// as the `fair` comparator does, ties included: the engine's decisions do not change.
+mod fair_key {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn standing() -> impl Strategy<Value = Standing> {
+        // Small values so that ties (equal ratios, zero demand, min 0 or 1) are common.
+        let mem = prop_oneof![0u64..4, 0u64..40, Just(1u64 << 40)];
+        let weight = prop_oneof![
+            Just(0.0),
+            Just(-0.0),
+            Just(1.0),
+            Just(0.5),
+            Just(3.0),
+            Just(f64::INFINITY),
+            0.0f64..10.0
+        ];
+        (mem.clone(), mem.clone(), mem, weight, 0u64..3).prop_map(|(u, d, m, w, start)| Standing {
+            usage: Resources::new(7, u, 0),
+            demand: Resources::new(9, d, 0),
+            min: Resources::new(5, m, 0),
+            weight: w,
+            start,
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn keys_compare_as_the_comparator_does(a in standing(), b in standing()) {
+            let cluster = Resources::new(100, 100, 0);
+            let by_keys = FairKey::of(&a).cmp(&FairKey::of(&b));
+            prop_assert_eq!(by_keys, compare(Policy::Fair, &a, &b, &cluster));
+        }
+    }
+
+    #[test]
+    fn the_spelled_out_cases_agree() {
+        let pairs = [
+            (s(0, 0, 0, 1.0), s(50, 60, 0, 1.0)),
+            (s(30, 60, 40, 1.0), s(10, 60, 0, 1.0)),
+            (s(30, 60, 40, 1.0), s(10, 60, 20, 1.0)),
+            (s(30, 60, 0, 3.0), s(20, 60, 0, 1.0)),
+            (s(0, 60, 0, 0.0), s(50, 60, 0, 1.0)),
+            (s(10, 20, 100, 1.0), s(30, 100, 100, 1.0)),
+        ];
+        for (a, b) in pairs {
+            assert_eq!(FairKey::of(&a).cmp(&FairKey::of(&b)), cmp(a, b), "{a:?} {b:?}");
+            assert_eq!(FairKey::of(&b).cmp(&FairKey::of(&a)), cmp(b, a), "{b:?} {a:?}");
+        }
+    }
+}

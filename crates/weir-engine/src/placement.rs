@@ -134,6 +134,9 @@ impl Engine {
 
     fn best_child(&self, parent: QueueIx, failed: &[Ask]) -> Option<QueueIx> {
         let p = &self.queues[parent as usize];
+        if p.policy != Policy::Drf {
+            return self.best_fair_child(parent, failed);
+        }
         let cluster = self.nodes.total;
         let mut best: Option<(QueueIx, Standing)> = None;
         for &c in &p.children {
@@ -147,11 +150,36 @@ impl Engine {
                 Some((b, bs)) => match order::compare(p.policy, &s, bs, &cluster) {
                     Ordering::Less => true,
                     Ordering::Greater => false,
-                    Ordering::Equal => cq.name < self.queues[*b as usize].name,
+                    Ordering::Equal => cq.name_rank < self.queues[*b as usize].name_rank,
                 },
             };
             if better {
                 best = Some((c, s));
+            }
+        }
+        best.map(|(c, _)| c)
+    }
+
+    /// `best_child` under a fair parent (`order::compare` under `fair`), each child's key
+    /// worked out once.
+    fn best_fair_child(&self, parent: QueueIx, failed: &[Ask]) -> Option<QueueIx> {
+        let mut best: Option<(QueueIx, order::FairKey)> = None;
+        for &c in &self.queues[parent as usize].children {
+            let cq = &self.queues[c as usize];
+            if cq.ready_jobs == 0 || cq.exhausted_pass == self.pass || self.subtree_failed(c, failed) {
+                continue;
+            }
+            let k = order::FairKey::of(&self.standing(c));
+            let better = match &best {
+                None => true,
+                Some((b, bk)) => match k.cmp(bk) {
+                    Ordering::Less => true,
+                    Ordering::Greater => false,
+                    Ordering::Equal => cq.name_rank < self.queues[*b as usize].name_rank,
+                },
+            };
+            if better {
+                best = Some((c, k));
             }
         }
         best.map(|(c, _)| c)

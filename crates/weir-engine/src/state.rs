@@ -74,6 +74,9 @@ impl Request {
 pub(crate) struct Queue {
     pub path: QueuePath,
     pub name: String,
+    /// Its name's place among its siblings' names (equal names, equal places): the last
+    /// tie-break between siblings, compared without reading the names.
+    pub name_rank: u32,
     pub parent: Option<QueueIx>,
     pub children: Vec<QueueIx>,
     /// One past the last queue of this subtree: the subtree is `self..subtree_end` in preorder.

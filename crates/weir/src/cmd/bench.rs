@@ -1,15 +1,17 @@
 //! `weir bench`: measure the engine on synthetic clusters and workloads.
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::time::{Duration as WallDuration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
 use weir_engine::{ContainerId, Decision, Engine, JobId, JobSpec, Request};
 use weir_model::cluster_file::SchedulerSpec;
 use weir_model::{QueuePath, Time};
 
+use super::bench_digest::DecisionDigest;
 use crate::emit;
 use crate::synthetic::{self, SplitMix};
 
@@ -85,6 +87,15 @@ struct EngineBench {
     /// scheduler.reservable_nodes (0 = no reservations, as weir had before it followed YARN).
     #[arg(long, default_value_t = 0.05, value_name = "F")]
     reservable_nodes: f64,
+    /// Also write the decision digest (printed anyway: the SHA-256 of every decision of the
+    /// placement phases, in order, pass by pass) to this file. Two builds with the same
+    /// digest made the same decisions.
+    #[arg(long, value_name = "PATH")]
+    digest_out: Option<PathBuf>,
+    /// Also write the decision log the digest is taken over (one line per decision, each pass
+    /// opened by `pass N`) to this file, to `diff` two runs whose digests differ.
+    #[arg(long, value_name = "PATH")]
+    decision_log: Option<PathBuf>,
 }
 
 pub fn run(args: &BenchArgs) -> Result<()> {
@@ -131,10 +142,14 @@ fn engine(a: &EngineBench) -> Result<()> {
     }
     let submit_time = t.elapsed();
 
+    // The digest is taken outside the timed spans.
+    let mut digest = DecisionDigest::new(a.decision_log.as_deref())?;
     let mut running: Vec<ContainerId> = Vec::new();
     let t = Instant::now();
-    let fill = collect_starts(engine.schedule(now), &mut running);
+    let decisions = engine.schedule(now);
     let fill_time = t.elapsed();
+    digest.pass(&decisions)?;
+    let fill = collect_starts(decisions, &mut running);
 
     let mut churn = 0usize;
     let mut churn_time = WallDuration::ZERO;
@@ -149,8 +164,15 @@ fn engine(a: &EngineBench) -> Result<()> {
             let c = running.swap_remove(i);
             engine.on_container_finished(now, c)?;
         }
-        churn += collect_starts(engine.schedule(now), &mut running);
+        let decisions = engine.schedule(now);
         churn_time += t.elapsed();
+        digest.pass(&decisions)?;
+        churn += collect_starts(decisions, &mut running);
+    }
+    let (digest, decisions, passes) = digest.finish()?;
+    if let Some(path) = &a.digest_out {
+        std::fs::write(path, format!("{digest}\n"))
+            .with_context(|| format!("--digest-out: cannot write {}", path.display()))?;
     }
 
     let share_config = synthetic::cluster_with_queues(a.share_queues);
@@ -216,10 +238,14 @@ fn engine(a: &EngineBench) -> Result<()> {
         share_leaves.len(),
         recompute.as_secs_f64() * 1e3
     )?;
+    writeln!(out, "decision digest: sha256 {digest} ({decisions} decisions in {passes} passes)")?;
     writeln!(
         out,
         "{}",
         json!({
+            "decision_digest": digest,
+            "decisions": decisions,
+            "placements": fill + churn,
             "placements_per_sec": total_rate.round(),
             "fill_placements_per_sec": rate(fill, fill_time).round(),
             "churn_placements_per_sec": rate(churn, churn_time).round(),

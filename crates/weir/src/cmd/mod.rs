@@ -3,6 +3,7 @@
 pub mod apply;
 pub mod backends;
 pub mod bench;
+mod bench_digest;
 mod bench_plan;
 pub mod bench_serve;
 pub mod bench_sim;
