@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use tokio::task::JoinSet;
 
 use crate::error::{CommitError, Result};
-use crate::keys::{check_prefix, record_key, CLAIM, MANIFEST};
+use crate::keys::{check_prefix, record_key, records_prefix, CLAIM, MANIFEST};
 use crate::record::{
     Claim, JobCommitState, JobPhase, Manifest, ManifestFile, UploadRecord, UploadState, MANIFEST_FORMAT,
 };
@@ -41,9 +41,25 @@ impl Committer {
     pub async fn prepare_job_commit(&self, plan: &JobCommitPlan) -> Result<JobCommitState> {
         check_prefix(&plan.output)
             .map_err(|reason| CommitError::Name { name: plan.output.clone(), reason })?;
+        // The attempts' records, read `parallel_files` attempts at once, then checked in the
+        // plan's order.
+        let mut read: Vec<(usize, Vec<UploadRecord>)> = Vec::with_capacity(plan.attempts.len());
+        let mut running = JoinSet::new();
+        for (i, staging) in plan.attempts.iter().enumerate() {
+            while running.len() >= self.config.parallel_files {
+                read.push(running.join_next().await.expect("non-empty").expect("no panic")?);
+            }
+            let (me, staging) = (self.clone(), staging.clone());
+            running.spawn(async move { me.attempt_records(&staging).await.map(|r| (i, r)) });
+        }
+        while let Some(done) = running.join_next().await {
+            read.push(done.expect("no panic")?);
+        }
+        read.sort_by_key(|(i, _)| *i);
         let mut by_name: BTreeMap<String, (String, UploadRecord)> = BTreeMap::new();
-        for staging in &plan.attempts {
-            for record in self.attempt_records(staging).await? {
+        for (i, records) in read {
+            let staging = &plan.attempts[i];
+            for record in records {
                 let rkey = record_key(staging, &record.name);
                 if record.state != UploadState::Uploaded {
                     return Err(CommitError::Record {
@@ -304,13 +320,21 @@ impl Committer {
 
     /// Best effort: the staging records of a finished (committed or aborted) job.
     async fn drop_records(&self, state: &JobCommitState) {
+        let mut running = JoinSet::new();
         for staging in &state.attempts {
-            if let Ok(records) = self.attempt_records(staging).await {
-                for r in records {
-                    let _ = self.store.delete(&record_key(staging, &r.name)).await;
-                }
+            while running.len() >= self.config.parallel_files {
+                running.join_next().await;
             }
+            let (me, prefix) = (self.clone(), records_prefix(staging));
+            running.spawn(async move {
+                if let Ok(objects) = me.store.list(&prefix).await {
+                    for o in objects {
+                        let _ = me.store.delete(&o.key).await;
+                    }
+                }
+            });
         }
+        while running.join_next().await.is_some() {}
     }
 
     /// The output's manifest, if it has one.

@@ -44,7 +44,8 @@ async fn sweeper_aborts_orphans_only() {
     let report = c.sweep("", 3_600_000, now, &Default::default()).await.unwrap();
     assert_eq!((report.aborted.len(), report.kept_young), (0, 1));
     c.store().abort("sales/young.csv", &young).await.unwrap();
-    scenarios::sweeper_aborts_orphans_only(&c, &tmp.0, now + 1).await;
+    // Swept "an hour later": every upload the scenario makes is older than its limit (0).
+    scenarios::sweeper_aborts_orphans_only(&c, &tmp.0, now + 3_600_000).await;
 }
 
 /// A part changed on disk after the task commit recorded its ETag: the job commit finds it,
