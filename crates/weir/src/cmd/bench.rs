@@ -39,6 +39,11 @@ enum BenchTarget {
     /// --postgres), and one-task runs dispatched and completed per second on the local
     /// backend. Last line: JSON.
     Serve(super::bench_serve::ServeBench),
+    /// The output committer on moto's S3 server (started and stopped here), another
+    /// S3-compatible server or the local store: task-commit throughput and job-commit time for
+    /// 1,000 files of 1 MB and 10 of 100 MB, beside plain puts of the same files. Last line:
+    /// JSON.
+    Commit(super::bench_commit::CommitBench),
 }
 
 #[derive(Debug, Args)]
@@ -103,6 +108,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         BenchTarget::Engine(e) => engine(e),
         BenchTarget::Sim(s) => super::bench_sim::run(s),
         BenchTarget::Serve(s) => super::bench_serve::run(s),
+        BenchTarget::Commit(c) => super::bench_commit::run(c),
         BenchTarget::Plan(p) => super::bench_plan::run(p.leaves, p.days, p.resolution_secs, p.csv_mb, p.seed),
     }
 }

@@ -3,11 +3,13 @@
 pub mod apply;
 pub mod backends;
 pub mod bench;
+mod bench_commit;
 mod bench_digest;
 mod bench_plan;
 pub mod bench_serve;
 pub mod bench_sim;
 pub mod client;
+pub mod commit_helper;
 pub mod export;
 pub mod import;
 pub mod plan;
