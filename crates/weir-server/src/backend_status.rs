@@ -87,12 +87,41 @@ pub struct BackendStatuses {
     by_cluster: RwLock<BTreeMap<String, BackendStatus>>,
     /// Clusters whose server file says `when_unhealthy: refuse`.
     refusing: BTreeSet<String>,
+    /// Clusters whose backend runs Spark applications (`spark:` stages), and each cluster's
+    /// backend kind as the server file sets it (absent: `local`).
+    kinds: BTreeMap<String, (&'static str, bool)>,
 }
 
 impl BackendStatuses {
     /// `refusing`: the clusters whose submissions are refused while their backend is unhealthy.
-    pub fn new(refusing: BTreeSet<String>) -> BackendStatuses {
-        BackendStatuses { by_cluster: RwLock::default(), refusing }
+    /// `kinds`: each cluster's backend kind from the server file and whether it runs Spark
+    /// applications.
+    pub fn new(refusing: BTreeSet<String>, kinds: BTreeMap<String, (&'static str, bool)>) -> BackendStatuses {
+        BackendStatuses { by_cluster: RwLock::default(), refusing, kinds }
+    }
+
+    /// Why `spec` cannot run on `cluster`: a stage that is a Spark application routed to a
+    /// cluster whose backend does not run them (it would fail at start; said at submission
+    /// instead). `None`: it can.
+    pub fn cannot_run(&self, cluster: &str, spec: &weir_model::WorkflowSpec) -> Option<(String, String)> {
+        let (kind, spark) = self.kinds.get(cluster).copied().unwrap_or(("local", false));
+        if spark {
+            return None;
+        }
+        for job in &spec.jobs {
+            for stage in &job.stages {
+                if stage.spark.is_some() {
+                    return Some((
+                        format!("workflow.jobs.{}.stages.{}.spark", job.name, stage.name),
+                        format!(
+                            "stage `{}.{}` is a Spark application, but cluster `{cluster}` runs its tasks on the `{kind}` backend, which does not run Spark; route the workflow to a cluster whose server file says `backend: {{kind: spark-local}}`",
+                            job.name, stage.name
+                        ),
+                    ));
+                }
+            }
+        }
+        None
     }
 
     /// Why a submission to `cluster` is refused now: its operator asked to refuse while the
@@ -187,7 +216,7 @@ mod tests {
 
     #[test]
     fn only_a_refusing_cluster_refuses_and_only_while_unhealthy() {
-        let s = BackendStatuses::new(["hpc".to_string()].into());
+        let s = BackendStatuses::new(["hpc".to_string()].into(), BTreeMap::new());
         assert_eq!(s.refusal("hpc"), None, "nothing known yet: accepted");
         s.mark("hpc", "slurm", BackendState::Unhealthy, Some("slurmrestd at … cannot be reached".into()), 1);
         s.mark("other", "slurm", BackendState::Unhealthy, Some("down".into()), 1);

@@ -241,6 +241,24 @@ pub enum BackendSettings {
     },
 }
 
+impl BackendSettings {
+    /// The kind's name, as the server file spells it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BackendSettings::Local { .. } => "local",
+            BackendSettings::Slurm { .. } => "slurm",
+            BackendSettings::SparkLocal { .. } => "spark-local",
+            #[cfg(feature = "kubernetes")]
+            BackendSettings::Kubernetes { .. } => "kubernetes",
+        }
+    }
+
+    /// Whether the kind runs Spark applications (`spark:` stages).
+    pub fn runs_spark(&self) -> bool {
+        matches!(self, BackendSettings::SparkLocal { .. })
+    }
+}
+
 /// How to stop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stop {

@@ -178,7 +178,9 @@ impl Server {
             .filter(|(_, b)| matches!(b, BackendSettings::Slurm { refuse_when_unhealthy: true, .. }))
             .map(|(name, _)| name.clone())
             .collect();
-        let backends = Arc::new(backend_status::BackendStatuses::new(refusing));
+        let kinds =
+            config.backends.iter().map(|(name, b)| (name.clone(), (b.kind(), b.runs_spark()))).collect();
+        let backends = Arc::new(backend_status::BackendStatuses::new(refusing, kinds));
         let worker = if config.worker {
             Some(worker::start(
                 &config,

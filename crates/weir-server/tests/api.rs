@@ -230,6 +230,15 @@ async fn bad_input_gets_its_status_code(db: Db) {
     wf["jobs"][0]["stages"][0].as_object_mut().expect("stage").remove("command");
     let (st, e) = s.submit(wf, "d").await;
     assert_eq!((st, e["error"]["field"].as_str()), (400, Some("workflow.jobs.j.stages.s.command")), "{e:#}");
+    // A Spark application routed to a cluster whose backend is `local`: refused at submission
+    // (it could only fail at start), naming the stage.
+    let mut wf = one_task("w", "root.ads.tier1", "true");
+    let stage = wf["jobs"][0]["stages"][0].as_object_mut().expect("stage");
+    stage.remove("command");
+    stage.insert("spark".to_string(), json!({"main": "wordcount.py"}));
+    let (st, e) = s.submit(wf, "d").await;
+    assert_eq!((st, e["error"]["field"].as_str()), (400, Some("workflow.jobs.j.stages.s.spark")), "{e:#}");
+    assert!(e["error"]["message"].as_str().unwrap_or("").contains("`local` backend"), "{e:#}");
     // Oversize body: 413.
     let big =
         json!({"workflow": one_task("w", "root.ads.tier1", &"x".repeat(100 * 1024)), "logical_date": "d"});

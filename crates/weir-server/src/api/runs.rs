@@ -96,6 +96,9 @@ pub(super) async fn submit_run(
         s.audit(&principal.token_id, "submit", String::new(), "denied", ctx).await;
         return Err(e);
     }
+    if let Some((field, why)) = s.backends.cannot_run(&accepted.cluster, &accepted.spec) {
+        return Err(ApiError::invalid(why).field(field));
+    }
     if let Some(why) = s.backends.refusal(&accepted.cluster) {
         s.metrics.refused("backend_unhealthy");
         return Err(ApiError::backend_unhealthy(why));

@@ -59,13 +59,7 @@ pub(crate) struct WorkerSettings {
 impl WorkerSettings {
     /// The backend kind the server file sets for `cluster` (`local` when it sets none).
     pub fn backend_kind(&self, cluster: &str) -> &'static str {
-        match self.backends.get(cluster) {
-            Some(BackendSettings::Slurm { .. }) => "slurm",
-            Some(BackendSettings::SparkLocal { .. }) => "spark-local",
-            #[cfg(feature = "kubernetes")]
-            Some(BackendSettings::Kubernetes { .. }) => "kubernetes",
-            Some(BackendSettings::Local { .. }) | None => "local",
-        }
+        self.backends.get(cluster).map_or("local", BackendSettings::kind)
     }
 
     /// How often `cluster`'s nodes are read from its backend (`nodes: from_backend`), and

@@ -88,15 +88,9 @@ pub fn run(a: &BackendsArgs) -> Result<bool> {
                 ("healthy", "this machine".to_string(), nodes, String::new())
             }
         };
-        let kind = match config.backends.get(&source.name) {
-            Some(BackendSettings::Slurm { .. }) => "slurm",
-            Some(BackendSettings::SparkLocal { .. }) => "spark-local",
-            #[cfg(feature = "kubernetes")]
-            Some(BackendSettings::Kubernetes { .. }) => "kubernetes",
-            _ => "local",
-        };
+        let kind = config.backends.get(&source.name).map_or("local", BackendSettings::kind);
         all_healthy &= row.0 == "healthy";
-        writeln!(out, "{:<16} {kind:<6} {:<9} {:<24} {:>5}  {}", source.name, row.0, row.1, row.2, row.3)?;
+        writeln!(out, "{:<16} {kind:<11} {:<9} {:<24} {:>5}  {}", source.name, row.0, row.1, row.2, row.3)?;
     }
     emit(&out)?;
     Ok(all_healthy)
@@ -116,7 +110,7 @@ fn from_server(a: &BackendsArgs) -> Result<bool> {
             all_healthy = false;
             writeln!(
                 out,
-                "{:<16} {:<6} {:<9} {:<24} {:>5}  this server runs no worker",
+                "{:<16} {:<11} {:<9} {:<24} {:>5}  this server runs no worker",
                 c.name, "-", "unknown", "", "-"
             )?;
             continue;
@@ -131,7 +125,7 @@ fn from_server(a: &BackendsArgs) -> Result<bool> {
             let gone = format!("nodes not counted: {}", b.nodes_gone.join(", "));
             last = if last.is_empty() { gone } else { format!("{last}; {gone}") };
         }
-        writeln!(out, "{:<16} {:<6} {:<9} {:<24} {:>5}  {last}", c.name, b.kind, b.state, version, nodes)?;
+        writeln!(out, "{:<16} {:<11} {:<9} {:<24} {:>5}  {last}", c.name, b.kind, b.state, version, nodes)?;
     }
     emit(&out)?;
     Ok(all_healthy)
@@ -141,7 +135,7 @@ fn from_server(a: &BackendsArgs) -> Result<bool> {
 fn header(out: &mut String) -> std::fmt::Result {
     writeln!(
         out,
-        "{:<16} {:<6} {:<9} {:<24} {:>5}  last error",
+        "{:<16} {:<11} {:<9} {:<24} {:>5}  last error",
         "cluster", "kind", "health", "version", "nodes"
     )
 }
