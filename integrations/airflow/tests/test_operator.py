@@ -59,8 +59,10 @@ def test_a_failed_weir_run_fails_the_task(weir, airflow_db):
     assert run["state"] == "failed"
 
 
-def test_a_retry_waits_for_the_run_still_active_for_its_date(weir, airflow_db):
-    """A retried Airflow task (the first try's worker died) must not start a second weir run."""
+def test_a_run_someone_else_started_for_the_date_is_waited_for(weir, airflow_db):
+    """weir's one active run per (workflow, logical date): a run another submitter started (a
+    person, a backfill) is the task's run; no second run starts. (A run an earlier try of the same
+    task started is killed and started again: tests/test_live_airflow.py.)"""
     import weir_test_dags
 
     logical = dt.datetime(2026, 3, 3, tzinfo=UTC)

@@ -47,6 +47,7 @@ dags = [
     one_task_dag("weir_fail", workflow=workflow("af-fail", "echo about to fail; exit 3")),
     one_task_dag("weir_retry", workflow=workflow("af-retry", "sleep 15")),
     one_task_dag("weir_stop", workflow=workflow("af-stop", "sleep 300"), deferrable=False),
+    one_task_dag("weir_clear", workflow=workflow("af-clear", "sleep 300")),
 ]
 for d in dags:
     globals()[d.dag_id] = d

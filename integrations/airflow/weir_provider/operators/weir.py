@@ -1,8 +1,15 @@
 """``WeirRunOperator``: one weir run per Airflow task instance.
 
 The run's logical date is the Airflow task's (its ISO form; a run without one uses the Airflow
-run id), so a retried or re-run Airflow task finds the weir run that is still active for that date
-(weir answers 409 with its id, and the operator waits for it) instead of starting a second one.
+run id). weir keeps one active run per (workflow, logical date), so a submission that finds one
+gets its id (409) instead of starting a second run. What the operator does with it:
+
+- a run another submitter started (another DAG, a person, a backfill): wait for it;
+- a run an earlier try of this same task instance started (its params carry
+  ``AIRFLOW_TASK_INSTANCE`` and ``AIRFLOW_TRY``): the earlier try was cleared, or its worker
+  died. By default the run is killed and a new one submitted once it has ended — clearing a task
+  restarts its work; ``reattach_on_restart=True`` waits for it instead (a worker that died does
+  not lose the run's progress; clearing then does not restart it).
 
 Final states: ``succeeded`` is success (the weir run id is the task's return value, so the next
 task can pull it); ``failed`` fails the task (Airflow's retries apply: the next try submits a new
@@ -19,7 +26,7 @@ from typing import Any
 from airflow.exceptions import AirflowException, AirflowFailException
 from airflow.sdk import BaseOperator
 
-from weir_provider.hooks.weir import FINAL_STATES, LogFollower, WeirHook, submit_body
+from weir_provider.hooks.weir import FINAL_STATES, LogFollower, WeirApiError, WeirHook, submit_body
 from weir_provider.triggers.weir import WeirRunTrigger, failed_tasks
 
 
@@ -46,6 +53,8 @@ class WeirRunOperator(BaseOperator):
     :param poll_interval: seconds between polls of the run's state.
     :param stream_logs: copy the run's task output into the Airflow task log.
     :param kill_on_stop: kill the weir run when the Airflow task is cleared, marked or killed.
+    :param reattach_on_restart: a new try that finds the run an earlier try started waits for it
+        instead of killing it and starting again (see the module's documentation).
     """
 
     template_fields: Sequence[str] = ("workflow", "workflow_name", "project", "run_params", "logical_date")
@@ -64,6 +73,7 @@ class WeirRunOperator(BaseOperator):
         poll_interval: float = 5.0,
         stream_logs: bool = True,
         kill_on_stop: bool = True,
+        reattach_on_restart: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -79,23 +89,37 @@ class WeirRunOperator(BaseOperator):
         self.poll_interval = poll_interval
         self.stream_logs = stream_logs
         self.kill_on_stop = kill_on_stop
+        self.reattach_on_restart = reattach_on_restart
         self.weir_run_id: int | None = None
 
     def execute(self, context) -> int | None:
         hook = WeirHook(self.weir_conn_id)
         label = self.logical_date or default_logical_date(context)
+        ti = context["ti"]
+        instance = f"{ti.dag_id}/{ti.task_id}/{ti.run_id}/{ti.map_index}"
+        params = dict(self.run_params or {})
+        params.update({"AIRFLOW_TASK_INSTANCE": instance, "AIRFLOW_TRY": str(ti.try_number)})
         body = submit_body(
             workflow=self.workflow,
             workflow_name=self.workflow_name,
             project=self.project,
             logical_date=label,
-            params=self.run_params,
+            params=params,
         )
-        ti = context["ti"]
         # One key per try: a lost answer to this try's submission replays the same run, while the
         # next try submits again (and finds the active run through weir's uniqueness).
-        key = f"airflow/{ti.dag_id}/{ti.task_id}/{ti.run_id}/{ti.map_index}/{ti.try_number}"
+        key = f"airflow/{instance}/{ti.try_number}"
         run_id, created = hook.submit_run(body, idempotency_key=key)
+        if not created:
+            active = hook.get_run(run_id)
+            started_by = (active.get("params") or {}).get("AIRFLOW_TASK_INSTANCE")
+            earlier_try = (active.get("params") or {}).get("AIRFLOW_TRY")
+            if started_by == instance and earlier_try != str(ti.try_number) and not self.reattach_on_restart:
+                self.log.info(
+                    "weir run %s was started by try %s of this task: killing it to start again", run_id, earlier_try
+                )
+                self._kill_and_wait(hook, run_id)
+                run_id, created = hook.submit_run(body, idempotency_key=f"{key}/again")
         self.weir_run_id = run_id
         if created:
             self.log.info("submitted weir run %s (logical date %s)", run_id, label)
@@ -139,6 +163,14 @@ class WeirRunOperator(BaseOperator):
                 return self._finish(
                     {"run_id": run_id, "state": run["state"], "reason": run.get("reason"), "failed_tasks": failed_tasks(run)}
                 )
+            time.sleep(self.poll_interval)
+
+    def _kill_and_wait(self, hook: WeirHook, run_id: int) -> None:
+        try:
+            hook.kill_run(run_id)
+        except WeirApiError as e:
+            self.log.info("killing weir run %s: %s", run_id, e)
+        while hook.get_run(run_id)["state"] not in FINAL_STATES:
             time.sleep(self.poll_interval)
 
     def _finish(self, event: dict[str, Any]) -> int:
