@@ -35,6 +35,7 @@ state, read their logs, see the live queues. Every request but /healthz and /rea
         revoke_token,
         usage_csv,
         runs_csv,
+        waits_csv,
         slo_report,
         usage_report,
         list_clusters,
@@ -198,6 +199,17 @@ fn usage_csv() {}
         ("window" = Option<String>, Query, description = "default 30d")),
     responses((status = 200, content_type = "text/csv", body = String)))]
 fn runs_csv() {}
+
+/// What the jobs of runs submitted in the window waited for, per leaf and reason, as
+/// `waits.csv` (`leaf,tier,reason,queue,limit,spells,runs,waited_ms`; `queue` is the queue the
+/// limit belongs to, `waited_ms` the part of the spells inside the window): the history
+/// `weir plan --server` reads beside the usage. Needs a viewer grant on `*`.
+#[utoipa::path(get, path = "/v1/waits.csv",
+    params(("cluster" = Option<String>, Query, description = "default: the only cluster, or `default`"),
+        ("since" = Option<i64>, Query), ("until" = Option<i64>, Query),
+        ("window" = Option<String>, Query, description = "default 30d")),
+    responses((status = 200, content_type = "text/csv", body = String), (status = 403, body = ErrorBody)))]
+fn waits_csv() {}
 
 /// SLO success per tier and per workflow over runs submitted in the window (default 7d), for
 /// the projects the caller may read.

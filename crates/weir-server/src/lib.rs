@@ -68,6 +68,8 @@ pub use config::{BackendSettings, HttpSettings, Limits, Planning, ServerConfig, 
 pub use error::ServerError;
 pub use time::{format_utc, now_ms};
 pub use tls::{install_crypto_provider, TlsFiles};
+pub use wait_report::{read_waits_csv, QueueWait};
+pub use words::span as words_span;
 
 /// A running server. Dropping it does not stop it; call [`Server::shutdown`].
 pub struct Server {
