@@ -327,6 +327,27 @@ async fn the_dashboard_in_a_real_browser() {
     );
     shot(&s, "slo-causes").await;
 
+    // The grid: workflows down, logical dates across; the report's d1 cell met its SLO, its d3
+    // cell (the run that waited) missed it; a cell links to its run.
+    s.goto(&format!("{base}/grid")).await;
+    let cell = |run: i64| format!("#grid tr[data-workflow=\"revenue-report\"] a[data-run=\"{run}\"]");
+    let slo_of =
+        |run: i64| format!("return document.querySelector('{}').dataset.slo", cell(run).replace('\'', "\\'"));
+    s.wait_for(&cell(waited), long).await;
+    assert_eq!(s.script(&slo_of(id)).await, json!("met"));
+    assert_eq!(s.script(&slo_of(waited)).await, json!("missed"));
+    let dates = s
+        .script("return Array.from(document.querySelectorAll('#grid th.date')).map(e => e.textContent)")
+        .await;
+    assert_eq!(dates, json!(["d1", "d2", "d3"]));
+    let backfill_cell = "#grid tr[data-workflow=\"nightly-backfill\"] td.cell";
+    let cells = s.script(&format!("return document.querySelectorAll('{backfill_cell}').length")).await;
+    assert_eq!(cells, json!(3), "one cell per date, empty where the workflow has no run");
+    shot(&s, "grid").await;
+    s.click(&s.wait_for(&cell(waited), long).await).await;
+    s.wait_for("#slo-status", long).await;
+    assert!(s.current_url().await.ends_with(&format!("/runs/{waited}")), "{}", s.current_url().await);
+
     s.close().await;
     drop(driver);
     server.stop(weir_server::Stop::Now).await;
@@ -353,6 +374,7 @@ async fn screenshots_of_a_running_server() {
         ("overview", "/"),
         ("queues", "/queues"),
         ("runs", "/runs"),
+        ("grid", "/grid"),
         ("slo", "/slo?window=1d"),
         ("usage", "/usage?window=1h"),
         ("routes", "/routes"),

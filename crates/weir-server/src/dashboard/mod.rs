@@ -21,6 +21,7 @@
 
 mod admin;
 mod dag;
+mod grid;
 mod nodes;
 mod pages;
 mod reports;
@@ -57,6 +58,7 @@ pub fn router() -> Router<AppState> {
         .route("/runs", get(pages::runs))
         .route("/runs/{id}", get(run::run))
         .route("/runs/{id}/logs/{task}", get(run::logs))
+        .route("/grid", get(grid::grid_page))
         .route("/slo", get(reports::slo))
         .route("/usage", get(reports::usage))
         .route("/routes", get(admin::routes).post(admin::put_route))
@@ -137,6 +139,7 @@ impl Nav {
             ("/queues", "Queues"),
             ("/nodes", "Nodes"),
             ("/runs", "Runs"),
+            ("/grid", "Grid"),
             ("/slo", "SLO"),
             ("/usage", "Usage"),
             ("/routes", "Routes"),
