@@ -20,6 +20,7 @@ state, read their logs, see the live queues. Every request but /healthz and /rea
         list_runs,
         get_run,
         kill_run,
+        retry_run,
         explain_run,
         task_logs,
         queues,
@@ -105,6 +106,15 @@ fn get_run() {}
 #[utoipa::path(post, path = "/v1/runs/{id}/kill", params(("id" = i64, Path)),
     responses((status = 202, body = RunSummary), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 fn kill_run() {}
+
+/// Retry a run: submit its stored workflow, parameters and logical date again as a new run,
+/// through every check a submission makes (submitter on its project; the new run keeps the
+/// run's scheduler user, which the caller must be allowed to act as).
+#[utoipa::path(post, path = "/v1/runs/{id}/retry", params(("id" = i64, Path)),
+    responses((status = 201, description = "The new run", body = RunCreated),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, description = "A run of the workflow for this logical date is still active", body = ErrorBody)))]
+fn retry_run() {}
 
 #[utoipa::path(get, path = "/v1/runs/{id}/explain", params(("id" = i64, Path)),
     responses((status = 200, body = RunExplanation), (status = 404, body = ErrorBody)))]

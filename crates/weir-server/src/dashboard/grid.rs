@@ -242,7 +242,8 @@ mod tests {
         ];
         let (columns, rows) = grid(&runs, 3, 80_000);
         assert_eq!(columns, ["2026-11-01", "2026-11-02", "2026-11-03"]);
-        let brief: Vec<(String, Vec<Option<(i64, String, &str, usize)>>)> = rows
+        type Brief<'a> = Option<(i64, String, &'a str, usize)>;
+        let brief: Vec<(String, Vec<Brief>)> = rows
             .iter()
             .map(|r| {
                 let cells =

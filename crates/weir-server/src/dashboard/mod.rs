@@ -58,6 +58,8 @@ pub fn router() -> Router<AppState> {
         .route("/runs", get(pages::runs))
         .route("/runs/{id}", get(run::run))
         .route("/runs/{id}/logs/{task}", get(run::logs))
+        .route("/runs/{id}/kill", post(run::kill))
+        .route("/runs/{id}/retry", post(run::retry))
         .route("/grid", get(grid::grid_page))
         .route("/slo", get(reports::slo))
         .route("/usage", get(reports::usage))
