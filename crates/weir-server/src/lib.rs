@@ -50,6 +50,7 @@ mod state;
 mod submit;
 mod time;
 mod tls;
+mod usage_by;
 mod wait_report;
 mod words;
 mod worker;

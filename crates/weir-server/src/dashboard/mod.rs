@@ -27,6 +27,7 @@ mod pages;
 mod reports;
 mod run;
 mod session;
+mod usage_by;
 pub(crate) mod views;
 
 use askama::Template;
@@ -63,6 +64,7 @@ pub fn router() -> Router<AppState> {
         .route("/grid", get(grid::grid_page))
         .route("/slo", get(reports::slo))
         .route("/usage", get(reports::usage))
+        .route("/usage/by", get(usage_by::usage_by))
         .route("/routes", get(admin::routes).post(admin::put_route))
         .route("/routes/delete", post(admin::delete_route))
         .route("/clusters", get(admin::clusters))
