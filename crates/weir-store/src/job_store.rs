@@ -24,10 +24,10 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::{
-    ActiveRun, AttemptDuration, AttemptRow, AuditEntry, AuditFilter, AuditRow, Change, ClusterRow,
-    ConfigChange, ConfigVersionRow, Fence, JobRow, KillOutcome, Lease, NewRun, PlanApplied, PreemptionRow,
-    ProposalRow, RouteRow, RunCount, RunFilter, RunRecordRow, RunRow, RunWaitRow, SessionRow, SnapshotRow,
-    StoreError, Submitted, TaskCount, TaskRow, TokenRow, UsageRow, WaitRow,
+    ActiveRun, AttemptDuration, AttemptRow, AttemptSpan, AuditEntry, AuditFilter, AuditRow, Change,
+    ClusterRow, ConfigChange, ConfigVersionRow, Fence, JobRow, KillOutcome, Lease, NewRun, PlanApplied,
+    PreemptionRow, ProposalRow, RouteRow, RunCount, RunFilter, RunRecordRow, RunRow, RunWaitRow, SessionRow,
+    SnapshotRow, StoreError, Submitted, TaskCount, TaskRow, TokenRow, UsageRow, WaitRow,
 };
 
 /// A boxed future, so that [`JobStore`] stays object-safe.
@@ -285,6 +285,15 @@ pub trait JobStore: Send + Sync {
         since_ms: i64,
         until_ms: i64,
     ) -> BoxFuture<'a, Result<Vec<AttemptDuration>, StoreError>>;
+
+    /// Every attempt of runs submitted in `[since_ms, until_ms)` with the run's user and
+    /// project, at most `limit`: what usage per user is counted from.
+    fn attempt_spans(
+        &self,
+        since_ms: i64,
+        until_ms: i64,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<AttemptSpan>, StoreError>>;
 
     /// Runs by (project, tier, state): those submitted since `since_ms` and every run not yet
     /// ended.
@@ -603,6 +612,15 @@ impl JobStore for crate::Store {
         until_ms: i64,
     ) -> BoxFuture<'a, Result<Vec<AttemptDuration>, StoreError>> {
         Box::pin(crate::Store::attempt_durations(self, cluster, since_ms, until_ms))
+    }
+
+    fn attempt_spans(
+        &self,
+        since_ms: i64,
+        until_ms: i64,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<AttemptSpan>, StoreError>> {
+        Box::pin(crate::Store::attempt_spans(self, since_ms, until_ms, limit))
     }
 
     fn run_counts(&self, since_ms: i64) -> BoxFuture<'_, Result<Vec<RunCount>, StoreError>> {

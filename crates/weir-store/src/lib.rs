@@ -44,8 +44,8 @@ pub use audit::{AuditEntry, AuditFilter, AuditRow};
 pub use auth::{ClusterRow, RouteRow, SnapshotRow, TokenRow};
 pub use error::StoreError;
 pub use history::{
-    AttemptDuration, ConfigChange, ConfigVersionRow, PlanApplied, PreemptionRow, ProposalRow, RunCount,
-    RunRecordRow, UsageRow,
+    AttemptDuration, AttemptSpan, ConfigChange, ConfigVersionRow, PlanApplied, PreemptionRow, ProposalRow,
+    RunCount, RunRecordRow, UsageRow,
 };
 pub use job_store::{BoxFuture, JobStore};
 pub use runs::{
