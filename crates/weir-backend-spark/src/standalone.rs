@@ -55,6 +55,11 @@ pub struct SparkStandaloneConfig {
     /// The Python the workers run PySpark drivers with (`PYSPARK_PYTHON`,
     /// `PYSPARK_DRIVER_PYTHON`), a path on the workers; `None`: Spark's default (`python3`).
     pub python: Option<String>,
+    /// The program the workers run a PySpark driver with (`PYSPARK_DRIVER_PYTHON`), when it
+    /// differs from `python`: Spark's kill stops the driver's JVM only (`DriverRunner.kill` is
+    /// `Process.destroy` of the JVM), and the Python process it started runs on; a wrapper such
+    /// as `exec setpriv --pdeathsig TERM -- python3 "$@"` ends it with its JVM.
+    pub driver_python: Option<String>,
     /// Spark properties for every application, before the stage's own (which win).
     pub conf: BTreeMap<String, String>,
     /// One folder per attempt: the submission record.
@@ -70,6 +75,7 @@ impl SparkStandaloneConfig {
             master_rest_url: master_rest_url.into(),
             master_ui_url: None,
             python: None,
+            driver_python: None,
             conf: BTreeMap::new(),
             state_dir: state_dir.into(),
             poll_interval: Duration::from_secs(1),
@@ -259,8 +265,11 @@ impl SparkStandaloneBackend {
         // A retry is weir's decision: the master must never restart a driver.
         props.insert("spark.driver.supervise".into(), "false".into());
         let mut env = launch.env.clone();
-        if let Some(py) = &self.inner.config.python {
+        let config = &self.inner.config;
+        if let Some(py) = &config.python {
             env.entry("PYSPARK_PYTHON".into()).or_insert_with(|| py.clone());
+        }
+        if let Some(py) = config.driver_python.as_ref().or(config.python.as_ref()) {
             env.entry("PYSPARK_DRIVER_PYTHON".into()).or_insert_with(|| py.clone());
         }
         Ok(CreateRequest {
