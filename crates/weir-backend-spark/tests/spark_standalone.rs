@@ -11,15 +11,16 @@
 //! One test, run in order: two drivers at once on 2 cores can starve each other (each holds a
 //! core for its JVM, and the executors wait for the rest).
 
+mod standalone;
+
 use std::collections::BTreeMap;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use standalone::{driver_python, free_port, python, Cluster};
 use tokio::sync::mpsc;
 use weir_backend::{Adopted, AttemptId, Backend, Exit, Recovered, TaskExit, TaskLaunch};
-use weir_backend_spark::{Install, SparkError, SparkStandaloneBackend, SparkStandaloneConfig};
+use weir_backend_spark::{SparkError, SparkStandaloneBackend, SparkStandaloneConfig};
 use weir_model::SparkSpec;
 
 fn examples() -> PathBuf {
@@ -31,118 +32,6 @@ fn tempdir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A master and a worker, each in its own process group, stopped (SIGTERM, then SIGKILL) when
-/// dropped.
-pub struct Cluster {
-    pub rest_url: String,
-    pub ui_url: String,
-    children: Vec<Child>,
-}
-
-impl Cluster {
-    pub fn start(dir: &Path) -> Cluster {
-        let install =
-            Install::find(None, None).expect("Spark (pip install pyspark) and Java 17 are installed");
-        let class = install.home.join("bin").join("spark-class");
-        let (master, rest, ui, worker_ui) = (free_port(), free_port(), free_port(), free_port());
-        let spawn = |args: &[String], opts: &str, log: &str| {
-            let log = std::fs::File::create(dir.join(log)).unwrap();
-            Command::new(&class)
-                .args(args)
-                .env("SPARK_HOME", &install.home)
-                .env("SPARK_MASTER_OPTS", opts)
-                .env("SPARK_LOCAL_IP", "127.0.0.1")
-                .env("SPARK_LOG_DIR", dir)
-                .env("SPARK_PID_DIR", dir)
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().unwrap())
-                .stderr(log)
-                .process_group(0)
-                .spawn()
-                .expect("spark-class starts")
-        };
-        let s = |v: &str| v.to_string();
-        let mut children = vec![spawn(
-            &[
-                s("org.apache.spark.deploy.master.Master"),
-                s("--host"),
-                s("127.0.0.1"),
-                s("--port"),
-                master.to_string(),
-                s("--webui-port"),
-                ui.to_string(),
-            ],
-            &format!("-Dspark.master.rest.enabled=true -Dspark.master.rest.port={rest}"),
-            "master.log",
-        )];
-        let work = dir.join("work");
-        std::fs::create_dir_all(&work).unwrap();
-        children.push(spawn(
-            &[
-                s("org.apache.spark.deploy.worker.Worker"),
-                s("--host"),
-                s("127.0.0.1"),
-                s("--webui-port"),
-                worker_ui.to_string(),
-                s("--cores"),
-                s("2"),
-                s("--memory"),
-                s("4g"),
-                s("--work-dir"),
-                work.display().to_string(),
-                format!("spark://127.0.0.1:{master}"),
-            ],
-            "",
-            "worker.log",
-        ));
-        Cluster {
-            rest_url: format!("http://127.0.0.1:{rest}"),
-            ui_url: format!("http://127.0.0.1:{ui}"),
-            children,
-        }
-    }
-
-    /// Waits until the master lists an alive worker.
-    pub async fn ready(&self) {
-        for _ in 0..240 {
-            let state = reqwest::get(format!("{}/json/", self.ui_url)).await;
-            if let Ok(r) = state {
-                if r.text().await.unwrap_or_default().contains("\"aliveworkers\" : 1") {
-                    return;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-        panic!("the standalone master and worker did not come up in 120 s");
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let group = |c: &Child, signal: &str| {
-            let _ = Command::new("kill").args([signal, "--", &format!("-{}", c.id())]).status();
-        };
-        for c in &self.children {
-            group(c, "-TERM");
-        }
-        std::thread::sleep(Duration::from_secs(2));
-        for c in &mut self.children {
-            group(c, "-KILL");
-            let _ = c.wait();
-        }
-    }
-}
-
-/// The Python interpreter whose `pyspark` the workers use (PYSPARK_PYTHON).
-fn python() -> String {
-    let out = Command::new("python3").args(["-c", "import sys; print(sys.executable)"]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 fn launch(dir: &Path, attempt: &str, args: Vec<String>) -> TaskLaunch {
@@ -194,13 +83,7 @@ fn config(cluster: &Cluster, dir: &Path) -> SparkStandaloneConfig {
     let mut c = SparkStandaloneConfig::new(&cluster.rest_url, dir.join("state"));
     c.master_ui_url = Some(cluster.ui_url.clone());
     c.python = Some(python());
-    // Spark's kill stops the driver's JVM alone (`DriverRunner.kill`: `Process.destroy`); this
-    // wrapper makes the kernel end the Python driver with it (PR_SET_PDEATHSIG).
-    let wrapper = dir.join("driver-python");
-    std::fs::write(&wrapper, format!("#!/bin/sh\nexec setpriv --pdeathsig TERM -- {} \"$@\"\n", python()))
-        .unwrap();
-    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    c.driver_python = Some(wrapper.display().to_string());
+    c.driver_python = Some(driver_python(dir).display().to_string());
     c.conf.insert("spark.ui.enabled".into(), "false".into());
     c.poll_interval = Duration::from_millis(500);
     c
@@ -222,7 +105,7 @@ async fn drivers_run_log_are_readopted_by_submission_id_and_killed_on_a_real_sta
     }
 
     let cluster = Cluster::start(&dir);
-    cluster.ready().await;
+    cluster.ready();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let backend = SparkStandaloneBackend::connect(config(&cluster, &dir), tx.clone())
         .await
@@ -295,7 +178,7 @@ async fn drivers_run_log_are_readopted_by_submission_id_and_killed_on_a_real_sta
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     assert!(left.is_empty(), "processes left after the kill: {left:#?}");
-    let state = reqwest::get(format!("{}/json/", cluster.ui_url)).await.unwrap().text().await.unwrap();
+    let state = cluster.master_json();
     assert_eq!(state.matches("\"id\" : \"driver-").count(), 2, "two drivers in all, none twice: {state}");
 
     // 3. An attempt that never started is not found (its task may run again safely).
