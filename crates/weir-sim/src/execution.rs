@@ -18,6 +18,7 @@ use weir_engine::{ContainerId, JobId, JobSpec, Request};
 use weir_model::{Duration, Resources, Time};
 
 use crate::error::SimError;
+use crate::records::{TaskOutcome, TaskRecord};
 use crate::sample::{self, Rng};
 use crate::sim::{Event, Simulation, AM_TAG};
 use crate::stats::ratio_units;
@@ -373,6 +374,7 @@ impl Simulation {
         let Some(t) = self.take_task(container) else { return Ok(()) };
         self.engine.on_container_finished(self.now, container).map_err(|e| self.internal(e))?;
         self.release(&t);
+        self.record_task(&t, if failed { TaskOutcome::Failed } else { TaskOutcome::Done })?;
         if failed {
             self.metrics.task_attempts_failed += 1;
             if t.attempt + 1 >= self.config.max_attempts || self.recorded_failure(&t) {
@@ -403,6 +405,7 @@ impl Simulation {
     pub(crate) fn on_lost(&mut self, container: ContainerId, preempted: bool) -> Result<(), SimError> {
         let Some(t) = self.take_task(container) else { return Ok(()) };
         self.release(&t);
+        self.record_task(&t, TaskOutcome::Lost)?;
         let leaf = self.jobs[t.job as usize].leaf;
         if preempted {
             self.metrics.leaves[leaf].preempted += 1;
@@ -418,6 +421,34 @@ impl Simulation {
             }
         }
         self.ask_again(&t)
+    }
+
+    /// Hand a task attempt that just ended to whoever wants task records (AMs are left out).
+    fn record_task(&mut self, t: &TaskRun, outcome: TaskOutcome) -> Result<(), SimError> {
+        let wants_host = matches!(self.sink, crate::records::Sink::Host(_));
+        if t.stage == AM_STAGE || (self.task_records.is_none() && !wants_host) {
+            return Ok(());
+        }
+        let j = &self.jobs[t.job as usize];
+        let record = TaskRecord {
+            job: t.job,
+            run: j.run,
+            workflow: j.workflow,
+            template: j.template,
+            stage: t.stage,
+            attempt: t.attempt,
+            start: t.start,
+            end: self.now,
+            outcome,
+        };
+        if let Some(kept) = &mut self.task_records {
+            kept.push(record);
+        }
+        if wants_host {
+            let wf = &self.workload.workflows[record.workflow as usize];
+            self.sink.task(&record, wf).map_err(|source| SimError::Records { source })?;
+        }
+        Ok(())
     }
 
     /// Whether the task replays a failure its trace recorded (no retry: its job fails).
@@ -444,6 +475,7 @@ impl Simulation {
             let Some(sibling) = self.take_task(c) else { continue };
             self.engine.on_container_finished(self.now, c).map_err(|e| self.internal(e))?;
             self.release(&sibling);
+            self.record_task(&sibling, TaskOutcome::Lost)?;
             self.metrics.gang_restarts_tasks += 1;
             self.metrics.wasted_ms += u128::from(self.now.since(sibling.start).as_millis());
             self.jobs[t.job as usize].stages[sibling.stage as usize]
