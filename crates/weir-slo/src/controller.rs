@@ -148,6 +148,18 @@ impl Controller {
         self.target(0, &state)
     }
 
+    /// What the admission check needs of this job: the containers it starts at and whether
+    /// they are predicted to meet its deadline.
+    pub fn admission(&self, name: &str) -> crate::admission::AdmittedJob {
+        let state = JobState::new(self.predictor.profile());
+        let a = self.initial();
+        crate::admission::AdmittedJob {
+            name: name.into(),
+            allocation: a,
+            feasible: self.predicted(0, &state, a) <= self.utility.deadline_ms,
+        }
+    }
+
     /// One control period: choose and remember the allocation.
     pub fn step(&mut self, elapsed_ms: u64, state: &JobState) -> Decision {
         let target = self.target(elapsed_ms, state);
