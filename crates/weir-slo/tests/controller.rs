@@ -74,7 +74,7 @@ fn scripted(mut c: Controller) -> (Vec<u32>, u64) {
         t = minute * 60_000;
     }
     while done < 100 {
-        let seen = if (t / 60_000) % 2 == 0 { done.saturating_sub(1) } else { (done + 1).min(99) };
+        let seen = if (t / 60_000).is_multiple_of(2) { done.saturating_sub(1) } else { (done + 1).min(99) };
         let a = c.step(t, &state(seen)).allocation;
         allocs.push(a);
         done = (done + a).min(100);
