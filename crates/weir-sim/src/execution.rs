@@ -238,6 +238,8 @@ impl Simulation {
         self.runs[run as usize].jobs[template as usize] = Some(id);
         self.metrics.jobs_submitted += 1;
         self.metrics.touch(leaf);
+        self.limit_new_job(id, workflow, self.jobs[id as usize].stages.len());
+        let spec = JobSpec { requests: self.within_limit(id, spec.requests), ..spec };
         self.engine.on_job_submitted(self.now, spec).map_err(|e| self.refused(e))?;
         for s in empty_roots {
             self.stage_done(id, s)?;
@@ -328,6 +330,9 @@ impl Simulation {
             self.push(now.plus(Duration(end.max(1))), Event::TaskEnd { container, failed: fails });
             (s as u32, duration, attempt)
         };
+        if stage != AM_STAGE {
+            self.limited_task_started(job, stage);
+        }
         let j = &mut self.jobs[job as usize];
         if first && j.all_started.is_none() {
             j.first_left = j.first_left.saturating_sub(1);
@@ -368,6 +373,9 @@ impl Simulation {
         j.held -= t.resources;
         self.metrics.by_tier[usize::from(j.tier.min(3))] -= t.resources;
         self.metrics.touch(j.leaf);
+        if t.stage != AM_STAGE {
+            self.limited_task_ended(t.job);
+        }
     }
 
     pub(crate) fn on_task_end(&mut self, container: ContainerId, failed: bool) -> Result<(), SimError> {
@@ -497,8 +505,12 @@ impl Simulation {
             let selector = self.plans[j.workflow as usize].selectors[j.template as usize][t.stage as usize];
             stage_request(s, t.stage, 1, j.stages[t.stage as usize].gang, selector)
         };
+        let requests = self.within_limit(t.job, vec![request]);
+        if requests.is_empty() {
+            return Ok(());
+        }
         self.engine
-            .on_requests_added(self.now, JobId(u64::from(t.job)), vec![request])
+            .on_requests_added(self.now, JobId(u64::from(t.job)), requests)
             .map_err(|e| self.refused(e))
     }
 
@@ -525,6 +537,7 @@ impl Simulation {
             }
         }
         let requests = release(template, &self.plans[w].selectors[t], &ready, &mut j.stages, &mut j.gangs);
+        let requests = self.within_limit(job, requests);
         if !requests.is_empty() {
             self.engine
                 .on_requests_added(self.now, JobId(u64::from(job)), requests)
@@ -566,6 +579,7 @@ impl Simulation {
 
     /// Take a job out of the engine (its containers, the AM among them, are given back).
     fn end_job(&mut self, job: u32, state: JobState) -> Result<(), SimError> {
+        self.limited_job_ended(job);
         let now = self.now;
         let j = &mut self.jobs[job as usize];
         j.state = state;

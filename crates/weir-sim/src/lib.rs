@@ -22,6 +22,7 @@ mod ending;
 mod error;
 mod execution;
 pub mod import;
+mod limit;
 mod metrics;
 mod pending;
 mod records;

@@ -141,6 +141,8 @@ pub struct Simulation {
     gpu_kinds: GpuKinds,
     /// Task records kept for `take_task_records`, once asked for (`keep_task_records`).
     pub(crate) task_records: Option<Vec<crate::records::TaskRecord>>,
+    /// Caps on the tasks of jobs, set by the host (`limit.rs`).
+    pub(crate) limits: crate::limit::Limits,
 }
 
 /// Workflows that arrive one after another, read as the simulation reaches them: a trace too
@@ -318,6 +320,7 @@ impl Simulation {
             source,
             peeked: None,
             task_records: None,
+            limits: Default::default(),
         };
         for w in 0..sim.workload.workflows.len() {
             sim.schedule_arrival(w as u32, 0);
@@ -421,6 +424,7 @@ impl Simulation {
             self.metrics.events += 1;
             self.handle(event)?;
         }
+        self.refill_limited()?;
         let decisions = self.engine.schedule(now);
         for d in decisions {
             self.metrics.events += 1;
