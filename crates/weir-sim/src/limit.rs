@@ -81,6 +81,12 @@ impl Simulation {
         Ok(true)
     }
 
+    /// Jobs submitted so far (engine job numbers run from 0 to this, less one): a host finds
+    /// new jobs between steps with this and [`Simulation::workflow_of`].
+    pub fn jobs_submitted(&self) -> u64 {
+        self.jobs.len() as u64
+    }
+
     /// The current cap of a job, and its tasks running now, if it is capped.
     pub fn job_task_limit(&self, job: JobId) -> Option<(u32, u32)> {
         let l = self.limits.jobs.get(&u32::try_from(job.0).ok()?)?;

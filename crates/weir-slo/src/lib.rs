@@ -11,6 +11,8 @@
 //! - [`Indicator`] (`progress.rs`): how far along a running job is — the fraction of expected
 //!   task-seconds done, or a critical-path-aware fraction — and [`indicator_error`], their
 //!   prediction error on held-back runs.
+//! - [`evaluate`] (`evaluate.rs`): the controller against static, maximal and fair-share
+//!   allocation and the Amdahl controller, on a workload in weir-sim.
 //! - [`Utility`] and [`Controller`] (`controller.rs`): every period, the smallest allocation
 //!   whose predicted completion, with slack, meets the deadline; hysteresis and a dead zone keep
 //!   it from flapping. [`admit`] (`admission.rs`) says whether a new SLO job fits beside the
@@ -23,6 +25,7 @@
 mod admission;
 mod controller;
 mod error;
+mod evaluate;
 mod profile;
 mod progress;
 mod table;
@@ -30,6 +33,7 @@ mod table;
 pub use admission::{admit, Admission, AdmittedJob};
 pub use controller::{ControlConfig, Controller, Decision, Utility};
 pub use error::SloError;
+pub use evaluate::{evaluate, EvalConfig, EvalJob, EvalReport, Policy, PolicyFigures};
 pub use profile::{
     observations, JobProfile, StageProfile, TaskObservation, TaskOutcome, PROFILE_VERSION, QUANTILE_LEVELS,
 };
