@@ -22,7 +22,9 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use weir_model::{Arrival, ClusterConfig, Distribution, Duration, Limit, Resources, Time, Workflow, Workload};
+use weir_model::{
+    Arrival, ClusterConfig, Distribution, Duration, Limit, Resources, Time, Workflow, Workload,
+};
 use weir_sim::{JobStatus, SimConfig, Simulation, TaskOutcome as SimOutcome, TaskRecord};
 
 use crate::controller::{ControlConfig, Controller, Decision, Utility};
@@ -138,7 +140,11 @@ pub struct EvalReport {
 }
 
 /// Evaluate the policies on `workload` over `cluster` (see the module docs).
-pub fn evaluate(cluster: &ClusterConfig, workload: &Workload, config: &EvalConfig) -> Result<EvalReport, SloError> {
+pub fn evaluate(
+    cluster: &ClusterConfig,
+    workload: &Workload,
+    config: &EvalConfig,
+) -> Result<EvalReport, SloError> {
     let slo: Vec<usize> = (0..workload.workflows.len()).filter(|&w| is_slo(&workload.workflows[w])).collect();
     if slo.is_empty() {
         return Err(SloError::Setting {
@@ -150,14 +156,18 @@ pub fn evaluate(cluster: &ClusterConfig, workload: &Workload, config: &EvalConfi
     let profiles = learn(cluster, workload, &slo, config)?;
     let mut tables = Vec::with_capacity(profiles.len());
     for p in &profiles {
-        let table = TableConfig { max_allocation: config.table.max_allocation.min(p.max_parallelism()).max(1), ..config.table.clone() };
+        let table = TableConfig {
+            max_allocation: config.table.max_allocation.min(p.max_parallelism()).max(1),
+            ..config.table.clone()
+        };
         tables.push(RemainingTable::build(p, &table)?);
     }
     let (eval_workload, runs) = perturb(workload, &slo, config);
     let mut jobs = Vec::new();
     let mut policies = Vec::new();
     for &policy in &config.policies {
-        let (mut js, background) = replay(cluster, &eval_workload, &runs, &profiles, &tables, policy, config)?;
+        let (mut js, background) =
+            replay(cluster, &eval_workload, &runs, &profiles, &tables, policy, config)?;
         policies.push(figures(policy, &js, background));
         jobs.append(&mut js);
     }
@@ -178,9 +188,20 @@ fn sim_error(what: &str, source: weir_sim::SimError) -> SloError {
 }
 
 /// The training run: each SLO workflow's profile from its task records.
-fn learn(cluster: &ClusterConfig, workload: &Workload, slo: &[usize], config: &EvalConfig) -> Result<Vec<JobProfile>, SloError> {
-    let sc = SimConfig { seed: config.train_seed, until: Some(Time(config.until.as_millis())), check_invariants: false, ..SimConfig::default() };
-    let mut sim = Simulation::new(cluster.clone(), workload.clone(), sc).map_err(|e| sim_error("training run", e))?;
+fn learn(
+    cluster: &ClusterConfig,
+    workload: &Workload,
+    slo: &[usize],
+    config: &EvalConfig,
+) -> Result<Vec<JobProfile>, SloError> {
+    let sc = SimConfig {
+        seed: config.train_seed,
+        until: Some(Time(config.until.as_millis())),
+        check_invariants: false,
+        ..SimConfig::default()
+    };
+    let mut sim =
+        Simulation::new(cluster.clone(), workload.clone(), sc).map_err(|e| sim_error("training run", e))?;
     sim.keep_task_records();
     let mut records = Vec::new();
     while sim.step().map_err(|e| sim_error("training run", e))? {
@@ -214,7 +235,7 @@ struct SloRun {
 /// The evaluation workload: background as it was, each SLO run its own workflow (perturbed).
 /// Returns it with, per workflow index, the SLO run it is (if any).
 fn perturb(workload: &Workload, slo: &[usize], config: &EvalConfig) -> (Workload, Vec<Option<SloRun>>) {
-    let mut rng = SplitMix(config.seed ^ 0x5eed_51_0);
+    let mut rng = SplitMix(config.seed ^ 0x05ee_d510);
     let until = Time(config.until.as_millis());
     let mut out = Vec::new();
     let mut runs = Vec::new();
@@ -226,9 +247,10 @@ fn perturb(workload: &Workload, slo: &[usize], config: &EvalConfig) -> (Workload
         };
         let times: Vec<Time> = match &wf.arrival {
             Arrival::At(ts) => ts.iter().copied().filter(|&t| t < until).collect(),
-            Arrival::Every { start, every } => {
-                (0..).map(|i| start.plus(Duration(every.as_millis() * i))).take_while(|&t| t < until).collect()
-            }
+            Arrival::Every { start, every } => (0..)
+                .map(|i| start.plus(Duration(every.as_millis() * i)))
+                .take_while(|&t| t < until)
+                .collect(),
             Arrival::Poisson { .. } => Vec::new(),
         };
         for (i, t) in times.into_iter().enumerate() {
@@ -294,12 +316,19 @@ fn replay(
             }
         }
     }
-    let sc = SimConfig { seed: config.seed, until: Some(Time(config.until.as_millis())), check_invariants: false, ..SimConfig::default() };
+    let sc = SimConfig {
+        seed: config.seed,
+        until: Some(Time(config.until.as_millis())),
+        check_invariants: false,
+        ..SimConfig::default()
+    };
     let mut sim = Simulation::new(cluster, workload.clone(), sc).map_err(|e| sim_error(&what, e))?;
     sim.keep_task_records();
     let controller = |k: usize, deadline: u64| -> Option<Controller> {
         let predictor = match policy {
-            Policy::Jockey | Policy::Static => Predictor::Table { profile: profiles[k].clone(), table: tables[k].clone() },
+            Policy::Jockey | Policy::Static => {
+                Predictor::Table { profile: profiles[k].clone(), table: tables[k].clone() }
+            }
             Policy::Amdahl => Predictor::Amdahl { profile: profiles[k].clone() },
             Policy::Max | Policy::Fair => return None,
         };
@@ -425,7 +454,8 @@ fn figures(policy: Policy, jobs: &[EvalJob], mut background: Vec<u64>) -> Policy
         .map(|j| j.completion_ms.map_or(f64::INFINITY, |c| c as f64 / j.deadline_ms.max(1) as f64))
         .collect();
     lateness.sort_by(f64::total_cmp);
-    let at = |v: &[f64], q: f64| v.get(((v.len().max(1) - 1) as f64 * q).round() as usize).copied().unwrap_or(0.0);
+    let at =
+        |v: &[f64], q: f64| v.get(((v.len().max(1) - 1) as f64 * q).round() as usize).copied().unwrap_or(0.0);
     background.sort_unstable();
     let met = jobs.iter().filter(|j| j.met).count();
     PolicyFigures {
@@ -439,7 +469,9 @@ fn figures(policy: Policy, jobs: &[EvalJob], mut background: Vec<u64>) -> Policy
         allocated_hours: jobs.iter().map(|j| j.allocated_hours).sum(),
         used_hours: jobs.iter().map(|j| j.used_hours).sum(),
         background_jobs: background.len(),
-        background_response_mean_s: background.iter().sum::<u64>() as f64 / background.len().max(1) as f64 / 1000.0,
+        background_response_mean_s: background.iter().sum::<u64>() as f64
+            / background.len().max(1) as f64
+            / 1000.0,
         background_response_p90_s: background
             .get(((background.len().max(1) - 1) as f64 * 0.9).round() as usize)
             .map_or(0.0, |&b| b as f64 / 1000.0),

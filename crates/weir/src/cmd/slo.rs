@@ -153,12 +153,12 @@ struct EvaluateArgs {
     #[arg(long, value_name = "N", default_value_t = 64)]
     max_allocation: u32,
     /// The quantile of C(p, a) the controller plans for.
-    #[arg(long, value_name = "Q", default_value_t = 0.95)]
+    #[arg(long, value_name = "Q", default_value_t = 0.99)]
     quantile: f64,
     /// The controller's slack at the start and at the end (linear in progress between).
-    #[arg(long, value_name = "F", default_value_t = 1.3)]
+    #[arg(long, value_name = "F", default_value_t = 1.5)]
     slack_start: f64,
-    #[arg(long, value_name = "F", default_value_t = 1.05)]
+    #[arg(long, value_name = "F", default_value_t = 1.2)]
     slack_end: f64,
     /// Keep the allocation while it is predicted to finish this close before the deadline.
     #[arg(long, value_name = "DURATION", default_value = "3m", value_parser = parse_duration)]
@@ -244,7 +244,9 @@ fn csv_rows(path: &Path, want: &[&str]) -> Result<Vec<Vec<String>>> {
             let f = fields(l);
             at.iter()
                 .map(|&i| {
-                    f.get(i).cloned().with_context(|| format!("{}: line {}: column {} missing", path.display(), n + 2, i + 1))
+                    f.get(i).cloned().with_context(|| {
+                        format!("{}: line {}: column {} missing", path.display(), n + 2, i + 1)
+                    })
                 })
                 .collect()
         })
@@ -264,15 +266,14 @@ fn profile(args: &ProfileArgs) -> Result<()> {
         .iter()
         .find(|w| w.name == args.workflow)
         .with_context(|| format!("{}: no workflow `{}`", args.workload.display(), args.workflow))?;
-    let template = match &args.job {
-        Some(j) => wf
-            .jobs
-            .iter()
-            .find(|t| &t.name == j)
-            .with_context(|| format!("{}: workflow {} has no job `{j}`", args.workload.display(), wf.name))?,
-        None if wf.jobs.len() == 1 => &wf.jobs[0],
-        None => bail!("workflow {} has {} jobs: say which with --job", wf.name, wf.jobs.len()),
-    };
+    let template =
+        match &args.job {
+            Some(j) => wf.jobs.iter().find(|t| &t.name == j).with_context(|| {
+                format!("{}: workflow {} has no job `{j}`", args.workload.display(), wf.name)
+            })?,
+            None if wf.jobs.len() == 1 => &wf.jobs[0],
+            None => bail!("workflow {} has {} jobs: say which with --job", wf.name, wf.jobs.len()),
+        };
     let tasks_path = args.records.join("tasks.csv");
     let rows = csv_rows(&tasks_path, &["job", "workflow", "job_name", "stage", "duration", "outcome"])
         .with_context(|| "tasks.csv is written by `weir simulate --tasks`")?;
@@ -287,7 +288,11 @@ fn profile(args: &ProfileArgs) -> Result<()> {
             "done" => TaskOutcome::Done,
             "failed" => TaskOutcome::Failed,
             "lost" => TaskOutcome::Lost,
-            other => bail!("{}: line {}: outcome `{other}` is not done, failed or lost", tasks_path.display(), n + 2),
+            other => bail!(
+                "{}: line {}: outcome `{other}` is not done, failed or lost",
+                tasks_path.display(),
+                n + 2
+            ),
         };
         let duration = Duration(number(&tasks_path, n + 2, "duration", &r[4])?);
         observations.push(TaskObservation { stage: r[3].clone(), duration, outcome });
@@ -328,8 +333,13 @@ fn table(args: &TableArgs) -> Result<()> {
     let file = args.profile.display().to_string();
     let p = JobProfile::from_json(&file, &read(&args.profile)?)?;
     let max = args.max_allocation.unwrap_or_else(|| p.max_parallelism());
-    let config =
-        TableConfig { max_allocation: max, runs: args.runs, buckets: args.buckets, indicator: args.indicator, seed: args.seed };
+    let config = TableConfig {
+        max_allocation: max,
+        runs: args.runs,
+        buckets: args.buckets,
+        indicator: args.indicator,
+        seed: args.seed,
+    };
     let table = RemainingTable::build(&p, &config)?;
     write(&args.out, &table.to_json())?;
     let mut t = format!(
@@ -358,11 +368,19 @@ fn table(args: &TableArgs) -> Result<()> {
                 samples.extend(simulate_alone(&p, a, u64::MAX - u64::from(r) - u64::from(a) * 1000)?);
             }
         }
-        let _ = writeln!(t, "\nprediction error on {} samples of held-back runs (|predicted − actual| / run length):", samples.len());
+        let _ = writeln!(
+            t,
+            "\nprediction error on {} samples of held-back runs (|predicted − actual| / run length):",
+            samples.len()
+        );
         let _ = writeln!(t, "  {:<26} {:>8} {:>8} {:>8}", "predictor", "mean", "p90", "bias");
         let mut predictors = Vec::new();
         for ind in Indicator::ALL {
-            let tb = if ind == args.indicator { table.clone() } else { RemainingTable::build(&p, &TableConfig { indicator: ind, ..config.clone() })? };
+            let tb = if ind == args.indicator {
+                table.clone()
+            } else {
+                RemainingTable::build(&p, &TableConfig { indicator: ind, ..config.clone() })?
+            };
             predictors.push(Predictor::Table { profile: p.clone(), table: tb });
         }
         predictors.push(Predictor::Amdahl { profile: p.clone() });
@@ -389,7 +407,11 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
         train_seed: args.train_seed,
         seed: args.seed,
         control_period: args.period,
-        table: TableConfig { max_allocation: args.max_allocation, runs: args.table_runs, ..TableConfig::default() },
+        table: TableConfig {
+            max_allocation: args.max_allocation,
+            runs: args.table_runs,
+            ..TableConfig::default()
+        },
         control: weir_slo::ControlConfig {
             quantile: args.quantile,
             slack_start: args.slack_start,
@@ -407,8 +429,11 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
     fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     let summary = serde_json::json!({ "policies": report.policies, "profiles": report.profiles });
     write(&args.out.join("summary.json"), &(serde_json::to_string_pretty(&summary)? + "\n"))?;
-    let mut jobs = String::from("policy,workflow,run,slowed,submit,deadline,completion,met,allocated_hours,used_hours\n");
-    let mut decisions = String::from("policy,workflow,run,elapsed,progress,slack,allocation,target,predicted,reason\n");
+    let mut jobs = String::from(
+        "policy,workflow,run,slowed,submit,deadline,completion,met,allocated_hours,used_hours\n",
+    );
+    let mut decisions =
+        String::from("policy,workflow,run,elapsed,progress,slack,allocation,target,predicted,reason\n");
     for j in &report.jobs {
         let _ = writeln!(
             jobs,
