@@ -28,6 +28,7 @@ mod error;
 mod evaluate;
 mod profile;
 mod progress;
+mod report;
 mod table;
 
 pub use admission::{admit, Admission, AdmittedJob};
@@ -38,6 +39,7 @@ pub use profile::{
     observations, JobProfile, StageProfile, TaskObservation, TaskOutcome, PROFILE_VERSION, QUANTILE_LEVELS,
 };
 pub use progress::{indicator_error, HeldBackSample, Indicator, IndicatorError, JobState};
+pub use report::report_html;
 pub use table::{
     samples_of_run, simulate_alone, Amdahl, Predictor, RemainingTable, TableConfig, TABLE_QUANTILES,
     TABLE_VERSION,

@@ -3,7 +3,7 @@
 //! while the SLO job (40 one-minute tasks, deadline 8 minutes) needs about 8 containers.
 
 use weir_model::{ClusterConfig, Duration, Workload};
-use weir_slo::{evaluate, ControlConfig, EvalConfig, Indicator, Policy, TableConfig};
+use weir_slo::{evaluate, report_html, ControlConfig, EvalConfig, Indicator, Policy, TableConfig};
 
 const CLUSTER: &str = "
 version: 1
@@ -88,4 +88,10 @@ fn the_controller_meets_deadlines_fair_share_misses_with_fewer_containers_than_m
     // The controller decided for every run (at least its first allocation).
     let decided = report.jobs.iter().filter(|j| j.policy == Policy::Jockey).all(|j| !j.decisions.is_empty());
     assert!(decided);
+    // The page: the policies' table, a bar per run and policy, and allocation-over-time charts.
+    let html = report_html(&report);
+    assert!(html.contains("<td>fair</td>") || html.contains(">fair<"), "the fair row");
+    assert!(html.contains("nightly #5"), "the last run's bars");
+    assert!(html.contains("Allocation over time against progress"));
+    assert_eq!(html.matches(": deadline 8 min, finished at").count(), 6, "one chart per run, at most six");
 }

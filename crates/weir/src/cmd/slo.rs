@@ -120,7 +120,9 @@ on the job's running tasks inside its queue's guaranteed minimum.\n\n\
 Prints, and writes to --out: summary.json (per policy: deadlines met, lateness = completion/deadline \
 quantiles, allocated and used container-hours of the SLO jobs, background jobs' response times; and \
 the profiles), jobs.csv (one row per SLO run and policy) and decisions.csv (every control decision: \
-time, progress, allocation, predicted completion).\n\n\
+time, progress, allocation, predicted completion) and report.html (the policies side by side, \
+completion against deadline per run, allocation over time against progress for the controller's \
+hardest runs).\n\n\
 Example:\n  weir slo evaluate --cluster examples/slo/cluster.yaml --workload examples/slo/workload.yaml --out eval/"
 )]
 struct EvaluateArgs {
@@ -468,6 +470,7 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
     }
     write(&args.out.join("jobs.csv"), &jobs)?;
     write(&args.out.join("decisions.csv"), &decisions)?;
+    write(&args.out.join("report.html"), &weir_slo::report_html(&report))?;
     let mut t = format!(
         "{:<8} {:>9} {:>8} {:>9} {:>9} {:>9} {:>11} {:>9} {:>14}\n",
         "policy", "met", "ratio", "late p50", "late p90", "late max", "alloc ch", "used ch", "bg resp mean"
@@ -489,6 +492,10 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
         );
     }
     let _ = writeln!(t, "(lateness: completion / deadline; ch: container-hours; bg: background jobs)");
-    let _ = writeln!(t, "wrote {}, jobs.csv, decisions.csv", args.out.join("summary.json").display());
+    let _ = writeln!(
+        t,
+        "wrote {}, jobs.csv, decisions.csv, report.html",
+        args.out.join("summary.json").display()
+    );
     crate::emit(&t)
 }
