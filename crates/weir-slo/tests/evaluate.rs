@@ -94,5 +94,9 @@ fn the_controller_meets_deadlines_fair_share_misses_with_fewer_containers_than_m
     assert!(html.contains("nightly #5"), "the last run's bars");
     assert!(html.contains("Allocation over time against progress"));
     // Each chart names itself twice: its aria-label and its heading.
-    assert_eq!(html.matches(": deadline 8 min, finished at").count(), 2 * 6, "one chart per run, at most six");
+    assert_eq!(
+        html.matches(": deadline 8 min, finished at").count(),
+        2 * 6,
+        "one chart per run, at most six"
+    );
 }
