@@ -22,6 +22,7 @@ mod stage_placement;
 pub mod time;
 pub mod workload;
 pub mod workload_file;
+mod stage_io;
 mod workload_validation;
 mod workload_warnings;
 mod yaml_errors;
@@ -43,6 +44,10 @@ pub use error::{parse_yaml, ModelError, Problem};
 pub use placement::{Placement, PlacementRule};
 pub use queue_path::QueuePath;
 pub use resources::{PartialResources, ResourceKind, Resources};
+pub use stage_io::{
+    check_uri_template, parse_object_uri, substitute, InputRequire, InputSpec, ObjectUri, OutputFormat,
+    OutputSpec,
+};
 pub use time::{Duration, Time};
 pub use workload::{
     Arrival, Distribution, JobTemplate, Stage, TaskPlacement, Workflow, Workload, MIN_PERIOD,
