@@ -23,6 +23,7 @@
 //! PostgreSQL, where the failures are real.
 
 mod audit;
+mod commits;
 mod auth;
 mod error;
 mod history;
@@ -40,6 +41,7 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Executor, Row};
 
+pub use commits::JobCommitRow;
 pub use audit::{AuditEntry, AuditFilter, AuditRow};
 pub use auth::{ClusterRow, RouteRow, SnapshotRow, TokenRow};
 pub use error::StoreError;
