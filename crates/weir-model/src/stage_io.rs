@@ -118,7 +118,9 @@ pub fn substitute(
         } else if let Some(param) = name.strip_prefix("params.") {
             match params.get(param) {
                 Some(v) => out.push_str(v),
-                None => return Err(format!("`{template}` uses parameter `{param}`, which the run does not give")),
+                None => {
+                    return Err(format!("`{template}` uses parameter `{param}`, which the run does not give"))
+                }
             }
         } else {
             return Err(format!(

@@ -41,6 +41,7 @@ mod logs;
 mod loop_api;
 pub mod metrics;
 mod nodes;
+mod outputs;
 mod owner;
 mod plans;
 mod replay;
@@ -66,6 +67,7 @@ pub use autoplan::AutoPlan;
 pub use clusters::{default_cluster_yaml, ClusterSource};
 pub use config::{BackendSettings, HttpSettings, Limits, Planning, ServerConfig, Stop, TaskSettings};
 pub use error::ServerError;
+pub use outputs::{OutputSettings, OutputStore};
 pub use time::{format_utc, now_ms};
 pub use tls::{install_crypto_provider, TlsFiles};
 

@@ -61,7 +61,9 @@ impl Store {
                     output: text(r, "output")?,
                     phase: text(r, "phase")?,
                     state: text(r, "state")?,
-                    reason: r.try_get::<Option<String>, _>("reason").map_err(|e| StoreError::decode("reason", e))?,
+                    reason: r
+                        .try_get::<Option<String>, _>("reason")
+                        .map_err(|e| StoreError::decode("reason", e))?,
                     updated_ms: int(r, "updated_ms")?,
                 })
             })

@@ -23,8 +23,8 @@
 //! PostgreSQL, where the failures are real.
 
 mod audit;
-mod commits;
 mod auth;
+mod commits;
 mod error;
 mod history;
 mod job_store;
@@ -41,9 +41,9 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Executor, Row};
 
-pub use commits::JobCommitRow;
 pub use audit::{AuditEntry, AuditFilter, AuditRow};
 pub use auth::{ClusterRow, RouteRow, SnapshotRow, TokenRow};
+pub use commits::JobCommitRow;
 pub use error::StoreError;
 pub use history::{
     AttemptDuration, ConfigChange, ConfigVersionRow, PlanApplied, PreemptionRow, ProposalRow, RunCount,

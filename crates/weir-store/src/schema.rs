@@ -266,11 +266,10 @@ const V13_POSTGRES: &[&str] = v13!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY 
 
 /// Job commits of stages with outputs (issue 24): the committer's resumable state per run and
 /// stage, so that a job commit interrupted by a crash is finished or aborted after restart.
-const V14: &[&str] = &[
-    "CREATE TABLE job_commits (run_id BIGINT NOT NULL, job_idx BIGINT NOT NULL, stage_idx BIGINT NOT NULL,
+const V14: &[&str] =
+    &["CREATE TABLE job_commits (run_id BIGINT NOT NULL, job_idx BIGINT NOT NULL, stage_idx BIGINT NOT NULL,
      output TEXT NOT NULL, phase TEXT NOT NULL, state TEXT NOT NULL, reason TEXT, updated_ms BIGINT NOT NULL,
-     PRIMARY KEY (run_id, job_idx, stage_idx))",
-];
+     PRIMARY KEY (run_id, job_idx, stage_idx))"];
 
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
     migrate_to(store, SCHEMA_VERSION).await
