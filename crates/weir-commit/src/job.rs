@@ -191,6 +191,7 @@ impl Committer {
             return Err(e);
         }
 
+        test_pause_before_manifest().await;
         let manifest = Manifest {
             format: MANIFEST_FORMAT.to_string(),
             run_id: state.run_id.clone(),
@@ -355,6 +356,19 @@ impl Committer {
             Some(bytes) => serde_json::from_slice(&bytes)
                 .map(Some)
                 .map_err(|e| CommitError::Record { key, reason: e.to_string() }),
+        }
+    }
+}
+
+/// TEST ONLY: with `WEIR_TEST_PAUSE_BEFORE_MANIFEST=FILE` set, a job commit that has completed
+/// every upload writes FILE and waits forever before its manifest, so that a crash test can
+/// kill the server in the middle of a job commit (weir's tests/serve_commit.rs). Never set it
+/// in production: the commit would never finish.
+async fn test_pause_before_manifest() {
+    if let Some(file) = std::env::var_os("WEIR_TEST_PAUSE_BEFORE_MANIFEST") {
+        let _ = std::fs::write(&file, b"paused before the manifest\n");
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
         }
     }
 }

@@ -146,14 +146,47 @@ impl LocalUploads {
 
 /// Joins the parts after checking each one's MD5 against its recorded ETag, then renames the
 /// result to the key's path.
+/// Where the local store joins parts, a folder of the committer's own beside the upload area:
+/// never inside an upload's folder, which belongs to the task that made it.
+pub(crate) const LOCAL_JOINS_DIR: &str = ".weir-joins";
+
+/// Opens one part for reading without trusting the upload's folder: no symlink is followed, a
+/// FIFO does not block, and the part must be a regular file with one link, owned by the owner
+/// of the upload's folder. (A server running as root joins parts that tasks of other users
+/// wrote; a part that is a link to a file of someone else must not be read into an output.)
+fn open_part(dir: &Path, path: &Path) -> std::io::Result<std::fs::File> {
+    use rustix::fs::{Mode, OFlags};
+    use std::os::unix::fs::MetadataExt;
+    let refuse = |why: &str| std::io::Error::new(std::io::ErrorKind::PermissionDenied, why.to_string());
+    let owner = std::fs::symlink_metadata(dir)?;
+    if !owner.is_dir() {
+        return Err(refuse("the upload's folder is not a folder"));
+    }
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(std::io::Error::from)?;
+    let f = std::fs::File::from(fd);
+    let meta = f.metadata()?;
+    if !meta.is_file() || meta.nlink() != 1 || meta.uid() != owner.uid() {
+        return Err(refuse("a part must be a regular file with one link, owned by the upload's owner"));
+    }
+    Ok(f)
+}
+
 fn join_parts(dir: &Path, key: &str, parts: &[PartRecord], target: &Path) -> Result<()> {
-    let joined = dir.join("object.tmp");
+    let joins = dir.parent().and_then(Path::parent).map(|root| root.join(LOCAL_JOINS_DIR));
+    let joins = joins.unwrap_or_else(|| dir.to_path_buf());
+    std::fs::create_dir_all(&joins).map_err(io(&joins))?;
+    let joined = joins.join(format!("{}.tmp", dir.file_name().unwrap_or_default().to_string_lossy()));
     let mut out = std::fs::File::create(&joined).map_err(io(&joined))?;
     let mut buf = Vec::new();
     for part in parts {
         let path = dir.join(format!("part-{:06}", part.number));
         buf.clear();
-        std::fs::File::open(&path).and_then(|mut f| f.read_to_end(&mut buf)).map_err(io(&path))?;
+        open_part(dir, &path).and_then(|mut f| f.read_to_end(&mut buf)).map_err(io(&path))?;
         let found = hex(&Md5::digest(&buf));
         if found != part.etag {
             return Err(CommitError::Integrity {
@@ -167,8 +200,14 @@ fn join_parts(dir: &Path, key: &str, parts: &[PartRecord], target: &Path) -> Res
     }
     out.sync_all().map_err(io(&joined))?;
     drop(out);
+    // Readers of the output may be other users (tasks of a reading stage): the object is
+    // readable by all, its folders searchable, whatever the committer's umask.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&joined, std::fs::Permissions::from_mode(0o644)).map_err(io(&joined))?;
+    }
     if let Some(parent) = target.parent() {
-        std::fs::create_dir_all(parent).map_err(io(parent))?;
+        make_public_dirs(parent)?;
     }
     std::fs::rename(&joined, target).map_err(io(target))?;
     if let Some(parent) = target.parent() {
@@ -215,4 +254,20 @@ pub(crate) fn content_etag(path: &Path, parts: &[PartRecord]) -> Result<Option<S
         return Ok(None);
     }
     Ok(multipart_etag(&computed))
+}
+
+/// Creates `dir` and its missing parents, each readable and searchable by all (0755).
+pub(crate) fn make_public_dirs(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent() {
+        make_public_dirs(parent)?;
+    }
+    match std::fs::DirBuilder::new().mode(0o755).create(dir) {
+        Ok(()) => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).map_err(io(dir)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(CommitError::Io { path: dir.to_path_buf(), source: e }),
+    }
 }

@@ -194,7 +194,20 @@ impl Store {
             Backend::S3 { s3, .. } => s3.put_opts(&path, PutPayload::from(body), opts).await,
         };
         match result {
-            Ok(_) => Ok(true),
+            Ok(_) => {
+                // The claim and the manifest are for every reader (other users' tasks).
+                if let Some(root) = self.local_root() {
+                    use std::os::unix::fs::PermissionsExt;
+                    let file = root.join(key);
+                    let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644));
+                    let mut dir = file.parent();
+                    while let Some(d) = dir.filter(|d| d.starts_with(&root) && *d != root) {
+                        let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755));
+                        dir = d.parent();
+                    }
+                }
+                Ok(true)
+            }
             Err(object_store::Error::AlreadyExists { .. })
             | Err(object_store::Error::Precondition { .. }) => Ok(false),
             Err(e) => Err(CommitError::store("create-only put", key, e)),
@@ -261,6 +274,7 @@ impl Store {
             })
             .filter(|o| o.key.starts_with(prefix))
             .filter(|o| !o.key.starts_with(&format!("{LOCAL_UPLOADS_DIR}/")))
+            .filter(|o| !o.key.starts_with(&format!("{}/", crate::local_uploads::LOCAL_JOINS_DIR)))
             .collect();
         out.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(out)

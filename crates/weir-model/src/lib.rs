@@ -20,6 +20,7 @@ pub mod error;
 pub mod placement;
 pub mod queue_path;
 pub mod resources;
+mod stage_io;
 mod stage_placement;
 pub mod time;
 pub mod workload;
@@ -46,6 +47,10 @@ pub use error::{parse_yaml, ModelError, Problem};
 pub use placement::{Placement, PlacementRule};
 pub use queue_path::QueuePath;
 pub use resources::{PartialResources, ResourceKind, Resources};
+pub use stage_io::{
+    check_uri_template, parse_object_uri, substitute, InputRequire, InputSpec, ObjectUri, OutputFormat,
+    OutputSpec,
+};
 pub use time::{Duration, Time};
 pub use workload::{
     Arrival, Distribution, JobTemplate, Stage, TaskPlacement, Workflow, Workload, MIN_PERIOD,

@@ -176,6 +176,13 @@ pub struct StageSpec {
     /// Live runs: attempts a task gets before its job fails (default 3; at least 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_attempts: Option<u32>,
+    /// Live runs: prefixes the tasks write through weir's committer (`s3://BUCKET/PREFIX/`
+    /// with `{{logical_date}}` and `{{params.NAME}}`); at most one per stage for now.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<crate::stage_io::OutputSpec>,
+    /// Live runs: prefixes the stage reads; it is held until each is committed and whole.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<crate::stage_io::InputSpec>,
 }
 
 /// A stage whose tasks are Spark applications: `spark: {main: wordcount.py, args: [in.txt]}`,

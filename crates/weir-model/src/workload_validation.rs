@@ -538,6 +538,25 @@ impl<'c> Validator<'c> {
         if spec.max_attempts == Some(0) {
             self.problem(format!("{here}.max_attempts"), "must be at least 1");
         }
+        if spec.outputs.len() > 1 {
+            self.problem(
+                format!("{here}.outputs"),
+                format!(
+                    "{} outputs: a stage writes one output prefix (partitions go in folders under it)",
+                    spec.outputs.len()
+                ),
+            );
+        }
+        for (i, out) in spec.outputs.iter().enumerate() {
+            if let Err(why) = crate::stage_io::check_uri_template(&out.uri) {
+                self.problem(format!("{here}.outputs[{i}].uri"), why);
+            }
+        }
+        for (i, input) in spec.inputs.iter().enumerate() {
+            if let Err(why) = crate::stage_io::check_uri_template(&input.uri) {
+                self.problem(format!("{here}.inputs[{i}].uri"), why);
+            }
+        }
     }
 
     /// A Spark application: a Python file, or a JVM class with its jar; arguments and

@@ -58,6 +58,8 @@ pub struct ServerConfig {
     pub session_lifetime: Duration,
     /// As whom, and where, the local backend runs tasks.
     pub tasks: TaskSettings,
+    /// Where stages' declared outputs go (docs/commit.md).
+    pub outputs: crate::outputs::OutputSettings,
 }
 
 /// The guards of the plan → apply loop.
@@ -189,6 +191,7 @@ impl ServerConfig {
             secure_cookies: false,
             session_lifetime: Duration::from_secs(12 * 3600),
             tasks: TaskSettings::default(),
+            outputs: crate::outputs::OutputSettings::default(),
         }
     }
 }

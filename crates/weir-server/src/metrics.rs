@@ -190,6 +190,13 @@ pub struct Metrics {
     pub task_starts: Family<ClusterLabels, Counter>,
     pub task_failures: Family<ClusterReason, Counter>,
     pub auth_failures: Family<Reason, Counter>,
+    /// Requests to the outputs' object store, and the failures its client retried (docs/commit.md).
+    pub object_store_requests: Counter,
+    pub object_store_failures: Family<Reason, Counter>,
+    /// Job commits of stages with outputs, by outcome (committed, refused, aborted).
+    pub job_commits: Family<Reason, Counter>,
+    /// Multipart uploads the sweeper aborted.
+    pub uploads_swept: Counter,
     pub refused: Family<Reason, Counter>,
     scheduling_pass: Family<ClusterLabels, Histogram, fn() -> Histogram>,
     submission: Histogram,
@@ -239,6 +246,10 @@ impl Metrics {
             task_starts: Family::default(),
             task_failures: Family::default(),
             auth_failures: Family::default(),
+            object_store_requests: Counter::default(),
+            object_store_failures: Family::default(),
+            job_commits: Family::default(),
+            uploads_swept: Counter::default(),
             refused: Family::default(),
             scheduling_pass: Family::new_with_constructor(latency),
             submission: latency(),
@@ -346,6 +357,26 @@ impl Metrics {
             m.task_failures.clone(),
         );
         r.register(
+            "weir_object_store_requests",
+            "HTTP requests to the outputs' object store (every try, retries included)",
+            m.object_store_requests.clone(),
+        );
+        r.register(
+            "weir_object_store_retried_failures",
+            "Object store answers the client retried with backoff: slowdown (503), server_error, throttled (429), timeout, connect_error",
+            m.object_store_failures.clone(),
+        );
+        r.register(
+            "weir_job_commits",
+            "Job commits of stages that declare outputs, by outcome: committed, refused, aborted",
+            m.job_commits.clone(),
+        );
+        r.register(
+            "weir_uploads_swept",
+            "Multipart uploads the sweeper aborted (older than its limit, owned by no live attempt)",
+            m.uploads_swept.clone(),
+        );
+        r.register(
             "weir_auth_failures",
             "Requests refused at authentication: missing, malformed, unknown (or revoked) token",
             m.auth_failures.clone(),
@@ -379,6 +410,12 @@ impl Metrics {
         }
         for reason in REFUSALS {
             drop(m.refused.get_or_create(&Reason { reason: reason.into() }));
+        }
+        for reason in ["slowdown", "server_error", "throttled", "timeout", "connect_error"] {
+            drop(m.object_store_failures.get_or_create(&Reason { reason: reason.into() }));
+        }
+        for reason in ["committed", "refused", "aborted"] {
+            drop(m.job_commits.get_or_create(&Reason { reason: reason.into() }));
         }
         for tier in TIERS.map(|t| t.to_string()) {
             drop(m.runs_started.get_or_create(&TierLabels { tier: tier.clone() }));

@@ -262,6 +262,16 @@ pub fn check_reachable(
                 ))
                 .field(format!("{here}.command")));
             }
+            for (kind, uris) in [
+                ("outputs", stage.outputs.iter().map(|o| &o.uri).collect::<Vec<_>>()),
+                ("inputs", stage.inputs.iter().map(|i| &i.uri).collect()),
+            ] {
+                for (i, uri) in uris.into_iter().enumerate() {
+                    weir_model::substitute(uri, logical_date, params)
+                        .and_then(|u| weir_model::parse_object_uri(&u))
+                        .map_err(|why| ApiError::invalid(why).field(format!("{here}.{kind}[{i}].uri")))?;
+                }
+            }
             let mut stage_env = env_total;
             for (k, v) in &stage.env {
                 if v.len() > MAX_ARG {

@@ -311,6 +311,13 @@ pub trait JobStore: Send + Sync {
     /// [`Change::WaitBegan`] and [`Change::WaitEnded`]; a run's end closes its open ones).
     fn waits(&self, run: i64) -> BoxFuture<'_, Result<Vec<WaitRow>, StoreError>>;
 
+    /// Stores a stage's job commit state (docs/commit.md), replacing the earlier row of the
+    /// same run, job and stage.
+    fn put_job_commit<'a>(&'a self, row: &'a crate::JobCommitRow) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// The run's job commits, by job and stage.
+    fn job_commits(&self, run: i64) -> BoxFuture<'_, Result<Vec<crate::JobCommitRow>, StoreError>>;
+
     /// Waiting spells of the runs submitted since `since_ms`, with their runs, newest runs
     /// first, at most `limit` spells.
     fn waits_since(&self, since_ms: i64, limit: u32) -> BoxFuture<'_, Result<Vec<RunWaitRow>, StoreError>>;
@@ -638,6 +645,14 @@ impl JobStore for crate::Store {
 
     fn waits(&self, run: i64) -> BoxFuture<'_, Result<Vec<WaitRow>, StoreError>> {
         Box::pin(crate::Store::waits(self, run))
+    }
+
+    fn put_job_commit<'a>(&'a self, row: &'a crate::JobCommitRow) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(crate::Store::put_job_commit(self, row))
+    }
+
+    fn job_commits(&self, run: i64) -> BoxFuture<'_, Result<Vec<crate::JobCommitRow>, StoreError>> {
+        Box::pin(crate::Store::job_commits(self, run))
     }
 
     fn waits_since(&self, since_ms: i64, limit: u32) -> BoxFuture<'_, Result<Vec<RunWaitRow>, StoreError>> {

@@ -24,6 +24,7 @@
 
 mod audit;
 mod auth;
+mod commits;
 mod error;
 mod history;
 mod job_store;
@@ -42,6 +43,7 @@ use sqlx::{AnyPool, Executor, Row};
 
 pub use audit::{AuditEntry, AuditFilter, AuditRow};
 pub use auth::{ClusterRow, RouteRow, SnapshotRow, TokenRow};
+pub use commits::JobCommitRow;
 pub use error::StoreError;
 pub use history::{
     AttemptDuration, AttemptSpan, ConfigChange, ConfigVersionRow, PlanApplied, PreemptionRow, ProposalRow,

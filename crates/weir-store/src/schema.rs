@@ -19,10 +19,11 @@ const MIGRATIONS: &[Migration] = &[
     (11, V11_SQLITE, V11_POSTGRES),
     (12, V12, V12),
     (13, V13_SQLITE, V13_POSTGRES),
+    (14, V14, V14),
 ];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 13;
+pub const SCHEMA_VERSION: i64 = 14;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -262,6 +263,13 @@ macro_rules! v13 {
 }
 const V13_SQLITE: &[&str] = v13!("INTEGER PRIMARY KEY AUTOINCREMENT");
 const V13_POSTGRES: &[&str] = v13!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
+
+/// Job commits of stages with outputs (issue 24): the committer's resumable state per run and
+/// stage, so that a job commit interrupted by a crash is finished or aborted after restart.
+const V14: &[&str] =
+    &["CREATE TABLE job_commits (run_id BIGINT NOT NULL, job_idx BIGINT NOT NULL, stage_idx BIGINT NOT NULL,
+     output TEXT NOT NULL, phase TEXT NOT NULL, state TEXT NOT NULL, reason TEXT, updated_ms BIGINT NOT NULL,
+     PRIMARY KEY (run_id, job_idx, stage_idx))"];
 
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
     migrate_to(store, SCHEMA_VERSION).await

@@ -83,6 +83,8 @@ pub(crate) struct Actor {
     pub node_updates: Option<UnboundedReceiver<Result<Vec<weir_backend::BackendNode>, String>>>,
     /// Jobs' waiting spells (`waits.rs`).
     pub waits: super::waits::WaitBook,
+    /// Background job commits and input checks (`commit.rs`).
+    pub io: super::commit::IoBook,
 }
 
 /// What the metrics need of a run when its state changes.
@@ -216,6 +218,7 @@ pub(crate) async fn run(
             rx
         }),
         waits: super::waits::WaitBook::default(),
+        io: super::commit::IoBook::default(),
     };
     let ended = match actor.recover().await {
         Ok(()) => actor.serve(registry, &mut stop, notify, exits, started_rx).await,
@@ -272,6 +275,10 @@ impl Actor {
             while let Ok(exit) = exits.try_recv() {
                 self.on_exit(exit);
             }
+            while let Ok(event) = self.io.rx.try_recv() {
+                self.on_io_event(event);
+            }
+            self.poll_inputs();
             while let Some(Ok(update)) = self.node_updates.as_mut().map(|r| r.try_recv()) {
                 self.on_nodes(update);
             }
@@ -353,6 +360,7 @@ impl Actor {
                         None => std::future::pending().await,
                     }
                 } => { self.on_nodes(update); true }
+                Some(event) = self.io.rx.recv() => { self.on_io_event(event); true }
                 _ = notify.notified() => true,
                 _ = tokio::time::sleep(wake) => false,
                 _ = stop.changed() => false,

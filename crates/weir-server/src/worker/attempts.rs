@@ -251,6 +251,25 @@ impl Actor {
         let command = run.jobs[j].stages[s].command.clone();
         let spark = run.jobs[j].stages[s].spark.clone();
         let Ok(attempt) = AttemptId::new(aid.clone()) else { return };
+        // A stage with an output: the attempt's staging area and the store's variables.
+        let server_uid = rustix::process::geteuid().as_raw();
+        let owner = user
+            .as_ref()
+            .ok()
+            .and_then(|u| u.as_ref())
+            .filter(|u| u.uid != server_uid)
+            .map(|u| (u.uid, u.gid));
+        let user = match self.output_env(&key, owner) {
+            Ok(vars) => {
+                env.extend(vars);
+                user
+            }
+            Err(why) => Err(weir_backend::BackendError::Refused {
+                attempt: aid.clone(),
+                backend: "weir",
+                message: format!("its output: {why}"),
+            }),
+        };
         self.changes.push(Change::AttemptStarting {
             key,
             node,
@@ -298,6 +317,10 @@ impl Actor {
     /// An attempt ended (reported by the backend, or found ended during recovery).
     pub fn on_exit(&mut self, exit: TaskExit) {
         let Some(a) = self.attempts.remove(exit.attempt.as_str()) else { return };
+        if !exit.exit.is_success() {
+            // Nothing of a failed, killed or lost attempt is ever committed.
+            self.abort_attempt_uploads(&a.key);
+        }
         let now = self.now();
         let at = now.0 as i64;
         if let Some(c) = a.container {
@@ -340,7 +363,7 @@ impl Actor {
             });
             self.changes.push(Change::TaskState { task: key.task, to: "succeeded", at, exit_code: code });
             if stage.done as usize == stage.tasks.len() {
-                self.stage_done(id, j, s);
+                self.stage_tasks_done(id, j, s);
             }
             return;
         }

@@ -54,6 +54,12 @@ pub struct StageLive {
     pub max_attempts: u32,
     /// The walltime each task asks for (a Slurm job's time limit), if the stage gives one.
     pub walltime: Option<weir_model::Duration>,
+    /// The prefix its tasks write through the committer (`outputs:`), substituted.
+    pub output: Option<weir_model::ObjectUri>,
+    /// Prefixes whose manifests must check out before its tasks are asked for (`inputs:`).
+    pub inputs: Vec<weir_model::ObjectUri>,
+    /// Inputs and job commit as the worker tracks them (`worker/commit.rs`).
+    pub io: super::commit::StageIo,
     /// Task indices asked of the engine and not yet given a container, in order.
     pub ready: VecDeque<u32>,
     pub done: u32,
@@ -144,12 +150,29 @@ impl RunLive {
         let workload = Workload::live_from_file("workflow", &file, cluster)
             .map_err(|e| format!("no longer valid on the cluster's configuration: {e}"))?;
         let wf = workload.workflows.into_iter().next().ok_or("the workflow is empty")?;
+        let params: BTreeMap<String, String> = serde_json::from_str(&row.params).unwrap_or_default();
+        let uri = |here: String, template: &str| {
+            weir_model::substitute(template, &row.logical_date, &params)
+                .and_then(|u| weir_model::parse_object_uri(&u))
+                .map_err(|why| format!("{here}: {why}"))
+        };
         let mut jobs: Vec<JobLive> = Vec::with_capacity(wf.jobs.len());
         for (j, job) in wf.jobs.iter().enumerate() {
             let spec_job = spec.jobs.iter().find(|x| x.name == job.name).ok_or("job names changed")?;
             let mut stages: Vec<StageLive> = Vec::with_capacity(job.stages.len());
             for stage in &job.stages {
                 let s = spec_job.stages.iter().find(|x| x.name == stage.name).ok_or("stage names changed")?;
+                let here = format!("jobs.{}.stages.{}", job.name, stage.name);
+                let output = match s.outputs.first() {
+                    Some(o) => Some(uri(format!("{here}.outputs[0].uri"), &o.uri)?),
+                    None => None,
+                };
+                let inputs = s
+                    .inputs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| uri(format!("{here}.inputs[{i}].uri"), &x.uri))
+                    .collect::<Result<Vec<_>, _>>()?;
                 stages.push(StageLive {
                     name: stage.name.clone(),
                     after: stage.after.clone(),
@@ -161,6 +184,9 @@ impl RunLive {
                     env: s.env.clone(),
                     max_attempts: s.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
                     walltime: s.walltime,
+                    io: super::commit::StageIo::new(!inputs.is_empty()),
+                    output,
+                    inputs,
                     ready: VecDeque::new(),
                     done: 0,
                     tasks: (0..stage.tasks)
@@ -197,7 +223,7 @@ impl RunLive {
             user: wf.user.clone(),
             priority: wf.priority,
             submitted_ms: row.submitted_ms,
-            params: serde_json::from_str(&row.params).unwrap_or_default(),
+            params,
             jobs_left: jobs.len() as u32,
             jobs,
             started: row.started_ms.is_some(),

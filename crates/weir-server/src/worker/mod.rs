@@ -6,6 +6,7 @@
 mod actor;
 mod attempts;
 mod backends;
+mod commit;
 mod live;
 mod nodes;
 mod progress;
@@ -54,6 +55,8 @@ pub(crate) struct WorkerSettings {
     pub statuses: Arc<BackendStatuses>,
     /// How often a running actor asks its backend whether it is healthy.
     pub health_interval: Duration,
+    /// Where stages' outputs go (`worker/commit.rs`).
+    pub outputs: Arc<crate::outputs::Outputs>,
 }
 
 impl WorkerSettings {
@@ -111,7 +114,26 @@ pub(crate) fn start(
         metrics,
         statuses,
         health_interval: Duration::from_secs(15),
+        outputs: crate::outputs::Outputs::open(&config.outputs, &config.data_dir),
     };
+    // The sweeper and the store's counters, once for the process (every actor's uploads).
+    let (outputs, sweep_metrics, mut sweep_stop) =
+        (settings.outputs.clone(), settings.metrics.clone(), stop.clone());
+    tokio::spawn(async move {
+        let every = outputs.settings().sweep_every;
+        let mut last_sweep = tokio::time::Instant::now();
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(2).min(every)) => {}
+                _ = sweep_stop.changed() => return,
+            }
+            outputs.export_counts(&sweep_metrics);
+            if last_sweep.elapsed() >= every {
+                last_sweep = tokio::time::Instant::now();
+                outputs.sweep(&sweep_metrics).await;
+            }
+        }
+    });
     let notify = Arc::new(Notify::new());
     let n = notify.clone();
     let task = tokio::spawn(async move {

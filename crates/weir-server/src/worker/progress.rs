@@ -150,6 +150,7 @@ impl Actor {
         let now = self.now();
         let at = now.0 as i64;
         let Some(run) = self.runs.remove(&id) else { return };
+        self.abort_outputs(&run, to);
         for (j, job) in run.jobs.iter().enumerate() {
             if job.phase == JobPhase::InEngine {
                 let _ = self.engine.on_job_finished(now, engine_job(id, j));
@@ -178,6 +179,10 @@ impl Actor {
 /// Mark a stage's not-yet-run tasks ready and count them.
 pub fn ready_tasks(stage: &mut StageLive) -> u32 {
     let mut n = 0;
+    // Held until its inputs check out (`commit.rs`).
+    if !stage.io.inputs_ok {
+        return 0;
+    }
     for (t, task) in stage.tasks.iter_mut().enumerate() {
         if task.phase == TaskPhase::Pending {
             task.phase = TaskPhase::Ready;

@@ -79,11 +79,18 @@ impl Actor {
                     _ => {}
                 }
             }
+            // Stages with outputs whose job commit did not finish are not done yet.
+            if let Err(e) = self.mark_unfinished_commits(&mut live).await {
+                return Err(Ended::Failed(format!("cannot read the job commits of run {}: {e}", live.id)));
+            }
             // Stage barriers and job order from what is done.
             let mut failed_task = false;
             for job in &mut live.jobs {
-                let complete: Vec<bool> =
-                    job.stages.iter().map(|s| s.done as usize == s.tasks.len()).collect();
+                let complete: Vec<bool> = job
+                    .stages
+                    .iter()
+                    .map(|s| s.done as usize == s.tasks.len() && !s.io.needs_commit)
+                    .collect();
                 job.stages_left = complete.iter().filter(|c| !**c).count() as u32;
                 for st in &mut job.stages {
                     st.waiting_on = st.after.iter().filter(|&&u| !complete[u]).count() as u32;
@@ -268,6 +275,7 @@ impl Actor {
             self.add_ready_requests(id);
             self.start_ready_jobs(id);
         }
+        self.resume_commits();
         for exit in ended {
             self.on_exit(exit);
         }

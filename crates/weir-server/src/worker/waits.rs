@@ -272,6 +272,11 @@ impl Actor {
     /// The explanations the snapshot carries: every job in the engine that wants more.
     pub(super) fn explanations(&self, now: i64) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
+        for (key, text) in self.input_holds() {
+            let entry: &mut String = out.entry(key).or_default();
+            entry.push_str(&text);
+            entry.push('\n');
+        }
         for (&id, run) in &self.runs {
             for (j, job) in run.jobs.iter().enumerate() {
                 if job.phase != JobPhase::InEngine || out.len() >= 1000 {
@@ -282,7 +287,7 @@ impl Actor {
                     continue;
                 }
                 if let Some(text) = self.explain_in_words(id, j, &e, now) {
-                    out.insert(format!("{id}/{j}"), text);
+                    out.entry(format!("{id}/{j}")).or_default().push_str(&text);
                 }
             }
         }

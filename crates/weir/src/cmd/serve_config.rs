@@ -30,6 +30,41 @@ struct ServerFile {
     idle_timeout_seconds: Option<u64>,
     max_connections: Option<usize>,
     clusters: Vec<ClusterEntry>,
+    object_store: Option<ObjectStoreEntry>,
+}
+
+/// `object_store:` — where stages' declared outputs go (docs/commit.md). One of `local` and
+/// `s3`; none: the local store beside the data directory.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ObjectStoreEntry {
+    local: Option<LocalStoreEntry>,
+    s3: Option<S3Entry>,
+    /// S3: the credentials tasks get (AWS shared-credentials format); default: the server's.
+    task_credentials_file: Option<PathBuf>,
+    sweep_after_seconds: Option<u64>,
+    sweep_every_seconds: Option<u64>,
+    part_size_bytes: Option<usize>,
+    parallel_parts: Option<usize>,
+    parallel_files: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LocalStoreEntry {
+    root: PathBuf,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct S3Entry {
+    endpoint: Option<String>,
+    region: Option<String>,
+    bucket: String,
+    /// AWS shared-credentials format; none: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+    credentials_file: Option<PathBuf>,
+    request_timeout_seconds: Option<u64>,
+    max_retries: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -160,6 +195,8 @@ pub struct ServeConfig {
     /// Clusters whose nodes come from their backend (`backend.nodes: from_backend`), with the
     /// field path for errors.
     pub nodes_from_backend: BTreeMap<String, String>,
+    /// `object_store:`, checked.
+    pub outputs: Option<weir_server::OutputSettings>,
 }
 
 /// A cluster name: letters, digits, `-` and `_` (it names a folder and appears in URLs).
@@ -404,6 +441,7 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
         }
         backends.insert(c.name.clone(), BackendSettings::Local { state_dir, kill_grace });
     }
+    let outputs = f.object_store.as_ref().and_then(|o| object_store(o, &resolve, &mut problems));
     if !problems.is_empty() {
         return Err(ModelError::Invalid { file: file.to_string(), problems });
     }
@@ -423,7 +461,92 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
         clusters,
         backends,
         nodes_from_backend,
+        outputs,
     })
+}
+
+/// `object_store:` checked: one store, credentials readable, tunables in range.
+fn object_store(
+    o: &ObjectStoreEntry,
+    resolve: &dyn Fn(&Path) -> PathBuf,
+    problems: &mut Vec<Problem>,
+) -> Option<weir_server::OutputSettings> {
+    use weir_commit::{CommitConfig, Credentials, RetrySettings, S3Config};
+    let mut problem = |path: &str, message: String| problems.push(Problem { path: path.into(), message });
+    let mut out = weir_server::OutputSettings::default();
+    let creds = |path: &Path| Credentials::from_file(&resolve(path)).map_err(|e| e.to_string());
+    match (&o.local, &o.s3) {
+        (Some(_), Some(_)) => {
+            problem("object_store", "give `local` or `s3`, not both".into());
+            return None;
+        }
+        (Some(l), None) => out.store = weir_server::OutputStore::Local { root: Some(resolve(&l.root)) },
+        (None, Some(s3)) => {
+            let credentials = match &s3.credentials_file {
+                Some(path) => creds(path),
+                None => Credentials::from_env(&|k| std::env::var(k).ok())
+                    .map_err(|e| format!("{e}; or give object_store.s3.credentials_file")),
+            };
+            let credentials = match credentials {
+                Ok(c) => c,
+                Err(e) => {
+                    problem("object_store.s3.credentials_file", e);
+                    return None;
+                }
+            };
+            if let Err(why) = weir_model::parse_object_uri(&format!("s3://{}/x/", s3.bucket)) {
+                problem("object_store.s3.bucket", why);
+            }
+            if let Some(e) =
+                s3.endpoint.as_ref().filter(|e| !e.starts_with("http://") && !e.starts_with("https://"))
+            {
+                problem("object_store.s3.endpoint", format!("`{e}`: expected http(s)://HOST[:PORT]"));
+            }
+            let mut retry = RetrySettings::default();
+            if let Some(n) = s3.max_retries {
+                retry.max_retries = n;
+            }
+            out.store = weir_server::OutputStore::S3(S3Config {
+                endpoint: s3.endpoint.clone(),
+                region: s3.region.clone().unwrap_or_else(|| "us-east-1".into()),
+                bucket: s3.bucket.clone(),
+                credentials,
+                request_timeout_ms: s3.request_timeout_seconds.unwrap_or(30).max(1) * 1000,
+                retry,
+            });
+        }
+        (None, None) => {}
+    }
+    if let Some(path) = &o.task_credentials_file {
+        match (&o.s3, creds(path)) {
+            (None, _) => problem(
+                "object_store.task_credentials_file",
+                "only with `s3` (tasks of the local store need no credentials)".into(),
+            ),
+            (Some(_), Ok(c)) => out.task_credentials = Some(c),
+            (Some(_), Err(e)) => problem("object_store.task_credentials_file", e),
+        }
+    }
+    for (field, value, default) in [
+        ("sweep_after_seconds", o.sweep_after_seconds, &mut out.sweep_after),
+        ("sweep_every_seconds", o.sweep_every_seconds, &mut out.sweep_every),
+    ] {
+        match value {
+            Some(0) => problem(&format!("object_store.{field}"), "0: give at least 1 second".into()),
+            Some(v) => *default = Duration::from_secs(v),
+            None => {}
+        }
+    }
+    let d = CommitConfig::default();
+    out.commit = CommitConfig {
+        part_size: o.part_size_bytes.unwrap_or(d.part_size),
+        parallel_parts: o.parallel_parts.unwrap_or(d.parallel_parts),
+        parallel_files: o.parallel_files.unwrap_or(d.parallel_files),
+    };
+    if let Err(e) = out.commit.validate("object_store") {
+        problem("object_store", e.to_string());
+    }
+    Some(out)
 }
 
 /// `backend.nodes: from_backend`: each such cluster's file gets the nodes its backend reports

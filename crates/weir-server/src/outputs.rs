@@ -1,0 +1,304 @@
+//! Where stages' outputs go (docs/commit.md, "The server's side"): the object store the server
+//! file names, or the local-filesystem store beside the data directory, and the committers that
+//! reach it, one per bucket. The worker (`worker/commit.rs`) decides when to commit; this module
+//! opens stores, lays out a task attempt's staging area, gives the task its variables, sweeps
+//! forgotten uploads and exports the store's counters to /metrics.
+//!
+//! Buckets: `s3://BUCKET/PREFIX/` names a bucket. With an S3 store only its configured bucket
+//! is served (another bucket fails the run with the reason). The local store keeps each bucket
+//! as a folder of its root, so a workflow runs unchanged on either.
+//!
+//! What a task can reach on the local store (the local backend runs tasks as other Unix users):
+//! the root and its folders are the server's (0755: readable by every task, so readers can read
+//! committed outputs); the upload area `.weir-uploads` is 1733 (a task creates its own upload
+//! folders and cannot list or enter others'); each attempt's staging folder is made for the
+//! attempt's user alone (0700). A task cannot write into an output: only the server's job commit
+//! puts objects there, after checking every part (parts are opened without following links and
+//! must be the task's own files). The data directory, the store and the server's credentials
+//! stay out of reach. On S3 a task gets the credentials in the server file's
+//! `task_credentials_file` (meant to be a key limited to the bucket), else the server's own.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use weir_commit::{CommitConfig, Committer, Credentials, S3Config, StoreConfig, StoreCounts, TaskEnv};
+use weir_model::ObjectUri;
+
+use crate::metrics::{Metrics, Reason};
+
+/// The outputs' store, as the server file gives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutputStore {
+    /// Folders under `root` (default: the data directory's sibling `NAME-outputs`, reachable by
+    /// tasks, as the data directory is not).
+    Local { root: Option<PathBuf> },
+    /// One S3-compatible bucket.
+    S3(S3Config),
+}
+
+/// `object_store:` of the server file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputSettings {
+    pub store: OutputStore,
+    /// S3: the credentials tasks get (a narrower key than the server's); `None`: the server's.
+    pub task_credentials: Option<Credentials>,
+    pub commit: CommitConfig,
+    /// The sweeper aborts uploads older than this that no live attempt owns.
+    pub sweep_after: Duration,
+    /// How often the sweeper runs.
+    pub sweep_every: Duration,
+}
+
+impl Default for OutputSettings {
+    fn default() -> Self {
+        OutputSettings {
+            store: OutputStore::Local { root: None },
+            task_credentials: None,
+            commit: CommitConfig::default(),
+            sweep_after: Duration::from_secs(3600),
+            sweep_every: Duration::from_secs(300),
+        }
+    }
+}
+
+/// The staging prefix of one task attempt, inside its output's bucket.
+pub(crate) fn staging_prefix(run: i64, job: u32, stage: u32, task: u32, attempt: u32) -> String {
+    format!("{STAGING_ROOT}run-{run}/{job}.{stage}.{task}.{attempt}/")
+}
+
+/// Where every attempt's staging area lives, in each bucket.
+pub(crate) const STAGING_ROOT: &str = "_weir/staging/";
+
+/// The opened store: committers by bucket, and the counters already exported.
+pub(crate) struct Outputs {
+    settings: OutputSettings,
+    /// Local store: the root holding one folder per bucket.
+    local_root: Option<PathBuf>,
+    committers: Mutex<BTreeMap<String, Committer>>,
+    exported: Mutex<StoreCounts>,
+}
+
+impl std::fmt::Debug for Outputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outputs").field("store", &self.settings.store).finish()
+    }
+}
+
+impl Outputs {
+    pub fn open(settings: &OutputSettings, data_dir: &Path) -> Arc<Outputs> {
+        let local_root = match &settings.store {
+            OutputStore::Local { root: Some(r) } => Some(r.clone()),
+            OutputStore::Local { root: None } => {
+                let dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+                Some(match dir.file_name() {
+                    Some(name) => dir.with_file_name(format!("{}-outputs", name.to_string_lossy())),
+                    None => dir.join("..").join("weir-outputs"),
+                })
+            }
+            OutputStore::S3(_) => None,
+        };
+        Arc::new(Outputs {
+            settings: settings.clone(),
+            local_root,
+            committers: Mutex::new(BTreeMap::new()),
+            exported: Mutex::new(StoreCounts::default()),
+        })
+    }
+
+    pub fn settings(&self) -> &OutputSettings {
+        &self.settings
+    }
+
+    fn store_config(&self, bucket: &str) -> Result<StoreConfig, String> {
+        match (&self.settings.store, &self.local_root) {
+            (OutputStore::S3(s3), _) => {
+                if s3.bucket != bucket {
+                    return Err(format!(
+                        "bucket `{bucket}` is not the server's object store bucket `{}` (object_store.s3.bucket)",
+                        s3.bucket
+                    ));
+                }
+                Ok(StoreConfig::S3(s3.clone()))
+            }
+            (OutputStore::Local { .. }, Some(root)) => Ok(StoreConfig::Local { root: root.join(bucket) }),
+            (OutputStore::Local { .. }, None) => Err("the local store has no root".into()),
+        }
+    }
+
+    /// The committer of a bucket (opened once).
+    pub fn committer(&self, bucket: &str) -> Result<Committer, String> {
+        let mut map = self.committers.lock().expect("not poisoned");
+        if let Some(c) = map.get(bucket) {
+            return Ok(c.clone());
+        }
+        let config = self.store_config(bucket)?;
+        if let StoreConfig::Local { root } = &config {
+            make_local_bucket(root)
+                .map_err(|e| format!("cannot create the local store {}: {e}", root.display()))?;
+        }
+        let c = Committer::new(&config, self.settings.commit.clone())
+            .map_err(|e| format!("cannot open the object store for bucket `{bucket}`: {e}"))?;
+        map.insert(bucket.to_string(), c.clone());
+        Ok(c)
+    }
+
+    /// The variables of a task attempt writing `output` with staging prefix `staging`, and (on
+    /// the local store) its staging folder made for `owner` (uid, gid; `None`: the server's
+    /// own user).
+    pub fn task_env(
+        &self,
+        output: &ObjectUri,
+        staging: &str,
+        owner: Option<(u32, u32)>,
+    ) -> Result<Vec<(String, String)>, String> {
+        self.committer(&output.bucket)?;
+        let mut store = self.store_config(&output.bucket)?;
+        match &mut store {
+            StoreConfig::S3(s3) => {
+                if let Some(c) = &self.settings.task_credentials {
+                    s3.credentials = c.clone();
+                }
+            }
+            StoreConfig::Local { root } => {
+                let dir = root.join(staging);
+                make_staging(root, &dir, owner)
+                    .map_err(|e| format!("cannot make the staging folder {}: {e}", dir.display()))?;
+            }
+        }
+        let env = TaskEnv {
+            store,
+            output: output.prefix.clone(),
+            staging: staging.to_string(),
+            config: self.settings.commit.clone(),
+        };
+        Ok(env.to_env())
+    }
+
+    /// Every bucket opened so far.
+    fn opened(&self) -> Vec<(String, Committer)> {
+        self.committers.lock().expect("not poisoned").iter().map(|(b, c)| (b.clone(), c.clone())).collect()
+    }
+
+    /// One sweep of every bucket: uploads older than the limit that no staging record names
+    /// (staging records exist while their attempt lives or waits for its job commit; a job
+    /// commit or abort removes them) are aborted. Returns how many were aborted.
+    pub async fn sweep(&self, metrics: &Metrics) -> usize {
+        let mut buckets: BTreeSet<String> = self.opened().into_iter().map(|(b, _)| b).collect();
+        match (&self.settings.store, &self.local_root) {
+            (OutputStore::S3(s3), _) => {
+                buckets.insert(s3.bucket.clone());
+            }
+            (_, Some(root)) => {
+                if let Ok(dir) = std::fs::read_dir(root) {
+                    for e in dir.flatten() {
+                        if e.file_type().is_ok_and(|t| t.is_dir()) {
+                            buckets.insert(e.file_name().to_string_lossy().into_owned());
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        let mut aborted = 0;
+        for bucket in buckets {
+            let Ok(c) = self.committer(&bucket) else { continue };
+            match sweep_bucket(&c, self.settings.sweep_after).await {
+                Ok(n) => aborted += n,
+                Err(e) => eprintln!("weir outputs: sweeping bucket `{bucket}`: {e}"),
+            }
+        }
+        metrics.uploads_swept.inc_by(aborted as u64);
+        aborted
+    }
+
+    /// Adds what the stores counted since the last call to /metrics' counters.
+    pub fn export_counts(&self, metrics: &Metrics) {
+        let mut total = StoreCounts::default();
+        for (_, c) in self.opened() {
+            let s = c.store().metrics().snapshot();
+            total.requests += s.requests;
+            total.slowdown += s.slowdown;
+            total.server_errors += s.server_errors;
+            total.throttled += s.throttled;
+            total.timeouts += s.timeouts;
+            total.connect_errors += s.connect_errors;
+        }
+        let mut seen = self.exported.lock().expect("not poisoned");
+        metrics.object_store_requests.inc_by(total.requests.saturating_sub(seen.requests));
+        for (reason, now, before) in [
+            ("slowdown", total.slowdown, seen.slowdown),
+            ("server_error", total.server_errors, seen.server_errors),
+            ("throttled", total.throttled, seen.throttled),
+            ("timeout", total.timeouts, seen.timeouts),
+            ("connect_error", total.connect_errors, seen.connect_errors),
+        ] {
+            metrics
+                .object_store_failures
+                .get_or_create(&Reason { reason: reason.into() })
+                .inc_by(now.saturating_sub(before));
+        }
+        *seen = total;
+    }
+}
+
+async fn sweep_bucket(c: &Committer, older_than: Duration) -> Result<usize, weir_commit::CommitError> {
+    let mut stagings = BTreeSet::new();
+    for o in c.store().list(STAGING_ROOT).await? {
+        // _weir/staging/run-R/J.S.T.A/files/NAME.upload.json
+        let parts: Vec<&str> = o.key.splitn(5, '/').collect();
+        if parts.len() == 5 && parts[4].starts_with("files/") {
+            stagings.insert(format!("{}/{}/{}/{}/", parts[0], parts[1], parts[2], parts[3]));
+        }
+    }
+    let stagings: Vec<String> = stagings.into_iter().collect();
+    let live = c.live_uploads(&stagings).await?;
+    let report = c.sweep("", older_than.as_millis() as i64, crate::time::now_ms(), &live).await?;
+    Ok(report.aborted.len())
+}
+
+fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+/// A bucket folder of the local store: its root and the bucket 0755, the upload area 1733
+/// (tasks make their own upload folders there, and cannot list others').
+fn make_local_bucket(bucket: &Path) -> std::io::Result<()> {
+    for dir in [bucket.parent().unwrap_or(bucket), bucket] {
+        std::fs::create_dir_all(dir)?;
+        set_mode(dir, 0o755)?;
+    }
+    let uploads = bucket.join(weir_commit::LOCAL_UPLOADS_DIR);
+    std::fs::create_dir_all(&uploads)?;
+    set_mode(&uploads, 0o1733)
+}
+
+/// An attempt's staging folder: its parents the server's (0755), the folder the attempt's user's
+/// alone (0700).
+fn make_staging(bucket: &Path, dir: &Path, owner: Option<(u32, u32)>) -> std::io::Result<()> {
+    let mut parents = Vec::new();
+    let mut p = dir.parent();
+    while let Some(d) = p.filter(|d| d.starts_with(bucket) && *d != bucket) {
+        parents.push(d.to_path_buf());
+        p = d.parent();
+    }
+    for d in parents.iter().rev() {
+        match std::fs::create_dir(d) {
+            Ok(()) => set_mode(d, 0o755)?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    match std::fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    set_mode(dir, 0o700)?;
+    if let Some((uid, gid)) = owner {
+        rustix::fs::chown(dir, Some(rustix::fs::Uid::from_raw(uid)), Some(rustix::fs::Gid::from_raw(gid)))?;
+    }
+    Ok(())
+}

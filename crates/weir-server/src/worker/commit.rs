@@ -1,0 +1,547 @@
+//! Stages with outputs and inputs (docs/commit.md): the actor's side of weir-commit.
+//!
+//! - Each attempt of a stage with an output gets its staging prefix and the store's variables
+//!   ([`Actor::output_env`]); a failed, killed or superseded attempt's uploads are aborted
+//!   ([`Actor::abort_attempt_uploads`]).
+//! - When every task of such a stage has succeeded, the stage is held while its job commit runs
+//!   in the background ([`Actor::stage_tasks_done`]); the committer's state goes to the store
+//!   (`job_commits`) before the commit touches the object store and after it ends, so a server
+//!   killed mid-commit finishes it after restart (recovery calls [`Actor::resume_commits`]).
+//!   A refused commit (another run holds the output) or an aborted one fails the run with the
+//!   reason; a run that fails or is killed aborts its stages' uploads ([`Actor::abort_outputs`]).
+//! - A stage with inputs is not asked of the engine until every input's manifest exists and
+//!   lists only files that are there with their size ([`Actor::poll_inputs`]); the reason it
+//!   waits is in the job's explanation.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use weir_commit::{CommitError, Committer, JobCommitPlan, JobCommitState, JobPhase as CommitPhase};
+use weir_engine::Request;
+use weir_store::{AttemptKey, JobCommitRow, JobStore};
+
+use super::actor::Actor;
+use super::live::{engine_job, JobPhase, RunLive};
+use crate::metrics::{Metrics, Reason};
+use crate::outputs::{staging_prefix, Outputs};
+use crate::time::now_ms;
+
+/// How often a held stage's inputs are checked again.
+const INPUT_RECHECK_MS: i64 = 2000;
+/// Job commit tries when the object store fails (after its client's own retries).
+const COMMIT_TRIES: u32 = 5;
+
+/// A stage's inputs and job commit, as the actor tracks them.
+#[derive(Debug, Default)]
+pub struct StageIo {
+    /// Every input checked out (true for a stage without inputs).
+    pub inputs_ok: bool,
+    /// A check runs in the background.
+    pub checking: bool,
+    pub next_check_ms: i64,
+    /// Why the stage is held, from the last check.
+    pub hold: Option<String>,
+    /// Its job commit runs in the background.
+    pub committing: bool,
+    /// Recovery found every task done but no finished job commit: the stage waits for it.
+    pub needs_commit: bool,
+}
+
+impl StageIo {
+    pub fn new(has_inputs: bool) -> StageIo {
+        StageIo { inputs_ok: !has_inputs, ..StageIo::default() }
+    }
+}
+
+/// What a background commit or check reports to the actor.
+#[derive(Debug)]
+pub(crate) enum IoEvent {
+    Committed { run: i64, job: usize, stage: usize, result: Result<(), String> },
+    InputsChecked { run: i64, job: usize, stage: usize, result: Result<(), String> },
+}
+
+/// The actor's channel for [`IoEvent`]s, and the job commits recovery found unfinished.
+pub(crate) struct IoBook {
+    pub tx: UnboundedSender<IoEvent>,
+    pub rx: UnboundedReceiver<IoEvent>,
+    pub resume: HashMap<(i64, usize, usize), JobCommitRow>,
+}
+
+impl Default for IoBook {
+    fn default() -> Self {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        IoBook { tx, rx, resume: HashMap::new() }
+    }
+}
+
+fn staging_of(key: &AttemptKey) -> String {
+    let t = key.task;
+    staging_prefix(t.run, t.job, t.stage, t.task, key.attempt)
+}
+
+/// The partitions a prefix names (`table/dt=2026-11-27/region=eu/` → `dt=2026-11-27`,
+/// `region=eu`), recorded in the manifest.
+fn partitions(prefix: &str) -> Vec<String> {
+    prefix.split('/').filter(|s| s.contains('=')).map(str::to_string).collect()
+}
+
+impl Actor {
+    fn outputs(&self) -> &Arc<Outputs> {
+        &self.settings.outputs
+    }
+
+    /// The variables of an attempt of a stage with an output (none for other stages).
+    pub(super) fn output_env(
+        &self,
+        key: &AttemptKey,
+        owner: Option<(u32, u32)>,
+    ) -> Result<Vec<(String, String)>, String> {
+        let t = key.task;
+        let Some(out) = self
+            .runs
+            .get(&t.run)
+            .and_then(|r| r.jobs.get(t.job as usize))
+            .and_then(|j| j.stages.get(t.stage as usize))
+            .and_then(|s| s.output.clone())
+        else {
+            return Ok(Vec::new());
+        };
+        self.outputs().task_env(&out, &staging_of(key), owner)
+    }
+
+    /// Aborts the uploads of an attempt that will not be committed (it failed, was killed or
+    /// lost). In the background; what fails is left to the run's end and the sweeper.
+    pub(super) fn abort_attempt_uploads(&self, key: &AttemptKey) {
+        let t = key.task;
+        let Some(out) = self
+            .runs
+            .get(&t.run)
+            .and_then(|r| r.jobs.get(t.job as usize))
+            .and_then(|j| j.stages.get(t.stage as usize))
+            .and_then(|s| s.output.clone())
+        else {
+            return;
+        };
+        let Ok(c) = self.outputs().committer(&out.bucket) else { return };
+        let staging = staging_of(key);
+        tokio::spawn(async move {
+            if let Err(e) = c.abort_attempts(std::slice::from_ref(&staging)).await {
+                eprintln!("weir worker: aborting the uploads of {staging}: {e}");
+            }
+        });
+    }
+
+    /// Every task of stage `s` succeeded: a stage without output is done; one with an output
+    /// is held while its job commit runs.
+    pub(super) fn stage_tasks_done(&mut self, id: i64, j: usize, s: usize) {
+        let has_output = self.runs.get(&id).is_some_and(|r| r.jobs[j].stages[s].output.is_some());
+        if has_output {
+            self.start_job_commit(id, j, s, None);
+        } else {
+            self.stage_done(id, j, s);
+        }
+    }
+
+    fn start_job_commit(&mut self, id: i64, j: usize, s: usize, resume: Option<JobCommitRow>) {
+        let store = self.store.clone();
+        let metrics = self.metrics.clone();
+        let tx = self.io.tx.clone();
+        let Some(run) = self.runs.get_mut(&id) else { return };
+        let stage = &mut run.jobs[j].stages[s];
+        let Some(out) = stage.output.clone() else { return };
+        if stage.io.committing {
+            return;
+        }
+        stage.io.committing = true;
+        stage.io.needs_commit = false;
+        run.active += 1;
+        let attempts: Vec<String> = stage
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(t, task)| staging_prefix(id, j as u32, s as u32, t as u32, task.attempts))
+            .collect();
+        let plan = JobCommitPlan {
+            run_id: id.to_string(),
+            output: out.prefix.clone(),
+            partitions: partitions(&out.prefix),
+            attempts,
+        };
+        let committer = self.settings.outputs.committer(&out.bucket);
+        let uri = out.to_string();
+        tokio::spawn(async move {
+            let result = match committer {
+                Ok(c) => job_commit(&*store, &c, &metrics, plan, (id, j, s), &uri, resume).await,
+                Err(e) => Err(e),
+            };
+            let _ = tx.send(IoEvent::Committed { run: id, job: j, stage: s, result });
+        });
+    }
+
+    /// A background commit or input check ended.
+    pub(super) fn on_io_event(&mut self, event: IoEvent) {
+        match event {
+            IoEvent::Committed { run: id, job: j, stage: s, result } => {
+                let Some(run) = self.runs.get_mut(&id) else { return };
+                run.active = run.active.saturating_sub(1);
+                run.jobs[j].stages[s].io.committing = false;
+                if run.ending.is_some() {
+                    if run.active == 0 {
+                        self.finish_ending(id);
+                    }
+                    return;
+                }
+                match result {
+                    Ok(()) => self.stage_done(id, j, s),
+                    Err(why) => {
+                        let name = format!("{}.{}", run.jobs[j].name, run.jobs[j].stages[s].name);
+                        self.end_run(id, "failed", format!("stage {name}: job commit failed: {why}"));
+                    }
+                }
+            }
+            IoEvent::InputsChecked { run: id, job: j, stage: s, result } => {
+                let now = self.now();
+                let Some(run) = self.runs.get_mut(&id) else { return };
+                let job = &mut run.jobs[j];
+                let in_engine = job.phase == JobPhase::InEngine;
+                let stage = &mut job.stages[s];
+                stage.io.checking = false;
+                match result {
+                    Ok(()) => {
+                        stage.io.inputs_ok = true;
+                        stage.io.hold = None;
+                        if in_engine && stage.waiting_on == 0 && run.ending.is_none() {
+                            let n = super::progress::ready_tasks(stage);
+                            if n > 0 {
+                                let request = Request::new(stage.resources, n).tagged(s as u64);
+                                let _ = self.engine.on_requests_added(now, engine_job(id, j), vec![request]);
+                            }
+                        }
+                    }
+                    Err(why) => {
+                        if stage.io.hold.as_deref() != Some(why.as_str()) {
+                            eprintln!("weir worker: run {id}: stage {}.{} held: {why}", job.name, stage.name);
+                        }
+                        stage.io.hold = Some(why);
+                        stage.io.next_check_ms = now.0 as i64 + INPUT_RECHECK_MS;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts the checks of held stages whose turn has come: stages whose upstream stages are
+    /// done, in a job the engine has, with inputs not yet checked out.
+    pub(super) fn poll_inputs(&mut self) {
+        let now = now_ms();
+        let tx = self.io.tx.clone();
+        let mut checks = Vec::new();
+        for (&id, run) in self.runs.iter_mut() {
+            if run.ending.is_some() {
+                continue;
+            }
+            for (j, job) in run.jobs.iter_mut().enumerate() {
+                if job.phase != JobPhase::InEngine {
+                    continue;
+                }
+                for (s, stage) in job.stages.iter_mut().enumerate() {
+                    let io = &mut stage.io;
+                    if io.inputs_ok || io.checking || stage.waiting_on != 0 || io.next_check_ms > now {
+                        continue;
+                    }
+                    io.checking = true;
+                    checks.push((id, j, s, stage.inputs.clone()));
+                }
+            }
+        }
+        for (id, j, s, inputs) in checks {
+            let outputs = self.settings.outputs.clone();
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let mut problems = Vec::new();
+                for input in &inputs {
+                    let checked = match outputs.committer(&input.bucket) {
+                        Ok(c) => c.check_output(&input.prefix).await.map(|_| ()).map_err(|e| e.to_string()),
+                        Err(e) => Err(e),
+                    };
+                    if let Err(why) = checked {
+                        problems.push(format!("input {input}: {why}"));
+                    }
+                }
+                let result = if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) };
+                let _ = tx.send(IoEvent::InputsChecked { run: id, job: j, stage: s, result });
+            });
+        }
+    }
+
+    /// Why held stages wait, by `RUN/JOB` (added to the jobs' explanations).
+    pub(super) fn input_holds(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (&id, run) in &self.runs {
+            for (j, job) in run.jobs.iter().enumerate() {
+                for stage in &job.stages {
+                    if let Some(why) = stage.io.hold.as_ref().filter(|_| !stage.io.inputs_ok) {
+                        out.push((
+                            format!("{id}/{j}"),
+                            format!("stage {} is held until its inputs are complete: {why}", stage.name),
+                        ));
+                    }
+                    if stage.io.committing || stage.io.needs_commit {
+                        out.push((
+                            format!("{id}/{j}"),
+                            format!("stage {}: every task succeeded; its job commit is running", stage.name),
+                        ));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// A run that did not succeed leaves no upload behind: every attempt of its stages with
+    /// outputs is aborted (committed stages have no records left, so theirs stay).
+    pub(super) fn abort_outputs(&self, run: &RunLive, to: &str) {
+        if to == "succeeded" {
+            return;
+        }
+        for (j, job) in run.jobs.iter().enumerate() {
+            for (s, stage) in job.stages.iter().enumerate() {
+                let Some(out) = &stage.output else { continue };
+                let Ok(c) = self.settings.outputs.committer(&out.bucket) else { continue };
+                let stagings: Vec<String> = stage
+                    .tasks
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(t, task)| {
+                        (1..=task.attempts)
+                            .map(move |a| staging_prefix(run.id, j as u32, s as u32, t as u32, a))
+                    })
+                    .collect();
+                if stagings.is_empty() {
+                    continue;
+                }
+                tokio::spawn(async move {
+                    if let Err(e) = c.abort_attempts(&stagings).await {
+                        eprintln!("weir worker: aborting a run's uploads: {e}");
+                    }
+                });
+            }
+        }
+    }
+
+    /// Recovery: reads the run's job commits and marks each stage with an output whose tasks
+    /// all succeeded but whose commit did not finish; such a stage is not done yet.
+    pub(super) async fn mark_unfinished_commits(&mut self, live: &mut RunLive) -> Result<(), String> {
+        if !live.jobs.iter().flat_map(|j| &j.stages).any(|s| s.output.is_some()) {
+            return Ok(());
+        }
+        let rows = self.store.job_commits(live.id).await.map_err(|e| e.to_string())?;
+        for (j, job) in live.jobs.iter_mut().enumerate() {
+            for (s, stage) in job.stages.iter_mut().enumerate() {
+                if stage.output.is_none() || stage.done as usize != stage.tasks.len() {
+                    continue;
+                }
+                let row = rows.iter().find(|r| r.job_idx as usize == j && r.stage_idx as usize == s);
+                if row.is_some_and(|r| r.phase == "committed") {
+                    continue;
+                }
+                stage.io.needs_commit = true;
+                if let Some(row) = row {
+                    self.io.resume.insert((live.id, j, s), row.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Recovery, once the runs are rebuilt: finishes the job commits of held stages (or, for a
+    /// run that is over or ending, aborts them).
+    pub(super) fn resume_commits(&mut self) {
+        let mut starts = Vec::new();
+        for (&id, run) in &self.runs {
+            for (j, job) in run.jobs.iter().enumerate() {
+                for (s, stage) in job.stages.iter().enumerate() {
+                    if stage.io.needs_commit && run.ending.is_none() {
+                        starts.push((id, j, s));
+                    }
+                }
+            }
+        }
+        for (id, j, s) in starts {
+            let row = self.io.resume.remove(&(id, j, s));
+            self.start_job_commit(id, j, s, row);
+        }
+        // Rows of runs that are over or ending: their job commits are aborted.
+        for ((id, _, _), row) in std::mem::take(&mut self.io.resume) {
+            let Ok(uri) = weir_model::parse_object_uri(&row.output) else { continue };
+            let Ok(c) = self.settings.outputs.committer(&uri.bucket) else { continue };
+            let (store, metrics) = (self.store.clone(), self.metrics.clone());
+            tokio::spawn(async move {
+                let Ok(mut state) = serde_json::from_str::<JobCommitState>(&row.state) else { return };
+                if matches!(state.phase, CommitPhase::Committed | CommitPhase::Aborted) {
+                    return;
+                }
+                let why = format!("run {id} ended before its job commit finished");
+                finish_abort(&store, &c, &metrics, &row, &mut state, why).await;
+            });
+        }
+    }
+}
+
+fn row_of(
+    key: (i64, usize, usize),
+    uri: &str,
+    state: &JobCommitState,
+    reason: Option<String>,
+) -> JobCommitRow {
+    let phase = match state.phase {
+        CommitPhase::Prepared => "prepared",
+        CommitPhase::Claimed => "claimed",
+        CommitPhase::Committed => "committed",
+        CommitPhase::Aborted => "aborted",
+    };
+    JobCommitRow {
+        run_id: key.0,
+        job_idx: key.1 as u32,
+        stage_idx: key.2 as u32,
+        output: uri.to_string(),
+        phase: phase.into(),
+        state: serde_json::to_string(state).expect("serializable"),
+        reason,
+        updated_ms: now_ms(),
+    }
+}
+
+/// Writes the row, retrying while the store is briefly away.
+async fn put_row(store: &dyn JobStore, row: &JobCommitRow) -> Result<(), String> {
+    let mut tries = 0;
+    loop {
+        match store.put_job_commit(row).await {
+            Ok(()) => return Ok(()),
+            Err(e) if tries < COMMIT_TRIES => {
+                tries += 1;
+                eprintln!("weir worker: cannot record the job commit of run {}: {e}; retrying", row.run_id);
+                tokio::time::sleep(Duration::from_millis(500 << tries)).await;
+            }
+            Err(e) => return Err(format!("cannot record the job commit: {e}")),
+        }
+    }
+}
+
+async fn finish_abort(
+    store: &Arc<dyn JobStore>,
+    c: &Committer,
+    metrics: &Metrics,
+    row: &JobCommitRow,
+    state: &mut JobCommitState,
+    why: String,
+) {
+    match c.abort_job(state).await {
+        Ok(_) => {
+            metrics.job_commits.get_or_create(&Reason { reason: "aborted".into() }).inc();
+            let row = row_of(
+                (row.run_id, row.job_idx as usize, row.stage_idx as usize),
+                &row.output,
+                state,
+                Some(why),
+            );
+            let _ = put_row(&**store, &row).await;
+        }
+        Err(CommitError::AlreadyCommitted { .. }) => {
+            let row =
+                row_of((row.run_id, row.job_idx as usize, row.stage_idx as usize), &row.output, state, None);
+            let _ = put_row(&**store, &row).await;
+        }
+        Err(e) => eprintln!("weir worker: aborting the job commit of run {}: {e}", row.run_id),
+    }
+}
+
+/// TEST ONLY: with `WEIR_TEST_PAUSE_BEFORE_JOB_COMMIT=FILE`, a stage whose tasks all succeeded
+/// writes FILE and waits forever before its job commit starts, so that a crash test can kill
+/// the server between the task commits and the job commit (tests/serve_commit.rs).
+async fn test_pause_before_job_commit() {
+    if let Some(file) = std::env::var_os("WEIR_TEST_PAUSE_BEFORE_JOB_COMMIT") {
+        let _ = std::fs::write(&file, b"paused before the job commit\n");
+        loop {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    }
+}
+
+/// One stage's job commit, from its plan or from the state recovery found: prepared and
+/// stored, committed (retried while the object store fails), stored again. `Err` is why the
+/// run fails.
+async fn job_commit(
+    store: &dyn JobStore,
+    c: &Committer,
+    metrics: &Metrics,
+    plan: JobCommitPlan,
+    key: (i64, usize, usize),
+    uri: &str,
+    resume: Option<JobCommitRow>,
+) -> Result<(), String> {
+    let mut state = match resume.as_ref().map(|r| (r.phase.as_str(), r)) {
+        Some(("aborted", r)) => return Err(r.reason.clone().unwrap_or_else(|| "aborted".into())),
+        Some((_, r)) => serde_json::from_str::<JobCommitState>(&r.state)
+            .map_err(|e| format!("the stored job commit state does not parse: {e}"))?,
+        None => {
+            test_pause_before_job_commit().await;
+            match c.prepare_job_commit(&plan).await {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = c.abort_attempts(&plan.attempts).await;
+                    metrics.job_commits.get_or_create(&Reason { reason: "aborted".into() }).inc();
+                    return Err(e.to_string());
+                }
+            }
+        }
+    };
+    put_row(store, &row_of(key, uri, &state, None)).await?;
+    let mut tries = 0;
+    loop {
+        match c.job_commit(&mut state).await {
+            Ok(manifest) => {
+                put_row(store, &row_of(key, uri, &state, None)).await?;
+                metrics.job_commits.get_or_create(&Reason { reason: "committed".into() }).inc();
+                eprintln!(
+                    "weir worker: run {}: committed {uri}: {} files, {} bytes",
+                    key.0,
+                    manifest.files.len(),
+                    manifest.total_size
+                );
+                return Ok(());
+            }
+            Err(e @ CommitError::Conflict { .. }) => {
+                let why = e.to_string();
+                put_row(store, &row_of(key, uri, &state, Some(why.clone()))).await?;
+                metrics.job_commits.get_or_create(&Reason { reason: "refused".into() }).inc();
+                return Err(why);
+            }
+            Err(
+                e @ (CommitError::Store { .. } | CommitError::ListUploads { .. } | CommitError::Io { .. }),
+            ) if tries + 1 < COMMIT_TRIES => {
+                tries += 1;
+                eprintln!("weir worker: run {}: job commit of {uri} failed ({e}); retrying", key.0);
+                tokio::time::sleep(Duration::from_millis(500 << tries)).await;
+            }
+            Err(e) => {
+                let why = e.to_string();
+                match c.abort_job(&mut state).await {
+                    Ok(_) => {}
+                    // The manifest is written: the output is committed after all.
+                    Err(CommitError::AlreadyCommitted { .. }) => {
+                        put_row(store, &row_of(key, uri, &state, None)).await?;
+                        metrics.job_commits.get_or_create(&Reason { reason: "committed".into() }).inc();
+                        return Ok(());
+                    }
+                    Err(a) => eprintln!("weir worker: aborting the job commit of {uri}: {a}"),
+                }
+                put_row(store, &row_of(key, uri, &state, Some(why.clone()))).await?;
+                metrics.job_commits.get_or_create(&Reason { reason: "aborted".into() }).inc();
+                return Err(why);
+            }
+        }
+    }
+}

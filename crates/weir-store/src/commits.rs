@@ -1,0 +1,74 @@
+//! Pending job commits of stages that declare outputs (docs/commit.md): the committer's
+//! resumable state per run and stage, written before the job commit touches the object store
+//! and after it ends, so that a server killed mid-commit finishes or aborts it after restart.
+
+use crate::{int, text, Store, StoreError};
+
+/// One stage's job commit. `phase` is weir-commit's `JobPhase` (`prepared`, `claimed`,
+/// `committed`, `aborted`); `state` its `JobCommitState` as JSON (opaque to the store).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobCommitRow {
+    pub run_id: i64,
+    pub job_idx: u32,
+    pub stage_idx: u32,
+    pub output: String,
+    pub phase: String,
+    pub state: String,
+    /// Why the commit was refused or aborted, when it was.
+    pub reason: Option<String>,
+    pub updated_ms: i64,
+}
+
+impl Store {
+    /// Inserts or replaces the row of `(run, job, stage)`.
+    pub(crate) async fn put_job_commit(&self, row: &JobCommitRow) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO job_commits (run_id, job_idx, stage_idx, output, phase, state, reason, updated_ms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (run_id, job_idx, stage_idx) DO UPDATE SET output = $4, phase = $5,
+             state = $6, reason = $7, updated_ms = $8",
+        )
+        .bind(row.run_id)
+        .bind(i64::from(row.job_idx))
+        .bind(i64::from(row.stage_idx))
+        .bind(&row.output)
+        .bind(&row.phase)
+        .bind(&row.state)
+        .bind(row.reason.as_deref())
+        .bind(row.updated_ms)
+        .execute(&self.write)
+        .await
+        .map_err(StoreError::db)?;
+        Ok(())
+    }
+
+    /// The run's job commits, by job and stage.
+    pub(crate) async fn job_commits(&self, run: i64) -> Result<Vec<JobCommitRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT run_id, job_idx, stage_idx, output, phase, state, reason, updated_ms FROM job_commits
+             WHERE run_id = $1 ORDER BY job_idx, stage_idx",
+        )
+        .bind(run)
+        .fetch_all(&self.write)
+        .await
+        .map_err(StoreError::db)?;
+        rows.iter()
+            .map(|r| {
+                Ok(JobCommitRow {
+                    run_id: int(r, "run_id")?,
+                    job_idx: int(r, "job_idx")? as u32,
+                    stage_idx: int(r, "stage_idx")? as u32,
+                    output: text(r, "output")?,
+                    phase: text(r, "phase")?,
+                    state: text(r, "state")?,
+                    reason: r
+                        .try_get::<Option<String>, _>("reason")
+                        .map_err(|e| StoreError::decode("reason", e))?,
+                    updated_ms: int(r, "updated_ms")?,
+                })
+            })
+            .collect()
+    }
+}
+
+use sqlx::Row;

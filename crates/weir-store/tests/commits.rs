@@ -1,0 +1,51 @@
+//! Job commit rows (migration 14) on SQLite and (when `WEIR_TEST_POSTGRES_URL` is set)
+//! PostgreSQL: a put replaces the row of the same run, job and stage; rows come back by job and
+//! stage, with their reason.
+
+use std::sync::Arc;
+
+use weir_store::{JobCommitRow, JobStore};
+
+async fn stores(tag: &str) -> Vec<Arc<dyn JobStore>> {
+    let dir = std::env::temp_dir().join(format!("weir-commits-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mut out =
+        vec![weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite")];
+    match std::env::var("WEIR_TEST_POSTGRES_URL") {
+        Ok(url) => {
+            let name = format!("weir_commits_{tag}_{}", std::process::id());
+            let db = weir_store::create_postgres_database(&url, &name).await.expect("database");
+            out.push(weir_store::open(&db).await.expect("postgres"));
+        }
+        Err(_) => eprintln!("\n*** SKIPPED on PostgreSQL: WEIR_TEST_POSTGRES_URL is not set ***\n"),
+    }
+    out
+}
+
+fn row(run: i64, job: u32, stage: u32, phase: &str, reason: Option<&str>) -> JobCommitRow {
+    JobCommitRow {
+        run_id: run,
+        job_idx: job,
+        stage_idx: stage,
+        output: format!("s3://lake/t{run}/"),
+        phase: phase.into(),
+        state: format!("{{\"phase\":\"{phase}\"}}"),
+        reason: reason.map(str::to_string),
+        updated_ms: 1000 + i64::from(stage),
+    }
+}
+
+#[tokio::test]
+async fn a_put_replaces_the_stage_row_and_rows_come_back_in_order() {
+    for store in stores("order").await {
+        store.put_job_commit(&row(7, 1, 0, "prepared", None)).await.unwrap();
+        store.put_job_commit(&row(7, 0, 2, "prepared", None)).await.unwrap();
+        store.put_job_commit(&row(8, 0, 0, "prepared", None)).await.unwrap();
+        store.put_job_commit(&row(7, 1, 0, "aborted", Some("refused"))).await.unwrap();
+        let got = store.job_commits(7).await.unwrap();
+        assert_eq!(got, vec![row(7, 0, 2, "prepared", None), row(7, 1, 0, "aborted", Some("refused"))]);
+        assert_eq!(store.job_commits(8).await.unwrap().len(), 1, "{}", store.kind());
+        assert!(store.job_commits(9).await.unwrap().is_empty());
+    }
+}
