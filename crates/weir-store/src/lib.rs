@@ -24,6 +24,7 @@
 
 mod audit;
 mod auth;
+mod dry_runs;
 mod error;
 mod history;
 mod job_store;
@@ -42,6 +43,7 @@ use sqlx::{AnyPool, Executor, Row};
 
 pub use audit::{AuditEntry, AuditFilter, AuditRow};
 pub use auth::{ClusterRow, RouteRow, SnapshotRow, TokenRow};
+pub use dry_runs::{Approval, DryRunVerdictRow, MigrationApproval};
 pub use error::StoreError;
 pub use history::{
     AttemptDuration, ConfigChange, ConfigVersionRow, PlanApplied, PreemptionRow, ProposalRow, RunCount,

@@ -157,6 +157,7 @@ pub(super) async fn submit_run(
             String::from_utf8_lossy(&b)
         )),
         idempotency_after_ms: now - IDEMPOTENCY_MS,
+        dry_run: false,
     };
     let outcome = s.writer.submit(run.clone()).await?;
     let conflict = |existing: i64| {
