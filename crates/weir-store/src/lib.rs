@@ -25,6 +25,7 @@
 mod audit;
 mod auth;
 mod commits;
+mod dry_runs;
 mod error;
 mod history;
 mod job_store;
@@ -44,6 +45,7 @@ use sqlx::{AnyPool, Executor, Row};
 pub use audit::{AuditEntry, AuditFilter, AuditRow};
 pub use auth::{ClusterRow, RouteRow, SnapshotRow, TokenRow};
 pub use commits::JobCommitRow;
+pub use dry_runs::{Approval, DryRunVerdictRow, MigrationApproval};
 pub use error::StoreError;
 pub use history::{
     AttemptDuration, AttemptSpan, ConfigChange, ConfigVersionRow, PlanApplied, PreemptionRow, ProposalRow,

@@ -75,8 +75,10 @@ fn moto(dir: &Path) -> Moto {
     loop {
         if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
             use std::io::{Read, Write};
-            s.write_all(b"PUT /lake HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-                .expect("create bucket");
+            s.write_all(
+                b"PUT /lake HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            )
+            .expect("create bucket");
             let mut out = String::new();
             let _ = s.read_to_string(&mut out);
             assert!(out.starts_with("HTTP/1.1 200") || out.starts_with("HTTP/1.0 200"), "{out}");
@@ -179,7 +181,8 @@ impl Server {
     async fn ready(&self) -> String {
         let http = reqwest::Client::new();
         for _ in 0..600 {
-            if http.get(format!("{}/readyz", self.base())).send().await.is_ok_and(|r| r.status().is_success()) {
+            if http.get(format!("{}/readyz", self.base())).send().await.is_ok_and(|r| r.status().is_success())
+            {
                 let t = std::fs::read_to_string(self.dir.join("data").join("admin.token")).expect("token");
                 return t.trim().to_string();
             }
@@ -279,7 +282,11 @@ async fn uploads(c: &Committer) -> usize {
 async fn no_uploads_left(c: &Committer) {
     let start = Instant::now();
     while uploads(c).await > 0 {
-        assert!(start.elapsed() < Duration::from_secs(30), "uploads left: {:?}", c.store().list_uploads("").await);
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "uploads left: {:?}",
+            c.store().list_uploads("").await
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -327,7 +334,8 @@ async fn scenarios(tag: &str, place: Where, dir: &Path) {
     no_uploads_left(&c).await;
 
     // Failed: task 1 fails after its put; nothing appears, nothing is left.
-    let id = submit(&base, &token, &writer(2, "[ $WEIR_TASK_INDEX = 1 ] && exit 3; true", 1), "2026-11-02").await;
+    let id =
+        submit(&base, &token, &writer(2, "[ $WEIR_TASK_INDEX = 1 ] && exit 3; true", 1), "2026-11-02").await;
     let (state, reason) = finished(&base, &token, id).await;
     assert_eq!(state, "failed", "{tag}: {reason}");
     assert_eq!(objects(&c, "2026-11-02").await, vec![], "{tag}: a failed run left objects");
@@ -335,7 +343,8 @@ async fn scenarios(tag: &str, place: Where, dir: &Path) {
 
     // Retried: attempt 1 of every task fails after its put, attempt 2 succeeds; the
     // manifest lists the second attempts' files only, once each.
-    let id = submit(&base, &token, &writer(2, "[ $WEIR_ATTEMPT = 1 ] && exit 4; true", 2), "2026-11-03").await;
+    let id =
+        submit(&base, &token, &writer(2, "[ $WEIR_ATTEMPT = 1 ] && exit 4; true", 2), "2026-11-03").await;
     assert_eq!(finished(&base, &token, id).await.0, "succeeded", "{tag}");
     let m = c.check_output("sales/dt=2026-11-03/").await.expect("whole");
     assert_eq!(m.files.len(), 2);
@@ -397,7 +406,14 @@ async fn scenarios(tag: &str, place: Where, dir: &Path) {
         .text()
         .await
         .expect("text");
-    eprintln!("{tag}: {}", metrics.lines().filter(|l| l.contains("object_store") || l.contains("job_commits") || l.contains("swept")).collect::<Vec<_>>().join("\n"));
+    eprintln!(
+        "{tag}: {}",
+        metrics
+            .lines()
+            .filter(|l| l.contains("object_store") || l.contains("job_commits") || l.contains("swept"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     assert!(metrics.contains("weir_job_commits_total{reason=\"refused\"} 1"), "{tag}: {metrics}");
     assert!(metrics.contains("weir_uploads_swept_total"), "{tag}");
 }
@@ -465,7 +481,8 @@ async fn crash_at(tag: &str, place: Where, dir: &Path, var: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill9_between_task_commit_and_job_commit_then_the_commit_completes() {
     let dir = scratch("crash-between");
-    crash_at("local-between", Where::Local(dir.join("outputs")), &dir, "WEIR_TEST_PAUSE_BEFORE_JOB_COMMIT").await;
+    crash_at("local-between", Where::Local(dir.join("outputs")), &dir, "WEIR_TEST_PAUSE_BEFORE_JOB_COMMIT")
+        .await;
     let dir2 = scratch("crash-between-s3");
     let m = moto(&dir2);
     crash_at("s3-between", Where::S3(m.port), &dir2, "WEIR_TEST_PAUSE_BEFORE_JOB_COMMIT").await;
@@ -476,7 +493,8 @@ async fn kill9_between_task_commit_and_job_commit_then_the_commit_completes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill9_in_the_middle_of_a_job_commit_then_it_completes() {
     let dir = scratch("crash-middle");
-    crash_at("local-middle", Where::Local(dir.join("outputs")), &dir, "WEIR_TEST_PAUSE_BEFORE_MANIFEST").await;
+    crash_at("local-middle", Where::Local(dir.join("outputs")), &dir, "WEIR_TEST_PAUSE_BEFORE_MANIFEST")
+        .await;
     let dir2 = scratch("crash-middle-s3");
     let m = moto(&dir2);
     crash_at("s3-middle", Where::S3(m.port), &dir2, "WEIR_TEST_PAUSE_BEFORE_MANIFEST").await;

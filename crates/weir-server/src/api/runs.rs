@@ -177,6 +177,7 @@ async fn submit_parsed(
         idempotency_key,
         request_hash,
         idempotency_after_ms: now - IDEMPOTENCY_MS,
+        dry_run: false,
     };
     let outcome = s.writer.submit(run.clone()).await?;
     let conflict = |existing: i64| {

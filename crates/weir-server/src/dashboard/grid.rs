@@ -224,6 +224,7 @@ mod tests {
             finished_ms: finished,
             kill_requested: false,
             reason: None,
+            dry_run: false,
         }
     }
 
