@@ -100,3 +100,24 @@ fn the_controller_meets_deadlines_fair_share_misses_with_fewer_containers_than_m
         "one chart per run, at most six"
     );
 }
+
+#[test]
+fn an_evaluation_is_the_same_for_the_same_seeds_and_differs_for_others() {
+    let cluster = ClusterConfig::from_yaml("c.yaml", CLUSTER).unwrap_or_else(|e| panic!("{e}"));
+    let workload = Workload::from_yaml("w.yaml", WORKLOAD, &cluster).unwrap_or_else(|e| panic!("{e}"));
+    let config = EvalConfig {
+        until: Duration::from_secs(3600),
+        table: TableConfig { max_allocation: 40, runs: 2, buckets: 10, indicator: Indicator::Work, seed: 1 },
+        // Perturbed: which runs are slowed and which attempts fail are drawn from the seed.
+        slow_share: 0.5,
+        extra_failure: 0.1,
+        policies: vec![Policy::Jockey],
+        ..EvalConfig::default()
+    };
+    let a = evaluate(&cluster, &workload, &config).unwrap_or_else(|e| panic!("{e}"));
+    let b = evaluate(&cluster, &workload, &config).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(a, b);
+    let c =
+        evaluate(&cluster, &workload, &EvalConfig { seed: 99, ..config }).unwrap_or_else(|e| panic!("{e}"));
+    assert_ne!(a.jobs, c.jobs, "another seed perturbs and replays differently");
+}

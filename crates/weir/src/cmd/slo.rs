@@ -54,6 +54,7 @@ Example:\n  weir slo profile --cluster examples/slo/cluster.yaml --workload exam
 --records runs/ --workflow etl --out etl.profile.json"
 )]
 struct ProfileArgs {
+    /// The cluster file the records were simulated on (the workload is checked against it).
     #[arg(long, value_name = "FILE")]
     cluster: PathBuf,
     /// The workload file the records were simulated from (for the stage DAG).
@@ -62,6 +63,7 @@ struct ProfileArgs {
     /// The folder `weir simulate --tasks --out` wrote: tasks.csv and jobs.csv are read.
     #[arg(long, value_name = "DIR")]
     records: PathBuf,
+    /// The workflow whose job is profiled (its name in the workload file).
     #[arg(long, value_name = "NAME")]
     workflow: String,
     /// The job of the workflow; default: its only job.
@@ -84,8 +86,11 @@ both progress indicators: the error is |predicted - actual| over the run's lengt
 Example:\n  weir slo table --profile etl.profile.json --runs 50 --out etl.table.json"
 )]
 struct TableArgs {
+    /// The profile `weir slo profile` wrote.
     #[arg(long, value_name = "FILE")]
     profile: PathBuf,
+    /// The largest allocation (containers) simulated. Default: the job's largest stage, past
+    /// which more containers cannot help.
     #[arg(long, value_name = "N")]
     max_allocation: Option<u32>,
     /// Simulated runs per allocation.
@@ -97,6 +102,7 @@ struct TableArgs {
     /// How progress is measured: work (expected task-seconds done) or critical-path.
     #[arg(long, value_name = "NAME", default_value = "work", value_parser = parse_indicator)]
     indicator: Indicator,
+    /// The seed every simulated run's seed derives from: the same seed, the same table.
     #[arg(long, value_name = "N", default_value_t = 1)]
     seed: u64,
     /// Runs held back per measured allocation (a quarter, half and all of the largest).
@@ -126,26 +132,36 @@ hardest runs).\n\n\
 Example:\n  weir slo evaluate --cluster examples/slo/cluster.yaml --workload examples/slo/workload.yaml --out eval/"
 )]
 struct EvaluateArgs {
+    /// The cluster file; the SLO jobs' queue should guarantee a minimum share (the allocations
+    /// the controller chooses are drawn from it).
     #[arg(long, value_name = "FILE")]
     cluster: PathBuf,
+    /// The workload: its tier-1 workflows with an slo, one job and no gangs are the SLO jobs,
+    /// the rest is background.
     #[arg(long, value_name = "FILE")]
     workload: PathBuf,
+    /// Where summary.json, jobs.csv, decisions.csv and report.html go.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// The simulated window (training and replays).
     #[arg(long, value_name = "DURATION", default_value = "2d", value_parser = parse_duration)]
     until: Duration,
+    /// The seed of the replays and of the perturbations.
     #[arg(long, value_name = "N", default_value_t = 2)]
     seed: u64,
+    /// The seed of the training run the profiles are learned from.
     #[arg(long, value_name = "N", default_value_t = 1)]
     train_seed: u64,
     /// How often the controller looks at each job.
     #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_duration)]
     period: Duration,
+    /// The share of SLO runs slowed: one of their stages (drawn at random) runs slower.
     #[arg(long, value_name = "F", default_value_t = 0.3)]
     slow_share: f64,
+    /// How much slower: the slowed stage's durations are multiplied by this.
     #[arg(long, value_name = "F", default_value_t = 1.5)]
     slow_factor: f64,
+    /// Added to the failure probability of every stage of every SLO run.
     #[arg(long, value_name = "P", default_value_t = 0.03)]
     extra_failure: f64,
     /// Simulated runs per allocation for each table.
