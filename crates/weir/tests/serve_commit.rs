@@ -75,8 +75,10 @@ fn moto(dir: &Path) -> Moto {
     loop {
         if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
             use std::io::{Read, Write};
-            s.write_all(b"PUT /lake HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-                .expect("create bucket");
+            s.write_all(
+                b"PUT /lake HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            )
+            .expect("create bucket");
             let mut out = String::new();
             let _ = s.read_to_string(&mut out);
             assert!(out.starts_with("HTTP/1.1 200") || out.starts_with("HTTP/1.0 200"), "{out}");
@@ -179,7 +181,8 @@ impl Server {
     async fn ready(&self) -> String {
         let http = reqwest::Client::new();
         for _ in 0..600 {
-            if http.get(format!("{}/readyz", self.base())).send().await.is_ok_and(|r| r.status().is_success()) {
+            if http.get(format!("{}/readyz", self.base())).send().await.is_ok_and(|r| r.status().is_success())
+            {
                 let t = std::fs::read_to_string(self.dir.join("data").join("admin.token")).expect("token");
                 return t.trim().to_string();
             }
@@ -279,7 +282,11 @@ async fn uploads(c: &Committer) -> usize {
 async fn no_uploads_left(c: &Committer) {
     let start = Instant::now();
     while uploads(c).await > 0 {
-        assert!(start.elapsed() < Duration::from_secs(30), "uploads left: {:?}", c.store().list_uploads("").await);
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "uploads left: {:?}",
+            c.store().list_uploads("").await
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -327,7 +334,8 @@ async fn scenarios(tag: &str, place: Where, dir: &Path) {
     no_uploads_left(&c).await;
 
     // Failed: task 1 fails after its put; nothing appears, nothing is left.
-    let id = submit(&base, &token, &writer(2, "[ $WEIR_TASK_INDEX = 1 ] && exit 3; true", 1), "2026-11-02").await;
+    let id =
+        submit(&base, &token, &writer(2, "[ $WEIR_TASK_INDEX = 1 ] && exit 3; true", 1), "2026-11-02").await;
     let (state, reason) = finished(&base, &token, id).await;
     assert_eq!(state, "failed", "{tag}: {reason}");
     assert_eq!(objects(&c, "2026-11-02").await, vec![], "{tag}: a failed run left objects");
@@ -335,7 +343,8 @@ async fn scenarios(tag: &str, place: Where, dir: &Path) {
 
     // Retried: attempt 1 of every task fails after its put, attempt 2 succeeds; the
     // manifest lists the second attempts' files only, once each.
-    let id = submit(&base, &token, &writer(2, "[ $WEIR_ATTEMPT = 1 ] && exit 4; true", 2), "2026-11-03").await;
+    let id =
+        submit(&base, &token, &writer(2, "[ $WEIR_ATTEMPT = 1 ] && exit 4; true", 2), "2026-11-03").await;
     assert_eq!(finished(&base, &token, id).await.0, "succeeded", "{tag}");
     let m = c.check_output("sales/dt=2026-11-03/").await.expect("whole");
     assert_eq!(m.files.len(), 2);
@@ -397,7 +406,14 @@ async fn scenarios(tag: &str, place: Where, dir: &Path) {
         .text()
         .await
         .expect("text");
-    eprintln!("{tag}: {}", metrics.lines().filter(|l| l.contains("object_store") || l.contains("job_commits") || l.contains("swept")).collect::<Vec<_>>().join("\n"));
+    eprintln!(
+        "{tag}: {}",
+        metrics
+            .lines()
+            .filter(|l| l.contains("object_store") || l.contains("job_commits") || l.contains("swept"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     assert!(metrics.contains("weir_job_commits_total{reason=\"refused\"} 1"), "{tag}: {metrics}");
     assert!(metrics.contains("weir_uploads_swept_total"), "{tag}");
 }
@@ -448,6 +464,13 @@ async fn crash_at(tag: &str, place: Where, dir: &Path, var: &str) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(c.read_manifest("sales/dt=2026-12-01/").await.expect("read").is_none());
+    let visible = objects(&c, "2026-12-01").await.into_iter().filter(|o| o.0.starts_with("part-")).count();
+    if var == "WEIR_TEST_PAUSE_BEFORE_MANIFEST" {
+        // In the middle: every upload completed, the manifest not written.
+        assert_eq!(visible, 3, "{tag}: the pause came before the uploads were completed");
+    } else {
+        assert_eq!(visible, 0, "{tag}: objects completed before the job commit");
+    }
     server.proc.as_mut().expect("running").kill9();
     server.spawn(&[]);
     let token = server.ready().await;
@@ -465,7 +488,8 @@ async fn crash_at(tag: &str, place: Where, dir: &Path, var: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill9_between_task_commit_and_job_commit_then_the_commit_completes() {
     let dir = scratch("crash-between");
-    crash_at("local-between", Where::Local(dir.join("outputs")), &dir, "WEIR_TEST_PAUSE_BEFORE_JOB_COMMIT").await;
+    crash_at("local-between", Where::Local(dir.join("outputs")), &dir, "WEIR_TEST_PAUSE_BEFORE_JOB_COMMIT")
+        .await;
     let dir2 = scratch("crash-between-s3");
     let m = moto(&dir2);
     crash_at("s3-between", Where::S3(m.port), &dir2, "WEIR_TEST_PAUSE_BEFORE_JOB_COMMIT").await;
@@ -476,10 +500,69 @@ async fn kill9_between_task_commit_and_job_commit_then_the_commit_completes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill9_in_the_middle_of_a_job_commit_then_it_completes() {
     let dir = scratch("crash-middle");
-    crash_at("local-middle", Where::Local(dir.join("outputs")), &dir, "WEIR_TEST_PAUSE_BEFORE_MANIFEST").await;
+    crash_at("local-middle", Where::Local(dir.join("outputs")), &dir, "WEIR_TEST_PAUSE_BEFORE_MANIFEST")
+        .await;
     let dir2 = scratch("crash-middle-s3");
     let m = moto(&dir2);
     crash_at("s3-middle", Where::S3(m.port), &dir2, "WEIR_TEST_PAUSE_BEFORE_MANIFEST").await;
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&dir2);
+}
+
+/// What a task of a stage with outputs can reach on the local store when the server is root
+/// and tasks run as the unprivileged task user: not the output (only the job commit writes
+/// there), not other attempts' uploads, not the server's data directory; and a part it
+/// replaces with a link to a file of the server's is refused by the job commit, which then
+/// fails the run with nothing in the output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_cannot_reach_past_its_staging_area() {
+    if rustix::process::geteuid().as_raw() != 0 {
+        eprintln!("\n*** SKIPPED: the server runs tasks as another user only when it is root ***\n");
+        return;
+    }
+    let dir = scratch("isolation");
+    let root = dir.join("outputs");
+    let place = Where::Local(root.clone());
+    let server = Server::start(&dir, &place, &[]);
+    let token = server.ready().await;
+    let base = server.base();
+    let c = place.committer();
+    let weir = env!("CARGO_BIN_EXE_weir");
+    let data = dir.join("data");
+    // Each probe must fail for the task to go on.
+    let probe = format!(
+        "root=${{WEIR_COMMIT_STORE#file://}}; \
+         if echo x > $root/sales/evil.csv; then echo wrote-output; exit 10; fi; \
+         if ls $root/.weir-uploads > /dev/null; then echo listed-uploads; exit 11; fi; \
+         if cat {data}/admin.token; then echo read-token; exit 12; fi; \
+         set -e; printf 'a\\n' > p.csv; {weir} commit-helper put p.csv; \
+         id=$(sed -n 's/.*\"upload_id\": *\"\\([0-9a-f]*\\)\".*/\\1/p' $root/${{WEIR_COMMIT_STAGING}}files/p.csv.upload.json); \
+         test -n \"$id\"; rm $root/.weir-uploads/$id/part-000001; \
+         ln -s {data}/admin.token $root/.weir-uploads/$id/part-000001",
+        data = data.display()
+    );
+    let wf = json!({"name": "probe", "queue": "root.default",
+        "jobs": [{"name": "j", "stages": [{"name": "write", "tasks": 1, "resources": {"cpu": 100, "memory": 64},
+                  "command": probe, "max_attempts": 1,
+                  "outputs": [{"uri": "s3://lake/sales/dt={{logical_date}}/", "format": "csv"}]}]}]});
+    let id = submit(&base, &token, &wf, "2026-11-20").await;
+    let (state, reason) = finished(&base, &token, id).await;
+    let logs = std::fs::read_dir(data.join("logs").join(format!("run-{id}")))
+        .map(|d| {
+            d.flatten()
+                .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default();
+    eprintln!("probe run: {state}: {reason}");
+    assert_eq!(state, "failed", "{reason}\n{logs}");
+    assert!(reason.contains("job commit failed") && reason.contains("part-000001"), "{reason}\n{logs}");
+    assert!(
+        !logs.contains("wrote-output") && !logs.contains("listed-uploads") && !logs.contains("read-token")
+    );
+    assert_eq!(objects(&c, "2026-11-20").await, vec![], "nothing may appear");
+    assert!(!root.join("lake").join("sales").join("evil.csv").exists());
+    no_uploads_left(&c).await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
