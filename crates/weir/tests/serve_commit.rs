@@ -112,7 +112,7 @@ enum Where {
 }
 
 impl Where {
-    fn server_yaml(&self, dir: &Path) -> String {
+    fn server_yaml(&self, dir: &Path, db: Option<&str>) -> String {
         let store = match self {
             Where::Local(root) => format!("  local: {{root: {}}}\n", root.display()),
             Where::S3(port) => {
@@ -126,8 +126,9 @@ impl Where {
                 )
             }
         };
+        let db = db.map(|u| format!("db: \"{u}\"\n")).unwrap_or_default();
         format!(
-            "version: 1\ndata_dir: data\nclusters:\n  - {{name: default, file: cluster.yaml}}\nobject_store:\n{store}  sweep_every_seconds: 1\n  sweep_after_seconds: 2\n"
+            "version: 1\ndata_dir: data\n{db}clusters:\n  - {{name: default, file: cluster.yaml}}\nobject_store:\n{store}  sweep_every_seconds: 1\n  sweep_after_seconds: 2\n"
         )
     }
 
@@ -148,7 +149,11 @@ struct Server {
 
 impl Server {
     fn start(dir: &Path, place: &Where, env: &[(&str, &Path)]) -> Server {
-        std::fs::write(dir.join("server.yaml"), place.server_yaml(dir)).expect("server file");
+        Server::start_on(dir, place, env, None)
+    }
+
+    fn start_on(dir: &Path, place: &Where, env: &[(&str, &Path)], db: Option<&str>) -> Server {
+        std::fs::write(dir.join("server.yaml"), place.server_yaml(dir, db)).expect("server file");
         let mut s = Server { dir: dir.to_path_buf(), port: free_port(), proc: None };
         s.spawn(env);
         s
@@ -436,8 +441,25 @@ async fn outputs_on_moto_s3() {
 /// Kills the server at the pause `var` names, restarts it, and checks the commit completes
 /// while a reader polling the output never sees a manifest with a file missing.
 async fn crash_at(tag: &str, place: Where, dir: &Path, var: &str) {
+    crash_on(tag, place, dir, var, None).await;
+}
+
+/// As [`crash_at`], the server's store on PostgreSQL (a fresh database) when
+/// `WEIR_TEST_POSTGRES_URL` is set.
+async fn crash_on_postgres(tag: &str, place: Where, dir: &Path, var: &str) {
+    match std::env::var("WEIR_TEST_POSTGRES_URL") {
+        Ok(url) => {
+            let name = format!("weir_commit_{}_{}", tag.replace('-', "_"), std::process::id());
+            let db = weir_store::create_postgres_database(&url, &name).await.expect("database");
+            crash_on(tag, place, dir, var, Some(&db)).await;
+        }
+        Err(_) => eprintln!("\n*** SKIPPED on PostgreSQL: WEIR_TEST_POSTGRES_URL is not set ***\n"),
+    }
+}
+
+async fn crash_on(tag: &str, place: Where, dir: &Path, var: &str, db: Option<&str>) {
     let pause = dir.join(format!("paused-{tag}"));
-    let mut server = Server::start(dir, &place, &[(var, &pause)]);
+    let mut server = Server::start_on(dir, &place, &[(var, &pause)], db);
     let token = server.ready().await;
     let base = server.base();
     let c = place.committer();
@@ -493,6 +515,15 @@ async fn kill9_between_task_commit_and_job_commit_then_the_commit_completes() {
     let dir2 = scratch("crash-between-s3");
     let m = moto(&dir2);
     crash_at("s3-between", Where::S3(m.port), &dir2, "WEIR_TEST_PAUSE_BEFORE_JOB_COMMIT").await;
+    let dir3 = scratch("crash-between-pg");
+    crash_on_postgres(
+        "pg-between",
+        Where::Local(dir3.join("outputs")),
+        &dir3,
+        "WEIR_TEST_PAUSE_BEFORE_JOB_COMMIT",
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(&dir3);
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&dir2);
 }
@@ -505,6 +536,15 @@ async fn kill9_in_the_middle_of_a_job_commit_then_it_completes() {
     let dir2 = scratch("crash-middle-s3");
     let m = moto(&dir2);
     crash_at("s3-middle", Where::S3(m.port), &dir2, "WEIR_TEST_PAUSE_BEFORE_MANIFEST").await;
+    let dir3 = scratch("crash-middle-pg");
+    crash_on_postgres(
+        "pg-middle",
+        Where::Local(dir3.join("outputs")),
+        &dir3,
+        "WEIR_TEST_PAUSE_BEFORE_MANIFEST",
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(&dir3);
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&dir2);
 }
