@@ -334,8 +334,16 @@ async fn scenarios(tag: &str, place: Where, dir: &Path) {
     for f in &m.files {
         assert!(listed.contains(&f.name), "{tag}: {} listed in the manifest but absent", f.name);
     }
-    // The reader ran once the output was whole.
+    // The reader ran once the output was whole; its wait is on the run's record, with why.
     assert_eq!(finished(&base, &token, read_id).await.0, "succeeded", "{tag}");
+    let run = get(&base, &token, &format!("/v1/runs/{read_id}")).await;
+    let waits = run["jobs"][0]["waits"].as_array().cloned().unwrap_or_default();
+    assert!(
+        waits.iter().any(|w| w["reason"] == "inputs"
+            && w["detail"].as_str().is_some_and(|d| d.contains("no _weir_manifest.json"))
+            && w["to_ms"].is_i64()),
+        "{tag}: no closed `inputs` wait on the reader's job: {waits:?}"
+    );
     no_uploads_left(&c).await;
 
     // Failed: task 1 fails after its put; nothing appears, nothing is left.
