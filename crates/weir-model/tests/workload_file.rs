@@ -1037,3 +1037,35 @@ fn simulation_still_needs_a_duration_and_ignores_live_fields() {
     ));
     assert_eq!(w.jobs[0].stages[0].duration, Distribution::Fixed(secs(60)));
 }
+
+#[test]
+fn a_live_stage_declares_one_output_and_inputs_by_uri() {
+    let ok = stage(
+        "tasks: 1, resources: {cpu: 1000}, command: 'true', \
+         outputs: [{uri: 's3://lake/sales/dt={{logical_date}}/r={{params.region}}/', format: csv}], \
+         inputs: [{uri: 's3://lake/orders/dt={{logical_date}}/', require: manifest}]",
+    );
+    assert_eq!(live_problems(&ok), Vec::<(String, String)>::new());
+    let at = |field: &str| format!("workflows.w.jobs.j.stages.s.{field}");
+    let p = live_problems(&stage(
+        "tasks: 1, resources: {cpu: 1000}, command: 'true', \
+         outputs: [{uri: 's3://lake/a', format: csv}, {uri: 's3://lake/{{date}}/', format: jsonl}], \
+         inputs: [{uri: 'file:///tmp/x/', require: manifest}]",
+    ));
+    let paths: Vec<&str> = p.iter().map(|(path, _)| path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [at("outputs"), at("outputs[0].uri"), at("outputs[1].uri"), at("inputs[0].uri")]
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+    );
+    assert!(p[1].1.contains("must end with `/`"), "{p:?}");
+    assert!(p[2].1.contains("unknown placeholder `{{date}}`"), "{p:?}");
+    // Unknown fields and formats are refused by name.
+    let raw = stage(
+        "tasks: 1, resources: {cpu: 1000}, command: 'true', outputs: [{uri: 's3://l/a/', format: xml}]",
+    );
+    let err = parse_yaml::<WorkloadFile>("w.yaml", &raw).unwrap_err().to_string();
+    assert!(err.contains("xml") && err.contains("outputs"), "{err}");
+}

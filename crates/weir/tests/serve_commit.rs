@@ -112,7 +112,7 @@ enum Where {
 }
 
 impl Where {
-    fn server_yaml(&self, dir: &Path) -> String {
+    fn server_yaml(&self, dir: &Path, db: Option<&str>) -> String {
         let store = match self {
             Where::Local(root) => format!("  local: {{root: {}}}\n", root.display()),
             Where::S3(port) => {
@@ -126,8 +126,9 @@ impl Where {
                 )
             }
         };
+        let db = db.map(|u| format!("db: \"{u}\"\n")).unwrap_or_default();
         format!(
-            "version: 1\ndata_dir: data\nclusters:\n  - {{name: default, file: cluster.yaml}}\nobject_store:\n{store}  sweep_every_seconds: 1\n  sweep_after_seconds: 2\n"
+            "version: 1\ndata_dir: data\n{db}clusters:\n  - {{name: default, file: cluster.yaml}}\nobject_store:\n{store}  sweep_every_seconds: 1\n  sweep_after_seconds: 2\n"
         )
     }
 
@@ -148,7 +149,11 @@ struct Server {
 
 impl Server {
     fn start(dir: &Path, place: &Where, env: &[(&str, &Path)]) -> Server {
-        std::fs::write(dir.join("server.yaml"), place.server_yaml(dir)).expect("server file");
+        Server::start_on(dir, place, env, None)
+    }
+
+    fn start_on(dir: &Path, place: &Where, env: &[(&str, &Path)], db: Option<&str>) -> Server {
+        std::fs::write(dir.join("server.yaml"), place.server_yaml(dir, db)).expect("server file");
         let mut s = Server { dir: dir.to_path_buf(), port: free_port(), proc: None };
         s.spawn(env);
         s
@@ -329,8 +334,16 @@ async fn scenarios(tag: &str, place: Where, dir: &Path) {
     for f in &m.files {
         assert!(listed.contains(&f.name), "{tag}: {} listed in the manifest but absent", f.name);
     }
-    // The reader ran once the output was whole.
+    // The reader ran once the output was whole; its wait is on the run's record, with why.
     assert_eq!(finished(&base, &token, read_id).await.0, "succeeded", "{tag}");
+    let run = get(&base, &token, &format!("/v1/runs/{read_id}")).await;
+    let waits = run["jobs"][0]["waits"].as_array().cloned().unwrap_or_default();
+    assert!(
+        waits.iter().any(|w| w["reason"] == "inputs"
+            && w["detail"].as_str().is_some_and(|d| d.contains("no _weir_manifest.json"))
+            && w["to_ms"].is_i64()),
+        "{tag}: no closed `inputs` wait on the reader's job: {waits:?}"
+    );
     no_uploads_left(&c).await;
 
     // Failed: task 1 fails after its put; nothing appears, nothing is left.
@@ -436,8 +449,25 @@ async fn outputs_on_moto_s3() {
 /// Kills the server at the pause `var` names, restarts it, and checks the commit completes
 /// while a reader polling the output never sees a manifest with a file missing.
 async fn crash_at(tag: &str, place: Where, dir: &Path, var: &str) {
+    crash_on(tag, place, dir, var, None).await;
+}
+
+/// As [`crash_at`], the server's store on PostgreSQL (a fresh database) when
+/// `WEIR_TEST_POSTGRES_URL` is set.
+async fn crash_on_postgres(tag: &str, place: Where, dir: &Path, var: &str) {
+    match std::env::var("WEIR_TEST_POSTGRES_URL") {
+        Ok(url) => {
+            let name = format!("weir_commit_{}_{}", tag.replace('-', "_"), std::process::id());
+            let db = weir_store::create_postgres_database(&url, &name).await.expect("database");
+            crash_on(tag, place, dir, var, Some(&db)).await;
+        }
+        Err(_) => eprintln!("\n*** SKIPPED on PostgreSQL: WEIR_TEST_POSTGRES_URL is not set ***\n"),
+    }
+}
+
+async fn crash_on(tag: &str, place: Where, dir: &Path, var: &str, db: Option<&str>) {
     let pause = dir.join(format!("paused-{tag}"));
-    let mut server = Server::start(dir, &place, &[(var, &pause)]);
+    let mut server = Server::start_on(dir, &place, &[(var, &pause)], db);
     let token = server.ready().await;
     let base = server.base();
     let c = place.committer();
@@ -464,6 +494,13 @@ async fn crash_at(tag: &str, place: Where, dir: &Path, var: &str) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(c.read_manifest("sales/dt=2026-12-01/").await.expect("read").is_none());
+    let visible = objects(&c, "2026-12-01").await.into_iter().filter(|o| o.0.starts_with("part-")).count();
+    if var == "WEIR_TEST_PAUSE_BEFORE_MANIFEST" {
+        // In the middle: every upload completed, the manifest not written.
+        assert_eq!(visible, 3, "{tag}: the pause came before the uploads were completed");
+    } else {
+        assert_eq!(visible, 0, "{tag}: objects completed before the job commit");
+    }
     server.proc.as_mut().expect("running").kill9();
     server.spawn(&[]);
     let token = server.ready().await;
@@ -486,6 +523,15 @@ async fn kill9_between_task_commit_and_job_commit_then_the_commit_completes() {
     let dir2 = scratch("crash-between-s3");
     let m = moto(&dir2);
     crash_at("s3-between", Where::S3(m.port), &dir2, "WEIR_TEST_PAUSE_BEFORE_JOB_COMMIT").await;
+    let dir3 = scratch("crash-between-pg");
+    crash_on_postgres(
+        "pg-between",
+        Where::Local(dir3.join("outputs")),
+        &dir3,
+        "WEIR_TEST_PAUSE_BEFORE_JOB_COMMIT",
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(&dir3);
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&dir2);
 }
@@ -498,6 +544,73 @@ async fn kill9_in_the_middle_of_a_job_commit_then_it_completes() {
     let dir2 = scratch("crash-middle-s3");
     let m = moto(&dir2);
     crash_at("s3-middle", Where::S3(m.port), &dir2, "WEIR_TEST_PAUSE_BEFORE_MANIFEST").await;
+    let dir3 = scratch("crash-middle-pg");
+    crash_on_postgres(
+        "pg-middle",
+        Where::Local(dir3.join("outputs")),
+        &dir3,
+        "WEIR_TEST_PAUSE_BEFORE_MANIFEST",
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(&dir3);
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&dir2);
+}
+
+/// What a task of a stage with outputs can reach on the local store when the server is root
+/// and tasks run as the unprivileged task user: not the output (only the job commit writes
+/// there), not other attempts' uploads, not the server's data directory; and a part it
+/// replaces with a link to a file of the server's is refused by the job commit, which then
+/// fails the run with nothing in the output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_cannot_reach_past_its_staging_area() {
+    if rustix::process::geteuid().as_raw() != 0 {
+        eprintln!("\n*** SKIPPED: the server runs tasks as another user only when it is root ***\n");
+        return;
+    }
+    let dir = scratch("isolation");
+    let root = dir.join("outputs");
+    let place = Where::Local(root.clone());
+    let server = Server::start(&dir, &place, &[]);
+    let token = server.ready().await;
+    let base = server.base();
+    let c = place.committer();
+    let weir = env!("CARGO_BIN_EXE_weir");
+    let data = dir.join("data");
+    // Each probe must fail for the task to go on.
+    let probe = format!(
+        "root=${{WEIR_COMMIT_STORE#file://}}; \
+         if echo x > $root/sales/evil.csv; then echo wrote-output; exit 10; fi; \
+         if ls $root/.weir-uploads > /dev/null; then echo listed-uploads; exit 11; fi; \
+         if cat {data}/admin.token; then echo read-token; exit 12; fi; \
+         set -e; printf 'a\\n' > p.csv; {weir} commit-helper put p.csv; \
+         id=$(sed -n 's/.*\"upload_id\": *\"\\([0-9a-f]*\\)\".*/\\1/p' $root/${{WEIR_COMMIT_STAGING}}files/p.csv.upload.json); \
+         test -n \"$id\"; rm $root/.weir-uploads/$id/part-000001; \
+         ln -s {data}/admin.token $root/.weir-uploads/$id/part-000001",
+        data = data.display()
+    );
+    let wf = json!({"name": "probe", "queue": "root.default",
+        "jobs": [{"name": "j", "stages": [{"name": "write", "tasks": 1, "resources": {"cpu": 100, "memory": 64},
+                  "command": probe, "max_attempts": 1,
+                  "outputs": [{"uri": "s3://lake/sales/dt={{logical_date}}/", "format": "csv"}]}]}]});
+    let id = submit(&base, &token, &wf, "2026-11-20").await;
+    let (state, reason) = finished(&base, &token, id).await;
+    let logs = std::fs::read_dir(data.join("logs").join(format!("run-{id}")))
+        .map(|d| {
+            d.flatten()
+                .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default();
+    eprintln!("probe run: {state}: {reason}");
+    assert_eq!(state, "failed", "{reason}\n{logs}");
+    assert!(reason.contains("job commit failed") && reason.contains("part-000001"), "{reason}\n{logs}");
+    assert!(
+        !logs.contains("wrote-output") && !logs.contains("listed-uploads") && !logs.contains("read-token")
+    );
+    assert_eq!(objects(&c, "2026-11-20").await, vec![], "nothing may appear");
+    assert!(!root.join("lake").join("sales").join("evil.csv").exists());
+    no_uploads_left(&c).await;
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -519,9 +519,9 @@ async fn job_commit(
                 metrics.job_commits.get_or_create(&Reason { reason: "refused".into() }).inc();
                 return Err(why);
             }
-            Err(
-                e @ (CommitError::Store { .. } | CommitError::ListUploads { .. } | CommitError::Io { .. }),
-            ) if tries + 1 < COMMIT_TRIES => {
+            Err(e @ (CommitError::Store { .. } | CommitError::ListUploads { .. }))
+                if tries + 1 < COMMIT_TRIES =>
+            {
                 tries += 1;
                 eprintln!("weir worker: run {}: job commit of {uri} failed ({e}); retrying", key.0);
                 tokio::time::sleep(Duration::from_millis(500 << tries)).await;

@@ -160,6 +160,17 @@ impl Actor {
                 });
             }
         }
+        // A stage held until its inputs are complete (`commit.rs`).
+        let held = self.runs.get(&run).and_then(|r| r.jobs.get(job as usize)).and_then(|j| {
+            j.stages.iter().find_map(|s| {
+                let why = s.io.hold.as_ref().filter(|_| !s.io.inputs_ok)?;
+                let uris: Vec<String> = s.inputs.iter().map(|u| u.to_string()).collect();
+                Some((uris.join(", "), format!("stage {}: {why}", s.name)))
+            })
+        });
+        if let Some((limit, detail)) = held {
+            return Some(Reason { code: "inputs".into(), queue: String::new(), limit, detail });
+        }
         let r = self.engine.wait_reason(engine_job(run, job as usize)).ok()??;
         let tier = self.runs.get(&run).map_or(0, |r| r.tier);
         let (limit, detail) = match &r {

@@ -435,3 +435,55 @@ clusters:
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn object_store_reads_s3_with_a_credentials_file_and_names_bad_fields() {
+    let dir = scratch("object-store");
+    std::fs::write(dir.join("creds"), "[default]\naws_access_key_id = AK\naws_secret_access_key = SK\n")
+        .unwrap();
+    let text = "version: 1
+clusters:
+  - {name: alpha, file: clusters/a.yaml}
+object_store:
+  s3: {endpoint: 'http://127.0.0.1:9000', region: eu-west-1, bucket: lake, credentials_file: creds}
+  sweep_after_seconds: 600
+  parallel_parts: 2
+";
+    let c = parse("server.yaml", text, &dir).expect("valid");
+    let o = c.outputs.expect("object_store");
+    match &o.store {
+        weir_server::OutputStore::S3(s3) => {
+            assert_eq!((s3.bucket.as_str(), s3.region.as_str()), ("lake", "eu-west-1"));
+            assert_eq!(s3.credentials.access_key_id, "AK");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!((o.sweep_after.as_secs(), o.commit.parallel_parts), (600, 2));
+
+    let bad = "version: 1
+clusters:
+  - {name: alpha, file: clusters/a.yaml}
+object_store:
+  s3: {endpoint: '127.0.0.1:9000', bucket: Lake, credentials_file: creds}
+  task_credentials_file: missing-creds
+  sweep_every_seconds: 0
+  part_size_bytes: 1024
+";
+    let p = problems(bad, &dir);
+    let want = [
+        "object_store.s3.bucket: bucket `Lake` is not a bucket name",
+        "object_store.s3.endpoint: `127.0.0.1:9000`: expected http(s)://HOST[:PORT]",
+        "object_store.task_credentials_file:",
+        "object_store.sweep_every_seconds: 0",
+        "object_store: object_store: part_size = \"1024\"",
+    ];
+    for w in want {
+        assert!(p.iter().any(|p| p.starts_with(w)), "missing `{w}` in {p:#?}");
+    }
+    assert_eq!(p.len(), want.len(), "{p:#?}");
+    let both = "version: 1\nclusters:\n  - {name: alpha, file: clusters/a.yaml}\nobject_store:\n  local: {root: out}\n  s3: {bucket: lake, credentials_file: creds}\n";
+    assert_eq!(problems(both, &dir), vec!["object_store: give `local` or `s3`, not both".to_string()]);
+    let unknown =
+        "version: 1\nclusters:\n  - {name: alpha, file: clusters/a.yaml}\nobject_store:\n  gcs: {}\n";
+    assert!(parse("server.yaml", unknown, &dir).unwrap_err().to_string().contains("gcs"));
+}
