@@ -40,6 +40,7 @@ fn summary(r: &RunRow) -> RunSummary {
         queue: r.queue.clone(),
         submitted_ms: r.submitted_ms,
         finished_ms: r.finished_ms,
+        dry_run: r.dry_run,
     }
 }
 
@@ -51,6 +52,7 @@ fn created(r: &RunRow) -> RunCreated {
         cluster: r.cluster.clone(),
         queue: r.queue.clone(),
         state: RunState::Queued,
+        dry_run: r.dry_run,
     }
 }
 
@@ -88,7 +90,13 @@ pub(super) async fn submit_run(
         }
     };
     let spec = submit::workflow_spec(&spec_value)?;
-    let mut accepted = submit::accept(&s.registry, spec, &s.limits)?;
+    if req.cluster.is_some() && !req.dry_run {
+        return Err(ApiError::invalid(
+            "`cluster` is for dry-runs (`dry_run: true`); a production run follows the workflow's route",
+        )
+        .field("cluster"));
+    }
+    let mut accepted = submit::accept_on(&s.registry, spec, &s.limits, req.cluster.as_deref())?;
     if let Err(e) = principal.require(&accepted.owner, Role::Submitter) {
         let ctx = Audit::from(&peer)
             .project(accepted.owner.clone())
@@ -157,7 +165,7 @@ pub(super) async fn submit_run(
             String::from_utf8_lossy(&b)
         )),
         idempotency_after_ms: now - IDEMPOTENCY_MS,
-        dry_run: false,
+        dry_run: req.dry_run,
     };
     let outcome = s.writer.submit(run.clone()).await?;
     let conflict = |existing: i64| {
@@ -180,6 +188,7 @@ pub(super) async fn submit_run(
                 cluster: run.cluster,
                 queue: run.queue,
                 state: RunState::Queued,
+                dry_run: run.dry_run,
             };
             Ok((StatusCode::CREATED, Json(body)).into_response())
         }
@@ -391,6 +400,7 @@ pub(super) async fn get_run(
             finished_ms: run.finished_ms,
             reason: run.reason,
             kill_requested: run.kill_requested,
+            dry_run: run.dry_run,
             params: serde_json::from_str(&run.params).unwrap_or_default(),
             user: run.user,
             tasks_total: total,
