@@ -72,6 +72,16 @@ pub struct SubmitRun {
     /// Handed to every task as environment variables `WEIR_PARAM_<NAME>`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, String>,
+    /// A dry-run: the same workflow with every declared output rewritten to a shadow prefix
+    /// (`_weir_dryrun/RUN/…` in the same bucket), compared with the production output of the
+    /// same workflow and logical date when it ends; the verdict goes to the migration table
+    /// (`GET /v1/migrations`). It never blocks, nor is blocked by, a production run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
+    /// With `dry_run`: the cluster to run on (the cluster a migration would move the workflow
+    /// to); its placement rules place the workflow. Default: the workflow's route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
 }
 
 /// `201 Created` for a submission (and what an `Idempotency-Key` replays).
@@ -84,6 +94,9 @@ pub struct RunCreated {
     /// The leaf queue the run's jobs go to.
     pub queue: String,
     pub state: RunState,
+    /// A dry-run (outputs to shadow prefixes, compared with production's when it ends).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
 }
 
 /// A run's life: `queued → routed → waiting → running → succeeded | failed | killed`.
@@ -155,6 +168,9 @@ pub struct Run {
     pub reason: Option<String>,
     /// A kill was asked for and is being carried out.
     pub kill_requested: bool,
+    /// A dry-run (outputs to shadow prefixes, compared with production's when it ends).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, String>,
     /// The scheduler user the run counts against (per-user limits): the submitting token's
@@ -271,6 +287,9 @@ pub struct RunSummary {
     pub submitted_ms: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_ms: Option<i64>,
+    /// A dry-run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
 }
 
 /// `GET /v1/runs`: newest first.
@@ -389,6 +408,57 @@ pub struct RouteList {
 pub struct RouteTarget {
     pub cluster: String,
     pub queue: String,
+}
+
+/// One dry-run's verdict in the migration table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct MigrationVerdict {
+    /// The dry-run run.
+    pub run_id: i64,
+    pub workflow: String,
+    pub project: String,
+    pub logical_date: String,
+    /// The cluster the dry-run ran on: where approving moves the workflow.
+    pub cluster: String,
+    /// The leaf queue it ran in there: the approved route's queue.
+    pub queue: String,
+    /// The production run whose output it was compared with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub production_run: Option<String>,
+    /// `identical`, `equivalent` (within tolerance) or `different`.
+    pub verdict: String,
+    /// The differences the comparison listed (each `{output, partition, what, shadow,
+    /// production, tolerated}`), empty when identical.
+    #[schema(value_type = Object)]
+    pub differences: serde_json::Value,
+    pub at_ms: i64,
+    /// The token that approved the move, and when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_ms: Option<i64>,
+}
+
+/// `GET /v1/migrations`: the migration table, newest first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct MigrationStatus {
+    pub verdicts: Vec<MigrationVerdict>,
+}
+
+/// `POST /v1/migrations/{workflow}/approve` body.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApproveMigration {
+    /// The cluster to move the workflow to: its newest dry-run there must be `identical` or
+    /// `equivalent`.
+    pub cluster: String,
+}
+
+/// What an approval did: the verdict approved and the workflow's route now.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct MigrationApproved {
+    pub verdict: MigrationVerdict,
+    pub route: Route,
 }
 
 /// A role: `viewer` reads, `submitter` also submits and kills, `admin` also manages tokens,

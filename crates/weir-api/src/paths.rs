@@ -29,6 +29,8 @@ state, read their logs, see the live queues. Every request but /healthz and /rea
         list_routes,
         put_route,
         delete_route,
+        migration_status,
+        approve_migration,
         put_workflow,
         put_cluster_config,
         create_token,
@@ -154,6 +156,22 @@ fn list_routes() {}
 #[utoipa::path(put, path = "/v1/routes/{key}", params(("key" = String, Path)), request_body = RouteTarget,
     responses((status = 200, body = Route), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody)))]
 fn put_route() {}
+
+/// The migration table: each dry-run's verdict, newest first; only the workflows of projects the
+/// caller may view.
+#[utoipa::path(get, path = "/v1/migrations", params(("workflow" = Option<String>, Query)),
+    responses((status = 200, body = MigrationStatus)))]
+fn migration_status() {}
+
+/// Approve moving a workflow to the cluster its dry-run ran on: its newest verdict there must be
+/// `identical` or `equivalent`; the route `workflow:NAME` then points at that cluster and the
+/// dry-run's queue. Changes a route: needs the admin role on every project (as `PUT /v1/routes`).
+#[utoipa::path(post, path = "/v1/migrations/{workflow}/approve", params(("workflow" = String, Path)),
+    request_body = ApproveMigration,
+    responses((status = 200, body = MigrationApproved), (status = 403, body = ErrorBody),
+        (status = 404, description = "No dry-run verdict of the workflow on that cluster", body = ErrorBody),
+        (status = 409, description = "The newest verdict there is `different`", body = ErrorBody)))]
+fn approve_migration() {}
 
 #[utoipa::path(delete, path = "/v1/routes/{key}", params(("key" = String, Path)),
     responses((status = 204), (status = 404, body = ErrorBody)))]

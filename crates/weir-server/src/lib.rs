@@ -34,6 +34,8 @@ mod config;
 mod isolation;
 pub use isolation::private_umask;
 mod dashboard;
+pub mod dry_run;
+pub use dry_run::{record_dry_run_verdict, DeclaredOutput, DryRunError};
 mod error;
 mod http;
 mod limits;

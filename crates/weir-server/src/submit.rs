@@ -122,10 +122,31 @@ pub struct Accepted {
 
 /// Route and validate a workflow. A route replaces the workflow's own placement. Limits on
 /// tasks per stage and per run are checked before anything else is built.
-pub fn accept(registry: &Registry, mut spec: WorkflowSpec, limits: &Limits) -> Result<Accepted, ApiError> {
+pub fn accept(registry: &Registry, spec: WorkflowSpec, limits: &Limits) -> Result<Accepted, ApiError> {
+    accept_on(registry, spec, limits, None)
+}
+
+/// [`accept`], on `cluster` when one is named (a dry-run on the cluster a migration would move
+/// the workflow to): the workflow's route if it leads there, else that cluster's placement
+/// rules for the workflow's own `queue` or `project`.
+pub fn accept_on(
+    registry: &Registry,
+    mut spec: WorkflowSpec,
+    limits: &Limits,
+    cluster: Option<&str>,
+) -> Result<Accepted, ApiError> {
     check_size(&spec, limits)?;
     let tier = spec.tier.unwrap_or(3);
-    let routed = registry.route(&spec.name, spec.project.as_deref(), tier).ok_or_else(|| {
+    let routed = registry.route(&spec.name, spec.project.as_deref(), tier);
+    let routed = match cluster {
+        None => routed,
+        Some(c) if routed.as_ref().is_some_and(|r| r.cluster == c) => routed,
+        Some(c) if registry.cluster(c).is_some() => {
+            Some(crate::clusters::Routed { cluster: c.to_string(), queue: None, by_project: None })
+        }
+        Some(c) => return Err(ApiError::invalid(format!("no cluster `{c}`")).field("cluster")),
+    };
+    let routed = routed.ok_or_else(|| {
         ApiError::invalid("no route for this workflow and no default cluster (name one `default`)")
     })?;
     let loaded = registry.cluster(&routed.cluster).ok_or_else(|| {

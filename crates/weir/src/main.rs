@@ -65,6 +65,7 @@ enum Command {
     Explain(cmd::runs::RunArgs),
     Token(cmd::token::TokenArgs),
     Routes(cmd::routes::RoutesArgs),
+    Migrate(cmd::migrate::MigrateArgs),
     Backends(cmd::backends::BackendsArgs),
     CommitHelper(cmd::commit_helper::CommitHelperArgs),
 }
@@ -96,6 +97,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => cmd::runs::explain(args).map(|()| ExitCode::SUCCESS),
         Command::Token(args) => cmd::token::run(args).map(|()| ExitCode::SUCCESS),
         Command::Routes(args) => cmd::routes::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Migrate(args) => cmd::migrate::run(args).map(|()| ExitCode::SUCCESS),
         Command::CommitHelper(args) => cmd::commit_helper::run(args).map(|()| ExitCode::SUCCESS),
         Command::Backends(args) => {
             cmd::backends::run(args).map(|ok| if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })

@@ -4,6 +4,7 @@
 //! planning loop's endpoints are `loop_api`'s, task logs `logs`'.
 
 mod admin;
+pub(crate) mod migrations;
 pub(crate) mod runs;
 
 pub(crate) use admin::{admin_or_audit, route_visible};
@@ -37,6 +38,8 @@ pub fn router() -> Router<AppState> {
         .route("/v1/nodes", get(crate::nodes::nodes))
         .route("/v1/routes", get(admin::list_routes))
         .route("/v1/routes/{key}", put(admin::put_route).delete(admin::delete_route))
+        .route("/v1/migrations", get(migrations::migration_status))
+        .route("/v1/migrations/{workflow}/approve", post(migrations::approve_migration))
         .route("/v1/workflows/{name}", put(admin::put_workflow))
         .route("/v1/tokens", post(admin::create_token).get(admin::list_tokens))
         .route("/v1/tokens/{id}", axum::routing::delete(admin::revoke_token))

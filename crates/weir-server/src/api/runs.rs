@@ -40,6 +40,7 @@ fn summary(r: &RunRow) -> RunSummary {
         queue: r.queue.clone(),
         submitted_ms: r.submitted_ms,
         finished_ms: r.finished_ms,
+        dry_run: r.dry_run,
     }
 }
 
@@ -51,6 +52,7 @@ fn created(r: &RunRow) -> RunCreated {
         cluster: r.cluster.clone(),
         queue: r.queue.clone(),
         state: RunState::Queued,
+        dry_run: r.dry_run,
     }
 }
 
@@ -116,7 +118,13 @@ async fn submit_parsed(
         }
     };
     let spec = submit::workflow_spec(&spec_value)?;
-    let mut accepted = submit::accept(&s.registry, spec, &s.limits)?;
+    if req.cluster.is_some() && !req.dry_run {
+        return Err(ApiError::invalid(
+            "`cluster` is for dry-runs (`dry_run: true`); a production run follows the workflow's route",
+        )
+        .field("cluster"));
+    }
+    let mut accepted = submit::accept_on(&s.registry, spec, &s.limits, req.cluster.as_deref())?;
     if let Err(e) = principal.require(&accepted.owner, Role::Submitter) {
         let ctx = Audit::from(peer)
             .project(accepted.owner.clone())
@@ -177,7 +185,7 @@ async fn submit_parsed(
         idempotency_key,
         request_hash,
         idempotency_after_ms: now - IDEMPOTENCY_MS,
-        dry_run: false,
+        dry_run: req.dry_run,
     };
     let outcome = s.writer.submit(run.clone()).await?;
     let conflict = |existing: i64| {
@@ -199,6 +207,7 @@ async fn submit_parsed(
                 cluster: run.cluster,
                 queue: run.queue,
                 state: RunState::Queued,
+                dry_run: run.dry_run,
             };
             Ok((StatusCode::CREATED, body))
         }
@@ -410,6 +419,7 @@ pub(super) async fn get_run(
             finished_ms: run.finished_ms,
             reason: run.reason,
             kill_requested: run.kill_requested,
+            dry_run: run.dry_run,
             params: serde_json::from_str(&run.params).unwrap_or_default(),
             user: run.user,
             tasks_total: total,
@@ -500,6 +510,9 @@ pub(crate) async fn retry(
         project: None,
         logical_date: Some(row.logical_date.clone()),
         params,
+        // A dry-run's retry is a dry-run again, on the cluster it ran on.
+        dry_run: row.dry_run,
+        cluster: row.dry_run.then(|| row.cluster.clone()),
     };
     let hash = crate::auth::hash_token(&format!("retry:{}:{}", row.id, now_ms()));
     let result = submit_parsed(s, peer, principal, req, hash, None).await;

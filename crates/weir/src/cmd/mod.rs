@@ -12,6 +12,7 @@ pub mod client;
 pub mod commit_helper;
 pub mod export;
 pub mod import;
+pub mod migrate;
 pub mod plan;
 mod plan_server;
 pub mod routes;

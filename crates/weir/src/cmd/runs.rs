@@ -21,8 +21,14 @@ use crate::emit;
     long_about = "Submit one run of each workflow in a workload file (the workload-file schema, \
 with a `command` per stage) to a weir server, and print each run's id, cluster and queue. \
 The server validates it exactly as `weir validate` would and answers 400 naming the field.\n\n\
+A dry-run (`--dry-run`) runs the same workflows with every declared output written to a \
+shadow prefix (`_weir_dryrun/RUN/...` in the same bucket) instead of production's; when it \
+ends, weir compares the shadow output with production's output of the same workflow and \
+logical date and records the verdict in the migration table (`weir migrate status`). \
+`--cluster` runs it on the cluster a migration would move the workflow to.\n\n\
 Examples:\n  weir submit examples/demo/workload.yaml\n  \
-weir submit pipeline.yaml --logical-date 2026-11-23 --wait"
+weir submit pipeline.yaml --logical-date 2026-11-23 --wait\n  \
+weir submit examples/demo/workload.yaml --logical-date 2026-11-23 --dry-run --cluster staging"
 )]
 pub struct SubmitArgs {
     /// A workload file (version: 1, workflows: [...]).
@@ -36,6 +42,13 @@ pub struct SubmitArgs {
     /// Wait for every run to end; exit non-zero if one did not succeed.
     #[arg(long)]
     wait: bool,
+    /// A dry-run: outputs go to shadow prefixes and are compared with production's when the
+    /// run ends (`weir migrate status`); production data is never written.
+    #[arg(long)]
+    dry_run: bool,
+    /// With --dry-run: the cluster to run on (default: the workflow's route).
+    #[arg(long, value_name = "CLUSTER", requires = "dry_run")]
+    cluster: Option<String>,
     #[command(flatten)]
     conn: Connection,
 }
@@ -142,13 +155,16 @@ pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
                 project: None,
                 logical_date: args.logical_date.clone(),
                 params: params.clone(),
+                dry_run: args.dry_run,
+                cluster: args.cluster.clone(),
             };
             let created: RunCreated = client
                 .send(client.request(Method::POST, "/v1/runs").json(&body))
                 .await
                 .with_context(|| format!("{file}: workflow `{}`", wf.name))?;
             emit(&format!(
-                "run {} of {} ({}) queued on {} in {}\n",
+                "{} {} of {} ({}) queued on {} in {}\n",
+                if created.dry_run { "dry-run run" } else { "run" },
                 created.id,
                 safe(&created.workflow),
                 safe(&created.logical_date),
@@ -208,7 +224,7 @@ fn runs_table(runs: &[RunSummary], now: i64) -> String {
         let _ = writeln!(
             out,
             "{:>6}  {:<24} {:<26} {:>4}  {:<10} {:<28} {:>9}",
-            r.id,
+            if r.dry_run { format!("{}*", r.id) } else { r.id.to_string() },
             safe(&r.workflow),
             safe(&r.logical_date),
             r.tier,
@@ -219,6 +235,9 @@ fn runs_table(runs: &[RunSummary], now: i64) -> String {
     }
     if runs.is_empty() {
         out.push_str("no runs\n");
+    }
+    if runs.iter().any(|r| r.dry_run) {
+        out.push_str("* a dry-run (outputs to shadow prefixes; see weir migrate status)\n");
     }
     out
 }
@@ -246,6 +265,13 @@ pub fn status(args: &RunArgs) -> Result<ExitCode> {
             run.state.as_str()
         )?;
         writeln!(out, "cluster {}, queue {}", run.cluster, run.queue)?;
+        if run.dry_run {
+            writeln!(
+                out,
+                "a dry-run: its outputs go to shadow prefixes (weir migrate status {})",
+                safe(&run.workflow)
+            )?;
+        }
         if let Some(u) = &run.user {
             writeln!(out, "user {}", safe(u))?;
         }

@@ -502,6 +502,8 @@ async fn submit_round(
             project: None,
             logical_date: Some(date),
             params: Default::default(),
+            dry_run: false,
+            cluster: None,
         };
         let resp = http.post(format!("{base}/v1/runs")).bearer_auth(token).json(&body).send().await;
         match resp {
