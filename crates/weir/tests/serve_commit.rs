@@ -614,3 +614,152 @@ async fn a_task_cannot_reach_past_its_staging_area() {
     no_uploads_left(&c).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A report writer: each task puts the same rows whatever the run (`rows` decides them), so a
+/// dry-run of it produces production's output again.
+fn report(rows: &str) -> Value {
+    let weir = env!("CARGO_BIN_EXE_weir");
+    let cmd = format!(
+        "set -e; printf 'region,total\\n{rows}\\n' > part.csv; \
+         {weir} commit-helper put part.csv --as part-$WEIR_TASK_INDEX.csv"
+    );
+    json!({"name": "report", "queue": "root.default",
+           "jobs": [{"name": "j", "stages": [{"name": "write", "tasks": 2,
+                     "resources": {"cpu": 100, "memory": 64}, "command": cmd,
+                     "outputs": [{"uri": "s3://lake/report/dt={{logical_date}}/", "format": "csv"}]}]}]})
+}
+
+async fn post(base: &str, token: &str, path: &str, body: &Value) -> (u16, Value) {
+    let r = reqwest::Client::new()
+        .post(format!("{base}{path}"))
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .expect("post");
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// The migration table's verdict of dry-run `run`, once the worker recorded it.
+async fn verdict_of(base: &str, token: &str, run: i64) -> Value {
+    let start = Instant::now();
+    loop {
+        let v = get(base, token, "/v1/migrations").await;
+        if let Some(found) = v["verdicts"].as_array().into_iter().flatten().find(|x| x["run_id"] == run) {
+            return found.clone();
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "no verdict for dry-run {run}: {v}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Issue 24's dry-run acceptance, end to end: a dry-run of a workflow on a second cluster
+/// writes to the shadow prefix only, its verdict against production lands in the migration
+/// table, approving it moves the workflow's route, and the next run goes to the new cluster; a
+/// dry-run whose output differs is `different` and cannot be approved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_on_another_cluster_is_compared_approved_and_moves_the_route() {
+    let dir = scratch("dry-run");
+    let root = dir.join("objects");
+    let place = Where::Local(root.clone());
+    let two_clusters = place.server_yaml(&dir, None).replace(
+        "  - {name: default, file: cluster.yaml}\n",
+        "  - {name: default, file: cluster.yaml}\n  - {name: staging, file: cluster.yaml}\n",
+    );
+    std::fs::write(dir.join("server.yaml"), two_clusters).expect("server file");
+    let mut server = Server { dir: dir.clone(), port: free_port(), proc: None };
+    server.spawn(&[]);
+    let token = server.ready().await;
+    let base = server.base();
+    let c = place.committer();
+    let date = "2026-11-27";
+
+    // Production: the workflow has no route, so it runs on `default`.
+    let prod = submit(&base, &token, &report("eu,42"), date).await;
+    assert_eq!(finished(&base, &token, prod).await.0, "succeeded");
+    let production = objects_at(&c, &format!("report/dt={date}/")).await;
+    assert!(production.iter().any(|(k, _)| k == "_weir_manifest.json"), "{production:?}");
+
+    // The dry-run on staging: beside production (its own uniqueness key), output in the shadow.
+    let (status, created) = post(
+        &base,
+        &token,
+        "/v1/runs",
+        &json!({"workflow": report("eu,42"), "logical_date": date, "dry_run": true, "cluster": "staging"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["cluster"], "staging");
+    let dry = created["id"].as_i64().expect("id");
+    assert_eq!(finished(&base, &token, dry).await.0, "succeeded");
+    let shadow = objects_at(&c, &format!("_weir_dryrun/{dry}/report/dt={date}/")).await;
+    assert!(shadow.iter().any(|(k, _)| k == "_weir_manifest.json"), "{shadow:?}");
+    assert_eq!(objects_at(&c, &format!("report/dt={date}/")).await, production, "production untouched");
+
+    let verdict = verdict_of(&base, &token, dry).await;
+    assert_eq!(verdict["verdict"], "identical", "{verdict}");
+    assert_eq!(verdict["cluster"], "staging");
+    assert_eq!(verdict["production_run"], prod.to_string());
+
+    // A dry-run whose rows differ: `different`, and approval refuses while it is the newest.
+    let (_, other) = post(
+        &base,
+        &token,
+        "/v1/runs",
+        &json!({"workflow": report("eu,41"), "logical_date": date, "dry_run": true, "cluster": "staging"}),
+    )
+    .await;
+    let other = other["id"].as_i64().expect("id");
+    assert_eq!(finished(&base, &token, other).await.0, "succeeded");
+    assert_eq!(verdict_of(&base, &token, other).await["verdict"], "different");
+    let (status, refused) =
+        post(&base, &token, "/v1/migrations/report/approve", &json!({"cluster": "staging"})).await;
+    assert_eq!(status, 409, "{refused}");
+
+    // Another identical dry-run, approved: the route moves and the next run lands on staging.
+    let (_, again) = post(
+        &base,
+        &token,
+        "/v1/runs",
+        &json!({"workflow": report("eu,42"), "logical_date": date, "dry_run": true, "cluster": "staging"}),
+    )
+    .await;
+    let again = again["id"].as_i64().expect("id");
+    assert_eq!(finished(&base, &token, again).await.0, "succeeded");
+    assert_eq!(verdict_of(&base, &token, again).await["verdict"], "identical");
+    let (status, approved) =
+        post(&base, &token, "/v1/migrations/report/approve", &json!({"cluster": "staging"})).await;
+    assert_eq!(status, 200, "{approved}");
+    assert_eq!(approved["route"]["cluster"], "staging");
+    let routes = get(&base, &token, "/v1/routes").await;
+    assert!(
+        routes["routes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|r| r["key"] == "workflow:report" && r["cluster"] == "staging"),
+        "{routes}"
+    );
+    let (status, next) =
+        post(&base, &token, "/v1/runs", &json!({"workflow": report("eu,42"), "logical_date": "2026-11-28"}))
+            .await;
+    assert_eq!(status, 201, "{next}");
+    assert_eq!(next["cluster"], "staging", "{next}");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every object under `prefix`, by name (without the prefix), sorted.
+async fn objects_at(c: &Committer, prefix: &str) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = c
+        .store()
+        .list(prefix)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|o| (o.key[prefix.len()..].to_string(), o.size))
+        .collect();
+    v.sort();
+    v
+}

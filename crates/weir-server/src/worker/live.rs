@@ -100,6 +100,9 @@ pub struct RunLive {
     pub active: u32,
     /// Set once the run is being failed or killed: the final state and why.
     pub ending: Option<(&'static str, String)>,
+    /// A dry-run: its stages write to shadow prefixes; these are the production outputs (bucket
+    /// and what to compare) its verdict is taken against when it ends (`dry_run.rs`).
+    pub dry_run: Option<Vec<(String, crate::DeclaredOutput)>>,
 }
 
 /// A task attempt the actor is responsible for.
@@ -116,6 +119,16 @@ pub struct AttemptLive {
     /// weir killed it for that (`placement: weir`; with `placement: backend` the target placed
     /// it and reports its end, and weir's node is only a share of the capacity).
     pub node_lost: Option<(String, bool)>,
+}
+
+/// The workload file's name of an output format (what weir-commit's comparison parses).
+fn format_name(f: weir_model::OutputFormat) -> &'static str {
+    match f {
+        weir_model::OutputFormat::Csv => "csv",
+        weir_model::OutputFormat::Jsonl => "jsonl",
+        weir_model::OutputFormat::Parquet => "parquet",
+        weir_model::OutputFormat::Bytes => "bytes",
+    }
 }
 
 /// Engine job ids pack the run id and the job's index.
@@ -157,16 +170,31 @@ impl RunLive {
                 .map_err(|why| format!("{here}: {why}"))
         };
         let mut jobs: Vec<JobLive> = Vec::with_capacity(wf.jobs.len());
+        let mut dry_outputs = Vec::new();
         for (j, job) in wf.jobs.iter().enumerate() {
             let spec_job = spec.jobs.iter().find(|x| x.name == job.name).ok_or("job names changed")?;
             let mut stages: Vec<StageLive> = Vec::with_capacity(job.stages.len());
             for stage in &job.stages {
                 let s = spec_job.stages.iter().find(|x| x.name == stage.name).ok_or("stage names changed")?;
                 let here = format!("jobs.{}.stages.{}", job.name, stage.name);
-                let output = match s.outputs.first() {
+                let mut output = match s.outputs.first() {
                     Some(o) => Some(uri(format!("{here}.outputs[0].uri"), &o.uri)?),
                     None => None,
                 };
+                // A dry-run writes beside production, under the shadow prefix of its run.
+                if let (true, Some(o), Some(spec)) = (row.dry_run, output.as_mut(), s.outputs.first()) {
+                    let format = weir_commit::OutputFormat::parse(format_name(spec.format))
+                        .ok_or("an output format the comparison does not know")?;
+                    dry_outputs.push((
+                        o.bucket.clone(),
+                        crate::DeclaredOutput {
+                            prefix: o.prefix.clone(),
+                            compare: weir_commit::CompareConfig::new(format),
+                        },
+                    ));
+                    o.prefix = weir_commit::shadow::shadow_prefix(&o.prefix, &row.id.to_string())
+                        .map_err(|e| format!("{here}.outputs[0].uri: {e}"))?;
+                }
                 let inputs = s
                     .inputs
                     .iter()
@@ -229,6 +257,7 @@ impl RunLive {
             started: row.started_ms.is_some(),
             active: 0,
             ending: None,
+            dry_run: row.dry_run.then_some(dry_outputs),
         })
     }
 

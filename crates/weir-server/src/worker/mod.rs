@@ -7,6 +7,7 @@ mod actor;
 mod attempts;
 mod backends;
 mod commit;
+mod dry_run;
 mod live;
 mod nodes;
 mod progress;

@@ -151,6 +151,7 @@ impl Actor {
         let at = now.0 as i64;
         let Some(run) = self.runs.remove(&id) else { return };
         self.abort_outputs(&run, to);
+        self.record_verdict_after_end(&run);
         for (j, job) in run.jobs.iter().enumerate() {
             if job.phase == JobPhase::InEngine {
                 let _ = self.engine.on_job_finished(now, engine_job(id, j));
