@@ -191,3 +191,45 @@ async fn drivers_run_log_are_readopted_by_submission_id_and_killed_on_a_real_sta
     assert!(health.error.as_deref().unwrap_or("").contains("REST gateway"), "{health:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The dispatch figure in BENCHMARKS.md (not a check; run it alone with `--ignored
+/// --nocapture`): one-task word counts submitted one after another through the gateway; for
+/// each, how long `start` took (the create request and the record written twice) and how long
+/// the driver took from submission to its end as the poller saw it (the JVM's start, Spark's
+/// context, executors, the Python driver).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement for BENCHMARKS.md, not a test"]
+async fn dispatch_figure() {
+    let runs: usize = std::env::var("WEIR_BENCH_RUNS").ok().and_then(|n| n.parse().ok()).unwrap_or(4);
+    let dir = tempdir("bench");
+    let cluster = Cluster::start(&dir);
+    cluster.ready();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let backend = SparkStandaloneBackend::connect(config(&cluster, &dir), tx).await.unwrap();
+    let words = examples().join("words.txt").display().to_string();
+    let all = std::time::Instant::now();
+    let (mut starts, mut ends) = (Vec::new(), Vec::new());
+    for i in 0..runs {
+        let l = launch(&dir, &format!("bench-{i}/j/s/0/1"), vec![words.clone()]);
+        let t = std::time::Instant::now();
+        backend.start(&l).await.unwrap();
+        starts.push(t.elapsed());
+        let exit = next_exit(&mut rx).await;
+        assert_eq!(exit.exit, Exit::Code(0));
+        ends.push(t.elapsed());
+    }
+    let ms = |d: &Duration| d.as_secs_f64() * 1000.0;
+    let mean = |v: &[Duration]| v.iter().map(ms).sum::<f64>() / v.len() as f64;
+    println!(
+        "spark-standalone dispatch: {runs} one-task word counts in {:.1} s ({:.3} apps/s); start (create + records) mean {:.1} ms, max {:.1} ms; submission to end mean {:.1} s (min {:.1}, max {:.1})",
+        all.elapsed().as_secs_f64(),
+        runs as f64 / all.elapsed().as_secs_f64(),
+        mean(&starts),
+        starts.iter().map(ms).fold(0.0, f64::max),
+        mean(&ends) / 1000.0,
+        ends.iter().map(ms).fold(f64::MAX, f64::min) / 1000.0,
+        ends.iter().map(ms).fold(0.0, f64::max) / 1000.0,
+    );
+    drop(cluster);
+    let _ = std::fs::remove_dir_all(&dir);
+}
