@@ -56,8 +56,8 @@ pub struct SparkStandaloneConfig {
     /// `PYSPARK_DRIVER_PYTHON`), a path on the workers; `None`: Spark's default (`python3`).
     pub python: Option<String>,
     /// The program the workers run a PySpark driver with (`PYSPARK_DRIVER_PYTHON`), when it
-    /// differs from `python`: Spark's kill stops the driver's JVM only (`DriverRunner.kill` is
-    /// `Process.destroy` of the JVM), and the Python process it started runs on; a wrapper such
+    /// differs from `python`: Spark's kill stops the driver's JVM only (`DriverRunner.kill`:
+    /// `Utils.terminateProcess` of the JVM), and the Python process it started runs on; a wrapper such
     /// as `exec setpriv --pdeathsig TERM -- python3 "$@"` ends it with its JVM.
     pub driver_python: Option<String>,
     /// Spark properties for every application, before the stage's own (which win).

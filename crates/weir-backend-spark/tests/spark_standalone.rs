@@ -59,6 +59,10 @@ fn launch(dir: &Path, attempt: &str, args: Vec<String>) -> TaskLaunch {
     }
 }
 
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
 async fn next_exit(rx: &mut mpsc::UnboundedReceiver<TaskExit>) -> TaskExit {
     tokio::time::timeout(Duration::from_secs(300), rx.recv())
         .await
@@ -119,6 +123,7 @@ async fn drivers_run_log_are_readopted_by_submission_id_and_killed_on_a_real_sta
     //    worker's log page, is the attempt's stdout.
     let words = examples().join("words.txt").display().to_string();
     let one = launch(&dir, "run-1/wc/count/0/1", vec![words.clone()]);
+    let before_one = now_ms();
     let launched = backend.start(&one).await.expect("submitted");
     assert_eq!(launched.backend, "spark-standalone");
     assert!(launched.boot_id.starts_with("driver-"), "the submission id is recorded: {launched:?}");
@@ -184,10 +189,74 @@ async fn drivers_run_log_are_readopted_by_submission_id_and_killed_on_a_real_sta
     // 3. An attempt that never started is not found (its task may run again safely).
     assert_eq!(again.recover(&AttemptId::new("run-3/x/y/0/1").unwrap()).await.unwrap(), Recovered::NotFound);
 
-    // 4. The master goes away: the backend turns unhealthy with the gateway's address.
+    // 4. A create whose answer never came: the record written before the request has no
+    //    submission id. `recover` looks among the master's drivers for one with the same main
+    //    class, started since the request, that no record claims. The first word count's record
+    //    is gone (`forget` above), so its driver is that one: found, and ended with exit 0; a
+    //    record written after every driver started finds none.
+    let lost = |attempt: &str, asked_ms: u64| {
+        let folder = dir.join("state").join(attempt.replace('/', "+"));
+        std::fs::create_dir_all(&folder).unwrap();
+        let record = serde_json::json!({
+            "attempt": attempt, "submission": null, "asked_ms": asked_ms,
+            "stdout": dir.join("logs").join("lost.out"), "stderr": dir.join("logs").join("lost.err"),
+            "main_class": "org.apache.spark.deploy.PythonRunner",
+        });
+        std::fs::write(folder.join("submission.json"), record.to_string()).unwrap();
+        AttemptId::new(attempt).unwrap()
+    };
+    let found = again.recover(&lost("run-4/wc/count/0/1", before_one)).await.unwrap();
+    assert_eq!(found, Recovered::Ended(Exit::Code(0)), "the unclaimed driver of the lost answer");
+    assert!(std::fs::read_to_string(dir.join("logs/lost.out")).unwrap().contains("total "));
+    let none = again.recover(&lost("run-5/wc/count/0/1", now_ms())).await.unwrap();
+    assert_eq!(none, Recovered::NotFound, "no driver started after the request");
+
+    // 5. The master goes away: the backend turns unhealthy with the gateway's address.
     drop(cluster);
     let health = again.health().await;
     assert!(!health.healthy, "{health:?}");
     assert!(health.error.as_deref().unwrap_or("").contains("REST gateway"), "{health:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The dispatch figure in BENCHMARKS.md (not a check; run it alone with `--ignored
+/// --nocapture`): one-task word counts submitted one after another through the gateway; for
+/// each, how long `start` took (the create request and the record written twice) and how long
+/// the driver took from submission to its end as the poller saw it (the JVM's start, Spark's
+/// context, executors, the Python driver).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement for BENCHMARKS.md, not a test"]
+async fn dispatch_figure() {
+    let runs: usize = std::env::var("WEIR_BENCH_RUNS").ok().and_then(|n| n.parse().ok()).unwrap_or(4);
+    let dir = tempdir("bench");
+    let cluster = Cluster::start(&dir);
+    cluster.ready();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let backend = SparkStandaloneBackend::connect(config(&cluster, &dir), tx).await.unwrap();
+    let words = examples().join("words.txt").display().to_string();
+    let all = std::time::Instant::now();
+    let (mut starts, mut ends) = (Vec::new(), Vec::new());
+    for i in 0..runs {
+        let l = launch(&dir, &format!("bench-{i}/j/s/0/1"), vec![words.clone()]);
+        let t = std::time::Instant::now();
+        backend.start(&l).await.unwrap();
+        starts.push(t.elapsed());
+        let exit = next_exit(&mut rx).await;
+        assert_eq!(exit.exit, Exit::Code(0));
+        ends.push(t.elapsed());
+    }
+    let ms = |d: &Duration| d.as_secs_f64() * 1000.0;
+    let mean = |v: &[Duration]| v.iter().map(ms).sum::<f64>() / v.len() as f64;
+    println!(
+        "spark-standalone dispatch: {runs} one-task word counts in {:.1} s ({:.3} apps/s); start (create + records) mean {:.1} ms, max {:.1} ms; submission to end mean {:.1} s (min {:.1}, max {:.1})",
+        all.elapsed().as_secs_f64(),
+        runs as f64 / all.elapsed().as_secs_f64(),
+        mean(&starts),
+        starts.iter().map(ms).fold(0.0, f64::max),
+        mean(&ends) / 1000.0,
+        ends.iter().map(ms).fold(f64::MAX, f64::min) / 1000.0,
+        ends.iter().map(ms).fold(0.0, f64::max) / 1000.0,
+    );
+    drop(cluster);
     let _ = std::fs::remove_dir_all(&dir);
 }

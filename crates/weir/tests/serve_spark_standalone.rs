@@ -229,3 +229,55 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
     assert!(left.is_empty(), "processes of the killed driver left: {left:?}");
     assert!(cluster.master_json().contains("\"state\" : \"KILLED\""), "{}", cluster.master_json());
 }
+
+/// A master that does not answer (nothing listens at `master_rest_url`): `weir backends --config`
+/// says so and exits 1; the running server marks the cluster unhealthy with the reason, and a
+/// run routed to it waits in the store instead of failing. No JVM starts.
+#[test]
+fn an_unreachable_master_is_an_unhealthy_cluster_with_the_reason_and_runs_wait() {
+    let scratch = common::Scratch::new("serve-spark-standalone-down");
+    let dir = scratch.0.clone();
+    let (port, nobody) = (standalone::free_port(), standalone::free_port());
+    std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
+    scratch.file(
+        "clusters/spark.yaml",
+        "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 2000, memory: 4g}}\nqueues:\n  - {name: default}\n",
+    );
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: down\n    file: clusters/spark.yaml\n    backend: {{kind: spark-standalone, master_rest_url: 'http://127.0.0.1:{nobody}'}}\n"
+        ),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["backends", "--config", "server.yaml"])
+        .current_dir(&dir)
+        .output()
+        .expect("weir backends");
+    let direct = common::text(&out.stdout);
+    let gateway = format!("REST gateway at http://127.0.0.1:{nobody}");
+    assert!(!out.status.success() && direct.contains("unhealthy") && direct.contains(&gateway), "{direct}");
+    let _serve = serve(&dir, "serve.log");
+    eventually(&dir, "the server", || {
+        client(
+            &dir,
+            port,
+            &["routes", "set", "workflow:wordcount", "--cluster", "down", "--queue", "root.default"],
+        )
+        .status
+        .success()
+    });
+    scratch.file("wc.yaml", &format!("version: 1\nworkflows:\n{}", workflow("wordcount", "/x/wc.py", &[])));
+    ok(&client(&dir, port, &["submit", "wc.yaml"]));
+    eventually(&dir, "the cluster to be seen unhealthy", || {
+        let view = common::text(&client(&dir, port, &["backends"]).stdout);
+        view.lines().any(|l| {
+            l.starts_with("down ")
+                && l.contains("unhealthy")
+                && l.contains("the spark-standalone backend is unavailable")
+                && l.contains(&gateway)
+        })
+    });
+    let state = state_of(&dir, port, "wordcount");
+    assert!(!state.is_empty() && !matches!(state.as_str(), "succeeded" | "failed" | "killed"), "{state}");
+}

@@ -133,7 +133,7 @@ pub fn python() -> String {
 }
 
 /// A PYSPARK_DRIVER_PYTHON for the workers, written in `dir`: Spark's kill stops the driver's
-/// JVM alone (`DriverRunner.kill`: `Process.destroy`), and this wrapper has the kernel end the
+/// JVM alone (`DriverRunner.kill`: `Utils.terminateProcess` of the JVM), and this wrapper has the kernel end the
 /// Python driver with its JVM (`setpriv --pdeathsig`, PR_SET_PDEATHSIG).
 pub fn driver_python(dir: &Path) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
