@@ -20,6 +20,7 @@ state, read their logs, see the live queues. Every request but /healthz and /rea
         list_runs,
         get_run,
         kill_run,
+        retry_run,
         explain_run,
         task_logs,
         queues,
@@ -35,6 +36,7 @@ state, read their logs, see the live queues. Every request but /healthz and /rea
         revoke_token,
         usage_csv,
         runs_csv,
+        waits_csv,
         slo_report,
         usage_report,
         list_clusters,
@@ -104,6 +106,15 @@ fn get_run() {}
 #[utoipa::path(post, path = "/v1/runs/{id}/kill", params(("id" = i64, Path)),
     responses((status = 202, body = RunSummary), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 fn kill_run() {}
+
+/// Retry a run: submit its stored workflow, parameters and logical date again as a new run,
+/// through every check a submission makes (submitter on its project; the new run keeps the
+/// run's scheduler user, which the caller must be allowed to act as).
+#[utoipa::path(post, path = "/v1/runs/{id}/retry", params(("id" = i64, Path)),
+    responses((status = 201, description = "The new run", body = RunCreated),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, description = "A run of the workflow for this logical date is still active", body = ErrorBody)))]
+fn retry_run() {}
 
 #[utoipa::path(get, path = "/v1/runs/{id}/explain", params(("id" = i64, Path)),
     responses((status = 200, body = RunExplanation), (status = 404, body = ErrorBody)))]
@@ -198,6 +209,17 @@ fn usage_csv() {}
         ("window" = Option<String>, Query, description = "default 30d")),
     responses((status = 200, content_type = "text/csv", body = String)))]
 fn runs_csv() {}
+
+/// What the jobs of runs submitted in the window waited for, per leaf and reason, as
+/// `waits.csv` (`leaf,tier,reason,queue,limit,spells,runs,waited_ms`; `queue` is the queue the
+/// limit belongs to, `waited_ms` the part of the spells inside the window): the history
+/// `weir plan --server` reads beside the usage. Needs a viewer grant on `*`.
+#[utoipa::path(get, path = "/v1/waits.csv",
+    params(("cluster" = Option<String>, Query, description = "default: the only cluster, or `default`"),
+        ("since" = Option<i64>, Query), ("until" = Option<i64>, Query),
+        ("window" = Option<String>, Query, description = "default 30d")),
+    responses((status = 200, content_type = "text/csv", body = String), (status = 403, body = ErrorBody)))]
+fn waits_csv() {}
 
 /// SLO success per tier and per workflow over runs submitted in the window (default 7d), for
 /// the projects the caller may read.

@@ -12,6 +12,9 @@
 //!
 //! A stage with a `command` instead of `spark:` runs as on the local backend.
 //!
+//! [`SparkStandaloneBackend`] (kind `spark-standalone`) submits each attempt as a driver to a
+//! Spark standalone cluster through its master's REST submission gateway (`standalone`).
+//!
 //! What it never does: hold scheduling policy, retry a task, or pass the server's own
 //! environment to a driver (only the local backend's pass-through list, `JAVA_HOME`, and the
 //! Spark variables it sets).
@@ -20,6 +23,8 @@
 //! "spark-local"`.
 
 mod install;
+mod rest;
+mod standalone;
 mod submit;
 
 use std::collections::BTreeMap;
@@ -32,6 +37,7 @@ use weir_backend::{
 };
 
 pub use install::{java, Install};
+pub use standalone::{SparkStandaloneBackend, SparkStandaloneConfig, STANDALONE_KIND};
 pub use submit::quote;
 
 /// The kind stored in each attempt's record.
@@ -54,6 +60,10 @@ pub enum SparkError {
     /// only if the cause (permissions, disk) goes away.
     #[error(transparent)]
     Local(#[from] BackendError),
+    /// A standalone master's REST gateway did not answer (`url`; `message` says how). Retrying
+    /// helps once the master is up with `spark.master.rest.enabled=true`.
+    #[error("the Spark master's REST gateway at {url}: {message}")]
+    Master { url: String, message: String },
 }
 
 /// Settings of [`SparkLocalBackend`] (the server file's `backend: {kind: spark-local, …}`).

@@ -24,6 +24,7 @@
 //! never renames or copies objects.
 
 mod backoff;
+pub mod compare;
 mod config;
 mod error;
 mod job;
@@ -33,10 +34,15 @@ mod metrics;
 mod reader;
 mod record;
 mod s3_uploads;
+pub mod shadow;
 mod store;
 mod sweep;
 mod task;
 
+pub use compare::{
+    compare_outputs, CompareConfig, Comparison, Difference, OutputFormat, OutputSummary, PartitionSummary,
+    Verdict,
+};
 pub use config::{
     vars, CommitConfig, Credentials, RetrySettings, S3Config, StoreConfig, TaskEnv, MIN_PART_SIZE,
 };

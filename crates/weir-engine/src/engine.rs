@@ -4,7 +4,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, VecDeque};
 
-use weir_model::{ClusterConfig, Mode, NodeGroup, QueuePath, Resources, Time};
+use weir_model::{ClusterConfig, NodeGroup, QueuePath, Resources, Time};
 
 use crate::decision::Decision;
 use crate::error::EngineError;
@@ -112,9 +112,6 @@ pub(crate) enum Starver {
 impl Engine {
     /// An engine with the configured queue tree and no nodes: add them with `on_node_added`.
     pub fn new(config: ClusterConfig) -> Result<Engine, EngineError> {
-        if config.scheduler.mode != Mode::Fair {
-            return Err(EngineError::Config { reason: "only fair mode is available".to_string() });
-        }
         let rounding = config.scheduler.rounding;
         let mut queues = Vec::with_capacity(config.queues.len());
         let mut queue_by_path = HashMap::new();

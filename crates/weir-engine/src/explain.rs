@@ -328,6 +328,24 @@ impl Engine {
                         q.path, q.max, q.usage
                     )
                 }
+                Some(Blocker::AmShare { limit }) if self.capacity_mode() => format!(
+                    "pending because its application master ({r}) would put {}'s AM usage {} over the AM limit \
+                     {limit}: max_am_percent {} × the larger of its capacity {} and its max capacity {} \
+                     within the cluster, rounded up to the minimum allocation",
+                    leaf.path,
+                    leaf.am_usage,
+                    leaf.am_share.unwrap_or(1.0),
+                    leaf.min,
+                    leaf.max
+                ),
+                Some(Blocker::UserLimit { limit }) => format!(
+                    "pending because user {} holds {} in {}, over the user limit {limit} (capacity mode: \
+                     user_limit_factor, min_user_percent and the active users' share of the queue; see \
+                     docs/semantics.md)",
+                    self.users[j.user as usize].name,
+                    self.user_standing(slot).map(|(_, used)| used).unwrap_or_default(),
+                    leaf.path
+                ),
                 Some(Blocker::AmShare { limit }) => format!(
                     "pending because its application master ({r}) would put {}'s AM usage {} over {limit}: \
                      max_am_share {} × the leaf's fair share {}, where a resource's share is 0 (a fair \

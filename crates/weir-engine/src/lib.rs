@@ -19,6 +19,7 @@
 
 mod admission;
 mod backfill;
+pub mod capacity;
 mod conservative;
 mod containers;
 mod decision;

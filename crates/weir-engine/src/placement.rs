@@ -30,6 +30,10 @@ pub(crate) enum Blocker {
         limit: Resources,
     },
     NoRoom,
+    /// Capacity mode: the job's user holds more than its user limit in the leaf.
+    UserLimit {
+        limit: Resources,
+    },
     /// The engine holds as many containers as its limit allows.
     ContainerLimit,
 }
@@ -133,6 +137,9 @@ impl Engine {
     }
 
     fn best_child(&self, parent: QueueIx, failed: &[Ask]) -> Option<QueueIx> {
+        if self.capacity_mode() {
+            return self.best_capacity_child(parent, failed);
+        }
         let p = &self.queues[parent as usize];
         if p.policy != Policy::Drf {
             return self.best_fair_child(parent, failed);
@@ -214,7 +221,9 @@ impl Engine {
             let result = if self.queues[leaf as usize].holders == 0 && dominated(failed, &ask) {
                 Err(Blocker::NoRoom)
             } else {
-                self.limits_allow_for(leaf, &ask.r, am).and_then(|()| self.try_place(job, failed))
+                self.limits_allow_for(leaf, &ask.r, am)
+                    .and_then(|()| self.user_limit_allows(job))
+                    .and_then(|()| self.try_place(job, failed))
             };
             match result {
                 Ok(()) => return true,
@@ -259,6 +268,9 @@ impl Engine {
     /// the leaf's max) instead, times `share`, rounded up. A fair parent computes memory shares
     /// only (`FairSharePolicy.computeShares`), so under one the cpu limit comes from free cores.
     pub(crate) fn am_limit(&self, leaf: QueueIx, share: f64) -> Resources {
+        if self.capacity_mode() {
+            return self.capacity_am_limit(leaf, share);
+        }
         let l = &self.queues[leaf as usize];
         let mut base = l.instantaneous;
         if l.parent_policy != Policy::Drf {
@@ -310,8 +322,20 @@ impl Engine {
     pub(crate) fn limits_allow(&self, job: JobSlot) -> Result<(), Blocker> {
         let j = self.job(job);
         match j.requests.front() {
-            Some(r) => self.limits_allow_for(j.leaf, &r.resources, self.next_is_am(job)),
+            Some(r) => self
+                .limits_allow_for(j.leaf, &r.resources, self.next_is_am(job))
+                .and_then(|()| self.user_limit_allows(job)),
             None => Ok(()),
+        }
+    }
+
+    /// Capacity mode: whether the job's user is within its user limit in the leaf
+    /// (`AbstractLeafQueue.canAssignToUser`: blocked only while it holds more than the limit).
+    /// Always true in fair mode.
+    pub(crate) fn user_limit_allows(&self, job: JobSlot) -> Result<(), Blocker> {
+        match self.user_standing(job) {
+            Some((limit, used)) if used.memory > limit.memory => Err(Blocker::UserLimit { limit }),
+            _ => Ok(()),
         }
     }
 

@@ -32,6 +32,8 @@ pub enum WaitReason {
     ContainerLimit { limit: usize },
     /// Its gang cannot start whole yet.
     Gang { queue: QueuePath, size: u64 },
+    /// Capacity mode: its user holds more than the user limit in its leaf.
+    UserLimit { queue: QueuePath, user: String, limit: Resources },
     /// No limit holds it back: the cluster has no room for its next container where its fair
     /// share lets it go (other jobs come first or hold the room).
     NoRoom { queue: QueuePath },
@@ -47,6 +49,7 @@ impl WaitReason {
             WaitReason::AmShare { .. } => "am_share",
             WaitReason::ContainerLimit { .. } => "container_limit",
             WaitReason::Gang { .. } => "gang_waiting_for_room",
+            WaitReason::UserLimit { .. } => "user_limit",
             WaitReason::NoRoom { .. } => "no_room",
         }
     }
@@ -60,6 +63,7 @@ impl WaitReason {
             | WaitReason::Gang { queue, .. }
             | WaitReason::NoRoom { queue } => queue.to_string(),
             WaitReason::UserMaxRunningApps { user, .. } => format!("user {user}"),
+            WaitReason::UserLimit { queue, user, .. } => format!("user {user} in {queue}"),
             WaitReason::ContainerLimit { .. } => String::new(),
         }
     }
@@ -122,7 +126,11 @@ impl Engine {
             });
         }
         if let Err(b) = self.limits_allow(slot) {
-            return Ok(Some(self.reason_of(b, j.leaf)));
+            let mut reason = self.reason_of(b, j.leaf);
+            if let WaitReason::UserLimit { user, .. } = &mut reason {
+                user.clone_from(&self.users[j.user as usize].name);
+            }
+            return Ok(Some(reason));
         }
         if self.at_container_limit(1) {
             return Ok(Some(WaitReason::ContainerLimit { limit: self.container_limit }));
@@ -155,6 +163,11 @@ impl Engine {
                 WaitReason::AmShare { queue: self.queues[leaf as usize].path.clone(), limit }
             }
             Blocker::ContainerLimit => WaitReason::ContainerLimit { limit: self.container_limit },
+            Blocker::UserLimit { limit } => WaitReason::UserLimit {
+                queue: self.queues[leaf as usize].path.clone(),
+                user: String::new(),
+                limit,
+            },
             Blocker::NoRoom => WaitReason::NoRoom { queue: self.queues[leaf as usize].path.clone() },
         }
     }

@@ -165,6 +165,10 @@ pub struct QueueConfig {
     pub acl: Option<AclSpec>,
     pub dynamic_parent: bool,
     pub reservable: bool,
+    /// Capacity mode's settings (`None` in fair mode). Its guarantee and cap are also `min`
+    /// and `max` (as shares of the cluster, or resources), its capacity share `weight`, its
+    /// `max_parallel_apps` `max_running_apps` and its `max_am_percent` `am_share`.
+    pub capacity: Option<crate::capacity::CapacityQueue>,
 }
 
 impl QueueConfig {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::access::{AclSpec, PlacementRuleSpec, UserSpec};
+use crate::capacity::{CapacitySpec, LeafOrdering, QueueState};
 use crate::resources::PartialResources;
 use crate::time::Duration;
 
@@ -64,7 +65,8 @@ pub enum Mode {
     /// Hadoop YARN Fair Scheduler semantics.
     #[default]
     Fair,
-    /// Hadoop YARN Capacity Scheduler semantics (not implemented yet).
+    /// Hadoop YARN Capacity Scheduler semantics: capacities, user limits, queue priorities
+    /// (see `capacity.rs`; proportional preemption and node labels not implemented yet).
     Capacity,
 }
 
@@ -191,6 +193,15 @@ pub struct SchedulerSpec {
     /// 0s never releases them (a strict first come, first served for gangs, as an HPC queue).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gang_timeout: Option<Duration>,
+    /// Capacity mode: jobs (running and waiting) the whole cluster may hold; a leaf's
+    /// `max_applications` defaults to this times its absolute capacity (YARN's
+    /// `yarn.scheduler.capacity.maximum-applications`, 10,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_applications: Option<u32>,
+    /// Capacity mode: `max_am_percent` of leaves that set none (YARN's
+    /// `maximum-am-resource-percent`, 0.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_am_percent: Option<f64>,
 }
 
 /// How a gang (an all-or-nothing set of containers) that cannot start now waits.
@@ -361,6 +372,42 @@ pub struct QueueSpec {
     /// A leaf whose resources YARN's reservation system may reserve (`<reservation/>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reservable: Option<bool>,
+    /// Capacity mode: the queue's guarantee — a percent of the parent (siblings sum to 100), a
+    /// weight such as `3w`, or resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacitySpec>,
+    /// Capacity mode: the most the queue may hold — a percent of the parent (100 when absent)
+    /// or resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_capacity: Option<CapacitySpec>,
+    /// Capacity mode, leaves: how many times the queue's capacity one user may hold (1);
+    /// -1 for no limit but the queue's max.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_limit_factor: Option<f64>,
+    /// Capacity mode, leaves: the least percent of the queue each user gets when that many
+    /// ask (100: YARN's `minimum-user-limit-percent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_user_percent: Option<f64>,
+    /// Capacity mode, leaves: users' weights in the user limit (1 for users not named).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub user_weights: BTreeMap<String, f64>,
+    /// Capacity mode, leaves: above this many jobs, running and waiting, a submission is
+    /// rejected (`scheduler.max_applications` × the absolute capacity when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_applications: Option<u32>,
+    /// Capacity mode: above this many running jobs under the queue, a job waits (no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_parallel_apps: Option<u32>,
+    /// Capacity mode, leaves: the fraction of the queue's capacity application masters may
+    /// hold (`scheduler.max_am_percent`, 0.1, when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_am_percent: Option<f64>,
+    /// Capacity mode: `running` (the default) or `stopped` (rejects new jobs and drains).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<QueueState>,
+    /// Capacity mode, leaves: `fifo` (job priority, then submit time; the default) or `fair`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordering: Option<LeafOrdering>,
     /// Last, so that a written file shows a queue's own settings before its subtree.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<QueueSpec>,

@@ -76,9 +76,6 @@ impl Validator {
             );
         }
         let s = &raw.scheduler;
-        if s.mode == Mode::Capacity {
-            self.problem("scheduler.mode", "capacity mode is not available yet; use `fair`");
-        }
         if s.root_policy.leaf_only() {
             self.problem(
                 "scheduler.root_policy",
@@ -212,6 +209,7 @@ impl Validator {
             acl: raw.root_acl.clone(),
             dynamic_parent: false,
             reservable: false,
+            capacity: None,
         }];
         if let Some(acl) = &raw.root_acl {
             access::check_acl("root_acl", acl, &mut self.problems);
@@ -239,7 +237,11 @@ impl Validator {
         let context = Context { tiers: &tiers, am_default, rounding: s.rounding };
         self.children(&mut queues, 0, "queues", &raw.queues, &root_inherit, &context);
         let total = nodes.iter().fold(Resources::ZERO, |a, g| a + g.resources.times(u64::from(g.count)));
-        crate::cluster_limits::check(&queues, total, &mut self.problems, &mut self.warnings);
+        crate::capacity_validation::apply(raw, &mut queues, total, &mut self.problems);
+        if s.mode == Mode::Fair {
+            // Capacity mode's guarantees and caps are checked by `capacity_validation`.
+            crate::cluster_limits::check(&queues, total, &mut self.problems, &mut self.warnings);
+        }
         let placement = placement::rules(&raw.placement, &queues, &mut self.problems);
 
         ClusterConfig {
@@ -525,6 +527,7 @@ impl Validator {
             acl: spec.acl.clone(),
             dynamic_parent: spec.dynamic_parent.unwrap_or(false),
             reservable: spec.reservable.unwrap_or(false),
+            capacity: None,
         }
     }
 

@@ -9,6 +9,8 @@
 //! a leaf queue, every task able to fit on some node, job and stage DAGs in topological order).
 
 pub mod access;
+pub mod capacity;
+mod capacity_validation;
 pub mod cluster;
 pub mod cluster_file;
 mod cluster_limits;
@@ -28,6 +30,7 @@ mod workload_warnings;
 mod yaml_errors;
 
 pub use access::{AclSpec, PlacementRuleKind, PlacementRuleSpec, UserSpec};
+pub use capacity::{CapacityQueue, CapacitySpec, LeafOrdering, QueueState};
 
 /// First characters a name may not have: a spreadsheet opening a CSV file that holds it
 /// (`usage.csv`, `runs.csv`) would run the cell as a formula (CSV injection).

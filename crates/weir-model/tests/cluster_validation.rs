@@ -103,7 +103,11 @@ fn the_node_count_is_limited() {
 
 #[test]
 fn scheduler_rules() {
-    check_invalid(&with_sections("scheduler: {mode: capacity}"), "scheduler.mode", "capacity mode");
+    check_invalid(
+        &with_sections("scheduler: {mode: capacity}"),
+        "queues.a.capacity",
+        "capacity mode needs a capacity",
+    );
     check_invalid(
         &with_sections("scheduler: {root_policy: fifo}"),
         "scheduler.root_policy",

@@ -289,3 +289,38 @@ fn a_job_order_no_target_has_is_listed_as_lost_by_every_exporter() {
         }
     }
 }
+
+/// A capacity-mode cluster is written with its own Capacity Scheduler settings, as given
+/// (percents, weights, max capacities, user limits, priorities), not derived from weights; the
+/// weir export of it reads back as the same cluster.
+#[test]
+fn a_capacity_mode_cluster_exports_its_own_settings() {
+    let text = include_str!("../../../examples/cluster-capacity.yaml");
+    let cfg = ClusterConfig::from_yaml("examples/cluster-capacity.yaml", text).expect("the example is valid");
+    let exported = export(&cfg, Format::YarnCapacity, &ExportOptions::default()).unwrap();
+    let props = properties(&exported.text);
+    let p = |k: &str| props.get(&format!("yarn.scheduler.capacity.{k}")).map(String::as_str);
+    assert_eq!(p("maximum-am-resource-percent"), Some("0.2"));
+    assert_eq!(p("maximum-applications"), Some("10000"));
+    assert_eq!(p("root.queues"), Some("ads,search,data-platform,ml,default"));
+    assert_eq!(p("root.ads.capacity"), Some("40"));
+    assert_eq!(p("root.ads.maximum-capacity"), Some("70"));
+    assert_eq!(p("root.ads.priority"), Some("1"));
+    assert_eq!(p("root.ordering-policy"), Some("priority-utilization"));
+    assert_eq!(p("root.search.indexing.capacity"), Some("4w"));
+    assert_eq!(p("root.ads.ranking.tier1.user-limit-factor"), Some("2"));
+    assert_eq!(p("root.search.indexing.tier1.minimum-user-limit-percent"), Some("50"));
+    assert_eq!(p("root.search.relevance.tier3.maximum-am-resource-percent"), Some("0.1"));
+    assert_eq!(p("root.ads.ranking.tier3.max-parallel-apps"), Some("30"));
+    assert_eq!(p("root.ads.ranking.tier1.ordering-policy"), Some("fifo"));
+    assert_eq!(p("root.search.indexing.disable_preemption"), Some("true"));
+    // 10,000 × 40% × 50% × 60%.
+    assert_eq!(p("root.ads.ranking.tier1.maximum-applications"), Some("1200"));
+    assert_eq!(
+        p("root.ads.ranking.tier1.priority"),
+        None,
+        "job priorities of tiers are not queue priorities"
+    );
+    let back = ClusterConfig::from_yaml("cluster.yaml", &out(&cfg, Format::Weir)).unwrap();
+    assert_eq!(back.queues, cfg.queues);
+}

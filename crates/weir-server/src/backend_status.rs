@@ -105,6 +105,23 @@ impl BackendStatuses {
     /// instead). `None`: it can.
     pub fn cannot_run(&self, cluster: &str, spec: &weir_model::WorkflowSpec) -> Option<(String, String)> {
         let (kind, spark) = self.kinds.get(cluster).copied().unwrap_or(("local", false));
+        if kind == "spark-standalone" {
+            // A standalone master runs drivers, not shell commands.
+            let stage = spec
+                .jobs
+                .iter()
+                .flat_map(|j| j.stages.iter().map(move |s| (j, s)))
+                .find(|(_, s)| s.spark.is_none());
+            return stage.map(|(job, stage)| {
+                (
+                    format!("workflow.jobs.{}.stages.{}.command", job.name, stage.name),
+                    format!(
+                        "stage `{}.{}` is a command, but cluster `{cluster}` runs Spark applications only (`backend: {{kind: spark-standalone}}`): give the stage `spark:`, or route the workflow to a cluster whose backend runs commands",
+                        job.name, stage.name
+                    ),
+                )
+            });
+        }
         if spark {
             return None;
         }
@@ -114,7 +131,7 @@ impl BackendStatuses {
                     return Some((
                         format!("workflow.jobs.{}.stages.{}.spark", job.name, stage.name),
                         format!(
-                            "stage `{}.{}` is a Spark application, but cluster `{cluster}` runs its tasks on the `{kind}` backend, which does not run Spark; route the workflow to a cluster whose server file says `backend: {{kind: spark-local}}`",
+                            "stage `{}.{}` is a Spark application, but cluster `{cluster}` runs its tasks on the `{kind}` backend, which does not run Spark; route the workflow to a cluster whose server file says `backend: {{kind: spark-local}}` or `{{kind: spark-standalone}}`",
                             job.name, stage.name
                         ),
                     ));

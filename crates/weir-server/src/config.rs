@@ -232,6 +232,13 @@ pub enum BackendSettings {
         /// Grace between SIGTERM and SIGKILL. `None`: [`ServerConfig::kill_grace`].
         kill_grace: Option<Duration>,
     },
+    /// Spark applications as drivers on a Spark standalone cluster, through its master's REST
+    /// submission gateway (`weir_backend_spark::SparkStandaloneBackend`); Spark stages only.
+    SparkStandalone {
+        /// The gateway, the workers' Python, the properties, the state folder (`state_dir`
+        /// empty there: `DATA_DIR/backend/NAME`, filled by the worker).
+        config: Box<weir_backend_spark::SparkStandaloneConfig>,
+    },
     /// `batch/v1` Jobs on a Kubernetes cluster (`weir_backend_kube::KubeBackend`), admitted by
     /// Kueue, YuniKorn or the default scheduler. Only with the `kubernetes` cargo feature.
     #[cfg(feature = "kubernetes")]
@@ -251,6 +258,7 @@ impl BackendSettings {
             BackendSettings::Local { .. } => "local",
             BackendSettings::Slurm { .. } => "slurm",
             BackendSettings::SparkLocal { .. } => "spark-local",
+            BackendSettings::SparkStandalone { .. } => "spark-standalone",
             #[cfg(feature = "kubernetes")]
             BackendSettings::Kubernetes { .. } => "kubernetes",
         }
@@ -258,7 +266,7 @@ impl BackendSettings {
 
     /// Whether the kind runs Spark applications (`spark:` stages).
     pub fn runs_spark(&self) -> bool {
-        matches!(self, BackendSettings::SparkLocal { .. })
+        matches!(self, BackendSettings::SparkLocal { .. } | BackendSettings::SparkStandalone { .. })
     }
 }
 

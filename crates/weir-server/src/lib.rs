@@ -51,6 +51,7 @@ mod state;
 mod submit;
 mod time;
 mod tls;
+mod usage_by;
 mod wait_report;
 mod words;
 mod worker;
@@ -70,6 +71,8 @@ pub use error::ServerError;
 pub use outputs::{OutputSettings, OutputStore};
 pub use time::{format_utc, now_ms};
 pub use tls::{install_crypto_provider, TlsFiles};
+pub use wait_report::{read_waits_csv, QueueWait};
+pub use words::span as words_span;
 
 /// A running server. Dropping it does not stop it; call [`Server::shutdown`].
 pub struct Server {

@@ -31,6 +31,7 @@ pub fn router() -> axum::Router<AppState> {
     axum::Router::new()
         .route("/v1/usage", get(usage_csv))
         .route("/v1/runs.csv", get(runs_csv))
+        .route("/v1/waits.csv", get(waits_csv))
         .route("/v1/reports/slo", get(slo_report))
         .route("/v1/reports/usage", get(usage_report))
         .route("/v1/clusters", get(clusters))
@@ -118,6 +119,24 @@ pub async fn usage_csv(
     let (since, until) = q.span(30 * 86_400_000)?;
     let rows = s.store.usage(&cluster, since, until).await?;
     Ok(csv(crate::reports::usage_csv(&rows, since, until)))
+}
+
+/// `GET /v1/waits.csv`: what the jobs of runs submitted in the window waited for, per leaf and
+/// reason (`waits.csv`, the history `weir plan --server` reads beside `usage.csv`).
+pub async fn waits_csv(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<WindowQuery>,
+) -> Result<Response, ApiError> {
+    require_all(&s.principal(&headers).await?)?;
+    let cluster = cluster_name(&s, q.cluster.as_deref())?;
+    let (since, until) = q.span(30 * 86_400_000)?;
+    let runs = s.store.run_records(Some(&cluster), None, since, until).await?;
+    let leaf_of: BTreeMap<i64, (String, u8)> = runs.into_iter().map(|r| (r.id, (r.queue, r.tier))).collect();
+    let mut spells = s.store.waits_since(since, crate::wait_report::MAX_SPELLS).await?;
+    spells.retain(|w| w.submitted_ms < until);
+    let waits = crate::wait_report::queue_waits(&spells, &leaf_of, since, until, now_ms());
+    Ok(csv(crate::wait_report::waits_csv(&waits)))
 }
 
 /// Runs submitted in the window that `p` may read.

@@ -229,7 +229,7 @@ pub fn usage_csv(rows: &[UsageRow], since_ms: i64, until_ms: i64) -> String {
 /// would run as a formula (starting with `=`, `+`, `-`, `@`, tab or carriage return) is written
 /// as text, with a leading `'`. Names are refused with such starts on the way in; this is for
 /// rows stored before that.
-fn csv_field(s: &str) -> String {
+pub(crate) fn csv_field(s: &str) -> String {
     let formula = s.starts_with(weir_model::FORMULA_STARTS) || s.starts_with(['\t', '\r']);
     let s = if formula { format!("'{s}") } else { s.to_string() };
     if s.contains([',', '"', '\n', '\r']) {

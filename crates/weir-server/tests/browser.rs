@@ -169,6 +169,18 @@ async fn the_dashboard_in_a_real_browser() {
     // Over the whole hour the same use would read under 1%.
     assert!(pct >= 5.0, "tier 1 used {ratio} of its share over the recorded span");
     shot(&s, "usage").await;
+    // Usage over time, per project and per user: the ads project's and the submitting user's
+    // core-hours in the hour's buckets.
+    s.click(&s.wait_for("#usage-by-link", long).await).await;
+    let ads = s.text(&s.wait_for("#usage-by-project tr[data-name=\"ads\"] td.total", long).await).await;
+    assert!(ads.parse::<f64>().is_ok_and(|h| h > 0.0), "ads used {ads} core-hours");
+    let (_, first) = server.call(reqwest::Method::GET, &format!("/v1/runs/{id}"), None).await;
+    let user = first["user"].as_str().map(String::from).unwrap_or_default();
+    let mine =
+        s.text(&s.wait_for(&format!("#usage-by-user tr[data-name=\"{user}\"] td.total"), long).await).await;
+    // 2 tasks of 2 cores for about 4 s, and a 1-core upload: at least 4 core-seconds.
+    assert!(mine.parse::<f64>().is_ok_and(|h| h >= 4.0 * 2.0 * 2.0 / 3600.0 * 0.9), "{user} used {mine}");
+    shot(&s, "usage-by").await;
     s.goto(&format!("{base}/routes")).await;
     s.wait_for("#route-form", long).await;
     shot(&s, "routes").await;
@@ -327,6 +339,27 @@ async fn the_dashboard_in_a_real_browser() {
     );
     shot(&s, "slo-causes").await;
 
+    // The grid: workflows down, logical dates across; the report's d1 cell met its SLO, its d3
+    // cell (the run that waited) missed it; a cell links to its run.
+    s.goto(&format!("{base}/grid")).await;
+    let cell = |run: i64| format!("#grid tr[data-workflow=\"revenue-report\"] a[data-run=\"{run}\"]");
+    let slo_of =
+        |run: i64| format!("return document.querySelector('{}').dataset.slo", cell(run).replace('\'', "\\'"));
+    s.wait_for(&cell(waited), long).await;
+    assert_eq!(s.script(&slo_of(id)).await, json!("met"));
+    assert_eq!(s.script(&slo_of(waited)).await, json!("missed"));
+    let dates = s
+        .script("return Array.from(document.querySelectorAll('#grid th.date')).map(e => e.textContent)")
+        .await;
+    assert_eq!(dates, json!(["d1", "d2", "d3"]));
+    let backfill_cell = "#grid tr[data-workflow=\"nightly-backfill\"] td.cell";
+    let cells = s.script(&format!("return document.querySelectorAll('{backfill_cell}').length")).await;
+    assert_eq!(cells, json!(3), "one cell per date, empty where the workflow has no run");
+    shot(&s, "grid").await;
+    s.click(&s.wait_for(&cell(waited), long).await).await;
+    s.wait_for("#slo-status", long).await;
+    assert!(s.current_url().await.ends_with(&format!("/runs/{waited}")), "{}", s.current_url().await);
+
     s.close().await;
     drop(driver);
     server.stop(weir_server::Stop::Now).await;
@@ -353,8 +386,10 @@ async fn screenshots_of_a_running_server() {
         ("overview", "/"),
         ("queues", "/queues"),
         ("runs", "/runs"),
+        ("grid", "/grid"),
         ("slo", "/slo?window=1d"),
         ("usage", "/usage?window=1h"),
+        ("usage-by", "/usage/by?window=1d"),
         ("routes", "/routes"),
         ("clusters", "/clusters"),
     ] {

@@ -210,3 +210,89 @@ async fn viewers_see_their_projects_and_only_admins_change_anything() {
         .is_some_and(|c| c.contains("Max-Age=0")));
     s.stop(weir_server::Stop::Now).await;
 }
+
+/// Kill and retry from the run page: the same authorization as the API's (submitter on the
+/// run's project). A viewer gets no buttons and a forged post is refused; an operator (a
+/// submitter of the project) kills a running run and retries it as a new run for the same
+/// logical date; a form without the page's token changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn viewers_cannot_kill_or_retry_and_operators_can() {
+    let mut s = TestServer::start(Db::Sqlite, "dashboard-actions").await.expect("server");
+    let token = |name: &str, role: &str| json!({"name": name, "grants": [{"project": "ads", "role": role}]});
+    let (_, t) = s.call(Method::POST, "/v1/tokens", Some(token("ads-viewer", "viewer"))).await;
+    let viewer = login(&s, t["token"].as_str().expect("token")).await;
+    let (_, t) = s.call(Method::POST, "/v1/tokens", Some(token("ads-operator", "submitter"))).await;
+    let operator_token = t["token"].as_str().expect("token").to_string();
+    let operator = login(&s, &operator_token).await;
+    // The operator's own run (a retry runs as the run's scheduler user, which the retrying
+    // token must be allowed to act as, as for any submission).
+    let body = json!({"workflow": one_task("sleeper", "root.ads.tier1", "sleep 60"), "logical_date": "d7"});
+    let (status, created) = s.call_as(&operator_token, Method::POST, "/v1/runs", Some(body)).await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_i64().expect("id");
+    s.wait_until(id, Duration::from_secs(60), "its task to run", |r| {
+        r["jobs"][0]["tasks"][0]["state"] == "running"
+    })
+    .await;
+    let post = |cookie: String, path: String, csrf: String| {
+        let url = format!("{}{path}", s.base);
+        async move {
+            client().post(url).header(COOKIE, cookie).form(&[("csrf", csrf)]).send().await.expect("post")
+        }
+    };
+
+    // The viewer reads the run but gets no Kill button, and a post with its own valid form
+    // token is refused as the API refuses it; the run keeps running.
+    let (status, html) = page(&s, &viewer, &format!("/runs/{id}")).await;
+    assert_eq!(status, 200);
+    assert!(!html.contains("id=\"kill-form\"") && !html.contains("id=\"retry-form\""), "{html}");
+    let r = post(viewer.clone(), format!("/runs/{id}/kill"), csrf(&html)).await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert!(r.text().await.unwrap_or_default().contains("submitter"));
+    assert_eq!(s.run(id).await["state"], "running");
+
+    // The operator sees the button; a post without the page's token changes nothing.
+    let (_, html) = page(&s, &operator, &format!("/runs/{id}")).await;
+    assert!(html.contains("id=\"kill-form\"") && !html.contains("id=\"retry-form\""), "{html}");
+    let r = post(operator.clone(), format!("/runs/{id}/kill"), "0".repeat(64)).await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(s.run(id).await["state"], "running");
+    // With it, the run is killed and the browser goes back to its page.
+    let r = post(operator.clone(), format!("/runs/{id}/kill"), csrf(&html)).await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers().get(LOCATION).and_then(|v| v.to_str().ok()), Some(format!("/runs/{id}").as_str()));
+    let killed = s.wait(id, Duration::from_secs(60)).await;
+    assert_eq!(killed["state"], "killed", "{killed:#}");
+
+    // Ended: the page offers Retry, to the operator only.
+    let (_, html) = page(&s, &viewer, &format!("/runs/{id}")).await;
+    assert!(!html.contains("id=\"retry-form\""), "{html}");
+    let r = post(viewer.clone(), format!("/runs/{id}/retry"), csrf(&html)).await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let (_, html) = page(&s, &operator, &format!("/runs/{id}")).await;
+    assert!(html.contains("id=\"retry-form\"") && !html.contains("id=\"kill-form\""), "{html}");
+    let r = post(operator.clone(), format!("/runs/{id}/retry"), csrf(&html)).await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let to = r.headers().get(LOCATION).and_then(|v| v.to_str().ok()).expect("to the new run").to_string();
+    let new: i64 = to.strip_prefix("/runs/").and_then(|n| n.parse().ok()).expect("a run id");
+    assert_ne!(new, id);
+    // The new run: the same workflow, logical date and command, submitted by the operator.
+    let again = s.run(new).await;
+    assert_eq!((again["workflow"].as_str(), again["logical_date"].as_str()), (Some("sleeper"), Some("d7")));
+    let (_, list) = s.call(Method::GET, "/v1/runs?workflow=sleeper", None).await;
+    assert_eq!(list["runs"].as_array().map(Vec::len), Some(2), "{list}");
+    // Retrying while that run is active is refused (one active run per workflow and date).
+    let r = post(operator.clone(), format!("/runs/{id}/retry"), csrf(&html)).await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    // The API's retry answers the same way, and the audit log has both, by the operator.
+    let (status, body) =
+        s.call_as(&operator_token, Method::POST, &format!("/v1/runs/{id}/retry"), None).await;
+    assert_eq!(status, 409, "{body}");
+    let (_, audit) = s.call(Method::GET, "/v1/audit?action=retry", None).await;
+    let entries = audit["entries"].as_array().cloned().unwrap_or_default();
+    let outcomes: Vec<&str> = entries.iter().filter_map(|e| e["outcome"].as_str()).collect();
+    assert!(outcomes.contains(&"ok") && outcomes.contains(&"refused"), "{audit:#}");
+    s.call(Method::POST, &format!("/v1/runs/{new}/kill"), None).await;
+    s.wait(new, Duration::from_secs(60)).await;
+    s.stop(weir_server::Stop::Now).await;
+}

@@ -279,6 +279,7 @@ async fn limits_are_refused_by_name_and_a_poison_run_fails_alone() {
         idempotency_key: None,
         request_hash: String::new(),
         idempotency_after_ms: 0,
+        dry_run: false,
     };
     let mut huge = one_task("huge", "root.ads.tier1", "true");
     huge["jobs"][0]["stages"][0]["tasks"] = json!(50_000_000);

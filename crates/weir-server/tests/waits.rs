@@ -3,7 +3,8 @@
 //! its explanation is in words (names, cores and GiB, its place in the start order, the tier-1
 //! flag) and its open waiting spell is in the API; once it has run, the closed spell — reason,
 //! queue, limit, who held the slot — is still there, and the SLO report ranks it as the reason
-//! the run missed its deadline.
+//! the run missed its deadline, and `/v1/waits.csv` (what `weir plan --server` reads) totals it
+//! on the run's leaf.
 
 mod common;
 
@@ -128,6 +129,20 @@ async fn a_run_held_by_max_running_apps_keeps_its_waiting_spell(db: Db) {
             |t| t.starts_with("tier 1 waited ") && t.ends_with(" on root.ads at max_running_apps 1")
         ),
         "{c}"
+    );
+
+    // The history `weir plan --server` reads: the report's leaf waited this long on root.ads's
+    // limit; the backfill's leaf does not appear (it never waited).
+    let (status, csv) = s.call(reqwest::Method::GET, "/v1/waits.csv?window=1d", None).await;
+    assert_eq!(status, 200, "{csv}");
+    let csv = csv.as_str().expect("text");
+    assert_eq!(
+        csv,
+        format!(
+            "leaf,tier,reason,queue,limit,spells,runs,waited_ms\n\
+             root.ads.tier1,1,queue_max_running_apps,root.ads,1,1,1,{}\n",
+            to - from
+        )
     );
 
     // The backfill got its slot in the pass it arrived: it never waited.

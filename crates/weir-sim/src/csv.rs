@@ -8,7 +8,7 @@ use std::io::{self, Write};
 
 use weir_model::{Duration, Time, Workflow};
 
-use crate::records::RecordSink;
+use crate::records::{RecordSink, TaskRecord};
 use crate::summary::{bounded_slowdown, JobRecord, JobStatus, Outcome, RunRecord};
 
 const RUNS_HEADER: &str =
@@ -34,18 +34,30 @@ pub fn write_jobs_csv(mut w: impl Write, outcome: &Outcome) -> io::Result<()> {
     Ok(())
 }
 
+/// The columns of `tasks.csv`: one row per task attempt, times in ms since the start.
+pub const TASKS_HEADER: &str = "job,workflow,job_name,stage,attempt,start,end,duration,outcome";
+
 /// `runs.csv` and `jobs.csv` written as runs and jobs end (a [`RecordSink`]): rows in the order
-/// they end, unfinished ones last.
+/// they end, unfinished ones last; `tasks.csv` too when given one (every task attempt as it
+/// ends, application masters left out).
 pub struct CsvRecords<W: Write> {
     runs: W,
     jobs: W,
+    tasks: Option<W>,
 }
 
 impl<W: Write> CsvRecords<W> {
     pub fn new(mut runs: W, mut jobs: W) -> io::Result<CsvRecords<W>> {
         writeln!(runs, "{RUNS_HEADER}")?;
         writeln!(jobs, "{JOBS_HEADER}")?;
-        Ok(CsvRecords { runs, jobs })
+        Ok(CsvRecords { runs, jobs, tasks: None })
+    }
+
+    /// Write `tasks.csv` to `tasks` as well.
+    pub fn with_tasks(mut self, mut tasks: W) -> io::Result<CsvRecords<W>> {
+        writeln!(tasks, "{TASKS_HEADER}")?;
+        self.tasks = Some(tasks);
+        Ok(self)
     }
 }
 
@@ -58,8 +70,30 @@ impl<W: Write> RecordSink for CsvRecords<W> {
         job_row(&mut self.jobs, record, workflow)
     }
 
+    fn task(&mut self, t: &TaskRecord, wf: &Workflow) -> io::Result<()> {
+        let Some(w) = &mut self.tasks else { return Ok(()) };
+        let job = wf.jobs.get(t.template as usize);
+        let stage = job.and_then(|j| j.stages.get(t.stage as usize));
+        writeln!(
+            w,
+            "{},{},{},{},{},{},{},{},{}",
+            t.job,
+            csv_field(&wf.name),
+            csv_field(job.map_or("", |j| j.name.as_str())),
+            csv_field(stage.map_or("", |s| s.name.as_str())),
+            t.attempt,
+            t.start.as_millis(),
+            t.end.as_millis(),
+            t.end.since(t.start).as_millis(),
+            t.outcome.name(),
+        )
+    }
+
     fn finish(&mut self) -> io::Result<()> {
         self.runs.flush()?;
+        if let Some(t) = &mut self.tasks {
+            t.flush()?;
+        }
         self.jobs.flush()
     }
 }

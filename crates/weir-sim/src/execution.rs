@@ -18,6 +18,7 @@ use weir_engine::{ContainerId, JobId, JobSpec, Request};
 use weir_model::{Duration, Resources, Time};
 
 use crate::error::SimError;
+use crate::records::{TaskOutcome, TaskRecord};
 use crate::sample::{self, Rng};
 use crate::sim::{Event, Simulation, AM_TAG};
 use crate::stats::ratio_units;
@@ -237,6 +238,8 @@ impl Simulation {
         self.runs[run as usize].jobs[template as usize] = Some(id);
         self.metrics.jobs_submitted += 1;
         self.metrics.touch(leaf);
+        self.limit_new_job(id, workflow, self.jobs[id as usize].stages.len());
+        let spec = JobSpec { requests: self.within_limit(id, spec.requests), ..spec };
         self.engine.on_job_submitted(self.now, spec).map_err(|e| self.refused(e))?;
         for s in empty_roots {
             self.stage_done(id, s)?;
@@ -327,6 +330,9 @@ impl Simulation {
             self.push(now.plus(Duration(end.max(1))), Event::TaskEnd { container, failed: fails });
             (s as u32, duration, attempt)
         };
+        if stage != AM_STAGE {
+            self.limited_task_started(job, stage);
+        }
         let j = &mut self.jobs[job as usize];
         if first && j.all_started.is_none() {
             j.first_left = j.first_left.saturating_sub(1);
@@ -367,12 +373,16 @@ impl Simulation {
         j.held -= t.resources;
         self.metrics.by_tier[usize::from(j.tier.min(3))] -= t.resources;
         self.metrics.touch(j.leaf);
+        if t.stage != AM_STAGE {
+            self.limited_task_ended(t.job);
+        }
     }
 
     pub(crate) fn on_task_end(&mut self, container: ContainerId, failed: bool) -> Result<(), SimError> {
         let Some(t) = self.take_task(container) else { return Ok(()) };
         self.engine.on_container_finished(self.now, container).map_err(|e| self.internal(e))?;
         self.release(&t);
+        self.record_task(&t, if failed { TaskOutcome::Failed } else { TaskOutcome::Done })?;
         if failed {
             self.metrics.task_attempts_failed += 1;
             if t.attempt + 1 >= self.config.max_attempts || self.recorded_failure(&t) {
@@ -403,6 +413,7 @@ impl Simulation {
     pub(crate) fn on_lost(&mut self, container: ContainerId, preempted: bool) -> Result<(), SimError> {
         let Some(t) = self.take_task(container) else { return Ok(()) };
         self.release(&t);
+        self.record_task(&t, TaskOutcome::Lost)?;
         let leaf = self.jobs[t.job as usize].leaf;
         if preempted {
             self.metrics.leaves[leaf].preempted += 1;
@@ -418,6 +429,34 @@ impl Simulation {
             }
         }
         self.ask_again(&t)
+    }
+
+    /// Hand a task attempt that just ended to whoever wants task records (AMs are left out).
+    fn record_task(&mut self, t: &TaskRun, outcome: TaskOutcome) -> Result<(), SimError> {
+        let wants_host = matches!(self.sink, crate::records::Sink::Host(_));
+        if t.stage == AM_STAGE || (self.task_records.is_none() && !wants_host) {
+            return Ok(());
+        }
+        let j = &self.jobs[t.job as usize];
+        let record = TaskRecord {
+            job: t.job,
+            run: j.run,
+            workflow: j.workflow,
+            template: j.template,
+            stage: t.stage,
+            attempt: t.attempt,
+            start: t.start,
+            end: self.now,
+            outcome,
+        };
+        if let Some(kept) = &mut self.task_records {
+            kept.push(record);
+        }
+        if wants_host {
+            let wf = &self.workload.workflows[record.workflow as usize];
+            self.sink.task(&record, wf).map_err(|source| SimError::Records { source })?;
+        }
+        Ok(())
     }
 
     /// Whether the task replays a failure its trace recorded (no retry: its job fails).
@@ -444,6 +483,7 @@ impl Simulation {
             let Some(sibling) = self.take_task(c) else { continue };
             self.engine.on_container_finished(self.now, c).map_err(|e| self.internal(e))?;
             self.release(&sibling);
+            self.record_task(&sibling, TaskOutcome::Lost)?;
             self.metrics.gang_restarts_tasks += 1;
             self.metrics.wasted_ms += u128::from(self.now.since(sibling.start).as_millis());
             self.jobs[t.job as usize].stages[sibling.stage as usize]
@@ -465,8 +505,12 @@ impl Simulation {
             let selector = self.plans[j.workflow as usize].selectors[j.template as usize][t.stage as usize];
             stage_request(s, t.stage, 1, j.stages[t.stage as usize].gang, selector)
         };
+        let requests = self.within_limit(t.job, vec![request]);
+        if requests.is_empty() {
+            return Ok(());
+        }
         self.engine
-            .on_requests_added(self.now, JobId(u64::from(t.job)), vec![request])
+            .on_requests_added(self.now, JobId(u64::from(t.job)), requests)
             .map_err(|e| self.refused(e))
     }
 
@@ -493,6 +537,7 @@ impl Simulation {
             }
         }
         let requests = release(template, &self.plans[w].selectors[t], &ready, &mut j.stages, &mut j.gangs);
+        let requests = self.within_limit(job, requests);
         if !requests.is_empty() {
             self.engine
                 .on_requests_added(self.now, JobId(u64::from(job)), requests)
@@ -534,6 +579,7 @@ impl Simulation {
 
     /// Take a job out of the engine (its containers, the AM among them, are given back).
     fn end_job(&mut self, job: u32, state: JobState) -> Result<(), SimError> {
+        self.limited_job_ended(job);
         let now = self.now;
         let j = &mut self.jobs[job as usize];
         j.state = state;

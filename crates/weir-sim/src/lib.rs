@@ -22,6 +22,7 @@ mod ending;
 mod error;
 mod execution;
 pub mod import;
+mod limit;
 mod metrics;
 mod pending;
 mod records;
@@ -35,12 +36,12 @@ mod usage_csv;
 mod window;
 
 pub use config::{NodeFailures, SimConfig, DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_RUNS, MAX_SIMULATED};
-pub use csv::{write_jobs_csv, write_runs_csv, CsvRecords};
+pub use csv::{write_jobs_csv, write_runs_csv, CsvRecords, TASKS_HEADER};
 pub use ending::{human_wait, longest_wait, Ending, ReasonCount, LONG_WAIT};
 pub use error::SimError;
 pub use metrics::{Sample, UsageRow, MAX_SAMPLES};
 pub use pending::{write_pending_csv, PendingJob};
-pub use records::RecordSink;
+pub use records::{RecordSink, TaskOutcome, TaskRecord};
 pub use sim::{EndReason, Progress, Simulation, WorkflowSource, STALL_STEPS};
 pub use stats::{WorkflowSloRow, SLO_ROWS};
 pub use summary::{

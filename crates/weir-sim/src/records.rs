@@ -7,13 +7,61 @@ use std::io;
 
 use weir_model::Workflow;
 
+use weir_model::Time;
+
 use crate::summary::{JobRecord, RunRecord};
+
+/// How one task attempt ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskOutcome {
+    /// The task's work is done.
+    Done,
+    /// The attempt failed (it is retried, or its job fails).
+    Failed,
+    /// Its container was preempted or lost with its node; the work is lost, the task asked for
+    /// again.
+    Lost,
+}
+
+impl TaskOutcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskOutcome::Done => "done",
+            TaskOutcome::Failed => "failed",
+            TaskOutcome::Lost => "lost",
+        }
+    }
+}
+
+/// One task attempt that held a container (`tasks.csv`; application masters are left out):
+/// numbers, not names, so recording costs no allocation — the workflow handed with it, or the
+/// workload, names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskRecord {
+    /// The engine's job number (as in `jobs.csv`).
+    pub job: u32,
+    /// The run the job belongs to, the workflow's index, the job's index in its workflow and
+    /// the stage's index in the job.
+    pub run: u32,
+    pub workflow: u32,
+    pub template: u32,
+    pub stage: u32,
+    /// Failed attempts before this one.
+    pub attempt: u32,
+    pub start: Time,
+    pub end: Time,
+    pub outcome: TaskOutcome,
+}
 
 /// Receives each run's and each job's record when it ends (unfinished ones at the end of the
 /// simulation), with its workflow, which may not outlive the call.
 pub trait RecordSink {
     fn run(&mut self, record: &RunRecord, workflow: &Workflow) -> io::Result<()>;
     fn job(&mut self, record: &JobRecord, workflow: &Workflow) -> io::Result<()>;
+    /// Each task attempt as it ends (ignored unless the sink wants them).
+    fn task(&mut self, _record: &TaskRecord, _workflow: &Workflow) -> io::Result<()> {
+        Ok(())
+    }
     /// After the last record.
     fn finish(&mut self) -> io::Result<()> {
         Ok(())
@@ -40,6 +88,13 @@ impl Sink {
                 Ok(())
             }
             Sink::Host(h) => h.run(&r, wf),
+        }
+    }
+
+    pub fn task(&mut self, t: &TaskRecord, wf: &Workflow) -> io::Result<()> {
+        match self {
+            Sink::Keep { .. } => Ok(()),
+            Sink::Host(h) => h.task(t, wf),
         }
     }
 

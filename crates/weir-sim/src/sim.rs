@@ -139,6 +139,10 @@ pub struct Simulation {
     pub(crate) trace_cut: bool,
     /// The GPU task kinds of a streamed trace read so far.
     gpu_kinds: GpuKinds,
+    /// Task records kept for `take_task_records`, once asked for (`keep_task_records`).
+    pub(crate) task_records: Option<Vec<crate::records::TaskRecord>>,
+    /// Caps on the tasks of jobs, set by the host (`limit.rs`).
+    pub(crate) limits: crate::limit::Limits,
 }
 
 /// Workflows that arrive one after another, read as the simulation reaches them: a trace too
@@ -315,6 +319,8 @@ impl Simulation {
             gpu_kinds: GpuKinds::new(),
             source,
             peeked: None,
+            task_records: None,
+            limits: Default::default(),
         };
         for w in 0..sim.workload.workflows.len() {
             sim.schedule_arrival(w as u32, 0);
@@ -418,6 +424,7 @@ impl Simulation {
             self.metrics.events += 1;
             self.handle(event)?;
         }
+        self.refill_limited()?;
         let decisions = self.engine.schedule(now);
         for d in decisions {
             self.metrics.events += 1;
@@ -730,6 +737,18 @@ impl Simulation {
 
     pub fn cluster(&self) -> &ClusterConfig {
         &self.cluster
+    }
+
+    /// Keep a record of every task attempt from now on, for [`Simulation::take_task_records`]
+    /// (a job model learned from runs, weir-slo, reads them between steps).
+    pub fn keep_task_records(&mut self) {
+        self.task_records.get_or_insert_with(Vec::new);
+    }
+
+    /// Task attempts ended since the last call, in the order they ended (none unless
+    /// [`Simulation::keep_task_records`] was called).
+    pub fn take_task_records(&mut self) -> Vec<crate::records::TaskRecord> {
+        self.task_records.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Usage intervals closed since the last call, oldest first: the host streams them to

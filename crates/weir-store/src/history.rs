@@ -124,6 +124,20 @@ pub struct AttemptDuration {
     pub ms: i64,
 }
 
+/// One attempt's span and who ran it (usage per user).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttemptSpan {
+    pub run: i64,
+    pub job: u32,
+    pub stage: u32,
+    pub started_ms: i64,
+    /// `None` while it runs.
+    pub ended_ms: Option<i64>,
+    /// The run's scheduler user (`None` for runs stored before users were recorded).
+    pub user: Option<String>,
+    pub project: String,
+}
+
 /// Runs of one (project, tier, state).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunCount {
@@ -306,6 +320,43 @@ impl Store {
                     job: int(r, "job_idx")? as u32,
                     stage: int(r, "stage_idx")? as u32,
                     ms: int(r, "ms")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Every attempt (any state, running ones with no end) of runs submitted in
+    /// `[since_ms, until_ms)`, with the run's scheduler user and project: what usage per user
+    /// is counted from. At most `limit`, oldest runs first.
+    pub(crate) async fn attempt_spans(
+        &self,
+        since_ms: i64,
+        until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<AttemptSpan>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT a.run_id AS run_id, a.job_idx AS job_idx, a.stage_idx AS stage_idx, a.started_ms AS started_ms,
+             a.ended_ms AS ended_ms, r.user_name AS user_name, r.project AS project
+             FROM runs r JOIN attempts a ON a.run_id = r.id
+             WHERE r.submitted_ms >= $1 AND r.submitted_ms < $2
+             ORDER BY a.run_id, a.job_idx, a.stage_idx, a.task_idx, a.attempt LIMIT $3",
+        )
+        .bind(since_ms)
+        .bind(until_ms)
+        .bind(i64::from(limit))
+        .fetch_all(&self.read)
+        .await
+        .map_err(StoreError::db)?;
+        rows.iter()
+            .map(|r| {
+                Ok(AttemptSpan {
+                    run: int(r, "run_id")?,
+                    job: int(r, "job_idx")? as u32,
+                    stage: int(r, "stage_idx")? as u32,
+                    started_ms: int(r, "started_ms")?,
+                    ended_ms: opt_int(r, "ended_ms")?,
+                    user: opt_text(r, "user_name")?,
+                    project: text(r, "project")?,
                 })
             })
             .collect()

@@ -24,10 +24,11 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::{
-    ActiveRun, AttemptDuration, AttemptRow, AuditEntry, AuditFilter, AuditRow, Change, ClusterRow,
-    ConfigChange, ConfigVersionRow, Fence, JobRow, KillOutcome, Lease, NewRun, PlanApplied, PreemptionRow,
-    ProposalRow, RouteRow, RunCount, RunFilter, RunRecordRow, RunRow, RunWaitRow, SessionRow, SnapshotRow,
-    StoreError, Submitted, TaskCount, TaskRow, TokenRow, UsageRow, WaitRow,
+    ActiveRun, Approval, AttemptDuration, AttemptRow, AttemptSpan, AuditEntry, AuditFilter, AuditRow, Change,
+    ClusterRow, ConfigChange, ConfigVersionRow, DryRunVerdictRow, Fence, JobRow, KillOutcome, Lease,
+    MigrationApproval, NewRun, PlanApplied, PreemptionRow, ProposalRow, RouteRow, RunCount, RunFilter,
+    RunRecordRow, RunRow, RunWaitRow, SessionRow, SnapshotRow, StoreError, Submitted, TaskCount, TaskRow,
+    TokenRow, UsageRow, WaitRow,
 };
 
 /// A boxed future, so that [`JobStore`] stays object-safe.
@@ -286,6 +287,15 @@ pub trait JobStore: Send + Sync {
         until_ms: i64,
     ) -> BoxFuture<'a, Result<Vec<AttemptDuration>, StoreError>>;
 
+    /// Every attempt of runs submitted in `[since_ms, until_ms)` with the run's user and
+    /// project, at most `limit`: what usage per user is counted from.
+    fn attempt_spans(
+        &self,
+        since_ms: i64,
+        until_ms: i64,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<AttemptSpan>, StoreError>>;
+
     /// Runs by (project, tier, state): those submitted since `since_ms` and every run not yet
     /// ended.
     fn run_counts(&self, since_ms: i64) -> BoxFuture<'_, Result<Vec<RunCount>, StoreError>>;
@@ -369,6 +379,29 @@ pub trait JobStore: Send + Sync {
 
     /// When the cluster's newest proposal was made.
     fn last_proposal_ms<'a>(&'a self, cluster: &'a str) -> BoxFuture<'a, Result<Option<i64>, StoreError>>;
+
+    /// Records a dry-run's verdict in the migration table, or replaces the verdict of the
+    /// same run (recorded again after a crash); an approval already given is kept. One
+    /// transaction. Returns the row's id.
+    fn record_dry_run_verdict<'a>(
+        &'a self,
+        verdict: &'a DryRunVerdictRow,
+    ) -> BoxFuture<'a, Result<i64, StoreError>>;
+
+    /// The migration table, newest verdicts first: one workflow's, or every workflow's.
+    fn dry_run_verdicts<'a>(
+        &'a self,
+        workflow: Option<&'a str>,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<DryRunVerdictRow>, StoreError>>;
+
+    /// Approves moving a workflow to a cluster: its newest verdict there must exist and not
+    /// be `different`; then the approval, the route `workflow:NAME` (to the cluster and the
+    /// dry-run's queue) and an audit row commit in one transaction. Otherwise nothing changes.
+    fn approve_migration<'a>(
+        &'a self,
+        approval: &'a MigrationApproval,
+    ) -> BoxFuture<'a, Result<Approval, StoreError>>;
 }
 
 /// The SQLite/PostgreSQL store keeps the contract through one code path; the inherent methods
@@ -612,6 +645,15 @@ impl JobStore for crate::Store {
         Box::pin(crate::Store::attempt_durations(self, cluster, since_ms, until_ms))
     }
 
+    fn attempt_spans(
+        &self,
+        since_ms: i64,
+        until_ms: i64,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<AttemptSpan>, StoreError>> {
+        Box::pin(crate::Store::attempt_spans(self, since_ms, until_ms, limit))
+    }
+
     fn run_counts(&self, since_ms: i64) -> BoxFuture<'_, Result<Vec<RunCount>, StoreError>> {
         Box::pin(crate::Store::run_counts(self, since_ms))
     }
@@ -700,5 +742,27 @@ impl JobStore for crate::Store {
 
     fn last_proposal_ms<'a>(&'a self, cluster: &'a str) -> BoxFuture<'a, Result<Option<i64>, StoreError>> {
         Box::pin(crate::Store::last_proposal_ms(self, cluster))
+    }
+
+    fn record_dry_run_verdict<'a>(
+        &'a self,
+        verdict: &'a DryRunVerdictRow,
+    ) -> BoxFuture<'a, Result<i64, StoreError>> {
+        Box::pin(crate::Store::record_dry_run_verdict(self, verdict))
+    }
+
+    fn dry_run_verdicts<'a>(
+        &'a self,
+        workflow: Option<&'a str>,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<DryRunVerdictRow>, StoreError>> {
+        Box::pin(crate::Store::dry_run_verdicts(self, workflow, limit))
+    }
+
+    fn approve_migration<'a>(
+        &'a self,
+        approval: &'a MigrationApproval,
+    ) -> BoxFuture<'a, Result<Approval, StoreError>> {
+        Box::pin(crate::Store::approve_migration(self, approval))
     }
 }

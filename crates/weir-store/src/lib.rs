@@ -25,6 +25,7 @@
 mod audit;
 mod auth;
 mod commits;
+mod dry_runs;
 mod error;
 mod history;
 mod job_store;
@@ -44,10 +45,11 @@ use sqlx::{AnyPool, Executor, Row};
 pub use audit::{AuditEntry, AuditFilter, AuditRow};
 pub use auth::{ClusterRow, RouteRow, SnapshotRow, TokenRow};
 pub use commits::JobCommitRow;
+pub use dry_runs::{Approval, DryRunVerdictRow, MigrationApproval};
 pub use error::StoreError;
 pub use history::{
-    AttemptDuration, ConfigChange, ConfigVersionRow, PlanApplied, PreemptionRow, ProposalRow, RunCount,
-    RunRecordRow, UsageRow,
+    AttemptDuration, AttemptSpan, ConfigChange, ConfigVersionRow, PlanApplied, PreemptionRow, ProposalRow,
+    RunCount, RunRecordRow, UsageRow,
 };
 pub use job_store::{BoxFuture, JobStore};
 pub use runs::{

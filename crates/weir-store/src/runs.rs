@@ -37,6 +37,9 @@ pub struct NewRun {
     pub request_hash: String,
     /// Records older than this (ms) are expired and do not replay.
     pub idempotency_after_ms: i64,
+    /// A dry-run: its outputs go to shadow prefixes, it is compared with production when it
+    /// ends, and it never blocks (nor is blocked by) a production run of the same date.
+    pub dry_run: bool,
 }
 
 /// What became of one submission of a batch.
@@ -80,6 +83,8 @@ pub struct RunRow {
     pub finished_ms: Option<i64>,
     pub kill_requested: bool,
     pub reason: Option<String>,
+    /// A dry-run (`weir submit --dry-run`): its outputs went to shadow prefixes.
+    pub dry_run: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -169,7 +174,7 @@ pub enum KillOutcome {
 macro_rules! run_columns {
     () => {
         "id, workflow, project, tier, logical_date, state, cluster, queue, spec, params, submitted_by, \
-         user_name, submitted_ms, started_ms, finished_ms, kill_requested, reason"
+         user_name, submitted_ms, started_ms, finished_ms, kill_requested, reason, dry_run"
     };
 }
 pub(crate) use run_columns;
@@ -193,6 +198,7 @@ pub(crate) fn run_row(r: &AnyRow) -> Result<RunRow, StoreError> {
         finished_ms: opt_int(r, "finished_ms")?,
         kill_requested: int(r, "kill_requested")? != 0,
         reason: opt_text(r, "reason")?,
+        dry_run: int(r, "dry_run")? != 0,
     })
 }
 
@@ -250,6 +256,18 @@ pub(crate) fn active_key(project: &str, workflow: &str, logical_date: &str) -> S
     format!("{project}\n{workflow}\n{logical_date}")
 }
 
+/// A run's active key: a dry-run's is its own, so a dry-run and a production run of the same
+/// (workflow, date) run side by side (the dry-run writes only shadow outputs), while two
+/// dry-runs of it do not.
+fn run_active_key(run: &NewRun) -> String {
+    let key = active_key(&run.project, &run.workflow, &run.logical_date);
+    if run.dry_run {
+        format!("dry-run\n{key}")
+    } else {
+        key
+    }
+}
+
 /// The scopes a run of `project` is listed under: the project and each of its ancestors
 /// (`ads.ranking.x` → `ads`, `ads.ranking`, `ads.ranking.x`), as a grant on a project covers
 /// its sub-projects.
@@ -295,11 +313,11 @@ impl Store {
                         .map_err(StoreError::db)?;
                 }
             }
-            let key = active_key(&run.project, &run.workflow, &run.logical_date);
+            let key = run_active_key(run);
             let inserted = sqlx::query(
                 "INSERT INTO runs (workflow, project, tier, logical_date, active_key, state, cluster, queue,
-                 spec, params, submitted_by, submitted_ms, slo_ms, user_name, client)
-                 VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                 spec, params, submitted_by, submitted_ms, slo_ms, user_name, client, dry_run)
+                 VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
                  ON CONFLICT DO NOTHING RETURNING id",
             )
             .bind(run.workflow.as_str())
@@ -316,6 +334,7 @@ impl Store {
             .bind(run.slo_ms)
             .bind(run.user.as_str())
             .bind(run.client.as_deref())
+            .bind(i64::from(run.dry_run))
             .fetch_optional(&mut *tx)
             .await
             .map_err(StoreError::db)?;

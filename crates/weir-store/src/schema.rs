@@ -20,10 +20,11 @@ const MIGRATIONS: &[Migration] = &[
     (12, V12, V12),
     (13, V13_SQLITE, V13_POSTGRES),
     (14, V14, V14),
+    (15, V15_SQLITE, V15_POSTGRES),
 ];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 14;
+pub const SCHEMA_VERSION: i64 = 15;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -271,6 +272,27 @@ const V14: &[&str] =
      output TEXT NOT NULL, phase TEXT NOT NULL, state TEXT NOT NULL, reason TEXT, updated_ms BIGINT NOT NULL,
      PRIMARY KEY (run_id, job_idx, stage_idx))"];
 
+/// Dry-runs and the migration table (issue 24): a run may be a dry-run (its outputs go to
+/// shadow prefixes); each dry-run's verdict, the cluster it ran on and its approval.
+macro_rules! v15 {
+    ($id:literal) => {
+        &[
+            "ALTER TABLE runs ADD COLUMN dry_run BIGINT NOT NULL DEFAULT 0",
+            concat!(
+                "CREATE TABLE dry_run_verdicts (id ",
+                $id,
+                ", run_id BIGINT NOT NULL UNIQUE, workflow TEXT NOT NULL, project TEXT NOT NULL,
+                 logical_date TEXT NOT NULL, cluster TEXT NOT NULL, queue TEXT NOT NULL, production_run TEXT,
+                 verdict TEXT NOT NULL, differences TEXT NOT NULL, at_ms BIGINT NOT NULL, approved_by TEXT,
+                 approved_ms BIGINT)"
+            ),
+            "CREATE INDEX dry_run_verdicts_workflow ON dry_run_verdicts (workflow, cluster, id)",
+        ]
+    };
+}
+const V15_SQLITE: &[&str] = v15!("INTEGER PRIMARY KEY AUTOINCREMENT");
+const V15_POSTGRES: &[&str] = v15!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
+
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
     migrate_to(store, SCHEMA_VERSION).await
 }
@@ -371,6 +393,10 @@ mod tests {
         .await
         .expect("old workflow");
         migrate(&store).await.expect("upgrade");
+        // Runs from before dry-runs existed (schema 15) are production runs.
+        let runs =
+            store.list_runs(&crate::RunFilter { limit: 10, ..Default::default() }).await.expect("runs");
+        assert_eq!(runs.iter().map(|r| r.dry_run).collect::<Vec<_>>(), [false, false]);
         let key: String = sqlx::query("SELECT active_key FROM runs WHERE project = 'ads.ranking'")
             .fetch_one(&store.read)
             .await

@@ -120,6 +120,7 @@ async fn run_records_carry_their_slo_and_counts_group_by_state() {
             idempotency_key: None,
             request_hash: String::new(),
             idempotency_after_ms: 0,
+            dry_run: false,
         };
         store
             .submit(&[run("a", 1000, Some(60_000)), run("b", 2000, None), run("a", 9000, None)])

@@ -45,6 +45,7 @@ fn run(workflow: &str, date: &str, key: Option<&str>) -> NewRun {
         idempotency_key: key.map(str::to_string),
         request_hash: format!("{workflow}/{date}"),
         idempotency_after_ms: 0,
+        dry_run: false,
     }
 }
 

@@ -48,6 +48,7 @@ fn run(wf: &str, tier: u8, at: i64) -> NewRun {
         idempotency_key: None,
         request_hash: String::new(),
         idempotency_after_ms: 0,
+        dry_run: false,
     }
 }
 

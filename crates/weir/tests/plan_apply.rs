@@ -151,8 +151,19 @@ fn plan_from_the_server_then_apply_and_bad_plans_change_nothing() {
         "routes.yaml",
         "source.json",
         "current.yaml",
+        "waits.csv",
     ] {
         assert!(dir.join("plan").join(f).exists(), "plan/{f} is missing");
+    }
+    // What jobs waited for is read with the usage and told per leaf beside the plan's weight.
+    let waits = std::fs::read_to_string(dir.join("plan/waits.csv")).expect("waits.csv");
+    assert!(waits.starts_with("leaf,tier,reason,queue,limit,spells,runs,waited_ms\n"), "{waits}");
+    let leaves: Vec<&str> = waits.lines().skip(1).filter_map(|l| l.split(',').next()).collect();
+    if leaves.is_empty() {
+        assert!(out.contains("waiting: no job waited in the window (waits.csv)"), "{out}");
+    }
+    for leaf in leaves {
+        assert!(out.contains(&format!("  {leaf} (tier ")), "{leaf} not in {out}");
     }
     let runs = std::fs::read_to_string(dir.join("plan/runs.csv")).expect("runs.csv");
     assert_eq!(runs.lines().filter(|l| l.starts_with("report,1,")).count(), 2, "{runs}");

@@ -63,6 +63,7 @@ fn the_demo_and_the_client_commands() {
     let _serve = Serve(
         Command::new(env!("CARGO_BIN_EXE_weir"))
             .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}"), "--kill-grace", "1"])
+            .args(["--usage-resolution", "1s"])
             .current_dir(&dir)
             .stdout(Stdio::null())
             .stderr(log)
@@ -137,6 +138,16 @@ fn the_demo_and_the_client_commands() {
     assert!(status.contains("root.analytics at max_running_apps 3"), "{status}");
     assert!(status.contains("tier-1 work waiting behind lower tiers"), "{status}");
     assert!(status.contains("nightly-backfill (run "), "{status}");
+    // `weir plan --server` reads the same spells, per leaf, from the history it fetches, and
+    // tells them beside what the plan does to the leaf.
+    std::thread::sleep(Duration::from_millis(1500));
+    let server = format!("http://127.0.0.1:{port}");
+    let plan = ok(&client(&dir, port, &["plan", "--server", &server, "--window", "1h", "--out", "plan"]));
+    assert!(plan.contains("waiting in the window, per leaf (waits.csv):"), "{plan}");
+    assert!(plan.contains("\n  root.analytics.tier1 (tier 1, weight "), "{plan}");
+    assert!(plan.contains(" on root.analytics at max_running_apps 3 ("), "{plan}");
+    let waits = std::fs::read_to_string(dir.join("plan/waits.csv")).expect("waits.csv");
+    assert!(waits.contains("\nroot.analytics.tier1,1,queue_max_running_apps,root.analytics,3,"), "{waits}");
     let logs = ok(&client(&dir, port, &["logs", &id, "extract.query.1"]));
     assert_eq!(logs, "querying shard 1\n");
     let logs = ok(&client(&dir, port, &["logs", &id, "publish.upload.0", "--follow"]));

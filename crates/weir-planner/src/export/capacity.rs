@@ -23,7 +23,7 @@ use super::xml::XmlOut;
 use super::{fraction_of, largest_remainder, num, ExportOptions, Version};
 use crate::error::PlanError;
 
-const PREFIX: &str = "yarn.scheduler.capacity";
+pub(super) const PREFIX: &str = "yarn.scheduler.capacity";
 
 pub(super) fn export(
     cfg: &ClusterConfig,
@@ -267,7 +267,7 @@ fn unique_leaf_names(cfg: &ClusterConfig, version: Version) -> Result<(), PlanEr
     Ok(())
 }
 
-fn acls(x: &mut XmlOut, cfg: &ClusterConfig, ix: QueueIndex) {
+pub(super) fn acls(x: &mut XmlOut, cfg: &ClusterConfig, ix: QueueIndex) {
     let q = &cfg.queues[ix];
     if let Some(a) = &q.acl {
         if let Some(s) = &a.submit {
@@ -309,7 +309,7 @@ fn queue_properties(x: &mut XmlOut, cfg: &ClusterConfig, ix: QueueIndex, modern:
     }
 }
 
-fn property(x: &mut XmlOut, name: &str, value: &str, description: Option<&str>) {
+pub(super) fn property(x: &mut XmlOut, name: &str, value: &str, description: Option<&str>) {
     x.open("property", &[]);
     x.text("name", name);
     x.text("value", value);

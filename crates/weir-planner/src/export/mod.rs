@@ -7,6 +7,7 @@
 //! docs of its exporter.
 
 mod capacity;
+mod capacity_mode;
 mod fair;
 mod guarantee;
 mod kueue;
@@ -161,6 +162,9 @@ pub fn export(
     let body = match format {
         Format::Weir => weir::export(cluster)?,
         Format::YarnFair => fair::export(cluster, options, &mut losses)?,
+        Format::YarnCapacity if cluster.scheduler.mode == weir_model::Mode::Capacity => {
+            capacity_mode::export(cluster, &mut losses)?
+        }
         Format::YarnCapacity => capacity::export(cluster, options, &mut losses)?,
         Format::Yunikorn => yunikorn::export(cluster, options, &mut losses)?,
         Format::Kueue => kueue::export(cluster, options, &mut losses)?,

@@ -4,7 +4,7 @@
 //! planning loop's endpoints are `loop_api`'s, task logs `logs`'.
 
 mod admin;
-mod runs;
+pub(crate) mod runs;
 
 pub(crate) use admin::{admin_or_audit, route_visible};
 
@@ -29,6 +29,7 @@ pub fn router() -> Router<AppState> {
         .route("/v1/runs", post(runs::submit_run).get(runs::list_runs))
         .route("/v1/runs/{id}", get(runs::get_run))
         .route("/v1/runs/{id}/kill", post(runs::kill_run))
+        .route("/v1/runs/{id}/retry", post(runs::retry_run))
         .route("/v1/runs/{id}/explain", get(runs::explain_run))
         .route("/v1/runs/{id}/tasks/{task}/logs", get(crate::logs::task_logs))
         .route("/v1/queues", get(queues))

@@ -1,4 +1,4 @@
-//! `/v1/runs`: submit, list, read, kill, explain.
+//! `/v1/runs`: submit, list, read, kill, retry, explain.
 
 use std::collections::BTreeMap;
 
@@ -62,7 +62,23 @@ pub(super) async fn submit_run(
 ) -> Result<Response, ApiError> {
     let started = std::time::Instant::now();
     let principal = s.principal(&headers).await?;
-    // Global admins (the operator's own tools) are not rate-limited; tenants' tokens are.
+    rate_check(&s, &principal)?;
+    let b = body(b)?;
+    let req = submit::parse_body(&b, is_yaml(&headers))?;
+    let idempotency_key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(|k| format!("{}:{k}", principal.token_id));
+    let request_hash =
+        crate::auth::hash_token(&format!("{}:{}", is_yaml(&headers), String::from_utf8_lossy(&b)));
+    let (status, created) = submit_parsed(&s, &peer, &principal, req, request_hash, idempotency_key).await?;
+    s.metrics.observe_submission(started.elapsed());
+    Ok((status, Json(created)).into_response())
+}
+
+/// Refuse a submission over the token's rate. Global admins (the operator's own tools) are not
+/// rate-limited; tenants' tokens are.
+fn rate_check(s: &AppState, principal: &Principal) -> Result<(), ApiError> {
     let limited = !principal.is_global_admin();
     let rate = if limited { s.rate.take(&s.limits, &principal.token_id, now_ms()) } else { Ok(()) };
     if let Err(wait) = rate {
@@ -75,12 +91,24 @@ pub(super) async fn submit_run(
             wait,
         ));
     }
-    let b = body(b)?;
-    let req = submit::parse_body(&b, is_yaml(&headers))?;
+    Ok(())
+}
+
+/// Check, route and store a parsed submission for `principal`: what `POST /v1/runs` and a
+/// retry share.
+async fn submit_parsed(
+    s: &AppState,
+    peer: &Peer,
+    principal: &Principal,
+    req: weir_api::SubmitRun,
+    request_hash: String,
+    idempotency_key: Option<String>,
+) -> Result<(StatusCode, RunCreated), ApiError> {
+    let limited = !principal.is_global_admin();
     submit::check_params(&req.params)?;
     let spec_value = match (&req.workflow, &req.workflow_name) {
         (Some(w), None) => w.clone(),
-        (None, Some(name)) => registered(&s, &principal, name, req.project.as_deref()).await?,
+        (None, Some(name)) => registered(s, principal, name, req.project.as_deref()).await?,
         _ => {
             return Err(
                 ApiError::invalid("give exactly one of `workflow` and `workflow_name`").field("workflow")
@@ -90,7 +118,7 @@ pub(super) async fn submit_run(
     let spec = submit::workflow_spec(&spec_value)?;
     let mut accepted = submit::accept(&s.registry, spec, &s.limits)?;
     if let Err(e) = principal.require(&accepted.owner, Role::Submitter) {
-        let ctx = Audit::from(&peer)
+        let ctx = Audit::from(peer)
             .project(accepted.owner.clone())
             .detail(format!("workflow {} to {}/{}", accepted.spec.name, accepted.cluster, accepted.queue));
         s.audit(&principal.token_id, "submit", String::new(), "denied", ctx).await;
@@ -108,7 +136,7 @@ pub(super) async fn submit_run(
         let leaf = weir_model::QueuePath::parse(&accepted.queue).and_then(|q| loaded.config.find(&q));
         if leaf.is_some_and(|i| !crate::acl::may_submit(&loaded.config, i, &user)) {
             let ctx =
-                Audit::from(&peer).project(accepted.owner.clone()).detail(format!("queue ACL, user {user}"));
+                Audit::from(peer).project(accepted.owner.clone()).detail(format!("queue ACL, user {user}"));
             s.audit(&principal.token_id, "submit", String::new(), "denied", ctx).await;
             return Err(ApiError::forbidden(format!(
                 "user `{user}` may not submit to {} (the queue's ACL in the cluster file)",
@@ -132,10 +160,6 @@ pub(super) async fn submit_run(
             30,
         ));
     }
-    let idempotency_key = headers
-        .get("idempotency-key")
-        .and_then(|v| v.to_str().ok())
-        .map(|k| format!("{}:{k}", principal.token_id));
     let run = NewRun {
         workflow: accepted.spec.name.clone(),
         project: accepted.project,
@@ -151,12 +175,9 @@ pub(super) async fn submit_run(
         submitted_ms: now,
         slo_ms: accepted.slo_ms,
         idempotency_key,
-        request_hash: crate::auth::hash_token(&format!(
-            "{}:{}",
-            is_yaml(&headers),
-            String::from_utf8_lossy(&b)
-        )),
+        request_hash,
         idempotency_after_ms: now - IDEMPOTENCY_MS,
+        dry_run: false,
     };
     let outcome = s.writer.submit(run.clone()).await?;
     let conflict = |existing: i64| {
@@ -168,7 +189,6 @@ pub(super) async fn submit_run(
             existing,
         )
     };
-    s.metrics.observe_submission(started.elapsed());
     match outcome {
         Submitted::Created { id } => {
             s.wake();
@@ -180,7 +200,7 @@ pub(super) async fn submit_run(
                 queue: run.queue,
                 state: RunState::Queued,
             };
-            Ok((StatusCode::CREATED, Json(body)).into_response())
+            Ok((StatusCode::CREATED, body))
         }
         Submitted::Conflict { existing } => Err(conflict(existing)),
         Submitted::Replay { status: 201, run: id } => {
@@ -189,7 +209,7 @@ pub(super) async fn submit_run(
                 .run(id)
                 .await?
                 .ok_or_else(|| ApiError::internal(format!("replayed run {id} is gone")))?;
-            Ok((StatusCode::CREATED, Json(created(&row))).into_response())
+            Ok((StatusCode::CREATED, created(&row)))
         }
         Submitted::Replay { run: existing, .. } => Err(conflict(existing)),
         Submitted::KeyReused => Err(ApiError::unprocessable(
@@ -409,6 +429,19 @@ pub(super) async fn kill_run(
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
     let (principal, row) = readable_run_by(&s, &headers, id, Role::Submitter).await?;
+    let (run, _) = kill(&s, &principal, &peer, row).await?;
+    Ok((StatusCode::ACCEPTED, Json(summary(&run))).into_response())
+}
+
+/// Kill `row` for `principal` (who holds submitter on its project): the API's and the
+/// dashboard's kill. Returns the run as it is now and what happened, in words.
+pub(crate) async fn kill(
+    s: &AppState,
+    principal: &Principal,
+    peer: &Peer,
+    row: RunRow,
+) -> Result<(RunRow, &'static str), ApiError> {
+    let id = row.id;
     let outcome = s.store.request_kill(id, now_ms()).await?;
     let (result, detail) = match outcome {
         KillOutcome::Killed => ("ok", "killed while queued"),
@@ -416,7 +449,7 @@ pub(super) async fn kill_run(
         KillOutcome::AlreadyEnded => ("no_change", "it had already ended"),
         KillOutcome::NotFound => ("not_found", "no such run"),
     };
-    let ctx = Audit::from(&peer).project(row.project).detail(detail);
+    let ctx = Audit::from(peer).project(row.project).detail(detail);
     s.audit(&principal.token_id, "kill", format!("run {id}"), result, ctx).await;
     if outcome == KillOutcome::NotFound {
         return Err(ApiError::not_found(format!("no run {id}")));
@@ -429,7 +462,54 @@ pub(super) async fn kill_run(
     }
     s.wake();
     let run = s.store.run(id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id}")))?;
-    Ok((StatusCode::ACCEPTED, Json(summary(&run))).into_response())
+    Ok((run, detail))
+}
+
+/// `POST /v1/runs/{id}/retry`: submit the run again — its stored workflow, parameters and
+/// logical date — as a new run (submitter on its project). Refused with 409 while the run (or
+/// another run of the same workflow and date) is still active.
+pub(super) async fn retry_run(
+    State(s): State<AppState>,
+    peer: Peer,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+) -> Result<Response, ApiError> {
+    let (principal, row) = readable_run_by(&s, &headers, id, Role::Submitter).await?;
+    let created = retry(&s, &principal, &peer, row).await?;
+    Ok((StatusCode::CREATED, Json(created)).into_response())
+}
+
+/// Submit `row` again for `principal` (who holds submitter on its project): the API's and the
+/// dashboard's retry. The new run goes through every check a submission does (routing, the
+/// queue's ACL, rate and quota, the backend's health) and runs as the same scheduler user,
+/// which `principal` must be allowed to act as.
+pub(crate) async fn retry(
+    s: &AppState,
+    principal: &Principal,
+    peer: &Peer,
+    row: RunRow,
+) -> Result<RunCreated, ApiError> {
+    rate_check(s, principal)?;
+    let workflow: serde_json::Value = serde_json::from_str(&row.spec)
+        .map_err(|e| ApiError::internal(format!("run {}'s stored workflow cannot be read: {e}", row.id)))?;
+    let params: BTreeMap<String, String> = serde_json::from_str(&row.params)
+        .map_err(|e| ApiError::internal(format!("run {}'s stored parameters cannot be read: {e}", row.id)))?;
+    let req = weir_api::SubmitRun {
+        workflow: Some(workflow),
+        workflow_name: None,
+        project: None,
+        logical_date: Some(row.logical_date.clone()),
+        params,
+    };
+    let hash = crate::auth::hash_token(&format!("retry:{}:{}", row.id, now_ms()));
+    let result = submit_parsed(s, peer, principal, req, hash, None).await;
+    let (outcome, detail) = match &result {
+        Ok((_, c)) => ("ok", format!("as run {}", c.id)),
+        Err(e) => ("refused", e.body.error.message.clone()),
+    };
+    let ctx = Audit::from(peer).project(row.project.clone()).detail(detail);
+    s.audit(&principal.token_id, "retry", format!("run {}", row.id), outcome, ctx).await;
+    result.map(|(_, c)| c)
 }
 
 pub(super) async fn explain_run(

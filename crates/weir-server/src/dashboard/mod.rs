@@ -21,11 +21,13 @@
 
 mod admin;
 mod dag;
+mod grid;
 mod nodes;
 mod pages;
 mod reports;
 mod run;
 mod session;
+mod usage_by;
 pub(crate) mod views;
 
 use askama::Template;
@@ -57,8 +59,12 @@ pub fn router() -> Router<AppState> {
         .route("/runs", get(pages::runs))
         .route("/runs/{id}", get(run::run))
         .route("/runs/{id}/logs/{task}", get(run::logs))
+        .route("/runs/{id}/kill", post(run::kill))
+        .route("/runs/{id}/retry", post(run::retry))
+        .route("/grid", get(grid::grid_page))
         .route("/slo", get(reports::slo))
         .route("/usage", get(reports::usage))
+        .route("/usage/by", get(usage_by::usage_by))
         .route("/routes", get(admin::routes).post(admin::put_route))
         .route("/routes/delete", post(admin::delete_route))
         .route("/clusters", get(admin::clusters))
@@ -137,6 +143,7 @@ impl Nav {
             ("/queues", "Queues"),
             ("/nodes", "Nodes"),
             ("/runs", "Runs"),
+            ("/grid", "Grid"),
             ("/slo", "SLO"),
             ("/usage", "Usage"),
             ("/routes", "Routes"),

@@ -16,17 +16,17 @@ use crate::time::now_ms;
 
 #[derive(Deserialize, Default)]
 pub struct WindowQuery {
-    window: Option<String>,
+    pub(super) window: Option<String>,
 }
 
-fn window(q: &WindowQuery, default: &'static str) -> Result<(String, i64), ApiError> {
+pub(super) fn window(q: &WindowQuery, default: &'static str) -> Result<(String, i64), ApiError> {
     let w = q.window.clone().filter(|w| !w.trim().is_empty()).unwrap_or_else(|| default.to_string());
     let d: weir_model::Duration =
         w.parse().map_err(|e| ApiError::bad_request(format!("{e}")).field("window"))?;
     Ok((w, d.as_millis().min(400 * 86_400_000) as i64))
 }
 
-fn choices(current: &str) -> Vec<Choice> {
+pub(super) fn choices(current: &str) -> Vec<Choice> {
     ["1h", "1d", "7d", "30d"].iter().map(|w| Choice { value: w.to_string(), chosen: *w == current }).collect()
 }
 

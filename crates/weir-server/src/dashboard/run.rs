@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
 use serde::Deserialize;
 use weir_api::{Role, RunState};
 
@@ -14,7 +15,7 @@ use super::pages::{encode, signed_in, try_page};
 use super::views::{self, span, time, time_opt};
 use super::{api_error, html, visitor, Nav};
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::state::{AppState, Peer};
 use crate::time::now_ms;
 
 pub struct TaskLine {
@@ -74,6 +75,10 @@ struct RunPage {
     tasks_shown: String,
     /// The next page's link, if there is one.
     tasks_next: String,
+    /// Whether the visitor may kill or retry the run (submitter on its project, as the API asks).
+    may_act: bool,
+    /// Whether the run has ended (retry) or not (kill).
+    ended: bool,
 }
 
 /// Tasks per page of the run page's table.
@@ -265,6 +270,8 @@ pub async fn run(
     let refresh = if terminal { 0 } else { 2 };
     html(&RunPage {
         nav: Nav::new(&v, format!("Run {id}"), "/runs", refresh),
+        may_act: v.principal.can(&r.project, Role::Submitter),
+        ended: terminal,
         id,
         slo: slo_line(r.submitted_ms, r.finished_ms, &r.state, slo_ms, now),
         workflow: r.workflow,
@@ -288,6 +295,70 @@ pub async fn run(
         tasks_shown,
         tasks_next,
     })
+}
+
+#[derive(Deserialize)]
+pub struct ActionForm {
+    csrf: String,
+}
+
+/// The run a kill or retry form names, if the visitor may act on it: a run it cannot read is
+/// "no run", one it can only read is refused as the API refuses it (submitter needed).
+async fn actionable(s: &AppState, v: &super::Visitor, id: i64) -> Result<weir_store::RunRow, Response> {
+    let missing = || api_error(ApiError::not_found(format!("no run {id}")));
+    let r = match s.store.run(id).await {
+        Ok(Some(r)) if v.reads(&r.project) => r,
+        Ok(_) => return Err(missing()),
+        Err(e) => return Err(api_error(e.into())),
+    };
+    if let Err(e) = v.principal.require(&r.project, Role::Submitter) {
+        return Err(api_error(e));
+    }
+    Ok(r)
+}
+
+/// `POST /runs/{id}/kill` (the run page's Kill button): the API's kill, then back to the run.
+pub async fn kill(
+    State(s): State<AppState>,
+    peer: Peer,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<ActionForm>,
+) -> Response {
+    let v = signed_in!(s, headers);
+    if let Some(r) = v.refuse_form(&f.csrf, false) {
+        return r;
+    }
+    let row = match actionable(&s, &v, id).await {
+        Ok(r) => r,
+        Err(page) => return page,
+    };
+    match crate::api::runs::kill(&s, &v.principal, &peer, row).await {
+        Ok(_) => Redirect::to(&format!("/runs/{id}")).into_response(),
+        Err(e) => api_error(e),
+    }
+}
+
+/// `POST /runs/{id}/retry` (the run page's Retry button): the API's retry, then to the new run.
+pub async fn retry(
+    State(s): State<AppState>,
+    peer: Peer,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<ActionForm>,
+) -> Response {
+    let v = signed_in!(s, headers);
+    if let Some(r) = v.refuse_form(&f.csrf, false) {
+        return r;
+    }
+    let row = match actionable(&s, &v, id).await {
+        Ok(r) => r,
+        Err(page) => return page,
+    };
+    match crate::api::runs::retry(&s, &v.principal, &peer, row).await {
+        Ok(created) => Redirect::to(&format!("/runs/{}", created.id)).into_response(),
+        Err(e) => api_error(e),
+    }
 }
 
 /// The exclusive cursor just before the first task of stage `st` of job `j`.

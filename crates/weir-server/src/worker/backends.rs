@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use weir_backend::{Backend, ExitSender, LocalBackend, LocalConfig};
 use weir_backend_slurm::SlurmBackend;
-use weir_backend_spark::SparkLocalBackend;
+use weir_backend_spark::{SparkLocalBackend, SparkStandaloneBackend};
 
 use super::WorkerSettings;
 use crate::backend_status::{BackendState, BackendStatus, BackendStatuses};
@@ -58,6 +58,21 @@ pub(super) async fn build(
             return Ok(Built {
                 backend: Arc::new(backend),
                 kill_grace: kill_grace.unwrap_or(settings.kill_grace),
+                shared_dir: None,
+            });
+        }
+        Some(BackendSettings::SparkStandalone { config }) => {
+            let mut config = (**config).clone();
+            if config.state_dir.as_os_str().is_empty() {
+                config.state_dir = default_dir();
+            }
+            let backend = SparkStandaloneBackend::connect(config, exits)
+                .await
+                .map_err(|e| format!("the spark-standalone backend is unavailable: {e}"))?;
+            // Spark's kill has no grace (the master stops the driver at once).
+            return Ok(Built {
+                backend: Arc::new(backend),
+                kill_grace: settings.kill_grace,
                 shared_dir: None,
             });
         }

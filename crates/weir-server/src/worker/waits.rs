@@ -181,6 +181,7 @@ impl Actor {
             WaitReason::UserMaxRunningApps { limit, .. } => (limit.to_string(), String::new()),
             WaitReason::QueueMax { max, .. } => (words::resources(max), String::new()),
             WaitReason::AmShare { limit, .. } => (words::resources(limit), String::new()),
+            WaitReason::UserLimit { limit, .. } => (words::resources(limit), String::new()),
             WaitReason::ContainerLimit { limit } => (limit.to_string(), String::new()),
             WaitReason::Gang { size, .. } => (format!("{size} tasks"), String::new()),
             WaitReason::NoRoom { .. } => (

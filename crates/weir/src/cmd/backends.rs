@@ -68,6 +68,26 @@ pub fn run(a: &BackendsArgs) -> Result<bool> {
                 }
                 row
             }),
+            Some(BackendSettings::SparkStandalone { config: spark }) => rt.block_on(async {
+                let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+                let mut spark = (**spark).clone();
+                // Only the master is asked here; no attempt is started, so nothing is written.
+                let scratch = std::env::temp_dir().join(format!("weir-backends-{}", std::process::id()));
+                if spark.state_dir.as_os_str().is_empty() {
+                    spark.state_dir = scratch.clone();
+                }
+                let row = match weir_backend_spark::SparkStandaloneBackend::connect(spark, tx).await {
+                    Ok(b) => {
+                        let h = weir_backend::Backend::health(&b).await;
+                        let state = if h.healthy { "healthy" } else { "unhealthy" };
+                        let nodes = h.nodes.map_or_else(|| "-".into(), |n| n.to_string());
+                        (state, h.version, nodes, h.error.unwrap_or_default())
+                    }
+                    Err(e) => ("unhealthy", String::new(), "-".into(), e.to_string()),
+                };
+                let _ = std::fs::remove_dir(&scratch);
+                row
+            }),
             #[cfg(feature = "kubernetes")]
             Some(BackendSettings::Kubernetes { config: kube, .. }) => rt.block_on(async {
                 let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
@@ -90,7 +110,7 @@ pub fn run(a: &BackendsArgs) -> Result<bool> {
         };
         let kind = config.backends.get(&source.name).map_or("local", BackendSettings::kind);
         all_healthy &= row.0 == "healthy";
-        writeln!(out, "{:<16} {kind:<11} {:<9} {:<24} {:>5}  {}", source.name, row.0, row.1, row.2, row.3)?;
+        writeln!(out, "{:<16} {kind:<16} {:<9} {:<24} {:>5}  {}", source.name, row.0, row.1, row.2, row.3)?;
     }
     emit(&out)?;
     Ok(all_healthy)
@@ -110,7 +130,7 @@ fn from_server(a: &BackendsArgs) -> Result<bool> {
             all_healthy = false;
             writeln!(
                 out,
-                "{:<16} {:<11} {:<9} {:<24} {:>5}  this server runs no worker",
+                "{:<16} {:<16} {:<9} {:<24} {:>5}  this server runs no worker",
                 c.name, "-", "unknown", "", "-"
             )?;
             continue;
@@ -125,7 +145,7 @@ fn from_server(a: &BackendsArgs) -> Result<bool> {
             let gone = format!("nodes not counted: {}", b.nodes_gone.join(", "));
             last = if last.is_empty() { gone } else { format!("{last}; {gone}") };
         }
-        writeln!(out, "{:<16} {:<11} {:<9} {:<24} {:>5}  {last}", c.name, b.kind, b.state, version, nodes)?;
+        writeln!(out, "{:<16} {:<16} {:<9} {:<24} {:>5}  {last}", c.name, b.kind, b.state, version, nodes)?;
     }
     emit(&out)?;
     Ok(all_healthy)
@@ -135,7 +155,7 @@ fn from_server(a: &BackendsArgs) -> Result<bool> {
 fn header(out: &mut String) -> std::fmt::Result {
     writeln!(
         out,
-        "{:<16} {:<11} {:<9} {:<24} {:>5}  last error",
+        "{:<16} {:<16} {:<9} {:<24} {:>5}  last error",
         "cluster", "kind", "health", "version", "nodes"
     )
 }

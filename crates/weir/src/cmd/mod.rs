@@ -20,6 +20,7 @@ pub mod serve;
 mod serve_config;
 pub mod shares;
 pub mod simulate;
+pub mod slo;
 pub mod token;
 pub mod validate;
 

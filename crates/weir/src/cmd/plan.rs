@@ -118,6 +118,8 @@ struct Inputs {
     workload_name: String,
     /// The server's jobs run without application masters; replays of them do too.
     live: bool,
+    /// With --server: what jobs waited for in the window, per leaf and reason.
+    waits: Option<Vec<weir_server::QueueWait>>,
 }
 
 fn inputs(args: &PlanArgs, window_ms: u64) -> Result<Inputs> {
@@ -143,6 +145,7 @@ fn inputs(args: &PlanArgs, window_ms: u64) -> Result<Inputs> {
             workload: f.workload,
             workload_name: format!("the runs {} recorded", f.source.server),
             live: true,
+            waits: Some(f.waits),
         });
     }
     let (Some(cluster_path), Some(history_path)) = (&args.cluster, &args.history) else {
@@ -168,12 +171,13 @@ fn inputs(args: &PlanArgs, window_ms: u64) -> Result<Inputs> {
         workload,
         workload_name: args.workload.as_ref().map_or(String::new(), |p| p.display().to_string()),
         live: false,
+        waits: None,
     })
 }
 
 pub fn run(args: &PlanArgs) -> Result<()> {
     let window = args.window.map_or(weir_planner::settings::DEFAULT_WINDOW.as_millis(), |w| w.as_millis());
-    let Inputs { cluster, title, history, history_name, workload, workload_name, live } =
+    let Inputs { cluster, title, history, history_name, workload, workload_name, live, waits } =
         inputs(args, window)?;
     let mut settings = match &args.settings {
         Some(path) => {
@@ -271,6 +275,9 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         )?;
     }
     writeln!(out, "verdict: {} — {}", c.verdict.name(), c.reason)?;
+    if let Some(waits) = &waits {
+        write_waits(&mut out, waits, &plan)?;
+    }
     let comparison = match (args.validate, &workload) {
         (true, Some(workload)) => {
             emit(&out)?;
@@ -289,6 +296,45 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     write(&args.out, "report.html", &report_html(&plan, &title, comparison.as_ref()), &mut written)?;
     writeln!(out, "wrote {}", written.join(", "))?;
     emit(&out)
+}
+
+/// What jobs waited for in the window, per leaf (from the server's `waits.csv`), beside what
+/// the plan does to that leaf: a plan made from usage alone cannot see work held back by a
+/// limit, so the operator reads the two together.
+fn write_waits(out: &mut String, waits: &[weir_server::QueueWait], plan: &weir_planner::Plan) -> Result<()> {
+    if waits.is_empty() {
+        writeln!(out, "waiting: no job waited in the window (waits.csv)")?;
+        return Ok(());
+    }
+    writeln!(out, "waiting in the window, per leaf (waits.csv):")?;
+    let mut leaves: Vec<&str> = waits.iter().map(|w| w.leaf.as_str()).collect();
+    leaves.dedup();
+    for leaf in leaves {
+        let of: Vec<&weir_server::QueueWait> = waits.iter().filter(|w| w.leaf == leaf).collect();
+        let total: i64 = of.iter().map(|w| w.waited_ms).sum();
+        let status =
+            plan.queues.iter().find(|q| q.queue == leaf).map_or("not in the plan".to_string(), |q| {
+                format!("weight {} → {} in the plan", q.previous_weight, q.weight)
+            });
+        writeln!(
+            out,
+            "  {leaf} (tier {}, {}): waited {} in all",
+            of[0].tier,
+            status,
+            weir_server::words_span(total)
+        )?;
+        for w in of {
+            writeln!(
+                out,
+                "    {} on {} ({} spells, {} runs)",
+                weir_server::words_span(w.waited_ms),
+                w.phrase(),
+                w.spells,
+                w.runs
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Replay the workload on the cluster as it is and as planned, with one seed, and compare.

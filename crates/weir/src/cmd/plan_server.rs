@@ -1,6 +1,6 @@
 //! `weir plan --server URL`: fetch what a plan needs from a running server — the cluster file
-//! in force (and its version), the recorded usage of the window, the recorded runs as a
-//! workload to replay, and the routes to the cluster — and keep a copy of each in the output
+//! in force (and its version), the recorded usage of the window, what jobs waited for (per
+//! leaf and reason), the recorded runs as a workload to replay, and the routes to the cluster — and keep a copy of each in the output
 //! directory, so the plan can be reproduced and `weir apply` knows where it came from.
 
 use std::path::Path;
@@ -60,6 +60,8 @@ pub struct Fetched {
     pub history_name: String,
     /// The recorded runs to replay (`--validate`), if asked for and any.
     pub workload: Option<Workload>,
+    /// What jobs waited for in the window, per leaf and reason (`waits.csv`).
+    pub waits: Vec<weir_server::QueueWait>,
 }
 
 async fn text(client: &Client, path: &str) -> Result<String> {
@@ -118,6 +120,10 @@ pub fn fetch(
         let history =
             UsageHistory::read_csv(usage.as_bytes(), &history_name, super::plan::secret_name_key())?;
         write("runs.csv", &text(&client, &format!("/v1/runs.csv?{window}")).await?)?;
+        let waits_text = text(&client, &format!("/v1/waits.csv?{window}")).await?;
+        write("waits.csv", &waits_text)?;
+        let waits = weir_server::read_waits_csv(&out.join("waits.csv").display().to_string(), &waits_text)
+            .map_err(anyhow::Error::msg)?;
         let workload = if replay {
             let yaml = text(&client, &format!("/v1/replay?{window}")).await?;
             write("workload.yaml", &yaml)?;
@@ -154,6 +160,6 @@ pub fn fetch(
             until_ms: until,
         };
         write("source.json", &(serde_json::to_string_pretty(&source)? + "\n"))?;
-        Ok(Fetched { source, cluster: config, history, history_name, workload })
+        Ok(Fetched { source, cluster: config, history, history_name, workload, waits })
     })
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use weir_backend_slurm::{Auth, Placement, SlurmConfig, SlurmQueue};
-use weir_backend_spark::SparkLocalConfig;
+use weir_backend_spark::{SparkLocalConfig, SparkStandaloneConfig};
 use weir_model::{ModelError, Problem};
 use weir_server::{BackendSettings, ClusterSource, TlsFiles};
 
@@ -114,6 +114,10 @@ struct BackendEntry {
     python: Option<PathBuf>,
     #[serde(default)]
     conf: BTreeMap<String, String>,
+    // spark-standalone (`python`, `conf`, `state_dir`, `poll_interval_ms` too)
+    master_rest_url: Option<String>,
+    master_ui_url: Option<String>,
+    driver_python: Option<String>,
     // kubernetes (`poll_interval_ms`, `queues`, `kill_grace_seconds` and `shared_dir` too)
     namespace: Option<String>,
     image: Option<String>,
@@ -141,6 +145,8 @@ enum BackendKind {
     Slurm,
     #[serde(rename = "spark-local")]
     SparkLocal,
+    #[serde(rename = "spark-standalone")]
+    SparkStandalone,
     Kubernetes,
 }
 
@@ -268,6 +274,33 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
             Err(e) => problem(format!("{at}.file"), format!("cannot read {}: {e}", cluster_file.display())),
         }
         let kill_grace = c.backend.kill_grace_seconds.map(Duration::from_secs);
+        if c.backend.kind == BackendKind::SparkStandalone {
+            let at = format!("{at}.backend");
+            if let Some(dir) = c.backend.state_dir.as_deref().map(resolve) {
+                if let Some(other) = state_dirs.insert(dir.clone(), c.name.clone()) {
+                    problem(
+                        format!("{at}.state_dir"),
+                        format!("{} is also cluster `{other}`'s: each cluster needs its own", dir.display()),
+                    );
+                }
+            }
+            if let Some(config) = standalone_settings(&c.backend, &at, &resolve, &mut problem) {
+                backends
+                    .insert(c.name.clone(), BackendSettings::SparkStandalone { config: Box::new(config) });
+            }
+            continue;
+        }
+        for (field, set) in standalone_fields(&c.backend) {
+            if set {
+                problem(
+                    format!("{at}.backend.{field}"),
+                    format!(
+                        "is a spark-standalone backend's field (this backend is `kind: {}`)",
+                        c.backend.kind.name()
+                    ),
+                );
+            }
+        }
         if c.backend.kind != BackendKind::SparkLocal {
             for (field, set) in spark_fields(&c.backend) {
                 if set {
@@ -395,28 +428,12 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
                     p.to_path_buf()
                 }
             });
-            for (key, value) in &c.backend.conf {
-                if !key.starts_with("spark.")
-                    || key.contains(['=', '\0'])
-                    || key.contains(char::is_whitespace)
-                {
-                    problem(
-                        format!("{at}.conf"),
-                        format!(
-                            "`{}` is not a Spark property name (`spark.…`, no `=` or spaces)",
-                            key.escape_debug()
-                        ),
-                    );
-                } else if key == "spark.master" || key == "spark.submit.deployMode" {
-                    problem(
-                        format!("{at}.conf.{key}"),
-                        "is the backend's own: `spark-local` runs every application with `--master local[N]`"
-                            .into(),
-                    );
-                } else if value.contains('\0') {
-                    problem(format!("{at}.conf.{key}"), "must not contain a NUL byte".into());
-                }
-            }
+            check_conf(
+                &c.backend.conf,
+                &at,
+                "`spark-local` runs every application with `--master local[N]`",
+                &mut problem,
+            );
             config.conf = c.backend.conf.clone();
             backends
                 .insert(c.name.clone(), BackendSettings::SparkLocal { config: Box::new(config), kill_grace });
@@ -656,6 +673,126 @@ fn slurm_fields(b: &BackendEntry) -> [(&'static str, bool); 17] {
     ]
 }
 
+/// Checks the Spark properties of a `spark-local` or `spark-standalone` entry: `spark.…` names,
+/// and not the master or the deploy mode, which the backend sets (`why` says how).
+fn check_conf(conf: &BTreeMap<String, String>, at: &str, why: &str, problem: &mut dyn FnMut(String, String)) {
+    for (key, value) in conf {
+        if !key.starts_with("spark.") || key.contains(['=', '\0']) || key.contains(char::is_whitespace) {
+            problem(
+                format!("{at}.conf"),
+                format!(
+                    "`{}` is not a Spark property name (`spark.…`, no `=` or spaces)",
+                    key.escape_debug()
+                ),
+            );
+        } else if key == "spark.master" || key == "spark.submit.deployMode" {
+            problem(format!("{at}.conf.{key}"), format!("is the backend's own: {why}"));
+        } else if value.contains('\0') {
+            problem(format!("{at}.conf.{key}"), "must not contain a NUL byte".into());
+        }
+    }
+}
+
+/// The fields only a spark-standalone backend has.
+fn standalone_fields(b: &BackendEntry) -> [(&'static str, bool); 3] {
+    [
+        ("master_rest_url", b.master_rest_url.is_some()),
+        ("master_ui_url", b.master_ui_url.is_some()),
+        ("driver_python", b.driver_python.is_some()),
+    ]
+}
+
+/// A `kind: spark-standalone` entry checked into the backend's settings; problems are named
+/// under `at`. Nothing is contacted here: a master that does not answer is found at start.
+fn standalone_settings(
+    b: &BackendEntry,
+    at: &str,
+    resolve: &dyn Fn(&Path) -> PathBuf,
+    problem: &mut dyn FnMut(String, String),
+) -> Option<SparkStandaloneConfig> {
+    let mut ok = true;
+    let shared = ["poll_interval_ms"];
+    for (field, set) in
+        slurm_fields(b).into_iter().filter(|(f, _)| !shared.contains(f)).chain(kube::fields(b)).chain([
+            ("spark_home", b.spark_home.is_some()),
+            ("kill_grace_seconds", b.kill_grace_seconds.is_some()),
+        ])
+    {
+        if set {
+            let why = match field {
+                "spark_home" => "the workers run their own Spark; give `python`/`driver_python` for PySpark",
+                "kill_grace_seconds" => "Spark's kill has no grace: the master stops the driver at once",
+                _ => "a spark-standalone backend talks to the master's REST gateway only",
+            };
+            problem(format!("{at}.{field}"), format!("is not a spark-standalone backend's field ({why})"));
+            ok = false;
+        }
+    }
+    let url_ok = |u: &str| {
+        u.strip_prefix("http://").is_some_and(|rest| !rest.is_empty() && !rest.contains(char::is_whitespace))
+    };
+    let url = match b.master_rest_url.as_deref() {
+        Some(u) if url_ok(u) => u.to_string(),
+        Some(u) => {
+            problem(
+                format!("{at}.master_rest_url"),
+                format!("`{u}`: the master's REST submission gateway as http://HOST:PORT (Spark's default port: 6066)"),
+            );
+            return None;
+        }
+        None => {
+            problem(
+                format!("{at}.master_rest_url"),
+                "missing: the master's REST submission gateway, http://HOST:6066 (the master needs spark.master.rest.enabled=true)".into(),
+            );
+            return None;
+        }
+    };
+    if let Some(u) = b.master_ui_url.as_deref().filter(|u| !url_ok(u)) {
+        problem(format!("{at}.master_ui_url"), format!("`{u}`: the master's web UI as http://HOST:PORT"));
+        ok = false;
+    }
+    if b.poll_interval_ms == Some(0) {
+        problem(format!("{at}.poll_interval_ms"), "0: give the interval between two status reads".into());
+        ok = false;
+    }
+    for (field, v) in [
+        ("python", b.python.as_deref().map(Path::new)),
+        ("driver_python", b.driver_python.as_deref().map(Path::new)),
+    ] {
+        if v.is_some_and(|p| p.as_os_str().is_empty() || p.to_string_lossy().contains(char::is_whitespace)) {
+            problem(
+                format!("{at}.{field}"),
+                "a program on the workers, one word (no spaces): Spark runs it as given".into(),
+            );
+            ok = false;
+        }
+    }
+    let mut before = 0;
+    check_conf(
+        &b.conf,
+        at,
+        "`spark-standalone` submits every application to its master in cluster mode",
+        &mut |p, m| {
+            before += 1;
+            problem(p, m)
+        },
+    );
+    if !ok || before > 0 {
+        return None;
+    }
+    let mut config = SparkStandaloneConfig::new(url, b.state_dir.as_deref().map(resolve).unwrap_or_default());
+    config.master_ui_url = b.master_ui_url.clone();
+    // Paths on the workers: taken as written (not from the server file's folder).
+    config.python = b.python.as_ref().map(|p| p.display().to_string());
+    config.driver_python = b.driver_python.clone();
+    config.conf = b.conf.clone();
+    if let Some(ms) = b.poll_interval_ms {
+        config.poll_interval = Duration::from_millis(ms);
+    }
+    Some(config)
+}
+
 /// The fields only a spark-local backend has.
 fn spark_fields(b: &BackendEntry) -> [(&'static str, bool); 3] {
     [("spark_home", b.spark_home.is_some()), ("python", b.python.is_some()), ("conf", !b.conf.is_empty())]
@@ -667,6 +804,7 @@ impl BackendKind {
             BackendKind::Local => "local",
             BackendKind::Slurm => "slurm",
             BackendKind::SparkLocal => "spark-local",
+            BackendKind::SparkStandalone => "spark-standalone",
             BackendKind::Kubernetes => "kubernetes",
         }
     }

@@ -423,3 +423,67 @@ object_store:
         "version: 1\nclusters:\n  - {name: alpha, file: clusters/a.yaml}\nobject_store:\n  gcs: {}\n";
     assert!(parse("server.yaml", unknown, &dir).unwrap_err().to_string().contains("gcs"));
 }
+
+#[test]
+fn a_spark_standalone_backend_needs_its_gateway_and_refuses_other_kinds_fields() {
+    let dir = scratch("standalone");
+    let text = "version: 1
+clusters:
+  - name: a
+    file: clusters/a.yaml
+    backend:
+      kind: spark-standalone
+      master_rest_url: http://spark-master:6066
+      python: /usr/bin/python3
+      driver_python: /opt/weir/driver-python
+      state_dir: state
+      poll_interval_ms: 250
+      conf: {spark.executor.memory: 2g}
+";
+    let c = parse("server.yaml", text, &dir).unwrap_or_else(|e| panic!("{e}"));
+    let BackendSettings::SparkStandalone { config } = &c.backends["a"] else {
+        panic!("{:?}", c.backends["a"])
+    };
+    assert_eq!(config.master_rest_url, "http://spark-master:6066");
+    assert_eq!(config.ui_url(), "http://spark-master:8080");
+    // Paths on the workers: as written, not from the server file's folder.
+    assert_eq!(config.python.as_deref(), Some("/usr/bin/python3"));
+    assert_eq!(config.driver_python.as_deref(), Some("/opt/weir/driver-python"));
+    assert_eq!(config.state_dir, dir.join("state"));
+    assert_eq!(config.poll_interval, Duration::from_millis(250));
+    assert_eq!(config.conf["spark.executor.memory"], "2g");
+    assert!(c.backends["a"].runs_spark());
+
+    let bad = "version: 1
+clusters:
+  - name: a
+    file: clusters/a.yaml
+    backend: {kind: spark-standalone, spark_home: /opt/spark, url: 'http://x', conf: {spark.submit.deployMode: client}}
+  - name: b
+    file: clusters/b.yaml
+    backend: {kind: spark-standalone, master_rest_url: 'spark://m:7077'}
+  - name: c
+    file: clusters/a.yaml
+    backend: {kind: spark-local, master_rest_url: 'http://m:6066'}
+";
+    let p = problems(bad, &dir);
+    assert_eq!(
+        p.iter().map(|p| p.split(": ").next().unwrap_or_default()).collect::<Vec<_>>(),
+        [
+            "clusters[0].backend.url",
+            "clusters[0].backend.spark_home",
+            "clusters[0].backend.master_rest_url",
+            "clusters[1].backend.master_rest_url",
+            "clusters[2].backend.master_rest_url",
+        ],
+        "{p:#?}"
+    );
+    assert!(p[1].contains("the workers run their own Spark"), "{p:?}");
+    assert!(p[2].contains("missing") && p[2].contains("spark.master.rest.enabled=true"), "{p:?}");
+    assert!(p[3].contains("`spark://m:7077`") && p[3].contains("6066"), "{p:?}");
+    assert!(
+        p[4].contains("is a spark-standalone backend's field (this backend is `kind: spark-local`)"),
+        "{p:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -30,7 +30,8 @@ a trace replay runs until its last job ends. A run that ends with work unfinishe
 why: the horizon was reached, or no progress was possible (e.g. application masters holding \
 every container while their tasks find no room), with the engine's reasons grouped.\n\n\
 Writes to --out: summary.json (the figures), runs.csv (one row per workflow run), usage.csv \
-(usage intervals per leaf queue: the input of `weir plan`), pending.csv (every job still \
+(usage intervals per leaf queue: the input of `weir plan`), tasks.csv with --tasks (one row per \
+task attempt: the input of `weir slo profile`), pending.csv (every job still \
 waiting or running at the end, with the engine's explanation of why) and report.html (charts). \
 Times in the CSV files are milliseconds since the start of the simulation. The same inputs and \
 seed give the same files, byte for byte (but for wall_seconds in summary.json).\n\n\
@@ -173,6 +174,11 @@ pub struct SimulateArgs {
     /// Skip report.html (the charts); the other files are still written.
     #[arg(long)]
     no_report: bool,
+    /// Also write tasks.csv: one row per task attempt (job, workflow, job_name, stage, attempt,
+    /// start, end, duration in ms, outcome done|failed|lost) — the input of `weir slo profile`.
+    /// Off by default: a trace replay has millions of tasks.
+    #[arg(long)]
+    tasks: bool,
     /// Print the engine's explanation of these jobs at the end (numbers from pending.csv's
     /// `job` column; comma-separated or repeated).
     #[arg(long, value_name = "JOB", value_delimiter = ',')]
@@ -256,8 +262,11 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
         let path = staging.path(name);
         Ok(BufWriter::new(File::create(&path).with_context(|| format!("cannot write {}", path.display()))?))
     };
-    let records =
+    let mut records =
         weir_sim::CsvRecords::new(open("runs.csv")?, open("jobs.csv")?).context("cannot write runs.csv")?;
+    if args.tasks {
+        records = records.with_tasks(open("tasks.csv")?).context("cannot write tasks.csv")?;
+    }
     sim.set_record_sink(Box::new(records));
     let every = std::time::Duration::from_millis(args.progress_every.as_millis());
     let outcome = drive_with(sim, "simulating", every, |rows| {

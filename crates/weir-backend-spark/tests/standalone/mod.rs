@@ -1,0 +1,145 @@
+//! A Spark standalone master (REST gateway on) and one worker, from the `pyspark` package's
+//! distribution, on loopback ports; shared by the backend's tests and `weir serve`'s
+//! (crates/weir/tests/serve_spark_standalone.rs includes this file).
+
+#![allow(dead_code)]
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use weir_backend_spark::Install;
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A master and a worker, each in its own process group, stopped (SIGTERM, then SIGKILL) when
+/// dropped.
+pub struct Cluster {
+    pub rest_url: String,
+    pub ui_url: String,
+    children: Vec<Child>,
+}
+
+impl Cluster {
+    pub fn start(dir: &Path) -> Cluster {
+        let install =
+            Install::find(None, None).expect("Spark (pip install pyspark) and Java 17 are installed");
+        let class = install.home.join("bin").join("spark-class");
+        let (master, rest, ui, worker_ui) = (free_port(), free_port(), free_port(), free_port());
+        let spawn = |args: &[String], opts: &str, log: &str| {
+            let log = std::fs::File::create(dir.join(log)).unwrap();
+            Command::new(&class)
+                .args(args)
+                .env("SPARK_HOME", &install.home)
+                .env("SPARK_MASTER_OPTS", opts)
+                .env("SPARK_LOCAL_IP", "127.0.0.1")
+                .env("SPARK_LOG_DIR", dir)
+                .env("SPARK_PID_DIR", dir)
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .process_group(0)
+                .spawn()
+                .expect("spark-class starts")
+        };
+        let s = |v: &str| v.to_string();
+        let mut children = vec![spawn(
+            &[
+                s("org.apache.spark.deploy.master.Master"),
+                s("--host"),
+                s("127.0.0.1"),
+                s("--port"),
+                master.to_string(),
+                s("--webui-port"),
+                ui.to_string(),
+            ],
+            &format!("-Dspark.master.rest.enabled=true -Dspark.master.rest.port={rest}"),
+            "master.log",
+        )];
+        let work = dir.join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        children.push(spawn(
+            &[
+                s("org.apache.spark.deploy.worker.Worker"),
+                s("--host"),
+                s("127.0.0.1"),
+                s("--webui-port"),
+                worker_ui.to_string(),
+                s("--cores"),
+                s("2"),
+                s("--memory"),
+                s("4g"),
+                s("--work-dir"),
+                work.display().to_string(),
+                format!("spark://127.0.0.1:{master}"),
+            ],
+            "",
+            "worker.log",
+        ));
+        Cluster {
+            rest_url: format!("http://127.0.0.1:{rest}"),
+            ui_url: format!("http://127.0.0.1:{ui}"),
+            children,
+        }
+    }
+
+    /// Waits until the master lists an alive worker.
+    pub fn ready(&self) {
+        for _ in 0..240 {
+            if self.master_json().contains("\"aliveworkers\" : 1") {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        panic!("the standalone master and worker did not come up in 120 s");
+    }
+
+    /// The master's `/json/` (empty when it does not answer), read with a bare HTTP/1.0 GET.
+    pub fn master_json(&self) -> String {
+        use std::io::{Read, Write};
+        let authority = self.ui_url.trim_start_matches("http://");
+        let Ok(mut s) = std::net::TcpStream::connect(authority) else { return String::new() };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+        let _ = write!(s, "GET /json/ HTTP/1.0\r\nHost: {authority}\r\n\r\n");
+        let mut body = String::new();
+        let _ = s.read_to_string(&mut body);
+        body.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let group = |c: &Child, signal: &str| {
+            let _ = Command::new("kill").args([signal, "--", &format!("-{}", c.id())]).status();
+        };
+        for c in &self.children {
+            group(c, "-TERM");
+        }
+        std::thread::sleep(Duration::from_secs(2));
+        for c in &mut self.children {
+            group(c, "-KILL");
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The Python interpreter whose `pyspark` the workers use (PYSPARK_PYTHON).
+pub fn python() -> String {
+    let out = Command::new("python3").args(["-c", "import sys; print(sys.executable)"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A PYSPARK_DRIVER_PYTHON for the workers, written in `dir`: Spark's kill stops the driver's
+/// JVM alone (`DriverRunner.kill`: `Process.destroy`), and this wrapper has the kernel end the
+/// Python driver with its JVM (`setpriv --pdeathsig`, PR_SET_PDEATHSIG).
+pub fn driver_python(dir: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let wrapper = dir.join("driver-python");
+    std::fs::write(&wrapper, format!("#!/bin/sh\nexec setpriv --pdeathsig TERM -- {} \"$@\"\n", python()))
+        .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
+}

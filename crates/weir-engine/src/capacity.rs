@@ -1,0 +1,244 @@
+//! Capacity mode's policy: where the Capacity Scheduler decides differently from the Fair
+//! Scheduler, the engine asks this module. The tree walk, the placement loop, running-app
+//! limits, reservations, gangs and `explain` stay shared.
+//!
+//! - **Sibling order** (`PriorityUtilizationQueueOrderingPolicy`, priority respected): a queue's
+//!   used capacity is its usage over its guarantee (memory, as YARN's default resource
+//!   calculator; the guarantee at least the minimum allocation, `CSQueueUtils.updateUsedCapacity`).
+//!   Of two siblings with the same priority, the lower used capacity goes first; with different
+//!   priorities, the higher priority goes first when both are under their guarantee or both at or
+//!   over it, else the one under its guarantee. Ties: the larger absolute capacity, then the name.
+//! - **Elastic capacity**: a queue may grow past its guarantee up to its `max_capacity` (the
+//!   engine's queue max), never past it.
+//! - **User limit** (`UsersManager.computeUserLimit`, checked as
+//!   `AbstractLeafQueue.canAssignToUser`): see [`user_limit`].
+//! - **AM limit** (`AbstractLeafQueue.calculateAndGetAMResourceLimitPerPartition`): see
+//!   `Engine::capacity_am_limit`.
+//! - **Leaf order**: `fifo` is the leaf's `priority` policy: job priority, then submit time.
+
+use std::cmp::Ordering;
+
+use weir_model::{ResourceKind, Resources};
+
+use crate::engine::Engine;
+use crate::nodes::Ask;
+use crate::state::{JobSlot, QueueIx};
+
+/// What [`user_limit`] needs to know about a leaf and its users, all in the leaf's partition
+/// (weir has one: the whole cluster).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UserLimitInputs {
+    /// The leaf's guarantee (its absolute capacity of the cluster).
+    pub capacity: Resources,
+    /// The leaf's effective max (its absolute max capacity, at most the cluster).
+    pub max_capacity: Resources,
+    /// Everything the leaf's users hold.
+    pub used: Resources,
+    /// What the active users (those with a job that wants containers) hold.
+    pub active_used: Resources,
+    /// The active users' weights summed (each 1 unless `user_weights` says otherwise).
+    pub active_weights: f64,
+    /// `min_user_percent` (YARN's `minimum-user-limit-percent`).
+    pub min_user_percent: f64,
+    /// `user_limit_factor`; -1 for none.
+    pub user_limit_factor: f64,
+    /// The scheduler's minimum allocation (zero components: none).
+    pub minimum_allocation: Resources,
+    /// The weight of the user whose limit is wanted.
+    pub user_weight: f64,
+}
+
+/// The most one user may hold in a leaf before it gets no more containers, as
+/// `UsersManager.computeUserLimit` (active users) and `getComputedResourceLimitForActiveUsers`
+/// compute it:
+///
+/// ```text
+/// queue_capacity   = max(capacity, minimum_allocation)
+/// current_capacity = queue_capacity               if used < queue_capacity
+///                  = used + minimum_allocation    otherwise (the queue is over its guarantee)
+/// limit            = max( ceil((active_used + minimum_allocation) / active_weights),
+///                         ceil(floor(current_capacity × min_user_percent) / 100) )
+/// max_user_limit   = floor(queue_capacity × user_limit_factor)
+///                    (the leaf's max capacity when the factor is -1 or the capacity is 0)
+/// user_limit       = round_up(min(limit, max_user_limit), minimum_allocation)
+/// this user's      = floor_to(user_limit × user_weight, minimum_allocation)
+/// ```
+///
+/// `used` is rounded up to the minimum allocation first (YARN's `consumed`). Arithmetic is per
+/// resource; `max`, `min` and "less than" compare memory, as YARN's default resource
+/// calculator does. A user whose usage is above the result gets no container (a `>` check: it
+/// may pass the limit by one container).
+pub fn user_limit(i: &UserLimitInputs) -> Resources {
+    let step = i.minimum_allocation;
+    let by_memory_max = |a: Resources, b: Resources| if a.memory >= b.memory { a } else { b };
+    let by_memory_min = |a: Resources, b: Resources| if a.memory <= b.memory { a } else { b };
+    let queue_capacity = by_memory_max(i.capacity, step);
+    let consumed = i.used.round_up_to(&step);
+    let current_capacity =
+        if consumed.memory < queue_capacity.memory { queue_capacity } else { consumed + step };
+    let per_user = map(i.active_used + step, |v| {
+        if i.active_weights > 0.0 {
+            (v as f64 / i.active_weights).ceil() as u64
+        } else {
+            v
+        }
+    });
+    let percent = map(current_capacity, |v| ((v as f64 * i.min_user_percent).floor() / 100.0).ceil() as u64);
+    let limit = by_memory_max(per_user, percent);
+    let max_user_limit = if i.user_limit_factor == -1.0 || i.capacity.is_zero() {
+        i.max_capacity
+    } else {
+        map(queue_capacity, |v| (v as f64 * i.user_limit_factor).floor() as u64)
+    };
+    let user_limit = by_memory_min(limit, max_user_limit).round_up_to(&step);
+    // multiplyAndNormalizeDown: scaled, then down to a multiple of the minimum allocation.
+    map2(user_limit, step, |v, s| {
+        let w = (v as f64 * i.user_weight).floor() as u64;
+        if s == 0 {
+            w
+        } else {
+            w / s * s
+        }
+    })
+}
+
+fn map(r: Resources, f: impl Fn(u64) -> u64) -> Resources {
+    let mut out = Resources::ZERO;
+    for k in ResourceKind::ALL {
+        out.set(k, f(r.get(k)));
+    }
+    out
+}
+
+fn map2(a: Resources, b: Resources, f: impl Fn(u64, u64) -> u64) -> Resources {
+    let mut out = Resources::ZERO;
+    for k in ResourceKind::ALL {
+        out.set(k, f(a.get(k), b.get(k)));
+    }
+    out
+}
+
+/// A queue's place among its siblings (`PriorityUtilizationQueueOrderingPolicy`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SiblingKey {
+    /// Usage over guarantee, as a Java float (YARN's `QueueCapacities` hold floats).
+    pub used: f32,
+    pub priority: i32,
+    /// The guarantee's memory: for equal standing, the larger guarantee first.
+    pub capacity: u64,
+}
+
+/// Less: served first. Ties left to the caller (by name).
+pub(crate) fn compare_siblings(a: &SiblingKey, b: &SiblingKey) -> Ordering {
+    let by_used = || a.used.partial_cmp(&b.used).unwrap_or(Ordering::Equal);
+    let first = if a.priority == b.priority {
+        by_used()
+    } else if (a.used < 1.0) == (b.used < 1.0) {
+        b.priority.cmp(&a.priority)
+    } else {
+        by_used()
+    };
+    first.then(b.capacity.cmp(&a.capacity))
+}
+
+impl Engine {
+    pub(crate) fn capacity_mode(&self) -> bool {
+        self.config.scheduler.mode == weir_model::Mode::Capacity
+    }
+
+    fn sibling_key(&self, q: QueueIx) -> SiblingKey {
+        let queue = &self.queues[q as usize];
+        let guarantee = queue.min.memory.max(self.config.scheduler.minimum_allocation.memory).max(1);
+        SiblingKey {
+            used: queue.usage.memory as f32 / guarantee as f32,
+            priority: self.config.queues[q as usize].capacity.as_ref().map_or(0, |c| c.queue_priority),
+            capacity: queue.min.memory,
+        }
+    }
+
+    /// The child of `parent` to serve next in capacity mode: among those with a job ready and
+    /// not exhausted in this pass, the first in [`compare_siblings`] order, ties by name.
+    pub(crate) fn best_capacity_child(&self, parent: QueueIx, failed: &[Ask]) -> Option<QueueIx> {
+        let mut best: Option<(QueueIx, SiblingKey)> = None;
+        for &c in &self.queues[parent as usize].children {
+            let cq = &self.queues[c as usize];
+            if cq.ready_jobs == 0 || cq.exhausted_pass == self.pass || self.subtree_failed(c, failed) {
+                continue;
+            }
+            let k = self.sibling_key(c);
+            let better = match &best {
+                None => true,
+                Some((b, bk)) => match compare_siblings(&k, bk) {
+                    Ordering::Less => true,
+                    Ordering::Greater => false,
+                    Ordering::Equal => cq.name_rank < self.queues[*b as usize].name_rank,
+                },
+            };
+            if better {
+                best = Some((c, k));
+            }
+        }
+        best.map(|(c, _)| c)
+    }
+
+    /// The user limit of `job`'s user in its leaf and what that user holds there, in capacity
+    /// mode; `None` in fair mode. Costs a walk over the leaf's runnable jobs.
+    pub(crate) fn user_standing(&self, job: JobSlot) -> Option<(Resources, Resources)> {
+        let j = self.job(job);
+        let leaf = j.leaf;
+        let cap = self.config.queues[leaf as usize].capacity.as_ref()?;
+        let q = &self.queues[leaf as usize];
+        // Users with a job that wants containers are active (`activateApplication` on pending
+        // requests); the set is small, so a sorted vector.
+        let mut active: Vec<u32> = Vec::new();
+        let (mut active_used, mut mine) = (Resources::ZERO, Resources::ZERO);
+        let mut users: Vec<(u32, Resources)> = Vec::new();
+        for &(_, _, _, slot) in &q.runnable {
+            let other = self.job(slot);
+            match users.binary_search_by_key(&other.user, |u| u.0) {
+                Ok(i) => users[i].1 = users[i].1 + other.usage,
+                Err(i) => users.insert(i, (other.user, other.usage)),
+            }
+            if other.pending_containers > 0 {
+                if let Err(i) = active.binary_search(&other.user) {
+                    active.insert(i, other.user);
+                }
+            }
+        }
+        let mut active_weights = 0.0;
+        for &(u, used) in &users {
+            if active.binary_search(&u).is_ok() {
+                active_used = active_used + used;
+                active_weights += cap.user_weight(&self.users[u as usize].name);
+            }
+            if u == j.user {
+                mine = used;
+            }
+        }
+        let total = self.nodes.total;
+        let limit = user_limit(&UserLimitInputs {
+            capacity: q.min,
+            max_capacity: q.max.component_min(&total),
+            used: q.usage,
+            active_used,
+            active_weights,
+            min_user_percent: cap.min_user_percent,
+            user_limit_factor: cap.user_limit_factor,
+            minimum_allocation: self.config.scheduler.minimum_allocation,
+            user_weight: cap.user_weight(&self.users[j.user as usize].name),
+        });
+        Some((limit, mine))
+    }
+
+    /// The most a capacity-mode leaf's application masters may hold
+    /// (`AbstractLeafQueue.calculateAndGetAMResourceLimitPerPartition`): `max_am_percent` of
+    /// what the queue may use — the larger of its guarantee and its current limit, here its max
+    /// capacity within the cluster — rounded up to the minimum allocation.
+    pub(crate) fn capacity_am_limit(&self, leaf: QueueIx, percent: f64) -> Resources {
+        let q = &self.queues[leaf as usize];
+        let usable = q.max.component_min(&self.nodes.total);
+        let usable = if usable.memory >= q.min.memory { usable } else { q.min };
+        map(usable, |v| (v as f64 * percent).ceil() as u64)
+            .round_up_to(&self.config.scheduler.minimum_allocation)
+    }
+}

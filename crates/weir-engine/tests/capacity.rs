@@ -1,0 +1,197 @@
+//! Capacity mode (`scheduler.mode: capacity`): the Capacity Scheduler's sibling order, elastic
+//! capacity up to `max_capacity`, user limits and the AM limit, through the same engine as fair
+//! mode. Each scenario names the YARN class or method whose behaviour it checks.
+
+mod harness;
+
+use harness::{mem, Env};
+use weir_engine::capacity::{user_limit, UserLimitInputs};
+use weir_model::Resources;
+
+/// One node of 100 MiB (cpu plentiful) and the given `queues:` body; AMs unlimited unless the
+/// queues say otherwise.
+fn cluster(queues: &str) -> Env {
+    Env::new(&format!(
+        "version: 1\nscheduler: {{mode: capacity, max_am_percent: 1}}\nnodes: [{{count: 1, resources: {{cpu: 1000000, memory: 100}}}}]\nqueues:\n{queues}"
+    ))
+}
+
+/// "And nothing else happened" but jobs becoming runnable.
+fn done(env: &mut Env) {
+    env.take_runnable();
+    env.nothing_else();
+}
+
+/// The job of each start, in order.
+fn order(env: &mut Env) -> Vec<u64> {
+    env.take_starts().into_iter().map(|s| s.0).collect()
+}
+
+/// PriorityUtilizationQueueOrderingPolicy.compare with equal priorities: the lower used
+/// capacity (usage / guarantee) first; equal ones go to the larger absolute capacity
+/// (PriorityQueueComparator's last rule).
+#[test]
+fn siblings_are_served_lowest_used_capacity_first() {
+    let mut env = cluster("  - {name: a, capacity: 60}\n  - {name: b, capacity: 40}\n");
+    env.submit(1, "root.a", &[(mem(10), 10)]);
+    env.submit(2, "root.b", &[(mem(10), 10)]);
+    env.schedule();
+    // a 0/60 = b 0/40: a (larger); then b 0 < a 1/6; a 1/6 < b 1/4; b 1/4 < a 1/3; a 1/3 < b 1/2;
+    // a 1/2 = b 1/2: a; b 1/2 < a 2/3; a 2/3 < b 3/4; b 3/4 < a 5/6; a 5/6 < b 1. Full.
+    assert_eq!(order(&mut env), vec![1, 2, 1, 2, 1, 1, 2, 1, 2, 1]);
+    done(&mut env);
+    assert_eq!(env.usage("root.a"), mem(60));
+    assert_eq!(env.usage("root.b"), mem(40));
+}
+
+/// PriorityUtilizationQueueOrderingPolicy.compare with different priorities: while both are
+/// under their guarantee the higher priority goes first; once it reaches its guarantee, the
+/// one still under goes first.
+#[test]
+fn a_higher_priority_sibling_goes_first_until_its_guarantee() {
+    let mut env = cluster("  - {name: a, capacity: 50, priority: 1}\n  - {name: b, capacity: 50}\n");
+    env.submit(1, "root.a", &[(mem(10), 10)]);
+    env.submit(2, "root.b", &[(mem(10), 10)]);
+    env.schedule();
+    assert_eq!(order(&mut env), vec![1, 1, 1, 1, 1, 2, 2, 2, 2, 2]);
+    done(&mut env);
+
+    // Without the priority the two alternate (equal capacity: ties to the name).
+    let mut env = cluster("  - {name: a, capacity: 50}\n  - {name: b, capacity: 50}\n");
+    env.submit(1, "root.a", &[(mem(10), 10)]);
+    env.submit(2, "root.b", &[(mem(10), 10)]);
+    env.schedule();
+    assert_eq!(order(&mut env), vec![1, 2, 1, 2, 1, 2, 1, 2, 1, 2]);
+}
+
+/// Elastic capacity (LeafQueue/AbstractCSQueue.canAssignToThisQueue against the absolute max
+/// capacity): an idle sibling's guarantee is lent up to `max_capacity`, never past it.
+#[test]
+fn a_queue_grows_into_idle_capacity_up_to_its_max_capacity() {
+    let mut env = cluster(
+        "  - {name: a, capacity: 40, max_capacity: 70, user_limit_factor: 10}\n  - {name: b, capacity: 60}\n",
+    );
+    env.submit(1, "root.a", &[(mem(10), 10)]);
+    env.schedule();
+    assert_eq!(env.count_starts(1), 7, "40 guaranteed + 30 lent = max_capacity 70");
+    done(&mut env);
+    assert_eq!(env.usage("root.a"), mem(70));
+    assert!(env.explain(1).contains("pending because root.a is at its max"), "{}", env.explain(1));
+    // b's own work still gets the rest.
+    env.submit(2, "root.b", &[(mem(10), 10)]);
+    env.schedule();
+    assert_eq!(env.count_starts(2), 3);
+}
+
+/// UsersManager.computeUserLimit with the default user_limit_factor 1 and min_user_percent
+/// 100: one user may take the queue's whole capacity, and FIFO serves the oldest job first
+/// (FifoComparator), so a second user waits — the behaviour the Capacity Scheduler's
+/// documentation warns of.
+#[test]
+fn with_the_defaults_the_first_user_takes_the_whole_queue() {
+    let mut env = cluster("  - {name: a, capacity: 100}\n");
+    env.submit_as(1, "root.a", "alice", None, &[(mem(10), 10)]);
+    env.at(1);
+    env.submit_as(2, "root.a", "bob", None, &[(mem(10), 10)]);
+    env.schedule();
+    assert_eq!(env.count_starts(1), 10);
+    done(&mut env);
+}
+
+/// UsersManager.computeUserLimit with min_user_percent 50 and two active users: the limit is
+/// max(ceil(active users' usage / 2), 100 × 50%) = 50 MiB, and
+/// AbstractLeafQueue.canAssignToUser blocks a user only while it holds more than the limit
+/// (a `>` check), so alice gets one container past it: 60, bob the remaining 40.
+#[test]
+fn min_user_percent_shares_the_queue_between_active_users() {
+    let mut env = cluster("  - {name: a, capacity: 100, min_user_percent: 50}\n");
+    env.submit_as(1, "root.a", "alice", None, &[(mem(10), 10)]);
+    env.at(1);
+    env.submit_as(2, "root.a", "bob", None, &[(mem(10), 10)]);
+    env.schedule();
+    let starts = order(&mut env);
+    assert_eq!(starts, vec![1, 1, 1, 1, 1, 1, 2, 2, 2, 2]);
+    done(&mut env);
+}
+
+/// UsersManager.computeUserLimit's cap: a user may hold at most capacity × user_limit_factor
+/// (40 × 0.5 = 20 MiB; one container past it by the `>` check), even with the cluster idle.
+#[test]
+fn user_limit_factor_caps_one_user_below_the_queue() {
+    let mut env =
+        cluster("  - {name: a, capacity: 40, user_limit_factor: 0.5}\n  - {name: b, capacity: 60}\n");
+    env.submit_as(1, "root.a", "alice", None, &[(mem(10), 10)]);
+    env.schedule();
+    assert_eq!(env.count_starts(1), 3);
+    done(&mut env);
+    let why = env.explain(1);
+    assert!(why.contains("pending because user alice holds"), "{why}");
+    assert!(why.contains("over the user limit"), "{why}");
+    // Another user of the same queue is not held back by alice's limit.
+    env.submit_as(2, "root.a", "bob", None, &[(mem(10), 1)]);
+    env.schedule();
+    assert_eq!(env.count_starts(2), 1);
+}
+
+/// AbstractLeafQueue.calculateAndGetAMResourceLimitPerPartition: AMs may hold max_am_percent
+/// of what the queue may use (here its max capacity, the whole 100 MiB): 10 MiB, so the second
+/// job's 10 MiB AM waits while the first runs.
+#[test]
+fn the_am_limit_holds_back_a_second_application_master() {
+    let mut env = Env::new(
+        "version: 1\nscheduler: {mode: capacity}\nnodes: [{count: 1, resources: {cpu: 1000000, memory: 100}}]\nqueues:\n  - {name: a, capacity: 100}\n",
+    );
+    env.submit_as(1, "root.a", "alice", None, &[(mem(10), 2)]);
+    env.at(1);
+    env.submit_as(2, "root.a", "bob", None, &[(mem(10), 2)]);
+    env.schedule();
+    assert_eq!(env.count_starts(1), 2, "the AM and its container");
+    done(&mut env);
+    let why = env.explain(2);
+    assert!(why.contains("over the AM limit"), "{why}");
+}
+
+fn inputs() -> UserLimitInputs {
+    UserLimitInputs {
+        capacity: mem(1000),
+        max_capacity: mem(4000),
+        used: Resources::ZERO,
+        active_used: Resources::ZERO,
+        active_weights: 1.0,
+        min_user_percent: 100.0,
+        user_limit_factor: 1.0,
+        minimum_allocation: Resources::ZERO,
+        user_weight: 1.0,
+    }
+}
+
+/// UsersManager.computeUserLimit, worked by hand.
+#[test]
+fn the_user_limit_formula_by_hand() {
+    // Under the guarantee: current capacity = the capacity 1000; max(ceil(600 / 2), 1000 × 100%)
+    // = 1000, capped at 1000 × 1.
+    let under = UserLimitInputs { used: mem(600), active_used: mem(600), active_weights: 2.0, ..inputs() };
+    assert_eq!(user_limit(&under), mem(1000));
+
+    // Over it, with a 128 MiB minimum allocation: consumed = 1500 rounded up = 1536 ≥ 1000, so
+    // current capacity = 1536 + 128 = 1664; max(ceil((1500 + 128) / 3) = 543,
+    // ceil(floor(1664 × 25) / 100) = 416) = 543; cap 1000 × 2 = 2000; rounded up to 128: 640.
+    let over = UserLimitInputs {
+        used: mem(1500),
+        active_used: mem(1500),
+        active_weights: 3.0,
+        min_user_percent: 25.0,
+        user_limit_factor: 2.0,
+        minimum_allocation: mem(128),
+        ..inputs()
+    };
+    assert_eq!(user_limit(&over), mem(640));
+    // A user of weight 1.5: floor(640 × 1.5) = 960, down to a multiple of 128: 896.
+    assert_eq!(user_limit(&UserLimitInputs { user_weight: 1.5, ..over }), mem(896));
+
+    // One user at 3000 of a 1000 queue: the limit follows usage (3000 + 0), capped by
+    // capacity × factor 1 = 1000, or with factor -1 by the max capacity 4000 only.
+    let busy = UserLimitInputs { used: mem(3000), active_used: mem(3000), ..inputs() };
+    assert_eq!(user_limit(&busy), mem(1000));
+    assert_eq!(user_limit(&UserLimitInputs { user_limit_factor: -1.0, ..busy }), mem(3000));
+}

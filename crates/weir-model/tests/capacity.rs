@@ -1,0 +1,187 @@
+//! Capacity mode's queue settings in the cluster file: defaults (the Capacity Scheduler's),
+//! shares resolved down the tree, and every rule's error with its path.
+
+use weir_model::{CapacitySpec, ClusterConfig, LeafOrdering, Limit, Policy, QueuePath, QueueState};
+
+const HEAD: &str = "version: 1\nscheduler: {mode: capacity}\nnodes:\n  - {count: 10, resources: {cpu: 10000, memory: 10240}}\n";
+
+fn cluster(queues: &str) -> ClusterConfig {
+    let text = format!("{HEAD}queues:\n{queues}");
+    ClusterConfig::from_yaml("c.yaml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+fn problems(text: &str) -> Vec<(String, String)> {
+    match ClusterConfig::from_yaml("c.yaml", text) {
+        Ok(_) => panic!("expected problems, but this validated:\n{text}"),
+        Err(e) => e.problems().into_iter().map(|p| (p.path, p.message)).collect(),
+    }
+}
+
+/// The queues fail with exactly one problem, at `path`, whose message contains `message`.
+#[track_caller]
+fn check(queues: &str, path: &str, message: &str) {
+    check_file(&format!("{HEAD}queues:\n{queues}"), path, message);
+}
+
+#[track_caller]
+fn check_file(text: &str, path: &str, message: &str) {
+    let found = problems(text);
+    assert_eq!(found.len(), 1, "expected one problem at {path}, got {found:#?}");
+    assert_eq!(found[0].0, path, "wrong path: {found:#?}");
+    assert!(found[0].1.contains(message), "message {:?} lacks {message:?}", found[0].1);
+}
+
+fn q<'a>(c: &'a ClusterConfig, path: &str) -> &'a weir_model::QueueConfig {
+    &c.queues[c.find(&QueuePath::parse(path).unwrap()).unwrap_or_else(|| panic!("no {path}"))]
+}
+
+#[track_caller]
+fn close(a: f64, b: f64) {
+    assert!((a - b).abs() < 1e-9, "{a} != {b}");
+}
+
+#[test]
+fn the_issue_example_resolves_to_absolute_shares_with_yarn_defaults() {
+    let c = cluster(
+        "  - {name: ads, capacity: 55, max_capacity: 80, children: [{name: tier1, capacity: 70, user_limit_factor: 2}, {name: tier3, capacity: 30}]}\n  - {name: search, capacity: 45}\n",
+    );
+    let tier1 = q(&c, "root.ads.tier1");
+    let cap = tier1.capacity.as_ref().unwrap();
+    // CSQueueUtils: absolute capacity = parent's absolute × capacity; absolute max = parent's
+    // absolute max × max capacity.
+    close(cap.absolute_capacity.unwrap(), 0.55 * 0.70);
+    close(cap.absolute_max_capacity.unwrap(), 0.80);
+    assert_eq!(tier1.min, Limit::Percent(0.55 * 0.70 * 100.0));
+    assert_eq!(tier1.max, Limit::Percent(80.0));
+    assert_eq!(cap.user_limit_factor, 2.0);
+    let search = q(&c, "root.search").capacity.as_ref().unwrap();
+    // The Capacity Scheduler's defaults.
+    assert_eq!(search.user_limit_factor, 1.0);
+    assert_eq!(search.min_user_percent, 100.0);
+    assert_eq!(search.max_am_percent, 0.1);
+    assert_eq!(search.max_applications, 4500, "10,000 × 0.45");
+    assert_eq!(search.state, QueueState::Running);
+    assert_eq!(search.ordering, LeafOrdering::Fifo);
+    assert_eq!(search.queue_priority, 0);
+    assert_eq!(search.user_weight("anyone"), 1.0);
+    close(search.absolute_max_capacity.unwrap(), 1.0);
+    assert_eq!(q(&c, "root.search").policy, Policy::Priority, "fifo: job priority, then submit time");
+    assert_eq!(q(&c, "root.search").am_share, Some(0.1));
+}
+
+#[test]
+fn weights_are_normalised_among_siblings() {
+    let c = cluster("  - {name: a, capacity: 3w}\n  - {name: b, capacity: 1w, children: [{name: x, capacity: 1w}, {name: y, capacity: 1w}]}\n");
+    close(q(&c, "root.a").capacity.as_ref().unwrap().absolute_capacity.unwrap(), 0.75);
+    close(q(&c, "root.b.y").capacity.as_ref().unwrap().absolute_capacity.unwrap(), 0.125);
+    assert_eq!(q(&c, "root.a").capacity.as_ref().unwrap().configured, Some(CapacitySpec::Weight(3.0)));
+}
+
+#[test]
+fn absolute_resources_resolve_to_resource_limits() {
+    let c = cluster(
+        "  - {name: a, capacity: {cpu: 40000, memory: 4096}, max_capacity: {cpu: 80000, memory: 8192}}\n  - {name: b, capacity: {cpu: 60000, memory: 6144}}\n",
+    );
+    let a = q(&c, "root.a");
+    assert_eq!(a.min, Limit::Absolute(weir_model::Resources::new(40000, 4096, 0)));
+    assert_eq!(a.max, Limit::Absolute(weir_model::Resources::new(80000, 8192, 0)));
+    assert_eq!(
+        a.capacity.as_ref().unwrap().max_applications,
+        400,
+        "10,000 × 4096 / 102,400 (the cluster's memory)"
+    );
+}
+
+#[test]
+fn per_user_weights_and_leaf_settings_are_kept() {
+    let c = cluster(
+        "  - {name: a, capacity: 100, min_user_percent: 25, user_weights: {alice: 2}, max_parallel_apps: 3, max_am_percent: 0.5, max_applications: 7, priority: 2}\n",
+    );
+    let a = q(&c, "root.a");
+    let cap = a.capacity.as_ref().unwrap();
+    assert_eq!(cap.user_weight("alice"), 2.0);
+    assert_eq!(cap.min_user_percent, 25.0);
+    assert_eq!(cap.max_applications, 7);
+    assert_eq!(cap.queue_priority, 2);
+    assert_eq!(a.max_running_apps, Some(3));
+    assert_eq!(a.am_share, Some(0.5));
+}
+
+#[test]
+fn a_level_that_does_not_sum_to_100_is_named_with_its_sum() {
+    check(
+        "  - {name: ads, capacity: 55, children: [{name: t1, capacity: 60}, {name: t3, capacity: 30}]}\n  - {name: search, capacity: 45}\n",
+        "queues.ads.children",
+        "the capacities of root.ads's children add up to 90, not 100",
+    );
+    check(
+        "  - {name: a, capacity: 50}\n  - {name: b, capacity: 45}\n",
+        "queues",
+        "root's children add up to 95, not 100",
+    );
+}
+
+#[test]
+fn every_rule_names_its_field() {
+    check("  - {name: a}\n", "queues.a.capacity", "needs a capacity on every queue");
+    check("  - {name: a, capacity: 100, max_capacity: 50}\n", "queues.a.max_capacity", "below capacity 100");
+    check(
+        "  - {name: a, capacity: 100, max_capacity: 150}\n",
+        "queues.a.max_capacity",
+        "not a percent in (0, 100]",
+    );
+    check(
+        "  - {name: a, capacity: 100, user_limit_factor: 0}\n",
+        "queues.a.user_limit_factor",
+        "not a factor > 0",
+    );
+    check(
+        "  - {name: a, capacity: 100, min_user_percent: 0}\n",
+        "queues.a.min_user_percent",
+        "not a percent",
+    );
+    check("  - {name: a, capacity: 100, max_am_percent: 1.5}\n", "queues.a.max_am_percent", "not a fraction");
+    check(
+        "  - {name: a, capacity: 100, user_weights: {bob: 0}}\n",
+        "queues.a.user_weights.bob",
+        "not a weight > 0",
+    );
+    check("  - {name: a, capacity: 100, ordering: fair}\n", "queues.a.ordering", "not implemented yet");
+    check("  - {name: a, capacity: 50}\n  - {name: b, capacity: 1w}\n", "queues", "mix capacity modes");
+    check(
+        "  - {name: a, capacity: 100, user_limit_factor: 2, children: [{name: x, capacity: 100}]}\n",
+        "queues.a.user_limit_factor",
+        "applies to leaf queues",
+    );
+    check(
+        "  - {name: a, capacity: 100, state: stopped, children: [{name: x, capacity: 100, state: running}]}\n",
+        "queues.a.children.x.state",
+        "the parent is stopped",
+    );
+    check("  - {name: a, capacity: 100, weight: 2}\n", "queues.a.weight", "in capacity mode use capacity");
+    check("  - {name: a, capacity: 100, max: \"50%\"}\n", "queues.a.max", "use max_capacity");
+    check(
+        "  - {name: a, capacity: 100, max_running_apps: 2}\n",
+        "queues.a.max_running_apps",
+        "use max_parallel_apps",
+    );
+}
+
+#[test]
+fn capacity_settings_in_fair_mode_and_preemption_in_capacity_mode_are_refused() {
+    let fair = "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 1000, memory: 1024}}\nqueues:\n  - {name: a, capacity: 40}\n";
+    check_file(fair, "queues.a.capacity", "set scheduler.mode: capacity");
+    let preempting = "version: 1\nscheduler: {mode: capacity, preemption: {enabled: true}}\nnodes:\n  - {count: 1, resources: {cpu: 1000, memory: 1024}}\nqueues:\n  - {name: a, capacity: 100}\n";
+    check_file(preempting, "scheduler.preemption.enabled", "not implemented yet");
+}
+
+#[test]
+fn an_unknown_field_and_a_malformed_capacity_are_syntax_errors_with_their_path() {
+    let text = format!("{HEAD}queues:\n  - {{name: a, capacity: 100, user_limit_factr: 2}}\n");
+    let found = problems(&text);
+    assert!(found[0].0.starts_with("queues.a"), "{found:?}");
+    assert!(found[0].1.contains("user_limit_factr"), "{found:?}");
+    let text = format!("{HEAD}queues:\n  - {{name: a, capacity: lots}}\n");
+    let found = problems(&text);
+    assert!(found[0].1.contains("`lots` is not a capacity"), "{found:?}");
+}

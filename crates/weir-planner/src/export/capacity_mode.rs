@@ -1,0 +1,114 @@
+//! `capacity-scheduler.xml` from a capacity-mode cluster: the queue settings are the Capacity
+//! Scheduler's own, so they are written as the file gives them (a percent, a weight `3w`, or
+//! absolute `[memory=…,vcores=…]`), not derived from weights as for a fair-mode cluster.
+
+use weir_model::{CapacitySpec, ClusterConfig, QueueState, Resources};
+
+use super::capacity::{acls, property, PREFIX};
+use super::num;
+use super::xml::XmlOut;
+use crate::error::PlanError;
+
+pub(super) fn export(cfg: &ClusterConfig, losses: &mut Vec<String>) -> Result<String, PlanError> {
+    let mut x = XmlOut::new();
+    x.open("configuration", &[]);
+    let root = cfg.queues[0].capacity.as_ref();
+    if let Some(r) = root {
+        property(&mut x, &format!("{PREFIX}.maximum-applications"), &r.max_applications.to_string(), None);
+        property(&mut x, &format!("{PREFIX}.maximum-am-resource-percent"), &num(r.max_am_percent), None);
+    }
+    if let Some(n) = cfg.scheduler.user_max_running_apps {
+        property(&mut x, &format!("{PREFIX}.user.max-parallel-apps"), &n.to_string(), None);
+    }
+    for (ix, q) in cfg.queues.iter().enumerate() {
+        let path = q.path.as_str();
+        let Some(c) = &q.capacity else { continue };
+        if !q.children.is_empty() {
+            let names: Vec<&str> = q.children.iter().map(|&k| cfg.queues[k].name.as_str()).collect();
+            property(&mut x, &format!("{PREFIX}.{path}.queues"), &names.join(","), None);
+            let prioritised = q
+                .children
+                .iter()
+                .any(|&k| cfg.queues[k].capacity.as_ref().is_some_and(|c| c.queue_priority != 0));
+            if prioritised {
+                property(
+                    &mut x,
+                    &format!("{PREFIX}.{path}.ordering-policy"),
+                    "priority-utilization",
+                    Some("the children's priorities count only under this ordering"),
+                );
+            }
+        }
+        acls(&mut x, cfg, ix);
+        let Some(parent) = q.parent else { continue };
+        if let Some(spec) = &c.configured {
+            property(&mut x, &format!("{PREFIX}.{path}.capacity"), &value(spec, path, losses), None);
+        }
+        if let Some(spec) = &c.configured_max {
+            property(&mut x, &format!("{PREFIX}.{path}.maximum-capacity"), &value(spec, path, losses), None);
+        }
+        if let Some(n) = c.max_parallel_apps {
+            property(&mut x, &format!("{PREFIX}.{path}.max-parallel-apps"), &n.to_string(), None);
+        }
+        if c.queue_priority != 0 {
+            property(&mut x, &format!("{PREFIX}.{path}.priority"), &c.queue_priority.to_string(), None);
+        }
+        if c.state == QueueState::Stopped {
+            property(&mut x, &format!("{PREFIX}.{path}.state"), "STOPPED", None);
+        }
+        if q.is_leaf() {
+            let p = |x: &mut XmlOut, name: &str, v: String| {
+                property(x, &format!("{PREFIX}.{path}.{name}"), &v, None)
+            };
+            if c.user_limit_factor != 1.0 {
+                p(&mut x, "user-limit-factor", num(c.user_limit_factor));
+            }
+            if c.min_user_percent != 100.0 {
+                p(&mut x, "minimum-user-limit-percent", num(c.min_user_percent));
+            }
+            for (user, w) in &c.user_weights {
+                p(&mut x, &format!("user-settings.{user}.weight"), num(*w));
+            }
+            p(&mut x, "maximum-applications", c.max_applications.to_string());
+            if root.is_none_or(|r| r.max_am_percent != c.max_am_percent) {
+                p(&mut x, "maximum-am-resource-percent", num(c.max_am_percent));
+            }
+            p(&mut x, "ordering-policy", "fifo".to_string());
+        }
+        if q.allow_preemption_from != cfg.queues[parent].allow_preemption_from {
+            property(
+                &mut x,
+                &format!("{PREFIX}.{path}.disable_preemption"),
+                &(!q.allow_preemption_from).to_string(),
+                None,
+            );
+        }
+    }
+    x.close("configuration");
+    Ok(x.finish())
+}
+
+/// A capacity as the Capacity Scheduler writes it.
+fn value(spec: &CapacitySpec, path: &str, losses: &mut Vec<String>) -> String {
+    match spec {
+        CapacitySpec::Percent(p) => num(*p),
+        CapacitySpec::Weight(w) => format!("{}w", num(*w)),
+        CapacitySpec::Absolute(r) => absolute(&r.or(0), path, losses),
+    }
+}
+
+/// `[memory=MiB,vcores=N]`; weir's cpu is in millicores, YARN's vcores whole.
+fn absolute(r: &Resources, path: &str, losses: &mut Vec<String>) -> String {
+    if r.cpu % 1000 != 0 {
+        losses.push(format!(
+            "{path}: {} millicores written as {} vcores (YARN counts whole vcores)",
+            r.cpu,
+            r.cpu / 1000
+        ));
+    }
+    if r.gpu != 0 {
+        format!("[memory={},vcores={},yarn.io/gpu={}]", r.memory, r.cpu / 1000, r.gpu)
+    } else {
+        format!("[memory={},vcores={}]", r.memory, r.cpu / 1000)
+    }
+}

@@ -1,0 +1,231 @@
+//! `weir serve` with a `spark-standalone` cluster, through the real binary, against a real Spark
+//! standalone master and worker started from the `pyspark` package (master's REST submission
+//! gateway on, loopback ports; crates/weir-backend-spark/tests/standalone): `weir backends
+//! --config` asks the master; the word count runs from `weir submit` to `weir logs`; the server
+//! is killed with SIGKILL while a driver runs and started again: the driver is re-adopted by its
+//! stored submission id, not submitted a second time (the master's own list of drivers is
+//! counted), and `weir kill` then ends it with its JVM and Python driver. A command stage routed
+//! to the cluster is refused at submission. One test: two drivers on 2 cores starve each other.
+
+mod common;
+
+#[path = "../../weir-backend-spark/tests/standalone/mod.rs"]
+mod standalone;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(dir: &Path, log: &str) -> Serve {
+    let log = std::fs::File::create(dir.join(log)).expect("log");
+    Serve(
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--config", "server.yaml", "--single-tenant"])
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("weir serve"),
+    )
+}
+
+fn client(dir: &Path, port: u16, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(args)
+        .current_dir(dir)
+        .env("WEIR_SERVER", format!("http://127.0.0.1:{port}"))
+        .env_remove("WEIR_TOKEN")
+        .args(["--data-dir", "data"])
+        .output()
+        .expect("run weir")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(out.status.success(), "failed: {}\n{}", common::text(&out.stdout), common::text(&out.stderr));
+    common::text(&out.stdout)
+}
+
+fn eventually(dir: &Path, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > Duration::from_secs(300) {
+            let log = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+            let log2 = std::fs::read_to_string(dir.join("serve2.log")).unwrap_or_default();
+            panic!("timed out waiting for {what}; the server said:\n{log}\n--- after the restart:\n{log2}");
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+fn run_of(dir: &Path, port: u16, workflow: &str) -> Option<Value> {
+    let out = client(dir, port, &["runs", "--json"]);
+    let runs: Value = serde_json::from_slice(&out.stdout).ok()?;
+    runs["runs"].as_array()?.iter().find(|r| r["workflow"] == workflow).cloned()
+}
+
+fn state_of(dir: &Path, port: u16, workflow: &str) -> String {
+    run_of(dir, port, workflow).and_then(|r| r["state"].as_str().map(String::from)).unwrap_or_default()
+}
+
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(marker) {
+            found.push(format!("{}: {}", entry.file_name().to_string_lossy(), text.trim()));
+        }
+    }
+    found
+}
+
+fn workflow(name: &str, main: &str, args: &[&str]) -> String {
+    let args = args.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(", ");
+    format!(
+        "  - name: {name}\n    jobs:\n      - name: j\n        stages:\n          - name: count\n            tasks: 1\n            max_attempts: 1\n            resources: {{cpu: 1000, memory: 2g}}\n            spark: {{main: '{main}', args: [{args}], executors: 1, conf: {{spark.sql.shuffle.partitions: '2', spark.driver.memory: 1g, spark.executor.memory: 1g}}}}\n"
+    )
+}
+
+/// The drivers the master knows (active and completed), by id.
+fn drivers(cluster: &standalone::Cluster) -> Vec<String> {
+    let state: Value = serde_json::from_str(&cluster.master_json()).unwrap_or(Value::Null);
+    ["activedrivers", "completeddrivers"]
+        .iter()
+        .flat_map(|k| state[k].as_array().cloned().unwrap_or_default())
+        .filter_map(|d| d["id"].as_str().map(String::from))
+        .collect()
+}
+
+#[test]
+fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_killed() {
+    let scratch = common::Scratch::new("serve-spark-standalone");
+    let dir = scratch.0.clone();
+    let cluster = standalone::Cluster::start(&dir);
+    let port = standalone::free_port();
+    std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
+    scratch.file(
+        "clusters/spark.yaml",
+        "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 2000, memory: 4g}}\nqueues:\n  - {name: default}\n",
+    );
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: sa\n    file: clusters/spark.yaml\n    backend:\n      kind: spark-standalone\n      master_rest_url: {}\n      master_ui_url: {}\n      python: {}\n      driver_python: {}\n      poll_interval_ms: 500\n      conf: {{spark.ui.enabled: 'false'}}\n",
+            cluster.rest_url,
+            cluster.ui_url,
+            standalone::python(),
+            standalone::driver_python(&dir).display()
+        ),
+    );
+    cluster.ready();
+    let health = ok(&Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["backends", "--config", "server.yaml"])
+        .current_dir(&dir)
+        .output()
+        .expect("weir backends"));
+    let row: Vec<&str> =
+        health.lines().find(|l| l.starts_with("sa ")).unwrap_or_default().split_whitespace().collect();
+    assert_eq!(row.get(1..3), Some(&["spark-standalone", "healthy"][..]), "{health}");
+    assert!(health.contains("Spark 4.") && health.contains("(standalone)"), "{health}");
+
+    let mut server = serve(&dir, "serve.log");
+    let examples = common::workspace().join("examples/spark").canonicalize().expect("examples/spark");
+    let script = examples.join("wordcount.py").display().to_string();
+    let words = examples.join("words.txt").display().to_string();
+    let route = |name: &str| {
+        client(
+            &dir,
+            port,
+            &["routes", "set", &format!("workflow:{name}"), "--cluster", "sa", "--queue", "root.default"],
+        )
+        .status
+        .success()
+    };
+    eventually(&dir, "the server", || route("wordcount"));
+
+    // A command stage cannot run on a standalone master: refused at submission, naming the field.
+    assert!(route("shell"));
+    scratch.file(
+        "shell.yaml",
+        "version: 1\nworkflows:\n  - name: shell\n    jobs:\n      - name: j\n        stages:\n          - {name: s, tasks: 1, resources: {cpu: 100, memory: 64m}, command: 'true'}\n",
+    );
+    let refused = client(&dir, port, &["submit", "shell.yaml"]);
+    let said = common::text(&refused.stderr) + &common::text(&refused.stdout);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("workflow.jobs.j.stages.s.command") && said.contains("Spark applications only"),
+        "{said}"
+    );
+
+    // The word count, to its end, with its output and driver log copied from the worker.
+    scratch
+        .file("wc.yaml", &format!("version: 1\nworkflows:\n{}", workflow("wordcount", &script, &[&words])));
+    ok(&client(&dir, port, &["submit", "wc.yaml"]));
+    eventually(&dir, "the word count to end", || {
+        matches!(state_of(&dir, port, "wordcount").as_str(), "succeeded" | "failed")
+    });
+    let run = run_of(&dir, port, "wordcount").expect("the run");
+    let id = run["id"].to_string();
+    let driver = ok(&client(&dir, port, &["logs", &id, "count.0", "--stream", "stderr"]));
+    assert_eq!(run["state"], "succeeded", "{driver}");
+    let out = ok(&client(&dir, port, &["logs", &id, "count.0"]));
+    assert!(out.starts_with("the\t9\nweir\t5\nwork\t3\n") && out.ends_with("total 34\n"), "{out}");
+    assert!(driver.contains(&format!("weir:run-{id}/")), "the driver's log names the attempt: {driver}");
+    assert_eq!(drivers(&cluster).len(), 1);
+
+    // A driver that waits; the server is killed with SIGKILL while it runs.
+    let marker = dir.join("sleeper-words.txt");
+    std::fs::copy(&words, &marker).expect("copy");
+    let marker = marker.display().to_string();
+    assert!(route("sleeper"));
+    scratch.file(
+        "sleeper.yaml",
+        &format!("version: 1\nworkflows:\n{}", workflow("sleeper", &script, &[&marker, "600"])),
+    );
+    ok(&client(&dir, port, &["submit", "sleeper.yaml"]));
+    let logs_of_sleeper = || {
+        run_of(&dir, port, "sleeper")
+            .map(|r| common::text(&client(&dir, port, &["logs", &r["id"].to_string(), "count.0"]).stdout))
+            .unwrap_or_default()
+    };
+    eventually(&dir, "the sleeper to count", || logs_of_sleeper().contains("total 34"));
+    assert!(processes_with(&marker).iter().any(|p| p.contains("python")), "its Python driver runs");
+    server.0.kill().expect("SIGKILL weir serve");
+    let _ = server.0.wait();
+    drop(server);
+    let before = drivers(&cluster);
+    assert_eq!(before.len(), 2, "{before:?}");
+
+    let _server = serve(&dir, "serve2.log");
+    eventually(&dir, "the restarted server", || client(&dir, port, &["runs"]).status.success());
+    // Re-adopted: still running after some polls of the master, and no driver submitted again.
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(state_of(&dir, port, "sleeper"), "running");
+    assert_eq!(drivers(&cluster), before, "a driver was submitted again");
+    assert_eq!(logs_of_sleeper().matches("total 34").count(), 1, "the log was copied twice");
+
+    let sleeper = run_of(&dir, port, "sleeper").expect("the sleeper run");
+    ok(&client(&dir, port, &["kill", &sleeper["id"].to_string()]));
+    eventually(&dir, "the sleeper run to be killed", || state_of(&dir, port, "sleeper") == "killed");
+    let mut left = processes_with(&marker);
+    for _ in 0..60 {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        left = processes_with(&marker);
+    }
+    assert!(left.is_empty(), "processes of the killed driver left: {left:?}");
+    assert!(cluster.master_json().contains("\"state\" : \"KILLED\""), "{}", cluster.master_json());
+}
