@@ -429,6 +429,31 @@ async fn scenarios(tag: &str, place: Where, dir: &Path) {
     );
     assert!(metrics.contains("weir_job_commits_total{reason=\"refused\"} 1"), "{tag}: {metrics}");
     assert!(metrics.contains("weir_uploads_swept_total"), "{tag}");
+    if matches!(place, Where::S3(_)) {
+        // The server's S3 client counted its requests (the counters are exported every 2 s).
+        let start = Instant::now();
+        loop {
+            let text = reqwest::Client::new()
+                .get(format!("{base}/metrics"))
+                .bearer_auth(&token)
+                .send()
+                .await
+                .expect("metrics")
+                .text()
+                .await
+                .expect("text");
+            let requests: f64 = text
+                .lines()
+                .find_map(|l| l.strip_prefix("weir_object_store_requests_total "))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0.0);
+            if requests > 0.0 {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "{tag}: no object store requests counted");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
