@@ -133,6 +133,9 @@ impl Server {
         if let Some(warning) = single_tenant {
             eprintln!("weir serve: warning: {warning}");
         }
+        if let Some(warning) = config.outputs.start_warning() {
+            eprintln!("weir serve: warning: {warning}");
+        }
         let lock = owner::claim(&config.data_dir, &config.owner)?;
         config.dead_owners = lock.dead_owners.clone();
         let now = now_ms();

@@ -52,6 +52,22 @@ pub struct OutputSettings {
     pub sweep_every: Duration,
 }
 
+impl OutputSettings {
+    /// What `weir serve` warns about at start: an S3 store without `task_credentials_file`
+    /// hands every writing task the server's own key.
+    pub fn start_warning(&self) -> Option<String> {
+        match (&self.store, &self.task_credentials) {
+            (OutputStore::S3(s3), None) => Some(format!(
+                "object_store.s3 has no task_credentials_file: every task of a stage with outputs gets the \
+                 server's own credentials for bucket `{}` (and whatever else that key may reach); name a key \
+                 limited to the bucket there",
+                s3.bucket
+            )),
+            _ => None,
+        }
+    }
+}
+
 impl Default for OutputSettings {
     fn default() -> Self {
         OutputSettings {

@@ -468,6 +468,13 @@ async fn outputs_on_moto_s3() {
     let dir = scratch("s3");
     let m = moto(&dir);
     scenarios("s3", Where::S3(m.port), &dir).await;
+    // No task_credentials_file: the tasks got the server's own key, and the operator was told.
+    let log = std::fs::read_to_string(dir.join("serve.log")).expect("serve.log");
+    assert!(
+        log.contains("warning: object_store.s3 has no task_credentials_file")
+            && log.contains("server's own credentials for bucket `lake`"),
+        "{log}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
