@@ -282,6 +282,12 @@ async fn the_dashboard_in_a_real_browser() {
     while weir_server::now_ms() <= deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // Meanwhile the SLO page lists it at risk now, with why: past its deadline, still waiting.
+    s.goto(&format!("{base}/slo?window=1d")).await;
+    let risk = format!("#slo-at-risk tr[data-run=\"{waited}\"][data-tier=\"1\"] td.reason");
+    let why = s.text(&s.wait_for(&risk, long).await).await;
+    assert!(why.starts_with("already past its deadline by "), "{why}");
+    shot(&s, "slo-at-risk").await;
     std::fs::write(&release, "").expect("release");
     server.wait(waited, long).await;
     s.goto(&format!("{base}/runs/{waited}")).await;
@@ -338,6 +344,16 @@ async fn the_dashboard_in_a_real_browser() {
         "{cause}"
     );
     shot(&s, "slo-causes").await;
+    // The trend per tier: tier 1's two runs that met their SLO and the one that missed it.
+    let sums = s
+        .script(
+            "const cells = Array.from(document.querySelectorAll('#slo-trend tr[data-tier=\"1\"] td[data-met]')); \
+             return [cells.reduce((a, c) => a + Number(c.dataset.met), 0), cells.reduce((a, c) => a + Number(c.dataset.missed), 0)];",
+        )
+        .await;
+    assert_eq!(sums, json!([2, 1]));
+    // Nothing is at risk once every run has ended.
+    s.wait_for("#slo-at-risk-none", long).await;
 
     // The grid: workflows down, logical dates across; the report's d1 cell met its SLO, its d3
     // cell (the run that waited) missed it; a cell links to its run.

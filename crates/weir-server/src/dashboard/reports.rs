@@ -64,10 +64,30 @@ pub struct CauseLine {
     workflows: String,
 }
 
+/// A run at risk now.
+pub struct RiskLine {
+    run: i64,
+    workflow: String,
+    tier: u8,
+    state: String,
+    deadline: String,
+    late: String,
+    reason: String,
+}
+
+/// One tier's met/missed runs per day.
+pub struct TrendLine {
+    tier: u8,
+    cells: Vec<(u64, u64)>,
+}
+
 #[derive(Template)]
 #[template(path = "slo.html")]
 struct SloPage {
     nav: Nav,
+    at_risk: Vec<RiskLine>,
+    days: Vec<String>,
+    trend: Vec<TrendLine>,
     window: String,
     windows: Vec<Choice>,
     chart: String,
@@ -158,8 +178,40 @@ pub async fn slo(State(s): State<AppState>, headers: HeaderMap, Query(q): Query<
             workflows: c.workflows.join(", "),
         })
         .collect();
+    // At risk now: the runs not ended, with the spell each is waiting in, if any.
+    let mut open = std::collections::BTreeMap::new();
+    for r in runs.iter().filter(|r| r.slo_ms.is_some() && r.finished_ms.is_none()) {
+        let waits = try_page!(s.store.waits(r.id).await.map_err(ApiError::from));
+        if let Some(w) = waits.into_iter().rev().find(|w| w.to_ms.is_none()) {
+            open.insert(r.id, w);
+        }
+    }
+    let at_risk = crate::slo_watch::at_risk(&runs, &open, now)
+        .into_iter()
+        .map(|a| RiskLine {
+            run: a.run,
+            workflow: a.workflow,
+            tier: a.tier,
+            state: a.state,
+            deadline: super::views::time(a.deadline_ms),
+            late: a.late_by_ms.map_or("–".into(), |l| format!("{} late", span(l))),
+            reason: a.reason,
+        })
+        .collect();
+    // The trend: each day of the window (UTC), by submission.
+    const DAY: i64 = 86_400_000;
+    let n = (len + DAY - 1) / DAY;
+    let day_starts: Vec<i64> = (0..n).rev().map(|i| now.div_euclid(DAY) * DAY - i * DAY).collect();
+    let trend = crate::slo_watch::trend(&runs, &day_starts, now)
+        .into_iter()
+        .map(|(tier, days)| TrendLine { tier, cells: days.into_iter().map(|d| (d.met, d.missed)).collect() })
+        .collect();
+    let days = day_starts.iter().map(|&d| crate::time::format_utc(d)[5..10].to_string()).collect();
     html(&SloPage {
         nav: Nav::new(&v, "SLO report", "/slo", 30),
+        at_risk,
+        days,
+        trend,
         window: label,
         windows,
         chart,
