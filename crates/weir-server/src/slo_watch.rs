@@ -63,7 +63,15 @@ pub fn at_risk(runs: &[RunRecordRow], open_waits: &BTreeMap<i64, WaitRow>, now: 
             )
         });
         let (late_by, reason) = if now > deadline {
-            (Some(now - deadline), format!("already past its deadline by {}", words::span(now - deadline)))
+            let doing = match (r.started_ms, &on) {
+                (_, Some(o)) => format!("; waiting{o}"),
+                (Some(s), None) => format!("; running for {}", words::span(now - s)),
+                (None, None) => "; not started".to_string(),
+            };
+            (
+                Some(now - deadline),
+                format!("already past its deadline by {}{doing}", words::span(now - deadline)),
+            )
         } else if let Some(&took) = typical.get(r.workflow.as_str()) {
             let (end, how) = match r.started_ms {
                 Some(s) => (
@@ -205,7 +213,7 @@ mod tests {
                 (
                     6,
                     Some(50 * S),
-                    "already past its deadline by 50s"
+                    "already past its deadline by 50s; running for 2m 20s"
                 ),
                 (
                     4,

@@ -286,7 +286,11 @@ async fn the_dashboard_in_a_real_browser() {
     s.goto(&format!("{base}/slo?window=1d")).await;
     let risk = format!("#slo-at-risk tr[data-run=\"{waited}\"][data-tier=\"1\"] td.reason");
     let why = s.text(&s.wait_for(&risk, long).await).await;
-    assert!(why.starts_with("already past its deadline by "), "{why}");
+    assert!(
+        why.starts_with("already past its deadline by ")
+            && why.contains("; waiting on root.ads at max_running_apps 1 for "),
+        "{why}"
+    );
     shot(&s, "slo-at-risk").await;
     std::fs::write(&release, "").expect("release");
     server.wait(waited, long).await;
