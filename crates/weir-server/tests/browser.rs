@@ -380,6 +380,36 @@ async fn the_dashboard_in_a_real_browser() {
     s.wait_for("#slo-status", long).await;
     assert!(s.current_url().await.ends_with(&format!("/runs/{waited}")), "{}", s.current_url().await);
 
+    // Retry from the run page: the ended d1 run is submitted again and the browser lands on
+    // the new run, which runs to its end; Kill on a running one ends it killed.
+    s.goto(&format!("{base}/runs/{id}")).await;
+    s.click(&s.wait_for("#retry", long).await).await;
+    let url = s
+        .wait_until("the new run's page", "return location.pathname", long, |v| {
+            v.as_str().is_some_and(|p| p != format!("/runs/{id}") && p.starts_with("/runs/"))
+        })
+        .await;
+    let again: i64 =
+        url.as_str().and_then(|p| p.strip_prefix("/runs/")).and_then(|n| n.parse().ok()).expect("id");
+    let done = server.wait(again, long).await;
+    assert_eq!((done["logical_date"].as_str(), done["state"].as_str()), (Some("d1"), Some("succeeded")));
+    let (status, created) = server.submit(report("root.ads.tier1", "sleep 30", "5m"), "d4").await;
+    assert_eq!(status, 201, "{created}");
+    let long_run = created["id"].as_i64().expect("id");
+    server
+        .wait_until(long_run, long, "a task to run", |r| r["jobs"][0]["tasks"][0]["state"] == "running")
+        .await;
+    s.goto(&format!("{base}/runs/{long_run}")).await;
+    shot(&s, "run-kill").await;
+    s.click(&s.wait_for("#kill", long).await).await;
+    s.wait_until(
+        "the run page to show it killed",
+        "return (document.getElementById('run-state') || {}).textContent",
+        long,
+        |v| v == "killed",
+    )
+    .await;
+
     s.close().await;
     drop(driver);
     server.stop(weir_server::Stop::Now).await;
