@@ -179,14 +179,7 @@ pub async fn slo(State(s): State<AppState>, headers: HeaderMap, Query(q): Query<
         })
         .collect();
     // At risk now: the runs not ended, with the spell each is waiting in, if any.
-    let mut open = std::collections::BTreeMap::new();
-    for r in runs.iter().filter(|r| r.slo_ms.is_some() && r.finished_ms.is_none()) {
-        let waits = try_page!(s.store.waits(r.id).await.map_err(ApiError::from));
-        if let Some(w) = waits.into_iter().rev().find(|w| w.to_ms.is_none()) {
-            open.insert(r.id, w);
-        }
-    }
-    let at_risk = crate::slo_watch::at_risk(&runs, &open, now)
+    let at_risk = try_page!(crate::loop_api::at_risk_now(&s, &runs, now).await)
         .into_iter()
         .map(|a| RiskLine {
             run: a.run,
@@ -199,9 +192,7 @@ pub async fn slo(State(s): State<AppState>, headers: HeaderMap, Query(q): Query<
         })
         .collect();
     // The trend: each day of the window (UTC), by submission.
-    const DAY: i64 = 86_400_000;
-    let n = (len + DAY - 1) / DAY;
-    let day_starts: Vec<i64> = (0..n).rev().map(|i| now.div_euclid(DAY) * DAY - i * DAY).collect();
+    let day_starts = crate::loop_api::day_starts(now - len, now);
     let trend = crate::slo_watch::trend(&runs, &day_starts, now)
         .into_iter()
         .map(|(tier, days)| TrendLine { tier, cells: days.into_iter().map(|d| (d.met, d.missed)).collect() })
