@@ -794,6 +794,39 @@ pub struct SloReport {
     /// before their jobs started: by tier and reason, the longest wait first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wait_causes: Vec<WaitCause>,
+    /// Runs not ended that are predicted to miss their deadline now, tier 1 first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub at_risk: Vec<AtRiskRun>,
+    /// Met and missed runs per tier and day (UTC, by submission), oldest day first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trend: Vec<TierDay>,
+}
+
+/// A run predicted to miss its deadline: its remaining time is the median its workflow's
+/// earlier successful runs in the window took once started (without any, it is at risk with
+/// less than a quarter of its SLO left).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AtRiskRun {
+    pub id: i64,
+    pub workflow: String,
+    pub tier: u8,
+    pub state: String,
+    pub deadline_ms: i64,
+    /// Predicted end minus the deadline, in milliseconds; absent without earlier runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_by_ms: Option<i64>,
+    /// Why, in words ("not started on root.ads at max_running_apps 1 for 40s; …").
+    pub reason: String,
+}
+
+/// One tier's runs with an outcome on one day.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TierDay {
+    pub tier: u8,
+    /// The day's start, Unix milliseconds (UTC midnight).
+    pub day_ms: i64,
+    pub met: u64,
+    pub missed: u64,
 }
 
 /// One reason behind missed and at-risk deadlines of one tier.

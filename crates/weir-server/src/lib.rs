@@ -48,6 +48,7 @@ mod owner;
 mod plans;
 mod replay;
 mod reports;
+mod slo_watch;
 mod snapshot;
 mod state;
 mod submit;

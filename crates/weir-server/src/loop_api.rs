@@ -191,7 +191,47 @@ pub async fn slo_report(
     let mut spells = s.store.waits_since(since, crate::wait_report::MAX_SPELLS).await?;
     spells.retain(|w| readable.contains(&w.wait.run_id) && w.submitted_ms < until);
     report.wait_causes = crate::wait_report::wait_causes(&spells, now).iter().map(|c| c.to_api()).collect();
+    report.at_risk = at_risk_now(&s, &runs, now)
+        .await?
+        .into_iter()
+        .map(|a| weir_api::AtRiskRun {
+            id: a.run,
+            workflow: a.workflow,
+            tier: a.tier,
+            state: a.state,
+            deadline_ms: a.deadline_ms,
+            late_by_ms: a.late_by_ms,
+            reason: a.reason,
+        })
+        .collect();
+    let days = day_starts(since, until);
+    for (tier, cells) in crate::slo_watch::trend(&runs, &days, now) {
+        for (day_ms, d) in days.iter().zip(cells) {
+            report.trend.push(weir_api::TierDay { tier, day_ms: *day_ms, met: d.met, missed: d.missed });
+        }
+    }
     Ok(Json(report))
+}
+
+/// The UTC days that overlap `[since, until)`, by their starts.
+pub fn day_starts(since: i64, until: i64) -> Vec<i64> {
+    crate::usage_by::bucket_starts(since, until, 86_400_000)
+}
+
+/// The runs of `runs` at risk now, each with the spell it is waiting in, if any.
+pub async fn at_risk_now(
+    s: &AppState,
+    runs: &[weir_store::RunRecordRow],
+    now: i64,
+) -> Result<Vec<crate::slo_watch::AtRisk>, ApiError> {
+    let mut open = BTreeMap::new();
+    for r in runs.iter().filter(|r| r.slo_ms.is_some() && r.finished_ms.is_none()) {
+        let waits = s.store.waits(r.id).await?;
+        if let Some(w) = waits.into_iter().rev().find(|w| w.to_ms.is_none()) {
+            open.insert(r.id, w);
+        }
+    }
+    Ok(crate::slo_watch::at_risk(runs, &open, now))
 }
 
 /// The usage report of one cluster (the planner runs on the blocking pool).

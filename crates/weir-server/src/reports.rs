@@ -68,6 +68,8 @@ pub fn slo(runs: &[RunRecordRow], since_ms: i64, until_ms: i64, now_ms: i64) -> 
             })
             .collect(),
         wait_causes: Vec::new(),
+        at_risk: Vec::new(),
+        trend: Vec::new(),
     }
 }
 

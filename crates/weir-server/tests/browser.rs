@@ -282,6 +282,16 @@ async fn the_dashboard_in_a_real_browser() {
     while weir_server::now_ms() <= deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // Meanwhile the SLO page lists it at risk now, with why: past its deadline, still waiting.
+    s.goto(&format!("{base}/slo?window=1d")).await;
+    let risk = format!("#slo-at-risk tr[data-run=\"{waited}\"][data-tier=\"1\"] td.reason");
+    let why = s.text(&s.wait_for(&risk, long).await).await;
+    assert!(
+        why.starts_with("already past its deadline by ")
+            && why.contains("; waiting on root.ads at max_running_apps 1 for "),
+        "{why}"
+    );
+    shot(&s, "slo-at-risk").await;
     std::fs::write(&release, "").expect("release");
     server.wait(waited, long).await;
     s.goto(&format!("{base}/runs/{waited}")).await;
@@ -338,6 +348,16 @@ async fn the_dashboard_in_a_real_browser() {
         "{cause}"
     );
     shot(&s, "slo-causes").await;
+    // The trend per tier: tier 1's two runs that met their SLO and the one that missed it.
+    let sums = s
+        .script(
+            "const cells = Array.from(document.querySelectorAll('#slo-trend tr[data-tier=\"1\"] td[data-met]')); \
+             return [cells.reduce((a, c) => a + Number(c.dataset.met), 0), cells.reduce((a, c) => a + Number(c.dataset.missed), 0)];",
+        )
+        .await;
+    assert_eq!(sums, json!([2, 1]));
+    // Nothing is at risk once every run has ended.
+    s.wait_for("#slo-at-risk-none", long).await;
 
     // The grid: workflows down, logical dates across; the report's d1 cell met its SLO, its d3
     // cell (the run that waited) missed it; a cell links to its run.
@@ -359,6 +379,36 @@ async fn the_dashboard_in_a_real_browser() {
     s.click(&s.wait_for(&cell(waited), long).await).await;
     s.wait_for("#slo-status", long).await;
     assert!(s.current_url().await.ends_with(&format!("/runs/{waited}")), "{}", s.current_url().await);
+
+    // Retry from the run page: the ended d1 run is submitted again and the browser lands on
+    // the new run, which runs to its end; Kill on a running one ends it killed.
+    s.goto(&format!("{base}/runs/{id}")).await;
+    s.click(&s.wait_for("#retry", long).await).await;
+    let url = s
+        .wait_until("the new run's page", "return location.pathname", long, |v| {
+            v.as_str().is_some_and(|p| p != format!("/runs/{id}") && p.starts_with("/runs/"))
+        })
+        .await;
+    let again: i64 =
+        url.as_str().and_then(|p| p.strip_prefix("/runs/")).and_then(|n| n.parse().ok()).expect("id");
+    let done = server.wait(again, long).await;
+    assert_eq!((done["logical_date"].as_str(), done["state"].as_str()), (Some("d1"), Some("succeeded")));
+    let (status, created) = server.submit(report("root.ads.tier1", "sleep 30", "5m"), "d4").await;
+    assert_eq!(status, 201, "{created}");
+    let long_run = created["id"].as_i64().expect("id");
+    server
+        .wait_until(long_run, long, "a task to run", |r| r["jobs"][0]["tasks"][0]["state"] == "running")
+        .await;
+    s.goto(&format!("{base}/runs/{long_run}")).await;
+    shot(&s, "run-kill").await;
+    s.click(&s.wait_for("#kill", long).await).await;
+    s.wait_until(
+        "the run page to show it killed",
+        "return (document.getElementById('run-state') || {}).textContent",
+        long,
+        |v| v == "killed",
+    )
+    .await;
 
     s.close().await;
     drop(driver);

@@ -296,3 +296,52 @@ async fn viewers_cannot_kill_or_retry_and_operators_can() {
     s.wait(new, Duration::from_secs(60)).await;
     s.stop(weir_server::Stop::Now).await;
 }
+
+/// Usage per project and per user over time, on SQLite and PostgreSQL: a run's task shows
+/// under its project (from the recorded queue usage) and under its user (from its attempt), and
+/// a viewer of another project sees neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_by_project_and_user_counts_a_runs_cores() {
+    for db in [Db::Sqlite, Db::Postgres] {
+        let dir = common::temp_dir("usage-by");
+        let Some(url) = common::db_url(db, &dir, "usage_by").await else { continue };
+        let mut c = common::config(&dir);
+        c.usage_resolution = Duration::from_secs(1);
+        let mut s = TestServer::start_with(c, &url).await;
+        let (_, created) = s.submit(one_task("busy", "root.ads.tier1", "sleep 2"), "d1").await;
+        let id = created["id"].as_i64().expect("id");
+        let done = s.wait(id, Duration::from_secs(60)).await;
+        let user = done["user"].as_str().expect("user").to_string();
+        // Let the usage window close.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let admin = login(&s, &s.token.clone()).await;
+        let (status, html) = page(&s, &admin, "/usage/by?window=1h").await;
+        assert_eq!(status, 200);
+        let total = |kind: &str, name: &str| -> f64 {
+            let row = format!("<tr data-name=\"{name}\">");
+            let at = html.find(&format!("id=\"usage-by-{kind}\"")).expect("the table");
+            let at = at + html[at..].find(&row).unwrap_or_else(|| panic!("no {kind} {name} in {html}"));
+            let cell = &html[at..];
+            let t = cell.find("class=\"num total\">").expect("total") + "class=\"num total\">".len();
+            cell[t..].split('<').next().unwrap_or_default().parse().unwrap_or(0.0)
+        };
+        // One core for about 2 s: at least 1.5 core-seconds, whichever way it is counted.
+        let least = 1.5 / 3600.0;
+        assert!(total("project", "ads") >= least, "{html}");
+        assert!(total("user", &user) >= least, "{html}");
+        let (_, t) = s
+            .call(
+                Method::POST,
+                "/v1/tokens",
+                Some(json!({"name": "search", "grants": [{"project": "search", "role": "viewer"}]})),
+            )
+            .await;
+        let other = login(&s, t["token"].as_str().expect("token")).await;
+        let (_, html) = page(&s, &other, "/usage/by?window=1h").await;
+        assert!(
+            !html.contains("data-name=\"ads\"") && !html.contains(&format!("data-name=\"{user}\"")),
+            "{html}"
+        );
+        s.stop(weir_server::Stop::Now).await;
+    }
+}

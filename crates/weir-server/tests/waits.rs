@@ -99,6 +99,18 @@ async fn a_run_held_by_max_running_apps_keeps_its_waiting_spell(db: Db) {
     while weir_server::now_ms() <= deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // Past its deadline and still waiting: the SLO report lists it at risk now, with why.
+    let (status, slo) = s.call(reqwest::Method::GET, "/v1/reports/slo?window=1d", None).await;
+    assert_eq!(status, 200, "{slo}");
+    let risk = slo["at_risk"].as_array().expect("at risk");
+    assert_eq!(risk.len(), 1, "{slo:#}");
+    assert_eq!((risk[0]["id"].as_i64(), risk[0]["tier"].as_u64()), (Some(report), Some(1)));
+    let why = risk[0]["reason"].as_str().expect("reason");
+    assert!(
+        why.starts_with("already past its deadline by ")
+            && why.contains("; waiting on root.ads at max_running_apps 1 for "),
+        "{why}"
+    );
     std::fs::write(&release, "").expect("release");
     let done = s.wait(report, LONG).await;
     assert_eq!(done["state"], "succeeded", "{done:#}");
@@ -124,6 +136,11 @@ async fn a_run_held_by_max_running_apps_keeps_its_waiting_spell(db: Db) {
     assert_eq!((c["missed_runs"].as_u64(), c["at_risk_runs"].as_u64()), (Some(1), Some(0)));
     assert_eq!(c["waited_ms"].as_i64(), Some(to - from));
     assert_eq!(c["workflows"], json!(["report"]));
+    // The trend: tier 1 missed one run (the report), met none; nothing is at risk now.
+    let t1: Vec<&Value> = slo["trend"].as_array().expect("trend").iter().filter(|d| d["tier"] == 1).collect();
+    let sum = |k: &str| t1.iter().filter_map(|d| d[k].as_u64()).sum::<u64>();
+    assert_eq!((sum("met"), sum("missed")), (0, 1), "{slo:#}");
+    assert!(slo.get("at_risk").is_none(), "{slo:#}");
     assert!(
         c["summary"].as_str().is_some_and(
             |t| t.starts_with("tier 1 waited ") && t.ends_with(" on root.ads at max_running_apps 1")

@@ -146,6 +146,10 @@ fn the_demo_and_the_client_commands() {
     assert!(plan.contains("waiting in the window, per leaf (waits.csv):"), "{plan}");
     assert!(plan.contains("\n  root.analytics.tier1 (tier 1, weight "), "{plan}");
     assert!(plan.contains(" on root.analytics at max_running_apps 3 ("), "{plan}");
+    // … and what the plan does to that limit.
+    let line =
+        plan.lines().find(|l| l.contains(" on root.analytics at max_running_apps 3 (")).unwrap_or_default();
+    assert!(line.contains(" — the plan ") && line.contains("root.analytics's max_running_apps"), "{line}");
     let waits = std::fs::read_to_string(dir.join("plan/waits.csv")).expect("waits.csv");
     assert!(waits.contains("\nroot.analytics.tier1,1,queue_max_running_apps,root.analytics,3,"), "{waits}");
     let logs = ok(&client(&dir, port, &["logs", &id, "extract.query.1"]));

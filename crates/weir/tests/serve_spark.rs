@@ -245,3 +245,84 @@ fn a_spark_home_without_spark_is_an_unhealthy_cluster_with_the_reason_and_runs_w
     let state = state_of(&dir, port, "wordcount");
     assert!(!state.is_empty() && !matches!(state.as_str(), "succeeded" | "failed" | "killed"), "{state}");
 }
+
+/// A backend that turns unhealthy while a job waits shows as the job's wait reason: a Spark
+/// home whose `bin/spark-submit` is a stand-in (the runs here are plain commands; the backend's
+/// health check only looks for the file and Java, every 15 s). A run holds root.default's only
+/// running-app slot; a second waits on `max_running_apps`; once `spark-submit` goes, the next
+/// health check marks the cluster unhealthy and the waiting job's spell changes to
+/// `backend_unhealthy` with the backend's own words (worker/waits.rs puts the backend's health
+/// before the engine's reason), in the API and in `weir status`.
+#[test]
+fn a_backend_turning_unhealthy_is_the_reason_a_waiting_job_waits() {
+    let scratch = common::Scratch::new("serve-spark-unhealthy");
+    let dir = scratch.0.clone();
+    let port = free_port();
+    std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
+    std::fs::create_dir_all(dir.join("spark/bin")).expect("mkdir");
+    let submit = dir.join("spark/bin/spark-submit");
+    std::fs::write(&submit, "#!/bin/sh\nexit 1\n").expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&submit, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    scratch.file(
+        "clusters/spark.yaml",
+        "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 4000, memory: 8g}}\nqueues:\n  - {name: default, max_running_apps: 1}\n",
+    );
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: sp\n    file: clusters/spark.yaml\n    backend: {{kind: spark-local, spark_home: spark}}\n"
+        ),
+    );
+    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
+    let _serve = Serve(
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--config", "server.yaml", "--single-tenant"])
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("weir serve"),
+    );
+    let release = dir.join("release");
+    let plain = |name: &str, command: &str| {
+        format!(
+            "  - name: {name}\n    queue: root.default\n    jobs:\n      - name: j\n        stages:\n          - {{name: s, tasks: 1, resources: {{cpu: 1000, memory: 1g}}, command: \"{command}\"}}\n"
+        )
+    };
+    let hold = format!("while [ ! -e {} ]; do sleep 0.2; done", release.display());
+    scratch.file("holder.yaml", &format!("version: 1\nworkflows:\n{}", plain("holder", &hold)));
+    scratch.file("second.yaml", &format!("version: 1\nworkflows:\n{}", plain("second", "true")));
+    eventually(&dir, "the server", || client(&dir, port, &["runs"]).status.success());
+    ok(&client(&dir, port, &["submit", "holder.yaml"]));
+    eventually(&dir, "the holder to run", || state_of(&dir, port, "holder") == "running");
+    ok(&client(&dir, port, &["submit", "second.yaml"]));
+    let id = run_of(&dir, port, "second").and_then(|r| r["id"].as_i64()).expect("run id").to_string();
+    let spells = |dir: &Path| -> Vec<Value> {
+        let out = client(dir, port, &["status", &id, "--json"]);
+        let run: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        run["jobs"][0]["waits"].as_array().cloned().unwrap_or_default()
+    };
+    eventually(&dir, "the second run to wait on max_running_apps", || {
+        spells(&dir).first().is_some_and(|w| w["reason"] == "queue_max_running_apps")
+    });
+    // Spark goes away: the next health check (within 15 s) marks the backend unhealthy.
+    std::fs::remove_file(&submit).expect("remove spark-submit");
+    let mut last = Value::Null;
+    eventually(&dir, "a spell on the unhealthy backend", || {
+        last = spells(&dir).last().cloned().unwrap_or_default();
+        last["reason"] == "backend_unhealthy"
+    });
+    let detail = last["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.starts_with("the spark-local backend is unhealthy: ") && detail.contains("spark-submit"),
+        "{last}"
+    );
+    assert!(last.get("to_ms").is_none(), "still open: {last}");
+    let all = spells(&dir);
+    assert_eq!(all[0]["reason"], "queue_max_running_apps", "{all:?}");
+    assert!(all[0]["to_ms"].as_i64().is_some(), "the first spell closed when the reason changed: {all:?}");
+    let said = ok(&client(&dir, port, &["status", &id]));
+    assert!(said.contains("the cluster's backend, unhealthy"), "{said}");
+    std::fs::write(&release, "").expect("release");
+}

@@ -64,10 +64,30 @@ pub struct CauseLine {
     workflows: String,
 }
 
+/// A run at risk now.
+pub struct RiskLine {
+    run: i64,
+    workflow: String,
+    tier: u8,
+    state: String,
+    deadline: String,
+    late: String,
+    reason: String,
+}
+
+/// One tier's met/missed runs per day.
+pub struct TrendLine {
+    tier: u8,
+    cells: Vec<(u64, u64)>,
+}
+
 #[derive(Template)]
 #[template(path = "slo.html")]
 struct SloPage {
     nav: Nav,
+    at_risk: Vec<RiskLine>,
+    days: Vec<String>,
+    trend: Vec<TrendLine>,
     window: String,
     windows: Vec<Choice>,
     chart: String,
@@ -158,8 +178,31 @@ pub async fn slo(State(s): State<AppState>, headers: HeaderMap, Query(q): Query<
             workflows: c.workflows.join(", "),
         })
         .collect();
+    // At risk now: the runs not ended, with the spell each is waiting in, if any.
+    let at_risk = try_page!(crate::loop_api::at_risk_now(&s, &runs, now).await)
+        .into_iter()
+        .map(|a| RiskLine {
+            run: a.run,
+            workflow: a.workflow,
+            tier: a.tier,
+            state: a.state,
+            deadline: super::views::time(a.deadline_ms),
+            late: a.late_by_ms.map_or("–".into(), |l| format!("{} late", span(l))),
+            reason: a.reason,
+        })
+        .collect();
+    // The trend: each day of the window (UTC), by submission.
+    let day_starts = crate::loop_api::day_starts(now - len, now);
+    let trend = crate::slo_watch::trend(&runs, &day_starts, now)
+        .into_iter()
+        .map(|(tier, days)| TrendLine { tier, cells: days.into_iter().map(|d| (d.met, d.missed)).collect() })
+        .collect();
+    let days = day_starts.iter().map(|&d| crate::time::format_utc(d)[5..10].to_string()).collect();
     html(&SloPage {
         nav: Nav::new(&v, "SLO report", "/slo", 30),
+        at_risk,
+        days,
+        trend,
         window: label,
         windows,
         chart,

@@ -324,17 +324,45 @@ fn write_waits(out: &mut String, waits: &[weir_server::QueueWait], plan: &weir_p
             weir_server::words_span(total)
         )?;
         for w in of {
+            let fate = limit_in_plan(w, plan);
+            if w.tier == 1 && fate.ends_with("not relieved") {
+                eprintln!(
+                    "weir: warning: tier-1 leaf {leaf} waited {} on {} and the plan leaves that limit as it is",
+                    weir_server::words_span(w.waited_ms),
+                    w.phrase()
+                );
+            }
             writeln!(
                 out,
-                "    {} on {} ({} spells, {} runs)",
+                "    {} on {} ({} spells, {} runs){fate}",
                 weir_server::words_span(w.waited_ms),
                 w.phrase(),
                 w.spells,
-                w.runs
+                w.runs,
             )?;
         }
     }
     Ok(())
+}
+
+/// What the plan does to the limit a wait was on: " — the plan keeps root.a's
+/// max_running_apps at 3" (a wait the plan does not relieve) or " — the plan raises it to 5".
+fn limit_in_plan(w: &weir_server::QueueWait, plan: &weir_planner::Plan) -> String {
+    if w.reason != "queue_max_running_apps" {
+        return String::new();
+    }
+    let Some(q) = plan.queues.iter().find(|q| q.queue == w.queue) else { return String::new() };
+    let show = |v: Option<u32>| v.map_or("no limit".to_string(), |n| n.to_string());
+    match (q.previous_max_running_apps, q.max_running_apps) {
+        (Some(a), Some(b)) if b > a => format!(" — the plan raises {}'s max_running_apps to {b}", w.queue),
+        (Some(_), None) => format!(" — the plan lifts {}'s max_running_apps", w.queue),
+        (a, b) => format!(
+            " — the plan keeps {}'s max_running_apps at {} (was {}): this wait is not relieved",
+            w.queue,
+            show(b),
+            show(a)
+        ),
+    }
 }
 
 /// Replay the workload on the cluster as it is and as planned, with one seed, and compare.
