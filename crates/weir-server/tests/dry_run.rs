@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{config, db_url, one_task, temp_dir, Db, TestServer, CLUSTER};
+use common::{config, dashboard_login, db_url, one_task, session_cookie, temp_dir, Db, TestServer, CLUSTER};
 use reqwest::Method;
 use serde_json::{json, Value};
 use weir_commit::shadow::shadow_prefix;
@@ -156,6 +156,39 @@ async fn scenario(db: Db) {
         .await;
     assert_eq!(st, 403);
 
+    // The dashboard's Migrations page: both verdicts, an approve button on the equivalent one
+    // only; a form without the session's token changes nothing.
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let cookie = session_cookie(&dashboard_login(&browser, &s.base, &s.token).await);
+    let page = |cookie: String| {
+        let (http, base) = (s.http.clone(), s.base.clone());
+        async move {
+            let r = http.get(format!("{base}/migrations")).header("cookie", cookie).send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            assert!(r.headers()["content-security-policy"].to_str().unwrap().contains("form-action 'self'"));
+            r.text().await.unwrap()
+        }
+    };
+    let html = page(cookie.clone()).await;
+    assert!(
+        html.contains(&format!("data-run=\"{dry_id}\" data-verdict=\"equivalent within tolerance\"")),
+        "{html}"
+    );
+    assert!(html.contains(&format!("data-run=\"{bad_id}\" data-verdict=\"different\"")), "{html}");
+    assert_eq!(html.matches("Approve move to staging").count(), 1, "{html}");
+    assert!(html.contains("row checksum: shadow "), "{html}");
+    let stale = s
+        .http
+        .post(format!("{}/migrations", s.base))
+        .header("cookie", cookie.clone())
+        .form(&[("csrf", "0".repeat(64).as_str()), ("workflow", "revenue-report"), ("cluster", "staging")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stale.status(), 403);
+    let (_, routes) = s.call(Method::GET, "/v1/routes", None).await;
+    assert_eq!(routes["routes"], json!([]), "a stale form moved nothing");
+
     // No verdict on the default cluster.
     let (st, e) = s
         .call(Method::POST, "/v1/migrations/revenue-report/approve", Some(json!({"cluster": "default"})))
@@ -181,6 +214,12 @@ async fn scenario(db: Db) {
     let outcomes: Vec<&str> =
         audit["entries"].as_array().unwrap().iter().map(|e| e["outcome"].as_str().unwrap_or("?")).collect();
     assert_eq!(outcomes, ["ok", "not_found", "denied", "refused"], "{audit:#}");
+
+    // The page now shows who approved, and no button.
+    let html = page(cookie).await;
+    assert_eq!(html.matches("Approve move to").count(), 0, "{html}");
+    let approver = a["verdict"]["approved_by"].as_str().unwrap();
+    assert!(html.contains(&format!("<td>{approver}, ")), "{html}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
