@@ -102,6 +102,24 @@ async fn scenario(db: Db) {
         .await;
     assert_eq!((st, e["error"]["existing_run"].as_i64()), (409, Some(bad_id)), "{e:#}");
 
+    // A dry-run that fails is `different`, with the reason; recording a production run is refused.
+    let mut failing = json!({"dry_run": true, "cluster": "staging"});
+    failing["workflow"] = one_task("revenue-report", "root.ads.tier1", "exit 3");
+    let (st, f) = submit(&s, failing, "2026-11-27").await;
+    assert_eq!(st, 201, "{f:#}");
+    let failed_id = f["id"].as_i64().unwrap();
+    assert_eq!(s.wait(failed_id, Duration::from_secs(60)).await["state"], "failed");
+    let row = s.store.run(failed_id).await.unwrap().expect("run");
+    let v =
+        record_dry_run_verdict(&s.store, committer.store(), &row, &outputs, 1_500).await.expect("verdict");
+    let diffs: Value = serde_json::from_str(&v.differences).unwrap();
+    assert_eq!((v.verdict.as_str(), diffs[0]["what"].as_str()), ("different", Some("dry-run")), "{diffs}");
+    assert!(diffs[0]["shadow"].as_str().unwrap().starts_with("failed"), "{diffs}");
+    let prod_row = s.store.run(prod_id).await.unwrap().expect("run");
+    let err =
+        record_dry_run_verdict(&s.store, committer.store(), &prod_row, &outputs, 1_600).await.unwrap_err();
+    assert!(err.to_string().contains("is not a dry-run"), "{err}");
+
     // A second dry-run: the same rows in another order: equivalent.
     let (st, dry) = submit(&s, json!({"dry_run": true, "cluster": "staging"}), "2026-11-27").await;
     assert_eq!(st, 201, "{dry:#}");
@@ -125,7 +143,7 @@ async fn scenario(db: Db) {
         .iter()
         .map(|r| (r["id"].as_i64().unwrap(), r["dry_run"].as_bool().unwrap_or(false)))
         .collect();
-    assert_eq!(flags, [(dry_id, true), (bad_id, true), (prod_id, false)]);
+    assert_eq!(flags, [(dry_id, true), (failed_id, true), (bad_id, true), (prod_id, false)]);
 
     // The migration table: newest first, with the differences.
     let (st, m) = s.call(Method::GET, "/v1/migrations?workflow=revenue-report", None).await;
@@ -133,11 +151,11 @@ async fn scenario(db: Db) {
     let verdicts = m["verdicts"].as_array().unwrap();
     let summary: Vec<(i64, &str)> =
         verdicts.iter().map(|v| (v["run_id"].as_i64().unwrap(), v["verdict"].as_str().unwrap())).collect();
-    assert_eq!(summary, [(dry_id, "equivalent"), (bad_id, "different")]);
+    assert_eq!(summary, [(dry_id, "equivalent"), (failed_id, "different"), (bad_id, "different")]);
     let whats: Vec<&str> =
-        verdicts[1]["differences"].as_array().unwrap().iter().map(|d| d["what"].as_str().unwrap()).collect();
+        verdicts[2]["differences"].as_array().unwrap().iter().map(|d| d["what"].as_str().unwrap()).collect();
     assert_eq!(whats, ["row checksum"]);
-    assert_eq!(verdicts[1]["differences"][0]["output"], OUT);
+    assert_eq!(verdicts[2]["differences"][0]["output"], OUT);
 
     // Another project's viewer sees nothing; a project submitter may not approve.
     let search = token(&s, "search-viewer", "search", "viewer").await;
@@ -145,7 +163,7 @@ async fn scenario(db: Db) {
     assert_eq!(m["verdicts"], json!([]));
     let ads = token(&s, "ads-submitter", "ads", "submitter").await;
     let (_, m) = s.call_as(&ads, Method::GET, "/v1/migrations", None).await;
-    assert_eq!(m["verdicts"].as_array().map(Vec::len), Some(2));
+    assert_eq!(m["verdicts"].as_array().map(Vec::len), Some(3));
     let (st, _) = s
         .call_as(
             &ads,
