@@ -409,6 +409,11 @@ async fn the_dashboard_in_a_real_browser() {
         |v| v == "killed",
     )
     .await;
+    // The Migrations page, reached from the navigation bar (no dry-runs here: an empty table).
+    s.click(&s.wait_for("a[href=\"/migrations\"]", long).await).await;
+    s.wait_for("table#migrations", long).await;
+    no_console_errors(&s, "migrations").await;
+    shot(&s, "migrations").await;
 
     s.close().await;
     drop(driver);
@@ -442,6 +447,7 @@ async fn screenshots_of_a_running_server() {
         ("usage-by", "/usage/by?window=1d"),
         ("routes", "/routes"),
         ("clusters", "/clusters"),
+        ("migrations", "/migrations"),
     ] {
         s.goto(&format!("{base}{path}")).await;
         s.wait_for("main", long).await;

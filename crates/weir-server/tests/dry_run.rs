@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{config, db_url, one_task, temp_dir, Db, TestServer, CLUSTER};
+use common::{config, dashboard_login, db_url, one_task, session_cookie, temp_dir, Db, TestServer, CLUSTER};
 use reqwest::Method;
 use serde_json::{json, Value};
 use weir_commit::shadow::shadow_prefix;
@@ -102,6 +102,24 @@ async fn scenario(db: Db) {
         .await;
     assert_eq!((st, e["error"]["existing_run"].as_i64()), (409, Some(bad_id)), "{e:#}");
 
+    // A dry-run that fails is `different`, with the reason; recording a production run is refused.
+    let mut failing = json!({"dry_run": true, "cluster": "staging"});
+    failing["workflow"] = one_task("revenue-report", "root.ads.tier1", "exit 3");
+    let (st, f) = submit(&s, failing, "2026-11-27").await;
+    assert_eq!(st, 201, "{f:#}");
+    let failed_id = f["id"].as_i64().unwrap();
+    assert_eq!(s.wait(failed_id, Duration::from_secs(60)).await["state"], "failed");
+    let row = s.store.run(failed_id).await.unwrap().expect("run");
+    let v =
+        record_dry_run_verdict(&s.store, committer.store(), &row, &outputs, 1_500).await.expect("verdict");
+    let diffs: Value = serde_json::from_str(&v.differences).unwrap();
+    assert_eq!((v.verdict.as_str(), diffs[0]["what"].as_str()), ("different", Some("dry-run")), "{diffs}");
+    assert!(diffs[0]["shadow"].as_str().unwrap().starts_with("failed"), "{diffs}");
+    let prod_row = s.store.run(prod_id).await.unwrap().expect("run");
+    let err =
+        record_dry_run_verdict(&s.store, committer.store(), &prod_row, &outputs, 1_600).await.unwrap_err();
+    assert!(err.to_string().contains("is not a dry-run"), "{err}");
+
     // A second dry-run: the same rows in another order: equivalent.
     let (st, dry) = submit(&s, json!({"dry_run": true, "cluster": "staging"}), "2026-11-27").await;
     assert_eq!(st, 201, "{dry:#}");
@@ -125,7 +143,7 @@ async fn scenario(db: Db) {
         .iter()
         .map(|r| (r["id"].as_i64().unwrap(), r["dry_run"].as_bool().unwrap_or(false)))
         .collect();
-    assert_eq!(flags, [(dry_id, true), (bad_id, true), (prod_id, false)]);
+    assert_eq!(flags, [(dry_id, true), (failed_id, true), (bad_id, true), (prod_id, false)]);
 
     // The migration table: newest first, with the differences.
     let (st, m) = s.call(Method::GET, "/v1/migrations?workflow=revenue-report", None).await;
@@ -133,11 +151,11 @@ async fn scenario(db: Db) {
     let verdicts = m["verdicts"].as_array().unwrap();
     let summary: Vec<(i64, &str)> =
         verdicts.iter().map(|v| (v["run_id"].as_i64().unwrap(), v["verdict"].as_str().unwrap())).collect();
-    assert_eq!(summary, [(dry_id, "equivalent"), (bad_id, "different")]);
+    assert_eq!(summary, [(dry_id, "equivalent"), (failed_id, "different"), (bad_id, "different")]);
     let whats: Vec<&str> =
-        verdicts[1]["differences"].as_array().unwrap().iter().map(|d| d["what"].as_str().unwrap()).collect();
+        verdicts[2]["differences"].as_array().unwrap().iter().map(|d| d["what"].as_str().unwrap()).collect();
     assert_eq!(whats, ["row checksum"]);
-    assert_eq!(verdicts[1]["differences"][0]["output"], OUT);
+    assert_eq!(verdicts[2]["differences"][0]["output"], OUT);
 
     // Another project's viewer sees nothing; a project submitter may not approve.
     let search = token(&s, "search-viewer", "search", "viewer").await;
@@ -145,7 +163,7 @@ async fn scenario(db: Db) {
     assert_eq!(m["verdicts"], json!([]));
     let ads = token(&s, "ads-submitter", "ads", "submitter").await;
     let (_, m) = s.call_as(&ads, Method::GET, "/v1/migrations", None).await;
-    assert_eq!(m["verdicts"].as_array().map(Vec::len), Some(2));
+    assert_eq!(m["verdicts"].as_array().map(Vec::len), Some(3));
     let (st, _) = s
         .call_as(
             &ads,
@@ -155,6 +173,39 @@ async fn scenario(db: Db) {
         )
         .await;
     assert_eq!(st, 403);
+
+    // The dashboard's Migrations page: both verdicts, an approve button on the equivalent one
+    // only; a form without the session's token changes nothing.
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let cookie = session_cookie(&dashboard_login(&browser, &s.base, &s.token).await);
+    let page = |cookie: String| {
+        let (http, base) = (s.http.clone(), s.base.clone());
+        async move {
+            let r = http.get(format!("{base}/migrations")).header("cookie", cookie).send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            assert!(r.headers()["content-security-policy"].to_str().unwrap().contains("form-action 'self'"));
+            r.text().await.unwrap()
+        }
+    };
+    let html = page(cookie.clone()).await;
+    assert!(
+        html.contains(&format!("data-run=\"{dry_id}\" data-verdict=\"equivalent within tolerance\"")),
+        "{html}"
+    );
+    assert!(html.contains(&format!("data-run=\"{bad_id}\" data-verdict=\"different\"")), "{html}");
+    assert_eq!(html.matches("Approve move to staging").count(), 1, "{html}");
+    assert!(html.contains("row checksum: shadow "), "{html}");
+    let stale = s
+        .http
+        .post(format!("{}/migrations", s.base))
+        .header("cookie", cookie.clone())
+        .form(&[("csrf", "0".repeat(64).as_str()), ("workflow", "revenue-report"), ("cluster", "staging")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stale.status(), 403);
+    let (_, routes) = s.call(Method::GET, "/v1/routes", None).await;
+    assert_eq!(routes["routes"], json!([]), "a stale form moved nothing");
 
     // No verdict on the default cluster.
     let (st, e) = s
@@ -181,6 +232,12 @@ async fn scenario(db: Db) {
     let outcomes: Vec<&str> =
         audit["entries"].as_array().unwrap().iter().map(|e| e["outcome"].as_str().unwrap_or("?")).collect();
     assert_eq!(outcomes, ["ok", "not_found", "denied", "refused"], "{audit:#}");
+
+    // The page now shows who approved, and no button.
+    let html = page(cookie).await;
+    assert_eq!(html.matches("Approve move to").count(), 0, "{html}");
+    let approver = a["verdict"]["approved_by"].as_str().unwrap();
+    assert!(html.contains(&format!("<td>{approver}, ")), "{html}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

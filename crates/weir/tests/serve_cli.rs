@@ -1,5 +1,6 @@
 //! The README's serve story through the real binary: `weir serve --demo`, then the client
-//! commands (`runs`, `queues`, `status`, `logs`, `explain`, `submit --wait`, `kill`, `token`).
+//! commands (`runs`, `queues`, `status`, `logs`, `explain`, `submit --wait`, `kill`, `token`,
+//! `submit --dry-run`, `migrate`).
 //! The demo admits the tier-1 reports ahead of the remaining tier-3 backfills, as `weir
 //! simulate` decides on the same files.
 
@@ -203,6 +204,29 @@ fn the_demo_and_the_client_commands() {
         .output()
         .expect("runs");
     assert_eq!(json(&as_reader)["runs"].as_array().map(Vec::len), Some(0));
+
+    // A dry-run of `mine` for d1 (whose production run succeeded): marked by `submit`, `runs`
+    // and `status`. Its verdict is the worker's to record when it ends; until one exists, the
+    // migration table says so and approving is refused with the reason.
+    let out = ok(&client(
+        &dir,
+        port,
+        &["submit", "mine.yaml", "--logical-date", "d1", "--dry-run", "--cluster", "default"],
+    ));
+    assert!(out.starts_with("dry-run run ") && out.contains("queued on default"), "{out}");
+    let dry = out.split_whitespace().nth(2).expect("run id").to_string();
+    let listed = ok(&client(&dir, port, &["runs", "--workflow", "mine"]));
+    assert!(listed.contains(&format!("{dry}*")) && listed.contains("* a dry-run"), "{listed}");
+    assert!(
+        ok(&client(&dir, port, &["status", &dry])).contains("a dry-run: its outputs go to shadow prefixes")
+    );
+    let table = ok(&client(&dir, port, &["migrate", "status", "mine"]));
+    assert!(table.contains("no dry-run verdicts"), "{table}");
+    let refused = client(&dir, port, &["migrate", "approve", "mine", "--to", "default"]);
+    let err = common::text(&refused.stderr);
+    assert!(!refused.status.success() && err.contains("404") && err.contains("has a verdict"), "{err}");
+    let bad = client(&dir, port, &["submit", "mine.yaml", "--cluster", "default"]);
+    assert!(!bad.status.success() && common::text(&bad.stderr).contains("--dry-run"), "{bad:?}");
 }
 
 fn at_id(all: &Value, wf: &str, date: &str) -> String {

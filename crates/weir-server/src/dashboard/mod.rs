@@ -22,6 +22,7 @@
 mod admin;
 mod dag;
 mod grid;
+mod migrations;
 mod nodes;
 mod pages;
 mod reports;
@@ -71,6 +72,7 @@ pub fn router() -> Router<AppState> {
         .route("/clusters/{name}", post(admin::put_cluster))
         .route("/clusters/{name}/history", get(admin::history).post(admin::rollback))
         .route("/audit", get(admin::audit))
+        .route("/migrations", get(migrations::migrations).post(migrations::approve))
         .route("/static/weir.css", get(|| async { asset("text/css; charset=utf-8", CSS) }))
         .route("/static/weir.js", get(|| async { asset("text/javascript; charset=utf-8", JS) }))
 }
@@ -148,6 +150,7 @@ impl Nav {
             ("/usage", "Usage"),
             ("/routes", "Routes"),
             ("/clusters", "Clusters"),
+            ("/migrations", "Migrations"),
             ("/audit", "Audit"),
         ]
         .into_iter()
