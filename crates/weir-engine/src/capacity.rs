@@ -94,11 +94,7 @@ pub fn user_limit(i: &UserLimitInputs) -> Resources {
     // multiplyAndNormalizeDown: scaled, then down to a multiple of the minimum allocation.
     map2(user_limit, step, |v, s| {
         let w = (v as f64 * i.user_weight).floor() as u64;
-        if s == 0 {
-            w
-        } else {
-            w / s * s
-        }
+        w.checked_div(s).map_or(w, |n| n * s)
     })
 }
 
@@ -196,7 +192,7 @@ impl Engine {
         for &(_, _, _, slot) in &q.runnable {
             let other = self.job(slot);
             match users.binary_search_by_key(&other.user, |u| u.0) {
-                Ok(i) => users[i].1 = users[i].1 + other.usage,
+                Ok(i) => users[i].1 += other.usage,
                 Err(i) => users.insert(i, (other.user, other.usage)),
             }
             if other.pending_containers > 0 {
@@ -208,7 +204,7 @@ impl Engine {
         let mut active_weights = 0.0;
         for &(u, used) in &users {
             if active.binary_search(&u).is_ok() {
-                active_used = active_used + used;
+                active_used += used;
                 active_weights += cap.user_weight(&self.users[u as usize].name);
             }
             if u == j.user {

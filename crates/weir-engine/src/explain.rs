@@ -181,8 +181,9 @@ impl Engine {
             JobState::Waiting => {
                 if let Some(q) = self.full_queue_on_path(j.leaf) {
                     let q = &self.queues[q as usize];
+                    let setting = if self.capacity_mode() { "max_parallel_apps" } else { "max_running_apps" };
                     reasons.push(format!(
-                        "pending because {} is at max_running_apps {} ({} running, {} waiting)",
+                        "pending because {} is at {setting} {} ({} running, {} waiting)",
                         q.path,
                         q.max_running_apps.unwrap_or_default(),
                         q.running_apps,

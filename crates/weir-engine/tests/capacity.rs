@@ -195,3 +195,24 @@ fn the_user_limit_formula_by_hand() {
     assert_eq!(user_limit(&busy), mem(1000));
     assert_eq!(user_limit(&UserLimitInputs { user_limit_factor: -1.0, ..busy }), mem(3000));
 }
+
+/// `max-parallel-apps`: above it a job waits (and is promoted when a slot frees, as in fair
+/// mode); explain names capacity mode's setting.
+#[test]
+fn max_parallel_apps_makes_jobs_wait() {
+    let mut env = cluster("  - {name: a, capacity: 100, max_parallel_apps: 1, user_limit_factor: 10}\n");
+    env.submit(1, "root.a", &[(mem(10), 1)]);
+    env.submit(2, "root.a", &[(mem(10), 1)]);
+    env.schedule();
+    assert_eq!(env.take_runnable(), vec![1]);
+    assert_eq!(env.count_starts(1), 1);
+    done(&mut env);
+    assert!(
+        env.explain(2).contains("pending because root.a is at max_parallel_apps 1"),
+        "{}",
+        env.explain(2)
+    );
+    env.finish_job(1);
+    env.schedule();
+    assert_eq!(env.take_runnable(), vec![2]);
+}

@@ -40,7 +40,9 @@ pub mod validation;
 pub use error::PlanError;
 pub use export::{export, ExportOptions, Exported, Format, Version};
 pub use html::{report_html, Comparison};
-pub use import::{import_yarn_fair, ImportOptions, Imported, ResourceCalculator, MAX_QUEUE_DEPTH};
+pub use import::{
+    import_yarn_capacity, import_yarn_fair, ImportOptions, Imported, ResourceCalculator, MAX_QUEUE_DEPTH,
+};
 pub use percentile::{LeafUsage, TimeHistogram};
 pub use plan::{plan, IgnoredQueue, Plan, PlanInput, QueuePlan, QueueStatus, Used, Window};
 pub use settings::PlanSettings;

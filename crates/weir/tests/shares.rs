@@ -148,3 +148,37 @@ fn active_names_that_are_not_leaves_of_the_cluster_are_errors() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("cannot read examples/missing.yaml"), "{}", text(&out.stderr));
 }
+
+/// Capacity mode: the table shows each queue's capacity and max capacity as configured and as
+/// a share of the cluster (absolute capacity = parent's × capacity; absolute max = parent's max
+/// × max capacity), and `--json` carries them per queue.
+#[test]
+fn capacity_mode_shows_configured_and_absolute_capacities() {
+    let scratch = Scratch::new("shares-capacity");
+    let file = scratch.file(
+        "cluster.yaml",
+        "version: 1\nscheduler: {mode: capacity}\nnodes: [{count: 10, resources: {cpu: 10000, memory: 10240}}]\n\
+         queues:\n  - {name: ads, capacity: 55, max_capacity: 80, children: [{name: tier1, capacity: 70}, {name: tier3, capacity: 30, max_capacity: 50}]}\n  - {name: search, capacity: 45}\n",
+    );
+    let out = weir(&["shares", "--cluster", file.as_str()]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let row = |q: &str| {
+        table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(q))
+            .unwrap_or_else(|| panic!("no row {q} in\n{table}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    // queue, capacity, abs, guaranteed memory, cpu, max cap, abs, max memory, cpu
+    assert_eq!(row("root.ads")[1..], ["55", "55.0%", "56320", "55000", "80", "80.0%", "81920", "80000"]);
+    assert_eq!(row("root.ads.tier1")[1..3], ["70", "38.5%"]);
+    assert_eq!(row("root.ads.tier3")[5..7], ["50", "40.0%"], "50% of ads' 80%");
+    let out = weir(&["shares", "--cluster", file.as_str(), "--json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let search = json["queues"].as_array().unwrap().iter().find(|q| q["queue"] == "root.search").unwrap();
+    assert_eq!(search["capacity"]["configured"], "45");
+    assert_eq!(search["capacity"]["guaranteed"]["memory"], 46080);
+}

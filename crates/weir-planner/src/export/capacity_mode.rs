@@ -99,7 +99,7 @@ fn value(spec: &CapacitySpec, path: &str, losses: &mut Vec<String>) -> String {
 
 /// `[memory=MiB,vcores=N]`; weir's cpu is in millicores, YARN's vcores whole.
 fn absolute(r: &Resources, path: &str, losses: &mut Vec<String>) -> String {
-    if r.cpu % 1000 != 0 {
+    if !r.cpu.is_multiple_of(1000) {
         losses.push(format!(
             "{path}: {} millicores written as {} vcores (YARN counts whole vcores)",
             r.cpu,

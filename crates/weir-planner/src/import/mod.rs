@@ -21,8 +21,11 @@
 //!
 //! The allocation file has no nodes: the caller supplies them.
 
+mod capacity;
 mod dom;
 mod values;
+
+pub use capacity::import_yarn_capacity;
 
 use std::collections::BTreeMap;
 

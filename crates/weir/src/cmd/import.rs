@@ -1,4 +1,5 @@
-//! `weir import`: a YARN Fair Scheduler allocation file as a weir cluster file.
+//! `weir import`: a YARN Fair Scheduler allocation file or Capacity Scheduler configuration as a
+//! weir cluster file.
 
 use std::fs;
 use std::path::PathBuf;
@@ -8,7 +9,9 @@ use clap::{Args, ValueEnum};
 use weir_model::cluster_file::NodeGroupSpec;
 use weir_model::resources::parse_memory;
 use weir_model::{ClusterConfig, PartialResources};
-use weir_planner::{import_yarn_fair, ExportOptions, Format, ImportOptions, ResourceCalculator};
+use weir_planner::{
+    import_yarn_capacity, import_yarn_fair, ExportOptions, Format, ImportOptions, ResourceCalculator,
+};
 
 use crate::emit;
 
@@ -16,11 +19,14 @@ use crate::emit;
 enum ImportFormat {
     /// Hadoop YARN Fair Scheduler allocation file (fair-scheduler.xml).
     YarnFair,
+    /// Hadoop YARN Capacity Scheduler configuration (capacity-scheduler.xml), as a
+    /// capacity-mode cluster.
+    YarnCapacity,
 }
 
 #[derive(Debug, Args)]
 #[command(
-    about = "Turn a YARN fair-scheduler.xml into a weir cluster file",
+    about = "Turn a YARN fair-scheduler.xml or capacity-scheduler.xml into a weir cluster file",
     long_about = "Read a Hadoop YARN Fair Scheduler allocation file and write the equivalent weir cluster \
 file: the queue tree with weight, minResources, maxResources, maxRunningApps, maxAMShare, \
 schedulingPolicy, allowPreemptionFrom and the preemption timeouts and threshold, plus the file's \
@@ -29,8 +35,12 @@ no equivalent for (ACLs, user limits, placement policy, reservations) are listed
 An allocation file has no nodes: give them with --nodes, --node-cpu and --node-memory. Preemption is \
 switched on in yarn-site.xml, not in the allocation file: pass --preemption if yours has it on.\n\n\
 Exporting the result back with `weir export --format yarn-fair` gives the same settings.\n\n\
+--format yarn-capacity reads a capacity-scheduler.xml (the yarn.scheduler.capacity.* properties: \
+the queue tree, capacities, max capacities, user limits, priorities, application limits) as a \
+capacity-mode cluster; every property weir has no equivalent for is listed on stderr as ignored.\n\n\
 Examples:\n  weir import --format yarn-fair fair-scheduler.xml --nodes 40 --out cluster.yaml\n  \
-weir import --format yarn-fair fair-scheduler.xml --tiers-from-names --preemption"
+weir import --format yarn-fair fair-scheduler.xml --tiers-from-names --preemption\n  \
+weir import --format yarn-capacity capacity-scheduler.xml --nodes 40 --out cluster.yaml"
 )]
 pub struct ImportArgs {
     /// Input format.
@@ -80,7 +90,6 @@ impl From<Calculator> for ResourceCalculator {
 }
 
 pub fn run(args: &ImportArgs) -> Result<()> {
-    let ImportFormat::YarnFair = args.format;
     let memory = parse_memory(&args.node_memory).map_err(|e| anyhow!("--node-memory: {e}"))?;
     let text =
         fs::read_to_string(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
@@ -96,7 +105,10 @@ pub fn run(args: &ImportArgs) -> Result<()> {
         preemption: args.preemption,
         resource_calculator: args.resource_calculator.into(),
     };
-    let imported = import_yarn_fair(&name, &text, &options)?;
+    let imported = match args.format {
+        ImportFormat::YarnFair => import_yarn_fair(&name, &text, &options)?,
+        ImportFormat::YarnCapacity => import_yarn_capacity(&name, &text, &options)?,
+    };
     for note in &imported.notes {
         eprintln!("weir: {name}: {note}");
     }

@@ -40,6 +40,37 @@ struct Row {
     queue: String,
     steady: Resources,
     instantaneous: Resources,
+    /// Capacity mode only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capacity: Option<CapacityRow>,
+}
+
+/// A capacity-mode queue's guarantee and cap: as configured, as shares of the cluster, and in
+/// resources (YARN's capacity, absolute capacity, absolute max capacity).
+#[derive(Serialize)]
+struct CapacityRow {
+    configured: String,
+    max_configured: String,
+    guaranteed: Resources,
+    max: Resources,
+}
+
+fn capacity_row(config: &ClusterConfig, queue: &QueuePath) -> Option<CapacityRow> {
+    let q = &config.queues[config.find(queue)?];
+    let c = q.capacity.as_ref()?;
+    let total = config.total_resources();
+    let text = |spec: &Option<weir_model::CapacitySpec>, missing: &str| match spec {
+        None => missing.to_string(),
+        Some(weir_model::CapacitySpec::Percent(p)) => format!("{p}"),
+        Some(weir_model::CapacitySpec::Weight(w)) => format!("{w}w"),
+        Some(weir_model::CapacitySpec::Absolute(r)) => r.or(0).to_string(),
+    };
+    Some(CapacityRow {
+        configured: text(&c.configured, "100"),
+        max_configured: text(&c.configured_max, "100"),
+        guaranteed: if q.parent.is_none() { total } else { q.min.resolve(&total) },
+        max: q.max.resolve(&total).component_min(&total),
+    })
 }
 
 #[derive(Serialize)]
@@ -73,7 +104,12 @@ pub fn run(args: &SharesArgs) -> Result<()> {
     }
     let rows: Vec<Row> = weir_engine::shares_for(&config, &active)
         .into_iter()
-        .map(|s| Row { queue: s.queue.to_string(), steady: s.steady, instantaneous: s.instantaneous })
+        .map(|s| Row {
+            capacity: capacity_row(&config, &s.queue),
+            queue: s.queue.to_string(),
+            steady: s.steady,
+            instantaneous: s.instantaneous,
+        })
         .collect();
     let mut out = String::new();
     if args.json {
@@ -82,6 +118,9 @@ pub fn run(args: &SharesArgs) -> Result<()> {
     }
     let total = config.total_resources();
     let width = rows.iter().map(|r| r.queue.len()).max().unwrap_or(5).max(5);
+    if config.scheduler.mode == weir_model::Mode::Capacity {
+        return emit(&capacity_table(&rows, width, &total)?);
+    }
     writeln!(
         out,
         "{:<width$}  {:>12} {:>10} {:>7}  {:>12} {:>10} {:>7}",
@@ -104,4 +143,39 @@ pub fn run(args: &SharesArgs) -> Result<()> {
     }
     writeln!(out, "memory in MiB, cpu in millicores; share = percent of the cluster's memory")?;
     emit(&out)
+}
+
+/// Capacity mode's table: each queue's configured capacity and max capacity, and both as a
+/// share of the cluster and in memory and cpu.
+fn capacity_table(rows: &[Row], width: usize, total: &Resources) -> Result<String> {
+    let mut out = String::new();
+    writeln!(
+        out,
+        "{:<width$}  {:>10} {:>7} {:>12} {:>10}  {:>10} {:>7} {:>12} {:>10}",
+        "queue", "capacity", "abs", "guar. mem", "cpu", "max cap", "abs", "max mem", "cpu"
+    )?;
+    let pct =
+        |r: &Resources| if total.memory == 0 { 0.0 } else { 100.0 * r.memory as f64 / total.memory as f64 };
+    for r in rows {
+        let Some(c) = &r.capacity else { continue };
+        writeln!(
+            out,
+            "{:<width$}  {:>10} {:>6.1}% {:>12} {:>10}  {:>10} {:>6.1}% {:>12} {:>10}",
+            r.queue,
+            c.configured,
+            pct(&c.guaranteed),
+            c.guaranteed.memory,
+            c.guaranteed.cpu,
+            c.max_configured,
+            pct(&c.max),
+            c.max.memory,
+            c.max.cpu
+        )?;
+    }
+    writeln!(
+        out,
+        "capacity mode: capacity and max cap as configured (percent of the parent, weight, or resources); \
+         abs = percent of the cluster's memory; memory in MiB, cpu in millicores"
+    )?;
+    Ok(out)
 }

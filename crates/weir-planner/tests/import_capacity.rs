@@ -1,0 +1,111 @@
+//! `capacity-scheduler.xml` import: the Hadoop distribution's default file and the queue tree
+//! of the Capacity Scheduler documentation's example (with settings on it), every property
+//! read or listed as ignored, refusals naming the property, and the round trip through
+//! `weir export --format yarn-capacity`.
+
+use weir_model::{CapacitySpec, ClusterConfig, Mode, QueuePath, QueueState};
+use weir_planner::{export, import_yarn_capacity, ExportOptions, Format, ImportOptions};
+
+fn fixture(name: &str) -> String {
+    let path = format!("{}/tests/fixtures/yarn/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn q<'a>(c: &'a ClusterConfig, path: &str) -> &'a weir_model::QueueConfig {
+    &c.queues[c.find(&QueuePath::parse(path).unwrap()).unwrap_or_else(|| panic!("no {path}"))]
+}
+
+#[test]
+fn hadoops_default_file_imports_with_every_other_property_listed_as_ignored() {
+    let imported = import_yarn_capacity(
+        "capacity-scheduler.xml",
+        &fixture("capacity-scheduler-default.xml"),
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    let c = ClusterConfig::from_file("imported", imported.file).unwrap();
+    assert_eq!(c.scheduler.mode, Mode::Capacity);
+    let d = q(&c, "root.default").capacity.as_ref().unwrap();
+    assert_eq!(d.configured, Some(CapacitySpec::Percent(100.0)));
+    assert_eq!(d.max_applications, 10_000);
+    assert_eq!(d.max_am_percent, 0.1);
+    assert_eq!(q(&c, "root.default").acl.as_ref().unwrap().submit.as_deref(), Some("*"));
+    let notes = imported.notes.join("\n");
+    for ignored in [
+        "node-locality-delay",
+        "rack-locality-additional-delay",
+        "queue-mappings = ",
+        "root.default.acl_application_max_priority",
+        "root.default.maximum-application-lifetime",
+        "per-node-heartbeat.maximum-offswitch-assignments",
+    ] {
+        assert!(notes.contains(ignored), "{ignored} not listed in:\n{notes}");
+    }
+    assert!(notes.contains("resource-calculator"), "{notes}");
+}
+
+#[test]
+fn the_documentation_tree_imports_each_setting_and_round_trips() {
+    let imported =
+        import_yarn_capacity("docs.xml", &fixture("capacity-scheduler-docs.xml"), &ImportOptions::default())
+            .unwrap();
+    let c = ClusterConfig::from_file("imported", imported.file.clone()).unwrap();
+    let cap = |p: &str| q(&c, p).capacity.clone().unwrap();
+    assert_eq!(cap("root.a").configured_max, Some(CapacitySpec::Percent(60.0)));
+    assert_eq!(cap("root.a").queue_priority, 2);
+    assert_eq!(cap("root.b").configured_max, None, "-1 is 100");
+    assert!(!q(&c, "root.b.b2").allow_preemption_from, "disable_preemption is inherited");
+    assert_eq!(cap("root.c").state, QueueState::Stopped);
+    assert!((cap("root.a.a1").absolute_capacity.unwrap() - 0.4 * 0.75).abs() < 1e-12);
+    assert_eq!(cap("root.a.a1").user_limit_factor, 2.0);
+    assert_eq!(cap("root.a.a1").min_user_percent, 25.0);
+    assert_eq!(cap("root.a.a1").user_weight("alice"), 1.5);
+    assert_eq!(cap("root.a.a2").max_parallel_apps, Some(5));
+    assert_eq!(cap("root.b.b1").max_am_percent, 0.3);
+    assert_eq!(cap("root.b.b2").max_applications, 50);
+    let notes = imported.notes.join("\n");
+    assert!(notes.contains("root.b.b3: ordering-policy fair is not implemented"), "{notes}");
+
+    // Export and import again: the same cluster.
+    let xml = export(&c, Format::YarnCapacity, &ExportOptions::default()).unwrap().text;
+    let again = import_yarn_capacity("again.xml", &xml, &ImportOptions::default()).unwrap();
+    let c2 = ClusterConfig::from_file("again", again.file).unwrap();
+    assert_eq!(c2.queues, c.queues);
+}
+
+#[test]
+fn a_priority_yarn_ignores_is_not_imported_and_says_why() {
+    let text = fixture("capacity-scheduler-docs.xml").replace(
+        "<property><name>yarn.scheduler.capacity.root.ordering-policy</name><value>priority-utilization</value></property>",
+        "",
+    );
+    let imported = import_yarn_capacity("docs.xml", &text, &ImportOptions::default()).unwrap();
+    let c = ClusterConfig::from_file("imported", imported.file).unwrap();
+    assert_eq!(q(&c, "root.a").capacity.as_ref().unwrap().queue_priority, 0);
+    assert!(
+        imported.notes.iter().any(|n| n.contains("root.a: priority 2 is ignored by YARN")),
+        "{:?}",
+        imported.notes
+    );
+}
+
+#[test]
+fn what_cannot_be_read_is_refused_naming_the_property() {
+    let bad = |from: &str, to: &str| {
+        let text = fixture("capacity-scheduler-docs.xml").replace(from, to);
+        match import_yarn_capacity("docs.xml", &text, &ImportOptions::default()) {
+            Ok(_) => panic!("imported with {to}"),
+            Err(e) => e.to_string(),
+        }
+    };
+    let e = bad("<value>40</value>", "<value>forty</value>");
+    assert!(
+        e.contains("yarn.scheduler.capacity.root.a.capacity") && e.contains("`forty` is not a capacity"),
+        "{e}"
+    );
+    let e = bad("<value>STOPPED</value>", "<value>PAUSED</value>");
+    assert!(e.contains("root.c.state") && e.contains("RUNNING or STOPPED"), "{e}");
+    // A level that does not sum to 100 is refused by the cluster file's rules, naming the level.
+    let e = bad("<value>50</value>", "<value>45</value>");
+    assert!(e.contains("add up to 95, not 100"), "{e}");
+}
