@@ -95,6 +95,9 @@ pub(crate) struct Outputs {
     local_root: Option<PathBuf>,
     committers: Mutex<BTreeMap<String, Committer>>,
     exported: Mutex<StoreCounts>,
+    /// Per bucket, the uploads the last sweep found named by no staging record: only those
+    /// still unnamed one sweep later are aborted (see `sweep_bucket`).
+    unnamed: Mutex<BTreeMap<String, BTreeSet<String>>>,
 }
 
 impl std::fmt::Debug for Outputs {
@@ -121,6 +124,7 @@ impl Outputs {
             local_root,
             committers: Mutex::new(BTreeMap::new()),
             exported: Mutex::new(StoreCounts::default()),
+            unnamed: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -221,8 +225,12 @@ impl Outputs {
         let mut aborted = 0;
         for bucket in buckets {
             let Ok(c) = self.committer(&bucket) else { continue };
-            match sweep_bucket(&c, self.settings.sweep_after).await {
-                Ok(n) => aborted += n,
+            let seen = self.unnamed.lock().expect("not poisoned").get(&bucket).cloned().unwrap_or_default();
+            match sweep_bucket(&c, self.settings.sweep_after, &seen).await {
+                Ok((n, unnamed)) => {
+                    aborted += n;
+                    self.unnamed.lock().expect("not poisoned").insert(bucket.clone(), unnamed);
+                }
                 Err(e) => eprintln!("weir outputs: sweeping bucket `{bucket}`: {e}"),
             }
         }
@@ -260,7 +268,16 @@ impl Outputs {
     }
 }
 
-async fn sweep_bucket(c: &Committer, older_than: Duration) -> Result<usize, weir_commit::CommitError> {
+/// One bucket's sweep: aborts the uploads older than `older_than` that no staging record names
+/// — and that the previous sweep (`seen`) found unnamed too. A task creates its upload a moment
+/// before it records it in its staging record, so an upload caught in between must not be taken
+/// for an orphan; the store's upload dates cannot tell (moto dates every upload 2010), one sweep
+/// period can. Returns the uploads aborted and those found unnamed this time.
+async fn sweep_bucket(
+    c: &Committer,
+    older_than: Duration,
+    seen: &BTreeSet<String>,
+) -> Result<(usize, BTreeSet<String>), weir_commit::CommitError> {
     let mut stagings = BTreeSet::new();
     for o in c.store().list(STAGING_ROOT).await? {
         // _weir/staging/run-R/J.S.T.A/files/NAME.upload.json
@@ -270,9 +287,19 @@ async fn sweep_bucket(c: &Committer, older_than: Duration) -> Result<usize, weir
         }
     }
     let stagings: Vec<String> = stagings.into_iter().collect();
-    let live = c.live_uploads(&stagings).await?;
-    let report = c.sweep("", older_than.as_millis() as i64, crate::time::now_ms(), &live).await?;
-    Ok(report.aborted.len())
+    let named = c.live_uploads(&stagings).await?;
+    let unnamed: BTreeSet<String> = c
+        .store()
+        .list_uploads("")
+        .await?
+        .into_iter()
+        .map(|u| u.upload_id)
+        .filter(|id| !named.contains(id))
+        .collect();
+    // Kept this time: the named ones, and the unnamed ones the last sweep did not see.
+    let keep: BTreeSet<String> = named.into_iter().chain(unnamed.difference(seen).cloned()).collect();
+    let report = c.sweep("", older_than.as_millis() as i64, crate::time::now_ms(), &keep).await?;
+    Ok((report.aborted.len(), unnamed))
 }
 
 fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
