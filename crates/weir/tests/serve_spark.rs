@@ -109,7 +109,13 @@ fn a_pyspark_word_count_runs_from_submit_to_logs_and_kill_leaves_no_driver() {
         .current_dir(&dir)
         .output()
         .expect("weir backends"));
-    assert!(health.contains("spark-local healthy") && health.contains("Spark 4."), "{health}");
+    // Read by word: the kind column's width follows the longest kind's name.
+    let row: Vec<&str> =
+        health.lines().find(|l| l.starts_with("spark ")).unwrap_or_default().split_whitespace().collect();
+    assert!(
+        row.get(1..3) == Some(&["spark-local", "healthy"][..]) && health.contains("Spark 4."),
+        "{health}"
+    );
 
     let log = std::fs::File::create(dir.join("serve.log")).expect("log");
     let _serve = Serve(
