@@ -765,7 +765,7 @@ fn unknown_fields_are_rejected_with_named_paths() {
     check_syntax(
         &stage("taks: 1, resources: {cpu: 1000}, duration: {fixed: 1m}"),
         "workflows.w.jobs.j.stages.s.taks",
-        "unknown field `taks`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, spark, env, max_attempts at line 3, column 82",
+        "unknown field `taks`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, spark, env, max_attempts, outputs, inputs at line 3, column 82",
     );
     check_syntax(
         &stage("tasks: 1, resources: {cpus: 1}, duration: {fixed: 1m}"),
@@ -838,13 +838,13 @@ fn a_path_keeps_its_indices_where_no_name_can_be_read() {
     check_syntax(
         &format!("version: 1\nworkflows:\n  - {{name: 'a.b', jobs: [{{name: j, stages: [{{name: s, {TASK}, x: 1}}]}}]}}\n"),
         "workflows[0].jobs[0].stages[0].x",
-        "unknown field `x`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, spark, env, max_attempts at line 3, column 124",
+        "unknown field `x`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, spark, env, max_attempts, outputs, inputs at line 3, column 124",
     );
     // Names YAML 1.1 could read as booleans still name the path.
     check_syntax(
         &format!("version: 1\nworkflows:\n  - {{name: on, jobs: [{{name: no, stages: [{{name: y, {TASK}, x: 1}}]}}]}}\n"),
         "workflows.on.jobs.no.stages.y.x",
-        "unknown field `x`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, spark, env, max_attempts at line 3, column 122",
+        "unknown field `x`, expected one of name, after, tasks, resources, duration, failure_probability, gang, walltime, gpu_milli, gpu_models, node_labels, command, spark, env, max_attempts, outputs, inputs at line 3, column 122",
     );
 }
 
