@@ -90,6 +90,7 @@ async fn scenario(db: Db) {
     assert!(shadow.starts_with("_weir_dryrun/"), "{shadow}");
     commit(&committer, &dir, &bad_id.to_string(), &shadow, "id,amount\n1,10\n2,21\n3,30\n").await;
     let outputs = [DeclaredOutput { prefix: OUT.into(), compare: CompareConfig::new(OutputFormat::Csv) }];
+    worker_verdict(&s, bad_id).await;
     let row = s.store.run(bad_id).await.unwrap().expect("run");
     let v =
         record_dry_run_verdict(&s.store, committer.store(), &row, &outputs, 1_000).await.expect("verdict");
@@ -109,6 +110,7 @@ async fn scenario(db: Db) {
     assert_eq!(st, 201, "{f:#}");
     let failed_id = f["id"].as_i64().unwrap();
     assert_eq!(s.wait(failed_id, Duration::from_secs(60)).await["state"], "failed");
+    worker_verdict(&s, failed_id).await;
     let row = s.store.run(failed_id).await.unwrap().expect("run");
     let v =
         record_dry_run_verdict(&s.store, committer.store(), &row, &outputs, 1_500).await.expect("verdict");
@@ -127,6 +129,7 @@ async fn scenario(db: Db) {
     assert_eq!(s.wait(dry_id, Duration::from_secs(60)).await["state"], "succeeded");
     let shadow = shadow_prefix(OUT, &dry_id.to_string()).unwrap();
     commit(&committer, &dir, &dry_id.to_string(), &shadow, "id,amount\n3,30\n1,10\n2,20\n").await;
+    worker_verdict(&s, dry_id).await;
     let row = s.store.run(dry_id).await.unwrap().expect("run");
     let v =
         record_dry_run_verdict(&s.store, committer.store(), &row, &outputs, 2_000).await.expect("verdict");
@@ -248,4 +251,22 @@ async fn dry_run_verdict_and_approval_on_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dry_run_verdict_and_approval_on_postgres() {
     scenario(Db::Postgres).await;
+}
+
+/// Waits for the verdict the worker records when dry-run `id` ends. This test's workflow
+/// declares no outputs (it commits its objects itself), so the worker's verdict says "none
+/// declared"; the test's own `record_dry_run_verdict` call afterwards replaces it.
+async fn worker_verdict(s: &TestServer, id: i64) {
+    let start = std::time::Instant::now();
+    loop {
+        let (_, m) = s.call(Method::GET, "/v1/migrations?workflow=revenue-report", None).await;
+        if m["verdicts"].as_array().into_iter().flatten().any(|v| v["run_id"] == id) {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the worker recorded no verdict for dry-run {id}: {m}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
