@@ -233,6 +233,19 @@ pub async fn interrupted_commit_resumes(c: &Committer, tmp: &Path) {
     }
     task.abort();
     let _ = task.await;
+    // Aborting the task stops its future, not the blocking work it handed off (the local
+    // store joins parts and removes upload folders on blocking threads), which a crashed
+    // server's process would not go on doing. Let that work settle before resuming, so the
+    // resumed commit is alone, as after a restart: the uploads and objects stop changing.
+    let mut last = (open_uploads(c).await, c.store().list(OUT).await.unwrap().len());
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let now = (open_uploads(c).await, c.store().list(OUT).await.unwrap().len());
+        if now == last {
+            break;
+        }
+        last = now;
+    }
     let mut resumed: JobCommitState = serde_json::from_str(&stored).unwrap();
     let m = c.job_commit(&mut resumed).await.unwrap();
     assert_eq!(m.files.len(), 6);
