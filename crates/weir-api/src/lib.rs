@@ -222,7 +222,10 @@ pub struct Wait {
     pub to_ms: Option<i64>,
     /// The rule that held the job back: `queue_max_running_apps`, `user_max_running_apps`,
     /// `queue_max_resources`, `am_share`, `container_limit`, `gang_waiting_for_room`,
-    /// `no_room` (no capacity where its fair share lets it go) or `backend_unhealthy`.
+    /// `no_room` (no capacity where its fair share lets it go), `inputs` (its inputs are not
+    /// complete yet), `backend_unhealthy`, or `not_taken_up` (queued while no server drove its
+    /// cluster; recorded, like a `backend_unhealthy` wait before the worker took it up, when the
+    /// run is taken up).
     pub reason: String,
     /// The queue the rule applies to (`user NAME` for a user limit); empty when none.
     pub queue: String,

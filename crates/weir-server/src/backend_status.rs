@@ -50,6 +50,9 @@ pub struct BackendStatus {
     pub counted: Vec<String>,
     /// … and those it counted before that are gone or unusable now (`name (state)`).
     pub gone: Vec<String>,
+    /// The last time this process saw the backend unhealthy, and why: kept after it recovers,
+    /// so a run taken up late can say what held it (`worker/actor.rs`, `claim`).
+    pub last_unhealthy: Option<(i64, String)>,
 }
 
 impl BackendStatus {
@@ -64,6 +67,7 @@ impl BackendStatus {
             checked_ms: now_ms,
             counted: Vec::new(),
             gone: Vec::new(),
+            last_unhealthy: None,
         }
     }
 
@@ -168,6 +172,11 @@ impl BackendStatuses {
         if let Some(old) = all.get_mut(cluster) {
             status.counted = std::mem::take(&mut old.counted);
             status.gone = std::mem::take(&mut old.gone);
+            status.last_unhealthy = old.last_unhealthy.take();
+        }
+        if status.state == BackendState::Unhealthy {
+            let why = status.reason.clone().unwrap_or_else(|| "no reason given".into());
+            status.last_unhealthy = Some((status.checked_ms, why));
         }
         all.insert(cluster.to_string(), status);
     }
@@ -191,7 +200,13 @@ impl BackendStatuses {
         // a refusal does not flicker while the supervisor retries.
         if state == BackendState::Starting && entry.state == BackendState::Unhealthy {
             entry.checked_ms = now_ms;
+            if let Some(seen) = entry.last_unhealthy.as_mut() {
+                seen.0 = now_ms;
+            }
             return;
+        }
+        if state == BackendState::Unhealthy {
+            entry.last_unhealthy = Some((now_ms, reason.clone().unwrap_or_else(|| "no reason given".into())));
         }
         entry.state = state;
         entry.reason = reason;
@@ -217,8 +232,10 @@ mod tests {
                 checked_ms: 1,
                 counted: Vec::new(),
                 gone: Vec::new(),
+                last_unhealthy: None,
             },
         );
+        assert_eq!(s.get("hpc").unwrap().last_unhealthy, None);
         s.mark("hpc", "slurm", BackendState::Unhealthy, Some("slurmrestd does not answer".into()), 2);
         let got = s.get("hpc").unwrap();
         assert_eq!(got.state, BackendState::Unhealthy);
@@ -229,6 +246,12 @@ mod tests {
         // A retry does not make it look healthy or merely starting.
         s.mark("hpc", "slurm", BackendState::Starting, None, 3);
         assert_eq!(s.get("hpc").unwrap().state, BackendState::Unhealthy);
+        // The last time it was seen unhealthy, and why, outlive its recovery.
+        assert_eq!(s.get("hpc").unwrap().last_unhealthy, Some((3, "slurmrestd does not answer".into())));
+        s.set("hpc", BackendStatus::new("slurm", BackendState::Healthy, 4));
+        let healthy = s.get("hpc").unwrap();
+        assert_eq!(healthy.state, BackendState::Healthy);
+        assert_eq!(healthy.last_unhealthy, Some((3, "slurmrestd does not answer".into())));
     }
 
     #[test]

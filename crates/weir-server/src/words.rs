@@ -92,6 +92,7 @@ pub fn reason(code: &str, queue: &str, limit: &str) -> String {
         "gang_waiting_for_room" => format!("room for its whole gang ({limit}) in {queue}"),
         "no_room" => format!("room in the cluster for {queue}'s next task (capacity or fair share)"),
         "backend_unhealthy" => "the cluster's backend, unhealthy".to_string(),
+        "not_taken_up" => "a server to drive the cluster".to_string(),
         "inputs" => format!("its inputs ({limit}) to be complete"),
         other if queue.is_empty() => other.to_string(),
         other => format!("{other} on {queue}"),

@@ -332,3 +332,78 @@ fn a_backend_turning_unhealthy_is_the_reason_a_waiting_job_waits() {
     assert!(said.contains("the cluster's backend, unhealthy"), "{said}");
     std::fs::write(&release, "").expect("release");
 }
+
+/// A backend that cannot be set up at all keeps its cluster's runs queued — no engine actor runs
+/// to take them up, so nothing records why they wait while they do. Once it can be set up, the
+/// run is taken up and its wait until then becomes a closed `backend_unhealthy` spell from its
+/// submission to that moment, with the backend's own words (worker/waits.rs `taken_up`, from
+/// the status's `last_unhealthy`), before any spell of the engine's.
+#[test]
+fn a_run_queued_while_its_backend_cannot_be_set_up_records_that_wait() {
+    let scratch = common::Scratch::new("serve-spark-setup-fails");
+    let dir = scratch.0.clone();
+    let port = free_port();
+    std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
+    // A Spark home without `bin/spark-submit`: the spark-local backend cannot be set up.
+    std::fs::create_dir_all(dir.join("spark/bin")).expect("mkdir");
+    scratch.file(
+        "clusters/spark.yaml",
+        "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 4000, memory: 8g}}\nqueues:\n  - {name: default}\n",
+    );
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: sp\n    file: clusters/spark.yaml\n    backend: {{kind: spark-local, spark_home: spark}}\n"
+        ),
+    );
+    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
+    let _serve = Serve(
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--config", "server.yaml", "--single-tenant"])
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("weir serve"),
+    );
+    scratch.file(
+        "plain.yaml",
+        "version: 1\nworkflows:\n  - name: plain\n    queue: root.default\n    jobs:\n      - name: j\n        stages:\n          - {name: s, tasks: 1, resources: {cpu: 1000, memory: 1g}, command: \"true\"}\n",
+    );
+    eventually(&dir, "the cluster to be seen unhealthy", || {
+        let view = common::text(&client(&dir, port, &["backends"]).stdout);
+        view.lines().any(|l| l.starts_with("sp ") && l.contains("unhealthy"))
+    });
+    ok(&client(&dir, port, &["submit", "plain.yaml"]));
+    let run = run_of(&dir, port, "plain").expect("the run");
+    assert_eq!(run["state"], "queued", "{run}");
+    let submitted = run["submitted_ms"].as_i64().expect("submitted_ms");
+    // Long enough queued to be a wait worth recording (a healthy worker takes a run up at once).
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(state_of(&dir, port, "plain"), "queued", "no worker can take it up yet");
+    let submit = dir.join("spark/bin/spark-submit");
+    std::fs::write(&submit, "#!/bin/sh\nexit 1\n").expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&submit, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    eventually(&dir, "the run to succeed once the backend is set up", || {
+        state_of(&dir, port, "plain") == "succeeded"
+    });
+    let id = run["id"].as_i64().expect("id").to_string();
+    let out = client(&dir, port, &["status", &id, "--json"]);
+    let status: Value = serde_json::from_slice(&out.stdout).expect("status json");
+    let waits = status["jobs"][0]["waits"].as_array().cloned().unwrap_or_default();
+    let first = waits.first().cloned().unwrap_or_default();
+    assert_eq!(first["reason"], "backend_unhealthy", "{waits:?}");
+    assert_eq!(first["from_ms"].as_i64(), Some(submitted), "{first}");
+    let to = first["to_ms"].as_i64().expect("closed");
+    assert!(to - submitted >= 2500, "it waited at least as long as spark-submit was missing: {first}");
+    let detail = first["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.starts_with(
+            "queued until the cluster's worker took it up: the spark-local backend was unhealthy: "
+        ) && detail.contains("spark-submit"),
+        "{first}"
+    );
+    let said = ok(&client(&dir, port, &["status", &id]));
+    assert!(said.contains("the cluster's backend, unhealthy"), "{said}");
+}

@@ -548,6 +548,7 @@ impl Actor {
                     let id = live.id;
                     self.runs.insert(id, live);
                     self.start_ready_jobs(id);
+                    self.taken_up(id, row.submitted_ms, at);
                 }
                 Err(why) => {
                     self.run_meta.insert(

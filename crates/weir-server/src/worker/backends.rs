@@ -120,6 +120,7 @@ pub(super) async fn watch_health(
                 checked_ms: now_ms(),
                 counted: Vec::new(),
                 gone: Vec::new(),
+                last_unhealthy: None,
             },
         );
         tokio::time::sleep(every).await;

@@ -27,6 +27,9 @@ use crate::words;
 const SWEEP_MS: i64 = 1000;
 /// Most runs named as holding a queue's slots.
 const HOLDERS_NAMED: usize = 5;
+/// A run taken up this long after its submission has its wait until then recorded as a spell
+/// (`taken_up`): a healthy worker takes a run up within a pass or two.
+const TAKEN_UP_LATE_MS: i64 = 1000;
 
 /// The spells the actor has open, and the jobs that entered the engine without one yet.
 #[derive(Debug, Default)]
@@ -66,6 +69,49 @@ impl WaitBook {
 }
 
 impl Actor {
+    /// A queued run was taken up (routed) at `at`. If that was late — its cluster's backend could
+    /// not be set up, or no server drove the cluster — nobody was there to record why while it
+    /// waited, so its jobs in the engine get one closed spell from its submission until now,
+    /// with the reason the backend's status kept (`BackendStatus::last_unhealthy`).
+    pub(super) fn taken_up(&mut self, run: i64, submitted_ms: i64, at: i64) {
+        if at - submitted_ms < TAKEN_UP_LATE_MS {
+            return;
+        }
+        let status = self.settings.statuses.get(&self.cluster);
+        let (code, detail) = match status.and_then(|s| s.last_unhealthy.map(|u| (s.kind, u))) {
+            Some((kind, (seen_ms, why))) if seen_ms >= submitted_ms => (
+                "backend_unhealthy",
+                format!(
+                    "queued until the cluster's worker took it up: the {kind} backend was unhealthy: {why}"
+                ),
+            ),
+            _ => (
+                "not_taken_up",
+                "queued until the cluster's worker took it up: no server drove the cluster meanwhile \
+                 (none was running or held its lease, or its worker was starting)"
+                    .to_string(),
+            ),
+        };
+        let Some(live) = self.runs.get(&run) else { return };
+        let jobs: Vec<u32> = (0..live.jobs.len())
+            .filter(|&j| live.jobs[j].phase == JobPhase::InEngine)
+            .map(|j| j as u32)
+            .collect();
+        for job in jobs {
+            self.changes.push(Change::WaitBegan(WaitRow {
+                run_id: run,
+                job_idx: job,
+                from_ms: submitted_ms,
+                to_ms: None,
+                reason: code.to_string(),
+                queue: String::new(),
+                limit: String::new(),
+                detail: detail.clone(),
+            }));
+            self.changes.push(Change::WaitEnded { run, job, at });
+        }
+    }
+
     /// A job entered the engine at `at`.
     pub(super) fn wait_entered(&mut self, run: i64, job: usize, at: i64) {
         self.waits.entered.push((run, job as u32, at));
