@@ -80,6 +80,58 @@ def test_a_run_someone_else_started_for_the_date_is_waited_for(weir, airflow_db)
     assert runs[0]["state"] == "succeeded"
 
 
+def run_of_an_earlier_try(weir, workflow_name: str, dag_id: str, logical: dt.datetime, command: str) -> int:
+    """A run as an earlier try (try 0) of the task instance `dag.test(logical_date=logical,
+    run_after=logical)` makes would have left it: the instance is
+    `DAG/TASK/RUN_ID/MAP_INDEX`, the run id `manual__` + the run-after date
+    (DagRun.generate_run_id with a logical date), the map index -1 (not mapped)."""
+    import weir_test_dags
+
+    instance = f"{dag_id}/run/manual__{logical.isoformat()}/-1"
+    r = weir.api(
+        "POST",
+        "/v1/runs",
+        token=weir.token,
+        json={
+            "workflow": weir_test_dags.workflow(workflow_name, command),
+            "logical_date": logical.isoformat(),
+            "params": {"AIRFLOW_TASK_INSTANCE": instance, "AIRFLOW_TRY": "0"},
+        },
+    )
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def test_a_run_an_earlier_try_started_is_killed_and_started_again(weir, airflow_db):
+    """The default: a new try that finds the run its own earlier try started (a cleared task, a
+    worker that died) kills it and submits again, so clearing restarts the work. The control
+    for the next test: it shows the earlier try's run is recognised as this task's."""
+    logical = dt.datetime(2026, 3, 6, tzinfo=UTC)
+    earlier = run_of_an_earlier_try(weir, "af-restart", "weir_restart", logical, "sleep 300")
+    dr = dag("weir_restart").test(logical_date=logical, run_after=logical)
+    assert task_state(dr) == "success"
+    runs = {r["id"]: r for r in weir_runs(weir, "af-restart")}
+    assert len(runs) == 2, runs
+    assert runs.pop(earlier)["state"] == "killed"
+    (again,) = runs.values()
+    assert again["state"] == "succeeded"
+    again = weir.api("GET", f"/v1/runs/{again['id']}").json()
+    assert again["params"]["AIRFLOW_TRY"] == "1", again
+
+
+def test_reattach_on_restart_waits_for_the_run_an_earlier_try_started(weir, airflow_db):
+    """`reattach_on_restart=True`: the same situation, but the new try waits for the earlier
+    try's run to finish (no kill, no second run) and succeeds with it."""
+    logical = dt.datetime(2026, 3, 7, tzinfo=UTC)
+    # Long enough to be still running when `dag.test` gets to the task (~10 s here).
+    earlier = run_of_an_earlier_try(weir, "af-reattach", "weir_reattach", logical, "sleep 30")
+    dr = dag("weir_reattach").test(logical_date=logical, run_after=logical)
+    assert task_state(dr) == "success"
+    runs = weir_runs(weir, "af-reattach")
+    assert [r["id"] for r in runs] == [earlier], f"a second run: was the first over before the task began? {runs}"
+    assert runs[0]["state"] == "succeeded"
+
+
 def test_stopping_the_airflow_task_kills_the_weir_run(weir, airflow_db):
     """Clearing or marking a running task makes Airflow's supervisor send SIGTERM to the task
     process (ActivitySubprocess._send_heartbeat_if_needed, on the API server's 409), whose

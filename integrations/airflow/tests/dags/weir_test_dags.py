@@ -48,6 +48,8 @@ dags = [
     one_task_dag("weir_retry", workflow=workflow("af-retry", "sleep 15")),
     one_task_dag("weir_stop", workflow=workflow("af-stop", "sleep 300"), deferrable=False),
     one_task_dag("weir_clear", workflow=workflow("af-clear", "sleep 300")),
+    one_task_dag("weir_reattach", workflow=workflow("af-reattach", "sleep 3"), reattach_on_restart=True),
+    one_task_dag("weir_restart", workflow=workflow("af-restart", "sleep 3")),
 ]
 for d in dags:
     globals()[d.dag_id] = d
