@@ -482,8 +482,8 @@ fn render(a: &Advice, json: Option<&Path>) -> String {
 fn states(out: &mut String, states: &[ClusterState]) {
     let _ = writeln!(
         out,
-        "  {:<12} {:>6} {:>7} {:>10}  {:<22} {}",
-        "cluster", "cpu", "memory", "imbalance", "tier-1 SLO met", "cost/used core-h"
+        "  {:<12} {:>6} {:>7} {:>10}  {:<22} cost/used core-h",
+        "cluster", "cpu", "memory", "imbalance", "tier-1 SLO met"
     );
     for s in states {
         let slo = if s.tier1_runs == 0 {
