@@ -124,7 +124,18 @@ async fn submit_parsed(
         )
         .field("cluster"));
     }
-    let mut accepted = submit::accept_on(&s.registry, spec, &s.limits, req.cluster.as_deref())?;
+    let tier = spec.tier.unwrap_or(3);
+    let policy_route = match req.cluster {
+        None => s.router.route_for(&spec.name, spec.project.as_deref(), tier).cloned(),
+        Some(_) => None,
+    };
+    let (mut accepted, _decision) = match policy_route {
+        Some(route) => {
+            let (a, d) = s.router.route(s, &route, spec, &s.limits).await?;
+            (a, Some(d))
+        }
+        None => (submit::accept_on(&s.registry, spec, &s.limits, req.cluster.as_deref())?, None),
+    };
     if let Err(e) = principal.require(&accepted.owner, Role::Submitter) {
         let ctx = Audit::from(peer)
             .project(accepted.owner.clone())
