@@ -102,15 +102,6 @@ impl Reason {
             Reason::AllSkipped => "all_skipped",
         }
     }
-
-    pub const ALL: [Reason; 6] = [
-        Reason::First,
-        Reason::LeastLoaded,
-        Reason::WithinThreshold,
-        Reason::Spilled,
-        Reason::AllOverThreshold,
-        Reason::AllSkipped,
-    ];
 }
 
 /// A routing decision, recorded with the run.

@@ -265,6 +265,10 @@ pub fn status(args: &RunArgs) -> Result<ExitCode> {
             run.state.as_str()
         )?;
         writeln!(out, "cluster {}, queue {}", run.cluster, run.queue)?;
+        if let Some(r) = &run.route {
+            writeln!(out, "routed by {} ({}): {}", safe(&r.key), r.policy, r.reason)?;
+            writeln!(out, "  {}", safe_lines(&r.detail))?;
+        }
         if run.dry_run {
             writeln!(
                 out,
