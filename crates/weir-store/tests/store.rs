@@ -287,10 +287,8 @@ async fn a_runs_routing_decision_is_stored_with_it_and_read_back() {
         assert_eq!(row.route, routed.route);
         assert_eq!(store.run(*b).await.expect("read").expect("run").route, None);
         // Listing reads it too.
-        let listed = store
-            .list_runs(&weir_store::RunFilter { limit: 10, ..Default::default() })
-            .await
-            .expect("list");
+        let listed =
+            store.list_runs(&weir_store::RunFilter { limit: 10, ..Default::default() }).await.expect("list");
         assert_eq!(listed.iter().find(|r| r.id == *a).and_then(|r| r.route.clone()), routed.route);
     }
 }

@@ -162,8 +162,12 @@ pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
                 .send(client.request(Method::POST, "/v1/runs").json(&body))
                 .await
                 .with_context(|| format!("{file}: workflow `{}`", wf.name))?;
+            let routed = match &created.route {
+                Some(r) => format!(" ({} {}: {})", safe(&r.key), r.policy, r.reason),
+                None => String::new(),
+            };
             emit(&format!(
-                "{} {} of {} ({}) queued on {} in {}\n",
+                "{} {} of {} ({}) queued on {} in {}{routed}\n",
                 if created.dry_run { "dry-run run" } else { "run" },
                 created.id,
                 safe(&created.workflow),
