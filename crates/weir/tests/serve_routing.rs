@@ -62,6 +62,62 @@ fn get(dir: &Path, port: u16, path: &str) -> String {
     })
 }
 
+/// The dashboard page at `path`, signed in with the admin token as a browser does (the login
+/// page's nonce, the login's session cookie).
+fn page(dir: &Path, port: u16, path: &str) -> String {
+    weir_server::install_crypto_provider();
+    let token = std::fs::read_to_string(dir.join("data/admin.token")).expect("admin token");
+    let base = format!("http://127.0.0.1:{port}");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    rt.block_on(async {
+        let http =
+            reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+        let cookie_of = |r: &reqwest::Response, name: &str| {
+            r.headers()
+                .get_all("set-cookie")
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .find(|c| c.starts_with(name))
+                .and_then(|c| c.split(';').next())
+                .map(str::to_string)
+                .unwrap_or_else(|| panic!("no {name} cookie"))
+        };
+        let form = http.get(format!("{base}/login")).send().await.expect("login page");
+        let nonce_cookie = form
+            .headers()
+            .get("set-cookie")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|c| c.split(';').next())
+            .expect("a nonce cookie")
+            .to_string();
+        let html = form.text().await.expect("login html");
+        let at = html.find("name=\"nonce\" value=\"").expect("a nonce") + "name=\"nonce\" value=\"".len();
+        let nonce = html[at..at + 64].to_string();
+        let login = http
+            .post(format!("{base}/login"))
+            .header("cookie", nonce_cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("token={}&nonce={nonce}", url_encode(token.trim())))
+            .send()
+            .await
+            .expect("login");
+        let session = cookie_of(&login, "weir_session=");
+        let r = http.get(format!("{base}{path}")).header("cookie", session).send().await.expect("page");
+        assert!(r.status().is_success(), "GET {path}: {}", r.status());
+        r.text().await.expect("page html")
+    })
+}
+
+/// `s` with every byte but letters, digits and `-_.~` percent-encoded.
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 const CLUSTER: &str =
     "version: 1\nnodes:\n  - {count: 1, resources: {cpu: CPU, memory: 65536}}\nqueues:\n  - {name: default}\n";
 
@@ -193,6 +249,10 @@ routes:
     // `weir status` says how the run was placed.
     let status = ok(&client(&dir, port, &["status", &spilled[0]["id"].to_string()]));
     assert!(status.contains("routed by workflow:burst (spill): spilled"), "{status}");
+    // So does the run page of the dashboard.
+    let html = page(&dir, port, &format!("/runs/{}", spilled[0]["id"]));
+    assert!(html.contains("spill (spilled) by workflow:burst"), "{html}");
+    assert!(html.contains("off/root.default skipped (drained)"), "{html}");
 
     // least_loaded: fill `small` past its share with runs routed there by a plain route, so it
     // has pending demand, while `big` has none pending; the balanced run goes to `big` although

@@ -568,7 +568,7 @@ fn routes(
                 problem(format!("{at}.queue"), text);
             }
             if !seen.insert((c.cluster.clone(), c.queue.clone())) {
-                problem(format!("{at}"), format!("{} {} is a candidate twice", c.cluster, c.queue));
+                problem(at.clone(), format!("{} {} is a candidate twice", c.cluster, c.queue));
             }
         }
         if let Some(policy) = policy {
