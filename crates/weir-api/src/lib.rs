@@ -97,6 +97,25 @@ pub struct RunCreated {
     /// A dry-run (outputs to shadow prefixes, compared with production's when it ends).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dry_run: bool,
+    /// How a route with several candidates placed it (absent for other routes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<RouteDecision>,
+}
+
+/// How a route with a policy (`first`, `least_loaded`, `spill`) placed a run when it was
+/// submitted. Decided once: a run never moves after.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RouteDecision {
+    /// The route: `workflow:NAME` or `project:PROJECT:TIER`.
+    pub key: String,
+    /// `first`, `least_loaded` or `spill`.
+    pub policy: String,
+    /// `first`, `least_loaded`, `within_threshold` (spill: the first candidate starts it in
+    /// time), `spilled` (an earlier candidate would not), `all_over_threshold` (none would: the
+    /// soonest) or `all_skipped` (every candidate unhealthy, drained or unfit: the first it fits).
+    pub reason: String,
+    /// Each candidate's load and predicted start, or why it was skipped.
+    pub detail: String,
 }
 
 /// A run's life: `queued → routed → waiting → running → succeeded | failed | killed`.
@@ -171,6 +190,9 @@ pub struct Run {
     /// A dry-run (outputs to shadow prefixes, compared with production's when it ends).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dry_run: bool,
+    /// How a route with several candidates placed it (absent for other routes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<RouteDecision>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, String>,
     /// The scheduler user the run counts against (per-user limits): the submitting token's

@@ -60,6 +60,9 @@ pub struct ServerConfig {
     pub tasks: TaskSettings,
     /// Where stages' declared outputs go (docs/commit.md).
     pub outputs: crate::outputs::OutputSettings,
+    /// The server file's routes with a policy, and its drained clusters (docs/serve.md,
+    /// Load-aware routing).
+    pub routing: crate::routing::RoutingSettings,
 }
 
 /// The guards of the plan → apply loop.
@@ -192,6 +195,7 @@ impl ServerConfig {
             session_lifetime: Duration::from_secs(12 * 3600),
             tasks: TaskSettings::default(),
             outputs: crate::outputs::OutputSettings::default(),
+            routing: crate::routing::RoutingSettings::default(),
         }
     }
 }

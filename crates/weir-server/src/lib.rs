@@ -48,6 +48,7 @@ mod owner;
 mod plans;
 mod replay;
 mod reports;
+mod routing;
 mod slo_watch;
 mod snapshot;
 mod state;
@@ -72,6 +73,7 @@ pub use clusters::{default_cluster_yaml, ClusterSource};
 pub use config::{BackendSettings, HttpSettings, Limits, Planning, ServerConfig, Stop, TaskSettings};
 pub use error::ServerError;
 pub use outputs::{OutputSettings, OutputStore};
+pub use routing::{Candidate, Policy, PolicyRoute, RoutingSettings};
 pub use time::{format_utc, now_ms};
 pub use tls::{install_crypto_provider, TlsFiles};
 pub use wait_report::{read_waits_csv, QueueWait};
@@ -219,6 +221,7 @@ impl Server {
             );
             state.backends = backends.clone();
             state.planning = config.planning;
+            state.router = Arc::new(routing::Router::new(config.routing.clone()));
             state.sessions = state::Sessions {
                 secure: tls.is_some() || config.secure_cookies,
                 lifetime: config.session_lifetime,

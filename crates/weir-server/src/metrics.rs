@@ -198,6 +198,8 @@ pub struct Metrics {
     /// Multipart uploads the sweeper aborted.
     pub uploads_swept: Counter,
     pub refused: Family<Reason, Counter>,
+    /// Runs placed by a route with a policy, by the cluster chosen and the reason.
+    pub route_decisions: Family<ClusterReason, Counter>,
     scheduling_pass: Family<ClusterLabels, Histogram, fn() -> Histogram>,
     submission: Histogram,
     store: Family<Operation, Histogram, fn() -> Histogram>,
@@ -251,6 +253,7 @@ impl Metrics {
             job_commits: Family::default(),
             uploads_swept: Counter::default(),
             refused: Family::default(),
+            route_decisions: Family::default(),
             scheduling_pass: Family::new_with_constructor(latency),
             submission: latency(),
             store: Family::new_with_constructor(latency),
@@ -385,6 +388,11 @@ impl Metrics {
             "weir_requests_refused",
             "Requests refused by a limit: rate (a token's submission rate), quota (a project's waiting runs), backend_unhealthy",
             m.refused.clone(),
+        );
+        r.register(
+            "weir_route_decisions",
+            "Runs placed by a route with several candidates, by the cluster chosen and the reason: first, least_loaded, within_threshold, spilled, all_over_threshold, all_skipped",
+            m.route_decisions.clone(),
         );
         r.register_with_unit(
             "weir_scheduling_pass_duration",
@@ -524,6 +532,13 @@ impl Metrics {
 
     pub fn refused(&self, reason: &str) {
         self.refused.get_or_create(&Reason { reason: reason.to_string() }).inc();
+    }
+
+    /// A run placed on `cluster` by a route with a policy, for `reason`.
+    pub fn routed(&self, cluster: &str, reason: &str) {
+        self.route_decisions
+            .get_or_create(&ClusterReason { cluster: cluster.to_string(), reason: reason.to_string() })
+            .inc();
     }
 
     pub fn task_failed(&self, cluster: &str, reason: &str) {

@@ -42,6 +42,8 @@ pub struct AppState {
     pub backends: Arc<crate::backend_status::BackendStatuses>,
     /// The plan → apply loop's guards.
     pub planning: crate::config::Planning,
+    /// Load-aware routes and what this process routed by them lately.
+    pub router: Arc<crate::routing::Router>,
 }
 
 /// The dashboard's session cookies: `Secure` when the browser reaches the server over TLS
@@ -80,6 +82,7 @@ impl AppState {
             sessions: Sessions::default(),
             backends: Arc::default(),
             planning: crate::config::Planning::default(),
+            router: Arc::default(),
         }
     }
 

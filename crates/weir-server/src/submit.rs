@@ -131,11 +131,10 @@ pub fn accept(registry: &Registry, spec: WorkflowSpec, limits: &Limits) -> Resul
 /// rules for the workflow's own `queue` or `project`.
 pub fn accept_on(
     registry: &Registry,
-    mut spec: WorkflowSpec,
+    spec: WorkflowSpec,
     limits: &Limits,
     cluster: Option<&str>,
 ) -> Result<Accepted, ApiError> {
-    check_size(&spec, limits)?;
     let tier = spec.tier.unwrap_or(3);
     let routed = registry.route(&spec.name, spec.project.as_deref(), tier);
     let routed = match cluster {
@@ -146,6 +145,18 @@ pub fn accept_on(
         }
         Some(c) => return Err(ApiError::invalid(format!("no cluster `{c}`")).field("cluster")),
     };
+    accept_routed(registry, spec, limits, routed).map(|(a, _)| a)
+}
+
+/// [`accept`] where the route is already chosen (`None`: there is none); also the workflow
+/// as validated for that cluster.
+pub fn accept_routed(
+    registry: &Registry,
+    mut spec: WorkflowSpec,
+    limits: &Limits,
+    routed: Option<crate::clusters::Routed>,
+) -> Result<(Accepted, weir_model::Workflow), ApiError> {
+    check_size(&spec, limits)?;
     let routed = routed.ok_or_else(|| {
         ApiError::invalid("no route for this workflow and no default cluster (name one `default`)")
     })?;
@@ -191,7 +202,8 @@ pub fn accept_on(
         }
     };
     let slo_ms = wf.slo.map(|d| d.as_millis() as i64);
-    Ok(Accepted { cluster: routed.cluster, queue, project, owner, tier: wf.tier, slo_ms, spec })
+    let accepted = Accepted { cluster: routed.cluster, queue, project, owner, tier: wf.tier, slo_ms, spec };
+    Ok((accepted, wf.clone()))
 }
 
 /// The run's task count, refused above the limits (before validation builds anything from it).

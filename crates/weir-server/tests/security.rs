@@ -263,6 +263,7 @@ async fn limits_are_refused_by_name_and_a_poison_run_fails_alone() {
     assert_eq!(e["error"]["field"], "workflow.jobs.j.stages.s.tasks");
     // Poison: stored directly, as an older server or a hand-edited store could have left them.
     let poison = |workflow: &str, spec: String| weir_store::NewRun {
+        route: None,
         workflow: workflow.into(),
         project: "ads".into(),
         tier: 1,

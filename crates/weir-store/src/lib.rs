@@ -53,7 +53,7 @@ pub use history::{
 };
 pub use job_store::{BoxFuture, JobStore};
 pub use runs::{
-    AttemptRow, JobRow, KillOutcome, NewRun, RunFilter, RunRow, Submitted, TaskCount, TaskRow,
+    AttemptRow, JobRow, KillOutcome, NewRun, RunFilter, RunRoute, RunRow, Submitted, TaskCount, TaskRow,
     TERMINAL_RUN_STATES,
 };
 pub use sessions::SessionRow;

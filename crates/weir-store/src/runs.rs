@@ -40,6 +40,21 @@ pub struct NewRun {
     /// A dry-run: its outputs go to shadow prefixes, it is compared with production when it
     /// ends, and it never blocks (nor is blocked by) a production run of the same date.
     pub dry_run: bool,
+    /// How a route with a policy placed it (`None`: a one-target route or the default).
+    pub route: Option<RunRoute>,
+}
+
+/// How a route with a policy placed a run, at submission (it never moves after).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunRoute {
+    /// The route's key: `workflow:NAME` or `project:PROJECT:TIER`.
+    pub key: String,
+    /// `first`, `least_loaded` or `spill`.
+    pub policy: String,
+    /// A short word: `first`, `least_loaded`, `within_threshold`, `spilled`, …
+    pub reason: String,
+    /// Each candidate's figures, for people.
+    pub detail: String,
 }
 
 /// What became of one submission of a batch.
@@ -85,6 +100,8 @@ pub struct RunRow {
     pub reason: Option<String>,
     /// A dry-run (`weir submit --dry-run`): its outputs went to shadow prefixes.
     pub dry_run: bool,
+    /// How a route with a policy placed it.
+    pub route: Option<RunRoute>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,7 +191,8 @@ pub enum KillOutcome {
 macro_rules! run_columns {
     () => {
         "id, workflow, project, tier, logical_date, state, cluster, queue, spec, params, submitted_by, \
-         user_name, submitted_ms, started_ms, finished_ms, kill_requested, reason, dry_run"
+         user_name, submitted_ms, started_ms, finished_ms, kill_requested, reason, dry_run, route_key, \
+         route_policy, route_reason, route_detail"
     };
 }
 pub(crate) use run_columns;
@@ -199,6 +217,15 @@ pub(crate) fn run_row(r: &AnyRow) -> Result<RunRow, StoreError> {
         kill_requested: int(r, "kill_requested")? != 0,
         reason: opt_text(r, "reason")?,
         dry_run: int(r, "dry_run")? != 0,
+        route: match opt_text(r, "route_key")? {
+            Some(key) => Some(RunRoute {
+                key,
+                policy: opt_text(r, "route_policy")?.unwrap_or_default(),
+                reason: opt_text(r, "route_reason")?.unwrap_or_default(),
+                detail: opt_text(r, "route_detail")?.unwrap_or_default(),
+            }),
+            None => None,
+        },
     })
 }
 
@@ -316,8 +343,10 @@ impl Store {
             let key = run_active_key(run);
             let inserted = sqlx::query(
                 "INSERT INTO runs (workflow, project, tier, logical_date, active_key, state, cluster, queue,
-                 spec, params, submitted_by, submitted_ms, slo_ms, user_name, client, dry_run)
-                 VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                 spec, params, submitted_by, submitted_ms, slo_ms, user_name, client, dry_run,
+                 route_key, route_policy, route_reason, route_detail)
+                 VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+                 $16, $17, $18, $19)
                  ON CONFLICT DO NOTHING RETURNING id",
             )
             .bind(run.workflow.as_str())
@@ -335,6 +364,10 @@ impl Store {
             .bind(run.user.as_str())
             .bind(run.client.as_deref())
             .bind(i64::from(run.dry_run))
+            .bind(run.route.as_ref().map(|r| r.key.as_str()))
+            .bind(run.route.as_ref().map(|r| r.policy.as_str()))
+            .bind(run.route.as_ref().map(|r| r.reason.as_str()))
+            .bind(run.route.as_ref().map(|r| r.detail.as_str()))
             .fetch_optional(&mut *tx)
             .await
             .map_err(StoreError::db)?;

@@ -21,10 +21,11 @@ const MIGRATIONS: &[Migration] = &[
     (13, V13_SQLITE, V13_POSTGRES),
     (14, V14, V14),
     (15, V15_SQLITE, V15_POSTGRES),
+    (16, V16, V16),
 ];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 15;
+pub const SCHEMA_VERSION: i64 = 16;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -292,6 +293,16 @@ macro_rules! v15 {
 }
 const V15_SQLITE: &[&str] = v15!("INTEGER PRIMARY KEY AUTOINCREMENT");
 const V15_POSTGRES: &[&str] = v15!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
+
+/// Load-aware routing (issue 25): how a run submitted through a route with a policy was
+/// placed — the route's key, its policy, the reason and the figures behind it. Runs routed
+/// otherwise (and every run from before) have none.
+const V16: &[&str] = &[
+    "ALTER TABLE runs ADD COLUMN route_key TEXT",
+    "ALTER TABLE runs ADD COLUMN route_policy TEXT",
+    "ALTER TABLE runs ADD COLUMN route_reason TEXT",
+    "ALTER TABLE runs ADD COLUMN route_detail TEXT",
+];
 
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
     migrate_to(store, SCHEMA_VERSION).await

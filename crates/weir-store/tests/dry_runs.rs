@@ -30,6 +30,7 @@ async fn stores(tag: &str) -> Vec<Arc<dyn JobStore>> {
 
 fn run(cluster: &str, dry_run: bool) -> NewRun {
     NewRun {
+        route: None,
         workflow: "revenue-report".into(),
         project: "finance".into(),
         tier: 2,

@@ -104,6 +104,7 @@ async fn usage_rows_never_overlap_and_extend_by_compare_and_set() {
 async fn run_records_carry_their_slo_and_counts_group_by_state() {
     for store in stores("records").await {
         let run = |wf: &str, at: i64, slo: Option<i64>| NewRun {
+            route: None,
             workflow: wf.into(),
             project: "ads".into(),
             tier: 1,

@@ -29,6 +29,7 @@ async fn stores(tag: &str) -> Vec<Arc<dyn JobStore>> {
 
 fn run(workflow: &str, date: &str, key: Option<&str>) -> NewRun {
     NewRun {
+        route: None,
         workflow: workflow.into(),
         project: "ads".into(),
         tier: 1,
@@ -265,5 +266,29 @@ async fn sessions_expire_end_at_logout_and_with_their_token() {
         assert!(!store.delete_session("a").await.expect("swept"), "{kind}: expired session swept");
         assert!(store.revoke_token("t1", 7_000).await.expect("revoke"), "{kind}");
         assert_eq!(store.session("c", 7_001).await.expect("read"), None, "{kind}: revoked with its token");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_routing_decision_is_stored_with_it_and_read_back() {
+    for store in stores("route").await {
+        let mut routed = run("etl", "d1", None);
+        routed.route = Some(weir_store::RunRoute {
+            key: "workflow:etl".into(),
+            policy: "spill".into(),
+            reason: "spilled".into(),
+            detail: "a/root.q load 1.50, predicted start 900s; b/root.q load 0.00, predicted start 0s".into(),
+        });
+        let out = store.submit(&[routed.clone(), run("plain", "d1", None)]).await.expect("submit");
+        let (Submitted::Created { id: a }, Submitted::Created { id: b }) = (&out[0], &out[1]) else {
+            panic!("{out:?}")
+        };
+        let row = store.run(*a).await.expect("read").expect("run");
+        assert_eq!(row.route, routed.route);
+        assert_eq!(store.run(*b).await.expect("read").expect("run").route, None);
+        // Listing reads it too.
+        let listed =
+            store.list_runs(&weir_store::RunFilter { limit: 10, ..Default::default() }).await.expect("list");
+        assert_eq!(listed.iter().find(|r| r.id == *a).and_then(|r| r.route.clone()), routed.route);
     }
 }

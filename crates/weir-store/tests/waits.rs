@@ -32,6 +32,7 @@ async fn stores(tag: &str) -> Vec<Arc<dyn JobStore>> {
 
 fn run(wf: &str, tier: u8, at: i64) -> NewRun {
     NewRun {
+        route: None,
         workflow: wf.into(),
         project: "ads".into(),
         tier,

@@ -53,6 +53,17 @@ fn created(r: &RunRow) -> RunCreated {
         queue: r.queue.clone(),
         state: RunState::Queued,
         dry_run: r.dry_run,
+        route: r.route.as_ref().map(route_decision),
+    }
+}
+
+/// A stored routing decision as the API shows it.
+pub(crate) fn route_decision(r: &weir_store::RunRoute) -> weir_api::RouteDecision {
+    weir_api::RouteDecision {
+        key: r.key.clone(),
+        policy: r.policy.clone(),
+        reason: r.reason.clone(),
+        detail: r.detail.clone(),
     }
 }
 
@@ -124,7 +135,18 @@ async fn submit_parsed(
         )
         .field("cluster"));
     }
-    let mut accepted = submit::accept_on(&s.registry, spec, &s.limits, req.cluster.as_deref())?;
+    let tier = spec.tier.unwrap_or(3);
+    let policy_route = match req.cluster {
+        None => s.router.route_for(&spec.name, spec.project.as_deref(), tier).cloned(),
+        Some(_) => None,
+    };
+    let (mut accepted, decision) = match policy_route {
+        Some(route) => {
+            let (a, d) = s.router.route(s, &route, spec, &s.limits).await?;
+            (a, Some(d))
+        }
+        None => (submit::accept_on(&s.registry, spec, &s.limits, req.cluster.as_deref())?, None),
+    };
     if let Err(e) = principal.require(&accepted.owner, Role::Submitter) {
         let ctx = Audit::from(peer)
             .project(accepted.owner.clone())
@@ -186,6 +208,12 @@ async fn submit_parsed(
         request_hash,
         idempotency_after_ms: now - IDEMPOTENCY_MS,
         dry_run: req.dry_run,
+        route: decision.map(|d| weir_store::RunRoute {
+            key: d.key,
+            policy: d.policy.to_string(),
+            reason: d.reason.as_str().to_string(),
+            detail: d.detail,
+        }),
     };
     let outcome = s.writer.submit(run.clone()).await?;
     let conflict = |existing: i64| {
@@ -200,6 +228,9 @@ async fn submit_parsed(
     match outcome {
         Submitted::Created { id } => {
             s.wake();
+            if let Some(r) = &run.route {
+                s.metrics.routed(&run.cluster, &r.reason);
+            }
             let body = RunCreated {
                 id,
                 workflow: run.workflow,
@@ -208,6 +239,7 @@ async fn submit_parsed(
                 queue: run.queue,
                 state: RunState::Queued,
                 dry_run: run.dry_run,
+                route: run.route.as_ref().map(route_decision),
             };
             Ok((StatusCode::CREATED, body))
         }
@@ -420,6 +452,7 @@ pub(super) async fn get_run(
             reason: run.reason,
             kill_requested: run.kill_requested,
             dry_run: run.dry_run,
+            route: run.route.as_ref().map(route_decision),
             params: serde_json::from_str(&run.params).unwrap_or_default(),
             user: run.user,
             tasks_total: total,

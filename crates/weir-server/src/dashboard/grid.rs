@@ -207,6 +207,7 @@ mod tests {
 
     fn run(id: i64, wf: &str, date: &str, state: &str, finished: Option<i64>) -> RunRow {
         RunRow {
+            route: None,
             id,
             workflow: wf.into(),
             project: "p".into(),

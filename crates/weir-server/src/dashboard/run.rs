@@ -58,6 +58,9 @@ struct RunPage {
     tier: u8,
     cluster: String,
     queue: String,
+    /// "spill (spilled) by workflow:etl" and the candidates' figures; empty for other routes.
+    route: String,
+    route_detail: String,
     submitted: String,
     started: String,
     finished: String,
@@ -281,6 +284,12 @@ pub async fn run(
         tier: r.tier,
         cluster: r.cluster,
         queue: r.queue,
+        route: r
+            .route
+            .as_ref()
+            .map(|d| format!("{} ({}) by {}", d.policy, d.reason, d.key))
+            .unwrap_or_default(),
+        route_detail: r.route.as_ref().map(|d| d.detail.clone()).unwrap_or_default(),
         submitted: time(r.submitted_ms),
         started: time_opt(r.started_ms),
         finished: time_opt(r.finished_ms),

@@ -162,8 +162,12 @@ pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
                 .send(client.request(Method::POST, "/v1/runs").json(&body))
                 .await
                 .with_context(|| format!("{file}: workflow `{}`", wf.name))?;
+            let routed = match &created.route {
+                Some(r) => format!(" ({} {}: {})", safe(&r.key), r.policy, r.reason),
+                None => String::new(),
+            };
             emit(&format!(
-                "{} {} of {} ({}) queued on {} in {}\n",
+                "{} {} of {} ({}) queued on {} in {}{routed}\n",
                 if created.dry_run { "dry-run run" } else { "run" },
                 created.id,
                 safe(&created.workflow),
@@ -265,6 +269,10 @@ pub fn status(args: &RunArgs) -> Result<ExitCode> {
             run.state.as_str()
         )?;
         writeln!(out, "cluster {}, queue {}", run.cluster, run.queue)?;
+        if let Some(r) = &run.route {
+            writeln!(out, "routed by {} ({}): {}", safe(&r.key), r.policy, r.reason)?;
+            writeln!(out, "  {}", safe_lines(&r.detail))?;
+        }
         if run.dry_run {
             writeln!(
                 out,

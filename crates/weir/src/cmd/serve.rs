@@ -248,6 +248,7 @@ fn config(common: &Common, listen: Option<SocketAddr>, demo: bool) -> Result<(Se
             h.max_connections = f.max_connections.unwrap_or(h.max_connections);
             c.clusters = f.clusters;
             c.backends = f.backends;
+            c.routing = f.routing;
             if let Some(o) = f.outputs {
                 c.outputs = o;
             }

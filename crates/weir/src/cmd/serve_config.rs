@@ -31,6 +31,37 @@ struct ServerFile {
     max_connections: Option<usize>,
     clusters: Vec<ClusterEntry>,
     object_store: Option<ObjectStoreEntry>,
+    /// Routes with several candidates and a policy (docs/serve.md, Load-aware routing).
+    #[serde(default)]
+    routes: Vec<RouteEntry>,
+}
+
+/// `routes[i]`: a route key, its policy and its candidates in order of preference.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RouteEntry {
+    key: String,
+    #[serde(default)]
+    policy: PolicyEntry,
+    /// `spill` only: how long the first candidate may keep a new run waiting.
+    spill_after_seconds: Option<u64>,
+    candidates: Vec<CandidateEntry>,
+}
+
+#[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum PolicyEntry {
+    #[default]
+    First,
+    LeastLoaded,
+    Spill,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CandidateEntry {
+    cluster: String,
+    queue: String,
 }
 
 /// `object_store:` — where stages' declared outputs go (docs/commit.md). One of `local` and
@@ -81,6 +112,9 @@ struct ClusterEntry {
     file: PathBuf,
     #[serde(default)]
     backend: BackendEntry,
+    /// Policy routes send no new runs here (runs already here go on).
+    #[serde(default)]
+    drained: bool,
 }
 
 /// One cluster's backend. Fields of another kind are refused, by name.
@@ -197,6 +231,8 @@ pub struct ServeConfig {
     pub nodes_from_backend: BTreeMap<String, String>,
     /// `object_store:`, checked.
     pub outputs: Option<weir_server::OutputSettings>,
+    /// `routes:` and the clusters marked `drained`, checked.
+    pub routing: weir_server::RoutingSettings,
 }
 
 /// A cluster name: letters, digits, `-` and `_` (it names a folder and appears in URLs).
@@ -442,6 +478,10 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
         backends.insert(c.name.clone(), BackendSettings::Local { state_dir, kill_grace });
     }
     let outputs = f.object_store.as_ref().and_then(|o| object_store(o, &resolve, &mut problems));
+    let routing = weir_server::RoutingSettings {
+        routes: routes(&f.routes, &clusters, &mut problems),
+        drained: f.clusters.iter().filter(|c| c.drained).map(|c| c.name.clone()).collect(),
+    };
     if !problems.is_empty() {
         return Err(ModelError::Invalid { file: file.to_string(), problems });
     }
@@ -462,7 +502,109 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
         backends,
         nodes_from_backend,
         outputs,
+        routing,
     })
+}
+
+/// `routes:` checked: keys well formed and each once, candidates on clusters of this file and
+/// leaf queues of theirs, each once, and the threshold where (and only where) `spill` needs it.
+fn routes(
+    entries: &[RouteEntry],
+    clusters: &[ClusterSource],
+    problems: &mut Vec<Problem>,
+) -> Vec<weir_server::PolicyRoute> {
+    use weir_server::{Candidate, Policy, PolicyRoute};
+    let mut problem = |path: String, message: String| problems.push(Problem { path, message });
+    let mut keys = BTreeSet::new();
+    let mut out = Vec::new();
+    for (i, r) in entries.iter().enumerate() {
+        let at = format!("routes[{i}]");
+        if !valid_route_key(&r.key) {
+            problem(
+                format!("{at}.key"),
+                format!("`{}`: expected `workflow:NAME` or `project:PROJECT:TIER` (tier 1 to 3)", r.key),
+            );
+        } else if !keys.insert(r.key.clone()) {
+            problem(format!("{at}.key"), format!("`{}` is routed twice", r.key));
+        }
+        if r.candidates.is_empty() {
+            problem(format!("{at}.candidates"), "empty: name at least one (cluster, queue)".into());
+        } else if r.policy != PolicyEntry::First && r.candidates.len() < 2 {
+            problem(
+                format!("{at}.candidates"),
+                format!("one candidate: `policy: {}` chooses among at least two", r.policy.name()),
+            );
+        }
+        let policy = match (r.policy, r.spill_after_seconds) {
+            (PolicyEntry::Spill, Some(s)) => Some(Policy::Spill { after: Duration::from_secs(s) }),
+            (PolicyEntry::Spill, None) => {
+                problem(
+                    format!("{at}.spill_after_seconds"),
+                    "missing: `spill` needs how long the first candidate may keep a new run waiting".into(),
+                );
+                None
+            }
+            (other, Some(s)) => {
+                problem(
+                    format!("{at}.spill_after_seconds"),
+                    format!("{s}: only with `policy: spill` (this route is `{}`)", other.name()),
+                );
+                None
+            }
+            (PolicyEntry::First, None) => Some(Policy::First),
+            (PolicyEntry::LeastLoaded, None) => Some(Policy::LeastLoaded),
+        };
+        let mut seen = BTreeSet::new();
+        for (j, c) in r.candidates.iter().enumerate() {
+            let at = format!("{at}.candidates[{j}]");
+            let Some(source) = clusters.iter().find(|s| s.name == c.cluster) else {
+                problem(
+                    format!("{at}.cluster"),
+                    format!("`{}` is not a cluster of this file (clusters[].name)", c.cluster),
+                );
+                continue;
+            };
+            for (_, text) in unknown_leaves(source, std::iter::once(&c.queue)) {
+                problem(format!("{at}.queue"), text);
+            }
+            if !seen.insert((c.cluster.clone(), c.queue.clone())) {
+                problem(at.clone(), format!("{} {} is a candidate twice", c.cluster, c.queue));
+            }
+        }
+        if let Some(policy) = policy {
+            let candidates = r
+                .candidates
+                .iter()
+                .map(|c| Candidate { cluster: c.cluster.clone(), queue: c.queue.clone() })
+                .collect();
+            out.push(PolicyRoute { key: r.key.clone(), policy, candidates });
+        }
+    }
+    out
+}
+
+/// `workflow:NAME` or `project:PROJECT:TIER` (tier 1 to 3), as `weir routes set` takes them.
+fn valid_route_key(key: &str) -> bool {
+    let name_ok = |s: &str| {
+        !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    };
+    if let Some(name) = key.strip_prefix("workflow:") {
+        return name_ok(name);
+    }
+    match key.strip_prefix("project:").and_then(|r| r.rsplit_once(':')) {
+        Some((p, tier)) => name_ok(p) && matches!(tier, "1" | "2" | "3"),
+        None => false,
+    }
+}
+
+impl PolicyEntry {
+    fn name(self) -> &'static str {
+        match self {
+            PolicyEntry::First => "first",
+            PolicyEntry::LeastLoaded => "least_loaded",
+            PolicyEntry::Spill => "spill",
+        }
+    }
 }
 
 /// `object_store:` checked: one store, credentials readable, tunables in range.

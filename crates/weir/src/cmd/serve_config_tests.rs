@@ -487,3 +487,87 @@ object_store:
         "version: 1\nclusters:\n  - {name: alpha, file: clusters/a.yaml}\nobject_store:\n  gcs: {}\n";
     assert!(parse("server.yaml", unknown, &dir).unwrap_err().to_string().contains("gcs"));
 }
+
+#[test]
+fn routes_with_a_policy_are_read_and_a_file_without_them_routes_as_before() {
+    let dir = scratch("routes");
+    let text = "version: 1
+clusters:
+  - {name: alpha, file: clusters/a.yaml}
+  - {name: beta, file: clusters/b.yaml, drained: true}
+routes:
+  - key: workflow:etl
+    policy: spill
+    spill_after_seconds: 300
+    candidates:
+      - {cluster: alpha, queue: root.default}
+      - {cluster: beta, queue: root.default}
+  - key: project:ads.ranking:1
+    policy: least_loaded
+    candidates: [{cluster: beta, queue: root.default}, {cluster: alpha, queue: root.default}]
+  - key: workflow:one
+    candidates: [{cluster: alpha, queue: root.default}]
+";
+    let c = parse("server.yaml", text, &dir).unwrap();
+    let r = &c.routing.routes;
+    assert_eq!(r.len(), 3);
+    assert_eq!(r[0].policy, weir_server::Policy::Spill { after: Duration::from_secs(300) });
+    assert_eq!(r[0].candidates.iter().map(|c| c.cluster.as_str()).collect::<Vec<_>>(), ["alpha", "beta"]);
+    assert_eq!(
+        (r[1].key.as_str(), &r[1].policy),
+        ("project:ads.ranking:1", &weir_server::Policy::LeastLoaded)
+    );
+    assert_eq!(r[2].policy, weir_server::Policy::First);
+    assert_eq!(c.routing.drained.iter().collect::<Vec<_>>(), ["beta"]);
+    // Without `routes:` nor `drained`: nothing of either.
+    let plain = "version: 1\nclusters:\n  - {name: alpha, file: clusters/a.yaml}\n";
+    assert_eq!(parse("server.yaml", plain, &dir).unwrap().routing, weir_server::RoutingSettings::default());
+}
+
+#[test]
+fn route_problems_name_the_field_path_and_value() {
+    let dir = scratch("bad-routes");
+    let text = "version: 1
+clusters:
+  - {name: alpha, file: clusters/a.yaml}
+  - {name: beta, file: clusters/b.yaml}
+routes:
+  - key: queue:etl
+    policy: spill
+    candidates: [{cluster: alpha, queue: root.default}, {cluster: gamma, queue: root.default}]
+  - key: workflow:etl
+    policy: least_loaded
+    spill_after_seconds: 60
+    candidates: [{cluster: alpha, queue: root.nope}]
+  - key: workflow:etl
+    candidates: [{cluster: beta, queue: root}, {cluster: beta, queue: root}]
+  - key: project:ads:7
+    candidates: []
+";
+    let p = problems(text, &dir);
+    let want = [
+        "routes[0].key: `queue:etl`: expected `workflow:NAME` or `project:PROJECT:TIER`",
+        "routes[0].spill_after_seconds: missing",
+        "routes[0].candidates[1].cluster: `gamma` is not a cluster of this file",
+        "routes[1].candidates: one candidate: `policy: least_loaded` chooses among at least two",
+        "routes[1].spill_after_seconds: 60: only with `policy: spill` (this route is `least_loaded`)",
+        "routes[1].candidates[0].queue: `root.nope` is not a queue of",
+        "routes[2].key: `workflow:etl` is routed twice",
+        "routes[2].candidates[0].queue: `root` is a parent queue",
+        "routes[2].candidates[1].queue: `root` is a parent queue",
+        "routes[2].candidates[1]: beta root is a candidate twice",
+        "routes[3].key: `project:ads:7`",
+        "routes[3].candidates: empty",
+    ];
+    for w in want {
+        assert!(p.iter().any(|p| p.starts_with(w)), "missing `{w}` in {p:#?}");
+    }
+    assert_eq!(p.len(), want.len(), "{p:#?}");
+    // Unknown fields and policies are refused by path.
+    let unknown = "version: 1\nclusters:\n  - {name: alpha, file: clusters/a.yaml}\nroutes:\n  - {key: workflow:x, policy: first, threshold: 3, candidates: []}\n";
+    let p = problems(unknown, &dir);
+    assert!(p[0].starts_with("routes[0].threshold: unknown field"), "{p:?}");
+    let policy = "version: 1\nclusters:\n  - {name: alpha, file: clusters/a.yaml}\nroutes:\n  - {key: workflow:x, policy: random, candidates: []}\n";
+    let p = problems(policy, &dir);
+    assert!(p[0].starts_with("routes[0].policy:") && p[0].contains("random"), "{p:?}");
+}
