@@ -1,0 +1,161 @@
+//! `weir advise --server` against a real `weir serve` with two clusters of different shapes:
+//! each runs the other's kind of work (memory-heavy tasks on the compute cluster, compute-heavy
+//! ones on the memory cluster); the advisor, from the runs the server recorded, names both
+//! workflows and prints the `weir routes set` commands; one of them moves a workflow, and its
+//! next run lands on the new cluster.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn client(dir: &Path, port: u16, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(args)
+        .current_dir(dir)
+        .env("WEIR_SERVER", format!("http://127.0.0.1:{port}"))
+        .env_remove("WEIR_TOKEN")
+        .args(["--data-dir", "data"])
+        .output()
+        .expect("run weir")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(out.status.success(), "failed: {}\n{}", common::text(&out.stdout), common::text(&out.stderr));
+    common::text(&out.stdout)
+}
+
+fn eventually(dir: &Path, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > Duration::from_secs(180) {
+            let log = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+            panic!("timed out waiting for {what}; the server said:\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn runs(dir: &Path, port: u16) -> Vec<Value> {
+    let out = client(dir, port, &["runs", "--json"]);
+    serde_json::from_slice::<Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v["runs"].as_array().cloned().or_else(|| v.as_array().cloned()))
+        .unwrap_or_default()
+}
+
+/// A workflow of one stage of `tasks` tasks of `cpu` millicores and `memory`, each `sleep 2`.
+fn workflow(name: &str, tasks: u32, cpu: u32, memory: &str) -> String {
+    format!(
+        "version: 1\nworkflows:\n  - name: {name}\n    queue: root.analytics.tier1\n    jobs:\n      - name: j\n        stages:\n          - {{name: s, tasks: {tasks}, resources: {{cpu: {cpu}, memory: {memory}}}, command: 'sleep 2'}}\n"
+    )
+}
+
+#[test]
+fn advise_on_a_servers_history_names_the_moves_and_a_move_routes_the_next_run() {
+    let scratch = common::Scratch::new("serve-advise");
+    let dir = scratch.0.clone();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let ws = common::workspace();
+    std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
+    for f in ["cpu-rich.yaml", "mem-rich.yaml"] {
+        std::fs::copy(ws.join("examples/advise").join(f), dir.join("clusters").join(f)).expect("copy");
+    }
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1
+listen: 127.0.0.1:{port}
+data_dir: data
+clusters:
+  - {{name: cpu, file: clusters/cpu-rich.yaml}}
+  - {{name: mem, file: clusters/mem-rich.yaml}}
+"
+        ),
+    );
+    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
+    let _serve = Serve(
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--config", "server.yaml", "--single-tenant"])
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("weir serve"),
+    );
+    eventually(&dir, "the server", || client(&dir, port, &["routes", "list"]).status.success());
+    // Routes set through the API (a server-file route of the same key would win over the move).
+    for (wf, cluster) in [("sessions-etl", "cpu"), ("feature-compute", "mem")] {
+        let key = format!("workflow:{wf}");
+        ok(&client(
+            &dir,
+            port,
+            &["routes", "set", &key, "--cluster", cluster, "--queue", "root.analytics.tier1"],
+        ));
+    }
+    // 16 GiB-per-core work on the compute cluster (2 GiB per core), 1 GiB-per-core work on the
+    // memory cluster (32 GiB per core): each fills the resource its cluster is short of.
+    let etl = scratch.file("etl.yaml", &workflow("sessions-etl", 30, 1000, "15g"));
+    let features = scratch.file("features.yaml", &workflow("feature-compute", 16, 4000, "4g"));
+    for d in ["d0", "d1"] {
+        ok(&client(&dir, port, &["submit", &etl, "--logical-date", d]));
+        ok(&client(&dir, port, &["submit", &features, "--logical-date", d]));
+    }
+    eventually(&dir, "the four runs to succeed", || {
+        let r = runs(&dir, port);
+        r.len() == 4 && r.iter().all(|r| r["state"] == "succeeded")
+    });
+    for r in runs(&dir, port) {
+        let want = if r["workflow"] == "sessions-etl" { "cpu" } else { "mem" };
+        assert_eq!(r["cluster"], want, "{r}");
+    }
+
+    let url = format!("http://127.0.0.1:{port}");
+    let out = client(&dir, port, &["advise", "--server", &url, "--until", "10m", "--json", "advice.json"]);
+    let said = ok(&out);
+    let advice: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("advice.json")).expect("advice.json"))
+            .expect("json");
+    assert_eq!(advice["server"], true);
+    let before = advice["before"].as_array().expect("before");
+    let state = |name: &str| before.iter().find(|s| s["cluster"] == name).cloned().expect("a cluster state");
+    assert!(state("cpu")["imbalance"].as_f64().unwrap() < 0.0, "memory fuller than cores on cpu: {before:?}");
+    assert!(state("mem")["imbalance"].as_f64().unwrap() > 0.0, "cores fuller than memory on mem: {before:?}");
+    let advised: Vec<String> = advice["moves"]
+        .as_array()
+        .expect("moves")
+        .iter()
+        .filter(|m| m["advised"] == true)
+        .map(|m| {
+            format!(
+                "{} {}→{}",
+                m["workflow"].as_str().unwrap(),
+                m["from"].as_str().unwrap(),
+                m["to"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(advised.contains(&"sessions-etl cpu→mem".to_string()), "{advised:?}\n{said}");
+    assert!(advised.contains(&"feature-compute mem→cpu".to_string()), "{advised:?}\n{said}");
+    let command = "weir routes set workflow:sessions-etl --cluster mem --queue root.analytics.tier1";
+    assert!(said.contains(command), "{said}");
+
+    // Make the move as printed; the workflow's next run goes to the memory cluster.
+    let args: Vec<&str> = command.split(' ').skip(1).collect();
+    ok(&client(&dir, port, &args));
+    ok(&client(&dir, port, &["submit", &etl, "--logical-date", "d2"]));
+    let next = runs(&dir, port).into_iter().find(|r| r["logical_date"] == "d2").expect("the next run");
+    assert_eq!(next["cluster"], "mem", "{next}");
+}
