@@ -393,6 +393,10 @@ impl Engine {
                 return Ok(());
             }
         };
+        if let Some(reason) = self.capacity_rejection(leaf, &spec.user) {
+            self.decisions.push(Decision::JobRejected { job: spec.id, reason });
+            return Ok(());
+        }
         let user = self.user_index(&spec.user);
         let job = Job {
             id: spec.id,
@@ -440,6 +444,10 @@ impl Engine {
         self.add_requests(slot, requests);
         self.admit_or_wait(slot);
         Ok(())
+    }
+
+    pub(crate) fn user_by_name(&self, name: &str) -> Option<u32> {
+        self.user_by_name.get(name).copied()
     }
 
     fn user_index(&mut self, name: &str) -> u32 {
