@@ -243,7 +243,11 @@ impl Engine {
 /// `maxApplicationsPerUser`): min(max_applications, ⌊max_applications × min_user_percent / 100
 /// × user_limit_factor⌋) in Java floats; with `user_limit_factor` -1 the leaf's own limit
 /// (YARN's formula would give a negative limit there and refuse every job).
-pub fn max_applications_per_user(max_applications: u32, min_user_percent: f64, user_limit_factor: f64) -> u32 {
+pub fn max_applications_per_user(
+    max_applications: u32,
+    min_user_percent: f64,
+    user_limit_factor: f64,
+) -> u32 {
     if user_limit_factor == -1.0 {
         return max_applications;
     }
@@ -276,7 +280,8 @@ impl Engine {
                 q.path, cap.max_applications
             ));
         }
-        let per_user = max_applications_per_user(cap.max_applications, cap.min_user_percent, cap.user_limit_factor);
+        let per_user =
+            max_applications_per_user(cap.max_applications, cap.min_user_percent, cap.user_limit_factor);
         if jobs < per_user {
             return None;
         }

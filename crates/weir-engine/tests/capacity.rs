@@ -243,11 +243,7 @@ fn a_leaf_at_max_applications_rejects_submissions() {
     let rejected = rejections(&mut env);
     assert_eq!(rejected.len(), 1, "{rejected:?}");
     assert_eq!(rejected[0].0, 3);
-    assert!(
-        rejected[0].1.contains("root.a already has 2 jobs, its max_applications 2"),
-        "{}",
-        rejected[0].1
-    );
+    assert!(rejected[0].1.contains("root.a already has 2 jobs, its max_applications 2"), "{}", rejected[0].1);
     assert_eq!(env.take_runnable(), vec![1], "job 2 waits for max_parallel_apps, and counts");
     env.finish_job(1);
     env.submit(4, "root.a", &[(mem(10), 1)]);

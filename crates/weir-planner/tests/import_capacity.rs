@@ -121,7 +121,10 @@ fn preemption_settings_round_trip() {
         .replace("monitoring_interval: 3s", "monitoring_interval: 5s");
     let c = ClusterConfig::from_yaml("cluster-capacity.yaml", &text).unwrap();
     let xml = export(&c, Format::YarnCapacity, &ExportOptions::default()).unwrap().text;
-    assert!(xml.contains("yarn.resourcemanager.monitor.capacity.preemption.monitoring_interval</name>"), "{xml}");
+    assert!(
+        xml.contains("yarn.resourcemanager.monitor.capacity.preemption.monitoring_interval</name>"),
+        "{xml}"
+    );
     let options = ImportOptions { preemption: true, ..ImportOptions::default() };
     let back = import_yarn_capacity("again.xml", &xml, &options).unwrap();
     let notes = back.notes.join("\n");

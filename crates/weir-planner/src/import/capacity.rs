@@ -279,7 +279,8 @@ fn leaf(cx: &mut Cx, here: &str, spec: &mut QueueSpec) {
 fn preemption(cx: &mut Cx, enabled: bool) -> Option<weir_model::cluster_file::PreemptionSpec> {
     const MONITOR: &str = "yarn.resourcemanager.monitor.capacity.preemption";
     let millis = |cx: &mut Cx, name: &str| {
-        cx.number::<u64>(&format!("{MONITOR}.{name}"), "a whole number of milliseconds").map(weir_model::Duration)
+        cx.number::<u64>(&format!("{MONITOR}.{name}"), "a whole number of milliseconds")
+            .map(weir_model::Duration)
     };
     let spec = weir_model::cluster_file::PreemptionSpec {
         enabled: enabled.then_some(true),
