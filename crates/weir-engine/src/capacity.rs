@@ -238,3 +238,63 @@ impl Engine {
             .round_up_to(&self.config.scheduler.minimum_allocation)
     }
 }
+
+/// Jobs one user may have in a leaf, running and waiting (`AbstractLeafQueue`'s
+/// `maxApplicationsPerUser`): min(max_applications, ⌊max_applications × min_user_percent / 100
+/// × user_limit_factor⌋) in Java floats; with `user_limit_factor` -1 the leaf's own limit
+/// (YARN's formula would give a negative limit there and refuse every job).
+pub fn max_applications_per_user(
+    max_applications: u32,
+    min_user_percent: f64,
+    user_limit_factor: f64,
+) -> u32 {
+    if user_limit_factor == -1.0 {
+        return max_applications;
+    }
+    let scaled = max_applications as f32 * (min_user_percent as f32 / 100.0) * user_limit_factor as f32;
+    max_applications.min(scaled.max(0.0) as u32)
+}
+
+impl Engine {
+    /// Why capacity mode refuses a job submitted to `leaf` by `user`, if it does
+    /// (`AbstractLeafQueue.validateSubmitApplication`, `ParentQueue.validateSubmitApplication`):
+    /// a stopped queue on its path, the leaf at `max_applications` jobs (running and waiting),
+    /// or the user at its share of them. `None` in fair mode.
+    pub(crate) fn capacity_rejection(&self, leaf: QueueIx, user: &str) -> Option<String> {
+        let cap = self.config.queues[leaf as usize].capacity.as_ref()?;
+        for q in self.path_up(leaf) {
+            let state = self.config.queues[q as usize].capacity.as_ref().map(|c| c.state);
+            if state == Some(weir_model::QueueState::Stopped) {
+                return Some(format!(
+                    "{} is stopped: it takes no new jobs (those it has run to the end)",
+                    self.queues[q as usize].path
+                ));
+            }
+        }
+        let q = &self.queues[leaf as usize];
+        let jobs = q.running_apps + q.waiting_apps;
+        if jobs >= cap.max_applications {
+            return Some(format!(
+                "{} already has {jobs} jobs, its max_applications {} (YARN's maximum-applications; by default \
+                 scheduler.max_applications × the queue's share of the cluster)",
+                q.path, cap.max_applications
+            ));
+        }
+        let per_user =
+            max_applications_per_user(cap.max_applications, cap.min_user_percent, cap.user_limit_factor);
+        if jobs < per_user {
+            return None;
+        }
+        let u = self.user_by_name(user)?;
+        let waiting = q.waiting.get(&u).map_or(0, |w| w.len());
+        let running = q.runnable.iter().filter(|k| self.job(k.3).user == u).count();
+        let mine = (waiting + running) as u32;
+        (mine >= per_user).then(|| {
+            format!(
+                "user {user} already has {mine} jobs in {}, its share of max_applications ({per_user}: \
+                 max_applications × min_user_percent × user_limit_factor, YARN's maxApplicationsPerUser)",
+                q.path
+            )
+        })
+    }
+}

@@ -35,13 +35,18 @@ pub struct PreemptReason {
     pub kind: Starvation,
 }
 
-/// The two kinds of starvation that trigger preemption.
+/// What triggers preemption: the two kinds of starvation (fair mode), or a queue below its
+/// guarantee (capacity mode).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Starvation {
     /// A job below `threshold × min(fair share, demand)` past its queue's fair-share timeout.
     FairShare,
     /// A queue below `min(min share, demand)` past its min-share timeout.
     MinShare,
+    /// Capacity mode's proportional policy: `for_queue` is below its ideal allocation, and the
+    /// victim's leaf held `used` MiB, above its `ideal` allocation and past the dead zone over
+    /// its `guaranteed` MiB.
+    Guarantee { used: u64, ideal: u64, guaranteed: u64 },
 }
 
 impl fmt::Display for PreemptReason {
@@ -51,6 +56,12 @@ impl fmt::Display for PreemptReason {
                 write!(f, "preempted to restore {} of {} to its fair share", self.for_job, self.for_queue)
             }
             Starvation::MinShare => write!(f, "preempted to restore {} to its min share", self.for_queue),
+            Starvation::Guarantee { used, ideal, guaranteed } => write!(
+                f,
+                "preempted by the proportional capacity policy for {} of {}, below its guarantee: this job's \
+                 queue held {used} MiB, above its ideal allocation of {ideal} MiB (guarantee {guaranteed} MiB)",
+                self.for_job, self.for_queue
+            ),
         }
     }
 }

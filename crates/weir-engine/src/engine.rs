@@ -96,6 +96,8 @@ pub struct Engine {
     pub(crate) shadow_less_head: Option<(u64, JobSlot)>,
     /// Jobs tried in this pass since its EASY head was chosen (`backfill_depth` bounds it).
     pub(crate) backfill_tried: u32,
+    /// Capacity mode's proportional preemption between rounds (`capacity_preemption.rs`).
+    pub(crate) rounds: crate::capacity_preemption::Rounds,
 }
 
 /// The default [`Engine::set_container_limit`]: about 350 bytes each in the engine and a host
@@ -227,6 +229,7 @@ impl Engine {
             placeholder_room: Resources::ZERO,
             shadow_less_head: None,
             backfill_tried: 0,
+            rounds: Default::default(),
         };
         engine.resolve_limits();
         Ok(engine)
@@ -390,6 +393,10 @@ impl Engine {
                 return Ok(());
             }
         };
+        if let Some(reason) = self.capacity_rejection(leaf, &spec.user) {
+            self.decisions.push(Decision::JobRejected { job: spec.id, reason });
+            return Ok(());
+        }
         let user = self.user_index(&spec.user);
         let job = Job {
             id: spec.id,
@@ -437,6 +444,10 @@ impl Engine {
         self.add_requests(slot, requests);
         self.admit_or_wait(slot);
         Ok(())
+    }
+
+    pub(crate) fn user_by_name(&self, name: &str) -> Option<u32> {
+        self.user_by_name.get(name).copied()
     }
 
     fn user_index(&mut self, name: &str) -> u32 {

@@ -20,6 +20,7 @@
 mod admission;
 mod backfill;
 pub mod capacity;
+pub mod capacity_preemption;
 mod conservative;
 mod containers;
 mod decision;

@@ -49,13 +49,14 @@ impl Engine {
         self.refresh_bookings();
         self.backfill_tried = 0;
         self.carry_out_kills();
+        self.capacity_preemption_round();
         self.time_out_gangs();
         self.refresh_shares();
         // Held nodes first, so that room a job waited for (a reservation, preempted containers)
         // is its own, and whatever it leaves is free for everyone in this same pass.
         self.serve_holds();
         self.place_all();
-        if self.config.scheduler.preemption.enabled {
+        if self.config.scheduler.preemption.enabled && !self.capacity_mode() {
             self.preempt();
         }
         std::mem::take(&mut self.decisions)
@@ -69,7 +70,7 @@ impl Engine {
         let kill = self.kills.peek().map(|Reverse((t, _))| *t);
         let starve = self.starvation_timers.peek().map(|Reverse((t, _))| *t).filter(|_| self.gate_open);
         let gang = self.next_gang_timeout();
-        [kill, starve, gang].into_iter().flatten().min()
+        [kill, starve, gang, self.capacity_round_wakeup()].into_iter().flatten().min()
     }
 
     fn place_all(&mut self) {

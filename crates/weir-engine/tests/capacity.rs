@@ -216,3 +216,79 @@ fn max_parallel_apps_makes_jobs_wait() {
     env.schedule();
     assert_eq!(env.take_runnable(), vec![2]);
 }
+
+/// Take every logged rejection, as (job, reason).
+fn rejections(env: &mut Env) -> Vec<(u64, String)> {
+    let mut out = Vec::new();
+    env.log.retain(|d| match d {
+        weir_engine::Decision::JobRejected { job, reason } => {
+            out.push((job.0, reason.clone()));
+            false
+        }
+        _ => true,
+    });
+    out
+}
+
+/// AbstractLeafQueue.validateSubmitApplication: a leaf with `max_applications` jobs (running
+/// and waiting for a `max_parallel_apps` slot alike) rejects the next submission with the
+/// reason; once one ends, it takes one again.
+#[test]
+fn a_leaf_at_max_applications_rejects_submissions() {
+    let mut env = cluster("  - {name: a, capacity: 100, max_applications: 2, max_parallel_apps: 1}\n");
+    env.submit(1, "root.a", &[(mem(10), 1)]);
+    env.submit(2, "root.a", &[(mem(10), 1)]);
+    env.submit(3, "root.a", &[(mem(10), 1)]);
+    env.schedule();
+    let rejected = rejections(&mut env);
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    assert_eq!(rejected[0].0, 3);
+    assert!(rejected[0].1.contains("root.a already has 2 jobs, its max_applications 2"), "{}", rejected[0].1);
+    assert_eq!(env.take_runnable(), vec![1], "job 2 waits for max_parallel_apps, and counts");
+    env.finish_job(1);
+    env.submit(4, "root.a", &[(mem(10), 1)]);
+    env.schedule();
+    assert!(rejections(&mut env).is_empty());
+}
+
+/// AbstractLeafQueue.validateSubmitApplication with maxApplicationsPerUser =
+/// min(max_applications, max_applications × min_user_percent / 100 × user_limit_factor):
+/// 10 × 50% × 1 = 5 jobs per user; another user still gets in.
+#[test]
+fn a_user_at_its_share_of_max_applications_is_rejected() {
+    let mut env = cluster("  - {name: a, capacity: 100, max_applications: 10, min_user_percent: 50}\n");
+    for id in 1..=6 {
+        env.submit_as(id, "root.a", "alice", None, &[(mem(1), 1)]);
+    }
+    env.schedule();
+    let rejected = rejections(&mut env);
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    assert_eq!(rejected[0].0, 6);
+    assert!(rejected[0].1.contains("user alice already has 5 jobs in root.a"), "{}", rejected[0].1);
+    env.submit_as(7, "root.a", "bob", None, &[(mem(1), 1)]);
+    env.schedule();
+    assert!(rejections(&mut env).is_empty());
+    assert_eq!(weir_engine::capacity::max_applications_per_user(10, 50.0, 1.0), 5);
+    assert_eq!(weir_engine::capacity::max_applications_per_user(10, 100.0, 3.0), 10, "capped at the leaf's");
+    assert_eq!(weir_engine::capacity::max_applications_per_user(10, 100.0, -1.0), 10);
+    assert_eq!(weir_engine::capacity::max_applications_per_user(1000, 30.0, 0.5), 150);
+}
+
+/// AbstractLeafQueue.validateSubmitApplication and ParentQueue.validateSubmitApplication: a
+/// stopped queue, or a leaf under a stopped parent (stopped too, as YARN's state is
+/// inherited), takes no new jobs; its siblings do.
+#[test]
+fn a_stopped_queue_rejects_new_jobs() {
+    let mut env = cluster(
+        "  - {name: a, capacity: 50, state: stopped, children: [{name: x, capacity: 100}]}\n  - {name: b, capacity: 40, state: stopped}\n  - {name: c, capacity: 10}\n",
+    );
+    env.submit(1, "root.a.x", &[(mem(10), 1)]);
+    env.submit(2, "root.b", &[(mem(10), 1)]);
+    env.submit(3, "root.c", &[(mem(10), 1)]);
+    env.schedule();
+    let rejected = rejections(&mut env);
+    assert_eq!(rejected.len(), 2, "{rejected:?}");
+    assert!(rejected[0].1.contains("root.a.x is stopped: it takes no new jobs"), "{}", rejected[0].1);
+    assert!(rejected[1].1.contains("root.b is stopped"), "{}", rejected[1].1);
+    assert_eq!(env.take_runnable(), vec![3]);
+}

@@ -7,8 +7,8 @@ use crate::capacity::{
     absolute, sibling_fractions, CapacityQueue, CapacitySpec, LeafOrdering, QueueState,
     DEFAULT_MAX_AM_PERCENT, DEFAULT_MAX_APPLICATIONS,
 };
-use crate::cluster::{Limit, QueueConfig, QueueIndex};
-use crate::cluster_file::{ClusterFile, Mode, Policy, QueueSpec};
+use crate::cluster::{CapacityPreemption, Limit, QueueConfig, QueueIndex};
+use crate::cluster_file::{ClusterFile, Mode, Policy, PreemptionSpec, QueueSpec};
 use crate::error::Problem;
 use crate::resources::Resources;
 
@@ -65,15 +65,29 @@ pub(crate) fn apply(
             }
         }
         fair_mode_fields(problems, "queues", &raw.queues);
+        if let Some(p) = &s.preemption {
+            for (field, set) in [
+                ("monitoring_interval", p.monitoring_interval.is_some()),
+                ("max_ignored_over_capacity", p.max_ignored_over_capacity.is_some()),
+                ("total_preemption_per_round", p.total_preemption_per_round.is_some()),
+                ("natural_termination_factor", p.natural_termination_factor.is_some()),
+                ("max_wait_before_kill", p.max_wait_before_kill.is_some()),
+            ] {
+                if set {
+                    problems.push(Problem {
+                        path: format!("scheduler.preemption.{field}"),
+                        message:
+                            "a capacity-mode preemption setting; set scheduler.mode: capacity to use it \
+                                  (fair mode's kill wait is kill_wait)"
+                                .into(),
+                    });
+                }
+            }
+        }
         return;
     }
-    if s.preemption.as_ref().is_some_and(|p| p.enabled == Some(true)) {
-        problems.push(Problem {
-            path: "scheduler.preemption.enabled".into(),
-            message: "capacity mode's proportional preemption is not implemented yet; leave preemption off \
-                      in capacity mode for now"
-                .into(),
-        });
+    if let Some(p) = &s.preemption {
+        capacity_mode_preemption(p, problems);
     }
     let max_am_percent = s.max_am_percent.unwrap_or(DEFAULT_MAX_AM_PERCENT);
     if !(max_am_percent > 0.0 && max_am_percent <= 1.0) {
@@ -107,6 +121,59 @@ pub(crate) fn apply(
         ordering: LeafOrdering::Fifo,
     });
     level(&mut walk, 0, "queues", &raw.queues, root);
+}
+
+/// Capacity mode's proportional-preemption settings, YARN's defaults where not set.
+pub(crate) fn capacity_preemption(p: &PreemptionSpec) -> CapacityPreemption {
+    let d = CapacityPreemption::default();
+    CapacityPreemption {
+        monitoring_interval: p.monitoring_interval.unwrap_or(d.monitoring_interval),
+        max_ignored_over_capacity: p.max_ignored_over_capacity.unwrap_or(d.max_ignored_over_capacity),
+        total_preemption_per_round: p.total_preemption_per_round.unwrap_or(d.total_preemption_per_round),
+        natural_termination_factor: p.natural_termination_factor.unwrap_or(d.natural_termination_factor),
+    }
+}
+
+/// `scheduler.preemption` in capacity mode: fair mode's settings name their capacity-mode
+/// equivalents; the proportional policy's are checked.
+fn capacity_mode_preemption(p: &PreemptionSpec, problems: &mut Vec<Problem>) {
+    let mut problem = |field: &str, message: String| {
+        problems.push(Problem { path: format!("scheduler.preemption.{field}"), message });
+    };
+    for (field, set, instead) in [
+        ("kill_wait", p.kill_wait.is_some(), "max_wait_before_kill"),
+        (
+            "utilization_threshold",
+            p.utilization_threshold.is_some(),
+            "max_ignored_over_capacity (the proportional policy looks at every queue's guarantee, not at \
+             utilization)",
+        ),
+        ("fair_share_preemption_timeout", p.fair_share_preemption_timeout.is_some(), "monitoring_interval"),
+        (
+            "fair_share_preemption_threshold",
+            p.fair_share_preemption_threshold.is_some(),
+            "max_ignored_over_capacity",
+        ),
+        ("min_share_preemption_timeout", p.min_share_preemption_timeout.is_some(), "monitoring_interval"),
+    ] {
+        if set {
+            problem(field, format!("a fair-mode preemption setting; in capacity mode use {instead}"));
+        }
+    }
+    if p.monitoring_interval.is_some_and(|d| d.0 == 0) {
+        problem("monitoring_interval", "must be longer than 0s".into());
+    }
+    if let Some(v) = p.max_ignored_over_capacity.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+        problem("max_ignored_over_capacity", format!("{v} is not a fraction ≥ 0"));
+    }
+    for (field, v) in [
+        ("total_preemption_per_round", p.total_preemption_per_round),
+        ("natural_termination_factor", p.natural_termination_factor),
+    ] {
+        if let Some(v) = v.filter(|v| !(*v > 0.0 && *v <= 1.0)) {
+            problem(field, format!("{v} is not a fraction in (0, 1]"));
+        }
+    }
 }
 
 /// A capacity-mode field set in a fair-mode file.
@@ -148,17 +215,17 @@ fn capacity_mode_fields(walk: &mut Walk, here: &str, spec: &QueueSpec) {
         (
             "fair_share_preemption_timeout",
             spec.fair_share_preemption_timeout.is_some(),
-            "nothing yet (capacity-mode preemption is not implemented)",
+            "the queue's capacity (the proportional policy has no per-queue timeout; it looks every scheduler.preemption.monitoring_interval)",
         ),
         (
             "fair_share_preemption_threshold",
             spec.fair_share_preemption_threshold.is_some(),
-            "nothing yet (capacity-mode preemption is not implemented)",
+            "the queue's capacity (the proportional policy has no per-queue timeout; it looks every scheduler.preemption.monitoring_interval)",
         ),
         (
             "min_share_preemption_timeout",
             spec.min_share_preemption_timeout.is_some(),
-            "nothing yet (capacity-mode preemption is not implemented)",
+            "the queue's capacity (the proportional policy has no per-queue timeout; it looks every scheduler.preemption.monitoring_interval)",
         ),
     ];
     for (field, _, instead) in set.iter().filter(|(_, s, _)| *s) {

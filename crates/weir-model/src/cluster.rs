@@ -94,7 +94,35 @@ impl SchedulerConfig {
 pub struct PreemptionConfig {
     pub enabled: bool,
     pub utilization_threshold: f64,
+    /// Fair mode's `kill_wait`; in capacity mode `max_wait_before_kill`.
     pub kill_wait: Duration,
+    /// Capacity mode's proportional policy (defaults in fair mode, where nothing reads it).
+    pub capacity: CapacityPreemption,
+}
+
+/// The settings of capacity mode's proportional preemption (YARN's
+/// `ProportionalCapacityPreemptionPolicy`), each with YARN's default.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CapacityPreemption {
+    /// How often a round runs (3 s).
+    pub monitoring_interval: Duration,
+    /// The dead zone: a queue holding at most guarantee × (1 + this) loses nothing (0.1).
+    pub max_ignored_over_capacity: f64,
+    /// At most this share of the cluster is chosen per round (0.1).
+    pub total_preemption_per_round: f64,
+    /// The share of a queue's excess chosen per round (0.2).
+    pub natural_termination_factor: f64,
+}
+
+impl Default for CapacityPreemption {
+    fn default() -> Self {
+        CapacityPreemption {
+            monitoring_interval: Duration::from_secs(3),
+            max_ignored_over_capacity: 0.1,
+            total_preemption_per_round: 0.1,
+            natural_termination_factor: 0.2,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

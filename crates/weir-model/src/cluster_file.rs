@@ -66,7 +66,7 @@ pub enum Mode {
     #[default]
     Fair,
     /// Hadoop YARN Capacity Scheduler semantics: capacities, user limits, queue priorities
-    /// (see `capacity.rs`; proportional preemption and node labels not implemented yet).
+    /// and proportional preemption (see `capacity.rs`; node labels not implemented yet).
     Capacity,
 }
 
@@ -255,6 +255,26 @@ pub struct PreemptionSpec {
     pub fair_share_preemption_threshold: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_share_preemption_timeout: Option<Duration>,
+    /// Capacity mode: how often the proportional policy looks (YARN's
+    /// `monitor.capacity.preemption.monitoring_interval`, 3 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitoring_interval: Option<Duration>,
+    /// Capacity mode: a queue is left alone while it holds at most its guarantee × (1 + this)
+    /// (`max_ignored_over_capacity`, 0.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ignored_over_capacity: Option<f64>,
+    /// Capacity mode: at most this share of the cluster is taken per round
+    /// (`total_preemption_per_round`, 0.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_preemption_per_round: Option<f64>,
+    /// Capacity mode: each round takes this share of what a queue is over its ideal
+    /// allocation, counting on containers to end by themselves (`natural_termination_factor`, 0.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub natural_termination_factor: Option<f64>,
+    /// Capacity mode: a marked container still chosen this long after it was marked is killed
+    /// (`max_wait_before_kill`, 15 s). Fair mode calls it `kill_wait`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_wait_before_kill: Option<Duration>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]

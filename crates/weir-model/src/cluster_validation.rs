@@ -107,7 +107,8 @@ impl Validator {
         let preemption = PreemptionConfig {
             enabled: p.enabled.unwrap_or(false),
             utilization_threshold: p.utilization_threshold.unwrap_or(0.8),
-            kill_wait: p.kill_wait.unwrap_or(Duration::from_secs(15)),
+            kill_wait: p.kill_wait.or(p.max_wait_before_kill).unwrap_or(Duration::from_secs(15)),
+            capacity: crate::capacity_validation::capacity_preemption(&p),
         };
         self.fraction("scheduler.preemption.utilization_threshold", preemption.utilization_threshold);
         if let Some(t) = p.fair_share_preemption_threshold {

@@ -36,8 +36,8 @@ pub use capacity::{CapacityQueue, CapacitySpec, LeafOrdering, QueueState};
 /// (`usage.csv`, `runs.csv`) would run the cell as a formula (CSV injection).
 pub const FORMULA_STARTS: [char; 4] = ['=', '+', '-', '@'];
 pub use cluster::{
-    ClusterConfig, Limit, NodeGroup, PreemptionConfig, QueueConfig, QueueIndex, SchedulerConfig,
-    TierDefaults, MAX_NODES,
+    CapacityPreemption, ClusterConfig, Limit, NodeGroup, PreemptionConfig, QueueConfig, QueueIndex,
+    SchedulerConfig, TierDefaults, MAX_NODES,
 };
 pub use cluster_file::{
     Backfill, ClusterFile, GangPreemption, JobOrder, Mode, PlacementSpec, Policy, Promotion, QueueSpec,

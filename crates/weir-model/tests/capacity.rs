@@ -1,7 +1,7 @@
 //! Capacity mode's queue settings in the cluster file: defaults (the Capacity Scheduler's),
 //! shares resolved down the tree, and every rule's error with its path.
 
-use weir_model::{CapacitySpec, ClusterConfig, LeafOrdering, Limit, Policy, QueuePath, QueueState};
+use weir_model::{CapacitySpec, ClusterConfig, Duration, LeafOrdering, Limit, Policy, QueuePath, QueueState};
 
 const HEAD: &str = "version: 1\nscheduler: {mode: capacity}\nnodes:\n  - {count: 10, resources: {cpu: 10000, memory: 10240}}\n";
 
@@ -168,11 +168,78 @@ fn every_rule_names_its_field() {
 }
 
 #[test]
-fn capacity_settings_in_fair_mode_and_preemption_in_capacity_mode_are_refused() {
+fn capacity_settings_in_fair_mode_and_fair_preemption_settings_in_capacity_mode_are_refused() {
     let fair = "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 1000, memory: 1024}}\nqueues:\n  - {name: a, capacity: 40}\n";
     check_file(fair, "queues.a.capacity", "set scheduler.mode: capacity");
-    let preempting = "version: 1\nscheduler: {mode: capacity, preemption: {enabled: true}}\nnodes:\n  - {count: 1, resources: {cpu: 1000, memory: 1024}}\nqueues:\n  - {name: a, capacity: 100}\n";
-    check_file(preempting, "scheduler.preemption.enabled", "not implemented yet");
+    let file = |mode: &str, preemption: &str, queue: &str| {
+        format!(
+            "version: 1\nscheduler: {{mode: {mode}, preemption: {{enabled: true{preemption}}}}}\nnodes:\n  - {{count: 1, resources: {{cpu: 1000, memory: 1024}}}}\nqueues:\n  - {{name: a{queue}}}\n"
+        )
+    };
+    let fair_preemption = |p: &str| file("fair", p, "");
+    let capacity = |p: &str| file("capacity", p, ", capacity: 100");
+    check_file(
+        &fair_preemption(", natural_termination_factor: 0.5"),
+        "scheduler.preemption.natural_termination_factor",
+        "set scheduler.mode: capacity",
+    );
+    check_file(
+        &capacity(", kill_wait: 10s"),
+        "scheduler.preemption.kill_wait",
+        "in capacity mode use max_wait_before_kill",
+    );
+    check_file(
+        &capacity(", utilization_threshold: 0.5"),
+        "scheduler.preemption.utilization_threshold",
+        "use max_ignored_over_capacity",
+    );
+    check_file(
+        &capacity(", monitoring_interval: 0s"),
+        "scheduler.preemption.monitoring_interval",
+        "longer than 0s",
+    );
+    check_file(
+        &capacity(", total_preemption_per_round: 0"),
+        "scheduler.preemption.total_preemption_per_round",
+        "not a fraction in (0, 1]",
+    );
+    check_file(
+        &capacity(", natural_termination_factor: 1.5"),
+        "scheduler.preemption.natural_termination_factor",
+        "not a fraction in (0, 1]",
+    );
+    check_file(
+        &capacity(", max_ignored_over_capacity: -1"),
+        "scheduler.preemption.max_ignored_over_capacity",
+        "not a fraction ≥ 0",
+    );
+}
+
+/// ProportionalCapacityPreemptionPolicy's defaults (CapacitySchedulerConfiguration):
+/// monitoring_interval 3 s, max_wait_before_kill 15 s, total_preemption_per_round 0.1,
+/// max_ignored_over_capacity 0.1, natural_termination_factor 0.2; each can be set.
+#[test]
+fn capacity_preemption_settings_default_as_yarn() {
+    let text = "version: 1\nscheduler: {mode: capacity, preemption: {enabled: true}}\nnodes:\n  - {count: 1, resources: {cpu: 1000, memory: 1024}}\nqueues:\n  - {name: a, capacity: 100}\n";
+    let c = ClusterConfig::from_yaml("c.yaml", text).unwrap();
+    let p = &c.scheduler.preemption;
+    assert!(p.enabled);
+    assert_eq!(p.kill_wait, Duration::from_secs(15));
+    assert_eq!(p.capacity.monitoring_interval, Duration::from_secs(3));
+    assert_eq!(p.capacity.total_preemption_per_round, 0.1);
+    assert_eq!(p.capacity.max_ignored_over_capacity, 0.1);
+    assert_eq!(p.capacity.natural_termination_factor, 0.2);
+    let text = text.replace(
+        "{enabled: true}",
+        "{enabled: true, monitoring_interval: 1s, max_wait_before_kill: 30s, total_preemption_per_round: 0.5, max_ignored_over_capacity: 0, natural_termination_factor: 1}",
+    );
+    let c = ClusterConfig::from_yaml("c.yaml", &text).unwrap();
+    let p = &c.scheduler.preemption;
+    assert_eq!(p.kill_wait, Duration::from_secs(30));
+    assert_eq!(p.capacity.monitoring_interval, Duration::from_secs(1));
+    assert_eq!(p.capacity.total_preemption_per_round, 0.5);
+    assert_eq!(p.capacity.max_ignored_over_capacity, 0.0);
+    assert_eq!(p.capacity.natural_termination_factor, 1.0);
 }
 
 #[test]

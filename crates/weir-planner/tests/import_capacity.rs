@@ -109,3 +109,28 @@ fn what_cannot_be_read_is_refused_naming_the_property() {
     let e = bad("<value>50</value>", "<value>45</value>");
     assert!(e.contains("add up to 95, not 100"), "{e}");
 }
+
+/// The proportional policy's settings (`CapacitySchedulerConfiguration`'s
+/// `yarn.resourcemanager.monitor.capacity.preemption.*`, which
+/// `ProportionalCapacityPreemptionPolicy.init` reads from capacity-scheduler.xml) go out with a
+/// preempting capacity-mode cluster and come back with `--preemption`.
+#[test]
+fn preemption_settings_round_trip() {
+    let text = include_str!("../../../examples/cluster-capacity.yaml")
+        .replace("natural_termination_factor: 0.2", "natural_termination_factor: 0.5")
+        .replace("monitoring_interval: 3s", "monitoring_interval: 5s");
+    let c = ClusterConfig::from_yaml("cluster-capacity.yaml", &text).unwrap();
+    let xml = export(&c, Format::YarnCapacity, &ExportOptions::default()).unwrap().text;
+    assert!(
+        xml.contains("yarn.resourcemanager.monitor.capacity.preemption.monitoring_interval</name>"),
+        "{xml}"
+    );
+    let options = ImportOptions { preemption: true, ..ImportOptions::default() };
+    let back = import_yarn_capacity("again.xml", &xml, &options).unwrap();
+    let notes = back.notes.join("\n");
+    assert!(!notes.contains("monitor.capacity.preemption"), "read, not ignored: {notes}");
+    let c2 = ClusterConfig::from_file("again", back.file).unwrap();
+    assert_eq!(c2.scheduler.preemption, c.scheduler.preemption);
+    assert_eq!(c2.scheduler.preemption.capacity.natural_termination_factor, 0.5);
+    assert_eq!(c2.scheduler.preemption.capacity.monitoring_interval, weir_model::Duration::from_secs(5));
+}

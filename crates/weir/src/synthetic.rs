@@ -75,6 +75,29 @@ pub fn cluster(nodes: u32, leaves: usize, scheduler: SchedulerSpec) -> ClusterCo
     ClusterConfig::from_file("<synthetic>", file).expect("the synthetic cluster is valid")
 }
 
+/// The same cluster in capacity mode: each queue's fair-mode weight becomes its capacity as a
+/// weight (`3w`, normalised among siblings), leaves' users are limited only by the queue's max
+/// (`user_limit_factor: -1`, as fair mode has no user limit), and `max_applications` is high
+/// enough that no synthetic job is refused.
+pub fn capacity_cluster(nodes: u32, leaves: usize, scheduler: SchedulerSpec) -> ClusterConfig {
+    let mut file = cluster(nodes, leaves, SchedulerSpec::default()).file;
+    file.scheduler = SchedulerSpec {
+        mode: weir_model::Mode::Capacity,
+        max_applications: Some(1_000_000_000),
+        queue_max_am_share_default: None,
+        ..scheduler
+    };
+    fn convert(q: &mut QueueSpec) {
+        q.capacity = Some(weir_model::CapacitySpec::Weight(q.weight.take().unwrap_or(1.0)));
+        if q.children.is_empty() {
+            q.user_limit_factor = Some(-1.0);
+        }
+        q.children.iter_mut().for_each(convert);
+    }
+    file.queues.iter_mut().for_each(convert);
+    ClusterConfig::from_file("<synthetic>", file).expect("the synthetic capacity cluster is valid")
+}
+
 /// A tree with about `total` queues in all (root, orgs, projects and tier leaves).
 pub fn cluster_with_queues(total: usize) -> ClusterConfig {
     // Each project brings 4 queues (itself + 3 tiers); orgs add about √projects more.

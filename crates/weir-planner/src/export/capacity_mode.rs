@@ -20,6 +20,26 @@ pub(super) fn export(cfg: &ClusterConfig, losses: &mut Vec<String>) -> Result<St
     if let Some(n) = cfg.scheduler.user_max_running_apps {
         property(&mut x, &format!("{PREFIX}.user.max-parallel-apps"), &n.to_string(), None);
     }
+    let p = &cfg.scheduler.preemption;
+    if p.enabled {
+        // ProportionalCapacityPreemptionPolicy reads these from capacity-scheduler.xml; the
+        // monitor itself is switched on in yarn-site.xml.
+        let monitor = "yarn.resourcemanager.monitor.capacity.preemption";
+        let c = &p.capacity;
+        for (name, value, note) in [
+            (
+                "monitoring_interval",
+                c.monitoring_interval.as_millis().to_string(),
+                Some("with yarn.resourcemanager.scheduler.monitor.enable=true in yarn-site.xml"),
+            ),
+            ("max_wait_before_kill", p.kill_wait.as_millis().to_string(), None),
+            ("total_preemption_per_round", num(c.total_preemption_per_round), None),
+            ("max_ignored_over_capacity", num(c.max_ignored_over_capacity), None),
+            ("natural_termination_factor", num(c.natural_termination_factor), None),
+        ] {
+            property(&mut x, &format!("{monitor}.{name}"), &value, note);
+        }
+    }
     for (ix, q) in cfg.queues.iter().enumerate() {
         let path = q.path.as_str();
         let Some(c) = &q.capacity else { continue };

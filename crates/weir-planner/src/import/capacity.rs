@@ -120,12 +120,6 @@ pub fn import_yarn_capacity(file: &str, text: &str, options: &ImportOptions) -> 
             ));
         }
     }
-    if options.preemption {
-        cx.problem(
-            "--preemption",
-            "capacity mode's proportional preemption is not implemented in weir yet; import without --preemption".into(),
-        );
-    }
     if options.tiers_from_names {
         cx.notes.push("--tiers-from-names is not applied to a capacity-scheduler.xml yet".into());
     }
@@ -138,6 +132,7 @@ pub fn import_yarn_capacity(file: &str, text: &str, options: &ImportOptions) -> 
     out.scheduler.user_max_running_apps =
         cx.number(&format!("{PREFIX}user.max-parallel-apps"), "a whole number");
     out.queues = children(&mut cx, "root", 0, false);
+    out.scheduler.preemption = preemption(&mut cx, options.preemption);
     if let Some(calc) = cx.get(&format!("{PREFIX}resource-calculator")) {
         cx.notes.push(format!(
             "{PREFIX}resource-calculator {calc}: weir's capacity mode compares memory, as the DefaultResourceCalculator"
@@ -275,4 +270,26 @@ fn leaf(cx: &mut Cx, here: &str, spec: &mut QueueSpec) {
             spec.user_weights.insert(user, w);
         }
     }
+}
+
+/// The proportional preemption policy's settings (`CapacitySchedulerConfiguration`'s
+/// `yarn.resourcemanager.monitor.capacity.preemption.*`, read from this file by
+/// `ProportionalCapacityPreemptionPolicy`); `enabled` from `--preemption` (the monitor is
+/// switched on in yarn-site.xml, which this file does not hold).
+fn preemption(cx: &mut Cx, enabled: bool) -> Option<weir_model::cluster_file::PreemptionSpec> {
+    const MONITOR: &str = "yarn.resourcemanager.monitor.capacity.preemption";
+    let millis = |cx: &mut Cx, name: &str| {
+        cx.number::<u64>(&format!("{MONITOR}.{name}"), "a whole number of milliseconds")
+            .map(weir_model::Duration)
+    };
+    let spec = weir_model::cluster_file::PreemptionSpec {
+        enabled: enabled.then_some(true),
+        monitoring_interval: millis(cx, "monitoring_interval"),
+        max_wait_before_kill: millis(cx, "max_wait_before_kill"),
+        total_preemption_per_round: cx.number(&format!("{MONITOR}.total_preemption_per_round"), "a fraction"),
+        max_ignored_over_capacity: cx.number(&format!("{MONITOR}.max_ignored_over_capacity"), "a fraction"),
+        natural_termination_factor: cx.number(&format!("{MONITOR}.natural_termination_factor"), "a fraction"),
+        ..Default::default()
+    };
+    (spec != Default::default()).then_some(spec)
 }

@@ -101,6 +101,18 @@ struct EngineBench {
     /// opened by `pass N`) to this file, to `diff` two runs whose digests differ.
     #[arg(long, value_name = "PATH")]
     decision_log: Option<PathBuf>,
+    /// The scheduler: `fair` (YARN's Fair Scheduler) or `capacity` (the Capacity Scheduler:
+    /// the same tree with each weight as a capacity weight, users limited only by the queue's
+    /// max, `max_am_percent` = --am-share (1 when -1); it also times a round of the
+    /// proportional preemption policy on a --share-queues tree).
+    #[arg(long, value_enum, default_value_t = BenchMode::Fair)]
+    mode: BenchMode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BenchMode {
+    Fair,
+    Capacity,
 }
 
 pub fn run(args: &BenchArgs) -> Result<()> {
@@ -120,12 +132,24 @@ fn engine(a: &EngineBench) -> Result<()> {
     if cfg!(debug_assertions) {
         eprintln!("warning: this is a debug build; measure with `cargo run --release -- bench engine`");
     }
-    let scheduler = SchedulerSpec {
-        queue_max_am_share_default: Some(a.am_share),
-        reservable_nodes: Some(a.reservable_nodes),
-        ..SchedulerSpec::default()
+    let config = match a.mode {
+        BenchMode::Fair => {
+            let scheduler = SchedulerSpec {
+                queue_max_am_share_default: Some(a.am_share),
+                reservable_nodes: Some(a.reservable_nodes),
+                ..SchedulerSpec::default()
+            };
+            synthetic::cluster(a.nodes, a.leaves, scheduler)
+        }
+        BenchMode::Capacity => {
+            let scheduler = SchedulerSpec {
+                max_am_percent: Some(if a.am_share > 0.0 && a.am_share <= 1.0 { a.am_share } else { 1.0 }),
+                reservable_nodes: Some(a.reservable_nodes),
+                ..SchedulerSpec::default()
+            };
+            synthetic::capacity_cluster(a.nodes, a.leaves, scheduler)
+        }
     };
-    let config = synthetic::cluster(a.nodes, a.leaves, scheduler);
     let leaves: Vec<QueuePath> = config.leaves().map(|q| q.path.clone()).collect();
     let mut engine = Engine::with_config_nodes(config)?;
     let mut rng = SplitMix::new(a.seed);
@@ -200,6 +224,11 @@ fn engine(a: &EngineBench) -> Result<()> {
     samples.sort();
     let recompute = samples[samples.len() / 2];
 
+    let round = match a.mode {
+        BenchMode::Fair => None,
+        BenchMode::Capacity => Some(preemption_round(a)?),
+    };
+
     let rate = |n: usize, d: WallDuration| n as f64 / d.as_secs_f64().max(1e-9);
     let total_rate = rate(fill + churn, fill_time + churn_time);
     let mut out = String::new();
@@ -244,6 +273,17 @@ fn engine(a: &EngineBench) -> Result<()> {
         share_leaves.len(),
         recompute.as_secs_f64() * 1e3
     )?;
+    if let Some(r) = &round {
+        writeln!(
+            out,
+            "proportional preemption round, {} queues, {} containers running: median {:.3} ms of 21 passes \
+             with a round ({} marked by the first)",
+            r.queues,
+            r.running,
+            r.median.as_secs_f64() * 1e3,
+            r.marked
+        )?;
+    }
     writeln!(out, "decision digest: sha256 {digest} ({decisions} decisions in {passes} passes)")?;
     writeln!(
         out,
@@ -260,6 +300,8 @@ fn engine(a: &EngineBench) -> Result<()> {
             "nodes": a.nodes,
             "leaves": leaves.len(),
             "jobs": a.jobs,
+            "mode": format!("{:?}", a.mode).to_lowercase(),
+            "preemption_round_ms": round.as_ref().map(|r| (r.median.as_secs_f64() * 1e6).round() / 1e3),
         })
     )?;
     emit(&out)
@@ -273,4 +315,71 @@ fn collect_starts(decisions: Vec<Decision>, running: &mut Vec<ContainerId>) -> u
         }
     }
     running.len() - before
+}
+
+/// What the timing of a proportional preemption round found.
+struct Round {
+    queues: usize,
+    running: usize,
+    marked: usize,
+    median: WallDuration,
+}
+
+/// A round of capacity mode's proportional policy on a tree of about --share-queues queues:
+/// the first half of the leaves fills the cluster (idle guarantees are lent), then the other
+/// half asks for room; each timed pass falls on a round (every 3 s) and includes the policy's
+/// ideal allocation over every queue, its choice of victims and the (failed) placement.
+fn preemption_round(a: &EngineBench) -> Result<Round> {
+    let scheduler = SchedulerSpec {
+        preemption: Some(weir_model::cluster_file::PreemptionSpec {
+            enabled: Some(true),
+            ..Default::default()
+        }),
+        max_am_percent: Some(1.0),
+        ..SchedulerSpec::default()
+    };
+    let leaves_wanted = synthetic::cluster_with_queues(a.share_queues).leaves().count();
+    let config = synthetic::capacity_cluster(a.nodes, leaves_wanted, scheduler);
+    let queues = config.queues.len();
+    let leaves: Vec<QueuePath> = config.leaves().map(|q| q.path.clone()).collect();
+    let mut engine = Engine::with_config_nodes(config)?;
+    let mut rng = SplitMix::new(a.seed);
+    let (first, second) = leaves.split_at(leaves.len() / 2);
+    let mut id = 0u64;
+    let mut submit =
+        |engine: &mut Engine, rng: &mut SplitMix, now: Time, among: &[QueuePath], jobs: u64| -> Result<()> {
+            for _ in 0..jobs {
+                let spec = JobSpec {
+                    id: JobId(id),
+                    queue: among[rng.below(among.len() as u64) as usize].clone(),
+                    user: format!("user{}", id % 500),
+                    priority: None,
+                    submit_time: now,
+                    requests: vec![Request::new(synthetic::container(rng), 1 + rng.below(20) as u32)],
+                    has_am: true,
+                };
+                id += 1;
+                engine.on_job_submitted(now, spec)?;
+            }
+            Ok(())
+        };
+    let jobs = a.jobs.max(2) / 2;
+    submit(&mut engine, &mut rng, Time(1), first, jobs)?;
+    let running =
+        engine.schedule(Time(1)).iter().filter(|d| matches!(d, Decision::StartContainer { .. })).count();
+    submit(&mut engine, &mut rng, Time(2), second, jobs)?;
+    engine.schedule(Time(2));
+    let mut samples = Vec::new();
+    let mut marked = 0;
+    for k in 1..=21u64 {
+        let now = Time(k * 3000);
+        let t = Instant::now();
+        let decisions = engine.schedule(now);
+        samples.push(t.elapsed());
+        if k == 1 {
+            marked = decisions.iter().filter(|d| matches!(d, Decision::PreemptContainer { .. })).count();
+        }
+    }
+    samples.sort();
+    Ok(Round { queues, running, marked, median: samples[samples.len() / 2] })
 }
