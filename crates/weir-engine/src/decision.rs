@@ -42,6 +42,9 @@ pub enum Starvation {
     FairShare,
     /// A queue below `min(min share, demand)` past its min-share timeout.
     MinShare,
+    /// A job below `min(guarantee, demand)` past its leaf's min-share timeout: the guarantee
+    /// a host (the SLO controller) set with `Engine::set_job_guarantee`.
+    Guarantee,
 }
 
 impl fmt::Display for PreemptReason {
@@ -51,6 +54,13 @@ impl fmt::Display for PreemptReason {
                 write!(f, "preempted to restore {} of {} to its fair share", self.for_job, self.for_queue)
             }
             Starvation::MinShare => write!(f, "preempted to restore {} to its min share", self.for_queue),
+            Starvation::Guarantee => {
+                write!(
+                    f,
+                    "preempted to restore {} of {} to its guaranteed allocation",
+                    self.for_job, self.for_queue
+                )
+            }
         }
     }
 }

@@ -96,6 +96,8 @@ pub struct Engine {
     pub(crate) shadow_less_head: Option<(u64, JobSlot)>,
     /// Jobs tried in this pass since its EASY head was chosen (`backfill_depth` bounds it).
     pub(crate) backfill_tried: u32,
+    /// Per-job guarantees set by the host (`guarantee.rs`).
+    pub(crate) guarantees: crate::guarantee::Guarantees,
 }
 
 /// The default [`Engine::set_container_limit`]: about 350 bytes each in the engine and a host
@@ -227,6 +229,7 @@ impl Engine {
             placeholder_room: Resources::ZERO,
             shadow_less_head: None,
             backfill_tried: 0,
+            guarantees: Default::default(),
         };
         engine.resolve_limits();
         Ok(engine)

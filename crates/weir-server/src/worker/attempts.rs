@@ -132,6 +132,7 @@ impl Actor {
         let kind = match reason.kind {
             weir_engine::Starvation::FairShare => "fair_share",
             weir_engine::Starvation::MinShare => "min_share",
+            weir_engine::Starvation::Guarantee => "guarantee",
         };
         self.metrics.preempted(&self.cluster, kind);
         let Some(run) = self.runs.get(&key.task.run) else { return };

@@ -93,6 +93,7 @@ fn because(out: &mut String, r: &PreemptReason) -> std::fmt::Result {
     let kind = match r.kind {
         Starvation::FairShare => "fair_share",
         Starvation::MinShare => "min_share",
+        Starvation::Guarantee => "guarantee",
     };
     writeln!(out, "for {} {} {kind}", r.for_job.0, r.for_queue)
 }
