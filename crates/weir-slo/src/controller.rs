@@ -12,6 +12,16 @@
 //!   a cut only by the share `hysteresis` of the gap each period;
 //! - never below `min_allocation` (a job at 0 makes no progress) nor above the largest the
 //!   model knows.
+//!
+//! Two guards against the model's own errors:
+//! - predictions are made **monotone** in the allocation: a job is never predicted to finish
+//!   sooner on fewer containers than on more (C(p, a) is estimated from a few runs per a, and
+//!   its quantiles are noisy); the remaining time under a is the largest under any a' ≥ a;
+//! - with `reestimate`, the remaining time is stretched by the run's **speed** so far
+//!   ([`JobState::speed`]: its completed tasks' time over what the profile expected of them),
+//!   when it is slower than the profile — a run on slow nodes or with a slowed stage is
+//!   re-planned as soon as its tasks show it, not only when its progress falls behind.
+//!   A cut is never made while the current allocation is predicted late.
 
 use serde::Serialize;
 
@@ -62,6 +72,8 @@ pub struct ControlConfig {
     /// Cost of one container, in utility units (small: it only breaks ties between
     /// allocations that all meet the deadline, towards fewer containers).
     pub cost_per_container: f64,
+    /// Stretch predictions by the run's observed speed when slower than the profile.
+    pub reestimate: bool,
 }
 
 impl Default for ControlConfig {
@@ -74,6 +86,7 @@ impl Default for ControlConfig {
             hysteresis: 0.5,
             min_allocation: 1,
             cost_per_container: 1e-4,
+            reestimate: true,
         }
     }
 }
@@ -84,6 +97,8 @@ pub struct Decision {
     pub elapsed_ms: u64,
     pub progress: f64,
     pub slack: f64,
+    /// The run's speed the prediction was stretched by (1: as the profile, or not re-estimating).
+    pub speed: f64,
     pub allocation: u32,
     /// The best allocation this period, before the dead zone and hysteresis.
     pub target: u32,
@@ -115,11 +130,24 @@ impl Controller {
         (self.config.min_allocation.clamp(1, max), max)
     }
 
-    /// Predicted completion under `a` in this state, slack included.
+    /// Predicted completion under `a` in this state: slack and speed included, never sooner
+    /// than under any larger allocation.
     pub fn predicted(&self, elapsed_ms: u64, state: &JobState, a: u32) -> u64 {
-        let slack = self.slack(state);
-        let left = self.predictor.remaining(state, a, self.config.quantile) as f64 * slack;
+        let (_, max) = self.bounds();
+        let q = self.config.quantile;
+        let remaining =
+            (a.max(1)..=max.max(a)).map(|b| self.predictor.remaining(state, b, q)).max().unwrap_or(0);
+        let left = remaining as f64 * self.slack(state) * self.speed(state);
         elapsed_ms + left.round() as u64
+    }
+
+    /// The run's speed against the profile when re-estimating and slower (else 1).
+    pub fn speed(&self, state: &JobState) -> f64 {
+        if self.config.reestimate {
+            state.speed(self.predictor.profile()).max(1.0)
+        } else {
+            1.0
+        }
     }
 
     fn slack(&self, state: &JobState) -> f64 {
@@ -171,7 +199,10 @@ impl Controller {
                 let deadline = self.utility.deadline_ms;
                 if target == cur {
                     (cur, "on track")
-                } else if now <= deadline && now + self.config.dead_zone_ms >= deadline {
+                } else if now > deadline {
+                    // Fewer containers are predicted no sooner: more cannot be worse.
+                    (cur, "late: kept")
+                } else if now + self.config.dead_zone_ms >= deadline {
                     (cur, "dead zone: on time, kept")
                 } else {
                     let step =
@@ -185,6 +216,7 @@ impl Controller {
             elapsed_ms,
             progress: self.predictor.progress(state),
             slack: self.slack(state),
+            speed: self.speed(state),
             allocation,
             target,
             predicted_ms: self.predicted(elapsed_ms, state, allocation),

@@ -398,6 +398,7 @@ fn replay(
                 l.state.started = true;
                 if t.outcome == SimOutcome::Done {
                     l.state.done[t.stage as usize] += 1;
+                    l.state.ran_ms[t.stage as usize] += t.end.since(t.start).as_millis();
                 }
             }
             records.push(t);

@@ -184,6 +184,10 @@ struct EvaluateArgs {
     /// The share of the gap a cut closes per period (1: at once).
     #[arg(long, value_name = "F", default_value_t = 0.5)]
     hysteresis: f64,
+    /// Do not re-estimate: plan with the profile's task durations even when the run's
+    /// completed tasks show it is slower (docs/slo.md, "re-estimation").
+    #[arg(long)]
+    no_reestimate: bool,
     /// Policies to run (comma-separated): jockey, static, max, fair, amdahl.
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "jockey,static,max,fair,amdahl", value_parser = parse_policy)]
     policies: Vec<Policy>,
@@ -436,6 +440,7 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
             slack_end: args.slack_end,
             dead_zone_ms: args.dead_zone.as_millis(),
             hysteresis: args.hysteresis,
+            reestimate: !args.no_reestimate,
             ..weir_slo::ControlConfig::default()
         },
         slow_share: args.slow_share,
@@ -451,7 +456,7 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
         "policy,workflow,run,slowed,submit,deadline,completion,met,allocated_hours,used_hours\n",
     );
     let mut decisions =
-        String::from("policy,workflow,run,elapsed,progress,slack,allocation,target,predicted,reason\n");
+        String::from("policy,workflow,run,elapsed,progress,slack,speed,allocation,target,predicted,reason\n");
     for j in &report.jobs {
         let _ = writeln!(
             jobs,
@@ -470,13 +475,14 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
         for d in &j.decisions {
             let _ = writeln!(
                 decisions,
-                "{},{},{},{},{:.4},{:.3},{},{},{},{}",
+                "{},{},{},{},{:.4},{:.3},{:.3},{},{},{},{}",
                 j.policy.name(),
                 j.workflow,
                 j.run,
                 d.elapsed_ms,
                 d.progress,
                 d.slack,
+                d.speed,
                 d.allocation,
                 d.target,
                 d.predicted_ms,
