@@ -134,6 +134,9 @@ pub struct PolicyFigures {
     pub background_jobs: usize,
     pub background_response_mean_s: f64,
     pub background_response_p90_s: f64,
+    /// Of the runs maximal allocation met (the ones some allocation could meet), how many this
+    /// policy met; `None` when `max` did not run.
+    pub met_where_max_met: Option<usize>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -174,6 +177,20 @@ pub fn evaluate(
             replay(cluster, &eval_workload, &runs, &profiles, &tables, policy, config)?;
         policies.push(figures(policy, &js, background));
         jobs.append(&mut js);
+    }
+    let feasible: Vec<(&str, u32)> = jobs
+        .iter()
+        .filter(|j| j.policy == Policy::Max && j.met)
+        .map(|j| (j.workflow.as_str(), j.run))
+        .collect();
+    if config.policies.contains(&Policy::Max) {
+        for f in &mut policies {
+            let met = jobs
+                .iter()
+                .filter(|j| j.policy == f.policy && j.met && feasible.contains(&(j.workflow.as_str(), j.run)))
+                .count();
+            f.met_where_max_met = Some(met);
+        }
     }
     Ok(EvalReport { profiles, policies, jobs })
 }
@@ -494,6 +511,7 @@ fn figures(policy: Policy, jobs: &[EvalJob], mut background: Vec<u64>) -> Policy
         background_response_p90_s: background
             .get(((background.len().max(1) - 1) as f64 * 0.9).round() as usize)
             .map_or(0.0, |&b| b as f64 / 1000.0),
+        met_where_max_met: None,
     }
 }
 

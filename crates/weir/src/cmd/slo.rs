@@ -514,6 +514,15 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
         );
     }
     let _ = writeln!(t, "(lateness: completion / deadline; ch: container-hours; bg: background jobs)");
+    if let Some(max) = report.policies.iter().find(|f| f.policy == Policy::Max) {
+        let of: Vec<String> = report
+            .policies
+            .iter()
+            .filter_map(|f| Some(format!("{} {}", f.policy.name(), f.met_where_max_met?)))
+            .collect();
+        let _ =
+            writeln!(t, "of the {} runs maximal allocation met, each policy met: {}", max.met, of.join(", "));
+    }
     let _ = writeln!(
         t,
         "wrote {}, jobs.csv, decisions.csv, report.html",
