@@ -15,8 +15,10 @@
 //!
 //! Two guards against the model's own errors:
 //! - predictions are made **monotone** in the allocation: a job is never predicted to finish
-//!   sooner on fewer containers than on more (C(p, a) is estimated from a few runs per a, and
-//!   its quantiles are noisy); the remaining time under a is the largest under any a' ≥ a;
+//!   sooner on fewer containers than on more. C(p, a) is estimated from a few runs per a and
+//!   its high quantiles are noisy, so the remaining times over a = 1..A are replaced by their
+//!   non-increasing least-squares fit (isotonic regression, pool-adjacent-violators): a noisy
+//!   pair is averaged, not resolved to its worse value (which would bias every prediction up);
 //! - with `reestimate`, the remaining time is stretched by the run's **speed** so far
 //!   ([`JobState::speed`]: its completed tasks' time over what the profile expected of them),
 //!   when it is slower than the profile — a run on slow nodes or with a slowed stage is
@@ -133,12 +135,17 @@ impl Controller {
     /// Predicted completion under `a` in this state: slack and speed included, never sooner
     /// than under any larger allocation.
     pub fn predicted(&self, elapsed_ms: u64, state: &JobState, a: u32) -> u64 {
+        let all = self.predictions(elapsed_ms, state);
+        all[(a.clamp(1, all.len() as u32) - 1) as usize]
+    }
+
+    /// Predicted completions under a = 1..=max (index a − 1), made non-increasing in a.
+    fn predictions(&self, elapsed_ms: u64, state: &JobState) -> Vec<u64> {
         let (_, max) = self.bounds();
         let q = self.config.quantile;
-        let remaining =
-            (a.max(1)..=max.max(a)).map(|b| self.predictor.remaining(state, b, q)).max().unwrap_or(0);
-        let left = remaining as f64 * self.slack(state) * self.speed(state);
-        elapsed_ms + left.round() as u64
+        let raw: Vec<f64> = (1..=max).map(|a| self.predictor.remaining(state, a, q) as f64).collect();
+        let stretch = self.slack(state) * self.speed(state);
+        non_increasing(&raw).into_iter().map(|r| elapsed_ms + (r * stretch).round() as u64).collect()
     }
 
     /// The run's speed against the profile when re-estimating and slower (else 1).
@@ -159,9 +166,10 @@ impl Controller {
     /// smallest of equals.
     pub fn target(&self, elapsed_ms: u64, state: &JobState) -> u32 {
         let (min, max) = self.bounds();
+        let predictions = self.predictions(elapsed_ms, state);
         let mut best = (f64::NEG_INFINITY, min);
         for a in min..=max {
-            let score = self.utility.at(self.predicted(elapsed_ms, state, a))
+            let score = self.utility.at(predictions[(a - 1) as usize])
                 - self.config.cost_per_container * f64::from(a);
             if score > best.0 + 1e-12 {
                 best = (score, a);
@@ -223,4 +231,25 @@ impl Controller {
             reason,
         }
     }
+}
+
+/// The non-increasing sequence closest to `y` in least squares (pool adjacent violators):
+/// wherever a value exceeds the one before, the run is replaced by its mean.
+fn non_increasing(y: &[f64]) -> Vec<f64> {
+    // Blocks of (sum, count), each mean no larger than the one before.
+    let mut blocks: Vec<(f64, usize)> = Vec::with_capacity(y.len());
+    for &v in y {
+        blocks.push((v, 1));
+        while blocks.len() > 1 {
+            let (s, n) = blocks[blocks.len() - 1];
+            let (ps, pn) = blocks[blocks.len() - 2];
+            if s / n as f64 <= ps / pn as f64 {
+                break;
+            }
+            blocks.pop();
+            let last = blocks.len() - 1;
+            blocks[last] = (ps + s, pn + n);
+        }
+    }
+    blocks.into_iter().flat_map(|(s, n)| std::iter::repeat_n(s / n as f64, n)).collect()
 }
