@@ -120,13 +120,14 @@ struct TableArgs {
 one job, no gangs) from a training simulation, then replay the workload with every SLO run perturbed \
 (--slow-share of them with one stage's durations times --slow-factor; every stage's failure \
 probability raised by --extra-failure) under five policies: jockey (the controller), static (its first \
-allocation, never changed), max (the job's full parallelism), fair (no cap and no guaranteed minimum \
-for the SLO queues: plain fair share) and amdahl (the controller with S + P/a). An allocation is a cap \
-on the job's running tasks inside its queue's guaranteed minimum.\n\n\
+allocation, never changed), max (the job's full parallelism), fair (no guarantee: plain fair share) \
+and amdahl (the controller with S + P/a). An allocation is the job's guarantee in the engine (placed \
+ahead of fair share, restored by preemption after the leaf's min-share timeout); the SLO queues' \
+configured minimum is removed under every policy, so the guarantee is all an SLO job gets.\n\n\
 Prints, and writes to --out: summary.json (per policy: deadlines met, lateness = completion/deadline \
 quantiles, allocated and used container-hours of the SLO jobs, background jobs' response times; and \
 the profiles), jobs.csv (one row per SLO run and policy) and decisions.csv (every control decision: \
-time, progress, allocation, predicted completion) and report.html (the policies side by side, \
+time, progress, slack, speed, allocation, predicted completion) and report.html (the policies side by side, \
 completion against deadline per run, allocation over time against progress for the controller's \
 hardest runs).\n\n\
 Example:\n  weir slo evaluate --cluster examples/slo/cluster.yaml --workload examples/slo/workload.yaml --out eval/"
