@@ -86,7 +86,7 @@ impl Default for EvalConfig {
             train_seed: 1,
             seed: 2,
             control_period: Duration::from_secs(60),
-            table: TableConfig { max_allocation: 64, runs: 20, ..TableConfig::default() },
+            table: TableConfig { max_allocation: 128, runs: 20, ..TableConfig::default() },
             control: ControlConfig::default(),
             slow_share: 0.3,
             slow_factor: 1.5,

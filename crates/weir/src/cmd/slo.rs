@@ -169,7 +169,7 @@ struct EvaluateArgs {
     #[arg(long, value_name = "N", default_value_t = 20)]
     table_runs: u32,
     /// The largest allocation a table holds (each job's parallelism caps it too).
-    #[arg(long, value_name = "N", default_value_t = 64)]
+    #[arg(long, value_name = "N", default_value_t = 128)]
     max_allocation: u32,
     /// The quantile of C(p, a) the controller plans for.
     #[arg(long, value_name = "Q", default_value_t = 0.99)]
