@@ -47,6 +47,9 @@ pub enum Starvation {
     /// victim's leaf held `used` MiB, above its `ideal` allocation and past the dead zone over
     /// its `guaranteed` MiB.
     Guarantee { used: u64, ideal: u64, guaranteed: u64 },
+    /// A job below `min(guarantee, demand)` past its leaf's min-share timeout: the guarantee
+    /// a host (the SLO controller) set with `Engine::set_job_guarantee`.
+    JobGuarantee,
 }
 
 impl fmt::Display for PreemptReason {
@@ -62,6 +65,13 @@ impl fmt::Display for PreemptReason {
                  queue held {used} MiB, above its ideal allocation of {ideal} MiB (guarantee {guaranteed} MiB)",
                 self.for_job, self.for_queue
             ),
+            Starvation::JobGuarantee => {
+                write!(
+                    f,
+                    "preempted to restore {} of {} to its guaranteed allocation",
+                    self.for_job, self.for_queue
+                )
+            }
         }
     }
 }

@@ -98,6 +98,8 @@ pub struct Engine {
     pub(crate) backfill_tried: u32,
     /// Capacity mode's proportional preemption between rounds (`capacity_preemption.rs`).
     pub(crate) rounds: crate::capacity_preemption::Rounds,
+    /// Per-job guarantees set by the host (`guarantee.rs`).
+    pub(crate) guarantees: crate::guarantee::Guarantees,
 }
 
 /// The default [`Engine::set_container_limit`]: about 350 bytes each in the engine and a host
@@ -230,6 +232,7 @@ impl Engine {
             shadow_less_head: None,
             backfill_tried: 0,
             rounds: Default::default(),
+            guarantees: Default::default(),
         };
         engine.resolve_limits();
         Ok(engine)

@@ -203,6 +203,7 @@ impl Engine {
                 JobStatus::Runnable
             }
         };
+        reasons.extend(self.guarantee_reason(slot));
         if let Some(reason) = &j.last_preempted {
             if !j.outgoing.is_zero() {
                 reasons.push(format!("{} of its containers are marked: {reason}", j.outgoing));

@@ -30,6 +30,7 @@ mod explain;
 pub mod fair_share;
 mod fragmentation;
 mod gang;
+mod guarantee;
 mod ids;
 mod input;
 mod invariants;

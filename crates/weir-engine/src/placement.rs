@@ -55,6 +55,7 @@ impl Engine {
         // Held nodes first, so that room a job waited for (a reservation, preempted containers)
         // is its own, and whatever it leaves is free for everyone in this same pass.
         self.serve_holds();
+        self.place_guaranteed();
         self.place_all();
         if self.config.scheduler.preemption.enabled && !self.capacity_mode() {
             self.preempt();
@@ -70,7 +71,8 @@ impl Engine {
         let kill = self.kills.peek().map(|Reverse((t, _))| *t);
         let starve = self.starvation_timers.peek().map(|Reverse((t, _))| *t).filter(|_| self.gate_open);
         let gang = self.next_gang_timeout();
-        [kill, starve, gang, self.capacity_round_wakeup()].into_iter().flatten().min()
+        let guarantee = self.next_guarantee_due().filter(|_| self.gate_open);
+        [kill, starve, gang, guarantee, self.capacity_round_wakeup()].into_iter().flatten().min()
     }
 
     fn place_all(&mut self) {

@@ -30,7 +30,7 @@ use crate::state::{JobSlot, Marked, NodeSlot, QueueIx};
 
 /// A running container that may be taken.
 #[derive(Clone, Debug)]
-struct Candidate {
+pub(crate) struct Candidate {
     id: ContainerId,
     job: JobSlot,
     am: bool,
@@ -41,14 +41,14 @@ struct Candidate {
 }
 
 /// Victims grouped by node, in the order they would be taken.
-type CandidatesByNode = BTreeMap<NodeSlot, Vec<Candidate>>;
+pub(crate) type CandidatesByNode = BTreeMap<NodeSlot, Vec<Candidate>>;
 
 /// How much a set of victims on one node costs; lower is better. See `choose_victims`.
 type VictimCost = (u32, i32, usize, NodeSlot);
 
 /// How many containers of `size` fit in `pending`: by memory as YARN's default resource
 /// calculator does, or (a container with no memory) by the scarcest of its other resources.
-fn whole_containers(pending: &Resources, size: &Resources) -> u64 {
+pub(crate) fn whole_containers(pending: &Resources, size: &Resources) -> u64 {
     if let Some(n) = pending.memory.checked_div(size.memory) {
         return n;
     }
@@ -113,6 +113,7 @@ impl Engine {
         }
         self.update_starvation();
         self.gate_open = true;
+        self.preempt_for_guarantees();
         if self.starved.is_empty() {
             return;
         }
@@ -141,7 +142,7 @@ impl Engine {
     }
 
     /// Every container that could be taken now, grouped by node and sorted in taking order.
-    fn candidates(&self) -> CandidatesByNode {
+    pub(crate) fn candidates(&self) -> CandidatesByNode {
         let mut by_node: CandidatesByNode = BTreeMap::new();
         for q in &self.queues {
             if !q.is_leaf() || !q.allow_preemption_from {
@@ -150,7 +151,7 @@ impl Engine {
             for &(_, _, _, s) in &q.runnable {
                 let j = self.job(s);
                 let left = j.usage - j.outgoing;
-                let share = self.fair_share_of(s);
+                let share = self.protected_share(s);
                 if below(q.policy, &left, &share, &self.nodes.total) || left == share {
                     continue;
                 }
@@ -178,7 +179,7 @@ impl Engine {
     }
 
     /// Mark victims for `amount` of `job`'s pending requests, in whole containers.
-    fn preempt_for(
+    pub(crate) fn preempt_for(
         &mut self,
         job: JobSlot,
         amount: Resources,
@@ -248,7 +249,7 @@ impl Engine {
                 let already =
                     took_from.iter().filter(|(s, _)| *s == c.job).fold(Resources::ZERO, |a, (_, x)| a + *x);
                 let after = v.usage - v.outgoing - already - all;
-                if below(self.policy_of(v.leaf), &after, &self.fair_share_of(c.job), &self.nodes.total) {
+                if below(self.policy_of(v.leaf), &after, &self.protected_share(c.job), &self.nodes.total) {
                     continue;
                 }
                 room += here;

@@ -48,7 +48,7 @@ pub const UNFINISHED: [&str; 4] = ["queued", "routed", "waiting", "running"];
 /// left.
 pub const NODE_STATES: [&str; 3] = ["idle", "in_use", "full"];
 /// Why an engine actor preempted (`weir_engine::Starvation`).
-pub const PREEMPTION_REASONS: [&str; 3] = ["fair_share", "min_share", "guarantee"];
+pub const PREEMPTION_REASONS: [&str; 4] = ["fair_share", "min_share", "guarantee", "job_guarantee"];
 /// Why a task attempt failed, as the worker counts it.
 pub const TASK_FAILURES: [&str; 4] = ["start_error", "exit_code", "signal", "lost"];
 /// Why a token was refused at authentication.

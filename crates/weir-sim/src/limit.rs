@@ -1,4 +1,4 @@
-//! Task limits: the host caps how many of a job's tasks may hold or ask for containers at once,
+//! Task limits and guarantees: the host caps how many of a job's tasks may hold or ask for containers at once,
 //! and changes the cap between steps — how weir-slo's controller applies the allocation it
 //! chooses for an SLO job (its application master asks for no more than that; with the job's
 //! queue guaranteeing at least as much, the cap is the job's guaranteed allocation).
@@ -78,6 +78,23 @@ impl Simulation {
                 }
             }
         }
+        Ok(true)
+    }
+
+    /// Guarantee `job` at least `resources` from now on (zero: none), through the engine's
+    /// per-job guarantee (`Engine::set_job_guarantee`): its containers are placed ahead of fair
+    /// share up to it, and preemption restores it after its leaf's min-share timeout. False if
+    /// the job has ended (or was never submitted). Applied by the next step.
+    pub fn set_job_guarantee(
+        &mut self,
+        job: JobId,
+        resources: weir_model::Resources,
+    ) -> Result<bool, SimError> {
+        let Ok(id) = usize::try_from(job.0) else { return Ok(false) };
+        if !self.jobs.get(id).is_some_and(|j| j.is_active()) {
+            return Ok(false);
+        }
+        self.engine.set_job_guarantee(self.now, job, resources).map_err(|e| self.refused(e))?;
         Ok(true)
     }
 

@@ -12,6 +12,18 @@
 //!   a cut only by the share `hysteresis` of the gap each period;
 //! - never below `min_allocation` (a job at 0 makes no progress) nor above the largest the
 //!   model knows.
+//!
+//! Two guards against the model's own errors:
+//! - predictions are made **monotone** in the allocation: a job is never predicted to finish
+//!   sooner on fewer containers than on more. C(p, a) is estimated from a few runs per a and
+//!   its high quantiles are noisy, so the remaining times over a = 1..A are replaced by their
+//!   non-increasing least-squares fit (isotonic regression, pool-adjacent-violators): a noisy
+//!   pair is averaged, not resolved to its worse value (which would bias every prediction up);
+//! - with `reestimate`, the remaining time is stretched by the run's **speed** so far
+//!   ([`JobState::speed`]: its completed tasks' time over what the profile expected of them),
+//!   when it is slower than the profile — a run on slow nodes or with a slowed stage is
+//!   re-planned as soon as its tasks show it, not only when its progress falls behind.
+//!   A cut is never made while the current allocation is predicted late.
 
 use serde::Serialize;
 
@@ -62,6 +74,8 @@ pub struct ControlConfig {
     /// Cost of one container, in utility units (small: it only breaks ties between
     /// allocations that all meet the deadline, towards fewer containers).
     pub cost_per_container: f64,
+    /// Stretch predictions by the run's observed speed when slower than the profile.
+    pub reestimate: bool,
 }
 
 impl Default for ControlConfig {
@@ -74,6 +88,7 @@ impl Default for ControlConfig {
             hysteresis: 0.5,
             min_allocation: 1,
             cost_per_container: 1e-4,
+            reestimate: true,
         }
     }
 }
@@ -84,6 +99,8 @@ pub struct Decision {
     pub elapsed_ms: u64,
     pub progress: f64,
     pub slack: f64,
+    /// The run's speed the prediction was stretched by (1: as the profile, or not re-estimating).
+    pub speed: f64,
     pub allocation: u32,
     /// The best allocation this period, before the dead zone and hysteresis.
     pub target: u32,
@@ -115,11 +132,29 @@ impl Controller {
         (self.config.min_allocation.clamp(1, max), max)
     }
 
-    /// Predicted completion under `a` in this state, slack included.
+    /// Predicted completion under `a` in this state: slack and speed included, never sooner
+    /// than under any larger allocation.
     pub fn predicted(&self, elapsed_ms: u64, state: &JobState, a: u32) -> u64 {
-        let slack = self.slack(state);
-        let left = self.predictor.remaining(state, a, self.config.quantile) as f64 * slack;
-        elapsed_ms + left.round() as u64
+        let all = self.predictions(elapsed_ms, state);
+        all[(a.clamp(1, all.len() as u32) - 1) as usize]
+    }
+
+    /// Predicted completions under a = 1..=max (index a − 1), made non-increasing in a.
+    fn predictions(&self, elapsed_ms: u64, state: &JobState) -> Vec<u64> {
+        let (_, max) = self.bounds();
+        let q = self.config.quantile;
+        let raw: Vec<f64> = (1..=max).map(|a| self.predictor.remaining(state, a, q) as f64).collect();
+        let stretch = self.slack(state) * self.speed(state);
+        non_increasing(&raw).into_iter().map(|r| elapsed_ms + (r * stretch).round() as u64).collect()
+    }
+
+    /// The run's speed against the profile when re-estimating and slower (else 1).
+    pub fn speed(&self, state: &JobState) -> f64 {
+        if self.config.reestimate {
+            state.speed(self.predictor.profile()).max(1.0)
+        } else {
+            1.0
+        }
     }
 
     fn slack(&self, state: &JobState) -> f64 {
@@ -131,9 +166,10 @@ impl Controller {
     /// smallest of equals.
     pub fn target(&self, elapsed_ms: u64, state: &JobState) -> u32 {
         let (min, max) = self.bounds();
+        let predictions = self.predictions(elapsed_ms, state);
         let mut best = (f64::NEG_INFINITY, min);
         for a in min..=max {
-            let score = self.utility.at(self.predicted(elapsed_ms, state, a))
+            let score = self.utility.at(predictions[(a - 1) as usize])
                 - self.config.cost_per_container * f64::from(a);
             if score > best.0 + 1e-12 {
                 best = (score, a);
@@ -171,7 +207,10 @@ impl Controller {
                 let deadline = self.utility.deadline_ms;
                 if target == cur {
                     (cur, "on track")
-                } else if now <= deadline && now + self.config.dead_zone_ms >= deadline {
+                } else if now > deadline {
+                    // Fewer containers are predicted no sooner: more cannot be worse.
+                    (cur, "late: kept")
+                } else if now + self.config.dead_zone_ms >= deadline {
                     (cur, "dead zone: on time, kept")
                 } else {
                     let step =
@@ -185,10 +224,32 @@ impl Controller {
             elapsed_ms,
             progress: self.predictor.progress(state),
             slack: self.slack(state),
+            speed: self.speed(state),
             allocation,
             target,
             predicted_ms: self.predicted(elapsed_ms, state, allocation),
             reason,
         }
     }
+}
+
+/// The non-increasing sequence closest to `y` in least squares (pool adjacent violators):
+/// wherever a value exceeds the one before, the run is replaced by its mean.
+fn non_increasing(y: &[f64]) -> Vec<f64> {
+    // Blocks of (sum, count), each mean no larger than the one before.
+    let mut blocks: Vec<(f64, usize)> = Vec::with_capacity(y.len());
+    for &v in y {
+        blocks.push((v, 1));
+        while blocks.len() > 1 {
+            let (s, n) = blocks[blocks.len() - 1];
+            let (ps, pn) = blocks[blocks.len() - 2];
+            if s / n as f64 <= ps / pn as f64 {
+                break;
+            }
+            blocks.pop();
+            let last = blocks.len() - 1;
+            blocks[last] = (ps + s, pn + n);
+        }
+    }
+    blocks.into_iter().flat_map(|(s, n)| std::iter::repeat_n(s / n as f64, n)).collect()
 }

@@ -9,12 +9,15 @@
 //!    - `jockey`: the controller with C(p, a), every control period;
 //!    - `static`: the controller's first allocation, never changed (Jockey without adaptation);
 //!    - `max`: the job's full parallelism;
-//!    - `fair`: no cap, and the SLO jobs' queues lose their guaranteed minimum (plain fair share);
+//!    - `fair`: no guarantee (plain fair share);
 //!    - `amdahl`: the controller with Amdahl's S + P/a.
 //!
-//! An allocation is applied as a cap on the job's running tasks (weir-sim's task limits): the
-//! SLO jobs' queue guarantees at least that much through its minimum share, so the cap is the
-//! job's guaranteed allocation.
+//! An allocation of a containers is applied as the job's guarantee in the engine
+//! (`Simulation::set_job_guarantee`, `Engine::set_job_guarantee`): a of its largest task
+//! container plus its application master, placed ahead of fair share and restored by
+//! preemption after the leaf's min-share timeout. The job is not capped: past its guarantee it
+//! runs more tasks at fair share when there is room (Cosmos's spare tokens). The SLO jobs'
+//! queues lose their configured minimum under every policy, so the guarantee is all they get.
 //!
 //! SLO jobs are the workflows of tier 1 with an SLO, one job and no gangs; the rest is
 //! background.
@@ -83,7 +86,7 @@ impl Default for EvalConfig {
             train_seed: 1,
             seed: 2,
             control_period: Duration::from_secs(60),
-            table: TableConfig { max_allocation: 64, runs: 20, ..TableConfig::default() },
+            table: TableConfig { max_allocation: 128, runs: 20, ..TableConfig::default() },
             control: ControlConfig::default(),
             slow_share: 0.3,
             slow_factor: 1.5,
@@ -106,7 +109,8 @@ pub struct EvalJob {
     /// Completion from submission; `None` if it did not finish within the window.
     pub completion_ms: Option<u64>,
     pub met: bool,
-    /// Container-hours guaranteed (the cap over time; `fair`: none) and used (task attempts).
+    /// Container-hours guaranteed (the allocation over time, in task containers; `fair`: none)
+    /// and used (task attempts).
     pub allocated_hours: f64,
     pub used_hours: f64,
     /// The controller's decisions (jockey and amdahl).
@@ -130,6 +134,9 @@ pub struct PolicyFigures {
     pub background_jobs: usize,
     pub background_response_mean_s: f64,
     pub background_response_p90_s: f64,
+    /// Of the runs maximal allocation met (the ones some allocation could meet), how many this
+    /// policy met; `None` when `max` did not run.
+    pub met_where_max_met: Option<usize>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -170,6 +177,20 @@ pub fn evaluate(
             replay(cluster, &eval_workload, &runs, &profiles, &tables, policy, config)?;
         policies.push(figures(policy, &js, background));
         jobs.append(&mut js);
+    }
+    let feasible: Vec<(&str, u32)> = jobs
+        .iter()
+        .filter(|j| j.policy == Policy::Max && j.met)
+        .map(|j| (j.workflow.as_str(), j.run))
+        .collect();
+    if config.policies.contains(&Policy::Max) {
+        for f in &mut policies {
+            let met = jobs
+                .iter()
+                .filter(|j| j.policy == f.policy && j.met && feasible.contains(&(j.workflow.as_str(), j.run)))
+                .count();
+            f.met_where_max_met = Some(met);
+        }
     }
     Ok(EvalReport { profiles, policies, jobs })
 }
@@ -308,12 +329,13 @@ fn replay(
     config: &EvalConfig,
 ) -> Result<(Vec<EvalJob>, Vec<u64>), SloError> {
     let what = format!("replay under {}", policy.name());
+    // The SLO jobs' queues lose their guaranteed minimum under every policy: what an SLO job is
+    // guaranteed is its own allocation, set through the engine's per-job guarantee (none under
+    // `fair`). The leaf keeps its min-share preemption timeout, which the guarantee follows.
     let mut cluster = cluster.clone();
-    if policy == Policy::Fair {
-        for wf in workload.workflows.iter().zip(runs).filter(|(_, r)| r.is_some()).map(|(w, _)| w) {
-            if let Some(q) = cluster.find(&wf.queue) {
-                cluster.queues[q].min = Limit::Absolute(Resources::ZERO);
-            }
+    for wf in workload.workflows.iter().zip(runs).filter(|(_, r)| r.is_some()).map(|(w, _)| w) {
+        if let Some(q) = cluster.find(&wf.queue) {
+            cluster.queues[q].min = Limit::Absolute(Resources::ZERO);
         }
     }
     let sc = SimConfig {
@@ -322,7 +344,24 @@ fn replay(
         check_invariants: false,
         ..SimConfig::default()
     };
-    let mut sim = Simulation::new(cluster, workload.clone(), sc).map_err(|e| sim_error(&what, e))?;
+    // One allocation unit of a workflow's job: its largest task container as the engine
+    // rounds it; the guarantee of a containers is a of them plus the application master.
+    let am = sc.am.map_or(Resources::ZERO, |r| cluster.scheduler.normalize(&r));
+    let unit = |w: usize| -> Resources {
+        workload.workflows[w].jobs[0]
+            .stages
+            .iter()
+            .map(|s| cluster.scheduler.normalize(&s.resources))
+            .fold(Resources::ZERO, |a, r| a.component_max(&r))
+    };
+    let guarantee = |w: usize, a: u32| -> Resources {
+        if a == 0 {
+            Resources::ZERO
+        } else {
+            unit(w).times(u64::from(a)) + am
+        }
+    };
+    let mut sim = Simulation::new(cluster.clone(), workload.clone(), sc).map_err(|e| sim_error(&what, e))?;
     sim.keep_task_records();
     let controller = |k: usize, deadline: u64| -> Option<Controller> {
         let predictor = match policy {
@@ -334,17 +373,6 @@ fn replay(
         };
         Some(Controller::new(predictor, Utility::deadline(deadline), config.control.clone()))
     };
-    // Every SLO run's workflow starts capped at its policy's first allocation.
-    for (w, r) in runs.iter().enumerate() {
-        let Some(r) = r else { continue };
-        let deadline = workload.workflows[w].slo.map_or(0, |d| d.as_millis());
-        let cap = match (policy, controller(r.slo, deadline)) {
-            (Policy::Fair, _) => continue,
-            (_, Some(c)) => c.initial(),
-            (_, None) => profiles[r.slo].max_parallelism(),
-        };
-        sim.set_workflow_task_limit(w as u32, cap).map_err(|e| sim_error(&what, e))?;
-    }
     let mut live: BTreeMap<u64, Live> = BTreeMap::new();
     let mut decisions: BTreeMap<u64, Vec<Decision>> = BTreeMap::new();
     let mut seen_jobs = 0u64;
@@ -357,7 +385,13 @@ fn replay(
             let Some(r) = &runs[w as usize] else { continue };
             let deadline = workload.workflows[w as usize].slo.map_or(0, |d| d.as_millis());
             let c = controller(r.slo, deadline);
-            let cap = sim.job_task_limit(job).map_or(0, |(l, _)| l);
+            // Every SLO run starts at its policy's first allocation.
+            let cap = match (policy, &c) {
+                (Policy::Fair, _) => 0,
+                (_, Some(c)) => c.initial(),
+                (_, None) => profiles[r.slo].max_parallelism(),
+            };
+            sim.set_job_guarantee(job, guarantee(w as usize, cap)).map_err(|e| sim_error(&what, e))?;
             live.insert(
                 id,
                 Live {
@@ -381,6 +415,7 @@ fn replay(
                 l.state.started = true;
                 if t.outcome == SimOutcome::Done {
                     l.state.done[t.stage as usize] += 1;
+                    l.state.ran_ms[t.stage as usize] += t.end.since(t.start).as_millis();
                 }
             }
             records.push(t);
@@ -403,7 +438,8 @@ fn replay(
             l.next_control = now.plus(config.control_period);
             let d = c.step(now.since(l.submit).as_millis(), &l.state);
             if d.allocation != l.cap {
-                sim.set_job_task_limit(weir_engine_job(id), d.allocation).map_err(|e| sim_error(&what, e))?;
+                sim.set_job_guarantee(weir_engine_job(id), guarantee(l.index, d.allocation))
+                    .map_err(|e| sim_error(&what, e))?;
                 l.cap = d.allocation;
             }
             decisions.entry(id).or_default().push(d);
@@ -475,6 +511,7 @@ fn figures(policy: Policy, jobs: &[EvalJob], mut background: Vec<u64>) -> Policy
         background_response_p90_s: background
             .get(((background.len().max(1) - 1) as f64 * 0.9).round() as usize)
             .map_or(0.0, |&b| b as f64 / 1000.0),
+        met_where_max_met: None,
     }
 }
 

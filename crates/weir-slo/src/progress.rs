@@ -19,11 +19,42 @@ pub struct JobState {
     pub done: Vec<u32>,
     /// Whether its first task has started (before, the initialization latency is still ahead).
     pub started: bool,
+    /// Per stage, the summed durations (ms) of its completed tasks, where the host knows them
+    /// (empty: unknown) — what re-estimation compares with the profile ([`JobState::speed`]).
+    pub ran_ms: Vec<u64>,
 }
+
+/// How many tasks' worth of the profile's expectation re-estimation starts from: a run's first
+/// slow task moves its speed a little, ten slow tasks most of the way.
+const PRIOR_TASKS: f64 = 10.0;
 
 impl JobState {
     pub fn new(profile: &JobProfile) -> JobState {
-        JobState { done: vec![0; profile.stages.len()], started: false }
+        JobState {
+            done: vec![0; profile.stages.len()],
+            started: false,
+            ran_ms: vec![0; profile.stages.len()],
+        }
+    }
+
+    /// This run's speed against the profile: its completed tasks' time over what the profile
+    /// expected of them (stage means), with `PRIOR_TASKS` tasks of expectation on both sides
+    /// so a few tasks cannot swing it; 1 while nothing is known. Above 1: slower than the
+    /// runs the model learned from.
+    pub fn speed(&self, profile: &JobProfile) -> f64 {
+        let mut ran = 0.0;
+        let mut expected = 0.0;
+        let mut tasks = 0.0;
+        for ((s, &d), &r) in profile.stages.iter().zip(&self.done).zip(&self.ran_ms) {
+            ran += r as f64;
+            expected += s.mean_ms * f64::from(d);
+            tasks += f64::from(d);
+        }
+        if tasks == 0.0 || expected <= 0.0 {
+            return 1.0;
+        }
+        let prior = PRIOR_TASKS * expected / tasks;
+        (ran + prior) / (expected + prior)
     }
 }
 

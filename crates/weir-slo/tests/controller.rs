@@ -16,7 +16,7 @@ fn controller(config: ControlConfig) -> Controller {
 }
 
 fn state(done: u32) -> JobState {
-    JobState { done: vec![done], started: true }
+    JobState { done: vec![done], started: true, ran_ms: vec![] }
 }
 
 fn settings() -> ControlConfig {
@@ -34,7 +34,7 @@ fn it_starts_at_the_smallest_allocation_predicted_on_time() {
     // 1.3 (60 + 6000/a) ≤ 1800 s ⇔ a ≥ 4.53: 5 (1638 s); 4 would take 2028 s.
     let mut c = controller(settings());
     assert_eq!(c.initial(), 5);
-    let d = c.step(0, &JobState { done: vec![0], started: false });
+    let d = c.step(0, &JobState { done: vec![0], started: false, ran_ms: vec![] });
     assert_eq!((d.allocation, d.predicted_ms, d.reason), (5, 1_638_000, "first decision"));
 }
 
@@ -157,4 +157,67 @@ fn utility_is_piecewise_linear_with_an_optional_cut_off() {
     u.after_cutoff = -5.0;
     assert_eq!(u.at(3_600_000 + 3_600_000), 0.0);
     assert_eq!(u.at(3_600_000 + 3_600_001), -5.0);
+}
+
+#[test]
+fn a_run_slower_than_its_profile_is_replanned_from_its_own_speed() {
+    // 20 min in, 10 tasks done, but each took 90 s, not 60: speed = (900 + 600) / (600 + 600)
+    // = 1.25 (ten tasks of the profile's expectation on both sides). 1200 + 1.275 × 1.25 ×
+    // (60 + 5400/a) ≤ 1800 ⇔ a ≥ 17.06: 18 (1773.75 s), where the profile alone asks for 14.
+    let slow = JobState { done: vec![10], started: true, ran_ms: vec![10 * 90_000] };
+    let mut c = controller(settings());
+    c.step(0, &state(0));
+    let d = c.step(1_200_000, &slow);
+    assert_eq!((d.allocation, d.speed, d.predicted_ms, d.reason), (18, 1.25, 1_773_750, "behind: raised"));
+    // Without re-estimation the same run is planned at the profile's speed.
+    let mut blind = controller(ControlConfig { reestimate: false, ..settings() });
+    blind.step(0, &state(0));
+    let d = blind.step(1_200_000, &slow);
+    assert_eq!((d.allocation, d.speed), (14, 1.0));
+    // A run faster than its profile is never planned faster than the profile.
+    let fast = JobState { done: vec![10], started: true, ran_ms: vec![10 * 30_000] };
+    let d = controller(settings()).step(1_200_000, &fast);
+    assert_eq!((d.allocation, d.speed), (14, 1.0));
+}
+
+/// A C(p, a) table by hand: one stage of 10 tasks, two progress buckets, three allocations,
+/// every quantile the same; remaining times in seconds per bucket, per allocation.
+fn hand_table(rows: [[u64; 2]; 3]) -> Predictor {
+    let p = profile(vec![fixed_stage("s", vec![], 10, 60)]);
+    let remaining_ms = rows
+        .iter()
+        .map(|r| r.iter().map(|&s| vec![s * 1000; weir_slo::TABLE_QUANTILES.len()]).collect())
+        .collect();
+    let table = weir_slo::RemainingTable {
+        version: weir_slo::TABLE_VERSION,
+        workflow: "wf".into(),
+        job: "j".into(),
+        indicator: weir_slo::Indicator::Work,
+        buckets: 2,
+        runs: 1,
+        seed: 1,
+        remaining_ms,
+    };
+    Predictor::Table { profile: p, table }
+}
+
+#[test]
+fn predictions_never_favour_fewer_containers_and_a_late_job_keeps_what_it_has() {
+    // Before half-way 3 containers are needed (2000, 1500, 900 s); after it the table's noise
+    // has 3 containers slower than 2 (700 s against 800 s).
+    let predictor = hand_table([[2000, 1000], [1500, 700], [900, 800]]);
+    let flat =
+        ControlConfig { slack_start: 1.0, slack_end: 1.0, dead_zone_ms: 0, hysteresis: 1.0, ..settings() };
+    let mut c = Controller::new(predictor, Utility::deadline(1_000_000), flat);
+    let start = JobState { done: vec![0], started: true, ran_ms: vec![0] };
+    assert_eq!(c.step(0, &start).allocation, 3);
+    // 400 s in, half done: the violating pair (700, 800) is pooled to its mean, 750 s for
+    // both; never sooner on 2 than on 3, and not the worse of the two either.
+    let half = JobState { done: vec![5], started: true, ran_ms: vec![5 * 60_000] };
+    assert_eq!(c.predicted(400_000, &half, 2), 1_150_000);
+    assert_eq!(c.predicted(400_000, &half, 3), 1_150_000);
+    assert_eq!(c.predicted(400_000, &half, 1), 1_400_000);
+    // Every allocation is late; 2 is the cheapest of the least late, but the job keeps 3.
+    let d = c.step(400_000, &half);
+    assert_eq!((d.target, d.allocation, d.reason), (2, 3, "late: kept"));
 }

@@ -73,6 +73,8 @@ fn the_controller_meets_deadlines_fair_share_misses_with_fewer_containers_than_m
         report.jobs.iter().filter(|j| j.policy == Policy::Jockey).collect::<Vec<_>>()
     );
     assert_eq!(max.met, 6);
+    // Every run maximal allocation met, the controller met too; fair share none of them.
+    assert_eq!((jockey.met_where_max_met, fair.met_where_max_met), (Some(6), Some(0)));
     // Four cores of fair share: ten one-minute waves, past eight minutes.
     assert_eq!(fair.met, 0, "{fair:?}");
     assert!(fixed.met >= jockey.met - 1);

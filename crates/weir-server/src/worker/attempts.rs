@@ -133,6 +133,7 @@ impl Actor {
             weir_engine::Starvation::FairShare => "fair_share",
             weir_engine::Starvation::MinShare => "min_share",
             weir_engine::Starvation::Guarantee { .. } => "guarantee",
+            weir_engine::Starvation::JobGuarantee => "job_guarantee",
         };
         self.metrics.preempted(&self.cluster, kind);
         let Some(run) = self.runs.get(&key.task.run) else { return };

@@ -94,6 +94,7 @@ fn because(out: &mut String, r: &PreemptReason) -> std::fmt::Result {
         Starvation::FairShare => "fair_share",
         Starvation::MinShare => "min_share",
         Starvation::Guarantee { .. } => "guarantee",
+        Starvation::JobGuarantee => "job_guarantee",
     };
     writeln!(out, "for {} {} {kind}", r.for_job.0, r.for_queue)
 }

@@ -120,13 +120,14 @@ struct TableArgs {
 one job, no gangs) from a training simulation, then replay the workload with every SLO run perturbed \
 (--slow-share of them with one stage's durations times --slow-factor; every stage's failure \
 probability raised by --extra-failure) under five policies: jockey (the controller), static (its first \
-allocation, never changed), max (the job's full parallelism), fair (no cap and no guaranteed minimum \
-for the SLO queues: plain fair share) and amdahl (the controller with S + P/a). An allocation is a cap \
-on the job's running tasks inside its queue's guaranteed minimum.\n\n\
+allocation, never changed), max (the job's full parallelism), fair (no guarantee: plain fair share) \
+and amdahl (the controller with S + P/a). An allocation is the job's guarantee in the engine (placed \
+ahead of fair share, restored by preemption after the leaf's min-share timeout); the SLO queues' \
+configured minimum is removed under every policy, so the guarantee is all an SLO job gets.\n\n\
 Prints, and writes to --out: summary.json (per policy: deadlines met, lateness = completion/deadline \
 quantiles, allocated and used container-hours of the SLO jobs, background jobs' response times; and \
 the profiles), jobs.csv (one row per SLO run and policy) and decisions.csv (every control decision: \
-time, progress, allocation, predicted completion) and report.html (the policies side by side, \
+time, progress, slack, speed, allocation, predicted completion) and report.html (the policies side by side, \
 completion against deadline per run, allocation over time against progress for the controller's \
 hardest runs).\n\n\
 Example:\n  weir slo evaluate --cluster examples/slo/cluster.yaml --workload examples/slo/workload.yaml --out eval/"
@@ -168,7 +169,7 @@ struct EvaluateArgs {
     #[arg(long, value_name = "N", default_value_t = 20)]
     table_runs: u32,
     /// The largest allocation a table holds (each job's parallelism caps it too).
-    #[arg(long, value_name = "N", default_value_t = 64)]
+    #[arg(long, value_name = "N", default_value_t = 128)]
     max_allocation: u32,
     /// The quantile of C(p, a) the controller plans for.
     #[arg(long, value_name = "Q", default_value_t = 0.99)]
@@ -184,6 +185,10 @@ struct EvaluateArgs {
     /// The share of the gap a cut closes per period (1: at once).
     #[arg(long, value_name = "F", default_value_t = 0.5)]
     hysteresis: f64,
+    /// Do not re-estimate: plan with the profile's task durations even when the run's
+    /// completed tasks show it is slower (docs/slo.md, "re-estimation").
+    #[arg(long)]
+    no_reestimate: bool,
     /// Policies to run (comma-separated): jockey, static, max, fair, amdahl.
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "jockey,static,max,fair,amdahl", value_parser = parse_policy)]
     policies: Vec<Policy>,
@@ -436,6 +441,7 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
             slack_end: args.slack_end,
             dead_zone_ms: args.dead_zone.as_millis(),
             hysteresis: args.hysteresis,
+            reestimate: !args.no_reestimate,
             ..weir_slo::ControlConfig::default()
         },
         slow_share: args.slow_share,
@@ -451,7 +457,7 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
         "policy,workflow,run,slowed,submit,deadline,completion,met,allocated_hours,used_hours\n",
     );
     let mut decisions =
-        String::from("policy,workflow,run,elapsed,progress,slack,allocation,target,predicted,reason\n");
+        String::from("policy,workflow,run,elapsed,progress,slack,speed,allocation,target,predicted,reason\n");
     for j in &report.jobs {
         let _ = writeln!(
             jobs,
@@ -470,13 +476,14 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
         for d in &j.decisions {
             let _ = writeln!(
                 decisions,
-                "{},{},{},{},{:.4},{:.3},{},{},{},{}",
+                "{},{},{},{},{:.4},{:.3},{:.3},{},{},{},{}",
                 j.policy.name(),
                 j.workflow,
                 j.run,
                 d.elapsed_ms,
                 d.progress,
                 d.slack,
+                d.speed,
                 d.allocation,
                 d.target,
                 d.predicted_ms,
@@ -508,6 +515,15 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
         );
     }
     let _ = writeln!(t, "(lateness: completion / deadline; ch: container-hours; bg: background jobs)");
+    if let Some(max) = report.policies.iter().find(|f| f.policy == Policy::Max) {
+        let of: Vec<String> = report
+            .policies
+            .iter()
+            .filter_map(|f| Some(format!("{} {}", f.policy.name(), f.met_where_max_met?)))
+            .collect();
+        let _ =
+            writeln!(t, "of the {} runs maximal allocation met, each policy met: {}", max.met, of.join(", "));
+    }
     let _ = writeln!(
         t,
         "wrote {}, jobs.csv, decisions.csv, report.html",
