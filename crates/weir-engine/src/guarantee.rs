@@ -35,8 +35,14 @@ pub(crate) struct Guarantee {
     pub short_since: Option<Time>,
 }
 
-/// Guarantees by job slot (ordered: jobs are served in slot order, a fixed tie-break).
-pub(crate) type Guarantees = BTreeMap<JobSlot, Guarantee>;
+/// Guarantees by job slot (ordered: jobs are served in slot order, a fixed tie-break), and
+/// whether one was set or changed since the last pass (the host should call `schedule` soon:
+/// `next_wakeup` says so).
+#[derive(Debug, Default)]
+pub(crate) struct Guarantees {
+    pub jobs: BTreeMap<JobSlot, Guarantee>,
+    pub changed: bool,
+}
 
 impl Engine {
     /// Guarantee `job` at least `resources` from now on (zero: no guarantee). Replaces an earlier
@@ -49,10 +55,12 @@ impl Engine {
     ) -> Result<(), EngineError> {
         self.advance(now)?;
         let slot = self.slot_of(job)?;
+        self.guarantees.changed = true;
         if resources.is_zero() {
-            self.guarantees.remove(&slot);
+            self.guarantees.jobs.remove(&slot);
         } else {
             self.guarantees
+                .jobs
                 .entry(slot)
                 .and_modify(|g| g.resources = resources)
                 .or_insert(Guarantee { resources, short_since: None });
@@ -63,13 +71,13 @@ impl Engine {
     /// The guarantee `job` holds, if any.
     pub fn job_guarantee(&self, job: JobId) -> Option<Resources> {
         let slot = self.job_by_id.get(&job)?;
-        self.guarantees.get(slot).map(|g| g.resources)
+        self.guarantees.jobs.get(slot).map(|g| g.resources)
     }
 
     /// What preemption may not take the job below: its fair share, or its guarantee if larger.
     pub(crate) fn protected_share(&self, slot: JobSlot) -> Resources {
         let share = self.fair_share_of(slot);
-        match self.guarantees.get(&slot) {
+        match self.guarantees.jobs.get(&slot) {
             Some(g) => share.component_max(&g.resources),
             None => share,
         }
@@ -84,11 +92,12 @@ impl Engine {
 
     /// Place containers for guaranteed jobs below their guarantee, ahead of fair share.
     pub(crate) fn place_guaranteed(&mut self) {
-        if self.guarantees.is_empty() {
+        self.guarantees.changed = false;
+        if self.guarantees.jobs.is_empty() {
             return;
         }
         let jobs: Vec<(JobSlot, Resources)> =
-            self.guarantees.iter().map(|(&s, g)| (s, g.resources)).collect();
+            self.guarantees.jobs.iter().map(|(&s, g)| (s, g.resources)).collect();
         for (slot, guarantee) in jobs {
             while self.job(slot).state == JobState::Runnable
                 && self.below_guarantee(slot, &guarantee)
@@ -129,17 +138,17 @@ impl Engine {
     /// Preemption for guaranteed jobs below their guarantee past the timeout. Called from
     /// `preempt` while the utilization gate is open.
     pub(crate) fn preempt_for_guarantees(&mut self) {
-        if self.guarantees.is_empty() {
+        if self.guarantees.jobs.is_empty() {
             return;
         }
         let now = self.now;
         let jobs: Vec<(JobSlot, Resources)> =
-            self.guarantees.iter().map(|(&s, g)| (s, g.resources)).collect();
+            self.guarantees.jobs.iter().map(|(&s, g)| (s, g.resources)).collect();
         let mut due = Vec::new();
         for (slot, guarantee) in jobs {
             let short = self.guarantee_shortfall(slot, &guarantee);
             let timeout = self.guarantee_timeout(slot);
-            let g = self.guarantees.get_mut(&slot).expect("listed");
+            let g = self.guarantees.jobs.get_mut(&slot).expect("listed");
             if short.is_zero() {
                 g.short_since = None;
                 continue;
@@ -161,9 +170,17 @@ impl Engine {
         }
     }
 
-    /// When a guaranteed job's clock runs out, if it has not yet (for `next_wakeup`).
+    /// For `next_wakeup`: now, if a guarantee changed since the last pass; else when a
+    /// guaranteed job's clock runs out, if it has not yet and the utilization gate is open.
     pub(crate) fn next_guarantee_due(&self) -> Option<Time> {
+        if self.guarantees.changed {
+            return Some(self.now);
+        }
+        if !self.gate_open {
+            return None;
+        }
         self.guarantees
+            .jobs
             .iter()
             .filter_map(|(&s, g)| g.short_since.map(|t| t.plus(self.guarantee_timeout(s))))
             .filter(|&t| t > self.now)
@@ -172,7 +189,7 @@ impl Engine {
 
     /// The explain line of a guaranteed job: what it is guaranteed, what it has, what follows.
     pub(crate) fn guarantee_reason(&self, slot: JobSlot) -> Option<String> {
-        let g = self.guarantees.get(&slot)?;
+        let g = self.guarantees.jobs.get(&slot)?;
         let j = self.job(slot);
         let running = j.containers.len();
         let size = j.requests.front().map(|r| r.resources).or_else(|| {

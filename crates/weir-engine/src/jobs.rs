@@ -266,7 +266,7 @@ impl Engine {
         self.job_by_id.remove(&job);
         self.starvation_dirty.remove(&slot);
         self.starved.remove(&Starver::Job(slot));
-        self.guarantees.remove(&slot);
+        self.guarantees.jobs.remove(&slot);
         self.jobs[slot as usize] = None;
         self.free_jobs.push(slot);
         Ok(())

@@ -71,7 +71,7 @@ impl Engine {
         let kill = self.kills.peek().map(|Reverse((t, _))| *t);
         let starve = self.starvation_timers.peek().map(|Reverse((t, _))| *t).filter(|_| self.gate_open);
         let gang = self.next_gang_timeout();
-        let guarantee = self.next_guarantee_due().filter(|_| self.gate_open);
+        let guarantee = self.next_guarantee_due();
         [kill, starve, gang, guarantee, self.capacity_round_wakeup()].into_iter().flatten().min()
     }
 

@@ -39,7 +39,10 @@ fn a_guaranteed_job_is_placed_ahead_of_fair_share_up_to_its_guarantee() {
     env.submit(1, "a", &[(mem(1), 100)]);
     env.submit(2, "b", &[(mem(1), 100)]);
     guarantee(&mut env, 2, mem(70));
+    // A new guarantee asks for a pass now (a host that schedules only on events still applies it).
+    assert_eq!(env.engine.next_wakeup(), Some(env.now));
     env.schedule();
+    assert_eq!(env.engine.next_wakeup(), None);
     env.take_runnable();
     assert_eq!((env.count_starts(1), env.count_starts(2)), (30, 70));
     env.nothing_else();

@@ -1,11 +1,12 @@
-//! Task limits and guarantees: the host caps how many of a job's tasks may hold or ask for containers at once,
-//! and changes the cap between steps — how weir-slo's controller applies the allocation it
-//! chooses for an SLO job (its application master asks for no more than that; with the job's
-//! queue guaranteeing at least as much, the cap is the job's guaranteed allocation).
+//! What a host changes about one job between steps:
 //!
-//! Only the simulator's side of a job changes: the engine sees fewer requests, never a new
-//! policy. Tasks over a lowered cap keep running to their end (Jockey does not kill tasks
-//! either); requests not yet granted are withdrawn. A capped workflow may not use gangs.
+//! - **task limits**: a cap on how many of a job's tasks may hold or ask for containers at once
+//!   (its application master asks for no more). Only the simulator's side of the job changes:
+//!   the engine sees fewer requests, never a new policy. Tasks over a lowered cap keep running
+//!   to their end; requests not yet granted are withdrawn. A capped workflow may not use gangs.
+//! - **guarantees** (`set_job_guarantee`): passed to the engine's per-job guarantee
+//!   (`Engine::set_job_guarantee`) — how weir-slo's controller applies the allocation it
+//!   chooses for an SLO job.
 
 use std::collections::BTreeMap;
 
