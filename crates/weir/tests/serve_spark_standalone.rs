@@ -103,6 +103,14 @@ fn standalone_worker(cluster: &standalone::Cluster) -> String {
     state["workers"][0]["id"].as_str().unwrap_or_default().to_string()
 }
 
+/// The id of the master's alive worker (empty when none).
+fn standalone_worker_alive(cluster: &standalone::Cluster) -> String {
+    let state: Value = serde_json::from_str(&cluster.master_json()).unwrap_or(Value::Null);
+    let workers = state["workers"].as_array().cloned().unwrap_or_default();
+    let alive = workers.iter().find(|w| w["state"] == "ALIVE");
+    alive.and_then(|w| w["id"].as_str()).unwrap_or_default().to_string()
+}
+
 /// The drivers the master knows (active and completed), by id.
 fn drivers(cluster: &standalone::Cluster) -> Vec<String> {
     let state: Value = serde_json::from_str(&cluster.master_json()).unwrap_or(Value::Null);
@@ -117,7 +125,7 @@ fn drivers(cluster: &standalone::Cluster) -> Vec<String> {
 fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_killed() {
     let scratch = common::Scratch::new("serve-spark-standalone");
     let dir = scratch.0.clone();
-    let cluster = standalone::Cluster::start(&dir);
+    let mut cluster = standalone::Cluster::start(&dir);
     let port = standalone::free_port();
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
     scratch.file("clusters/spark.yaml", "version: 1\nqueues:\n  - {name: default}\n");
@@ -292,6 +300,26 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
     );
     let err2 = log("2", "stderr");
     assert!(err2.contains("FAILED (exit code 3, from the driver's log)"), "attempt 2's driver log: {err2}");
+
+    // The worker dies: the next refresh of the master's workers (every 2 s) makes it a node
+    // failure to the engine; a new worker registers under a new id and joins.
+    let log_of_server = || std::fs::read_to_string(dir.join("serve2.log")).unwrap_or_default();
+    cluster.kill_worker();
+    eventually(&dir, "the dead worker to leave", || {
+        // DEAD while the master still lists it (Master.removeWorker), `gone` once it culls it.
+        let said = log_of_server();
+        said.contains(&format!("node `{worker}` left (dead)"))
+            || said.contains(&format!("node `{worker}` left (gone)"))
+    });
+    cluster.start_worker();
+    let mut second = String::new();
+    eventually(&dir, "a new worker", || {
+        second = standalone_worker_alive(&cluster);
+        !second.is_empty() && second != worker
+    });
+    eventually(&dir, "the new worker to join", || {
+        log_of_server().contains(&format!("node `{second}` joined"))
+    });
 }
 
 /// A master that does not answer (nothing listens at `master_rest_url`): `weir backends --config`
