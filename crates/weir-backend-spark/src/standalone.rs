@@ -36,6 +36,7 @@ use weir_backend::{
 
 use crate::rest::{Answer, CreateRequest, Rest, RestError};
 use crate::SparkError;
+use weir_model::SparkSpec;
 
 /// The kind stored in each attempt's record.
 pub const STANDALONE_KIND: &str = "spark-standalone";
@@ -190,6 +191,24 @@ fn exit_of(state: &str, kill_asked: bool) -> Option<Exit> {
     })
 }
 
+/// The executors of a Spark application with `executors: N`, as weir's engine counts them on a
+/// standalone cluster: N containers of `spark.executor.cores` cores (1 unless set; the backend
+/// sets it so) and `spark.executor.memory` (Spark's default 1g; a standalone worker counts
+/// executor memory without overhead, `Master.scheduleExecutorsOnWorkers`), the stage's `conf`
+/// over the backend's. `None` without `executors`.
+pub fn executor_gang(
+    app: &SparkSpec,
+    defaults: &BTreeMap<String, String>,
+) -> Option<(u32, weir_model::Resources)> {
+    let n = app.executors.filter(|&n| n > 0)?;
+    let get = |k: &str| app.conf.get(k).or_else(|| defaults.get(k));
+    let cores = get("spark.executor.cores").and_then(|c| c.trim().parse::<u64>().ok()).unwrap_or(1).max(1);
+    let memory = get("spark.executor.memory")
+        .and_then(|m| weir_model::resources::parse_memory(m).ok())
+        .unwrap_or(1024);
+    Some((n, weir_model::Resources { cpu: cores.saturating_mul(1000), memory, gpu: 0 }))
+}
+
 /// The exit code of a PySpark driver's Python process, from the driver's `stderr` on its worker:
 /// `PythonRunner` throws `SparkUserAppException(code)` when Python exits non-zero, the
 /// worker's `DriverWrapper` lets it out of `main` (the JVM then exits 1), and the JVM prints
@@ -305,8 +324,23 @@ impl SparkStandaloneBackend {
         args.extend(app.args.iter().cloned());
         let mut props = self.inner.config.conf.clone();
         props.extend(app.conf.clone());
-        let cores =
-            app.executors.map(u64::from).unwrap_or_else(|| launch.resources.cpu.div_ceil(1000)).max(1);
+        // With `executors: N`, N executors of `spark.executor.cores` (1 unless set) each: the gang
+        // weir's engine counted (`executor_gang`). Without `spark.executor.cores` a standalone
+        // master gives one executor per worker all the cores it may (`spark.cores.max`).
+        let cores = match app.executors {
+            Some(n) => {
+                let per = props
+                    .entry("spark.executor.cores".into())
+                    .or_insert_with(|| "1".into())
+                    .trim()
+                    .parse::<u64>()
+                    .unwrap_or(1)
+                    .max(1);
+                u64::from(n) * per
+            }
+            None => launch.resources.cpu.div_ceil(1000),
+        }
+        .max(1);
         props.entry("spark.cores.max".into()).or_insert_with(|| cores.to_string());
         props.insert("spark.app.name".into(), format!("weir:{}", launch.attempt));
         props.insert("spark.submit.deployMode".into(), "cluster".into());
@@ -760,6 +794,31 @@ mod tests {
         for running in ["SUBMITTED", "RUNNING", "RELAUNCHING", "UNKNOWN"] {
             assert_eq!(exit_of(running, false), None, "{running}");
         }
+    }
+
+    #[test]
+    fn executors_are_a_gang_of_the_executors_cores_and_memory() {
+        let app = SparkSpec {
+            main: "a.py".into(),
+            jar: None,
+            args: vec![],
+            conf: BTreeMap::from([("spark.executor.memory".into(), "2g".into())]),
+            executors: Some(3),
+        };
+        let defaults = BTreeMap::from([
+            ("spark.executor.cores".into(), "2".into()),
+            ("spark.executor.memory".into(), "512m".into()),
+        ]);
+        assert_eq!(
+            executor_gang(&app, &defaults),
+            Some((3, weir_model::Resources { cpu: 2000, memory: 2048, gpu: 0 })),
+            "the stage's conf over the backend's"
+        );
+        assert_eq!(
+            executor_gang(&app, &BTreeMap::new()),
+            Some((3, weir_model::Resources { cpu: 1000, memory: 2048, gpu: 0 }))
+        );
+        assert_eq!(executor_gang(&SparkSpec { executors: None, ..app }, &defaults), None);
     }
 
     #[test]

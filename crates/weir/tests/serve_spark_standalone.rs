@@ -222,6 +222,25 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
     };
     eventually(&dir, "the sleeper to count", || logs_of_sleeper().contains("total 34"));
     assert!(processes_with(&marker).iter().any(|p| p.contains("python")), "its Python driver runs");
+
+    // Executors as a gang: in weir's engine the sleeper holds its driver's container (1000
+    // millicores) and its executor's (`executors: 1`, 1 core each), the worker's 2 cores. A
+    // second word count — another gang of 2 containers — waits for room for its whole gang
+    // instead of being handed to the master, where its driver would sit without an executor.
+    assert!(route("second"));
+    scratch
+        .file("second.yaml", &format!("version: 1\nworkflows:\n{}", workflow("second", &script, &[&words])));
+    ok(&client(&dir, port, &["submit", "second.yaml"]));
+    let second_id = run_of(&dir, port, "second").expect("the second run")["id"].to_string();
+    let spells = |id: &str| -> Vec<Value> {
+        let out = client(&dir, port, &["status", id, "--json"]);
+        let run: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        run["jobs"][0]["waits"].as_array().cloned().unwrap_or_default()
+    };
+    eventually(&dir, "the second word count to wait for its gang", || {
+        spells(&second_id).last().is_some_and(|w| w["reason"] == "gang_waiting_for_room")
+    });
+    assert_eq!(state_of(&dir, port, "second"), "waiting");
     server.0.kill().expect("SIGKILL weir serve");
     let _ = server.0.wait();
     drop(server);
@@ -249,6 +268,16 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
     }
     assert!(left.is_empty(), "processes of the killed driver left: {left:?}");
     assert!(cluster.master_json().contains("\"state\" : \"KILLED\""), "{}", cluster.master_json());
+
+    // The sleeper's gang given back (after the restart only its driver's container was counted
+    // again, still too little for a gang of 2000 millicores): the second word count starts now.
+    eventually(&dir, "the second word count to end", || {
+        matches!(state_of(&dir, port, "second").as_str(), "succeeded" | "failed")
+    });
+    assert_eq!(state_of(&dir, port, "second"), "succeeded");
+    let out = ok(&client(&dir, port, &["logs", &second_id, "count.0"]));
+    assert!(out.ends_with("total 34\n"), "{out}");
+    assert_eq!(drivers(&cluster).len(), 3, "one driver for the second run, submitted once it fit");
 
     // A failing driver (crates/weir-backend-spark/tests/data/fails.py): the first attempt raises
     // (Python exits 1), the second exits 3. The master only says FAILED (`DriverState`: "exited
