@@ -243,3 +243,33 @@ pub(super) fn executors_of(
 ) -> Option<(u32, weir_model::Resources)> {
     weir_backend_spark::executor_gang(stage.spark.as_ref()?, conf?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weir_model::Resources;
+
+    #[test]
+    fn a_spark_stages_tasks_are_each_a_gang_of_driver_and_executors() {
+        let driver = Resources { cpu: 1000, memory: 2048, gpu: 0 };
+        let mut seq = 0;
+        // No executors to count: one request for all the ready tasks, no gang.
+        let plain = task_requests(driver, 3, 4, None, &mut seq);
+        assert_eq!(plain, vec![Request::new(driver, 4).tagged(3)]);
+        assert_eq!(seq, 0);
+        let each = Resources { cpu: 1000, memory: 1024, gpu: 0 };
+        let gangs = task_requests(driver, 3, 2, Some((5, each)), &mut seq);
+        assert_eq!(
+            gangs,
+            vec![
+                Request::new(driver, 1).tagged(3).in_gang(1),
+                Request::new(each, 5).tagged(3 | EXECUTOR_TAG).in_gang(1),
+                Request::new(driver, 1).tagged(3).in_gang(2),
+                Request::new(each, 5).tagged(3 | EXECUTOR_TAG).in_gang(2),
+            ]
+        );
+        // Numbers go on from the last, never 0.
+        let mut top = u32::MAX;
+        assert_eq!(task_requests(driver, 0, 1, Some((1, each)), &mut top)[0].gang, 1);
+    }
+}
