@@ -37,7 +37,7 @@ use weir_backend::{
 };
 
 pub use install::{java, Install};
-pub use standalone::{SparkStandaloneBackend, SparkStandaloneConfig, STANDALONE_KIND};
+pub use standalone::{executor_gang, SparkStandaloneBackend, SparkStandaloneConfig, STANDALONE_KIND};
 pub use submit::quote;
 
 /// The kind stored in each attempt's record.

@@ -30,12 +30,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use weir_backend::{
-    Adopted, AttemptId, Backend, BackendError, BackendHealth, BoxFuture, Exit, ExitSender, Launched,
-    Recovered, TaskExit, TaskLaunch,
+    Adopted, AttemptId, Backend, BackendError, BackendHealth, BackendNode, BoxFuture, Exit, ExitSender,
+    Launched, Recovered, TaskExit, TaskLaunch,
 };
 
 use crate::rest::{Answer, CreateRequest, Rest, RestError};
 use crate::SparkError;
+use weir_model::SparkSpec;
 
 /// The kind stored in each attempt's record.
 pub const STANDALONE_KIND: &str = "spark-standalone";
@@ -176,7 +177,8 @@ fn write_record(dir: &Path, record: &Record) -> std::io::Result<()> {
 }
 
 /// How a driver in a terminal state ended; `None` while it runs. The gateway gives no exit code:
-/// Spark's `DriverRunner` says `FINISHED` for exit 0 and `FAILED` for any other.
+/// Spark's `DriverRunner` says `FINISHED` for exit 0 and `FAILED` for any other, so `FAILED` is
+/// exit 1 here until [`user_exit_code`] finds the real one in the driver's log.
 fn exit_of(state: &str, kill_asked: bool) -> Option<Exit> {
     Some(match state {
         "FINISHED" => Exit::Code(0),
@@ -187,6 +189,71 @@ fn exit_of(state: &str, kill_asked: bool) -> Option<Exit> {
         "FAILED" | "ERROR" => Exit::Code(1),
         _ => return None,
     })
+}
+
+/// The executors of a Spark application with `executors: N`, as weir's engine counts them on a
+/// standalone cluster: N containers of `spark.executor.cores` cores (1 unless set; the backend
+/// sets it so) and `spark.executor.memory` (Spark's default 1g; a standalone worker counts
+/// executor memory without overhead, `Master.scheduleExecutorsOnWorkers`), the stage's `conf`
+/// over the backend's. `None` without `executors`.
+pub fn executor_gang(
+    app: &SparkSpec,
+    defaults: &BTreeMap<String, String>,
+) -> Option<(u32, weir_model::Resources)> {
+    let n = app.executors.filter(|&n| n > 0)?;
+    let get = |k: &str| app.conf.get(k).or_else(|| defaults.get(k));
+    let cores = get("spark.executor.cores").and_then(|c| c.trim().parse::<u64>().ok()).unwrap_or(1).max(1);
+    let memory = get("spark.executor.memory")
+        .and_then(|m| weir_model::resources::parse_memory(m).ok())
+        .unwrap_or(1024);
+    Some((n, weir_model::Resources { cpu: cores.saturating_mul(1000), memory, gpu: 0 }))
+}
+
+/// The exit code of a PySpark driver's Python process, from the driver's `stderr` on its worker:
+/// `PythonRunner` throws `SparkUserAppException(code)` when Python exits non-zero, the
+/// worker's `DriverWrapper` lets it out of `main` (the JVM then exits 1), and the JVM prints
+/// `…SparkUserAppException: User application exited with CODE` (Spark's `SparkException.scala`).
+/// The last such line wins; `None` when there is none (a JVM application, or a driver that
+/// failed another way: exit 1 stays).
+fn user_exit_code(stderr: &str) -> Option<i32> {
+    const MARK: &str = "SparkUserAppException: User application exited with ";
+    let at = stderr.rfind(MARK)? + MARK.len();
+    let digits: String = stderr[at..].chars().take_while(|c| c.is_ascii_digit() || *c == '-').collect();
+    digits.parse().ok().filter(|&c| c != 0)
+}
+
+/// The last 256 KiB of a file (lossy text), empty when it cannot be read.
+fn tail(path: &Path) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else { return String::new() };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(256 * 1024)));
+    let mut bytes = Vec::new();
+    let _ = f.read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// A `FAILED` driver's exit with the code its copied `stderr` names, and a line in that log
+/// saying what the master reported and where the code came from.
+fn failed_exit(entry: &Entry, exit: Exit, state: Option<&str>, message: Option<&str>) -> Exit {
+    let (Some(logs), Exit::Code(1)) = (&entry.logs, exit) else { return exit };
+    let found = (state == Some("FAILED")).then(|| user_exit_code(&tail(&logs[1]))).flatten();
+    let how = match found {
+        Some(code) => format!("exit code {code}, from the driver's log"),
+        None => "its gateway gives no exit code and the driver's log names none; 1 is recorded".into(),
+    };
+    let note = format!(
+        "weir: the Spark master reports driver {} {} ({how}){}\n",
+        entry.submission,
+        state.unwrap_or("?"),
+        message.map(|m| format!(": {m}")).unwrap_or_default()
+    );
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&logs[1])
+        .and_then(|mut f| f.write_all(note.as_bytes()));
+    found.map(Exit::Code).unwrap_or(exit)
 }
 
 impl SparkStandaloneBackend {
@@ -257,8 +324,23 @@ impl SparkStandaloneBackend {
         args.extend(app.args.iter().cloned());
         let mut props = self.inner.config.conf.clone();
         props.extend(app.conf.clone());
-        let cores =
-            app.executors.map(u64::from).unwrap_or_else(|| launch.resources.cpu.div_ceil(1000)).max(1);
+        // With `executors: N`, N executors of `spark.executor.cores` (1 unless set) each: the gang
+        // weir's engine counted (`executor_gang`). Without `spark.executor.cores` a standalone
+        // master gives one executor per worker all the cores it may (`spark.cores.max`).
+        let cores = match app.executors {
+            Some(n) => {
+                let per = props
+                    .entry("spark.executor.cores".into())
+                    .or_insert_with(|| "1".into())
+                    .trim()
+                    .parse::<u64>()
+                    .unwrap_or(1)
+                    .max(1);
+                u64::from(n) * per
+            }
+            None => launch.resources.cpu.div_ceil(1000),
+        }
+        .max(1);
         props.entry("spark.cores.max".into()).or_insert_with(|| cores.to_string());
         props.insert("spark.app.name".into(), format!("weir:{}", launch.attempt));
         props.insert("spark.submit.deployMode".into(), "cluster".into());
@@ -424,9 +506,11 @@ impl SparkStandaloneBackend {
                     Some(exit) => {
                         // Its logs first, then it is no longer watched.
                         let entry = lock(&self.inner.watched).remove(task.attempt.as_str());
+                        let mut exit = exit;
                         if let Some(mut entry) = entry {
                             entry.worker_ui = worker_ui(&self.inner, a.worker_id.as_deref()).await;
                             copy_logs(&self.inner, &mut entry).await;
+                            exit = failed_exit(&entry, exit, a.driver_state.as_deref(), a.message.as_deref());
                         }
                         Ok(Adopted::Ended(exit))
                     }
@@ -488,6 +572,16 @@ impl SparkStandaloneBackend {
             }
         }
         Ok(())
+    }
+}
+
+/// A worker as weir counts a node.
+fn backend_node(w: &crate::rest::WorkerInfo) -> BackendNode {
+    BackendNode {
+        name: w.id.clone(),
+        resources: weir_model::Resources { cpu: w.cores.saturating_mul(1000), memory: w.memory, gpu: 0 },
+        usable: w.state == "ALIVE",
+        state: w.state.to_ascii_lowercase(),
     }
 }
 
@@ -580,19 +674,8 @@ async fn poll(inner: std::sync::Weak<Inner>) {
             copy_logs(&inner, &mut entry).await;
             match end {
                 Some(exit) => {
-                    if let (Some(logs), Exit::Code(1)) = (&entry.logs, exit) {
-                        let note = format!(
-                            "weir: the Spark master reports driver {} {} (its gateway gives no exit code; 1 is recorded){}\n",
-                            entry.submission,
-                            answer.driver_state.as_deref().unwrap_or("?"),
-                            answer.message.as_deref().map(|m| format!(": {m}")).unwrap_or_default()
-                        );
-                        let _ = std::fs::OpenOptions::new()
-                            .create(true)
-                            .append(true)
-                            .open(&logs[1])
-                            .and_then(|mut f| f.write_all(note.as_bytes()));
-                    }
+                    let exit =
+                        failed_exit(&entry, exit, answer.driver_state.as_deref(), answer.message.as_deref());
                     let _ =
                         inner.exits.send(TaskExit { attempt: entry.attempt, exit, ended_at_ms: now_ms() });
                 }
@@ -640,6 +723,23 @@ impl Backend for SparkStandaloneBackend {
                 }),
                 _ => Ok(()),
             }
+        })
+    }
+
+    /// The master's workers (its web UI's `/json/`, `JsonProtocol.writeWorkerInfo`), for
+    /// `nodes: from_backend`: named by worker id (a worker started again registers under a new
+    /// id, and the old one stays listed as `DEAD` for a while), each with its cores and memory
+    /// (MiB, as Spark counts it), usable while `ALIVE`.
+    fn nodes(&self) -> BoxFuture<'_, Option<Result<Vec<BackendNode>, String>>> {
+        Box::pin(async move {
+            Some(
+                self.inner
+                    .rest
+                    .master_state()
+                    .await
+                    .map(|state| state.workers.iter().map(backend_node).collect())
+                    .map_err(|e| format!("the master's web UI: {e}")),
+            )
         })
     }
 
@@ -694,5 +794,54 @@ mod tests {
         for running in ["SUBMITTED", "RUNNING", "RELAUNCHING", "UNKNOWN"] {
             assert_eq!(exit_of(running, false), None, "{running}");
         }
+    }
+
+    #[test]
+    fn executors_are_a_gang_of_the_executors_cores_and_memory() {
+        let app = SparkSpec {
+            main: "a.py".into(),
+            jar: None,
+            args: vec![],
+            conf: BTreeMap::from([("spark.executor.memory".into(), "2g".into())]),
+            executors: Some(3),
+        };
+        let defaults = BTreeMap::from([
+            ("spark.executor.cores".into(), "2".into()),
+            ("spark.executor.memory".into(), "512m".into()),
+        ]);
+        assert_eq!(
+            executor_gang(&app, &defaults),
+            Some((3, weir_model::Resources { cpu: 2000, memory: 2048, gpu: 0 })),
+            "the stage's conf over the backend's"
+        );
+        assert_eq!(
+            executor_gang(&app, &BTreeMap::new()),
+            Some((3, weir_model::Resources { cpu: 1000, memory: 2048, gpu: 0 }))
+        );
+        assert_eq!(executor_gang(&SparkSpec { executors: None, ..app }, &defaults), None);
+    }
+
+    #[test]
+    fn workers_are_nodes_usable_while_alive() {
+        let state: crate::rest::MasterState = serde_json::from_str(
+            r#"{"workers":[{"id":"worker-1-127.0.0.1-7078","host":"127.0.0.1","cores":2,"memory":4096,"state":"ALIVE"},
+                           {"id":"worker-0-127.0.0.1-7078","host":"127.0.0.1","cores":2,"memory":4096,"state":"DEAD"}]}"#,
+        )
+        .unwrap();
+        let nodes: Vec<BackendNode> = state.workers.iter().map(backend_node).collect();
+        assert_eq!(nodes[0].resources, weir_model::Resources { cpu: 2000, memory: 4096, gpu: 0 });
+        assert_eq!((nodes[0].usable, nodes[1].usable, nodes[1].state.as_str()), (true, false, "dead"));
+    }
+
+    #[test]
+    fn a_pyspark_drivers_exit_code_is_read_from_its_stderr() {
+        // As a Spark 4.3 worker wrote a failed PySpark driver's stderr (`sys.exit(3)`).
+        let log = "Exception in thread \"main\" java.lang.reflect.InvocationTargetException\n\
+                   \tat java.base/jdk.internal.reflect.DirectMethodHandleAccessor.invoke(Unknown Source)\n\
+                   Caused by: org.apache.spark.SparkUserAppException: User application exited with 3\n\
+                   \t... 6 more\n";
+        assert_eq!(user_exit_code(log), Some(3));
+        assert_eq!(user_exit_code("Exception in thread \"main\" java.lang.IllegalStateException"), None);
+        assert_eq!(user_exit_code(""), None);
     }
 }

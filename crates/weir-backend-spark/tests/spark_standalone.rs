@@ -118,6 +118,14 @@ async fn drivers_run_log_are_readopted_by_submission_id_and_killed_on_a_real_sta
     assert!(health.healthy, "{health:?}");
     assert!(health.version.starts_with("Spark 4."), "{health:?}");
     assert_eq!(health.nodes, Some(1), "one alive worker: {health:?}");
+    // `nodes: from_backend`: the worker as the master's /json/ reports it (`--cores 2 --memory 4g`).
+    let nodes = backend.nodes().await.expect("a standalone master reports nodes").expect("read");
+    assert_eq!(nodes.len(), 1, "{nodes:?}");
+    assert!(
+        nodes[0].name.starts_with("worker-") && nodes[0].usable && nodes[0].state == "alive",
+        "{nodes:?}"
+    );
+    assert_eq!(nodes[0].resources, weir_model::Resources { cpu: 2000, memory: 4096, gpu: 0 });
 
     // 1. The word count, to its end: FINISHED is exit 0 and the driver's stdout, copied from the
     //    worker's log page, is the attempt's stdout.
@@ -211,7 +219,39 @@ async fn drivers_run_log_are_readopted_by_submission_id_and_killed_on_a_real_sta
     let none = again.recover(&lost("run-5/wc/count/0/1", now_ms())).await.unwrap();
     assert_eq!(none, Recovered::NotFound, "no driver started after the request");
 
-    // 5. The master goes away: the backend turns unhealthy with the gateway's address.
+    // 5. A driver that fails while no backend watches it (a server that is down): a later
+    //    `recover` finds it FAILED and takes its exit code from its driver log — the master says
+    //    only FAILED; the worker's `DriverWrapper` prints PythonRunner's
+    //    `SparkUserAppException: User application exited with 3`.
+    let fails = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fails.py");
+    let first_done = dir.join("fails-marker");
+    std::fs::write(&first_done, "").unwrap(); // not the first attempt: exits 3
+    let mut failing = launch(&dir, "run-6/f/s/0/2", vec![first_done.display().to_string()]);
+    failing.spark.as_mut().unwrap().main = fails.display().to_string();
+    let submitted = again.start(&failing).await.expect("submitted");
+    drop(again);
+    let ended = |state: &str| {
+        let json: serde_json::Value = serde_json::from_str(&cluster.master_json()).unwrap_or_default();
+        json["completeddrivers"]
+            .as_array()
+            .is_some_and(|d| d.iter().any(|d| d["id"] == submitted.boot_id.as_str() && d["state"] == state))
+    };
+    for _ in 0..600 {
+        if ended("FAILED") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(ended("FAILED"), "the master reports the driver FAILED: {}", cluster.master_json());
+    let (tx3, _rx3) = mpsc::unbounded_channel();
+    let again = SparkStandaloneBackend::connect(config(&cluster, &dir), tx3).await.unwrap();
+    assert_eq!(again.recover(&failing.attempt).await.unwrap(), Recovered::Ended(Exit::Code(3)));
+    let err = std::fs::read_to_string(&failing.stderr).unwrap();
+    assert!(err.contains("FAILED (exit code 3, from the driver's log)"), "{err}");
+    let out = std::fs::read_to_string(&failing.stdout).unwrap();
+    assert!(out.contains("a later attempt, exiting 3"), "{out}");
+
+    // 6. The master goes away: the backend turns unhealthy with the gateway's address.
     drop(cluster);
     let health = again.health().await;
     assert!(!health.healthy, "{health:?}");

@@ -242,6 +242,9 @@ pub enum BackendSettings {
         /// The gateway, the workers' Python, the properties, the state folder (`state_dir`
         /// empty there: `DATA_DIR/backend/NAME`, filled by the worker).
         config: Box<weir_backend_spark::SparkStandaloneConfig>,
+        /// `nodes: from_backend`: the engine's nodes are the master's alive workers, read when
+        /// the cluster's actor starts and again every this often. `None`: the cluster file's.
+        nodes_refresh: Option<Duration>,
     },
     /// `batch/v1` Jobs on a Kubernetes cluster (`weir_backend_kube::KubeBackend`), admitted by
     /// Kueue, YuniKorn or the default scheduler. Only with the `kubernetes` cargo feature.

@@ -183,6 +183,49 @@ fn a_pyspark_word_count_runs_from_submit_to_logs_and_kill_leaves_no_driver() {
     eventually(&dir, "the sleeper run to be killed", || state_of(&dir, port, "sleeper") == "killed");
     let left = processes_with(&marker);
     assert!(left.is_empty(), "processes of the killed application left: {left:?}");
+
+    // A failing driver (crates/weir-backend-spark/tests/data/fails.py): the first attempt
+    // raises (Python exits 1), the second exits 3. spark-submit exits with the Python driver's
+    // status (`PythonRunner` throws `SparkUserAppException(code)`, `SparkSubmit.doSubmit` exits
+    // with its `exitCode`), so each attempt fails with its own code; max_attempts 2 runs it twice
+    // and no more; each attempt's output is in `weir logs --attempt N`.
+    let fails = common::workspace()
+        .join("crates/weir-backend-spark/tests/data/fails.py")
+        .canonicalize()
+        .expect("fails.py");
+    let first_done = dir.join("fails-marker");
+    ok(&client(
+        &dir,
+        port,
+        &["routes", "set", "workflow:fails", "--cluster", "spark", "--queue", "root.default"],
+    ));
+    scratch.file(
+        "fails.yaml",
+        &format!(
+            "version: 1\nworkflows:\n{}",
+            workflow("fails", &fails.display().to_string(), &[&first_done.display().to_string()])
+                .replace("max_attempts: 1", "max_attempts: 2")
+        ),
+    );
+    ok(&client(&dir, port, &["submit", "fails.yaml"]));
+    eventually(&dir, "the failing run to end", || {
+        matches!(state_of(&dir, port, "fails").as_str(), "succeeded" | "failed")
+    });
+    let id = run_of(&dir, port, "fails").expect("the run")["id"].to_string();
+    let status: Value =
+        serde_json::from_str(&ok(&client(&dir, port, &["status", &id, "--json"]))).expect("json");
+    let task = &status["jobs"][0]["tasks"][0];
+    assert_eq!(status["state"], "failed", "{status:#}");
+    assert_eq!(
+        (task["state"].as_str(), task["attempts"].as_u64(), task["exit_code"].as_i64()),
+        (Some("failed"), Some(2), Some(3)),
+        "two attempts, the last exiting 3: {status:#}"
+    );
+    // PythonRunner merges the Python driver's stderr into its stdout.
+    let first = ok(&client(&dir, port, &["logs", &id, "count.0", "--attempt", "1"]));
+    assert!(first.contains("RuntimeError: weir test: the driver raises"), "attempt 1: {first}");
+    let second = ok(&client(&dir, port, &["logs", &id, "count.0", "--attempt", "2"]));
+    assert!(second.contains("a later attempt, exiting 3"), "attempt 2: {second}");
 }
 
 /// No Spark where the server file says: `weir backends --config` says so and exits 1; the

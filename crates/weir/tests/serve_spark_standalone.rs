@@ -97,6 +97,20 @@ fn workflow(name: &str, main: &str, args: &[&str]) -> String {
     )
 }
 
+/// The id of the master's one worker.
+fn standalone_worker(cluster: &standalone::Cluster) -> String {
+    let state: Value = serde_json::from_str(&cluster.master_json()).unwrap_or(Value::Null);
+    state["workers"][0]["id"].as_str().unwrap_or_default().to_string()
+}
+
+/// The id of the master's alive worker (empty when none).
+fn standalone_worker_alive(cluster: &standalone::Cluster) -> String {
+    let state: Value = serde_json::from_str(&cluster.master_json()).unwrap_or(Value::Null);
+    let workers = state["workers"].as_array().cloned().unwrap_or_default();
+    let alive = workers.iter().find(|w| w["state"] == "ALIVE");
+    alive.and_then(|w| w["id"].as_str()).unwrap_or_default().to_string()
+}
+
 /// The drivers the master knows (active and completed), by id.
 fn drivers(cluster: &standalone::Cluster) -> Vec<String> {
     let state: Value = serde_json::from_str(&cluster.master_json()).unwrap_or(Value::Null);
@@ -111,17 +125,15 @@ fn drivers(cluster: &standalone::Cluster) -> Vec<String> {
 fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_killed() {
     let scratch = common::Scratch::new("serve-spark-standalone");
     let dir = scratch.0.clone();
-    let cluster = standalone::Cluster::start(&dir);
+    let mut cluster = standalone::Cluster::start(&dir);
     let port = standalone::free_port();
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
-    scratch.file(
-        "clusters/spark.yaml",
-        "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 2000, memory: 4g}}\nqueues:\n  - {name: default}\n",
-    );
+    scratch.file("clusters/spark.yaml", "version: 1\nqueues:\n  - {name: default}\n");
+    // The cluster's nodes are the master's workers (`nodes: from_backend`, read again every 2 s).
     scratch.file(
         "server.yaml",
         &format!(
-            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: sa\n    file: clusters/spark.yaml\n    backend:\n      kind: spark-standalone\n      master_rest_url: {}\n      master_ui_url: {}\n      python: {}\n      driver_python: {}\n      poll_interval_ms: 500\n      conf: {{spark.ui.enabled: 'false'}}\n",
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: sa\n    file: clusters/spark.yaml\n    backend:\n      kind: spark-standalone\n      master_rest_url: {}\n      master_ui_url: {}\n      python: {}\n      driver_python: {}\n      poll_interval_ms: 500\n      nodes: from_backend\n      nodes_refresh_seconds: 2\n      conf: {{spark.ui.enabled: 'false'}}\n",
             cluster.rest_url,
             cluster.ui_url,
             standalone::python(),
@@ -153,6 +165,15 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
         .success()
     };
     eventually(&dir, "the server", || route("wordcount"));
+    // The engine's one node is the test's worker (2 cores, 4g, `--cores 2 --memory 4g`).
+    let worker = standalone_worker(&cluster);
+    let said = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+    assert!(said.contains(&format!("nodes from the backend: 1 counted ({worker})")), "{said}");
+    eventually(&dir, "the engine's capacity to be the worker's", || {
+        let out = client(&dir, port, &["queues", "--json"]);
+        let queues: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        queues["clusters"][0]["total"] == serde_json::json!({"cpu": 2000, "memory": 4096, "gpu": 0})
+    });
 
     // A command stage cannot run on a standalone master: refused at submission, naming the field.
     assert!(route("shell"));
@@ -201,6 +222,25 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
     };
     eventually(&dir, "the sleeper to count", || logs_of_sleeper().contains("total 34"));
     assert!(processes_with(&marker).iter().any(|p| p.contains("python")), "its Python driver runs");
+
+    // Executors as a gang: in weir's engine the sleeper holds its driver's container (1000
+    // millicores) and its executor's (`executors: 1`, 1 core each), the worker's 2 cores. A
+    // second word count — another gang of 2 containers — waits for room for its whole gang
+    // instead of being handed to the master, where its driver would sit without an executor.
+    assert!(route("second"));
+    scratch
+        .file("second.yaml", &format!("version: 1\nworkflows:\n{}", workflow("second", &script, &[&words])));
+    ok(&client(&dir, port, &["submit", "second.yaml"]));
+    let second_id = run_of(&dir, port, "second").expect("the second run")["id"].to_string();
+    let spells = |id: &str| -> Vec<Value> {
+        let out = client(&dir, port, &["status", id, "--json"]);
+        let run: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        run["jobs"][0]["waits"].as_array().cloned().unwrap_or_default()
+    };
+    eventually(&dir, "the second word count to wait for its gang", || {
+        spells(&second_id).last().is_some_and(|w| w["reason"] == "gang_waiting_for_room")
+    });
+    assert_eq!(state_of(&dir, port, "second"), "waiting");
     server.0.kill().expect("SIGKILL weir serve");
     let _ = server.0.wait();
     drop(server);
@@ -228,6 +268,87 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
     }
     assert!(left.is_empty(), "processes of the killed driver left: {left:?}");
     assert!(cluster.master_json().contains("\"state\" : \"KILLED\""), "{}", cluster.master_json());
+
+    // The sleeper's gang given back (after the restart only its driver's container was counted
+    // again, still too little for a gang of 2000 millicores): the second word count starts now.
+    eventually(&dir, "the second word count to end", || {
+        matches!(state_of(&dir, port, "second").as_str(), "succeeded" | "failed")
+    });
+    assert_eq!(state_of(&dir, port, "second"), "succeeded");
+    let out = ok(&client(&dir, port, &["logs", &second_id, "count.0"]));
+    assert!(out.ends_with("total 34\n"), "{out}");
+    assert_eq!(drivers(&cluster).len(), 3, "one driver for the second run, submitted once it fit");
+
+    // A failing driver (crates/weir-backend-spark/tests/data/fails.py): the first attempt raises
+    // (Python exits 1), the second exits 3. The master only says FAILED (`DriverState`: "exited
+    // non-zero and was not supervised"); the code is read from the driver's stderr, where the
+    // worker's `DriverWrapper` lets `PythonRunner`'s `SparkUserAppException(code)` out ("User
+    // application exited with CODE"). max_attempts 2: two drivers, no third; each attempt's
+    // output and driver log in `weir logs --attempt N`.
+    let fails = common::workspace()
+        .join("crates/weir-backend-spark/tests/data/fails.py")
+        .canonicalize()
+        .expect("fails.py");
+    let first_done = dir.join("fails-marker");
+    assert!(route("fails"));
+    scratch.file(
+        "fails.yaml",
+        &format!(
+            "version: 1\nworkflows:\n{}",
+            workflow("fails", &fails.display().to_string(), &[&first_done.display().to_string()])
+                .replace("max_attempts: 1", "max_attempts: 2")
+        ),
+    );
+    let before = drivers(&cluster).len();
+    ok(&client(&dir, port, &["submit", "fails.yaml"]));
+    eventually(&dir, "the failing run to end", || {
+        matches!(state_of(&dir, port, "fails").as_str(), "succeeded" | "failed")
+    });
+    let id = run_of(&dir, port, "fails").expect("the run")["id"].to_string();
+    let status: Value =
+        serde_json::from_str(&ok(&client(&dir, port, &["status", &id, "--json"]))).expect("json");
+    let task = &status["jobs"][0]["tasks"][0];
+    assert_eq!(status["state"], "failed", "{status:#}");
+    assert_eq!(
+        (task["state"].as_str(), task["attempts"].as_u64(), task["exit_code"].as_i64()),
+        (Some("failed"), Some(2), Some(3)),
+        "two attempts, the last exiting 3: {status:#}"
+    );
+    assert_eq!(drivers(&cluster).len(), before + 2, "one driver per attempt");
+    let log = |attempt: &str, stream: &str| {
+        ok(&client(&dir, port, &["logs", &id, "count.0", "--attempt", attempt, "--stream", stream]))
+    };
+    // PythonRunner merges the Python driver's stderr into its stdout.
+    let out1 = log("1", "stdout");
+    assert!(out1.contains("RuntimeError: weir test: the driver raises"), "attempt 1: {out1}");
+    let err1 = log("1", "stderr");
+    assert!(
+        err1.contains("User application exited with 1")
+            && err1.contains("FAILED (exit code 1, from the driver's log)"),
+        "attempt 1's driver log: {err1}"
+    );
+    let err2 = log("2", "stderr");
+    assert!(err2.contains("FAILED (exit code 3, from the driver's log)"), "attempt 2's driver log: {err2}");
+
+    // The worker dies: the next refresh of the master's workers (every 2 s) makes it a node
+    // failure to the engine; a new worker registers under a new id and joins.
+    let log_of_server = || std::fs::read_to_string(dir.join("serve2.log")).unwrap_or_default();
+    cluster.kill_worker();
+    eventually(&dir, "the dead worker to leave", || {
+        // DEAD while the master still lists it (Master.removeWorker), `gone` once it culls it.
+        let said = log_of_server();
+        said.contains(&format!("node `{worker}` left (dead)"))
+            || said.contains(&format!("node `{worker}` left (gone)"))
+    });
+    cluster.start_worker();
+    let mut second = String::new();
+    eventually(&dir, "a new worker", || {
+        second = standalone_worker_alive(&cluster);
+        !second.is_empty() && second != worker
+    });
+    eventually(&dir, "the new worker to join", || {
+        log_of_server().contains(&format!("node `{second}` joined"))
+    });
 }
 
 /// A master that does not answer (nothing listens at `master_rest_url`): `weir backends --config`

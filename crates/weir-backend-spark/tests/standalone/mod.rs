@@ -21,32 +21,17 @@ pub struct Cluster {
     pub rest_url: String,
     pub ui_url: String,
     children: Vec<Child>,
+    /// The master's RPC port and the folder of logs and work, for another worker.
+    master: u16,
+    dir: std::path::PathBuf,
 }
 
 impl Cluster {
     pub fn start(dir: &Path) -> Cluster {
-        let install =
-            Install::find(None, None).expect("Spark (pip install pyspark) and Java 17 are installed");
-        let class = install.home.join("bin").join("spark-class");
-        let (master, rest, ui, worker_ui) = (free_port(), free_port(), free_port(), free_port());
-        let spawn = |args: &[String], opts: &str, log: &str| {
-            let log = std::fs::File::create(dir.join(log)).unwrap();
-            Command::new(&class)
-                .args(args)
-                .env("SPARK_HOME", &install.home)
-                .env("SPARK_MASTER_OPTS", opts)
-                .env("SPARK_LOCAL_IP", "127.0.0.1")
-                .env("SPARK_LOG_DIR", dir)
-                .env("SPARK_PID_DIR", dir)
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().unwrap())
-                .stderr(log)
-                .process_group(0)
-                .spawn()
-                .expect("spark-class starts")
-        };
+        let (master, rest, ui) = (free_port(), free_port(), free_port());
         let s = |v: &str| v.to_string();
-        let mut children = vec![spawn(
+        let children = vec![spawn(
+            dir,
             &[
                 s("org.apache.spark.deploy.master.Master"),
                 s("--host"),
@@ -59,31 +44,52 @@ impl Cluster {
             &format!("-Dspark.master.rest.enabled=true -Dspark.master.rest.port={rest}"),
             "master.log",
         )];
-        let work = dir.join("work");
+        let mut cluster = Cluster {
+            rest_url: format!("http://127.0.0.1:{rest}"),
+            ui_url: format!("http://127.0.0.1:{ui}"),
+            children,
+            master,
+            dir: dir.to_path_buf(),
+        };
+        cluster.start_worker();
+        cluster
+    }
+
+    /// Starts a worker (2 cores, 4g) that registers with the master; it is the last child.
+    pub fn start_worker(&mut self) {
+        let work = self.dir.join("work");
         std::fs::create_dir_all(&work).unwrap();
-        children.push(spawn(
+        let s = |v: &str| v.to_string();
+        let n = self.children.len();
+        self.children.push(spawn(
+            &self.dir,
             &[
                 s("org.apache.spark.deploy.worker.Worker"),
                 s("--host"),
                 s("127.0.0.1"),
                 s("--webui-port"),
-                worker_ui.to_string(),
+                free_port().to_string(),
                 s("--cores"),
                 s("2"),
                 s("--memory"),
                 s("4g"),
                 s("--work-dir"),
                 work.display().to_string(),
-                format!("spark://127.0.0.1:{master}"),
+                format!("spark://127.0.0.1:{}", self.master),
             ],
             "",
-            "worker.log",
+            &format!("worker-{n}.log"),
         ));
-        Cluster {
-            rest_url: format!("http://127.0.0.1:{rest}"),
-            ui_url: format!("http://127.0.0.1:{ui}"),
-            children,
+    }
+
+    /// Stops the last worker started (SIGKILL to its process group: a worker that dies).
+    pub fn kill_worker(&mut self) {
+        if self.children.len() < 2 {
+            return;
         }
+        let mut c = self.children.pop().unwrap();
+        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", c.id())]).status();
+        let _ = c.wait();
     }
 
     /// Waits until the master lists an alive worker.
@@ -124,6 +130,26 @@ impl Drop for Cluster {
             let _ = c.wait();
         }
     }
+}
+
+/// Runs `spark-class ARGS` from the pyspark package's Spark in its own process group, its output
+/// in `dir/LOG`.
+fn spawn(dir: &Path, args: &[String], opts: &str, log: &str) -> Child {
+    let install = Install::find(None, None).expect("Spark (pip install pyspark) and Java 17 are installed");
+    let log = std::fs::File::create(dir.join(log)).unwrap();
+    Command::new(install.home.join("bin").join("spark-class"))
+        .args(args)
+        .env("SPARK_HOME", &install.home)
+        .env("SPARK_MASTER_OPTS", opts)
+        .env("SPARK_LOCAL_IP", "127.0.0.1")
+        .env("SPARK_LOG_DIR", dir)
+        .env("SPARK_PID_DIR", dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .expect("spark-class starts")
 }
 
 /// The Python interpreter whose `pyspark` the workers use (PYSPARK_PYTHON).

@@ -85,6 +85,10 @@ pub(crate) struct Actor {
     pub waits: super::waits::WaitBook,
     /// Background job commits and input checks (`commit.rs`).
     pub io: super::commit::IoBook,
+    /// The last gang number given (Spark executors, `progress::task_requests`).
+    pub gang_seq: u32,
+    /// Executor containers started before their driver's (by run, job, stage).
+    pub spare_executors: HashMap<(i64, usize, usize), Vec<ContainerId>>,
 }
 
 /// What the metrics need of a run when its state changes.
@@ -219,6 +223,8 @@ pub(crate) async fn run(
         }),
         waits: super::waits::WaitBook::default(),
         io: super::commit::IoBook::default(),
+        gang_seq: 0,
+        spare_executors: HashMap::new(),
     };
     let ended = match actor.recover().await {
         Ok(()) => actor.serve(registry, &mut stop, notify, exits, started_rx).await,

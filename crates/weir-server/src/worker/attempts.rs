@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 use weir_backend::{AttemptId, Backend, BackendError, Exit, Launched, TaskExit, TaskLaunch};
-use weir_engine::{ContainerId, Decision, Request};
+use weir_engine::{ContainerId, Decision};
 use weir_store::{AttemptKey, Change, TaskKey};
 
 use super::actor::Actor;
@@ -107,7 +107,13 @@ impl Actor {
                 if let Some(id) = self.containers.remove(&container) {
                     if let Some(a) = self.attempts.get_mut(&id) {
                         a.preempted = true;
-                        a.container = None;
+                        // The driver's container, or one of its executors' (the driver is killed
+                        // either way: the application lost part of its gang).
+                        if a.container == Some(container) {
+                            a.container = None;
+                        } else {
+                            a.executors.retain(|&c| c != container);
+                        }
                         if let Some(l) = &a.launched {
                             self.to_kill.push(l.clone());
                         }
@@ -165,7 +171,13 @@ impl Actor {
     pub(super) fn on_container_lost(&mut self, container: ContainerId, node: &str, state: &str) {
         let Some(id) = self.containers.remove(&container) else { return };
         let Some(a) = self.attempts.get_mut(&id) else { return };
-        a.container = None;
+        if a.container == Some(container) {
+            a.container = None;
+        } else {
+            // An executor's container: the driver runs on where the master put it.
+            a.executors.retain(|&c| c != container);
+            return;
+        }
         let kill = self.placed_by_weir;
         a.node_lost = Some((format!("node `{node}` left the cluster ({state})"), kill));
         if kill {
@@ -185,6 +197,10 @@ impl Actor {
     ) {
         let now = self.now();
         let (id, j) = split_job(job);
+        if tag & super::progress::EXECUTOR_TAG != 0 {
+            self.executor_container(container, id, j, (tag & !super::progress::EXECUTOR_TAG) as usize);
+            return;
+        }
         let s = tag as usize;
         let task = self.runs.get_mut(&id).and_then(|run| {
             if run.ending.is_some() {
@@ -303,6 +319,11 @@ impl Actor {
             Err(e) => self.start_failures.push((attempt.clone(), e)),
         }
         self.containers.insert(container, aid.clone());
+        // Its executors' containers, when they were placed before its own (one gang).
+        let executors = self.spare_executors.remove(&(id, j, s)).unwrap_or_default();
+        for &c in &executors {
+            self.containers.insert(c, aid.clone());
+        }
         self.attempts.insert(
             aid,
             AttemptLive {
@@ -312,8 +333,43 @@ impl Actor {
                 preempted: false,
                 warning: None,
                 node_lost: None,
+                executors,
             },
         );
+    }
+
+    /// A container for an executor of a Spark stage's gang: held for the stage's driver (no
+    /// process of weir's runs in it; the master starts the executors), given back with the
+    /// driver's end. The gang's containers come in one pass, the driver's before or after.
+    fn executor_container(&mut self, container: ContainerId, id: i64, j: usize, s: usize) {
+        let now = self.now();
+        let Some(run) = self.runs.get(&id) else {
+            let _ = self.engine.on_container_finished(now, container);
+            return;
+        };
+        let wanted = run.jobs.get(j).and_then(|job| job.stages.get(s)).map_or(0, |stage| {
+            super::progress::executors_of(stage, self.gang_conf().as_ref()).map_or(0, |(n, _)| n as usize)
+        });
+        if run.ending.is_some() || wanted == 0 {
+            let _ = self.engine.on_container_finished(now, container);
+            return;
+        }
+        // A driver of this stage already started in this pass, still short of executors.
+        let short = self.attempts.iter_mut().find(|(_, a)| {
+            a.key.task.run == id
+                && a.key.task.job as usize == j
+                && a.key.task.stage as usize == s
+                && a.container.is_some()
+                && a.launched.is_none()
+                && a.executors.len() < wanted
+        });
+        match short {
+            Some((aid, a)) => {
+                a.executors.push(container);
+                self.containers.insert(container, aid.clone());
+            }
+            None => self.spare_executors.entry((id, j, s)).or_default().push(container),
+        }
     }
 
     /// An attempt ended (reported by the backend, or found ended during recovery).
@@ -325,7 +381,7 @@ impl Actor {
         }
         let now = self.now();
         let at = now.0 as i64;
-        if let Some(c) = a.container {
+        for c in a.container.into_iter().chain(a.executors.iter().copied()) {
             self.containers.remove(&c);
             let _ = self.engine.on_container_finished(now, c);
         }
@@ -334,6 +390,7 @@ impl Actor {
         }
         let key = a.key;
         let (id, j, s, t) = (key.task.run, key.task.job as usize, key.task.stage as usize, key.task.task);
+        let conf = self.gang_conf();
         let Some(run) = self.runs.get_mut(&id) else { return };
         run.active = run.active.saturating_sub(1);
         let code = match exit.exit {
@@ -409,8 +466,9 @@ impl Actor {
         }
         tl.phase = TaskPhase::Ready;
         stage.ready.push_back(t);
-        let request = Request::new(stage.resources, 1).tagged(s as u64);
-        let _ = self.engine.on_requests_added(now, engine_job(id, j), vec![request]);
+        let gang = super::progress::executors_of(stage, conf.as_ref());
+        let requests = super::progress::task_requests(stage.resources, s, 1, gang, &mut self.gang_seq);
+        let _ = self.engine.on_requests_added(now, engine_job(id, j), requests);
     }
 }
 

@@ -61,7 +61,7 @@ pub(super) async fn build(
                 shared_dir: None,
             });
         }
-        Some(BackendSettings::SparkStandalone { config }) => {
+        Some(BackendSettings::SparkStandalone { config, .. }) => {
             let mut config = (**config).clone();
             if config.state_dir.as_os_str().is_empty() {
                 config.state_dir = default_dir();

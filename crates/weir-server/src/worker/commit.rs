@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use weir_commit::{CommitError, Committer, JobCommitPlan, JobCommitState, JobPhase as CommitPhase};
-use weir_engine::Request;
 use weir_store::{AttemptKey, JobCommitRow, JobStore};
 
 use super::actor::Actor;
@@ -203,6 +202,7 @@ impl Actor {
             }
             IoEvent::InputsChecked { run: id, job: j, stage: s, result } => {
                 let now = self.now();
+                let conf = self.gang_conf();
                 let Some(run) = self.runs.get_mut(&id) else { return };
                 let job = &mut run.jobs[j];
                 let in_engine = job.phase == JobPhase::InEngine;
@@ -215,8 +215,15 @@ impl Actor {
                         if in_engine && stage.waiting_on == 0 && run.ending.is_none() {
                             let n = super::progress::ready_tasks(stage);
                             if n > 0 {
-                                let request = Request::new(stage.resources, n).tagged(s as u64);
-                                let _ = self.engine.on_requests_added(now, engine_job(id, j), vec![request]);
+                                let gang = super::progress::executors_of(stage, conf.as_ref());
+                                let requests = super::progress::task_requests(
+                                    stage.resources,
+                                    s,
+                                    n,
+                                    gang,
+                                    &mut self.gang_seq,
+                                );
+                                let _ = self.engine.on_requests_added(now, engine_job(id, j), requests);
                             }
                         }
                     }

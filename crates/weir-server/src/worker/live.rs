@@ -119,6 +119,10 @@ pub struct AttemptLive {
     /// weir killed it for that (`placement: weir`; with `placement: backend` the target placed
     /// it and reports its end, and weir's node is only a share of the capacity).
     pub node_lost: Option<(String, bool)>,
+    /// The containers of its Spark executors (a gang with its own, `progress::task_requests`),
+    /// given back when it ends. Empty after a restart: a re-adopted driver's executors are not
+    /// counted again.
+    pub executors: Vec<ContainerId>,
 }
 
 /// The workload file's name of an output format (what weir-commit's comparison parses).

@@ -74,6 +74,10 @@ impl WorkerSettings {
             Some(BackendSettings::Slurm { nodes_refresh: Some(every), config, .. }) => {
                 Some((*every, config.placement == weir_backend_slurm::Placement::Weir))
             }
+            // The master places drivers and executors itself: never `placement: weir`.
+            Some(BackendSettings::SparkStandalone { nodes_refresh: Some(every), .. }) => {
+                Some((*every, false))
+            }
             _ => None,
         }
     }

@@ -9,7 +9,44 @@ use weir_store::{Change, TaskKey};
 use super::actor::Actor;
 use super::live::{engine_job, JobPhase, StageLive, TaskPhase};
 
+/// Tag bit of a container for an executor of a Spark stage's gang; the rest of the tag is the
+/// stage's index.
+pub(super) const EXECUTOR_TAG: u64 = 1 << 40;
+
+/// The engine requests for `n` ready tasks of a stage (`s`, `resources` each): one request of
+/// `n` containers — or, when each task is a Spark application whose executors run as processes
+/// of their own (`gang`: how many and each one's size), per task one gang of its driver's
+/// container and its executors' (`EXECUTOR_TAG`), numbered from `seq`: the engine starts the
+/// application only when the driver and every executor fit.
+pub(super) fn task_requests(
+    resources: weir_model::Resources,
+    s: usize,
+    n: u32,
+    gang: Option<(u32, weir_model::Resources)>,
+    seq: &mut u32,
+) -> Vec<Request> {
+    let Some((executors, each)) = gang else { return vec![Request::new(resources, n).tagged(s as u64)] };
+    let mut out = Vec::with_capacity(2 * n as usize);
+    for _ in 0..n {
+        *seq = seq.checked_add(1).unwrap_or(1);
+        out.push(Request::new(resources, 1).tagged(s as u64).in_gang(*seq));
+        out.push(Request::new(each, executors).tagged(s as u64 | EXECUTOR_TAG).in_gang(*seq));
+    }
+    out
+}
+
 impl Actor {
+    /// The Spark properties of a backend whose executors weir counts as a gang
+    /// (`spark-standalone`: the executors run on the workers beside the driver); `None` for
+    /// every other backend (`spark-local`'s executors are threads of the driver's JVM, counted
+    /// in the task's `resources`).
+    pub(super) fn gang_conf(&self) -> Option<std::collections::BTreeMap<String, String>> {
+        match self.settings.backends.get(&self.cluster) {
+            Some(crate::BackendSettings::SparkStandalone { config, .. }) => Some(config.conf.clone()),
+            _ => None,
+        }
+    }
+
     /// Submit every pending job of a run whose upstream jobs are done; end the run if all are.
     pub fn start_ready_jobs(&mut self, id: i64) {
         let Some(run) = self.runs.get(&id) else { return };
@@ -33,6 +70,7 @@ impl Actor {
     /// (plus `extra` requests, used by recovery for attempts still running).
     pub fn submit_job(&mut self, id: i64, j: usize, extra: Vec<Request>) {
         let now = self.now();
+        let conf = self.gang_conf();
         let Some(run) = self.runs.get_mut(&id) else { return };
         let mut requests = extra;
         let job = &mut run.jobs[j];
@@ -40,7 +78,8 @@ impl Actor {
             if stage.waiting_on == 0 {
                 let r = ready_tasks(stage);
                 if r > 0 {
-                    requests.push(Request::new(stage.resources, r).tagged(s as u64));
+                    let gang = executors_of(stage, conf.as_ref());
+                    requests.extend(task_requests(stage.resources, s, r, gang, &mut self.gang_seq));
                 }
             }
         }
@@ -73,6 +112,7 @@ impl Actor {
     /// A stage finished: release the stages that waited only for it; the job may be done.
     pub(super) fn stage_done(&mut self, id: i64, j: usize, s: usize) {
         let now = self.now();
+        let conf = self.gang_conf();
         let Some(run) = self.runs.get_mut(&id) else { return };
         let job = &mut run.jobs[j];
         job.stages_left -= 1;
@@ -83,7 +123,8 @@ impl Actor {
             if st.waiting_on == 0 {
                 let n = ready_tasks(st);
                 if n > 0 {
-                    requests.push(Request::new(st.resources, n).tagged(d as u64));
+                    let gang = executors_of(st, conf.as_ref());
+                    requests.extend(task_requests(st.resources, d, n, gang, &mut self.gang_seq));
                 }
             }
         }
@@ -192,4 +233,43 @@ pub fn ready_tasks(stage: &mut StageLive) -> u32 {
         }
     }
     n
+}
+
+/// A Spark stage's executors as a gang, with `conf` the backend's properties when its backend
+/// runs executors as processes of their own (`Actor::gang_conf`).
+pub(super) fn executors_of(
+    stage: &super::live::StageLive,
+    conf: Option<&std::collections::BTreeMap<String, String>>,
+) -> Option<(u32, weir_model::Resources)> {
+    weir_backend_spark::executor_gang(stage.spark.as_ref()?, conf?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weir_model::Resources;
+
+    #[test]
+    fn a_spark_stages_tasks_are_each_a_gang_of_driver_and_executors() {
+        let driver = Resources { cpu: 1000, memory: 2048, gpu: 0 };
+        let mut seq = 0;
+        // No executors to count: one request for all the ready tasks, no gang.
+        let plain = task_requests(driver, 3, 4, None, &mut seq);
+        assert_eq!(plain, vec![Request::new(driver, 4).tagged(3)]);
+        assert_eq!(seq, 0);
+        let each = Resources { cpu: 1000, memory: 1024, gpu: 0 };
+        let gangs = task_requests(driver, 3, 2, Some((5, each)), &mut seq);
+        assert_eq!(
+            gangs,
+            vec![
+                Request::new(driver, 1).tagged(3).in_gang(1),
+                Request::new(each, 5).tagged(3 | EXECUTOR_TAG).in_gang(1),
+                Request::new(driver, 1).tagged(3).in_gang(2),
+                Request::new(each, 5).tagged(3 | EXECUTOR_TAG).in_gang(2),
+            ]
+        );
+        // Numbers go on from the last, never 0.
+        let mut top = u32::MAX;
+        assert_eq!(task_requests(driver, 0, 1, Some((1, each)), &mut top)[0].gang, 1);
+    }
 }

@@ -196,6 +196,7 @@ impl Actor {
                         preempted: false,
                         warning: None,
                         node_lost: None,
+                        executors: Vec::new(),
                     },
                 );
             }
@@ -305,6 +306,7 @@ impl Actor {
     /// For jobs resubmitted with their running attempts: ask for their other runnable tasks.
     fn add_ready_requests(&mut self, id: i64) {
         let now = self.now();
+        let conf = self.gang_conf();
         let Some(run) = self.runs.get_mut(&id) else { return };
         for (j, job) in run.jobs.iter_mut().enumerate() {
             if job.phase != JobPhase::InEngine {
@@ -315,7 +317,14 @@ impl Actor {
                 if st.waiting_on == 0 {
                     let n = super::progress::ready_tasks(st);
                     if n > 0 {
-                        requests.push(Request::new(st.resources, n).tagged(s as u64));
+                        let gang = super::progress::executors_of(st, conf.as_ref());
+                        requests.extend(super::progress::task_requests(
+                            st.resources,
+                            s,
+                            n,
+                            gang,
+                            &mut self.gang_seq,
+                        ));
                     }
                 }
             }

@@ -68,7 +68,7 @@ pub fn run(a: &BackendsArgs) -> Result<bool> {
                 }
                 row
             }),
-            Some(BackendSettings::SparkStandalone { config: spark }) => rt.block_on(async {
+            Some(BackendSettings::SparkStandalone { config: spark, .. }) => rt.block_on(async {
                 let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
                 let mut spark = (**spark).clone();
                 // Only the master is asked here; no attempt is started, so nothing is written.

@@ -320,9 +320,16 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
                     );
                 }
             }
-            if let Some(config) = standalone_settings(&c.backend, &at, &resolve, &mut problem) {
-                backends
-                    .insert(c.name.clone(), BackendSettings::SparkStandalone { config: Box::new(config) });
+            if let Some((config, nodes_refresh)) =
+                standalone_settings(&c.backend, &at, &resolve, &mut problem)
+            {
+                if nodes_refresh.is_some() {
+                    nodes_from_backend.insert(c.name.clone(), format!("{at}.nodes"));
+                }
+                backends.insert(
+                    c.name.clone(),
+                    BackendSettings::SparkStandalone { config: Box::new(config), nodes_refresh },
+                );
             }
             continue;
         }
@@ -703,9 +710,10 @@ pub fn discover_nodes(config: &mut ServeConfig) -> Result<(), ModelError> {
     })?;
     for source in &mut config.clusters {
         let Some(field) = config.nodes_from_backend.get(&source.name) else { continue };
-        let Some(BackendSettings::Slurm { config: slurm, .. }) = config.backends.get(&source.name) else {
+        let backend = config.backends.get(&source.name);
+        if !matches!(backend, Some(BackendSettings::Slurm { .. } | BackendSettings::SparkStandalone { .. })) {
             continue;
-        };
+        }
         let invalid = |message: String| ModelError::Invalid {
             file: source.file.clone(),
             problems: vec![Problem { path: field.clone(), message }],
@@ -715,19 +723,39 @@ pub fn discover_nodes(config: &mut ServeConfig) -> Result<(), ModelError> {
         if !file.nodes.is_empty() {
             return Err(invalid("from_backend, but the cluster file lists nodes too: remove them".into()));
         }
-        let nodes = rt
+        let (target, nodes) = rt
             .block_on(async {
                 let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-                let backend = weir_backend_slurm::SlurmBackend::connect((**slurm).clone(), tx).await?;
-                backend.nodes().await
+                let backend: Box<dyn weir_backend::Backend> = match backend {
+                    Some(BackendSettings::Slurm { config: slurm, .. }) => Box::new(
+                        weir_backend_slurm::SlurmBackend::connect((**slurm).clone(), tx)
+                            .await
+                            .map_err(|e| e.to_string())?,
+                    ),
+                    Some(BackendSettings::SparkStandalone { config: spark, .. }) => Box::new(
+                        weir_backend_spark::SparkStandaloneBackend::connect((**spark).clone(), tx)
+                            .await
+                            .map_err(|e| e.to_string())?,
+                    ),
+                    _ => return Err("this backend reports no nodes".to_string()),
+                };
+                let target = if backend.kind() == "slurm" { "Slurm" } else { "the Spark master" };
+                match backend.nodes().await {
+                    Some(Ok(nodes)) => Ok((target, nodes)),
+                    Some(Err(e)) => Err(e),
+                    None => Err("this backend reports no nodes".to_string()),
+                }
             })
             .map_err(|e| invalid(format!("from_backend: cannot read the nodes: {e}")))?;
         let mut groups: BTreeMap<(u64, u64, u64), u32> = BTreeMap::new();
-        for n in nodes.iter().filter(|n| n.is_usable()) {
-            *groups.entry((n.cpu_millicores, n.memory_mib, n.gpus)).or_default() += 1;
+        for n in nodes.iter().filter(|n| n.usable) {
+            *groups.entry((n.resources.cpu, n.resources.memory, n.resources.gpu)).or_default() += 1;
         }
         if groups.is_empty() {
-            return Err(invalid(format!("from_backend: Slurm reports no usable node (of {})", nodes.len())));
+            return Err(invalid(format!(
+                "from_backend: {target} reports no usable node (of {})",
+                nodes.len()
+            )));
         }
         file.nodes = groups
             .into_iter()
@@ -851,9 +879,9 @@ fn standalone_settings(
     at: &str,
     resolve: &dyn Fn(&Path) -> PathBuf,
     problem: &mut dyn FnMut(String, String),
-) -> Option<SparkStandaloneConfig> {
+) -> Option<(SparkStandaloneConfig, Option<Duration>)> {
     let mut ok = true;
-    let shared = ["poll_interval_ms"];
+    let shared = ["poll_interval_ms", "nodes", "nodes_refresh_seconds", "placement"];
     for (field, set) in
         slurm_fields(b).into_iter().filter(|(f, _)| !shared.contains(f)).chain(kube::fields(b)).chain([
             ("spark_home", b.spark_home.is_some()),
@@ -898,6 +926,36 @@ fn standalone_settings(
         problem(format!("{at}.poll_interval_ms"), "0: give the interval between two status reads".into());
         ok = false;
     }
+    // The master picks the worker of each driver and executor; the REST gateway takes no
+    // worker to run a driver on (`CreateSubmissionRequest` has no such field), so weir's engine
+    // cannot pin one.
+    if matches!(b.placement, Some(PlacementEntry::Weir)) {
+        problem(
+            format!("{at}.placement"),
+            "`weir` is not supported by a Spark standalone master: it places each driver and executor on a worker itself, and its REST gateway takes no worker to run a driver on; leave `placement` out (or `backend`)".into(),
+        );
+        ok = false;
+    }
+    let nodes_refresh = match (b.nodes, b.nodes_refresh_seconds) {
+        (None, Some(_)) => {
+            problem(
+                format!("{at}.nodes_refresh_seconds"),
+                "only with `nodes: from_backend` (the cluster file's nodes are never refreshed)".into(),
+            );
+            ok = false;
+            None
+        }
+        (Some(_), Some(0)) => {
+            problem(
+                format!("{at}.nodes_refresh_seconds"),
+                "0: give the seconds between two reads of the master's workers".into(),
+            );
+            ok = false;
+            None
+        }
+        (Some(_), secs) => Some(Duration::from_secs(secs.unwrap_or(DEFAULT_NODES_REFRESH_SECONDS))),
+        (None, None) => None,
+    };
     for (field, v) in [
         ("python", b.python.as_deref().map(Path::new)),
         ("driver_python", b.driver_python.as_deref().map(Path::new)),
@@ -932,7 +990,7 @@ fn standalone_settings(
     if let Some(ms) = b.poll_interval_ms {
         config.poll_interval = Duration::from_millis(ms);
     }
-    Some(config)
+    Some((config, nodes_refresh))
 }
 
 /// The fields only a spark-local backend has.

@@ -389,7 +389,7 @@ clusters:
       conf: {spark.executor.memory: 2g}
 ";
     let c = parse("server.yaml", text, &dir).unwrap_or_else(|e| panic!("{e}"));
-    let BackendSettings::SparkStandalone { config } = &c.backends["a"] else {
+    let BackendSettings::SparkStandalone { config, .. } = &c.backends["a"] else {
         panic!("{:?}", c.backends["a"])
     };
     assert_eq!(config.master_rest_url, "http://spark-master:6066");
@@ -433,6 +433,52 @@ clusters:
         p[4].contains("is a spark-standalone backend's field (this backend is `kind: spark-local`)"),
         "{p:?}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `nodes: from_backend` reads a standalone master's workers (refreshed as Slurm's nodes are);
+/// `placement: weir` is refused naming the field: the master places drivers itself.
+#[test]
+fn a_spark_standalone_backend_takes_its_nodes_from_the_master_but_never_placement_weir() {
+    let dir = scratch("standalone-nodes");
+    let text = "version: 1
+clusters:
+  - name: a
+    file: clusters/a.yaml
+    backend: {kind: spark-standalone, master_rest_url: 'http://m:6066', nodes: from_backend, nodes_refresh_seconds: 7, placement: backend}
+  - name: b
+    file: clusters/b.yaml
+    backend: {kind: spark-standalone, master_rest_url: 'http://m:6066'}
+";
+    let c = parse("server.yaml", text, &dir).unwrap_or_else(|e| panic!("{e}"));
+    let BackendSettings::SparkStandalone { nodes_refresh, .. } = &c.backends["a"] else {
+        panic!("{:?}", c.backends["a"])
+    };
+    assert_eq!(*nodes_refresh, Some(Duration::from_secs(7)));
+    assert_eq!(c.nodes_from_backend.get("a").map(String::as_str), Some("clusters[0].backend.nodes"));
+    let BackendSettings::SparkStandalone { nodes_refresh, .. } = &c.backends["b"] else {
+        panic!("{:?}", c.backends["b"])
+    };
+    assert_eq!(*nodes_refresh, None);
+    assert!(!c.nodes_from_backend.contains_key("b"));
+
+    let bad = "version: 1
+clusters:
+  - name: a
+    file: clusters/a.yaml
+    backend: {kind: spark-standalone, master_rest_url: 'http://m:6066', nodes: from_backend, placement: weir}
+  - name: b
+    file: clusters/b.yaml
+    backend: {kind: spark-standalone, master_rest_url: 'http://m:6066', nodes_refresh_seconds: 5}
+";
+    let p = problems(bad, &dir);
+    assert_eq!(
+        p.iter().map(|p| p.split(": ").next().unwrap_or_default()).collect::<Vec<_>>(),
+        ["clusters[0].backend.placement", "clusters[1].backend.nodes_refresh_seconds"],
+        "{p:#?}"
+    );
+    assert!(p[0].contains("`weir` is not supported by a Spark standalone master"), "{p:?}");
+    assert!(p[1].contains("only with `nodes: from_backend`"), "{p:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
