@@ -288,6 +288,8 @@ const HISTORY_EVERY: Duration = Duration::from_secs(60);
 /// A run routed this long before a snapshot was taken is counted in that snapshot (the worker
 /// takes a run into its engine within a tick of being woken).
 const IN_SNAPSHOT_AFTER_MS: i64 = 2_000;
+/// The longest a routed run is counted without a snapshot of its cluster.
+const ROUTED_KEPT_MS: i64 = 600_000;
 
 #[derive(Default)]
 struct Runtimes {
@@ -459,8 +461,12 @@ impl Router {
         let now = crate::time::now_ms();
         {
             let mut routed = self.routed.lock().unwrap_or_else(|e| e.into_inner());
-            let oldest = snapshots.values().map(|(_, at)| *at).min().unwrap_or(i64::MIN);
-            routed.retain(|e| e.2 + IN_SNAPSHOT_AFTER_MS > oldest.min(now - 60_000));
+            // Kept until a snapshot of its cluster counts it, and at most ROUTED_KEPT (a cluster
+            // that publishes none, e.g. one whose worker is down).
+            routed.retain(|(cluster, _, at, _)| {
+                let taken = snapshots.get(cluster).map_or(i64::MIN, |(_, t)| *t);
+                *at + IN_SNAPSHOT_AFTER_MS > taken && now - *at < ROUTED_KEPT_MS
+            });
             routed.push((chosen.cluster.clone(), chosen.queue.clone(), now, seen[i].own));
         }
         let decision = Decision { key: route.key.clone(), policy: route.policy.name(), reason, detail };
