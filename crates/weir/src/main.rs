@@ -65,6 +65,7 @@ enum Command {
     Explain(cmd::runs::RunArgs),
     Token(cmd::token::TokenArgs),
     Routes(cmd::routes::RoutesArgs),
+    Advise(cmd::advise::AdviseArgs),
     Migrate(cmd::migrate::MigrateArgs),
     Backends(cmd::backends::BackendsArgs),
     CommitHelper(cmd::commit_helper::CommitHelperArgs),
@@ -97,6 +98,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => cmd::runs::explain(args).map(|()| ExitCode::SUCCESS),
         Command::Token(args) => cmd::token::run(args).map(|()| ExitCode::SUCCESS),
         Command::Routes(args) => cmd::routes::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Advise(args) => cmd::advise::run(args),
         Command::Migrate(args) => cmd::migrate::run(args).map(|()| ExitCode::SUCCESS),
         Command::CommitHelper(args) => cmd::commit_helper::run(args).map(|()| ExitCode::SUCCESS),
         Command::Backends(args) => {

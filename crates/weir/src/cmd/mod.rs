@@ -1,5 +1,6 @@
 //! One module per subcommand: its clap `Args` struct and a `run` function.
 
+pub mod advise;
 pub mod apply;
 pub mod backends;
 pub mod bench;
