@@ -309,3 +309,100 @@ routes:
     }
     std::fs::write(dir.join("go"), "").expect("go");
 }
+
+/// `weir advise` on the recorded runs of an unbalanced pair: a memory-heavy workflow on the
+/// cpu-rich cluster, a cpu-heavy one on the memory-rich cluster. Each cluster's imbalance has
+/// the right sign whatever the runs' durations, and moving the memory-heavy workflow to the
+/// memory-rich cluster is proposed, with a lower summed imbalance after; the move itself is
+/// a route change, after which its next run lands there.
+#[test]
+fn advise_names_the_workflow_to_move_and_its_route_change_moves_the_next_run() {
+    let scratch = common::Scratch::new("serve-advise");
+    let dir = scratch.0.clone();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
+    let cluster = |cpu: u64, memory: u64| {
+        format!("version: 1\nnodes:\n  - {{count: 1, resources: {{cpu: {cpu}, memory: {memory}}}}}\nqueues:\n  - {{name: default}}\n")
+    };
+    scratch.file("clusters/cpu-rich.yaml", &cluster(16_000, 16_384));
+    scratch.file("clusters/mem-rich.yaml", &cluster(8_000, 65_536));
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - {{name: cpu-rich, file: clusters/cpu-rich.yaml}}\n  - {{name: mem-rich, file: clusters/mem-rich.yaml}}\n"
+        ),
+    );
+    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
+    let _serve = Serve(
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--config", "server.yaml"])
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("weir serve"),
+    );
+    eventually("the server", || client(&dir, port, &["routes", "list"]).status.success());
+    for (wf, to) in [("memhog", "cpu-rich"), ("cruncher", "mem-rich")] {
+        ok(&client(
+            &dir,
+            port,
+            &["routes", "set", &format!("workflow:{wf}"), "--cluster", to, "--queue", "root.default"],
+        ));
+    }
+    let stage = |wf: &str, cpu: u64, memory: u64| {
+        format!(
+            "  - name: {wf}\n    jobs:\n      - name: j\n        stages:\n          - {{name: s, tasks: 2, resources: {{cpu: {cpu}, memory: {memory}}}, command: 'sleep 0.2'}}\n"
+        )
+    };
+    let wl = scratch.file(
+        "wl.yaml",
+        &format!(
+            "version: 1\nworkflows:\n{}{}",
+            stage("memhog", 500, 6_000),
+            stage("cruncher", 1_750, 1_000)
+        ),
+    );
+    for d in ["d0", "d1"] {
+        ok(&client(&dir, port, &["submit", &wl, "--logical-date", d]));
+    }
+    eventually("the four runs to succeed", || {
+        let out = client(&dir, port, &["runs", "--json", "--state", "succeeded"]);
+        serde_json::from_slice::<Value>(&out.stdout)
+            .is_ok_and(|v| v["runs"].as_array().is_some_and(|r| r.len() == 4))
+    });
+
+    let out = ok(&client(&dir, port, &["advise", "--window", "1h", "--json", "--price", "mem-rich=0.5"]));
+    let advice: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let of = |name: &str| {
+        advice["clusters"].as_array().and_then(|c| c.iter().find(|c| c["cluster"] == name)).cloned()
+    };
+    let (cpu_rich, mem_rich) = (of("cpu-rich").expect("cpu-rich"), of("mem-rich").expect("mem-rich"));
+    assert!(cpu_rich["imbalance"].as_f64().unwrap_or(0.0) > 0.0, "memory-bound: {advice:#}");
+    assert!(mem_rich["imbalance"].as_f64().unwrap_or(0.0) < 0.0, "cpu-bound: {advice:#}");
+    assert!(
+        mem_rich["cost"].as_f64().is_some_and(|c| (c - 0.5).abs() < 1e-9),
+        "1 node × 1 h × 0.5: {advice:#}"
+    );
+    let moves = advice["moves"].as_array().expect("moves");
+    let memhog = moves
+        .iter()
+        .find(|m| m["workflow"] == "memhog")
+        .unwrap_or_else(|| panic!("no move of memhog: {advice:#}"));
+    assert_eq!(
+        (&memhog["from"], &memhog["to"], &memhog["runs"]),
+        (&Value::from("cpu-rich"), &Value::from("mem-rich"), &Value::from(2))
+    );
+    assert!(memhog["score_after"].as_f64() < memhog["score_before"].as_f64(), "{memhog:#}");
+    let text = ok(&client(&dir, port, &["advise", "--window", "1h"]));
+    assert!(text.contains("memhog (2 runs): cpu-rich → mem-rich"), "{text}");
+
+    // The move is a route change; the next run goes to the new cluster.
+    ok(&client(
+        &dir,
+        port,
+        &["routes", "set", "workflow:memhog", "--cluster", "mem-rich", "--queue", "root.default"],
+    ));
+    let out = ok(&client(&dir, port, &["submit", &wl, "--logical-date", "d2"]));
+    assert!(out.lines().any(|l| l.contains("of memhog (d2) queued on mem-rich")), "{out}");
+}

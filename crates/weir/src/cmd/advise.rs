@@ -39,7 +39,7 @@ weir advise --json"
 pub struct AdviseArgs {
     /// How far back to read the recorded runs.
     #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = crate::cmd::simulate::parse_duration)]
-    window: std::time::Duration,
+    window: weir_model::Duration,
     /// A cluster's price per instance (node) hour: CLUSTER=PRICE (repeatable).
     #[arg(long = "price", value_name = "CLUSTER=PRICE")]
     prices: Vec<String>,
