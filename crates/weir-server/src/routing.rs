@@ -105,7 +105,7 @@ impl Reason {
 }
 
 /// A routing decision, recorded with the run.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Decision {
     /// The route's key.
     pub key: String,
@@ -113,6 +113,8 @@ pub struct Decision {
     pub reason: Reason,
     /// For people: each candidate's figures and why it was taken or passed over.
     pub detail: String,
+    /// What the run asks for at its widest (counted on its queue once it is stored).
+    pub own: Amount,
 }
 
 // ---- The predictor (pure) ----
@@ -467,10 +469,22 @@ impl Router {
                 let taken = snapshots.get(cluster).map_or(i64::MIN, |(_, t)| *t);
                 *at + IN_SNAPSHOT_AFTER_MS > taken && now - *at < ROUTED_KEPT_MS
             });
-            routed.push((chosen.cluster.clone(), chosen.queue.clone(), now, seen[i].own));
         }
-        let decision = Decision { key: route.key.clone(), policy: route.policy.name(), reason, detail };
+        let decision = Decision {
+            key: route.key.clone(),
+            policy: route.policy.name(),
+            reason,
+            detail,
+            own: seen[i].own,
+        };
         Ok((chosen, decision))
+    }
+
+    /// Counts a run this route placed and the store accepted, until a snapshot counts it.
+    pub fn routed(&self, cluster: &str, queue: &str, own: Amount) {
+        let now = crate::time::now_ms();
+        let mut routed = self.routed.lock().unwrap_or_else(|e| e.into_inner());
+        routed.push((cluster.to_string(), queue.to_string(), now, own));
     }
 }
 
