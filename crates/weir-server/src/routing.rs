@@ -293,10 +293,42 @@ const IN_SNAPSHOT_AFTER_MS: i64 = 2_000;
 /// The longest a routed run is counted without a snapshot of its cluster.
 const ROUTED_KEPT_MS: i64 = 600_000;
 
-#[derive(Default)]
+/// Mean runtimes (first task's start to the run's end) of the runs that succeeded.
+#[derive(Debug, Default, PartialEq)]
 struct Runtimes {
+    /// By (cluster, queue).
     by_queue: BTreeMap<(String, String), f64>,
     by_workflow: BTreeMap<String, f64>,
+}
+
+impl Runtimes {
+    fn of(rows: &[weir_store::RunRecordRow]) -> Runtimes {
+        let mut sums: BTreeMap<(String, String), (f64, f64)> = BTreeMap::new();
+        let mut by_wf: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+        for r in rows.iter().filter(|r| r.state == "succeeded") {
+            let (Some(a), Some(b)) = (r.started_ms, r.finished_ms) else { continue };
+            let ms = (b - a).max(0) as f64;
+            let e = sums.entry((r.cluster.clone(), r.queue.clone())).or_default();
+            *e = (e.0 + ms, e.1 + 1.0);
+            let e = by_wf.entry(r.workflow.clone()).or_default();
+            *e = (e.0 + ms, e.1 + 1.0);
+        }
+        let mean = |(sum, n): (f64, f64)| sum / n;
+        Runtimes {
+            by_queue: sums.into_iter().map(|(k, v)| (k, mean(v))).collect(),
+            by_workflow: by_wf.into_iter().map(|(k, v)| (k, mean(v))).collect(),
+        }
+    }
+
+    /// A run's expected runtime on (cluster, queue): the queue's mean, else the workflow's,
+    /// else [`DEFAULT_RUNTIME`].
+    fn expected_ms(&self, cluster: &str, queue: &str, workflow: &str) -> f64 {
+        self.by_queue
+            .get(&(cluster.to_string(), queue.to_string()))
+            .or_else(|| self.by_workflow.get(workflow))
+            .copied()
+            .unwrap_or(DEFAULT_RUNTIME.as_millis() as f64)
+    }
 }
 
 /// Routing settings and what this process routed recently.
@@ -334,21 +366,7 @@ impl Router {
         }
         let now = crate::time::now_ms();
         let rows = s.store.run_records(None, None, now - HISTORY.as_millis() as i64, now + 1).await?;
-        let mut sums: BTreeMap<(String, String), (f64, f64)> = BTreeMap::new();
-        let mut by_wf: BTreeMap<String, (f64, f64)> = BTreeMap::new();
-        for r in rows.iter().filter(|r| r.state == "succeeded") {
-            let (Some(a), Some(b)) = (r.started_ms, r.finished_ms) else { continue };
-            let ms = (b - a).max(0) as f64;
-            let e = sums.entry((r.cluster.clone(), r.queue.clone())).or_default();
-            *e = (e.0 + ms, e.1 + 1.0);
-            let e = by_wf.entry(r.workflow.clone()).or_default();
-            *e = (e.0 + ms, e.1 + 1.0);
-        }
-        let mean = |(sum, n): (f64, f64)| sum / n;
-        let r = std::sync::Arc::new(Runtimes {
-            by_queue: sums.into_iter().map(|(k, v)| (k, mean(v))).collect(),
-            by_workflow: by_wf.into_iter().map(|(k, v)| (k, mean(v))).collect(),
-        });
+        let r = std::sync::Arc::new(Runtimes::of(&rows));
         *self.runtimes.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), r.clone()));
         Ok(r)
     }
@@ -438,12 +456,7 @@ impl Router {
                     *cl == c.cluster && *q == c.queue && *at + IN_SNAPSHOT_AFTER_MS > taken_ms
                 })
                 .fold(Amount::default(), |sum, e| sum.plus(e.3));
-            load.runtime_ms = runtimes
-                .by_queue
-                .get(&(c.cluster.clone(), c.queue.clone()))
-                .or_else(|| runtimes.by_workflow.get(&spec.name))
-                .copied()
-                .unwrap_or(DEFAULT_RUNTIME.as_millis() as f64);
+            load.runtime_ms = runtimes.expected_ms(&c.cluster, &c.queue, &spec.name);
             seen.push(Seen { cluster: c.cluster.clone(), queue: c.queue.clone(), skipped, load, own });
             accepted.push(acc);
         }
@@ -601,6 +614,38 @@ mod tests {
         assert!(detail.contains("a/root.q skipped (drained)"), "{detail}");
         assert_eq!(choose(&Policy::LeastLoaded, &[a.clone(), b]).0, 1);
         assert_eq!(choose(&Policy::Spill { after: Duration::ZERO }, &[a.clone()]).1, Reason::AllSkipped);
+    }
+
+    #[test]
+    fn recorded_runtimes_are_the_mean_of_succeeded_runs_by_queue_then_workflow() {
+        let row = |wf: &str, queue: &str, state: &str, started: Option<i64>, finished: i64| {
+            weir_store::RunRecordRow {
+                id: 0,
+                workflow: wf.into(),
+                project: "p".into(),
+                tier: 1,
+                cluster: "a".into(),
+                queue: queue.into(),
+                state: state.into(),
+                submitted_ms: 0,
+                started_ms: started,
+                finished_ms: Some(finished),
+                slo_ms: None,
+            }
+        };
+        let r = Runtimes::of(&[
+            row("etl", "root.q", "succeeded", Some(0), 60_000),
+            row("etl", "root.q", "succeeded", Some(10_000), 130_000),
+            row("etl", "root.q", "failed", Some(0), 1_000),
+            row("etl", "root.q", "killed", None, 5_000),
+            row("report", "root.r", "succeeded", Some(0), 30_000),
+        ]);
+        // Failed, killed and never-started runs say nothing of how long a run takes.
+        assert_eq!(r.expected_ms("a", "root.q", "report"), 90_000.0);
+        // A queue with no history: the workflow's own runs, wherever they ran.
+        assert_eq!(r.expected_ms("b", "root.q", "report"), 30_000.0);
+        assert_eq!(r.expected_ms("b", "root.q", "etl"), 90_000.0);
+        assert_eq!(r.expected_ms("b", "root.q", "new"), DEFAULT_RUNTIME.as_millis() as f64);
     }
 
     #[test]
