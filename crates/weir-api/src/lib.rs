@@ -425,6 +425,22 @@ pub struct Route {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct RouteList {
     pub routes: Vec<Route>,
+    /// The server file's routes with several candidates and a policy; such a route wins over
+    /// one of `routes` with the same key.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policy_routes: Vec<PolicyRoute>,
+}
+
+/// A route of the server file with candidates in order of preference and a policy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PolicyRoute {
+    pub key: String,
+    /// `first`, `least_loaded` or `spill`.
+    pub policy: String,
+    /// `spill`: how long the first candidate may keep a new run waiting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spill_after_seconds: Option<u64>,
+    pub candidates: Vec<RouteTarget>,
 }
 
 /// `PUT /v1/routes/{key}` body.

@@ -105,7 +105,7 @@ impl Reason {
 }
 
 /// A routing decision, recorded with the run.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Decision {
     /// The route's key.
     pub key: String,
@@ -113,6 +113,8 @@ pub struct Decision {
     pub reason: Reason,
     /// For people: each candidate's figures and why it was taken or passed over.
     pub detail: String,
+    /// What the run asks for at its widest (counted on its queue once it is stored).
+    pub own: Amount,
 }
 
 // ---- The predictor (pure) ----
@@ -288,11 +290,45 @@ const HISTORY_EVERY: Duration = Duration::from_secs(60);
 /// A run routed this long before a snapshot was taken is counted in that snapshot (the worker
 /// takes a run into its engine within a tick of being woken).
 const IN_SNAPSHOT_AFTER_MS: i64 = 2_000;
+/// The longest a routed run is counted without a snapshot of its cluster.
+const ROUTED_KEPT_MS: i64 = 600_000;
 
-#[derive(Default)]
+/// Mean runtimes (first task's start to the run's end) of the runs that succeeded.
+#[derive(Debug, Default, PartialEq)]
 struct Runtimes {
+    /// By (cluster, queue).
     by_queue: BTreeMap<(String, String), f64>,
     by_workflow: BTreeMap<String, f64>,
+}
+
+impl Runtimes {
+    fn of(rows: &[weir_store::RunRecordRow]) -> Runtimes {
+        let mut sums: BTreeMap<(String, String), (f64, f64)> = BTreeMap::new();
+        let mut by_wf: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+        for r in rows.iter().filter(|r| r.state == "succeeded") {
+            let (Some(a), Some(b)) = (r.started_ms, r.finished_ms) else { continue };
+            let ms = (b - a).max(0) as f64;
+            let e = sums.entry((r.cluster.clone(), r.queue.clone())).or_default();
+            *e = (e.0 + ms, e.1 + 1.0);
+            let e = by_wf.entry(r.workflow.clone()).or_default();
+            *e = (e.0 + ms, e.1 + 1.0);
+        }
+        let mean = |(sum, n): (f64, f64)| sum / n;
+        Runtimes {
+            by_queue: sums.into_iter().map(|(k, v)| (k, mean(v))).collect(),
+            by_workflow: by_wf.into_iter().map(|(k, v)| (k, mean(v))).collect(),
+        }
+    }
+
+    /// A run's expected runtime on (cluster, queue): the queue's mean, else the workflow's,
+    /// else [`DEFAULT_RUNTIME`].
+    fn expected_ms(&self, cluster: &str, queue: &str, workflow: &str) -> f64 {
+        self.by_queue
+            .get(&(cluster.to_string(), queue.to_string()))
+            .or_else(|| self.by_workflow.get(workflow))
+            .copied()
+            .unwrap_or(DEFAULT_RUNTIME.as_millis() as f64)
+    }
 }
 
 /// Routing settings and what this process routed recently.
@@ -330,21 +366,7 @@ impl Router {
         }
         let now = crate::time::now_ms();
         let rows = s.store.run_records(None, None, now - HISTORY.as_millis() as i64, now + 1).await?;
-        let mut sums: BTreeMap<(String, String), (f64, f64)> = BTreeMap::new();
-        let mut by_wf: BTreeMap<String, (f64, f64)> = BTreeMap::new();
-        for r in rows.iter().filter(|r| r.state == "succeeded") {
-            let (Some(a), Some(b)) = (r.started_ms, r.finished_ms) else { continue };
-            let ms = (b - a).max(0) as f64;
-            let e = sums.entry((r.cluster.clone(), r.queue.clone())).or_default();
-            *e = (e.0 + ms, e.1 + 1.0);
-            let e = by_wf.entry(r.workflow.clone()).or_default();
-            *e = (e.0 + ms, e.1 + 1.0);
-        }
-        let mean = |(sum, n): (f64, f64)| sum / n;
-        let r = std::sync::Arc::new(Runtimes {
-            by_queue: sums.into_iter().map(|(k, v)| (k, mean(v))).collect(),
-            by_workflow: by_wf.into_iter().map(|(k, v)| (k, mean(v))).collect(),
-        });
+        let r = std::sync::Arc::new(Runtimes::of(&rows));
         *self.runtimes.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), r.clone()));
         Ok(r)
     }
@@ -434,12 +456,7 @@ impl Router {
                     *cl == c.cluster && *q == c.queue && *at + IN_SNAPSHOT_AFTER_MS > taken_ms
                 })
                 .fold(Amount::default(), |sum, e| sum.plus(e.3));
-            load.runtime_ms = runtimes
-                .by_queue
-                .get(&(c.cluster.clone(), c.queue.clone()))
-                .or_else(|| runtimes.by_workflow.get(&spec.name))
-                .copied()
-                .unwrap_or(DEFAULT_RUNTIME.as_millis() as f64);
+            load.runtime_ms = runtimes.expected_ms(&c.cluster, &c.queue, &spec.name);
             seen.push(Seen { cluster: c.cluster.clone(), queue: c.queue.clone(), skipped, load, own });
             accepted.push(acc);
         }
@@ -459,12 +476,28 @@ impl Router {
         let now = crate::time::now_ms();
         {
             let mut routed = self.routed.lock().unwrap_or_else(|e| e.into_inner());
-            let oldest = snapshots.values().map(|(_, at)| *at).min().unwrap_or(i64::MIN);
-            routed.retain(|e| e.2 + IN_SNAPSHOT_AFTER_MS > oldest.min(now - 60_000));
-            routed.push((chosen.cluster.clone(), chosen.queue.clone(), now, seen[i].own));
+            // Kept until a snapshot of its cluster counts it, and at most ROUTED_KEPT (a cluster
+            // that publishes none, e.g. one whose worker is down).
+            routed.retain(|(cluster, _, at, _)| {
+                let taken = snapshots.get(cluster).map_or(i64::MIN, |(_, t)| *t);
+                *at + IN_SNAPSHOT_AFTER_MS > taken && now - *at < ROUTED_KEPT_MS
+            });
         }
-        let decision = Decision { key: route.key.clone(), policy: route.policy.name(), reason, detail };
+        let decision = Decision {
+            key: route.key.clone(),
+            policy: route.policy.name(),
+            reason,
+            detail,
+            own: seen[i].own,
+        };
         Ok((chosen, decision))
+    }
+
+    /// Counts a run this route placed and the store accepted, until a snapshot counts it.
+    pub fn routed(&self, cluster: &str, queue: &str, own: Amount) {
+        let now = crate::time::now_ms();
+        let mut routed = self.routed.lock().unwrap_or_else(|e| e.into_inner());
+        routed.push((cluster.to_string(), queue.to_string(), now, own));
     }
 }
 
@@ -581,6 +614,38 @@ mod tests {
         assert!(detail.contains("a/root.q skipped (drained)"), "{detail}");
         assert_eq!(choose(&Policy::LeastLoaded, &[a.clone(), b]).0, 1);
         assert_eq!(choose(&Policy::Spill { after: Duration::ZERO }, &[a.clone()]).1, Reason::AllSkipped);
+    }
+
+    #[test]
+    fn recorded_runtimes_are_the_mean_of_succeeded_runs_by_queue_then_workflow() {
+        let row = |wf: &str, queue: &str, state: &str, started: Option<i64>, finished: i64| {
+            weir_store::RunRecordRow {
+                id: 0,
+                workflow: wf.into(),
+                project: "p".into(),
+                tier: 1,
+                cluster: "a".into(),
+                queue: queue.into(),
+                state: state.into(),
+                submitted_ms: 0,
+                started_ms: started,
+                finished_ms: Some(finished),
+                slo_ms: None,
+            }
+        };
+        let r = Runtimes::of(&[
+            row("etl", "root.q", "succeeded", Some(0), 60_000),
+            row("etl", "root.q", "succeeded", Some(10_000), 130_000),
+            row("etl", "root.q", "failed", Some(0), 1_000),
+            row("etl", "root.q", "killed", None, 5_000),
+            row("report", "root.r", "succeeded", Some(0), 30_000),
+        ]);
+        // Failed, killed and never-started runs say nothing of how long a run takes.
+        assert_eq!(r.expected_ms("a", "root.q", "report"), 90_000.0);
+        // A queue with no history: the workflow's own runs, wherever they ran.
+        assert_eq!(r.expected_ms("b", "root.q", "report"), 30_000.0);
+        assert_eq!(r.expected_ms("b", "root.q", "etl"), 90_000.0);
+        assert_eq!(r.expected_ms("b", "root.q", "new"), DEFAULT_RUNTIME.as_millis() as f64);
     }
 
     #[test]

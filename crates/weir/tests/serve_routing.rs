@@ -211,6 +211,14 @@ routes:
     eventually("the snapshots", || {
         queue(&dir, port, "small").is_some() && queue(&dir, port, "big").is_some()
     });
+    // `weir routes list` shows the server file's routes with their policy and candidates.
+    let list = ok(&client(&dir, port, &["routes", "list"]));
+    assert!(
+        list.lines().any(|l| l.starts_with("workflow:burst ")
+            && l.ends_with("spill after 1s: off root.default, broken root.default, small root.default, big root.default (server file)")),
+        "{list}"
+    );
+    assert!(list.contains("least_loaded: small root.default, big root.default (server file)"), "{list}");
 
     // A burst of six one-core runs. `small`'s share is two cores: once the work ahead (running,
     // pending and routed since the last snapshot) leaves no room, the predicted start is a

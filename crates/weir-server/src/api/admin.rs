@@ -26,12 +26,38 @@ pub(super) async fn list_routes(
 ) -> Result<Json<RouteList>, ApiError> {
     let p = s.principal(&headers).await?;
     let routes = s.store.routes().await?;
+    let policy_routes = s
+        .router
+        .settings
+        .routes
+        .iter()
+        .filter(|r| {
+            r.candidates.iter().any(|c| {
+                let row = RouteRow { key: r.key.clone(), cluster: c.cluster.clone(), queue: c.queue.clone() };
+                route_visible(&p, &row)
+            })
+        })
+        .map(|r| weir_api::PolicyRoute {
+            key: r.key.clone(),
+            policy: r.policy.name().to_string(),
+            spill_after_seconds: match r.policy {
+                crate::routing::Policy::Spill { after } => Some(after.as_secs()),
+                _ => None,
+            },
+            candidates: r
+                .candidates
+                .iter()
+                .map(|c| RouteTarget { cluster: c.cluster.clone(), queue: c.queue.clone() })
+                .collect(),
+        })
+        .collect();
     Ok(Json(RouteList {
         routes: routes
             .into_iter()
             .filter(|r| route_visible(&p, r))
             .map(|r| Route { key: r.key, cluster: r.cluster, queue: r.queue })
             .collect(),
+        policy_routes,
     }))
 }
 

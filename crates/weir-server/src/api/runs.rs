@@ -208,11 +208,11 @@ async fn submit_parsed(
         request_hash,
         idempotency_after_ms: now - IDEMPOTENCY_MS,
         dry_run: req.dry_run,
-        route: decision.map(|d| weir_store::RunRoute {
-            key: d.key,
+        route: decision.as_ref().map(|d| weir_store::RunRoute {
+            key: d.key.clone(),
             policy: d.policy.to_string(),
             reason: d.reason.as_str().to_string(),
-            detail: d.detail,
+            detail: d.detail.clone(),
         }),
     };
     let outcome = s.writer.submit(run.clone()).await?;
@@ -228,8 +228,9 @@ async fn submit_parsed(
     match outcome {
         Submitted::Created { id } => {
             s.wake();
-            if let Some(r) = &run.route {
+            if let (Some(r), Some(d)) = (&run.route, &decision) {
                 s.metrics.routed(&run.cluster, &r.reason);
+                s.router.routed(&run.cluster, &run.queue, d.own);
             }
             let body = RunCreated {
                 id,

@@ -16,7 +16,9 @@ use crate::emit;
 queue of the route for its workflow (`workflow:NAME`), else of the route for its project and tier \
 (`project:PROJECT:TIER`, tier 1 to 3), else to the cluster named `default` through that cluster \
 file's placement rules. Setting or deleting needs an admin token; a run already submitted keeps \
-its cluster.\n\nExamples:\n  \
+its cluster. Routes of the server file with several candidates and a policy (first, \
+least_loaded, spill) are listed too, marked `(server file)`; they win over a route of the same \
+key set here and are changed in the server file (docs/serve.md, Load-aware routing).\n\nExamples:\n  \
 weir routes set workflow:nightly-etl --cluster batch --queue root.etl\n  \
 weir routes set project:ads.ranking:1 --cluster gpu --queue root.ads.tier1\n  \
 weir routes list\n  weir routes delete workflow:nightly-etl"
@@ -74,7 +76,18 @@ pub fn run(args: &RoutesArgs) -> Result<()> {
                 for r in &list.routes {
                     out.push_str(&format!("{:<40} {:<16} {}\n", r.key, r.cluster, r.queue));
                 }
-                if list.routes.is_empty() {
+                for r in &list.policy_routes {
+                    let after = r.spill_after_seconds.map(|s| format!(" after {s}s")).unwrap_or_default();
+                    let to: Vec<String> =
+                        r.candidates.iter().map(|c| format!("{} {}", c.cluster, c.queue)).collect();
+                    out.push_str(&format!(
+                        "{:<40} {}{after}: {} (server file)\n",
+                        r.key,
+                        r.policy,
+                        to.join(", ")
+                    ));
+                }
+                if list.routes.is_empty() && list.policy_routes.is_empty() {
                     eprintln!("no routes: submissions go to the cluster `default` and its placement rules");
                 }
                 emit(&out)
