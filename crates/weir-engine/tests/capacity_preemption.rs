@@ -115,10 +115,11 @@ fn a_queue_below_its_guarantee_takes_back_from_those_above_in_proportion() {
 
 /// `TempQueuePerPartition.updatePreemptableExtras` and `computeFixpointAllocation`: what b
 /// holds above its guarantee cannot be taken when b disallows preemption (YARN's
-/// `disable_preemption`, weir's tier rule), so its ideal keeps it and all 10 come from c.
+/// `disable_preemption`, as written here; weir's `allow_preemption_from: false` and tier rule),
+/// so its ideal keeps it and all 10 come from c.
 #[test]
 fn a_protected_queue_keeps_its_excess_and_the_others_give_all() {
-    let mut env = three(IDEAL, [55, 25, 20], ", allow_preemption_from: false", 54, 46, 10);
+    let mut env = three(IDEAL, [55, 25, 20], ", disable_preemption: true", 54, 46, 10);
     env.at(3);
     env.schedule();
     assert_eq!(marks_by_job(&mut env), BTreeMap::from([(3, 10)]));
