@@ -15,6 +15,10 @@
 //! - **AM limit** (`AbstractLeafQueue.calculateAndGetAMResourceLimitPerPartition`): see
 //!   `Engine::capacity_am_limit`.
 //! - **Leaf order**: `fifo` is the leaf's `priority` policy: job priority, then submit time.
+//! - **Submissions** (`AbstractLeafQueue.validateSubmitApplication`): refused by a stopped queue
+//!   on the path, at the leaf's `max_applications`, or at the user's share of it: see
+//!   `Engine::capacity_rejection`.
+//! - **Preemption**: the proportional policy, in `capacity_preemption.rs`.
 
 use std::cmp::Ordering;
 

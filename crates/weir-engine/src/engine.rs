@@ -463,6 +463,13 @@ impl Engine {
         u
     }
 
+    /// Whether the engine holds this job: false once it ended, or when its submission was
+    /// rejected (`Decision::JobRejected`, which the next `schedule` returns), so that a host
+    /// sends it nothing more.
+    pub fn has_job(&self, job: JobId) -> bool {
+        self.job_by_id.contains_key(&job)
+    }
+
     pub(crate) fn slot_of(&self, job: JobId) -> Result<JobSlot, EngineError> {
         self.job_by_id.get(&job).copied().ok_or(EngineError::UnknownJob { job })
     }

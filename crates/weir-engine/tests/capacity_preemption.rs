@@ -115,10 +115,11 @@ fn a_queue_below_its_guarantee_takes_back_from_those_above_in_proportion() {
 
 /// `TempQueuePerPartition.updatePreemptableExtras` and `computeFixpointAllocation`: what b
 /// holds above its guarantee cannot be taken when b disallows preemption (YARN's
-/// `disable_preemption`, weir's tier rule), so its ideal keeps it and all 10 come from c.
+/// `disable_preemption`, as written here; weir's `allow_preemption_from: false` and tier rule),
+/// so its ideal keeps it and all 10 come from c.
 #[test]
 fn a_protected_queue_keeps_its_excess_and_the_others_give_all() {
-    let mut env = three(IDEAL, [55, 25, 20], ", allow_preemption_from: false", 54, 46, 10);
+    let mut env = three(IDEAL, [55, 25, 20], ", disable_preemption: true", 54, 46, 10);
     env.at(3);
     env.schedule();
     assert_eq!(marks_by_job(&mut env), BTreeMap::from([(3, 10)]));
@@ -314,4 +315,103 @@ fn ideal_allocation_by_hand() {
     assert_eq!((queues[2].ideal, queues[3].ideal), (40, 20));
     assert_eq!(queues[2].to_obtain, 10);
     assert_eq!(queues[3].to_obtain, 0);
+}
+
+/// One random scenario: three leaves with guarantees `caps` (percent, summing to 100) and max
+/// capacities, some protected; jobs of 1 MiB containers arrive at `arrivals` (second, leaf,
+/// containers); the engine runs at each arrival and each wakeup for 60 s. Returns the decision
+/// log, after checking at every pass that no queue holds more than its max capacity and that
+/// nothing is marked in a leaf holding no more than its guarantee.
+fn random_run(
+    caps: [u64; 3],
+    maxes: [u64; 3],
+    protected: [bool; 3],
+    arrivals: &[(u64, usize, u32)],
+) -> Vec<String> {
+    let names = ["a", "b", "c"];
+    let mut queues = String::new();
+    for i in 0..3 {
+        queues += &format!(
+            "  - {{name: {}, capacity: {}, max_capacity: {}, user_limit_factor: -1, allow_preemption_from: {}}}\n",
+            names[i],
+            caps[i],
+            maxes[i].max(caps[i]).max(1),
+            !protected[i]
+        );
+    }
+    let mut env = cluster(", total_preemption_per_round: 0.5, natural_termination_factor: 0.5", &queues);
+    let mut log = Vec::new();
+    let mut next = 0;
+    let mut id = 0;
+    // The leaf of job N at index N - 1.
+    let mut leaf_of: Vec<usize> = Vec::new();
+    let mut t = 0u64;
+    while t <= 60_000 {
+        while next < arrivals.len() && arrivals[next].0 * 1000 <= t {
+            let (_, leaf, n) = arrivals[next];
+            id += 1;
+            leaf_of.push(leaf);
+            env.submit_without_am(id, &format!("root.{}", names[leaf]), &[(mem(1), n)]);
+            next += 1;
+        }
+        env.now = Time(t);
+        // What each leaf holds before the pass: marks of this pass are taken against it.
+        let before: Vec<u64> = names.iter().map(|n| env.usage(&format!("root.{n}")).memory).collect();
+        env.schedule();
+        for d in env.log.drain(..) {
+            if let weir_engine::Decision::PreemptContainer { job, .. } = &d {
+                let i = leaf_of[job.0 as usize - 1];
+                assert!(
+                    before[i] > caps[i],
+                    "marked in root.{} holding {} of its guarantee {}",
+                    names[i],
+                    before[i],
+                    caps[i]
+                );
+                assert!(!protected[i], "marked in protected root.{}", names[i]);
+            }
+            log.push(format!("{t} {d:?}"));
+        }
+        for i in 0..3 {
+            let used = env.usage(&format!("root.{}", names[i])).memory;
+            assert!(used <= maxes[i].max(caps[i]).max(1), "root.{} holds {used} over its max", names[i]);
+        }
+        let wake = env.engine.next_wakeup().map_or(u64::MAX, |w| w.0);
+        let arrive = arrivals.get(next).map_or(u64::MAX, |a| a.0 * 1000);
+        t = wake.min(arrive).max(t + 1);
+    }
+    log
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+
+    /// Properties of the proportional policy (`ProportionalCapacityPreemptionPolicy`): no queue
+    /// ever holds more than its max capacity, a queue at or under its guarantee is never a
+    /// victim (`TempQueuePerPartition.assignPreemption` keeps min(used + pending, guaranteed)),
+    /// a protected queue never is, and the same inputs give the same decisions.
+    #[test]
+    fn preemption_respects_guarantees_and_maxes_and_is_deterministic(
+        split in (0u64..=100, 0u64..=100),
+        maxes in proptest::array::uniform3(1u64..=100),
+        protected in proptest::array::uniform3(proptest::bool::weighted(0.3)),
+        arrivals in proptest::collection::vec((0u64..40, 0usize..3, 1u32..80), 1..8),
+    ) {
+        let (x, y) = (split.0.min(split.1), split.0.max(split.1));
+        let caps = [x, y - x, 100 - y];
+        let mut arrivals = arrivals;
+        arrivals.sort();
+        let first = random_run(caps, maxes, protected, &arrivals);
+        let second = random_run(caps, maxes, protected, &arrivals);
+        proptest::prop_assert_eq!(first, second);
+    }
+}
+
+/// The property test's scenario does preempt: c fills the cluster, then a asks for its
+/// guarantee; its checks hold while containers are marked and killed.
+#[test]
+fn the_random_scenario_runner_sees_preemption() {
+    let log = random_run([50, 30, 20], [100, 100, 100], [false, false, false], &[(0, 2, 100), (5, 0, 60)]);
+    assert!(log.iter().any(|l| l.contains("PreemptContainer")), "{log:#?}");
+    assert!(log.iter().any(|l| l.contains("KillContainer")), "{log:#?}");
 }

@@ -191,11 +191,14 @@ fn fair_mode_fields(problems: &mut Vec<Problem>, path: &str, specs: &[QueueSpec]
             ("max_am_percent", spec.max_am_percent.is_some()),
             ("state", spec.state.is_some()),
             ("ordering", spec.ordering.is_some()),
+            ("disable_preemption", spec.disable_preemption.is_some()),
         ];
         for (field, _) in set.iter().filter(|(_, s)| *s) {
             problems.push(Problem {
                 path: format!("{here}.{field}"),
-                message: "a capacity-mode setting; set scheduler.mode: capacity to use it".into(),
+                message: "a capacity-mode setting; set scheduler.mode: capacity to use it (fair mode writes \
+                          allow_preemption_from)"
+                    .into(),
             });
         }
         fair_mode_fields(problems, &format!("{here}.children"), &spec.children);

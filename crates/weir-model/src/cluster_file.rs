@@ -371,6 +371,10 @@ pub struct QueueSpec {
     pub priority: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_preemption_from: Option<bool>,
+    /// Capacity mode: YARN's `disable_preemption`, the opposite of `allow_preemption_from`
+    /// (inherited the same way); give one or the other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disable_preemption: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fair_share_preemption_timeout: Option<Duration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -484,7 +484,14 @@ impl Validator {
         if let Some(t) = spec.fair_share_preemption_threshold {
             self.fraction(&format!("{here}.fair_share_preemption_threshold"), t);
         }
-        let allow = match (spec.allow_preemption_from, inherit.allow_preemption_from) {
+        if spec.allow_preemption_from.is_some() && spec.disable_preemption.is_some() {
+            self.problem(
+                format!("{here}.disable_preemption"),
+                "give allow_preemption_from or disable_preemption, not both (one is the other's opposite)",
+            );
+        }
+        let asked = spec.allow_preemption_from.or(spec.disable_preemption.map(|d| !d));
+        let allow = match (asked, inherit.allow_preemption_from) {
             (Some(true), false) => {
                 self.problem(
                     format!("{here}.allow_preemption_from"),

@@ -213,6 +213,27 @@ fn capacity_settings_in_fair_mode_and_fair_preemption_settings_in_capacity_mode_
         "scheduler.preemption.max_ignored_over_capacity",
         "not a fraction ≥ 0",
     );
+    // YARN's disable_preemption: capacity mode only, and not beside allow_preemption_from.
+    check_file(
+        &file("fair", "", ", disable_preemption: true"),
+        "queues.a.disable_preemption",
+        "fair mode writes allow_preemption_from",
+    );
+    check_file(
+        &file("capacity", "", ", capacity: 100, disable_preemption: true, allow_preemption_from: false"),
+        "queues.a.disable_preemption",
+        "not both",
+    );
+    let c = ClusterConfig::from_yaml(
+        "c.yaml",
+        &file(
+            "capacity",
+            "",
+            ", capacity: 100, disable_preemption: true, children: [{name: x, capacity: 100}]",
+        ),
+    )
+    .unwrap();
+    assert!(!q(&c, "root.a").allow_preemption_from && !q(&c, "root.a.x").allow_preemption_from, "inherited");
 }
 
 /// ProportionalCapacityPreemptionPolicy's defaults (CapacitySchedulerConfiguration):

@@ -306,7 +306,11 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
 
     let build = |weight: &[f64]| {
         let mut file = cfg.file.clone();
-        apply(&mut file.queues, &QueuePath::root(), cfg, weight, &by_queue);
+        if cfg.scheduler.mode == weir_model::Mode::Capacity {
+            apply_capacity(&mut file.queues, &QueuePath::root(), cfg, weight, &by_queue);
+        } else {
+            apply(&mut file.queues, &QueuePath::root(), cfg, weight, &by_queue);
+        }
         ClusterConfig::from_file("planned cluster", file)
             .map_err(|source| PlanError::PlannedCluster { source })
     };
@@ -522,6 +526,55 @@ fn apply(
         } else {
             spec.weight = Some(weight[ix]);
             apply(&mut spec.children, &path, cfg, weight, by_queue);
+        }
+    }
+}
+
+/// Capacity mode: the new weights as `capacity` percents that sum to exactly 100 among siblings
+/// (hundredths handed out by largest remainder, ties to the earlier sibling), and
+/// `max_running_apps` as `max_parallel_apps`. A `max_capacity` percent below the new capacity
+/// is raised to it; an absolute one is dropped (the tree is now in percents).
+fn apply_capacity(
+    specs: &mut [QueueSpec],
+    parent: &QueuePath,
+    cfg: &ClusterConfig,
+    weight: &[f64],
+    by_queue: &[Option<LeafResult>],
+) {
+    use weir_model::CapacitySpec;
+    let ixs: Vec<Option<usize>> = specs.iter().map(|s| cfg.find(&parent.child(&s.name))).collect();
+    let w: Vec<f64> = ixs.iter().map(|ix| ix.map_or(0.0, |i| weight[i].max(0.0))).collect();
+    let sum: f64 = w.iter().sum();
+    let exact: Vec<f64> = if sum > 0.0 {
+        w.iter().map(|x| x / sum * 10_000.0).collect()
+    } else {
+        vec![10_000.0 / specs.len().max(1) as f64; specs.len()]
+    };
+    let mut hundredths: Vec<u64> = exact.iter().map(|x| x.floor() as u64).collect();
+    let mut order: Vec<usize> = (0..specs.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (ra, rb) = (exact[a] - exact[a].floor(), exact[b] - exact[b].floor());
+        rb.partial_cmp(&ra).unwrap_or(std::cmp::Ordering::Equal).then(a.cmp(&b))
+    });
+    let missing = 10_000u64.saturating_sub(hundredths.iter().sum());
+    for &i in order.iter().take(missing as usize) {
+        hundredths[i] += 1;
+    }
+    for (i, spec) in specs.iter_mut().enumerate() {
+        let Some(ix) = ixs[i] else { continue };
+        let percent = hundredths[i] as f64 / 100.0;
+        spec.weight = None;
+        spec.capacity = Some(CapacitySpec::Percent(percent));
+        spec.max_capacity = match spec.max_capacity.take() {
+            Some(CapacitySpec::Percent(m)) => Some(CapacitySpec::Percent(m.max(percent))),
+            _ => None,
+        };
+        if let Some(r) = &by_queue[ix] {
+            spec.max_running_apps = None;
+            spec.max_parallel_apps = Some(r.max_running_apps);
+        } else if !spec.children.is_empty() {
+            let path = parent.child(&spec.name);
+            apply_capacity(&mut spec.children, &path, cfg, weight, by_queue);
         }
     }
 }

@@ -160,6 +160,10 @@ impl Simulation {
             return self.end_run(run, false);
         }
         for j in roots {
+            // A rejected job fails its run: the other roots are not submitted.
+            if self.runs.get(run as usize).is_none_or(|r| r.ended) {
+                break;
+            }
             self.submit_job(run, j)?;
         }
         Ok(())
@@ -240,7 +244,13 @@ impl Simulation {
         self.metrics.touch(leaf);
         self.limit_new_job(id, workflow, self.jobs[id as usize].stages.len());
         let spec = JobSpec { requests: self.within_limit(id, spec.requests), ..spec };
+        let engine_id = spec.id;
         self.engine.on_job_submitted(self.now, spec).map_err(|e| self.refused(e))?;
+        if !self.engine.has_job(engine_id) {
+            // Rejected (capacity mode's max_applications or a stopped queue): its run fails
+            // now, and the engine hears nothing more of it.
+            return self.fail_job(id, false);
+        }
         for s in empty_roots {
             self.stage_done(id, s)?;
         }
@@ -572,6 +582,9 @@ impl Simulation {
             return self.end_run(run, false);
         }
         for d in ready {
+            if self.runs.get(run as usize).is_none_or(|r| r.ended) {
+                break;
+            }
             self.submit_job(run, d)?;
         }
         Ok(())

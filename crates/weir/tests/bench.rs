@@ -99,6 +99,32 @@ fn the_engine_bench_digests_its_decision_log_the_same_way_every_run() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `--mode capacity`: the same synthetic tree under the Capacity Scheduler's policy places
+/// containers, decides otherwise than fair mode, the same way every run, and times a round of
+/// the proportional preemption policy that marks containers (half the leaves fill the
+/// cluster, the other half then ask for their guarantees).
+#[test]
+fn the_engine_bench_runs_in_capacity_mode_and_times_a_preemption_round() {
+    let (stdout, capacity) = tiny_engine_bench("7", &["--mode", "capacity"]);
+    assert_eq!(capacity["mode"], "capacity");
+    assert!(capacity["placements"].as_u64().unwrap() > 0, "{stdout}");
+    assert!(capacity["preemption_round_ms"].as_f64().unwrap() > 0.0, "{stdout}");
+    let marked: u64 = stdout
+        .lines()
+        .find(|l| l.starts_with("proportional preemption round"))
+        .and_then(|l| l.split('(').nth(1))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no round line in {stdout}"));
+    assert!(marked > 0, "{stdout}");
+    let (_, again) = tiny_engine_bench("7", &["--mode", "capacity"]);
+    assert_eq!(again["decision_digest"], capacity["decision_digest"]);
+    let (_, fair) = tiny_engine_bench("7", &[]);
+    assert_eq!(fair["mode"], "fair");
+    assert!(fair["preemption_round_ms"].is_null());
+    assert_ne!(fair["decision_digest"], capacity["decision_digest"]);
+}
+
 fn tempfile_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("weir-bench-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

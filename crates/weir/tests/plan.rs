@@ -263,6 +263,56 @@ fn the_loop_simulate_then_plan_with_validation() {
     assert!(text(&o.stderr).contains("--workload"), "{}", text(&o.stderr));
 }
 
+/// A capacity-mode cluster plans and validates: the planned cluster.yaml is in capacity mode
+/// with `capacity` percents summing to 100 among siblings and `max_parallel_apps` for the
+/// running-app limits (the fair-mode weights would be refused there), and the replay runs both.
+#[test]
+fn a_capacity_mode_cluster_plans_and_validates() {
+    let dir = Scratch::new("plan-capacity");
+    let plan = dir.0.join("plan");
+    let o = weir(&[
+        "plan",
+        "--cluster",
+        "examples/cluster-capacity.yaml",
+        "--history",
+        "examples/usage.csv",
+        "--workload",
+        "examples/workload.yaml",
+        "--validate",
+        "--until",
+        "6h",
+        "--out",
+        plan.to_str().expect("path"),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("tier 1 SLO success"), "{}", text(&o.stdout));
+    let planned = plan.join("cluster.yaml");
+    let c = weir_model::ClusterConfig::from_yaml(
+        "cluster.yaml",
+        &std::fs::read_to_string(&planned).expect("planned cluster.yaml"),
+    )
+    .expect("the planned cluster is valid");
+    assert_eq!(c.scheduler.mode, weir_model::Mode::Capacity);
+    for q in c.queues.iter().filter(|q| !q.children.is_empty()) {
+        let sum: f64 = q
+            .children
+            .iter()
+            .map(|&k| match c.queues[k].capacity.as_ref().and_then(|x| x.configured.clone()) {
+                Some(weir_model::CapacitySpec::Percent(p)) => p,
+                other => panic!("{}: {other:?}", c.queues[k].path),
+            })
+            .sum();
+        assert!((sum - 100.0).abs() < 1e-6, "{}: children sum to {sum}", q.path);
+    }
+    assert!(c.queues.iter().any(|q| q.capacity.as_ref().is_some_and(|x| x.max_parallel_apps.is_some())));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(plan.join("validate.json")).expect("validate.json"))
+            .expect("JSON");
+    for side in ["current", "planned"] {
+        assert_eq!(v[side]["simulated_seconds"], 21_600.0, "{side}");
+    }
+}
+
 #[test]
 fn export_lists_what_the_target_cannot_express_and_honours_versions() {
     let out = weir(&["export", "--format", "yarn-fair", "--cluster", "examples/cluster.yaml"]);

@@ -305,3 +305,36 @@ fn pending_csv_and_explain_say_why_jobs_are_unfinished() {
     assert!(stdout.contains(&format!("job-{job} in root.")), "{stdout}");
     assert!(stdout.contains("job-99999999: no such job"), "{stdout}");
 }
+
+/// A job the engine rejects (capacity mode's `max_applications`, AbstractLeafQueue's
+/// validateSubmitApplication) fails its run at once; the simulation goes on and the other runs
+/// are unaffected.
+#[test]
+fn runs_rejected_at_max_applications_fail_and_the_simulation_goes_on() {
+    let root = common::workspace();
+    let dir = Scratch::new("sim-rejected");
+    let cluster = std::fs::read_to_string(root.join("examples/demo/cluster-capacity.yaml")).unwrap().replace(
+        "{name: tier3, tier: 3, capacity: 25, user_limit_factor: -1}",
+        "{name: tier3, tier: 3, capacity: 25, user_limit_factor: -1, max_applications: 1}",
+    );
+    let cluster = dir.file("cluster.yaml", &cluster);
+    let out = dir.0.join("out");
+    let o = weir(&[
+        "simulate",
+        "--cluster",
+        &cluster,
+        "--workload",
+        root.join("examples/demo/workload.yaml").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let status = |queue: &str, s: &str| {
+        runs.lines().filter(|l| l.contains(queue) && l.contains(&format!(",{s},"))).count()
+    };
+    assert!(status("root.analytics.tier3", "failed") > 0, "{runs}");
+    assert!(status("root.analytics.tier3", "completed") >= 1, "{runs}");
+    assert_eq!(status("root.analytics.tier1", "failed"), 0, "{runs}");
+    assert!(status("root.analytics.tier1", "completed") > 0, "{runs}");
+}
