@@ -123,7 +123,14 @@ pub struct AttemptLive {
 
 /// How a dry-run's output is compared with production's: as its stage declares it.
 fn compare_config(spec: &weir_model::OutputSpec) -> weir_commit::CompareConfig {
-    weir_commit::CompareConfig::new(spec.format)
+    let mut c = weir_commit::CompareConfig::new(spec.format);
+    if let Some(h) = spec.csv_header {
+        c.csv_header = h;
+    }
+    if let Some(t) = spec.size_tolerance {
+        c.size_tolerance = t;
+    }
+    c
 }
 
 /// The production outputs a dry-run's verdict is taken against, by bucket, from the stored
