@@ -36,39 +36,13 @@ use crate::keys::{check_prefix, MANIFEST};
 use crate::record::{hex, Manifest};
 use crate::store::Store;
 
-/// The format a stage declared for an output (`outputs: [{format: …}]`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OutputFormat {
-    Csv,
-    Jsonl,
-    Parquet,
-    Bytes,
-}
+/// The format a stage declared for an output (`outputs: [{format: …}]`): the workload file's
+/// own type, so the server hands a stage's declaration over as it is.
+pub use weir_model::OutputFormat;
 
-impl OutputFormat {
-    pub fn parse(s: &str) -> Option<OutputFormat> {
-        match s {
-            "csv" => Some(OutputFormat::Csv),
-            "jsonl" => Some(OutputFormat::Jsonl),
-            "parquet" => Some(OutputFormat::Parquet),
-            "bytes" => Some(OutputFormat::Bytes),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OutputFormat::Csv => "csv",
-            OutputFormat::Jsonl => "jsonl",
-            OutputFormat::Parquet => "parquet",
-            OutputFormat::Bytes => "bytes",
-        }
-    }
-
-    fn is_text(self) -> bool {
-        matches!(self, OutputFormat::Csv | OutputFormat::Jsonl)
-    }
+/// Lines and rows are compared (csv, jsonl), not only objects and bytes.
+fn is_text(format: OutputFormat) -> bool {
+    matches!(format, OutputFormat::Csv | OutputFormat::Jsonl)
 }
 
 /// How to compare.
@@ -430,7 +404,7 @@ fn partition_differences(s: &Side, p: &Side, config: &CompareConfig) -> Vec<Diff
                 continue;
             }
         };
-        let same_rows = if config.format.is_text() {
+        let same_rows = if is_text(config.format) {
             a.rows == b.rows && a.row_set_checksum == b.row_set_checksum && a.headers == b.headers
         } else {
             a.rows == b.rows && a.unreadable.is_empty() && b.unreadable.is_empty()
@@ -439,7 +413,7 @@ fn partition_differences(s: &Side, p: &Side, config: &CompareConfig) -> Vec<Diff
             out.push(diff("objects", a.objects.to_string(), b.objects.to_string(), true));
         }
         if a.bytes != b.bytes {
-            let tolerated = if config.format.is_text() {
+            let tolerated = if is_text(config.format) {
                 same_rows
             } else {
                 let larger = a.bytes.max(b.bytes) as f64;

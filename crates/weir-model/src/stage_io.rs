@@ -15,12 +15,21 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// One output of a stage: a prefix its tasks write through the committer.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutputSpec {
     /// `s3://BUCKET/PREFIX/`, with `{{logical_date}}` and `{{params.NAME}}`.
     pub uri: String,
     pub format: OutputFormat,
+    /// csv only: whether each file's first line is a header (a dry-run's comparison compares
+    /// headers and counts rows after them). Default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csv_header: Option<bool>,
+    /// A dry-run's comparison tolerates bytes per partition differing by at most this
+    /// relative amount, `|a − b| / max(a, b)`, from 0 to 1 (parquet and bytes outputs; csv and
+    /// jsonl compare rows). Default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_tolerance: Option<f64>,
 }
 
 /// What the files of an output hold (recorded for readers and comparisons).
@@ -31,6 +40,18 @@ pub enum OutputFormat {
     Jsonl,
     Parquet,
     Bytes,
+}
+
+impl OutputFormat {
+    /// The name the workload file uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Csv => "csv",
+            OutputFormat::Jsonl => "jsonl",
+            OutputFormat::Parquet => "parquet",
+            OutputFormat::Bytes => "bytes",
+        }
+    }
 }
 
 /// One input of a stage: a prefix another stage (or workflow) wrote through the committer.

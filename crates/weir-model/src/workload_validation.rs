@@ -551,6 +551,21 @@ impl<'c> Validator<'c> {
             if let Err(why) = crate::stage_io::check_uri_template(&out.uri) {
                 self.problem(format!("{here}.outputs[{i}].uri"), why);
             }
+            if let Some(t) = out.size_tolerance.filter(|t| !(0.0..=1.0).contains(t)) {
+                self.problem(
+                    format!("{here}.outputs[{i}].size_tolerance"),
+                    format!("{t} is not between 0 and 1 (a relative difference: 0.01 tolerates 1%)"),
+                );
+            }
+            if out.csv_header.is_some() && out.format != crate::stage_io::OutputFormat::Csv {
+                self.problem(
+                    format!("{here}.outputs[{i}].csv_header"),
+                    format!(
+                        "only a csv output has a header line (this one's format is {})",
+                        out.format.name()
+                    ),
+                );
+            }
         }
         for (i, input) in spec.inputs.iter().enumerate() {
             if let Err(why) = crate::stage_io::check_uri_template(&input.uri) {

@@ -1062,10 +1062,41 @@ fn a_live_stage_declares_one_output_and_inputs_by_uri() {
     );
     assert!(p[1].1.contains("must end with `/`"), "{p:?}");
     assert!(p[2].1.contains("unknown placeholder `{{date}}`"), "{p:?}");
+    // The comparison's settings: a tolerance between 0 and 1, a header only for csv.
+    let ok = stage(
+        "tasks: 1, resources: {cpu: 1000}, command: 'true', \
+         outputs: [{uri: 's3://lake/a/', format: csv, csv_header: false, size_tolerance: 0.05}]",
+    );
+    assert_eq!(live_problems(&ok), Vec::<(String, String)>::new());
+    let p = live_problems(&stage(
+        "tasks: 1, resources: {cpu: 1000}, command: 'true', \
+         outputs: [{uri: 's3://lake/a/', format: jsonl, csv_header: true, size_tolerance: 1.5}]",
+    ));
+    assert_eq!(
+        p,
+        [
+            (
+                at("outputs[0].size_tolerance"),
+                "1.5 is not between 0 and 1 (a relative difference: 0.01 tolerates 1%)".to_string()
+            ),
+            (
+                at("outputs[0].csv_header"),
+                "only a csv output has a header line (this one's format is jsonl)".to_string()
+            ),
+        ]
+    );
     // Unknown fields and formats are refused by name.
     let raw = stage(
         "tasks: 1, resources: {cpu: 1000}, command: 'true', outputs: [{uri: 's3://l/a/', format: xml}]",
     );
     let err = parse_yaml::<WorkloadFile>("w.yaml", &raw).unwrap_err().to_string();
     assert!(err.contains("xml") && err.contains("outputs"), "{err}");
+    let raw = stage(
+        "tasks: 1, resources: {cpu: 1000}, command: 'true', outputs: [{uri: 's3://l/a/', format: csv, header: no}]",
+    );
+    let err = parse_yaml::<WorkloadFile>("w.yaml", &raw).unwrap_err().to_string();
+    assert!(
+        err.contains("unknown field `header`, expected one of uri, format, csv_header, size_tolerance"),
+        "{err}"
+    );
 }

@@ -54,7 +54,8 @@ fn worse(v: Verdict, verdict: &mut Verdict) {
     }
 }
 
-/// Compares every shadow output of the ended dry-run `run` with its production output and
+/// Compares every shadow output of the ended dry-run `run` with its production output (in
+/// `objects`, the store of the outputs' bucket; `None` when the run declares no output) and
 /// records one verdict for the run: the worst of its outputs' (`different` over `equivalent`
 /// over `identical`), with every output's differences listed (each tagged with its output).
 ///
@@ -65,7 +66,7 @@ fn worse(v: Verdict, verdict: &mut Verdict) {
 /// return the error (retry later).
 pub async fn record_dry_run_verdict(
     store: &dyn JobStore,
-    objects: &weir_commit::Store,
+    objects: Option<&weir_commit::Store>,
     run: &RunRow,
     outputs: &[DeclaredOutput],
     now_ms: i64,
@@ -104,6 +105,11 @@ pub async fn record_dry_run_verdict(
                 differences.push(not_compared(e.to_string()));
                 continue;
             }
+        };
+        let Some(objects) = objects else {
+            worse(Verdict::Different, &mut verdict);
+            differences.push(not_compared("no object store to read it from".into()));
+            continue;
         };
         match compare_outputs(objects, &shadow, &out.prefix, &out.compare).await {
             Ok(cmp) => {

@@ -50,6 +50,10 @@ pub struct OutputSettings {
     pub sweep_after: Duration,
     /// How often the sweeper runs.
     pub sweep_every: Duration,
+    /// The `weir` executable tasks run `commit-helper` with, given them as
+    /// `WEIR_COMMIT_HELPER` (the `weir` binary sets its own path; `None`: not set, and a task
+    /// needs `weir` on its PATH).
+    pub commit_helper: Option<PathBuf>,
 }
 
 impl OutputSettings {
@@ -76,6 +80,7 @@ impl Default for OutputSettings {
             commit: CommitConfig::default(),
             sweep_after: Duration::from_secs(3600),
             sweep_every: Duration::from_secs(300),
+            commit_helper: None,
         }
     }
 }
@@ -84,6 +89,10 @@ impl Default for OutputSettings {
 pub(crate) fn staging_prefix(run: i64, job: u32, stage: u32, task: u32, attempt: u32) -> String {
     format!("{STAGING_ROOT}run-{run}/{job}.{stage}.{task}.{attempt}/")
 }
+
+/// The variable naming the `weir` executable a task runs `commit-helper` with
+/// (`"$WEIR_COMMIT_HELPER" commit-helper put FILE`), so that a task needs no `weir` on its PATH.
+pub const COMMIT_HELPER_VAR: &str = "WEIR_COMMIT_HELPER";
 
 /// Where every attempt's staging area lives, in each bucket.
 pub(crate) const STAGING_ROOT: &str = "_weir/staging/";
@@ -194,7 +203,11 @@ impl Outputs {
             staging: staging.to_string(),
             config: self.settings.commit.clone(),
         };
-        Ok(env.to_env())
+        let mut vars = env.to_env();
+        if let Some(helper) = &self.settings.commit_helper {
+            vars.push((COMMIT_HELPER_VAR.to_string(), helper.to_string_lossy().into_owned()));
+        }
+        Ok(vars)
     }
 
     /// Every bucket opened so far.

@@ -92,8 +92,9 @@ async fn scenario(db: Db) {
     let outputs = [DeclaredOutput { prefix: OUT.into(), compare: CompareConfig::new(OutputFormat::Csv) }];
     worker_verdict(&s, bad_id).await;
     let row = s.store.run(bad_id).await.unwrap().expect("run");
-    let v =
-        record_dry_run_verdict(&s.store, committer.store(), &row, &outputs, 1_000).await.expect("verdict");
+    let v = record_dry_run_verdict(&s.store, Some(committer.store()), &row, &outputs, 1_000)
+        .await
+        .expect("verdict");
     assert_eq!(
         (v.verdict.as_str(), v.cluster.as_str(), v.production_run),
         ("different", "staging", Some(prod_id.to_string()))
@@ -112,14 +113,16 @@ async fn scenario(db: Db) {
     assert_eq!(s.wait(failed_id, Duration::from_secs(60)).await["state"], "failed");
     worker_verdict(&s, failed_id).await;
     let row = s.store.run(failed_id).await.unwrap().expect("run");
-    let v =
-        record_dry_run_verdict(&s.store, committer.store(), &row, &outputs, 1_500).await.expect("verdict");
+    let v = record_dry_run_verdict(&s.store, Some(committer.store()), &row, &outputs, 1_500)
+        .await
+        .expect("verdict");
     let diffs: Value = serde_json::from_str(&v.differences).unwrap();
     assert_eq!((v.verdict.as_str(), diffs[0]["what"].as_str()), ("different", Some("dry-run")), "{diffs}");
     assert!(diffs[0]["shadow"].as_str().unwrap().starts_with("failed"), "{diffs}");
     let prod_row = s.store.run(prod_id).await.unwrap().expect("run");
-    let err =
-        record_dry_run_verdict(&s.store, committer.store(), &prod_row, &outputs, 1_600).await.unwrap_err();
+    let err = record_dry_run_verdict(&s.store, Some(committer.store()), &prod_row, &outputs, 1_600)
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("is not a dry-run"), "{err}");
 
     // A second dry-run: the same rows in another order: equivalent.
@@ -131,8 +134,9 @@ async fn scenario(db: Db) {
     commit(&committer, &dir, &dry_id.to_string(), &shadow, "id,amount\n3,30\n1,10\n2,20\n").await;
     worker_verdict(&s, dry_id).await;
     let row = s.store.run(dry_id).await.unwrap().expect("run");
-    let v =
-        record_dry_run_verdict(&s.store, committer.store(), &row, &outputs, 2_000).await.expect("verdict");
+    let v = record_dry_run_verdict(&s.store, Some(committer.store()), &row, &outputs, 2_000)
+        .await
+        .expect("verdict");
     assert_eq!(v.verdict, "equivalent");
     // Production data was never touched by either dry-run.
     let prod_file = committer.store().get(&format!("{OUT}part-0.csv")).await.unwrap().unwrap();

@@ -9,6 +9,7 @@ use sqlx::any::AnyRow;
 
 use crate::audit::AuditEntry;
 use crate::auth::RouteRow;
+use crate::runs::{run_columns, run_row, RunRow};
 use crate::{int, opt_int, opt_text, text, Store, StoreError};
 
 /// One dry-run's verdict.
@@ -148,6 +149,19 @@ impl Store {
         }
         .map_err(StoreError::db)?;
         rows.iter().map(verdict_row).collect()
+    }
+
+    /// The dry-runs of `cluster` that are over (succeeded, failed or killed) and have no verdict
+    /// yet, oldest first: a server stopped between a dry-run's end and its verdict.
+    pub(crate) async fn dry_runs_without_verdict(&self, cluster: &str) -> Result<Vec<RunRow>, StoreError> {
+        const Q: &str = concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM runs WHERE cluster = $1 AND dry_run = 1 AND state IN ('succeeded', 'failed', 'killed')
+             AND NOT EXISTS (SELECT 1 FROM dry_run_verdicts v WHERE v.run_id = runs.id) ORDER BY id"
+        );
+        let rows = sqlx::query(Q).bind(cluster).fetch_all(&self.read).await.map_err(StoreError::db)?;
+        rows.iter().map(run_row).collect()
     }
 
     /// Approves the newest verdict of the workflow on the cluster, unless it is `different`,

@@ -388,6 +388,13 @@ pub trait JobStore: Send + Sync {
         verdict: &'a DryRunVerdictRow,
     ) -> BoxFuture<'a, Result<i64, StoreError>>;
 
+    /// The dry-runs of `cluster` that are over and have no verdict yet, oldest first (a server
+    /// stopped between a dry-run's end and its verdict; recovery records them).
+    fn dry_runs_without_verdict<'a>(
+        &'a self,
+        cluster: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<RunRow>, StoreError>>;
+
     /// The migration table, newest verdicts first: one workflow's, or every workflow's.
     fn dry_run_verdicts<'a>(
         &'a self,
@@ -749,6 +756,13 @@ impl JobStore for crate::Store {
         verdict: &'a DryRunVerdictRow,
     ) -> BoxFuture<'a, Result<i64, StoreError>> {
         Box::pin(crate::Store::record_dry_run_verdict(self, verdict))
+    }
+
+    fn dry_runs_without_verdict<'a>(
+        &'a self,
+        cluster: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<RunRow>, StoreError>> {
+        Box::pin(crate::Store::dry_runs_without_verdict(self, cluster))
     }
 
     fn dry_run_verdicts<'a>(

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use weir_store::{
-    Approval, AuditFilter, DryRunVerdictRow, JobStore, MigrationApproval, NewRun, RouteRow, RunFilter,
-    Submitted,
+    Approval, AuditFilter, Change, DryRunVerdictRow, JobStore, MigrationApproval, NewRun, RouteRow,
+    RunFilter, Submitted,
 };
 
 async fn stores(tag: &str) -> Vec<Arc<dyn JobStore>> {
@@ -174,5 +174,63 @@ async fn verdicts_are_recorded_and_approval_moves_the_route() {
         let r12 = row.iter().find(|v| v.run_id == 12).unwrap();
         assert_eq!((r12.approved_by.as_deref(), r12.approved_ms), (Some("t-admin"), Some(50)));
         assert_eq!(r12.differences, eq.differences);
+    }
+}
+
+/// Recovery's question: which of a cluster's dry-runs are over and have no verdict (a server
+/// stopped between a dry-run's end and its verdict). Not production runs, not active dry-runs,
+/// not another cluster's, not those with a verdict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_runs_over_without_a_verdict_are_found() {
+    for store in stores("dryrun_unjudged").await {
+        let mut runs = vec![run("staging", true), run("prod", false)];
+        runs.push(NewRun {
+            logical_date: "2026-11-30".into(),
+            request_hash: "a".into(),
+            ..run("other", true)
+        });
+        runs.push(NewRun {
+            logical_date: "2026-11-28".into(),
+            request_hash: "b".into(),
+            ..run("staging", true)
+        });
+        runs.push(NewRun {
+            logical_date: "2026-11-29".into(),
+            request_hash: "c".into(),
+            ..run("staging", true)
+        });
+        let ids: Vec<i64> = store
+            .submit(&runs)
+            .await
+            .expect("submit")
+            .iter()
+            .map(|s| match s {
+                Submitted::Created { id } => *id,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let (judged, prod, other, unjudged, active) = (ids[0], ids[1], ids[2], ids[3], ids[4]);
+        assert_eq!(store.dry_runs_without_verdict("staging").await.expect("read"), vec![]);
+        let mut ended = Vec::new();
+        for (cluster, list) in
+            [("staging", vec![judged, unjudged]), ("prod", vec![prod]), ("other", vec![other])]
+        {
+            let fence =
+                store.acquire_lease(cluster, "me", None, 0, 60_000).await.expect("lease").expect("free");
+            let changes: Vec<Change> = list
+                .iter()
+                .map(|&run| Change::RunState { run, to: "succeeded", at: 5, reason: None })
+                .collect();
+            ended.extend(store.apply(&fence, 10_000, &changes).await.expect("apply"));
+        }
+        assert!(ended.iter().all(|&b| b), "{ended:?}");
+        store.record_dry_run_verdict(&verdict(judged, "staging", "identical", 6)).await.expect("verdict");
+        let found: Vec<i64> =
+            store.dry_runs_without_verdict("staging").await.expect("read").iter().map(|r| r.id).collect();
+        assert_eq!(found, vec![unjudged], "active {active} and judged {judged} are not listed");
+        let found: Vec<i64> =
+            store.dry_runs_without_verdict("other").await.expect("read").iter().map(|r| r.id).collect();
+        assert_eq!(found, vec![other]);
+        assert_eq!(store.dry_runs_without_verdict("prod").await.expect("read"), vec![]);
     }
 }

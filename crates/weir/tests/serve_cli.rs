@@ -343,3 +343,138 @@ fn a_bad_tls_key_is_named_and_nothing_is_created() {
     assert!(stderr.contains("junk.key") && stderr.contains("no private key"), "{stderr}");
     assert!(!data.exists(), "{} was created", data.display());
 }
+
+/// The acceptance of docs/commit.md's dry-runs on the demo itself: `weir serve --demo` with a
+/// second cluster (`staging`, the same cluster file). The demo's revenue-report writes its
+/// report through the committer (`"$WEIR_COMMIT_HELPER" commit-helper put`); a dry-run of it
+/// on `staging` writes a shadow copy, is compared with the demo's committed report of the
+/// same date and gets a verdict in the migration table. A dry-run whose report differs is
+/// refused approval; one that matches is approved, and the route moves to `staging`.
+#[test]
+fn the_demo_report_dry_run_on_a_second_cluster_moves_its_route() {
+    let scratch = common::Scratch::new("serve-demo-dry-run");
+    let dir = scratch.0.clone();
+    let demo_cluster = common::workspace().join("examples/demo/cluster.yaml");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
+    let _serve = Serve(
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}"), "--kill-grace", "1"])
+            .arg("--cluster")
+            .arg(format!("default={}", demo_cluster.display()))
+            .arg("--cluster")
+            .arg(format!("staging={}", demo_cluster.display()))
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("weir serve"),
+    );
+    // The demo's two reports, committed on `default`.
+    let start = Instant::now();
+    let reports = loop {
+        let out = client(&dir, port, &["runs", "--workflow", "revenue-report", "--json"]);
+        if out.status.success() {
+            let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+            let runs = v["runs"].as_array().cloned().unwrap_or_default();
+            assert!(runs.iter().all(|r| r["state"] != "failed"), "a demo report failed: {v}");
+            if runs.len() == 2 && runs.iter().all(|r| r["state"] == "succeeded") {
+                break v;
+            }
+        }
+        let said = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+        assert!(start.elapsed() < Duration::from_secs(120), "the demo's reports did not finish: {said}");
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let production = at_id(&reports, "revenue-report", "demo-1");
+    // The report is in the local store beside the data directory, whole: both parts and the
+    // manifest naming the run that committed it.
+    let out_dir = dir.join("weir-data-outputs/demo/revenue/dt=demo-1");
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("_weir_manifest.json")).expect("manifest"),
+    )
+    .expect("manifest JSON");
+    assert_eq!(manifest["run_id"], production.as_str(), "{manifest}");
+    let names: Vec<&str> =
+        manifest["files"].as_array().expect("files").iter().filter_map(|f| f["name"].as_str()).collect();
+    assert_eq!(names, ["part-0.csv", "part-1.csv"], "{manifest}");
+    assert_eq!(std::fs::read_to_string(out_dir.join("part-1.csv")).expect("part"), "shard,revenue\n1,1250\n");
+
+    // The demo's revenue-report alone, as a workload file.
+    let demo =
+        std::fs::read_to_string(common::workspace().join("examples/demo/workload.yaml")).expect("demo");
+    let report = &demo[demo.find("  - name: revenue-report").expect("the demo has revenue-report")..];
+    let same = format!("version: 1\nworkflows:\n{report}");
+    assert!(same.contains("1000 + 250 * WEIR_TASK_INDEX"), "the demo's report changed: {report}");
+    std::fs::write(dir.join("report.yaml"), &same).expect("write");
+    std::fs::write(dir.join("changed.yaml"), same.replace("1000 + 250 *", "1000 + 251 *")).expect("write");
+    let dry_run = |file: &str, date: &str| {
+        let out = ok(&client(
+            &dir,
+            port,
+            &["submit", file, "--logical-date", date, "--dry-run", "--cluster", "staging", "--wait"],
+        ));
+        assert!(out.starts_with("dry-run run ") && out.contains("queued on staging"), "{out}");
+        assert!(out.ends_with("succeeded\n"), "{out}");
+        out.split_whitespace().nth(2).expect("run id").to_string()
+    };
+    let verdict_of = |run: &str| {
+        let start = Instant::now();
+        loop {
+            let status = json(&client(&dir, port, &["migrate", "status", "revenue-report", "--json"]));
+            let found = status["verdicts"]
+                .as_array()
+                .and_then(|v| {
+                    v.iter().find(|v| v["run_id"].as_i64().map(|i| i.to_string()).as_deref() == Some(run))
+                })
+                .cloned();
+            if let Some(v) = found {
+                return v;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "no verdict for dry-run {run}: {status}");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    };
+
+    // A dry-run whose shard 1 computes another revenue: `different`, the row named; approving
+    // the move is refused.
+    let changed = dry_run("changed.yaml", "demo-2");
+    let v = verdict_of(&changed);
+    assert_eq!(v["verdict"], "different", "{v}");
+    assert_eq!(v["cluster"], "staging", "{v}");
+    assert_eq!(v["production_run"], at_id(&reports, "revenue-report", "demo-2").as_str(), "{v}");
+    let diffs = v["differences"].to_string();
+    assert!(diffs.contains("1250") || diffs.contains("rows") || diffs.contains("checksum"), "{v}");
+    let refused = client(&dir, port, &["migrate", "approve", "revenue-report", "--to", "staging"]);
+    let err = common::text(&refused.stderr);
+    assert!(!refused.status.success() && err.contains("409"), "{err}");
+    // Production's report of demo-2 is untouched: the dry-run wrote under the shadow prefix.
+    let shadow = dir.join(format!("weir-data-outputs/demo/_weir_dryrun/{changed}/revenue/dt=demo-2"));
+    assert_eq!(
+        std::fs::read_to_string(shadow.join("part-1.csv")).expect("shadow part"),
+        "shard,revenue\n1,1251\n"
+    );
+    let prod2 = dir.join("weir-data-outputs/demo/revenue/dt=demo-2/part-1.csv");
+    assert_eq!(std::fs::read_to_string(prod2).expect("production part"), "shard,revenue\n1,1250\n");
+
+    // The demo's own report: `identical`, and approving moves the route to `staging`.
+    let same_run = dry_run("report.yaml", "demo-1");
+    let v = verdict_of(&same_run);
+    assert_eq!(v["verdict"], "identical", "{v}");
+    assert_eq!((v["cluster"].as_str(), v["queue"].as_str()), (Some("staging"), Some("root.analytics.tier1")));
+    assert_eq!(v["production_run"], production.as_str(), "{v}");
+    let table = ok(&client(&dir, port, &["migrate", "status", "revenue-report"]));
+    assert!(
+        table.contains(&same_run) && table.contains("identical") && table.contains("different"),
+        "{table}"
+    );
+    let moved = ok(&client(&dir, port, &["migrate", "approve", "revenue-report", "--to", "staging"]));
+    assert!(moved.starts_with("workflow:revenue-report -> staging root.analytics.tier1"), "{moved}");
+    assert!(moved.contains(&format!("dry-run run {same_run}: identical")), "{moved}");
+    // The next production run of the report goes to `staging`, and commits its report there.
+    let out = client(&dir, port, &["submit", "report.yaml", "--logical-date", "after-move", "--wait"]);
+    let said = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+    let out = common::text(&out.stdout) + &common::text(&out.stderr);
+    assert!(out.contains("queued on staging") && out.ends_with("succeeded\n"), "{out}\n{said}");
+    assert!(dir.join("weir-data-outputs/demo/revenue/dt=after-move/_weir_manifest.json").exists());
+}

@@ -171,6 +171,7 @@ impl Server {
             .args(["--listen", &format!("127.0.0.1:{}", self.port), "--lease", "1"])
             .env_remove("WEIR_TEST_PAUSE_BEFORE_JOB_COMMIT")
             .env_remove("WEIR_TEST_PAUSE_BEFORE_MANIFEST")
+            .env_remove("WEIR_TEST_PAUSE_BEFORE_VERDICT")
             .stdout(Stdio::null())
             .stderr(log);
         for (k, v) in env {
@@ -778,6 +779,49 @@ async fn a_dry_run_on_another_cluster_is_compared_approved_and_moves_the_route()
             .await;
     assert_eq!(status, 201, "{next}");
     assert_eq!(next["cluster"], "staging", "{next}");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A server killed (`kill -9`) after a dry-run's final state was stored and before its verdict
+/// (the test-only pause `WEIR_TEST_PAUSE_BEFORE_VERDICT`): the migration table has nothing for
+/// it; the next start finds the dry-run over without a verdict and records one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill9_between_a_dry_runs_end_and_its_verdict_then_the_restart_records_it() {
+    let dir = scratch("verdict-crash");
+    let place = Where::Local(dir.join("objects"));
+    let pause = dir.join("paused-verdict");
+    let mut server = Server::start(&dir, &place, &[("WEIR_TEST_PAUSE_BEFORE_VERDICT", &pause)]);
+    let token = server.ready().await;
+    let base = server.base();
+    let date = "2026-11-29";
+    let prod = submit(&base, &token, &report("eu,42"), date).await;
+    assert_eq!(finished(&base, &token, prod).await.0, "succeeded");
+    let (status, created) = post(
+        &base,
+        &token,
+        "/v1/runs",
+        &json!({"workflow": report("eu,42"), "logical_date": date, "dry_run": true}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let dry = created["id"].as_i64().expect("id");
+    assert_eq!(finished(&base, &token, dry).await.0, "succeeded");
+    let start = Instant::now();
+    while !pause.exists() {
+        assert!(start.elapsed() < Duration::from_secs(60), "the server never paused before the verdict");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let table = get(&base, &token, "/v1/migrations").await;
+    assert_eq!(table["verdicts"].as_array().map(Vec::len), Some(0), "{table}");
+    server.proc.as_mut().expect("running").kill9();
+    server.spawn(&[]);
+    let token = server.ready().await;
+    let verdict = verdict_of(&base, &token, dry).await;
+    assert_eq!(verdict["verdict"], "identical", "{verdict}");
+    assert_eq!(verdict["production_run"], prod.to_string(), "{verdict}");
+    let said = std::fs::read_to_string(dir.join("serve.log")).expect("log");
+    assert!(said.contains(&format!("dry-run {dry} ended without a verdict")), "{said}");
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,26 +1,31 @@
 //! When a dry-run ends, its verdict: the comparison of its shadow outputs with production's
-//! (`crate::dry_run`), in the background once the run's final state is in the store.
+//! (`crate::dry_run`), in the background once the run's final state is in the store. Every
+//! start of a cluster's worker also records the verdicts of its dry-runs that ended without one
+//! (a server stopped between a dry-run's end and its verdict).
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use weir_store::{JobStore, RunRow};
 
 use super::actor::Actor;
 use super::live::RunLive;
+use crate::outputs::Outputs;
+use crate::DeclaredOutput;
 
 /// How long to wait for the run's final state to reach the store (the actor commits it with
 /// its next pass, a few milliseconds later).
 const STATE_PATIENCE: Duration = Duration::from_secs(60);
 
+/// A dry-run's production outputs, by bucket.
+type Declared = Vec<(String, DeclaredOutput)>;
+
 impl Actor {
-    /// Records dry-run `run`'s verdict in the migration table, in the background.
+    /// Records dry-run `run`'s verdict in the migration table, in the background, once its
+    /// final state is stored.
     pub(super) fn record_verdict_after_end(&self, run: &RunLive) {
         let Some(outputs) = run.dry_run.clone() else { return };
-        let store = self.store.clone();
-        let id = run.id;
-        // One object store per verdict: the first output's bucket (the S3 store serves one
-        // bucket; on the local store a workflow's outputs in several buckets are compared in the
-        // first only, and the others named as not compared).
-        let bucket = outputs.first().map(|(b, _)| b.clone());
-        let committer = bucket.as_deref().map(|b| self.settings.outputs.committer(b));
+        let (store, objects, id) = (self.store.clone(), self.settings.outputs.clone(), run.id);
         tokio::spawn(async move {
             let until = tokio::time::Instant::now() + STATE_PATIENCE;
             let row = loop {
@@ -33,46 +38,81 @@ impl Actor {
                     }
                     _ => {
                         eprintln!(
-                            "weir worker: dry-run {id}: its final state never reached the store; no verdict"
+                            "weir worker: dry-run {id}: its final state never reached the store; no verdict \
+                             (the next start of the worker records it)"
                         );
                         return;
                     }
                 }
             };
-            let (here, elsewhere): (Vec<_>, Vec<_>) =
-                outputs.into_iter().partition(|(b, _)| Some(b) == bucket.as_ref());
-            for (b, o) in &elsewhere {
-                eprintln!(
-                    "weir worker: dry-run {id}: output {} in bucket {b} not compared (only one bucket per verdict)",
-                    o.prefix
-                );
-            }
-            let declared: Vec<crate::DeclaredOutput> = here.into_iter().map(|(_, o)| o).collect();
-            let objects = match committer {
-                Some(Ok(c)) => c.store().clone(),
-                Some(Err(e)) => {
-                    eprintln!("weir worker: dry-run {id}: its outputs' store: {e}; no verdict");
-                    return;
-                }
-                // No outputs declared: the verdict says so; the store is not read (an existing
-                // folder, opened for the call's sake: nothing is created in it).
-                None => match weir_commit::Store::open(&weir_commit::StoreConfig::Local {
-                    root: std::env::temp_dir(),
-                }) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        eprintln!("weir worker: dry-run {id}: {e}; no verdict");
-                        return;
-                    }
-                },
-            };
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis() as i64)
-                .unwrap_or(0);
-            if let Err(e) = crate::record_dry_run_verdict(&*store, &objects, &row, &declared, now).await {
-                eprintln!("weir worker: {e}");
-            }
+            test_pause_before_verdict().await;
+            verdict(&store, &objects, &row, outputs).await;
         });
+    }
+
+    /// Recovery: the cluster's dry-runs that ended without a verdict get one, in the background
+    /// (their outputs read from the stored workflow, as when they ran).
+    pub(super) async fn recover_verdicts(&self) -> Result<(), String> {
+        let rows = self.store.dry_runs_without_verdict(&self.cluster).await.map_err(|e| e.to_string())?;
+        for row in rows {
+            let outputs = match super::live::dry_run_outputs(&row) {
+                Ok(o) => o,
+                Err(why) => {
+                    eprintln!("weir worker: dry-run {}: its outputs: {why}; no verdict", row.id);
+                    continue;
+                }
+            };
+            eprintln!("weir worker: dry-run {} ended without a verdict; comparing its outputs now", row.id);
+            let (store, objects) = (self.store.clone(), self.settings.outputs.clone());
+            tokio::spawn(async move { verdict(&store, &objects, &row, outputs).await });
+        }
+        Ok(())
+    }
+}
+
+/// Compares and records the verdict of the ended dry-run `row` (errors are logged: the next
+/// start of the worker tries again, since the run still has no verdict).
+async fn verdict(store: &Arc<dyn JobStore>, objects: &Outputs, row: &RunRow, outputs: Declared) {
+    let id = row.id;
+    // One object store per verdict: the first output's bucket (the S3 store serves one bucket;
+    // on the local store a workflow's outputs in several buckets are compared in the first
+    // only, and the others named as not compared).
+    let bucket = outputs.first().map(|(b, _)| b.clone());
+    let (here, elsewhere): (Vec<_>, Vec<_>) =
+        outputs.into_iter().partition(|(b, _)| Some(b) == bucket.as_ref());
+    for (b, o) in &elsewhere {
+        eprintln!(
+            "weir worker: dry-run {id}: output {} in bucket {b} not compared (only one bucket per verdict)",
+            o.prefix
+        );
+    }
+    let declared: Vec<DeclaredOutput> = here.into_iter().map(|(_, o)| o).collect();
+    // No outputs declared: the verdict says so and no store is read.
+    let committer = match bucket.as_deref().map(|b| objects.committer(b)) {
+        Some(Ok(c)) => Some(c),
+        Some(Err(e)) => {
+            eprintln!("weir worker: dry-run {id}: its outputs' store: {e}; no verdict");
+            return;
+        }
+        None => None,
+    };
+    let now = crate::time::now_ms();
+    let result =
+        crate::record_dry_run_verdict(&**store, committer.as_ref().map(|c| c.store()), row, &declared, now)
+            .await;
+    if let Err(e) = result {
+        eprintln!("weir worker: {e}");
+    }
+}
+
+/// TEST ONLY: with `WEIR_TEST_PAUSE_BEFORE_VERDICT=FILE`, a dry-run whose final state is stored
+/// writes FILE and waits forever before its verdict is computed, so that a crash test can kill
+/// the server between a dry-run's end and its verdict (tests/serve_commit.rs).
+async fn test_pause_before_verdict() {
+    if let Some(file) = std::env::var_os("WEIR_TEST_PAUSE_BEFORE_VERDICT") {
+        let _ = std::fs::write(&file, b"paused before the verdict\n");
+        loop {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
     }
 }

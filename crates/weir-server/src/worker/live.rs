@@ -125,14 +125,42 @@ pub struct AttemptLive {
     pub executors: Vec<ContainerId>,
 }
 
-/// The workload file's name of an output format (what weir-commit's comparison parses).
-fn format_name(f: weir_model::OutputFormat) -> &'static str {
-    match f {
-        weir_model::OutputFormat::Csv => "csv",
-        weir_model::OutputFormat::Jsonl => "jsonl",
-        weir_model::OutputFormat::Parquet => "parquet",
-        weir_model::OutputFormat::Bytes => "bytes",
+/// How a dry-run's output is compared with production's: as its stage declares it.
+fn compare_config(spec: &weir_model::OutputSpec) -> weir_commit::CompareConfig {
+    let mut c = weir_commit::CompareConfig::new(spec.format);
+    if let Some(h) = spec.csv_header {
+        c.csv_header = h;
     }
+    if let Some(t) = spec.size_tolerance {
+        c.size_tolerance = t;
+    }
+    c
+}
+
+/// The production outputs a dry-run's verdict is taken against, by bucket, from the stored
+/// run alone (its workflow, logical date and parameters; no cluster needed): what
+/// [`RunLive::build`] gathers for a live dry-run, for one that ended without a verdict.
+pub fn dry_run_outputs(row: &RunRow) -> Result<Vec<(String, crate::DeclaredOutput)>, String> {
+    let spec: WorkflowSpec =
+        serde_json::from_str(&row.spec).map_err(|e| format!("stored workflow does not parse: {e}"))?;
+    let params: BTreeMap<String, String> = serde_json::from_str(&row.params).unwrap_or_default();
+    let mut out = Vec::new();
+    for job in &spec.jobs {
+        for stage in &job.stages {
+            for (i, o) in stage.outputs.iter().enumerate() {
+                let uri = weir_model::substitute(&o.uri, &row.logical_date, &params)
+                    .and_then(|u| weir_model::parse_object_uri(&u))
+                    .map_err(|why| {
+                        format!("jobs.{}.stages.{}.outputs[{i}].uri: {why}", job.name, stage.name)
+                    })?;
+                out.push((
+                    uri.bucket,
+                    crate::DeclaredOutput { prefix: uri.prefix, compare: compare_config(o) },
+                ));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Engine job ids pack the run id and the job's index.
@@ -187,14 +215,9 @@ impl RunLive {
                 };
                 // A dry-run writes beside production, under the shadow prefix of its run.
                 if let (true, Some(o), Some(spec)) = (row.dry_run, output.as_mut(), s.outputs.first()) {
-                    let format = weir_commit::OutputFormat::parse(format_name(spec.format))
-                        .ok_or("an output format the comparison does not know")?;
                     dry_outputs.push((
                         o.bucket.clone(),
-                        crate::DeclaredOutput {
-                            prefix: o.prefix.clone(),
-                            compare: weir_commit::CompareConfig::new(format),
-                        },
+                        crate::DeclaredOutput { prefix: o.prefix.clone(), compare: compare_config(spec) },
                     ));
                     o.prefix = weir_commit::shadow::shadow_prefix(&o.prefix, &row.id.to_string())
                         .map_err(|e| format!("{here}.outputs[0].uri: {e}"))?;

@@ -277,6 +277,9 @@ impl Actor {
             self.start_ready_jobs(id);
         }
         self.resume_commits();
+        if let Err(e) = self.recover_verdicts().await {
+            return Err(Ended::Failed(format!("cannot read the cluster's dry-runs without a verdict: {e}")));
+        }
         for exit in ended {
             self.on_exit(exit);
         }

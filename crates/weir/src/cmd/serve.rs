@@ -355,6 +355,11 @@ pub fn worker(args: &WorkerArgs) -> Result<()> {
 }
 
 fn run(mut c: ServerConfig, db: &str, common: &Common, demo: bool) -> Result<()> {
+    // Tasks of stages with outputs run `"$WEIR_COMMIT_HELPER" commit-helper put FILE`: this very
+    // binary, so they need no `weir` on their PATH (docs/commit.md).
+    if c.outputs.commit_helper.is_none() {
+        c.outputs.commit_helper = std::env::current_exe().ok();
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
