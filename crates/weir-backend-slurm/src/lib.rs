@@ -192,6 +192,35 @@ impl SlurmBackend {
                 let _ = self.inner.rest.cancel(job, None).await;
                 return Err(self.error(&launch.attempt, RestError::RefusedWithJob(m, job)));
             }
+            // The pinned node takes no work now: slurmctld kept the job pending on it
+            // (`ReqNodeNotAvail`). The job is cancelled — the engine places the task again —
+            // unless the cancel fails: then the pending job stays this attempt's, so that it can
+            // never run beside a second attempt.
+            Err(RestError::NodeNotAvailable(m, job)) => {
+                if let Some(job) = job {
+                    if let Err(e) = self.inner.rest.cancel(job, None).await {
+                        eprintln!(
+                            "weir slurm backend: {}: Slurm job {job} is pending on a node that takes no work ({m}) and cannot be cancelled ({}): watching it as the attempt",
+                            launch.attempt,
+                            e.message()
+                        );
+                        self.watch(&launch.attempt, job, None);
+                        let mut rec = self.record(&launch.attempt, job);
+                        rec.dir = launch.stdout.parent().map(|p| p.to_path_buf()).unwrap_or_default();
+                        return Ok(rec);
+                    }
+                }
+                let message = RestError::NodeNotAvailable(m, job).message();
+                return Err(match pinned_node(&self.inner.config, launch) {
+                    Some(node) => BackendError::NodeUnavailable {
+                        attempt,
+                        backend: KIND,
+                        node: node.to_string(),
+                        message,
+                    },
+                    None => BackendError::Refused { attempt, backend: KIND, message },
+                });
+            }
             // The request may have reached Slurm (a timeout after sending): look for the job by
             // its comment before calling the start failed, so a retry cannot run it twice.
             Err(RestError::Unreachable(m)) => match self.find(&launch.attempt).await {
@@ -407,6 +436,11 @@ fn comment(config: &SlurmConfig, attempt: &AttemptId) -> String {
     format!("weir-attempt {}:{attempt}", config.tag)
 }
 
+/// The node `launch` is pinned to: the engine's choice (`WEIR_NODE`) with `placement: weir`.
+fn pinned_node<'a>(config: &SlurmConfig, launch: &'a TaskLaunch) -> Option<&'a str> {
+    (config.placement == Placement::Weir).then(|| launch.env.get("WEIR_NODE").map(String::as_str)).flatten()
+}
+
 /// The `POST /job/submit` body of one attempt, in the shape API `version` reads.
 ///
 /// v0.0.38 (Slurm 22.05, `v0.0.38_job_properties`): `environment` an object, `nodes` a
@@ -442,7 +476,7 @@ fn job_body(config: &SlurmConfig, version: &str, launch: &TaskLaunch) -> Value {
         .map(Duration::from_secs)
         .or(config.default_time_limit)
         .map(|w| w.as_secs().div_ceil(60).max(1));
-    let node = (config.placement == Placement::Weir).then(|| launch.env.get("WEIR_NODE")).flatten();
+    let node = pinned_node(config, launch);
     let new = rest::is_data_parser(version);
     let mut job = json!({
         "name": format!("{}:{}", config.tag, launch.attempt),
