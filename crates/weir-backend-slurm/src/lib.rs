@@ -156,7 +156,7 @@ impl SlurmBackend {
         let comment = self.comment(attempt);
         w.entries.insert(
             attempt.to_string(),
-            Entry { attempt: attempt.clone(), job, comment, since_gen, kill, marker },
+            Entry { attempt: attempt.clone(), job, comment, since_gen, kill, marker, next_ask: None },
         );
     }
 

@@ -34,6 +34,9 @@ pub(crate) struct Entry {
     pub kill: Option<Kill>,
     /// The file the job's script leaves when its command has ended (a hint to ask Slurm).
     pub marker: Option<PathBuf>,
+    /// Read alone and not ended yet (Slurm completes a job a moment after its script's end, or
+    /// later on a busy node): not read alone again before this, each wait twice the last.
+    pub next_ask: Option<(Instant, Duration)>,
 }
 
 pub(crate) struct Kill {
@@ -99,19 +102,24 @@ pub(crate) async fn poll(
     let mut next_listing = Instant::now();
     loop {
         tick.tick().await;
-        let (gen, hinted) = {
+        let (gen, hinted, between) = {
             let w = lock(&watched);
             if w.entries.is_empty() {
                 continue;
             }
-            let hinted: Vec<(String, Option<PathBuf>, bool)> = if markers && Instant::now() < next_listing {
-                w.entries.iter().map(|(k, e)| (k.clone(), e.marker.clone(), e.kill.is_some())).collect()
+            let now = Instant::now();
+            let hinted: Vec<(String, Option<PathBuf>, bool)> = if markers && now < next_listing {
+                w.entries
+                    .iter()
+                    .filter(|(_, e)| e.next_ask.is_none_or(|(at, _)| now >= at))
+                    .map(|(k, e)| (k.clone(), e.marker.clone(), e.kill.is_some()))
+                    .collect()
             } else {
                 Vec::new()
             };
-            (w.gen, hinted)
+            (w.gen, hinted, markers && now < next_listing)
         };
-        if !hinted.is_empty() {
+        if between {
             // Between listings: the jobs whose marker is there, and those asked to stop.
             let asks = tokio::task::spawn_blocking(move || {
                 hinted
@@ -214,6 +222,11 @@ fn settle(
     }
 }
 
+/// The first wait before a job read alone and not ended yet is read alone again, and the
+/// longest (the listing finds it meanwhile too).
+const ASK_PAUSE: Duration = Duration::from_millis(250);
+const ASK_PAUSE_MAX: Duration = Duration::from_secs(4);
+
 /// Reads the jobs of `keys` one by one (a few at a time) and reports those that ended.
 async fn ask_each(
     rest: &Arc<Rest>,
@@ -267,6 +280,9 @@ async fn ask_each(
                 if let Some(e) = w.entries.remove(&key) {
                     ended.push(TaskExit { attempt: e.attempt, exit, ended_at_ms: now_ms() });
                 }
+            } else {
+                let pause = e.next_ask.map_or(ASK_PAUSE, |(_, p)| (p * 2).min(ASK_PAUSE_MAX));
+                e.next_ask = Some((now + pause, pause));
             }
         }
     }
