@@ -55,8 +55,16 @@ pub struct SlurmConfig {
     /// weir leaf queue path (`root.analytics.tier1`) → its Slurm partition and QOS.
     pub queues: BTreeMap<String, SlurmQueue>,
     pub placement: Placement,
-    /// One `/jobs` call per interval reads every watched job's state.
+    /// One `/jobs` call per interval reads every watched job's state (with `end_markers`, at
+    /// most one per interval, and less often while a listing takes long).
     pub poll_interval: Duration,
+    /// Each job's script leaves an empty marker file beside its stdout when its command ends;
+    /// the poller asks Slurm about those jobs one by one (`GET /job/{id}`) and lists every job
+    /// only now and then — a listing of every job Slurm keeps costs slurmctld, slurmrestd and
+    /// weir time in proportion to that number (MBs of JSON for a few thousand jobs). `false`:
+    /// ends are found by listing alone, every `poll_interval` (kept for comparison: `weir bench
+    /// serve --slurm-listing-only`).
+    pub end_markers: bool,
     /// Time limit for tasks whose stage gives no walltime; `None`: the partition's default.
     pub default_time_limit: Option<Duration>,
     /// Job names and comments carry this tag beside the attempt id, so two weir installations
@@ -77,6 +85,7 @@ impl SlurmConfig {
             queues: BTreeMap::new(),
             placement: Placement::Backend,
             poll_interval: Duration::from_secs(1),
+            end_markers: true,
             default_time_limit: None,
             tag: "weir".into(),
             request_timeout: Duration::from_secs(30),

@@ -22,6 +22,7 @@ mod jwt;
 mod rest;
 mod watch;
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -129,6 +130,7 @@ impl SlurmBackend {
             watched.clone(),
             exits,
             config.poll_interval.max(Duration::from_millis(50)),
+            config.end_markers,
         ));
         Ok(SlurmBackend { inner: Arc::new(Inner { rest, config, watched, poller }) })
     }
@@ -144,11 +146,23 @@ impl SlurmBackend {
     }
 
     fn watch(&self, attempt: &AttemptId, job: u64, kill: Option<Kill>) {
+        self.watch_marked(attempt, job, kill, None);
+    }
+
+    /// Watches `job` as `attempt`; `marker`: the file its script leaves when its command ends.
+    fn watch_marked(&self, attempt: &AttemptId, job: u64, kill: Option<Kill>, marker: Option<PathBuf>) {
         let mut w = lock(&self.inner.watched);
         let since_gen = w.gen;
         let comment = self.comment(attempt);
-        w.entries
-            .insert(attempt.to_string(), Entry { attempt: attempt.clone(), job, comment, since_gen, kill });
+        w.entries.insert(
+            attempt.to_string(),
+            Entry { attempt: attempt.clone(), job, comment, since_gen, kill, marker, next_ask: None },
+        );
+    }
+
+    /// The end marker of `launch`'s job, when the scripts leave them.
+    fn marker(&self, launch: &TaskLaunch) -> Option<PathBuf> {
+        self.inner.config.end_markers.then(|| marker_path(&launch.stdout))
     }
 
     async fn submit(&self, launch: &TaskLaunch) -> Result<Launched, BackendError> {
@@ -173,7 +187,8 @@ impl SlurmBackend {
             });
         }
         // slurmd opens the output files but makes no folders: make them here (on the shared path),
-        // and the working folder the job starts in.
+        // and the working folder the job starts in. A marker left by an earlier server's attempt
+        // of this id cannot exist (attempt ids are not reused), but one is removed all the same.
         for f in [&launch.stdout, &launch.stderr, &launch.workdir.join("job")] {
             if let Some(dir) = f.parent() {
                 tokio::fs::create_dir_all(dir).await.map_err(|source| BackendError::Io {
@@ -184,6 +199,9 @@ impl SlurmBackend {
                 })?;
             }
         }
+        if let Some(m) = self.marker(launch) {
+            let _ = tokio::fs::remove_file(&m).await;
+        }
         let body = job_body(&self.inner.config, &self.inner.rest.version, launch);
         let answer = match self.inner.rest.submit(&body).await {
             Ok(a) => a,
@@ -192,11 +210,40 @@ impl SlurmBackend {
                 let _ = self.inner.rest.cancel(job, None).await;
                 return Err(self.error(&launch.attempt, RestError::RefusedWithJob(m, job)));
             }
+            // The pinned node takes no work now: slurmctld kept the job pending on it
+            // (`ReqNodeNotAvail`). The job is cancelled — the engine places the task again —
+            // unless the cancel fails: then the pending job stays this attempt's, so that it can
+            // never run beside a second attempt.
+            Err(RestError::NodeNotAvailable(m, job)) => {
+                if let Some(job) = job {
+                    if let Err(e) = self.inner.rest.cancel(job, None).await {
+                        eprintln!(
+                            "weir slurm backend: {}: Slurm job {job} is pending on a node that takes no work ({m}) and cannot be cancelled ({}): watching it as the attempt",
+                            launch.attempt,
+                            e.message()
+                        );
+                        self.watch(&launch.attempt, job, None);
+                        let mut rec = self.record(&launch.attempt, job);
+                        rec.dir = launch.stdout.parent().map(|p| p.to_path_buf()).unwrap_or_default();
+                        return Ok(rec);
+                    }
+                }
+                let message = RestError::NodeNotAvailable(m, job).message();
+                return Err(match pinned_node(&self.inner.config, launch) {
+                    Some(node) => BackendError::NodeUnavailable {
+                        attempt,
+                        backend: KIND,
+                        node: node.to_string(),
+                        message,
+                    },
+                    None => BackendError::Refused { attempt, backend: KIND, message },
+                });
+            }
             // The request may have reached Slurm (a timeout after sending): look for the job by
             // its comment before calling the start failed, so a retry cannot run it twice.
             Err(RestError::Unreachable(m)) => match self.find(&launch.attempt).await {
                 Ok(Some(info)) => {
-                    self.watch(&launch.attempt, info.id, None);
+                    self.watch_marked(&launch.attempt, info.id, None, self.marker(launch));
                     let mut rec = self.record(&launch.attempt, info.id);
                     rec.dir = launch.stdout.parent().map(|p| p.to_path_buf()).unwrap_or_default();
                     return Ok(rec);
@@ -229,7 +276,7 @@ impl SlurmBackend {
                 message: format!("job id {job} does not fit weir's record"),
             });
         };
-        self.watch(&launch.attempt, job, None);
+        self.watch_marked(&launch.attempt, job, None, self.marker(launch));
         Ok(Launched {
             attempt: launch.attempt.clone(),
             backend: KIND.into(),
@@ -407,6 +454,25 @@ fn comment(config: &SlurmConfig, attempt: &AttemptId) -> String {
     format!("weir-attempt {}:{attempt}", config.tag)
 }
 
+/// The file a job's script leaves when its command has ended: its stdout's name with `.ended`
+/// for `.stdout` (`logs/run-7/0.0.3.1.stdout` → `logs/run-7/0.0.3.1.ended`). Only a hint to
+/// ask Slurm about that job: its state and exit status are always Slurm's.
+fn marker_path(stdout: &Path) -> PathBuf {
+    let name = stdout.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let base = name.strip_suffix(".stdout").unwrap_or(&name);
+    stdout.with_file_name(format!("{base}.ended"))
+}
+
+/// `text` as one single-quoted shell word.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// The node `launch` is pinned to: the engine's choice (`WEIR_NODE`) with `placement: weir`.
+fn pinned_node<'a>(config: &SlurmConfig, launch: &'a TaskLaunch) -> Option<&'a str> {
+    (config.placement == Placement::Weir).then(|| launch.env.get("WEIR_NODE").map(String::as_str)).flatten()
+}
+
 /// The `POST /job/submit` body of one attempt, in the shape API `version` reads.
 ///
 /// v0.0.38 (Slurm 22.05, `v0.0.38_job_properties`): `environment` an object, `nodes` a
@@ -434,7 +500,17 @@ fn job_body(config: &SlurmConfig, version: &str, launch: &TaskLaunch) -> Value {
     }
     let target = config.target(launch.env.get("WEIR_QUEUE").map(String::as_str));
     let cpus = r.cpu.div_ceil(1000).clamp(1, u64::from(u32::MAX));
-    let script = format!("#!/bin/sh\n{}\n", launch.command);
+    let script = match config.end_markers {
+        // The command runs in a subshell (an `exit` in it ends only that), then the script leaves
+        // the marker and exits with the command's status. A job killed or timed out leaves none:
+        // the listing finds its end.
+        true => format!(
+            "#!/bin/sh\n(\n{}\n)\nweir_status=$?\n: > {} 2>/dev/null\nexit $weir_status\n",
+            launch.command,
+            shell_quote(&marker_path(&launch.stdout).to_string_lossy())
+        ),
+        false => format!("#!/bin/sh\n{}\n", launch.command),
+    };
     let walltime = launch
         .env
         .get("WEIR_WALLTIME_SECONDS")
@@ -442,7 +518,7 @@ fn job_body(config: &SlurmConfig, version: &str, launch: &TaskLaunch) -> Value {
         .map(Duration::from_secs)
         .or(config.default_time_limit)
         .map(|w| w.as_secs().div_ceil(60).max(1));
-    let node = (config.placement == Placement::Weir).then(|| launch.env.get("WEIR_NODE")).flatten();
+    let node = pinned_node(config, launch);
     let new = rest::is_data_parser(version);
     let mut job = json!({
         "name": format!("{}:{}", config.tag, launch.attempt),
@@ -590,7 +666,17 @@ mod tests {
         );
         c.default_time_limit = Some(Duration::from_secs(600));
         let b = job_body(&c, "v0.0.38", &launch(1500, Some("61"), "root.a.tier1"));
-        assert_eq!(b["script"], "#!/bin/sh\necho hi\n");
+        // The command in a subshell, then the end marker beside its stdout, then its status.
+        assert_eq!(
+            b["script"],
+            "#!/bin/sh\n(\necho hi\n)\nweir_status=$?\n: > '/shared/logs/a/stdout.ended' 2>/dev/null\nexit $weir_status\n"
+        );
+        let mut plain = c.clone();
+        plain.end_markers = false;
+        assert_eq!(
+            job_body(&plain, "v0.0.38", &launch(1500, None, "root.a"))["script"],
+            "#!/bin/sh\necho hi\n"
+        );
         let j = &b["job"];
         assert_eq!((j["cpus_per_task"].as_u64(), j["memory_per_node"].as_u64()), (Some(2), Some(300)));
         assert_eq!(j["gres"], "gpu:2");
@@ -639,7 +725,7 @@ mod tests {
         let b = job_body(&c, "v0.0.43", &launch(1500, Some("61"), "root.a.tier1"));
         assert!(b.get("script").is_none(), "the script is in the job");
         let j = &b["job"];
-        assert_eq!(j["script"], "#!/bin/sh\necho hi\n");
+        assert!(j["script"].as_str().is_some_and(|t| t.starts_with("#!/bin/sh\n(\necho hi\n)\n")), "{j}");
         let env: Vec<&str> = j["environment"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
         assert!(
             env.contains(&"WEIR_QUEUE=root.a.tier1") && env.contains(&"PATH=/usr/local/bin:/usr/bin:/bin"),
@@ -655,6 +741,23 @@ mod tests {
         assert_eq!(j["requeue"], false);
         assert_eq!(j["partition"], "batch");
         assert_eq!(j["comment"], "weir-attempt weir:run-1/0/0/2/1");
+    }
+
+    #[test]
+    fn the_end_marker_sits_beside_stdout_and_its_path_is_quoted_for_the_shell() {
+        assert_eq!(
+            marker_path(Path::new("/d/logs/run-7/0.0.3.1.stdout")),
+            Path::new("/d/logs/run-7/0.0.3.1.ended")
+        );
+        assert_eq!(marker_path(Path::new("/d/out.log")), Path::new("/d/out.log.ended"));
+        assert_eq!(shell_quote("/d/it's here"), "'/d/it'\\''s here'");
+        // The quoted word is one word to sh, whatever it holds.
+        let word = shell_quote("a'b $HOME `x` \"c\"");
+        let out = std::process::Command::new("/bin/sh")
+            .args(["-c", &format!("printf %s {word}")])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "a'b $HOME `x` \"c\"");
     }
 
     #[test]

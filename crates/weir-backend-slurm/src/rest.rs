@@ -31,6 +31,15 @@ pub(crate) fn is_data_parser(version: &str) -> bool {
 const INVALID_JOB_ID: i64 = 2017;
 /// Slurm's "Job/step already completing or completed" (`ESLURM_ALREADY_DONE`).
 const ALREADY_DONE: i64 = 2021;
+/// Slurm's "Required node not available (down, drained or reserved)" (`ESLURM_NODE_NOT_AVAIL`
+/// in slurm/slurm_errno.h): slurmctld's `select_nodes` (src/slurmctld/node_scheduler.c) answers
+/// it when a job's required nodes are outside its available-node bitmap (down, drained, not
+/// responding); `job_allocate` keeps such a job pending (`WAIT_NODE_NOT_AVAIL`) and the
+/// submission answers with the job id and this error.
+const NODE_NOT_AVAIL: i64 = 2068;
+/// Slurm's "Invalid node name specified" (`ESLURM_INVALID_NODE_NAME`): a required node that
+/// Slurm no longer has.
+const INVALID_NODE_NAME: i64 = 2018;
 
 /// How one request failed.
 #[derive(Debug)]
@@ -46,6 +55,9 @@ pub(crate) enum RestError {
     /// Slurm answered with errors and still gave a job id (a submission half done): the caller
     /// cancels that job.
     RefusedWithJob(String, u64),
+    /// A submission's required node takes no work now, or is unknown to Slurm (Slurm's words,
+    /// and the id of the job Slurm kept pending, which the caller cancels).
+    NodeNotAvailable(String, Option<u64>),
     /// Credentials could not be read.
     Credentials(SlurmError),
 }
@@ -54,7 +66,10 @@ impl RestError {
     pub fn message(&self) -> String {
         match self {
             RestError::Unreachable(m) | RestError::Refused(m) => m.clone(),
-            RestError::RefusedWithJob(m, id) => format!("{m} (job {id} was cancelled)"),
+            RestError::RefusedWithJob(m, id) | RestError::NodeNotAvailable(m, Some(id)) => {
+                format!("{m} (job {id} was cancelled)")
+            }
+            RestError::NodeNotAvailable(m, None) => m.clone(),
             RestError::UnknownJob => "unknown job id".into(),
             RestError::AlreadyDone => "the job already ended".into(),
             RestError::Credentials(e) => e.to_string(),
@@ -189,23 +204,8 @@ impl Rest {
                 let head: String = text.chars().take(200).collect();
                 return Err(RestError::Unreachable(format!("HTTP {}, not JSON: {head:?}", status.as_u16())));
             };
-            let errors = errors_of(&v);
-            if errors.iter().any(|(n, _)| *n == INVALID_JOB_ID) {
-                return Err(RestError::UnknownJob);
-            }
-            if errors.iter().any(|(n, _)| *n == ALREADY_DONE) {
-                return Err(RestError::AlreadyDone);
-            }
-            if !errors.is_empty() || !status.is_success() {
-                let mut m: Vec<String> = errors.into_iter().map(|(_, m)| m).collect();
-                if m.is_empty() {
-                    m.push(format!("HTTP {}", status.as_u16()));
-                }
-                // A submission that was accepted and then reported an error still has an id.
-                return Err(match job_id_of(&v) {
-                    Some(id) => RestError::RefusedWithJob(m.join("; "), id),
-                    None => RestError::Refused(m.join("; ")),
-                });
+            if let Some(e) = failure_of(status, &v) {
+                return Err(e);
             }
             return Ok(v);
         }
@@ -230,6 +230,34 @@ impl Rest {
             Err(e) => Err(e),
         }
     }
+}
+
+/// How an answer that parsed as JSON failed, if it did: Slurm's `errors` list (a 200 with
+/// errors is a failure) or a status that is not a success.
+pub(crate) fn failure_of(status: StatusCode, v: &Value) -> Option<RestError> {
+    let errors = errors_of(v);
+    if errors.iter().any(|(n, _)| *n == INVALID_JOB_ID) {
+        return Some(RestError::UnknownJob);
+    }
+    if errors.iter().any(|(n, _)| *n == ALREADY_DONE) {
+        return Some(RestError::AlreadyDone);
+    }
+    if errors.iter().any(|(n, _)| matches!(*n, NODE_NOT_AVAIL | INVALID_NODE_NAME)) {
+        let m: Vec<String> = errors.into_iter().map(|(_, m)| m).collect();
+        return Some(RestError::NodeNotAvailable(m.join("; "), job_id_of(v)));
+    }
+    if !errors.is_empty() || !status.is_success() {
+        let mut m: Vec<String> = errors.into_iter().map(|(_, m)| m).collect();
+        if m.is_empty() {
+            m.push(format!("HTTP {}", status.as_u16()));
+        }
+        // A submission that was accepted and then reported an error still has an id.
+        return Some(match job_id_of(v) {
+            Some(id) => RestError::RefusedWithJob(m.join("; "), id),
+            None => RestError::Refused(m.join("; ")),
+        });
+    }
+    None
 }
 
 /// The newest version both sides speak.
@@ -376,6 +404,34 @@ mod tests {
         );
         assert_eq!(jobs[0].comment, "weir-attempt weir:run-1/0/0/0/1");
         assert!(jobs[0].is_terminal() && !jobs[3].is_terminal());
+    }
+
+    /// What Slurm 22.05's slurmrestd answers a submission pinned (`nodelist`) to a node that is
+    /// drained, down or not responding — provoked on the real Slurm of the shared engines by
+    /// draining the node: HTTP 200, the id of the job slurmctld keeps pending
+    /// (`ReqNodeNotAvail`) and `ESLURM_NODE_NOT_AVAIL` in `errors` (v0.0.38 says `error_code`).
+    #[test]
+    fn a_pinned_node_that_takes_no_work_is_told_apart_from_other_refusals() {
+        let refused = json!({"job_id": 25, "step_id": "BATCH", "job_submit_user_msg": "",
+            "errors": [{"error_code": 2068, "error": "Required node not available (down, drained or reserved)"}]});
+        match failure_of(StatusCode::OK, &refused) {
+            Some(RestError::NodeNotAvailable(m, job)) => {
+                assert_eq!(job, Some(25));
+                assert_eq!(m, "Required node not available (down, drained or reserved)");
+            }
+            other => panic!("{other:?}"),
+        }
+        // A node Slurm does not have (`ESLURM_INVALID_NODE_NAME`), without a job.
+        let unknown = json!({"errors": [{"error_number": 2018, "error": "Invalid node name specified"}]});
+        assert!(matches!(
+            failure_of(StatusCode::INTERNAL_SERVER_ERROR, &unknown),
+            Some(RestError::NodeNotAvailable(_, None))
+        ));
+        // Any other refusal stays a refusal; a clean answer is no failure.
+        let partition = json!({"job_id": 0, "errors": [{"error_number": 2000, "error": "Invalid partition name specified"}]});
+        assert!(matches!(failure_of(StatusCode::OK, &partition), Some(RestError::Refused(_))));
+        let fine = json!({"job_id": 7, "errors": []});
+        assert!(failure_of(StatusCode::OK, &fine).is_none());
     }
 
     #[test]

@@ -1,15 +1,25 @@
 //! The watched jobs and the poller: one `/jobs` call per interval reads every watched job's
-//! state (never one call per job), ends are reported exactly once, kill deadlines are kept,
-//! and a job that was known and is now gone is ended as `Lost` — "outcome unknown", never a
-//! success (Slurm forgets finished jobs after `MinJobAge`).
+//! state, ends are reported exactly once, kill deadlines are kept, and a job that was known and
+//! is now gone is ended as `Lost` — "outcome unknown", never a success (Slurm forgets finished
+//! jobs after `MinJobAge`).
+//!
+//! With end markers (the default), the jobs whose script left its marker, and the jobs asked to
+//! stop, are read one by one (`GET /job/{id}`) every quarter second at most, and the listing of
+//! every job runs at most once per interval and no more often than every four times its own
+//! last duration: a listing carries every job Slurm keeps (finished ones for `MinJobAge`), which
+//! on a busy Slurm is megabytes of JSON that slurmctld packs, slurmrestd writes and weir reads
+//! — work taken from the jobs themselves on a small machine. The listing still finds every end
+//! the markers miss (jobs killed, timed out, failed before their script ran, gone).
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::time::Instant;
 use weir_backend::{AttemptId, Exit, ExitSender, TaskExit};
 
-use crate::rest::{jobs_of, JobInfo, Rest};
+use crate::rest::{jobs_of, JobInfo, Rest, RestError};
 
 /// One watched attempt.
 pub(crate) struct Entry {
@@ -22,6 +32,11 @@ pub(crate) struct Entry {
     pub since_gen: u64,
     /// Asked to stop: the end is `Killed`. The hard cancel is due at the deadline.
     pub kill: Option<Kill>,
+    /// The file the job's script leaves when its command has ended (a hint to ask Slurm).
+    pub marker: Option<PathBuf>,
+    /// Read alone and not ended yet (Slurm completes a job a moment after its script's end, or
+    /// later on a busy node): not read alone again before this, each wait twice the last.
+    pub next_ask: Option<(Instant, Duration)>,
 }
 
 pub(crate) struct Kill {
@@ -70,26 +85,62 @@ pub(crate) fn now_ms() -> u64 {
             .unwrap_or(0)
 }
 
-/// Reads every watched job's state once per `interval` until the backend is dropped.
+/// Reads every watched job's state until the backend is dropped: by a listing once per
+/// `interval`, or (`markers`) one by one for the jobs whose marker is there and by a listing
+/// now and then (see the module's documentation).
 pub(crate) async fn poll(
     rest: Arc<Rest>,
     watched: Arc<Mutex<Watched>>,
     exits: ExitSender,
-    interval: std::time::Duration,
+    interval: Duration,
+    markers: bool,
 ) {
-    let mut tick = tokio::time::interval(interval);
+    let every = if markers { interval.min(Duration::from_millis(250)) } else { interval };
+    let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut reported_error = false;
+    let mut next_listing = Instant::now();
     loop {
         tick.tick().await;
-        let gen = {
-            let mut w = lock(&watched);
+        let (gen, hinted, between) = {
+            let w = lock(&watched);
             if w.entries.is_empty() {
                 continue;
             }
+            let now = Instant::now();
+            let hinted: Vec<(String, Option<PathBuf>, bool)> = if markers && now < next_listing {
+                w.entries
+                    .iter()
+                    .filter(|(_, e)| e.next_ask.is_none_or(|(at, _)| now >= at))
+                    .map(|(k, e)| (k.clone(), e.marker.clone(), e.kill.is_some()))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            (w.gen, hinted, markers && now < next_listing)
+        };
+        if between {
+            // Between listings: the jobs whose marker is there, and those asked to stop.
+            let asks = tokio::task::spawn_blocking(move || {
+                hinted
+                    .into_iter()
+                    .filter(|(_, m, killed)| *killed || m.as_ref().is_some_and(|m| m.exists()))
+                    .map(|(k, _, _)| k)
+                    .collect::<Vec<String>>()
+            })
+            .await
+            .unwrap_or_default();
+            if !asks.is_empty() {
+                ask_each(&rest, &watched, &exits, asks, gen).await;
+            }
+            continue;
+        }
+        let gen = {
+            let mut w = lock(&watched);
             w.gen += 1;
             w.gen
         };
+        let started = Instant::now();
         let listing = match rest.get("/jobs").await {
             Ok(v) => v,
             Err(e) => {
@@ -99,6 +150,7 @@ pub(crate) async fn poll(
                     reported_error = true;
                 }
                 lock(&watched).last_error = Some(m);
+                next_listing = Instant::now() + interval;
                 continue;
             }
         };
@@ -107,6 +159,8 @@ pub(crate) async fn poll(
             reported_error = false;
         }
         let jobs: HashMap<u64, JobInfo> = jobs_of(&listing).into_iter().map(|j| (j.id, j)).collect();
+        drop(listing);
+        next_listing = Instant::now() + interval.max(started.elapsed() * 4);
         let now = Instant::now();
         let mut hard = Vec::new();
         let mut ended = Vec::new();
@@ -115,28 +169,8 @@ pub(crate) async fn poll(
             w.last_error = None;
             let mut gone = Vec::new();
             for (key, e) in w.entries.iter_mut() {
-                match jobs.get(&e.job) {
-                    Some(info) if info.comment == e.comment => {
-                        if info.is_terminal() {
-                            gone.push((key.clone(), exit_of(info, e.kill.is_some())));
-                        } else if let Some(k) = &mut e.kill {
-                            if !k.hard_sent && now >= k.hard_at {
-                                k.hard_sent = true;
-                                hard.push(e.job);
-                            }
-                        }
-                    }
-                    // Known before this listing was asked for, and not in it (or its id now
-                    // names another job): gone, its outcome unknown.
-                    _ if e.since_gen < gen => {
-                        eprintln!(
-                            "weir slurm backend: {}: Slurm job {} is gone (forgotten after MinJobAge, or the cluster was reset): outcome unknown",
-                            e.attempt, e.job
-                        );
-                        let exit = if e.kill.is_some() { Exit::Killed } else { Exit::Lost };
-                        gone.push((key.clone(), exit));
-                    }
-                    _ => {}
+                if let Some(exit) = settle(e, jobs.get(&e.job), gen, now, &mut hard) {
+                    gone.push((key.clone(), exit));
                 }
             }
             for (key, exit) in gone {
@@ -148,16 +182,124 @@ pub(crate) async fn poll(
         for x in ended {
             let _ = exits.send(x);
         }
-        for job in hard {
-            if let Err(e) = rest.cancel(job, None).await {
-                eprintln!(
-                    "weir slurm backend: cannot cancel Slurm job {job}: {} (trying again)",
-                    e.message()
-                );
-                let mut w = lock(&watched);
-                if let Some(k) = w.entries.values_mut().find(|e| e.job == job).and_then(|e| e.kill.as_mut()) {
-                    k.hard_sent = false;
+        cancel_hard(&rest, &watched, hard).await;
+    }
+}
+
+/// What one read of `e`'s job says: its end, if it has ended (`info` is the job as Slurm lists
+/// it, `None` when a read asked for after generation `gen` does not have it). A kill whose
+/// grace is over puts the job on `hard`.
+fn settle(
+    e: &mut Entry,
+    info: Option<&JobInfo>,
+    gen: u64,
+    now: Instant,
+    hard: &mut Vec<u64>,
+) -> Option<Exit> {
+    match info {
+        Some(info) if info.comment == e.comment => {
+            if info.is_terminal() {
+                return Some(exit_of(info, e.kill.is_some()));
+            }
+            if let Some(k) = &mut e.kill {
+                if !k.hard_sent && now >= k.hard_at {
+                    k.hard_sent = true;
+                    hard.push(e.job);
                 }
+            }
+            None
+        }
+        // Known before this read was asked for, and not in it (or its id now names another
+        // job): gone, its outcome unknown.
+        _ if e.since_gen < gen => {
+            eprintln!(
+                "weir slurm backend: {}: Slurm job {} is gone (forgotten after MinJobAge, or the cluster was reset): outcome unknown",
+                e.attempt, e.job
+            );
+            Some(if e.kill.is_some() { Exit::Killed } else { Exit::Lost })
+        }
+        _ => None,
+    }
+}
+
+/// The first wait before a job read alone and not ended yet is read alone again, and the
+/// longest (the listing finds it meanwhile too).
+const ASK_PAUSE: Duration = Duration::from_millis(250);
+const ASK_PAUSE_MAX: Duration = Duration::from_secs(4);
+
+/// Reads the jobs of `keys` one by one (a few at a time) and reports those that ended.
+async fn ask_each(
+    rest: &Arc<Rest>,
+    watched: &Arc<Mutex<Watched>>,
+    exits: &ExitSender,
+    keys: Vec<String>,
+    gen: u64,
+) {
+    let jobs: Vec<(String, u64)> = {
+        let w = lock(watched);
+        keys.into_iter().filter_map(|k| w.entries.get(&k).map(|e| (k, e.job))).collect()
+    };
+    let mut set = tokio::task::JoinSet::new();
+    let mut answers = Vec::with_capacity(jobs.len());
+    for (key, job) in jobs {
+        if set.len() >= 8 {
+            if let Some(Ok(a)) = set.join_next().await {
+                answers.push(a);
+            }
+        }
+        let rest = rest.clone();
+        set.spawn(async move {
+            let answer = rest.get(&format!("/job/{job}")).await;
+            (key, job, answer)
+        });
+    }
+    while let Some(a) = set.join_next().await {
+        if let Ok(a) = a {
+            answers.push(a);
+        }
+    }
+    let now = Instant::now();
+    let mut hard = Vec::new();
+    let mut ended = Vec::new();
+    {
+        let mut w = lock(watched);
+        for (key, job, answer) in answers {
+            let info = match answer {
+                Ok(v) => jobs_of(&v).into_iter().find(|j| j.id == job),
+                // Slurm no longer knows it: read as absent from a listing asked for now.
+                Err(RestError::UnknownJob) => None,
+                // Cannot tell now: the next read or listing decides.
+                Err(_) => continue,
+            };
+            let Some(e) = w.entries.get_mut(&key) else { continue };
+            if e.job != job {
+                continue;
+            }
+            // A job id read alone was known to this backend since `gen` at most: absence counts.
+            if let Some(exit) = settle(e, info.as_ref(), gen.max(e.since_gen) + 1, now, &mut hard) {
+                if let Some(e) = w.entries.remove(&key) {
+                    ended.push(TaskExit { attempt: e.attempt, exit, ended_at_ms: now_ms() });
+                }
+            } else {
+                let pause = e.next_ask.map_or(ASK_PAUSE, |(_, p)| (p * 2).min(ASK_PAUSE_MAX));
+                e.next_ask = Some((now + pause, pause));
+            }
+        }
+    }
+    for x in ended {
+        let _ = exits.send(x);
+    }
+    cancel_hard(rest, watched, hard).await;
+}
+
+/// Cancels (without a grace now) the jobs whose kill grace is over.
+async fn cancel_hard(rest: &Rest, watched: &Mutex<Watched>, hard: Vec<u64>) {
+    for job in hard {
+        if let Err(e) = rest.cancel(job, None).await {
+            eprintln!("weir slurm backend: cannot cancel Slurm job {job}: {} (trying again)", e.message());
+            let mut w = lock(watched);
+            if let Some(k) = w.entries.values_mut().find(|e| e.job == job).and_then(|e| e.kill.as_mut()) {
+                k.hard_sent = false;
             }
         }
     }

@@ -85,6 +85,24 @@ async fn a_job_runs_with_its_environment_and_reports_its_exit_code() {
     assert!(tokio::time::timeout(Duration::from_millis(800), rx.recv()).await.is_err(), "reported once");
 }
 
+/// With end markers, an end is found without listing every job: here the listing interval is
+/// an hour (one listing when the job is new, the next an hour later), so the end can only come
+/// through the marker the job's script left — and its status is still Slurm's (`GET /job/{id}`).
+#[tokio::test]
+async fn an_end_is_found_by_its_marker_and_read_from_slurm_without_a_listing() {
+    let mut c = config();
+    c.poll_interval = Duration::from_secs(3600);
+    assert!(c.end_markers, "markers are the default");
+    let Some((b, mut rx)) = backend(c).await else { return };
+    let dir = scratch("marker");
+    // The job outlives the first listing (a quarter second after the start at most).
+    b.start(&launch(&dir, "marker/1", "sleep 2; echo ran; exit 5")).await.unwrap();
+    let end = next_exit(&mut rx).await;
+    assert_eq!((end.attempt.as_str(), end.exit), ("marker/1", Exit::Code(5)));
+    assert!(dir.join("out.ended").exists(), "the script left its marker beside stdout");
+    assert_eq!(std::fs::read_to_string(dir.join("out")).unwrap(), "ran\n");
+}
+
 #[tokio::test]
 async fn a_signal_is_reported_as_a_signal() {
     let Some((b, mut rx)) = backend(config()).await else { return };

@@ -57,4 +57,11 @@ pub enum BackendError {
     /// Slurm's `errors` list). Retrying the same request does not help.
     #[error("attempt {attempt}: {backend}: the scheduler refused: {message}")]
     Refused { attempt: String, backend: &'static str, message: String },
+    /// A remote scheduler refused to start the attempt on the node it was pinned to (weir's
+    /// engine chose it, `placement: weir`) because that node takes no work now — down, drained,
+    /// not responding, reserved (`message` holds the scheduler's words). The node is at fault,
+    /// not the task: nothing runs, and the same request on another node, or on this one once
+    /// the scheduler lists it usable again, may succeed.
+    #[error("attempt {attempt}: {backend}: node `{node}` takes no work now: {message}")]
+    NodeUnavailable { attempt: String, backend: &'static str, node: String, message: String },
 }

@@ -80,7 +80,7 @@ pub(crate) struct Actor {
     /// … whether weir placed the tasks (`placement: weir`: a task on a lost node is killed) …
     pub placed_by_weir: bool,
     /// … and the backend's node lists as they are read again.
-    pub node_updates: Option<UnboundedReceiver<Result<Vec<weir_backend::BackendNode>, String>>>,
+    pub node_updates: Option<UnboundedReceiver<super::nodes::NodeListing>>,
     /// Jobs' waiting spells (`waits.rs`).
     pub waits: super::waits::WaitBook,
     /// Background job commits and input checks (`commit.rs`).
@@ -139,13 +139,14 @@ pub(crate) async fn run(
         },
         // The engine's nodes are the backend's usable nodes as they are now, by name.
         Some((every, _)) => {
+            let asked = std::time::Instant::now();
             let reported = match backend.nodes().await {
                 Some(Ok(n)) => n,
                 Some(Err(e)) => return Ended::Failed(format!("cannot read the backend's nodes: {e}")),
                 None => return Ended::Failed("this backend reports no nodes (`nodes: from_backend`)".into()),
             };
             let mut map = super::nodes::NodeMap::default();
-            let changes = map.refresh(&reported);
+            let changes = map.refresh(&reported, asked);
             let mut engine = match Engine::new((*loaded.config).clone()) {
                 Ok(e) => e,
                 Err(e) => return Ended::Failed(format!("the engine refuses the configuration: {e}")),
@@ -384,7 +385,7 @@ impl Actor {
 
     /// The backend's nodes, read again: a node gone or no longer usable leaves the engine (its
     /// tasks are lost and rescheduled), one that is new or back joins it.
-    fn on_nodes(&mut self, update: Result<Vec<weir_backend::BackendNode>, String>) {
+    fn on_nodes(&mut self, (asked, update): super::nodes::NodeListing) {
         let reported = match update {
             Ok(r) => r,
             Err(e) => {
@@ -394,29 +395,14 @@ impl Actor {
             }
         };
         let Some(map) = self.nodes.as_mut() else { return };
-        let changes = map.refresh(&reported);
+        let changes = map.refresh(&reported, asked);
         if changes.removed.is_empty() && changes.added.is_empty() {
             return;
         }
         let (counted, gone) = map.lists();
         let now = self.now();
         for (id, name, state) in changes.removed {
-            let lost = match self.engine.on_node_removed(now, id) {
-                Ok(lost) => lost,
-                Err(e) => {
-                    eprintln!("weir worker: cluster `{}`: node `{name}`: {e}", self.cluster);
-                    continue;
-                }
-            };
-            eprintln!(
-                "weir worker: cluster `{}`: node `{name}` left ({state}): {} task(s) on it lost{}",
-                self.cluster,
-                lost.len(),
-                if lost.is_empty() { "" } else { ", to be run again" }
-            );
-            for c in lost {
-                self.on_container_lost(c, &name, &state);
-            }
+            self.node_left(now, id, &name, &state);
         }
         for (spec, name) in changes.added {
             match self.engine.on_node_added(now, spec) {
@@ -424,6 +410,39 @@ impl Actor {
                 Err(e) => eprintln!("weir worker: cluster `{}`: node `{name}`: {e}", self.cluster),
             }
         }
+        let kind = self.settings.backend_kind(&self.cluster);
+        self.settings.statuses.set_nodes(&self.cluster, kind, counted, gone, now_ms());
+    }
+
+    /// Node `name` (engine id `id`) is no longer counted (`state` says why): its tasks are lost.
+    fn node_left(&mut self, now: Time, id: weir_engine::NodeId, name: &str, state: &str) {
+        let lost = match self.engine.on_node_removed(now, id) {
+            Ok(lost) => lost,
+            Err(e) => {
+                eprintln!("weir worker: cluster `{}`: node `{name}`: {e}", self.cluster);
+                return;
+            }
+        };
+        eprintln!(
+            "weir worker: cluster `{}`: node `{name}` left ({state}): {} task(s) on it lost{}",
+            self.cluster,
+            lost.len(),
+            if lost.is_empty() { "" } else { ", to be run again" }
+        );
+        for c in lost {
+            self.on_container_lost(c, name, state);
+        }
+    }
+
+    /// Node `name` refused a start pinned to it (`why`: the target's words): the engine stops
+    /// counting it until a node listing asked for from now on shows it usable again.
+    pub(super) fn node_refused(&mut self, name: &str, why: &str) {
+        let Some(map) = self.nodes.as_mut() else { return };
+        let Some(id) = map.refused(name, why, std::time::Instant::now()) else { return };
+        let (counted, gone) = map.lists();
+        let now = self.now();
+        let state = format!("refused a pinned start: {why}");
+        self.node_left(now, id, name, &state);
         let kind = self.settings.backend_kind(&self.cluster);
         self.settings.statuses.set_nodes(&self.cluster, kind, counted, gone, now_ms());
     }

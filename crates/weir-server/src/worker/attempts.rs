@@ -86,6 +86,20 @@ impl Actor {
                 eprintln!("weir worker: cannot start {id}: {e}; the task will be tried again");
                 self.on_exit(TaskExit { attempt: id, exit: Exit::Lost, ended_at_ms: at as u64 });
             }
+            // The node the engine pinned it to takes no work now (the target holds it down,
+            // drained, not responding): the node is at fault, not the task. The attempt ends lost
+            // (not counted against max_attempts) and the engine stops placing on that node until
+            // the target lists it usable again.
+            Err(BackendError::NodeUnavailable { node, message, .. }) => {
+                eprintln!(
+                    "weir worker: cannot start {id}: node `{node}` takes no work now: {message}; the task will be tried again"
+                );
+                if let Some(a) = self.attempts.get_mut(id.as_str()) {
+                    a.node_lost = Some((format!("node `{node}` refused the start ({message})"), false));
+                }
+                self.on_exit(TaskExit { attempt: id, exit: Exit::Lost, ended_at_ms: at as u64 });
+                self.node_refused(&node, &message);
+            }
             Err(e) => {
                 eprintln!("weir worker: cannot start {id}: {e}");
                 self.metrics.task_failed(&self.cluster, "start_error");

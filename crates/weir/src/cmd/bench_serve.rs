@@ -54,6 +54,10 @@ pub struct ServeBench {
     /// The Slurm backend's poll interval in milliseconds (`--backend slurm`).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     slurm_poll_ms: u64,
+    /// Find the Slurm jobs' ends by listing every job each poll interval, without the end
+    /// markers the job scripts leave (how weir polled before; for comparison).
+    #[arg(long)]
+    slurm_listing_only: bool,
 }
 
 const CLUSTER: &str = "version: 1
@@ -91,6 +95,7 @@ pub fn run(a: &ServeBench) -> Result<()> {
             let mut c = weir_backend_slurm::SlurmConfig::new(a.slurm_url.clone(), a.slurm_user.clone(), auth);
             c.tag = format!("weirbench{}", std::process::id());
             c.poll_interval = Duration::from_millis(a.slurm_poll_ms.max(50));
+            c.end_markers = !a.slurm_listing_only;
             Some(c)
         }
         other => bail!("--backend: `{other}` is neither local nor slurm"),
