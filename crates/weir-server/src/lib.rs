@@ -219,6 +219,7 @@ impl Server {
             );
             state.backends = backends.clone();
             state.planning = config.planning;
+            state.output_bucket = config.outputs.served_bucket();
             state.sessions = state::Sessions {
                 secure: tls.is_some() || config.secure_cookies,
                 lifetime: config.session_lifetime,

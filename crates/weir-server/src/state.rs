@@ -42,6 +42,9 @@ pub struct AppState {
     pub backends: Arc<crate::backend_status::BackendStatuses>,
     /// The plan → apply loop's guards.
     pub planning: crate::config::Planning,
+    /// The one bucket outputs and inputs may name (an S3 object store); `None`: any (the
+    /// local store keeps one folder per bucket).
+    pub output_bucket: Option<String>,
 }
 
 /// The dashboard's session cookies: `Secure` when the browser reaches the server over TLS
@@ -80,6 +83,7 @@ impl AppState {
             sessions: Sessions::default(),
             backends: Arc::default(),
             planning: crate::config::Planning::default(),
+            output_bucket: None,
         }
     }
 
