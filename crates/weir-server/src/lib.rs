@@ -222,6 +222,7 @@ impl Server {
             state.backends = backends.clone();
             state.planning = config.planning;
             state.router = Arc::new(routing::Router::new(config.routing.clone()));
+            state.output_bucket = config.outputs.served_bucket();
             state.sessions = state::Sessions {
                 secure: tls.is_some() || config.secure_cookies,
                 lifetime: config.session_lifetime,

@@ -72,6 +72,51 @@ impl OutputSettings {
     }
 }
 
+impl OutputSettings {
+    /// The one bucket an S3 store serves; `None` for the local store (any bucket).
+    pub fn served_bucket(&self) -> Option<String> {
+        match &self.store {
+            OutputStore::S3(s3) => Some(s3.bucket.clone()),
+            OutputStore::Local { .. } => None,
+        }
+    }
+}
+
+/// Refuses at submission (400, naming the field) an output or input in a bucket the server's
+/// object store does not serve (`bucket`: the S3 store's one bucket), instead of failing the
+/// run's first attempt. URIs that do not parse are `submit::check_reachable`'s to refuse.
+pub(crate) fn check_buckets(
+    spec: &weir_model::WorkflowSpec,
+    logical_date: &str,
+    params: &BTreeMap<String, String>,
+    bucket: Option<&str>,
+) -> Result<(), crate::error::ApiError> {
+    let Some(served) = bucket else { return Ok(()) };
+    for job in &spec.jobs {
+        for stage in &job.stages {
+            let here = format!("workflow.jobs.{}.stages.{}", job.name, stage.name);
+            let uris = stage.outputs.iter().map(|o| ("outputs", &o.uri));
+            let uris = uris.enumerate().chain(stage.inputs.iter().map(|i| ("inputs", &i.uri)).enumerate());
+            for (i, (kind, uri)) in uris {
+                let Ok(parsed) = weir_model::substitute(uri, logical_date, params)
+                    .and_then(|u| weir_model::parse_object_uri(&u))
+                else {
+                    continue;
+                };
+                if parsed.bucket != served {
+                    return Err(crate::error::ApiError::invalid(format!(
+                        "`{parsed}` is in bucket `{}`; the server's object store serves bucket `{served}` only \
+                         (object_store.s3.bucket)",
+                        parsed.bucket
+                    ))
+                    .field(format!("{here}.{kind}[{i}].uri")));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Default for OutputSettings {
     fn default() -> Self {
         OutputSettings {

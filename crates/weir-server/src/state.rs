@@ -44,6 +44,9 @@ pub struct AppState {
     pub planning: crate::config::Planning,
     /// Load-aware routes and what this process routed by them lately.
     pub router: Arc<crate::routing::Router>,
+    /// The one bucket outputs and inputs may name (an S3 object store); `None`: any (the
+    /// local store keeps one folder per bucket).
+    pub output_bucket: Option<String>,
 }
 
 /// The dashboard's session cookies: `Secure` when the browser reaches the server over TLS
@@ -83,6 +86,7 @@ impl AppState {
             backends: Arc::default(),
             planning: crate::config::Planning::default(),
             router: Arc::default(),
+            output_bucket: None,
         }
     }
 

@@ -2,7 +2,7 @@
 //! resumable state per run and stage, written before the job commit touches the object store
 //! and after it ends, so that a server killed mid-commit finishes or aborts it after restart.
 
-use crate::{int, text, Store, StoreError};
+use crate::{int, text, Fence, Store, StoreError};
 
 /// One stage's job commit. `phase` is weir-commit's `JobPhase` (`prepared`, `claimed`,
 /// `committed`, `aborted`); `state` its `JobCommitState` as JSON (opaque to the store).
@@ -20,8 +20,26 @@ pub struct JobCommitRow {
 }
 
 impl Store {
-    /// Inserts or replaces the row of `(run, job, stage)`.
-    pub(crate) async fn put_job_commit(&self, row: &JobCommitRow) -> Result<(), StoreError> {
+    /// Inserts or replaces the row of `(run, job, stage)`, **fenced**: only while `fence` still
+    /// holds its cluster's lease (checked and written in one transaction; the lease's expiry is
+    /// left as it is), else `LeaseLost` and nothing is written.
+    pub(crate) async fn put_job_commit(&self, fence: &Fence, row: &JobCommitRow) -> Result<(), StoreError> {
+        let mut tx = self.begin().await?;
+        // A no-op update: it matches only the fence's own lease row and locks it until the end
+        // of the transaction, so no takeover slips in between the check and the write.
+        let held = sqlx::query(
+            "UPDATE leases SET expires_ms = expires_ms WHERE cluster = $1 AND owner = $2 AND fence = $3",
+        )
+        .bind(fence.cluster.as_str())
+        .bind(fence.owner.as_str())
+        .bind(fence.fence)
+        .execute(&mut *tx)
+        .await
+        .map_err(StoreError::db)?;
+        if held.rows_affected() != 1 {
+            tx.rollback().await.map_err(StoreError::db)?;
+            return Err(StoreError::LeaseLost { cluster: fence.cluster.clone(), fence: fence.fence });
+        }
         sqlx::query(
             "INSERT INTO job_commits (run_id, job_idx, stage_idx, output, phase, state, reason, updated_ms)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -36,9 +54,10 @@ impl Store {
         .bind(&row.state)
         .bind(row.reason.as_deref())
         .bind(row.updated_ms)
-        .execute(&self.write)
+        .execute(&mut *tx)
         .await
         .map_err(StoreError::db)?;
+        tx.commit().await.map_err(StoreError::db)?;
         Ok(())
     }
 

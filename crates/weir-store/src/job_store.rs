@@ -313,8 +313,13 @@ pub trait JobStore: Send + Sync {
     fn waits(&self, run: i64) -> BoxFuture<'_, Result<Vec<WaitRow>, StoreError>>;
 
     /// Stores a stage's job commit state (docs/commit.md), replacing the earlier row of the
-    /// same run, job and stage.
-    fn put_job_commit<'a>(&'a self, row: &'a crate::JobCommitRow) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// same run, job and stage. **Fenced**: refused with `LeaseLost` (nothing written) once
+    /// `fence` no longer holds its cluster's lease; one transaction.
+    fn put_job_commit<'a>(
+        &'a self,
+        fence: &'a Fence,
+        row: &'a crate::JobCommitRow,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// The run's job commits, by job and stage.
     fn job_commits(&self, run: i64) -> BoxFuture<'_, Result<Vec<crate::JobCommitRow>, StoreError>>;
@@ -678,8 +683,12 @@ impl JobStore for crate::Store {
         Box::pin(crate::Store::waits(self, run))
     }
 
-    fn put_job_commit<'a>(&'a self, row: &'a crate::JobCommitRow) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(crate::Store::put_job_commit(self, row))
+    fn put_job_commit<'a>(
+        &'a self,
+        fence: &'a Fence,
+        row: &'a crate::JobCommitRow,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(crate::Store::put_job_commit(self, fence, row))
     }
 
     fn job_commits(&self, run: i64) -> BoxFuture<'_, Result<Vec<crate::JobCommitRow>, StoreError>> {

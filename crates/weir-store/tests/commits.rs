@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use weir_store::{JobCommitRow, JobStore};
+use weir_store::{JobCommitRow, JobStore, StoreError};
 
 async fn stores(tag: &str) -> Vec<Arc<dyn JobStore>> {
     let dir = std::env::temp_dir().join(format!("weir-commits-{tag}-{}", std::process::id()));
@@ -39,13 +39,36 @@ fn row(run: i64, job: u32, stage: u32, phase: &str, reason: Option<&str>) -> Job
 #[tokio::test]
 async fn a_put_replaces_the_stage_row_and_rows_come_back_in_order() {
     for store in stores("order").await {
-        store.put_job_commit(&row(7, 1, 0, "prepared", None)).await.unwrap();
-        store.put_job_commit(&row(7, 0, 2, "prepared", None)).await.unwrap();
-        store.put_job_commit(&row(8, 0, 0, "prepared", None)).await.unwrap();
-        store.put_job_commit(&row(7, 1, 0, "aborted", Some("refused"))).await.unwrap();
+        let f = store.acquire_lease("c", "me", None, 0, 60_000).await.expect("lease").expect("free");
+        store.put_job_commit(&f, &row(7, 1, 0, "prepared", None)).await.unwrap();
+        store.put_job_commit(&f, &row(7, 0, 2, "prepared", None)).await.unwrap();
+        store.put_job_commit(&f, &row(8, 0, 0, "prepared", None)).await.unwrap();
+        store.put_job_commit(&f, &row(7, 1, 0, "aborted", Some("refused"))).await.unwrap();
         let got = store.job_commits(7).await.unwrap();
         assert_eq!(got, vec![row(7, 0, 2, "prepared", None), row(7, 1, 0, "aborted", Some("refused"))]);
         assert_eq!(store.job_commits(8).await.unwrap().len(), 1, "{}", store.kind());
         assert!(store.job_commits(9).await.unwrap().is_empty());
+    }
+}
+
+/// Job commit rows are written under the worker's lease, like its other writes: once another
+/// worker took the cluster over, the old holder's put is refused and writes nothing.
+#[tokio::test]
+async fn a_put_by_a_worker_that_lost_its_lease_writes_nothing() {
+    for store in stores("fenced").await {
+        let old = store.acquire_lease("c", "a", None, 1_000, 5_000).await.expect("lease").expect("free");
+        store.put_job_commit(&old, &row(7, 0, 0, "prepared", None)).await.unwrap();
+        // Expired and taken over by b.
+        let new = store.acquire_lease("c", "b", None, 7_000, 5_000).await.expect("lease").expect("expired");
+        let err = store.put_job_commit(&old, &row(7, 0, 0, "committed", None)).await.unwrap_err();
+        assert!(matches!(err, StoreError::LeaseLost { .. }), "{err:?}");
+        assert_eq!(
+            store.job_commits(7).await.unwrap(),
+            vec![row(7, 0, 0, "prepared", None)],
+            "{}",
+            store.kind()
+        );
+        store.put_job_commit(&new, &row(7, 0, 0, "committed", None)).await.unwrap();
+        assert_eq!(store.job_commits(7).await.unwrap()[0].phase, "committed");
     }
 }

@@ -303,6 +303,19 @@ async fn scenarios(tag: &str, place: Where, dir: &Path) {
     let base = server.base();
     let c = place.committer();
 
+    // On S3, an output in a bucket the server's store does not serve is refused at submission,
+    // naming the field (not at the first attempt's start).
+    if let Where::S3(_) = place {
+        let mut elsewhere = writer(1, "true", 1);
+        elsewhere["jobs"][0]["stages"][0]["outputs"][0]["uri"] =
+            json!("s3://other-bucket/sales/dt={{logical_date}}/");
+        let body = json!({"workflow": elsewhere, "logical_date": "2026-10-01"});
+        let (status, e) = post(&base, &token, "/v1/runs", &body).await;
+        assert_eq!(status, 400, "{e}");
+        assert_eq!(e["error"]["field"], "workflow.jobs.j.stages.write.outputs[0].uri", "{e}");
+        assert!(e.to_string().contains("bucket `other-bucket`") && e.to_string().contains("`lake`"), "{e}");
+    }
+
     // A reader submitted first is held until the partition is committed.
     let reader = json!({"name": "report", "queue": "root.default",
         "jobs": [{"name": "j", "stages": [{"name": "read", "tasks": 1, "resources": {"cpu": 100, "memory": 64},

@@ -179,6 +179,7 @@ async fn submit_parsed(
     let now = now_ms();
     let logical_date = req.logical_date.clone().unwrap_or_else(|| format_utc(now));
     submit::check_reachable(&accepted.spec, &logical_date, &req.params)?;
+    crate::outputs::check_buckets(&accepted.spec, &logical_date, &req.params, s.output_bucket.as_deref())?;
     let quota = s.limits.max_waiting_runs_per_project;
     if limited && quota > 0 && s.store.waiting_runs(&accepted.project).await? >= quota {
         s.metrics.refused("quota");

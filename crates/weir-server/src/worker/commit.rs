@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use weir_commit::{CommitError, Committer, JobCommitPlan, JobCommitState, JobPhase as CommitPhase};
-use weir_store::{AttemptKey, JobCommitRow, JobStore};
+use weir_store::{AttemptKey, Fence, JobCommitRow, JobStore, StoreError};
 
 use super::actor::Actor;
 use super::live::{engine_job, JobPhase, RunLive};
@@ -170,9 +170,10 @@ impl Actor {
         };
         let committer = self.settings.outputs.committer(&out.bucket);
         let uri = out.to_string();
+        let fence = self.fence.clone();
         tokio::spawn(async move {
             let result = match committer {
-                Ok(c) => job_commit(&*store, &c, &metrics, plan, (id, j, s), &uri, resume).await,
+                Ok(c) => job_commit((&*store, &fence), &c, &metrics, plan, (id, j, s), &uri, resume).await,
                 Err(e) => Err(e),
             };
             let _ = tx.send(IoEvent::Committed { run: id, job: j, stage: s, result });
@@ -384,14 +385,14 @@ impl Actor {
         for ((id, _, _), row) in std::mem::take(&mut self.io.resume) {
             let Ok(uri) = weir_model::parse_object_uri(&row.output) else { continue };
             let Ok(c) = self.settings.outputs.committer(&uri.bucket) else { continue };
-            let (store, metrics) = (self.store.clone(), self.metrics.clone());
+            let (store, metrics, fence) = (self.store.clone(), self.metrics.clone(), self.fence.clone());
             tokio::spawn(async move {
                 let Ok(mut state) = serde_json::from_str::<JobCommitState>(&row.state) else { return };
                 if matches!(state.phase, CommitPhase::Committed | CommitPhase::Aborted) {
                     return;
                 }
                 let why = format!("run {id} ended before its job commit finished");
-                finish_abort(&store, &c, &metrics, &row, &mut state, why).await;
+                finish_abort(&store, &fence, &c, &metrics, &row, &mut state, why).await;
             });
         }
     }
@@ -421,12 +422,17 @@ fn row_of(
     }
 }
 
-/// Writes the row, retrying while the store is briefly away.
-async fn put_row(store: &dyn JobStore, row: &JobCommitRow) -> Result<(), String> {
+/// Writes the row, fenced by the worker's lease (a worker that lost its cluster writes
+/// nothing: the new owner's recovery resumes the commit from what is stored), retrying while
+/// the store is briefly away.
+async fn put_row(store: &dyn JobStore, fence: &Fence, row: &JobCommitRow) -> Result<(), String> {
     let mut tries = 0;
     loop {
-        match store.put_job_commit(row).await {
+        match store.put_job_commit(fence, row).await {
             Ok(()) => return Ok(()),
+            Err(e @ StoreError::LeaseLost { .. }) => {
+                return Err(format!("cannot record the job commit: {e}"))
+            }
             Err(e) if tries < COMMIT_TRIES => {
                 tries += 1;
                 eprintln!("weir worker: cannot record the job commit of run {}: {e}; retrying", row.run_id);
@@ -439,6 +445,7 @@ async fn put_row(store: &dyn JobStore, row: &JobCommitRow) -> Result<(), String>
 
 async fn finish_abort(
     store: &Arc<dyn JobStore>,
+    fence: &Fence,
     c: &Committer,
     metrics: &Metrics,
     row: &JobCommitRow,
@@ -454,12 +461,12 @@ async fn finish_abort(
                 state,
                 Some(why),
             );
-            let _ = put_row(&**store, &row).await;
+            let _ = put_row(&**store, fence, &row).await;
         }
         Err(CommitError::AlreadyCommitted { .. }) => {
             let row =
                 row_of((row.run_id, row.job_idx as usize, row.stage_idx as usize), &row.output, state, None);
-            let _ = put_row(&**store, &row).await;
+            let _ = put_row(&**store, fence, &row).await;
         }
         Err(e) => eprintln!("weir worker: aborting the job commit of run {}: {e}", row.run_id),
     }
@@ -477,11 +484,11 @@ async fn test_pause_before_job_commit() {
     }
 }
 
-/// One stage's job commit, from its plan or from the state recovery found: prepared and
-/// stored, committed (retried while the object store fails), stored again. `Err` is why the
+/// One stage's job commit, from its plan or from the state recovery found (its rows written
+/// to `store` under the worker's `fence`): prepared and stored, committed (retried while the object store fails), stored again. `Err` is why the
 /// run fails.
 async fn job_commit(
-    store: &dyn JobStore,
+    (store, fence): (&dyn JobStore, &Fence),
     c: &Committer,
     metrics: &Metrics,
     plan: JobCommitPlan,
@@ -505,12 +512,12 @@ async fn job_commit(
             }
         }
     };
-    put_row(store, &row_of(key, uri, &state, None)).await?;
+    put_row(store, fence, &row_of(key, uri, &state, None)).await?;
     let mut tries = 0;
     loop {
         match c.job_commit(&mut state).await {
             Ok(manifest) => {
-                put_row(store, &row_of(key, uri, &state, None)).await?;
+                put_row(store, fence, &row_of(key, uri, &state, None)).await?;
                 metrics.job_commits.get_or_create(&Reason { reason: "committed".into() }).inc();
                 eprintln!(
                     "weir worker: run {}: committed {uri}: {} files, {} bytes",
@@ -522,7 +529,7 @@ async fn job_commit(
             }
             Err(e @ CommitError::Conflict { .. }) => {
                 let why = e.to_string();
-                put_row(store, &row_of(key, uri, &state, Some(why.clone()))).await?;
+                put_row(store, fence, &row_of(key, uri, &state, Some(why.clone()))).await?;
                 metrics.job_commits.get_or_create(&Reason { reason: "refused".into() }).inc();
                 return Err(why);
             }
@@ -539,13 +546,13 @@ async fn job_commit(
                     Ok(_) => {}
                     // The manifest is written: the output is committed after all.
                     Err(CommitError::AlreadyCommitted { .. }) => {
-                        put_row(store, &row_of(key, uri, &state, None)).await?;
+                        put_row(store, fence, &row_of(key, uri, &state, None)).await?;
                         metrics.job_commits.get_or_create(&Reason { reason: "committed".into() }).inc();
                         return Ok(());
                     }
                     Err(a) => eprintln!("weir worker: aborting the job commit of {uri}: {a}"),
                 }
-                put_row(store, &row_of(key, uri, &state, Some(why.clone()))).await?;
+                put_row(store, fence, &row_of(key, uri, &state, Some(why.clone()))).await?;
                 metrics.job_commits.get_or_create(&Reason { reason: "aborted".into() }).inc();
                 return Err(why);
             }
