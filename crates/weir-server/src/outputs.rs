@@ -149,9 +149,9 @@ pub(crate) struct Outputs {
     local_root: Option<PathBuf>,
     committers: Mutex<BTreeMap<String, Committer>>,
     exported: Mutex<StoreCounts>,
-    /// Per bucket, the uploads the last sweep found named by no staging record: only those
-    /// still unnamed one sweep later are aborted (see `sweep_bucket`).
-    unnamed: Mutex<BTreeMap<String, BTreeSet<String>>>,
+    /// Per bucket, the uploads sweeps found named by no staging record, with when this process
+    /// first saw each one so: only those unnamed for a while are aborted (see `sweep_bucket`).
+    unnamed: Mutex<BTreeMap<String, BTreeMap<String, i64>>>,
 }
 
 impl std::fmt::Debug for Outputs {
@@ -326,16 +326,41 @@ impl Outputs {
     }
 }
 
+/// Least time an upload must have been seen unnamed, by this process's clock, before it is
+/// aborted (more if `sweep_after_seconds` is longer).
+const UNNAMED_GRACE: Duration = Duration::from_secs(10);
+
+/// Which unnamed uploads a sweep keeps: those first seen unnamed less than `grace` ago (by
+/// `seen`, when earlier sweeps saw them so, else now). Returns them and the first-seen times to
+/// remember for the next sweep (only of uploads still unnamed).
+fn young_unnamed(
+    unnamed: &BTreeSet<String>,
+    seen: &BTreeMap<String, i64>,
+    now_ms: i64,
+    grace: Duration,
+) -> (BTreeSet<String>, BTreeMap<String, i64>) {
+    let first: BTreeMap<String, i64> =
+        unnamed.iter().map(|id| (id.clone(), seen.get(id).copied().unwrap_or(now_ms))).collect();
+    let young = first
+        .iter()
+        .filter(|(_, &at)| now_ms - at < grace.as_millis() as i64)
+        .map(|(id, _)| id.clone())
+        .collect();
+    (young, first)
+}
+
 /// One bucket's sweep: aborts the uploads older than `older_than` that no staging record names
-/// — and that the previous sweep (`seen`) found unnamed too. A task creates its upload a moment
-/// before it records it in its staging record, so an upload caught in between must not be taken
-/// for an orphan; the store's upload dates cannot tell (moto dates every upload 2010), one sweep
-/// period can. Returns the uploads aborted and those found unnamed this time.
+/// — and that this process has seen unnamed for `older_than` (at least [`UNNAMED_GRACE`]). A
+/// task creates its upload a moment before it records it in its staging record, so an upload
+/// caught in between must not be taken for an orphan; the store's upload dates cannot tell (moto
+/// dates every upload 2010), and on a loaded machine that moment can outlast a sweep period or
+/// two (CI: a task's upload aborted under 1 s sweeps), so the grace is a time, not a count.
+/// Returns the uploads aborted and the unnamed ones with when they were first seen so.
 async fn sweep_bucket(
     c: &Committer,
     older_than: Duration,
-    seen: &BTreeSet<String>,
-) -> Result<(usize, BTreeSet<String>), weir_commit::CommitError> {
+    seen: &BTreeMap<String, i64>,
+) -> Result<(usize, BTreeMap<String, i64>), weir_commit::CommitError> {
     let mut stagings = BTreeSet::new();
     for o in c.store().list(STAGING_ROOT).await? {
         // _weir/staging/run-R/J.S.T.A/files/NAME.upload.json
@@ -354,10 +379,12 @@ async fn sweep_bucket(
         .map(|u| u.upload_id)
         .filter(|id| !named.contains(id))
         .collect();
-    // Kept this time: the named ones, and the unnamed ones the last sweep did not see.
-    let keep: BTreeSet<String> = named.into_iter().chain(unnamed.difference(seen).cloned()).collect();
-    let report = c.sweep("", older_than.as_millis() as i64, crate::time::now_ms(), &keep).await?;
-    Ok((report.aborted.len(), unnamed))
+    let now = crate::time::now_ms();
+    let (young, first_seen) = young_unnamed(&unnamed, seen, now, older_than.max(UNNAMED_GRACE));
+    // Kept this time: the named ones, and the unnamed ones not unnamed for long enough.
+    let keep: BTreeSet<String> = named.into_iter().chain(young).collect();
+    let report = c.sweep("", older_than.as_millis() as i64, now, &keep).await?;
+    Ok((report.aborted.len(), first_seen))
 }
 
 fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
@@ -402,4 +429,31 @@ fn make_staging(bucket: &Path, dir: &Path, owner: Option<(u32, u32)>) -> std::io
         rustix::fs::chown(dir, Some(rustix::fs::Uid::from_raw(uid)), Some(rustix::fs::Gid::from_raw(gid)))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unnamed_upload_is_kept_until_it_has_been_unnamed_for_the_grace() {
+        let grace = Duration::from_secs(10);
+        let unnamed: BTreeSet<String> = ["a".to_string()].into();
+        // First seen now: kept, remembered from now.
+        let (young, seen) = young_unnamed(&unnamed, &BTreeMap::new(), 1_000, grace);
+        assert_eq!(young, unnamed);
+        assert_eq!(seen.get("a"), Some(&1_000));
+        // Later sweeps within the grace keep it (however many: a count of sweeps is no grace on a
+        // loaded machine), and keep its first-seen time.
+        let (young, seen) = young_unnamed(&unnamed, &seen, 10_999, grace);
+        assert_eq!((young.len(), seen.get("a")), (1, Some(&1_000)));
+        // Past the grace it is no longer kept (the sweep may abort it).
+        let (young, seen) = young_unnamed(&unnamed, &seen, 11_000, grace);
+        assert!(young.is_empty());
+        // An upload named again (or gone) is forgotten; a new unnamed one starts its own clock.
+        let other: BTreeSet<String> = ["b".to_string()].into();
+        let (young, seen) = young_unnamed(&other, &seen, 12_000, grace);
+        assert_eq!(young, other);
+        assert_eq!(seen.keys().collect::<Vec<_>>(), ["b"]);
+    }
 }

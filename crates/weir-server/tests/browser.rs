@@ -201,8 +201,11 @@ async fn the_dashboard_in_a_real_browser() {
     shot(&s, "clusters-plan-now").await;
     if let Some(dismiss) = s.find(&format!("#dismiss-{id}")).await {
         s.click(&dismiss).await;
-        let message = s.text(&s.wait_for("#message", long).await).await;
-        assert_eq!(message, format!("dismissed proposal {id}"));
+        // Read by script until the new page says so: the plan-now page's own `#message` may
+        // still be there a moment after the click (an element read then goes stale).
+        let said = "return ((document.getElementById('message') || {}).textContent || '').trim()";
+        let want = format!("dismissed proposal {id}");
+        s.wait_until("the dismissal's message", said, long, |v| v == want.as_str()).await;
         let (_, listed) = server.call(reqwest::Method::GET, "/v1/proposals", None).await;
         assert_eq!(listed["proposals"][0]["state"], "dismissed", "{listed}");
     } else {

@@ -386,7 +386,10 @@ async fn scenarios(tag: &str, place: Where, dir: &Path) {
     let id = submit(&base, &token, &writer(2, "sleep 60", 1), "2026-11-04").await;
     let start = Instant::now();
     while c.store().list_uploads("sales/dt=2026-11-04/").await.expect("uploads").len() < 2 {
-        assert!(start.elapsed() < Duration::from_secs(60), "{tag}: the tasks never uploaded");
+        if start.elapsed() > Duration::from_secs(60) {
+            let run = get(&base, &token, &format!("/v1/runs/{id}")).await;
+            panic!("{tag}: the tasks never uploaded; the run: {run}");
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let r = reqwest::Client::new()
