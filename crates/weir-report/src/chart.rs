@@ -140,7 +140,9 @@ impl LineChart {
         let mut s = open(height, &self.title);
         let names: Vec<String> = self.series.iter().map(|s| s.name.clone()).collect();
         legend(&mut s, &names, left, 38.0);
-        for v in ticks(0.0, ymax) {
+        let ys = ticks(0.0, ymax);
+        let step = tick_step(&ys);
+        for v in ys {
             let y = py(v);
             let _ = writeln!(
                 s,
@@ -148,16 +150,18 @@ impl LineChart {
 <text x=\"{:.1}\" y=\"{y:.1}\" font-size=\"11\" text-anchor=\"end\" dominant-baseline=\"middle\">{}</text>",
                 left + w,
                 left - 6.0,
-                number(v)
+                tick_label(v, step)
             );
         }
-        for v in ticks(x0, x1) {
+        let xs = ticks(x0, x1);
+        let step = tick_step(&xs);
+        for v in xs {
             let _ = writeln!(
                 s,
                 "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
                 px(v),
                 top + h + 16.0,
-                number(v)
+                tick_label(v, step)
             );
         }
         let _ = writeln!(
@@ -234,6 +238,30 @@ pub(crate) fn ticks(lo: f64, hi: f64) -> Vec<f64> {
     (first..=last).map(|k| k as f64 * step).collect()
 }
 
+/// The step between [`ticks`] (0 for fewer than two).
+fn tick_step(ticks: &[f64]) -> f64 {
+    match ticks {
+        [a, b, ..] => b - a,
+        _ => 0.0,
+    }
+}
+
+/// A tick's label: as [`number`], but with as many decimals as the step needs, so that ticks
+/// 0.005 apart do not both read `0.01`.
+pub(crate) fn tick_label(v: f64, step: f64) -> String {
+    if !(step.is_finite() && step > 0.0 && step < 0.01) {
+        return number(v);
+    }
+    let decimals = ((-step.log10()).ceil() as usize).clamp(2, 9);
+    let s = format!("{v:.decimals$}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".to_string()
+    } else {
+        s.to_string()
+    }
+}
+
 /// A number for a label: no decimals from 100 up, else up to two, trailing zeros trimmed.
 pub(crate) fn number(v: f64) -> String {
     if !v.is_finite() {
@@ -270,6 +298,17 @@ mod tests {
         assert_eq!(number(0.333333), "0.33");
         assert_eq!(number(3.0), "3");
         assert_eq!(number(f64::NAN), "–");
+        // Ticks finer than a hundredth keep the decimals that tell them apart.
+        // (The usage page's y axis up to 0.0112 core-hours read 0, 0.01, 0.01.)
+        let small = ticks(0.0, 0.0112);
+        let labels: Vec<String> = small.iter().map(|&v| tick_label(v, tick_step(&small))).collect();
+        assert_eq!(labels, ["0", "0.005", "0.01"]);
+        let fine = ticks(0.0, 0.008);
+        let labels: Vec<String> = fine.iter().map(|&v| tick_label(v, tick_step(&fine))).collect();
+        assert_eq!(labels, ["0", "0.002", "0.004", "0.006", "0.008"]);
+        // Coarser steps read as before.
+        assert_eq!(tick_label(0.2, 0.2), "0.2");
+        assert_eq!(tick_label(150.0, 50.0), "150");
     }
 
     #[test]
