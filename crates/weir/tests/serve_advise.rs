@@ -73,6 +73,11 @@ fn advise_on_a_servers_history_names_the_moves_and_a_move_routes_the_next_run() 
     for f in ["cpu-rich.yaml", "mem-rich.yaml"] {
         std::fs::copy(ws.join("examples/advise").join(f), dir.join("clusters").join(f)).expect("copy");
     }
+    // A third cluster that runs nothing (and that none of the tasks fits): it is counted, idle.
+    scratch.file(
+        "clusters/tiny.yaml",
+        "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 1000, memory: 1g}}\nqueues:\n  - name: analytics\n    children:\n      - {name: tier1, tier: 1}\n",
+    );
     scratch.file(
         "server.yaml",
         &format!(
@@ -82,6 +87,7 @@ data_dir: data
 clusters:
   - {{name: cpu, file: clusters/cpu-rich.yaml}}
   - {{name: mem, file: clusters/mem-rich.yaml}}
+  - {{name: tiny, file: clusters/tiny.yaml}}
 "
         ),
     );
@@ -133,6 +139,15 @@ clusters:
     let state = |name: &str| before.iter().find(|s| s["cluster"] == name).cloned().expect("a cluster state");
     assert!(state("cpu")["imbalance"].as_f64().unwrap() < 0.0, "memory fuller than cores on cpu: {before:?}");
     assert!(state("mem")["imbalance"].as_f64().unwrap() > 0.0, "cores fuller than memory on mem: {before:?}");
+    assert_eq!(
+        (state("tiny")["cpu_used"].as_f64(), state("tiny")["memory_used"].as_f64()),
+        (Some(0.0), Some(0.0))
+    );
+    assert!(
+        common::text(&out.stderr).contains("cluster tiny recorded no run in the window"),
+        "{}",
+        common::text(&out.stderr)
+    );
     let advised: Vec<String> = advice["moves"]
         .as_array()
         .expect("moves")

@@ -397,6 +397,19 @@ impl RecordSink for TallySink {
 }
 
 fn simulate(site: &Site, until: Duration, seed: u64, price: Option<f64>) -> Result<ClusterState> {
+    if site.workflows.is_empty() {
+        // Nothing runs there: idle, balanced, no cost figure (no core-hour is used).
+        return Ok(ClusterState {
+            cluster: site.name.clone(),
+            cpu_used: 0.0,
+            memory_used: 0.0,
+            imbalance: 0.0,
+            tier1_runs: 0,
+            tier1_met: 0,
+            cost_per_used_core_hour: price.map(|_| f64::INFINITY),
+            use_by_workflow: BTreeMap::new(),
+        });
+    }
     let mut config = SimConfig { seed, until: Some(Time(until.as_millis())), ..SimConfig::default() };
     if site.live {
         config.am = None;
@@ -505,12 +518,16 @@ fn load_server(args: &AdviseArgs, server: &str) -> Result<Vec<Site>> {
             let text = get(format!("/v1/clusters/{name}/config")).await?;
             let config = ClusterConfig::from_yaml(&format!("cluster `{name}` of {server}"), &text)?;
             let yaml = get(format!("/v1/replay?cluster={name}&since={since}&until={until}")).await?;
-            let workload =
-                Workload::from_yaml(&format!("the runs cluster `{name}` recorded"), &yaml, &config)?;
-            if workload.workflows.is_empty() {
+            // A cluster that ran nothing in the window still counts: it can take work. (A
+            // workload file must have a workflow, so an empty replay is not parsed as one.)
+            let listed: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap_or_default();
+            let workflows = if listed["workflows"].as_array().is_none_or(Vec::is_empty) {
                 eprintln!("weir advise: cluster {name} recorded no run in the window");
-            }
-            sites.push(Site { name: name.clone(), config, workflows: workload.workflows, live: true });
+                Vec::new()
+            } else {
+                Workload::from_yaml(&format!("the runs cluster `{name}` recorded"), &yaml, &config)?.workflows
+            };
+            sites.push(Site { name: name.clone(), config, workflows, live: true });
         }
         Ok(sites)
     })
