@@ -15,6 +15,14 @@ pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// `n` distinct free ports: each is held until all are chosen (two `free_port()` calls in a row
+/// may hand out the same port; the master would then move its REST gateway to the next port).
+fn free_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<std::net::TcpListener> =
+        (0..N).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap()).collect();
+    std::array::from_fn(|i| held[i].local_addr().unwrap().port())
+}
+
 /// A master and a worker, each in its own process group, stopped (SIGTERM, then SIGKILL) when
 /// dropped.
 pub struct Cluster {
@@ -28,7 +36,7 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn start(dir: &Path) -> Cluster {
-        let (master, rest, ui) = (free_port(), free_port(), free_port());
+        let [master, rest, ui] = free_ports::<3>();
         let s = |v: &str| v.to_string();
         let children = vec![spawn(
             dir,
@@ -92,15 +100,20 @@ impl Cluster {
         let _ = c.wait();
     }
 
-    /// Waits until the master lists an alive worker.
+    /// Waits until the master lists an alive worker and its REST gateway takes connections (CI
+    /// once found the worker registered and the gateway not answering).
     pub fn ready(&self) {
+        let rest = self.rest_url.trim_start_matches("http://").to_string();
         for _ in 0..240 {
-            if self.master_json().contains("\"aliveworkers\" : 1") {
+            if self.master_json().contains("\"aliveworkers\" : 1")
+                && std::net::TcpStream::connect(&rest).is_ok()
+            {
                 return;
             }
             std::thread::sleep(Duration::from_millis(500));
         }
-        panic!("the standalone master and worker did not come up in 120 s");
+        let log = std::fs::read_to_string(self.dir.join("master.log")).unwrap_or_default();
+        panic!("the standalone master (REST gateway at {rest}) and worker did not come up in 120 s; the master's log:\n{log}");
     }
 
     /// The master's `/json/` (empty when it does not answer), read with a bare HTTP/1.0 GET.
