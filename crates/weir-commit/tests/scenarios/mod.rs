@@ -191,6 +191,7 @@ pub async fn abort_after_partial_commit_releases_the_output(c: &Committer, tmp: 
     }
     task.abort();
     let _ = task.await;
+    settle(c).await;
     // The restarted server aborts with the state it stored (phase `prepared`).
     let mut resumed: JobCommitState = serde_json::from_str(&stored).unwrap();
     match c.abort_job(&mut resumed).await {
@@ -233,19 +234,7 @@ pub async fn interrupted_commit_resumes(c: &Committer, tmp: &Path) {
     }
     task.abort();
     let _ = task.await;
-    // Aborting the task stops its future, not the blocking work it handed off (the local
-    // store joins parts and removes upload folders on blocking threads), which a crashed
-    // server's process would not go on doing. Let that work settle before resuming, so the
-    // resumed commit is alone, as after a restart: the uploads and objects stop changing.
-    let mut last = (open_uploads(c).await, c.store().list(OUT).await.unwrap().len());
-    for _ in 0..100 {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        let now = (open_uploads(c).await, c.store().list(OUT).await.unwrap().len());
-        if now == last {
-            break;
-        }
-        last = now;
-    }
+    settle(c).await;
     let mut resumed: JobCommitState = serde_json::from_str(&stored).unwrap();
     let m = c.job_commit(&mut resumed).await.unwrap();
     assert_eq!(m.files.len(), 6);
@@ -295,4 +284,21 @@ pub async fn reader_check_names_missing_and_resized_files(c: &Committer, tmp: &P
         problems,
         &["a.csv is missing".to_string(), "c.csv has 3 bytes, the manifest says 500".to_string()]
     );
+}
+
+/// After aborting a job commit's task: its future stops, not the blocking work it handed off
+/// (the local store joins parts, completes uploads and removes upload folders on blocking
+/// threads), which a crashed server's process would not go on doing. Wait until the uploads and
+/// objects stop changing, so what runs next is alone, as after a restart (CI failed twice
+/// without this: an upload folder left; an object completed after the abort had listed).
+async fn settle(c: &Committer) {
+    let mut last = (open_uploads(c).await, c.store().list(OUT).await.unwrap().len());
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let now = (open_uploads(c).await, c.store().list(OUT).await.unwrap().len());
+        if now == last {
+            break;
+        }
+        last = now;
+    }
 }
