@@ -174,7 +174,9 @@ async fn adopt_reads_the_exit_of_a_task_that_ended_while_down() {
     // The kill marker survives too: ended without a status, and a kill had been asked for.
     assert_eq!(f.backend().adopt(&killed).await.unwrap(), Adopted::Ended(Exit::Killed));
     f.no_more_exits().await;
-    // Once the caller recorded the end, the backend's folder for it goes, and empty parents too.
+    // Once the caller recorded the end, the backend's folder for it goes, and empty parents too
+    // — also with a file in it that forget does not name (a temporary file a crash left).
+    std::fs::write(launched.dir.join("killed.tmp"), "").unwrap();
     f.backend().forget(&launched).await.unwrap();
     f.backend().forget(&killed).await.unwrap();
     assert!(!launched.dir.exists());

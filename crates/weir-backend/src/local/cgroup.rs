@@ -28,13 +28,14 @@
 //! instruction outside them and has no process to fork before it is contained. The files are
 //! the backend's (root's): a task cannot move itself out.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::process::{kill_process, Pid, Signal};
 use weir_model::Resources;
 
@@ -119,14 +120,90 @@ fn unescape(s: &str) -> String {
     s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
 }
 
+/// A folder under which attempts get cgroups, kept open: an attempt's cgroup is made, opened,
+/// renamed and removed relative to it (`mkdirat`, `openat`, …), so each call walks one or two
+/// path components instead of the whole `/sys/fs/cgroup/…/weir/TAG/…` path.
+#[derive(Clone, Debug)]
+struct Base {
+    path: PathBuf,
+    /// `O_PATH` descriptor of `path`; `None` if it could not be opened (absolute paths then).
+    fd: Option<Arc<OwnedFd>>,
+}
+
+impl Base {
+    fn new(path: PathBuf) -> Base {
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rustix::fs::open(&path, flags, Mode::empty()).ok().map(Arc::new);
+        Base { path, fd }
+    }
+
+    fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Makes cgroup `name`; an existing one is fine (left by a start that crashed). A base
+    /// folder removed under the backend (a backend of the same folder dropped after this one
+    /// was made removes it when empty) is made again, and the paths used from then on.
+    fn mkdir(&self, name: &str) -> io::Result<()> {
+        let relative = self
+            .fd
+            .as_ref()
+            .map(|fd| rustix::fs::mkdirat(fd, name, Mode::from_raw_mode(0o755)).map_err(io::Error::from));
+        let made = match relative {
+            Some(Err(e)) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir_all(&self.path).and_then(|()| fs::create_dir(self.join(name)))
+            }
+            Some(r) => r,
+            None => fs::create_dir(self.join(name)),
+        };
+        match made {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Removes cgroup `name` if it is empty (the kernel refuses otherwise); errors ignored.
+    fn rmdir(&self, name: &str) {
+        let relative = self.fd.as_ref().map(|fd| rustix::fs::unlinkat(fd, name, AtFlags::REMOVEDIR));
+        if !matches!(relative, Some(Ok(())) | Some(Err(rustix::io::Errno::BUSY))) {
+            let _ = fs::remove_dir(self.join(name));
+        }
+    }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        match self.fd.as_ref().map(|fd| rustix::fs::renameat(fd, from, fd, to)) {
+            Some(Ok(())) => Ok(()),
+            Some(Err(e)) if e != rustix::io::Errno::NOENT => Err(e.into()),
+            _ => fs::rename(self.join(from), self.join(to)),
+        }
+    }
+
+    /// Opens file `file` of cgroup `name` for writing.
+    fn open_write(&self, name: &str, file: &str) -> io::Result<OwnedFd> {
+        let flags = OFlags::WRONLY | OFlags::CLOEXEC;
+        let relative =
+            self.fd.as_ref().map(|fd| rustix::fs::openat(fd, format!("{name}/{file}"), flags, Mode::empty()));
+        match relative {
+            Some(Ok(f)) => Ok(f),
+            Some(Err(e)) if e != rustix::io::Errno::NOENT => Err(e.into()),
+            _ => Ok(OwnedFd::from(OpenOptions::new().write(true).open(self.join(name).join(file))?)),
+        }
+    }
+
+    /// The attempt name of `dir` if `dir` is a cgroup directly below this base.
+    fn name_of<'d>(&self, dir: &'d Path) -> Option<&'d str> {
+        (dir.parent() == Some(self.path.as_path())).then(|| dir.file_name()?.to_str()).flatten()
+    }
+}
+
 /// How one backend places its attempts: the folders under which each attempt gets a cgroup,
 /// and what they give.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Placement {
     /// v2: `OWN/weir/TAG`, and whether cpu and memory limits can be set below it.
-    v2: Option<(PathBuf, bool)>,
+    v2: Option<(Base, bool)>,
     /// v1 limit hierarchies used (only those whose limit v2 cannot set): controller, folder.
-    v1: Vec<(&'static str, PathBuf)>,
+    v1: Vec<(&'static str, Base)>,
     /// One line for the operator: what is in use, and what is missing.
     pub note: String,
     /// Emptied v1 cgroups kept for the next attempts (shared by clones).
@@ -182,7 +259,14 @@ struct Spares {
     free: Vec<(u64, Limits)>,
     /// The limits of each live attempt's v1 cgroups, by attempt name (made by this process).
     live: HashMap<String, Limits>,
+    /// Attempts whose cgroups this process already released (kept as spares or removed):
+    /// their `forget` has nothing left to remove (three failing `rmdir`s per task before).
+    released: HashSet<String>,
 }
+
+/// Most released attempts remembered until their `forget`; beyond that the set is cleared
+/// (a forget then tries the `rmdir`s, which fail harmlessly).
+const MAX_RELEASED: usize = 1 << 16;
 
 impl Placement {
     /// Sets up `OWN/weir/TAG` in every usable hierarchy. Never fails: what cannot be set up is
@@ -196,7 +280,7 @@ impl Placement {
                 match fs::create_dir_all(&base) {
                     Ok(()) if base.join("cgroup.kill").exists() => {
                         let limits = enable_controllers(own, &base);
-                        p.v2 = Some((base, limits));
+                        p.v2 = Some((Base::new(base), limits));
                     }
                     Ok(()) => missing.push("cgroup v2 without cgroup.kill (Linux < 5.14)".to_string()),
                     Err(e) => missing.push(format!("cgroup v2 at {}: {e}", base.display())),
@@ -213,22 +297,22 @@ impl Placement {
                 };
                 let base = own.join("weir").join(tag);
                 match fs::create_dir_all(&base) {
-                    Ok(()) => p.v1.push((ctl, base)),
+                    Ok(()) => p.v1.push((ctl, Base::new(base))),
                     Err(e) => missing.push(format!("cgroup v1 {ctl} at {}: {e}", base.display())),
                 }
             }
         }
         // Spares of an earlier server are empty folders of unknown limits: removed.
         for (_, base) in &p.v1 {
-            remove_spares(base);
+            remove_spares(&base.path);
         }
         let mut using = Vec::new();
         if let Some((base, limits)) = &p.v2 {
             let what = if *limits { "kill, cpu.max, memory.max" } else { "kill" };
-            using.push(format!("cgroup v2 ({what}) under {}", base.display()));
+            using.push(format!("cgroup v2 ({what}) under {}", base.path.display()));
         }
         for (ctl, base) in &p.v1 {
-            using.push(format!("cgroup v1 {ctl} under {}", base.display()));
+            using.push(format!("cgroup v1 {ctl} under {}", base.path.display()));
         }
         p.note = match (using.is_empty(), missing.is_empty()) {
             (true, _) => format!(
@@ -262,10 +346,10 @@ impl Placement {
             spares.free.clear();
         }
         for (_, base) in &self.v1 {
-            remove_spares(base);
+            remove_spares(&base.path);
         }
-        let v2 = self.v2.iter().map(|(base, _)| base.clone());
-        let v1 = self.v1.iter().map(|(_, base)| base.clone());
+        let v2 = self.v2.iter().map(|(base, _)| base.path.clone());
+        let v1 = self.v1.iter().map(|(_, base)| base.path.clone());
         remove(&v2.chain(v1).collect::<Vec<_>>());
     }
 
@@ -301,13 +385,9 @@ impl Placement {
                     l.push(("memory.max", m.to_string()));
                 }
             }
-            let dir = base.join(name);
-            match fs::create_dir(&dir) {
-                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
-                _ => {}
-            }
-            dirs.push(dir.clone());
-            open_with_limits(&dir, &l, &mut files)?;
+            base.mkdir(name)?;
+            dirs.push(base.join(name));
+            open_with_limits(base, name, &l, &mut files)?;
         }
         if self.v1.is_empty() {
             return Ok((dirs, files));
@@ -319,22 +399,18 @@ impl Placement {
                 // Gone or in the way (a cgroup of this name left by a crashed start): both
                 // names are dropped where empty, and the attempt's cgroups are made afresh.
                 for (_, base) in &self.v1 {
-                    let _ = fs::remove_dir(base.join(format!("{SPARE_PREFIX}{n}")));
+                    base.rmdir(&format!("{SPARE_PREFIX}{n}"));
                 }
                 None
             }
             None => None,
         };
         for (ctl, base) in &self.v1 {
-            let dir = base.join(name);
             if have.is_none() {
-                match fs::create_dir(&dir) {
-                    Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
-                    _ => {}
-                }
+                base.mkdir(name)?;
             }
-            dirs.push(dir.clone());
-            open_with_limits(&dir, &want.v1_writes(ctl, have), &mut files)?;
+            dirs.push(base.join(name));
+            open_with_limits(base, name, &want.v1_writes(ctl, have), &mut files)?;
         }
         if let Ok(mut s) = self.spares.lock() {
             s.live.insert(name.to_string(), want);
@@ -346,9 +422,9 @@ impl Placement {
     /// renamed and returns false.
     fn rename_v1(&self, from: &str, to: &str) -> bool {
         for (i, (_, base)) in self.v1.iter().enumerate() {
-            if fs::rename(base.join(from), base.join(to)).is_err() {
+            if base.rename(from, to).is_err() {
                 for (_, done) in &self.v1[..i] {
-                    let _ = fs::rename(done.join(to), done.join(from));
+                    let _ = done.rename(to, from);
                 }
                 return false;
             }
@@ -360,6 +436,12 @@ impl Placement {
     /// `spare-N`) when this process made it and there is room; everything else is removed.
     pub(crate) fn release(&self, dirs: &[PathBuf]) {
         let name = dirs.first().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned());
+        if let (Some(name), Ok(mut s)) = (&name, self.spares.lock()) {
+            if s.released.len() >= MAX_RELEASED {
+                s.released.clear();
+            }
+            s.released.insert(name.clone());
+        }
         let ours = |name: &str| {
             !self.v1.is_empty() && self.v1.iter().all(|(_, base)| dirs.contains(&base.join(name)))
         };
@@ -374,40 +456,62 @@ impl Placement {
             Some((name, n, limits))
         });
         let Some((name, n, limits)) = kept else {
-            remove(dirs);
+            self.remove_dirs(dirs);
             return;
         };
         // The v2 cgroup (or anything else) goes; the v1 set is kept.
         let v1: Vec<PathBuf> = self.v1.iter().map(|(_, base)| base.join(&name)).collect();
-        remove(&dirs.iter().filter(|d| !v1.contains(d)).cloned().collect::<Vec<_>>());
+        self.remove_dirs(&dirs.iter().filter(|d| !v1.contains(d)).cloned().collect::<Vec<_>>());
         if self.rename_v1(&name, &format!("{SPARE_PREFIX}{n}")) {
             if let Ok(mut s) = self.spares.lock() {
                 s.free.push((n, limits));
             }
         } else {
-            remove(&v1);
+            self.remove_dirs(&v1);
         }
     }
 
     /// Removes an attempt's cgroups (empty ones only; the kernel refuses the others) and forgets
-    /// their limits.
+    /// their limits. Nothing to do for an attempt whose cgroups this process already released.
     pub(crate) fn remove(&self, dirs: &[PathBuf]) {
         if let Some(name) = dirs.first().and_then(|d| d.file_name()) {
             if let Ok(mut s) = self.spares.lock() {
-                s.live.remove(name.to_string_lossy().as_ref());
+                let name = name.to_string_lossy();
+                s.live.remove(name.as_ref());
+                if s.released.remove(name.as_ref()) {
+                    return;
+                }
             }
         }
-        remove(dirs);
+        self.remove_dirs(dirs);
+    }
+
+    /// `rmdir` of each folder, relative to its base's descriptor when it is one of ours.
+    fn remove_dirs(&self, dirs: &[PathBuf]) {
+        let bases = self.v2.iter().map(|(b, _)| b).chain(self.v1.iter().map(|(_, b)| b));
+        let bases: Vec<&Base> = bases.collect();
+        for dir in dirs {
+            match bases.iter().find_map(|b| Some((b, b.name_of(dir)?))) {
+                Some((base, name)) => base.rmdir(name),
+                None => {
+                    let _ = fs::remove_dir(dir);
+                }
+            }
+        }
     }
 }
 
-/// Writes `limits` into cgroup `dir` and opens its `cgroup.procs` (into `files`).
-fn open_with_limits(dir: &Path, limits: &[(&str, String)], files: &mut Vec<OwnedFd>) -> io::Result<()> {
+/// Writes `limits` into cgroup `name` below `base` and opens its `cgroup.procs` (into `files`).
+fn open_with_limits(
+    base: &Base,
+    name: &str,
+    limits: &[(&str, String)],
+    files: &mut Vec<OwnedFd>,
+) -> io::Result<()> {
     for (file, value) in limits {
-        write_file(&dir.join(file), value)?;
+        fs::File::from(base.open_write(name, file)?).write_all(value.as_bytes())?;
     }
-    let procs = OpenOptions::new().write(true).open(dir.join("cgroup.procs"))?;
-    files.push(OwnedFd::from(procs));
+    files.push(base.open_write(name, "cgroup.procs")?);
     Ok(())
 }
 
@@ -504,6 +608,34 @@ pub(crate) fn remove(dirs: &[PathBuf]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_base_folder_removed_under_the_backend_is_made_again() {
+        // Base works on any folder (cgroupfs only adds the files): a plain temporary one here.
+        let root = std::env::temp_dir().join(format!("weir-cgroup-base-{}", std::process::id()));
+        let path = root.join("weir").join("tag");
+        fs::create_dir_all(&path).unwrap();
+        let base = Base::new(path.clone());
+        assert!(base.fd.is_some());
+        base.mkdir("a").unwrap();
+        base.mkdir("a").unwrap(); // left by a crashed start: fine
+        fs::write(path.join("a").join("cgroup.procs"), "").unwrap();
+        base.open_write("a", "cgroup.procs").unwrap();
+        base.rename("a", "spare-0").unwrap();
+        base.rmdir("spare-0"); // not empty: refused, kept
+        assert!(path.join("spare-0").is_dir());
+        fs::remove_dir_all(&root).unwrap();
+        // Removed under it: its descriptor is stale; paths take over.
+        base.mkdir("b").unwrap();
+        assert!(path.join("b").is_dir());
+        fs::write(path.join("b").join("cgroup.procs"), "").unwrap();
+        base.open_write("b", "cgroup.procs").unwrap();
+        base.rename("b", "c").unwrap();
+        fs::remove_file(path.join("c").join("cgroup.procs")).unwrap();
+        base.rmdir("c");
+        assert!(!path.join("c").exists());
+        fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn a_reused_cgroup_gets_only_the_limits_that_differ_and_a_lifted_one_is_reset() {
