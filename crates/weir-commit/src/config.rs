@@ -226,9 +226,46 @@ pub mod vars {
     pub const STAGING: &str = "WEIR_COMMIT_STAGING";
     pub const PART_SIZE: &str = "WEIR_COMMIT_PART_SIZE";
     pub const PARALLEL_PARTS: &str = "WEIR_COMMIT_PARALLEL_PARTS";
+    /// How many outputs the stage declares (set when it declares more than one).
+    pub const OUTPUTS: &str = "WEIR_COMMIT_OUTPUTS";
+
+    /// The name of `var` for the stage's output number `index` (from 0, in the order the stage
+    /// declares them): output 0 uses the plain names; output K ≥ 1 has its own `STORE`,
+    /// `OUTPUT` and `STAGING`, suffixed `_K` (`WEIR_COMMIT_OUTPUT_1`). The S3 endpoint, region,
+    /// credentials and tunables are the same for every output.
+    pub fn indexed(var: &str, index: usize) -> String {
+        match index {
+            0 => var.to_string(),
+            k if [STORE, OUTPUT, STAGING].contains(&var) => format!("{var}_{k}"),
+            _ => var.to_string(),
+        }
+    }
 }
 
 impl TaskEnv {
+    /// Reads the variables of the stage's output number `index` (0: the first, or only, one;
+    /// see [`vars::indexed`]) through `env`.
+    pub fn from_env_output(env: &dyn Fn(&str) -> Option<String>, index: usize) -> Result<Self> {
+        if index > 0 {
+            let count = env(vars::OUTPUTS).and_then(|n| n.parse::<usize>().ok()).unwrap_or(1);
+            if index >= count {
+                return Err(CommitError::config(
+                    vars::OUTPUTS,
+                    vars::OUTPUTS,
+                    &count.to_string(),
+                    &format!("the stage declares {count} output(s): there is no output {index} (outputs count from 0)"),
+                ));
+            }
+        }
+        Self::from_env(&|name: &str| env(&vars::indexed(name, index)))
+    }
+
+    /// The variables of this environment as output number `index` of its stage (the names of
+    /// [`vars::indexed`]).
+    pub fn to_env_output(&self, index: usize) -> Vec<(String, String)> {
+        self.to_env().into_iter().map(|(k, v)| (vars::indexed(&k, index), v)).collect()
+    }
+
     /// Reads the variables through `env` (`std::env::var(..).ok()` in a task).
     pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
         let need = |name: &str| {
@@ -397,5 +434,31 @@ mod tests {
         bad.insert(vars::STORE.into(), "file://relative".into());
         let err = TaskEnv::from_env(&|k| bad.get(k).cloned()).unwrap_err();
         assert!(err.to_string().contains("absolute"), "{err}");
+    }
+
+    /// A stage with two outputs: each task sees both, output 0 under the plain names and output
+    /// 1 under `_1` names, in one environment; asking for an output the stage lacks is refused.
+    #[test]
+    fn several_outputs_share_one_environment_by_index() {
+        let first = TaskEnv {
+            store: StoreConfig::Local { root: PathBuf::from("/srv/out/lake") },
+            output: "sales/dt=1/".into(),
+            staging: "_weir/staging/run-1/0.0.0.1/".into(),
+            config: CommitConfig::default(),
+        };
+        let second = TaskEnv {
+            store: StoreConfig::Local { root: PathBuf::from("/srv/out/audit") },
+            output: "counts/dt=1/".into(),
+            staging: "_weir/staging/run-1/0.0.0.1.o1/".into(),
+            config: CommitConfig::default(),
+        };
+        let mut all: HashMap<String, String> = first.to_env_output(0).into_iter().collect();
+        all.extend(second.to_env_output(1));
+        all.insert(vars::OUTPUTS.into(), "2".into());
+        assert_eq!(all.get("WEIR_COMMIT_OUTPUT_1").map(String::as_str), Some("counts/dt=1/"));
+        assert_eq!(TaskEnv::from_env_output(&|k| all.get(k).cloned(), 0).unwrap(), first);
+        assert_eq!(TaskEnv::from_env_output(&|k| all.get(k).cloned(), 1).unwrap(), second);
+        let err = TaskEnv::from_env_output(&|k| all.get(k).cloned(), 2).unwrap_err();
+        assert!(err.to_string().contains("declares 2 output(s): there is no output 2"), "{err}");
     }
 }

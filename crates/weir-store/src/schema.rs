@@ -22,10 +22,11 @@ const MIGRATIONS: &[Migration] = &[
     (14, V14, V14),
     (15, V15_SQLITE, V15_POSTGRES),
     (16, V16, V16),
+    (18, V18, V18),
 ];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 16;
+pub const SCHEMA_VERSION: i64 = 18;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -302,6 +303,19 @@ const V16: &[&str] = &[
     "ALTER TABLE runs ADD COLUMN route_policy TEXT",
     "ALTER TABLE runs ADD COLUMN route_reason TEXT",
     "ALTER TABLE runs ADD COLUMN route_detail TEXT",
+];
+
+/// Several outputs per stage (issue 24): a job commit row per output of a stage, numbered in
+/// the order the stage declares them; the rows from before are each stage's output 0. (The
+/// table is rebuilt: SQLite cannot change a primary key in place.)
+const V18: &[&str] = &[
+    "CREATE TABLE job_commits_v18 (run_id BIGINT NOT NULL, job_idx BIGINT NOT NULL, stage_idx BIGINT NOT NULL,
+     output_idx BIGINT NOT NULL DEFAULT 0, output TEXT NOT NULL, phase TEXT NOT NULL, state TEXT NOT NULL,
+     reason TEXT, updated_ms BIGINT NOT NULL, PRIMARY KEY (run_id, job_idx, stage_idx, output_idx))",
+    "INSERT INTO job_commits_v18 (run_id, job_idx, stage_idx, output_idx, output, phase, state, reason, updated_ms)
+     SELECT run_id, job_idx, stage_idx, 0, output, phase, state, reason, updated_ms FROM job_commits",
+    "DROP TABLE job_commits",
+    "ALTER TABLE job_commits_v18 RENAME TO job_commits",
 ];
 
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
