@@ -513,4 +513,34 @@ mod tests {
         assert_eq!(store.recording_since("nope").await.expect("since"), None);
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// A job commit row from before migration 18 becomes output 0 of its stage, and a second
+    /// output of the same stage gets a row of its own.
+    #[tokio::test]
+    async fn a_schema_16_job_commit_becomes_output_0_of_its_stage() {
+        let dir = std::env::temp_dir().join(format!("weir-schema18-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let url = format!("sqlite://{}/weir.db?mode=rwc", dir.display());
+        sqlx::any::install_default_drivers();
+        let pool = crate::sqlite_pool(&url, 1).await.expect("pool");
+        let store = Store { dialect: Dialect::Sqlite, read: pool.clone(), write: pool };
+        migrate_to(&store, 16).await.expect("schema 16");
+        sqlx::query(
+            "INSERT INTO job_commits (run_id, job_idx, stage_idx, output, phase, state, reason, updated_ms)
+             VALUES (7, 0, 1, 's3://lake/t/', 'prepared', '{}', NULL, 5)",
+        )
+        .execute(&store.write)
+        .await
+        .expect("old row");
+        migrate(&store).await.expect("upgrade");
+        let rows = store.job_commits(7).await.expect("rows");
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].stage_idx, rows[0].output_idx, rows[0].phase.as_str()), (1, 0, "prepared"));
+        let fence = store.acquire_lease("c", "me", None, 0, 60_000).await.expect("lease").expect("free");
+        let second = crate::JobCommitRow { output_idx: 1, output: "s3://audit/u/".into(), ..rows[0].clone() };
+        store.put_job_commit(&fence, &second).await.expect("second output");
+        assert_eq!(store.job_commits(7).await.expect("rows"), vec![rows[0].clone(), second]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -204,10 +204,10 @@ async fn no_uploads_left(c: &Committer) {
 fn two_outputs(name: &str, tasks: u32, count: &str, script: &str) -> Value {
     let weir = env!("CARGO_BIN_EXE_weir");
     let cmd = format!(
-        "set -e; printf 'id,task\\n%s,%s\\n' 1 $WEIR_TASK_INDEX > rows.csv; \
-         printf '{{\"count\": {count}}}\\n' > count.jsonl; \
-         \"$WEIR_COMMIT_HELPER\" commit-helper put rows.csv --as part-$WEIR_TASK_INDEX.csv; \
-         {weir} commit-helper --output 1 put count.jsonl --as count-$WEIR_TASK_INDEX.jsonl; {script}"
+        "set -e; r=rows-$WEIR_RUN_ID-$WEIR_TASK_INDEX.csv; c=count-$WEIR_RUN_ID-$WEIR_TASK_INDEX.jsonl; \
+         printf 'id,task\\n%s,%s\\n' 1 $WEIR_TASK_INDEX > $r; printf '{{\"count\": {count}}}\\n' > $c; \
+         \"$WEIR_COMMIT_HELPER\" commit-helper put $r --as part-$WEIR_TASK_INDEX.csv; \
+         {weir} commit-helper --output 1 put $c --as count-$WEIR_TASK_INDEX.jsonl; {script}"
     );
     json!({"name": name, "queue": "root.default",
            "jobs": [{"name": "j", "stages": [{"name": "write", "tasks": tasks, "max_attempts": 1,
@@ -299,7 +299,8 @@ async fn a_stage_with_two_outputs_commits_both_or_neither() {
     assert_eq!(finished(&base, &token, dry).await.0, "succeeded");
     assert!(audit.check_output(&format!("_weir_dryrun/{dry}/counts/dt=2026-12-01/")).await.is_ok());
     let v = verdict_of(&base, &token, dry).await;
-    assert_eq!(v["verdict"], "identical", "{v}");
+    let shadow = objects_at(&lake, &format!("_weir_dryrun/{dry}/sales/dt=2026-12-01/")).await;
+    assert_eq!(v["verdict"], "identical", "{v}\nshadow: {shadow:?}\n{}", server.log());
     let dry =
         submit(&base, &token, &two_outputs("two", 2, "3", "true"), "2026-12-01", json!({"dry_run": true}))
             .await;
@@ -319,7 +320,9 @@ async fn a_stage_with_two_outputs_commits_both_or_neither() {
 /// A workflow `name` of one stage writing `body` (printf format) as one file of an output of
 /// `format`, with the output's extra fields `settings` (`csv_header`, `size_tolerance`).
 fn one_file(name: &str, body: &str, format: &str, settings: Value) -> Value {
-    let cmd = format!("set -e; printf '{body}' > f; \"$WEIR_COMMIT_HELPER\" commit-helper put f --as part-0");
+    let cmd = format!(
+        "set -e; f=f-$WEIR_RUN_ID-$WEIR_TASK_INDEX; printf '{body}' > $f; \"$WEIR_COMMIT_HELPER\" commit-helper put $f --as part-0"
+    );
     let mut output = json!({"uri": format!("s3://lake/{name}/dt={{{{logical_date}}}}/"), "format": format});
     if let (Some(o), Some(s)) = (output.as_object_mut(), settings.as_object()) {
         o.extend(s.clone());
@@ -377,6 +380,77 @@ async fn csv_header_and_size_tolerance_decide_dry_run_verdicts() {
     assert_eq!(v["verdict"], "different", "{v}");
     let v = dry_verdict(&base, &token, "exact", "bytes", json!({}), thousand, more).await;
     assert_eq!(v["verdict"], "different", "{v}");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether a Slurm is there (slurmrestd reachable and its JWT key readable); panics with what to
+/// do when it is not, unless `WEIR_SKIP_SLURM_TESTS=1` asks to skip (loudly).
+fn slurm() -> Option<(String, String)> {
+    let url = std::env::var("WEIR_TEST_SLURM_URL").unwrap_or_else(|_| "http://127.0.0.1:6820".into());
+    let key = std::env::var("WEIR_TEST_SLURM_JWT_KEY")
+        .unwrap_or_else(|_| "/var/lib/slurm/slurmctld/jwt_hs256.key".into());
+    let reachable =
+        std::net::TcpStream::connect(url.trim_start_matches("http://").trim_end_matches('/')).is_ok();
+    if reachable && Path::new(&key).exists() {
+        return Some((url, key));
+    }
+    let why = format!(
+        "slurmrestd at {url} reachable: {reachable}; jwt key {key} present: {}",
+        Path::new(&key).exists()
+    );
+    if std::env::var("WEIR_SKIP_SLURM_TESTS").as_deref() == Ok("1") {
+        eprintln!("*** SKIPPED: no Slurm to test against ({why}); WEIR_SKIP_SLURM_TESTS=1 ***");
+        return None;
+    }
+    panic!("this test needs a real Slurm with slurmrestd (the shared engines' slurm/up.sh), or WEIR_SKIP_SLURM_TESTS=1: {why}");
+}
+
+/// A stage with an output on a cluster whose backend is a real Slurm: its tasks run as Slurm
+/// jobs, put their files through `"$WEIR_COMMIT_HELPER" commit-helper` (the variables reach the
+/// Slurm job's environment), and the output is committed whole; a run whose task fails after
+/// its put leaves nothing and no upload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outputs_on_a_slurm_cluster() {
+    let Some((url, key)) = slurm() else { return };
+    let dir = scratch("slurm");
+    std::fs::write(dir.join("hpc.yaml"), "version: 1\nqueues:\n  - {name: default}\n").expect("cluster file");
+    let tag = format!("commit-outputs-{}", std::process::id());
+    let server = Server::start(
+        &dir,
+        &format!(
+            "  - name: hpc\n    file: hpc.yaml\n    backend:\n      kind: slurm\n      url: {url}\n      user: root\n      \
+             jwt_key: {key}\n      placement: backend\n      poll_interval_ms: 200\n      kill_grace_seconds: 1\n      \
+             tag: {tag}\n      nodes: from_backend\n"
+        ),
+    );
+    let token = server.ready().await;
+    let base = server.base();
+    let lake = server.bucket("lake");
+
+    let mut wf = one_file("slurm-report", "region,total\\neu,42\\n", "csv", json!({}));
+    wf["jobs"][0]["stages"][0]["tasks"] = json!(2);
+    wf["jobs"][0]["stages"][0]["command"] = json!(
+        "set -e; f=f-$WEIR_RUN_ID-$WEIR_TASK_INDEX; printf 'region,total\\neu,%s\\n' $WEIR_TASK_INDEX > $f; \
+         [ -n \"$SLURM_JOB_ID\" ]; \"$WEIR_COMMIT_HELPER\" commit-helper put $f --as part-$WEIR_TASK_INDEX.csv"
+    );
+    let id = submit(&base, &token, &wf, "2026-12-20", json!({})).await;
+    assert_eq!(finished(&base, &token, id).await, ("succeeded".into(), String::new()), "{}", server.log());
+    let run = get(&base, &token, &format!("/v1/runs/{id}")).await;
+    assert_eq!(run["cluster"], "hpc", "{run}");
+    let m = lake.check_output("slurm-report/dt=2026-12-20/").await.expect("a whole output");
+    assert_eq!(m.run_id, id.to_string());
+    assert_eq!(m.files.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["part-0.csv", "part-1.csv"]);
+    no_uploads_left(&lake).await;
+
+    wf["jobs"][0]["stages"][0]["command"] = json!(format!(
+        "{}; [ $WEIR_TASK_INDEX = 1 ] && exit 3; true",
+        wf["jobs"][0]["stages"][0]["command"].as_str().expect("command")
+    ));
+    let id = submit(&base, &token, &wf, "2026-12-21", json!({})).await;
+    assert_eq!(finished(&base, &token, id).await.0, "failed", "{}", server.log());
+    assert_eq!(objects_at(&lake, "slurm-report/dt=2026-12-21/").await, vec![]);
+    no_uploads_left(&lake).await;
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
