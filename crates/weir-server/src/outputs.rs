@@ -384,19 +384,17 @@ async fn sweep_bucket(
     }
     let stagings: Vec<String> = stagings.into_iter().collect();
     let named = c.live_uploads(&stagings).await?;
-    let unnamed: BTreeSet<String> = c
-        .store()
-        .list_uploads("")
-        .await?
-        .into_iter()
-        .map(|u| u.upload_id)
-        .filter(|id| !named.contains(id))
-        .collect();
+    // One listing decides and is swept: an upload created after it is left to the next sweep
+    // (sweeping a fresh listing aborted a task's upload created between the two, before its
+    // record; moto dates it 2010, so it looked old).
+    let listed = c.store().list_uploads("").await?;
+    let unnamed: BTreeSet<String> =
+        listed.iter().map(|u| u.upload_id.clone()).filter(|id| !named.contains(id)).collect();
     let now = crate::time::now_ms();
     let (young, first_seen) = young_unnamed(&unnamed, seen, now, older_than.max(UNNAMED_GRACE));
     // Kept this time: the named ones, and the unnamed ones not unnamed for long enough.
     let keep: BTreeSet<String> = named.into_iter().chain(young).collect();
-    let report = c.sweep("", older_than.as_millis() as i64, now, &keep).await?;
+    let report = c.sweep_listed(listed, older_than.as_millis() as i64, now, &keep).await?;
     Ok((report.aborted.len(), first_seen))
 }
 

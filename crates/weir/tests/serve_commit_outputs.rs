@@ -9,7 +9,9 @@
 //!   `equivalent`, beyond it `different`);
 //! - a stage with an output on a cluster whose backend is a real Slurm (the shared engines'
 //!   `slurm/up.sh`; `WEIR_SKIP_SLURM_TESTS=1` skips it loudly): its tasks run as Slurm jobs and
-//!   write through the helper, and the output is committed.
+//!   write through the helper, and the output is committed; and the same with a `spark-local`
+//!   cluster (a real PySpark, as tests/serve_spark.rs uses it): the Spark driver writes its
+//!   result through the helper.
 
 mod common;
 
@@ -48,6 +50,11 @@ impl Server {
     /// `weir serve` in `dir` with `clusters` (YAML list items) and the local store at
     /// `dir/objects`.
     fn start(dir: &Path, clusters: &str) -> Server {
+        Server::start_with(dir, clusters, &[])
+    }
+
+    /// [`Server::start`] with more arguments for `weir serve`.
+    fn start_with(dir: &Path, clusters: &str, args: &[&str]) -> Server {
         let port = free_port();
         std::fs::write(
             dir.join("server.yaml"),
@@ -63,6 +70,7 @@ impl Server {
             .args(["serve", "--config"])
             .arg(dir.join("server.yaml"))
             .args(["--listen", &format!("127.0.0.1:{port}"), "--lease", "1"])
+            .args(args)
             .current_dir(dir)
             .stdout(Stdio::null())
             .stderr(log)
@@ -450,6 +458,55 @@ async fn outputs_on_a_slurm_cluster() {
     let id = submit(&base, &token, &wf, "2026-12-21", json!({})).await;
     assert_eq!(finished(&base, &token, id).await.0, "failed", "{}", server.log());
     assert_eq!(objects_at(&lake, "slurm-report/dt=2026-12-21/").await, vec![]);
+    no_uploads_left(&lake).await;
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A PySpark application: sums `2x` for x in 0..100 on the executors (9,900), writes the result
+/// as csv and puts it through `"$WEIR_COMMIT_HELPER" commit-helper` (the variables reach the
+/// driver through `spark-submit`).
+const SPARK_SUM: &str = r#"import os, subprocess
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.getOrCreate()
+total = spark.sparkContext.parallelize(range(100), 2).map(lambda x: 2 * x).sum()
+spark.stop()
+path = "sum-%s.csv" % os.environ["WEIR_RUN_ID"]
+with open(path, "w") as f:
+    f.write("what,value\nsum,%d\n" % total)
+subprocess.run([os.environ["WEIR_COMMIT_HELPER"], "commit-helper", "put", path, "--as", "sum.csv"], check=True)
+"#;
+
+/// A stage that is a Spark application on a `spark-local` cluster (a real PySpark; the server
+/// runs `--single-tenant`, as in tests/serve_spark.rs, so the task user can read root's
+/// pyspark): its driver writes the result through the helper and the output is committed with
+/// the value Spark computed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outputs_on_a_spark_local_cluster() {
+    let dir = scratch("spark");
+    std::fs::write(dir.join("sum.py"), SPARK_SUM).expect("script");
+    let server = Server::start_with(
+        &dir,
+        "  - name: spark\n    file: cluster.yaml\n    backend:\n      kind: spark-local\n      \
+         kill_grace_seconds: 2\n      conf: {spark.ui.enabled: 'false'}\n",
+        &["--single-tenant"],
+    );
+    let token = server.ready().await;
+    let base = server.base();
+    let lake = server.bucket("lake");
+    let wf = json!({"name": "spark-sum", "queue": "root.default",
+        "jobs": [{"name": "j", "stages": [{"name": "sum", "tasks": 1, "max_attempts": 1,
+                  "resources": {"cpu": 1000, "memory": 3072},
+                  "spark": {"main": dir.join("sum.py").display().to_string(), "executors": 1},
+                  "outputs": [{"uri": "s3://lake/spark-sum/dt={{logical_date}}/", "format": "csv"}]}]}]});
+    let id = submit(&base, &token, &wf, "2026-12-30", json!({})).await;
+    assert_eq!(finished(&base, &token, id).await, ("succeeded".into(), String::new()), "{}", server.log());
+    let m = lake.check_output("spark-sum/dt=2026-12-30/").await.expect("a whole output");
+    assert_eq!(m.run_id, id.to_string());
+    assert_eq!(m.files.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["sum.csv"]);
+    let body = lake.store().get("spark-sum/dt=2026-12-30/sum.csv").await.expect("get").expect("the file");
+    assert_eq!(String::from_utf8_lossy(&body), "what,value\nsum,9900\n");
     no_uploads_left(&lake).await;
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
