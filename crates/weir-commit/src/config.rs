@@ -252,8 +252,8 @@ impl TaskEnv {
                 return Err(CommitError::config(
                     vars::OUTPUTS,
                     vars::OUTPUTS,
-                    &count.to_string(),
-                    &format!("the stage declares {count} output(s): there is no output {index} (outputs count from 0)"),
+                    count.to_string(),
+                    format!("the stage declares {count} output(s): there is no output {index} (outputs count from 0)"),
                 ));
             }
         }

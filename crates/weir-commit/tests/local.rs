@@ -64,7 +64,7 @@ async fn a_sweep_of_a_listing_leaves_uploads_created_after_it() {
     assert_eq!(report.aborted.iter().map(|u| u.upload_id.clone()).collect::<Vec<_>>(), [orphan]);
     let left: Vec<String> =
         c.store().list_uploads("").await.unwrap().into_iter().map(|u| u.upload_id).collect();
-    assert_eq!(left, [late.clone()]);
+    assert_eq!(left, std::slice::from_ref(&late));
     c.store().abort("sales/late.csv", &late).await.unwrap();
 }
 
