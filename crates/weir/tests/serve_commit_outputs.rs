@@ -55,6 +55,11 @@ impl Server {
 
     /// [`Server::start`] with more arguments for `weir serve`.
     fn start_with(dir: &Path, clusters: &str, args: &[&str]) -> Server {
+        Server::start_env(dir, clusters, args, &[])
+    }
+
+    /// [`Server::start_with`] with environment variables for the server.
+    fn start_env(dir: &Path, clusters: &str, args: &[&str], env: &[(&str, &Path)]) -> Server {
         let port = free_port();
         std::fs::write(
             dir.join("server.yaml"),
@@ -72,11 +77,30 @@ impl Server {
             .args(["--listen", &format!("127.0.0.1:{port}"), "--lease", "1"])
             .args(args)
             .current_dir(dir)
+            .env_remove("WEIR_TEST_PAUSE_BEFORE_MANIFEST")
+            .envs(env.iter().map(|(k, v)| (*k, *v)))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .expect("start weir serve");
         Server { dir: dir.to_path_buf(), port, child }
+    }
+
+    /// `kill -9` of the server, then the same server again (same port, data and store).
+    fn kill9_and_restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let log = std::fs::OpenOptions::new().append(true).open(self.dir.join("serve.log")).expect("log");
+        self.child = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--config"])
+            .arg(self.dir.join("server.yaml"))
+            .args(["--listen", &format!("127.0.0.1:{}", self.port), "--lease", "1"])
+            .current_dir(&self.dir)
+            .env_remove("WEIR_TEST_PAUSE_BEFORE_MANIFEST")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("restart weir serve");
     }
 
     fn base(&self) -> String {
@@ -321,6 +345,74 @@ async fn a_stage_with_two_outputs_commits_both_or_neither() {
         differences.iter().all(|d| d["output"] == "counts/dt=2026-12-01/" || d["tolerated"] == true),
         "only output 1 differs: {v}"
     );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `kill -9` in the middle of a two-output stage's job commit (the test-only pause before the
+/// first manifest: both outputs claimed, the first one's uploads completed): after the restart
+/// both outputs are committed by the run from their stored states, and a reader polling both
+/// throughout never sees a manifest whose files are not all there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill9_in_the_middle_of_a_two_output_commit_then_both_complete() {
+    let dir = scratch("two-crash");
+    let pause = dir.join("paused");
+    let mut server = Server::start_env(
+        &dir,
+        "  - {name: default, file: cluster.yaml}\n",
+        &[],
+        &[("WEIR_TEST_PAUSE_BEFORE_MANIFEST", &pause)],
+    );
+    let token = server.ready().await;
+    let base = server.base();
+    let (lake, audit) = (server.bucket("lake"), server.bucket("audit"));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (lake, audit, stop) = (lake.clone(), audit.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut checks = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for (c, prefix) in [(&lake, "sales/dt=2026-12-05/"), (&audit, "counts/dt=2026-12-05/")] {
+                    // A manifest, once there, lists only files that are there with their size.
+                    if c.read_manifest(prefix).await.expect("read").is_some() {
+                        c.check_output(prefix).await.expect("a manifest with every file");
+                    }
+                }
+                checks += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            checks
+        })
+    };
+    let id = submit(&base, &token, &two_outputs("two", 2, "2", "true"), "2026-12-05", json!({})).await;
+    let start = Instant::now();
+    while !pause.exists() {
+        assert!(start.elapsed() < Duration::from_secs(120), "never paused: {}", server.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Paused: both claimed, no manifest yet.
+    for (c, prefix) in [(&lake, "sales/dt=2026-12-05/"), (&audit, "counts/dt=2026-12-05/")] {
+        let names: Vec<String> = objects_at(c, prefix).await.into_iter().map(|o| o.0).collect();
+        assert!(names.contains(&"_weir_claim.json".to_string()), "{prefix}: {names:?}");
+        assert!(!names.contains(&"_weir_manifest.json".to_string()), "{prefix}: {names:?}");
+    }
+    server.kill9_and_restart();
+    let token = server.ready().await;
+    assert_eq!(finished(&base, &token, id).await, ("succeeded".into(), String::new()), "{}", server.log());
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(reader.await.expect("reader") > 0);
+    // The restarted server committed both (the first one never wrote a manifest).
+    let log = server.log();
+    let restarted = &log[log.rfind("weir serve: listening on").expect("started")..];
+    for uri in ["s3://lake/sales/dt=2026-12-05/", "s3://audit/counts/dt=2026-12-05/"] {
+        assert!(restarted.contains(&format!("run {id}: committed {uri}")), "{log}");
+    }
+    for (c, prefix, files) in [(&lake, "sales/dt=2026-12-05/", 2), (&audit, "counts/dt=2026-12-05/", 2)] {
+        let m = c.check_output(prefix).await.expect("whole after the restart");
+        assert_eq!((m.run_id.clone(), m.files.len()), (id.to_string(), files), "{prefix}");
+    }
+    no_uploads_left(&lake).await;
+    no_uploads_left(&audit).await;
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
