@@ -257,7 +257,7 @@ impl TaskEnv {
                 ));
             }
         }
-        Self::from_env(&|name: &str| env(&vars::indexed(name, index)))
+        Self::from_env_at(env, index)
     }
 
     /// The variables of this environment as output number `index` of its stage (the names of
@@ -268,6 +268,17 @@ impl TaskEnv {
 
     /// Reads the variables through `env` (`std::env::var(..).ok()` in a task).
     pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
+        Self::from_env_at(env, 0)
+    }
+
+    /// [`TaskEnv::from_env`] for output number `index`: its own variables are named as
+    /// [`vars::indexed`] says, and so are they in errors.
+    fn from_env_at(env: &dyn Fn(&str) -> Option<String>, index: usize) -> Result<Self> {
+        let (store_var, output_var, staging_var) = (
+            vars::indexed(vars::STORE, index),
+            vars::indexed(vars::OUTPUT, index),
+            vars::indexed(vars::STAGING, index),
+        );
         let need = |name: &str| {
             env(name).filter(|v| !v.is_empty()).ok_or_else(|| {
                 CommitError::config(
@@ -278,17 +289,17 @@ impl TaskEnv {
                 )
             })
         };
-        let store_url = need(vars::STORE)?;
+        let store_url = need(&store_var)?;
         let store = if let Some(path) = store_url.strip_prefix("file://") {
             StoreConfig::Local { root: PathBuf::from(path) }
         } else if let Some(bucket) = store_url.strip_prefix("s3://") {
             let bucket = bucket.trim_end_matches('/');
             if bucket.is_empty() || bucket.contains('/') {
                 return Err(CommitError::config(
-                    vars::STORE,
-                    vars::STORE,
+                    &store_var,
+                    &store_var,
                     &store_url,
-                    "expected s3://BUCKET (the output prefix goes in WEIR_COMMIT_OUTPUT)",
+                    format!("expected s3://BUCKET (the output prefix goes in {output_var})"),
                 ));
             }
             let credentials = match env(vars::CREDENTIALS_FILE).filter(|v| !v.is_empty()) {
@@ -307,8 +318,8 @@ impl TaskEnv {
             })
         } else {
             return Err(CommitError::config(
-                vars::STORE,
-                vars::STORE,
+                &store_var,
+                &store_var,
                 &store_url,
                 "expected file:///DIRECTORY or s3://BUCKET",
             ));
@@ -316,16 +327,16 @@ impl TaskEnv {
         if let StoreConfig::Local { root } = &store {
             if !root.is_absolute() {
                 return Err(CommitError::config(
-                    vars::STORE,
-                    vars::STORE,
+                    &store_var,
+                    &store_var,
                     &store_url,
                     "a file:// store needs an absolute path (file:///srv/weir/outputs)",
                 ));
             }
         }
-        let output = need(vars::OUTPUT)?;
-        let staging = need(vars::STAGING)?;
-        for (name, value) in [(vars::OUTPUT, &output), (vars::STAGING, &staging)] {
+        let output = need(&output_var)?;
+        let staging = need(&staging_var)?;
+        for (name, value) in [(output_var.as_str(), &output), (staging_var.as_str(), &staging)] {
             crate::keys::check_prefix(value)
                 .map_err(|reason| CommitError::config(name, name, value.as_str(), reason))?;
         }
@@ -460,5 +471,9 @@ mod tests {
         assert_eq!(TaskEnv::from_env_output(&|k| all.get(k).cloned(), 1).unwrap(), second);
         let err = TaskEnv::from_env_output(&|k| all.get(k).cloned(), 2).unwrap_err();
         assert!(err.to_string().contains("declares 2 output(s): there is no output 2"), "{err}");
+        // A bad value of output 1's own variable is named as such.
+        all.insert("WEIR_COMMIT_OUTPUT_1".into(), "counts/../x/".into());
+        let err = TaskEnv::from_env_output(&|k| all.get(k).cloned(), 1).unwrap_err();
+        assert!(err.to_string().starts_with("WEIR_COMMIT_OUTPUT_1"), "{err}");
     }
 }
