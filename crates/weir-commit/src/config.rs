@@ -226,11 +226,59 @@ pub mod vars {
     pub const STAGING: &str = "WEIR_COMMIT_STAGING";
     pub const PART_SIZE: &str = "WEIR_COMMIT_PART_SIZE";
     pub const PARALLEL_PARTS: &str = "WEIR_COMMIT_PARALLEL_PARTS";
+    /// How many outputs the stage declares (set when it declares more than one).
+    pub const OUTPUTS: &str = "WEIR_COMMIT_OUTPUTS";
+
+    /// The name of `var` for the stage's output number `index` (from 0, in the order the stage
+    /// declares them): output 0 uses the plain names; output K ≥ 1 has its own `STORE`,
+    /// `OUTPUT` and `STAGING`, suffixed `_K` (`WEIR_COMMIT_OUTPUT_1`). The S3 endpoint, region,
+    /// credentials and tunables are the same for every output.
+    pub fn indexed(var: &str, index: usize) -> String {
+        match index {
+            0 => var.to_string(),
+            k if [STORE, OUTPUT, STAGING].contains(&var) => format!("{var}_{k}"),
+            _ => var.to_string(),
+        }
+    }
 }
 
 impl TaskEnv {
+    /// Reads the variables of the stage's output number `index` (0: the first, or only, one;
+    /// see [`vars::indexed`]) through `env`.
+    pub fn from_env_output(env: &dyn Fn(&str) -> Option<String>, index: usize) -> Result<Self> {
+        if index > 0 {
+            let count = env(vars::OUTPUTS).and_then(|n| n.parse::<usize>().ok()).unwrap_or(1);
+            if index >= count {
+                return Err(CommitError::config(
+                    vars::OUTPUTS,
+                    vars::OUTPUTS,
+                    count.to_string(),
+                    format!("the stage declares {count} output(s): there is no output {index} (outputs count from 0)"),
+                ));
+            }
+        }
+        Self::from_env_at(env, index)
+    }
+
+    /// The variables of this environment as output number `index` of its stage (the names of
+    /// [`vars::indexed`]).
+    pub fn to_env_output(&self, index: usize) -> Vec<(String, String)> {
+        self.to_env().into_iter().map(|(k, v)| (vars::indexed(&k, index), v)).collect()
+    }
+
     /// Reads the variables through `env` (`std::env::var(..).ok()` in a task).
     pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
+        Self::from_env_at(env, 0)
+    }
+
+    /// [`TaskEnv::from_env`] for output number `index`: its own variables are named as
+    /// [`vars::indexed`] says, and so are they in errors.
+    fn from_env_at(env: &dyn Fn(&str) -> Option<String>, index: usize) -> Result<Self> {
+        let (store_var, output_var, staging_var) = (
+            vars::indexed(vars::STORE, index),
+            vars::indexed(vars::OUTPUT, index),
+            vars::indexed(vars::STAGING, index),
+        );
         let need = |name: &str| {
             env(name).filter(|v| !v.is_empty()).ok_or_else(|| {
                 CommitError::config(
@@ -241,17 +289,17 @@ impl TaskEnv {
                 )
             })
         };
-        let store_url = need(vars::STORE)?;
+        let store_url = need(&store_var)?;
         let store = if let Some(path) = store_url.strip_prefix("file://") {
             StoreConfig::Local { root: PathBuf::from(path) }
         } else if let Some(bucket) = store_url.strip_prefix("s3://") {
             let bucket = bucket.trim_end_matches('/');
             if bucket.is_empty() || bucket.contains('/') {
                 return Err(CommitError::config(
-                    vars::STORE,
-                    vars::STORE,
+                    &store_var,
+                    &store_var,
                     &store_url,
-                    "expected s3://BUCKET (the output prefix goes in WEIR_COMMIT_OUTPUT)",
+                    format!("expected s3://BUCKET (the output prefix goes in {output_var})"),
                 ));
             }
             let credentials = match env(vars::CREDENTIALS_FILE).filter(|v| !v.is_empty()) {
@@ -270,8 +318,8 @@ impl TaskEnv {
             })
         } else {
             return Err(CommitError::config(
-                vars::STORE,
-                vars::STORE,
+                &store_var,
+                &store_var,
                 &store_url,
                 "expected file:///DIRECTORY or s3://BUCKET",
             ));
@@ -279,16 +327,16 @@ impl TaskEnv {
         if let StoreConfig::Local { root } = &store {
             if !root.is_absolute() {
                 return Err(CommitError::config(
-                    vars::STORE,
-                    vars::STORE,
+                    &store_var,
+                    &store_var,
                     &store_url,
                     "a file:// store needs an absolute path (file:///srv/weir/outputs)",
                 ));
             }
         }
-        let output = need(vars::OUTPUT)?;
-        let staging = need(vars::STAGING)?;
-        for (name, value) in [(vars::OUTPUT, &output), (vars::STAGING, &staging)] {
+        let output = need(&output_var)?;
+        let staging = need(&staging_var)?;
+        for (name, value) in [(output_var.as_str(), &output), (staging_var.as_str(), &staging)] {
             crate::keys::check_prefix(value)
                 .map_err(|reason| CommitError::config(name, name, value.as_str(), reason))?;
         }
@@ -397,5 +445,35 @@ mod tests {
         bad.insert(vars::STORE.into(), "file://relative".into());
         let err = TaskEnv::from_env(&|k| bad.get(k).cloned()).unwrap_err();
         assert!(err.to_string().contains("absolute"), "{err}");
+    }
+
+    /// A stage with two outputs: each task sees both, output 0 under the plain names and output
+    /// 1 under `_1` names, in one environment; asking for an output the stage lacks is refused.
+    #[test]
+    fn several_outputs_share_one_environment_by_index() {
+        let first = TaskEnv {
+            store: StoreConfig::Local { root: PathBuf::from("/srv/out/lake") },
+            output: "sales/dt=1/".into(),
+            staging: "_weir/staging/run-1/0.0.0.1/".into(),
+            config: CommitConfig::default(),
+        };
+        let second = TaskEnv {
+            store: StoreConfig::Local { root: PathBuf::from("/srv/out/audit") },
+            output: "counts/dt=1/".into(),
+            staging: "_weir/staging/run-1/0.0.0.1.o1/".into(),
+            config: CommitConfig::default(),
+        };
+        let mut all: HashMap<String, String> = first.to_env_output(0).into_iter().collect();
+        all.extend(second.to_env_output(1));
+        all.insert(vars::OUTPUTS.into(), "2".into());
+        assert_eq!(all.get("WEIR_COMMIT_OUTPUT_1").map(String::as_str), Some("counts/dt=1/"));
+        assert_eq!(TaskEnv::from_env_output(&|k| all.get(k).cloned(), 0).unwrap(), first);
+        assert_eq!(TaskEnv::from_env_output(&|k| all.get(k).cloned(), 1).unwrap(), second);
+        let err = TaskEnv::from_env_output(&|k| all.get(k).cloned(), 2).unwrap_err();
+        assert!(err.to_string().contains("declares 2 output(s): there is no output 2"), "{err}");
+        // A bad value of output 1's own variable is named as such.
+        all.insert("WEIR_COMMIT_OUTPUT_1".into(), "counts/../x/".into());
+        let err = TaskEnv::from_env_output(&|k| all.get(k).cloned(), 1).unwrap_err();
+        assert!(err.to_string().starts_with("WEIR_COMMIT_OUTPUT_1"), "{err}");
     }
 }

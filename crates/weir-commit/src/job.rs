@@ -133,25 +133,7 @@ impl Committer {
             return Err(self.refuse(state, m.run_id, MANIFEST).await);
         }
         if state.phase == JobPhase::Prepared {
-            let claim = Claim { run_id: state.run_id.clone(), claimed_ms: now_ms() };
-            let claim_key = format!("{}{CLAIM}", state.output);
-            let body = serde_json::to_vec_pretty(&claim).expect("serializable");
-            if !self.store.put_create(&claim_key, body).await? {
-                let holder = self.read_claim(&state.output).await?.map(|c| c.run_id);
-                match holder {
-                    Some(run) if run == state.run_id => {}
-                    Some(run) => return Err(self.refuse(state, run, CLAIM).await),
-                    // Released between our put and our read: the other run aborted; try once
-                    // more next call.
-                    None => {
-                        return Err(CommitError::Record {
-                            key: claim_key,
-                            reason: "the claim changed hands during the commit; retry".into(),
-                        })
-                    }
-                }
-            }
-            state.phase = JobPhase::Claimed;
+            self.put_claim(state).await?;
         }
 
         // Complete every upload, `parallel_files` at once.
@@ -218,6 +200,58 @@ impl Committer {
         state.phase = JobPhase::Committed;
         self.drop_records(state).await;
         Ok(manifest)
+    }
+
+    /// Claims the output for this run without completing anything: the first step of
+    /// [`Committer::job_commit`], on its own so that a stage writing several outputs claims
+    /// every one before it completes any — a refusal ([`CommitError::Conflict`], this output's
+    /// uploads aborted) then comes before any of its outputs is visible. Resumable and
+    /// idempotent: a claimed or committed state is left as it is; an output this run already
+    /// committed (a crash after its manifest) becomes `Committed`.
+    pub async fn claim(&self, state: &mut JobCommitState) -> Result<()> {
+        match state.phase {
+            JobPhase::Claimed | JobPhase::Committed => return Ok(()),
+            JobPhase::Aborted => {
+                return Err(CommitError::Record {
+                    key: format!("{}{CLAIM}", state.output),
+                    reason: format!("run {}'s job commit was aborted", state.run_id),
+                })
+            }
+            JobPhase::Prepared => {}
+        }
+        if let Some(m) = self.read_manifest(&state.output).await? {
+            if m.run_id == state.run_id {
+                state.phase = JobPhase::Committed;
+                self.drop_records(state).await;
+                return Ok(());
+            }
+            return Err(self.refuse(state, m.run_id, MANIFEST).await);
+        }
+        self.put_claim(state).await
+    }
+
+    /// The create-only put of the claim; `Claimed` once it (or this run's earlier one) is there.
+    async fn put_claim(&self, state: &mut JobCommitState) -> Result<()> {
+        let claim = Claim { run_id: state.run_id.clone(), claimed_ms: now_ms() };
+        let claim_key = format!("{}{CLAIM}", state.output);
+        let body = serde_json::to_vec_pretty(&claim).expect("serializable");
+        if !self.store.put_create(&claim_key, body).await? {
+            let holder = self.read_claim(&state.output).await?.map(|c| c.run_id);
+            match holder {
+                Some(run) if run == state.run_id => {}
+                Some(run) => return Err(self.refuse(state, run, CLAIM).await),
+                // Released between our put and our read: the other run aborted; try once
+                // more next call.
+                None => {
+                    return Err(CommitError::Record {
+                        key: claim_key,
+                        reason: "the claim changed hands during the commit; retry".into(),
+                    })
+                }
+            }
+        }
+        state.phase = JobPhase::Claimed;
+        Ok(())
     }
 
     /// Completes one upload (or recognises it as completed by an earlier, interrupted call)

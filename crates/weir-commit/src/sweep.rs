@@ -42,8 +42,24 @@ impl Committer {
         now_ms: i64,
         live: &BTreeSet<String>,
     ) -> Result<SweepReport> {
+        let listed = self.store.list_uploads(prefix).await?;
+        self.sweep_listed(listed, older_than_ms, now_ms, live).await
+    }
+
+    /// [`Committer::sweep`] over a listing the caller already has: only uploads of `listed`
+    /// are aborted. A caller that decided what to keep from a listing must sweep that same
+    /// listing: an upload created after it is in no `live` set yet (its attempt may not have
+    /// recorded it), and a store that misdates uploads (moto dates every one 2010) would show
+    /// it as old at once.
+    pub async fn sweep_listed(
+        &self,
+        listed: Vec<UploadListing>,
+        older_than_ms: i64,
+        now_ms: i64,
+        live: &BTreeSet<String>,
+    ) -> Result<SweepReport> {
         let mut report = SweepReport::default();
-        for upload in self.store.list_uploads(prefix).await? {
+        for upload in listed {
             if live.contains(&upload.upload_id) {
                 report.kept_live += 1;
             } else if now_ms - upload.initiated_ms < older_than_ms {

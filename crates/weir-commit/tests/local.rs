@@ -48,6 +48,26 @@ async fn sweeper_aborts_orphans_only() {
     scenarios::sweeper_aborts_orphans_only(&c, &tmp.0, now + 3_600_000).await;
 }
 
+/// A sweep of a listing aborts only what that listing holds: an upload created after it (a task
+/// about to record it) is left alone, however old the store says it is — the race that aborted
+/// a retried task's upload in weir serve's sweeper on moto.
+#[tokio::test]
+async fn a_sweep_of_a_listing_leaves_uploads_created_after_it() {
+    let root = TempDir::new("local-root");
+    let c = local_committer(&root.0);
+    let orphan = c.store().create_upload("sales/orphan.csv").await.unwrap();
+    let listed = c.store().list_uploads("").await.unwrap();
+    let late = c.store().create_upload("sales/late.csv").await.unwrap();
+    // "A day later": both are older than the limit; only the listed one goes.
+    let later = i64::MAX / 2;
+    let report = c.sweep_listed(listed, 0, later, &Default::default()).await.unwrap();
+    assert_eq!(report.aborted.iter().map(|u| u.upload_id.clone()).collect::<Vec<_>>(), [orphan]);
+    let left: Vec<String> =
+        c.store().list_uploads("").await.unwrap().into_iter().map(|u| u.upload_id).collect();
+    assert_eq!(left, std::slice::from_ref(&late));
+    c.store().abort("sales/late.csv", &late).await.unwrap();
+}
+
 /// A part changed on disk after the task commit recorded its ETag: the job commit finds it,
 /// aborts, and nothing is visible.
 #[tokio::test]

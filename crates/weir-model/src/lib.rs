@@ -48,8 +48,8 @@ pub use placement::{Placement, PlacementRule};
 pub use queue_path::QueuePath;
 pub use resources::{PartialResources, ResourceKind, Resources};
 pub use stage_io::{
-    check_uri_template, parse_object_uri, substitute, InputRequire, InputSpec, ObjectUri, OutputFormat,
-    OutputSpec,
+    check_uri_template, overlapping_outputs, parse_object_uri, substitute, InputRequire, InputSpec,
+    ObjectUri, OutputFormat, OutputSpec, MAX_OUTPUTS_PER_STAGE,
 };
 pub use time::{Duration, Time};
 pub use workload::{

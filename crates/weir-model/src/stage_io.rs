@@ -118,6 +118,23 @@ pub fn parse_object_uri(uri: &str) -> Result<ObjectUri, String> {
     Ok(ObjectUri { bucket: bucket.to_string(), prefix: prefix.to_string() })
 }
 
+/// The most outputs one stage may declare.
+pub const MAX_OUTPUTS_PER_STAGE: usize = 16;
+
+/// The first pair `(i, j)`, `i < j`, of a stage's outputs that overlap: in one bucket, with
+/// equal prefixes or one inside the other. Each output has its own claim and manifest, so an
+/// output inside another would put its files (and its manifest) among the other's.
+pub fn overlapping_outputs(outputs: &[ObjectUri]) -> Option<(usize, usize)> {
+    for (j, b) in outputs.iter().enumerate() {
+        for (i, a) in outputs[..j].iter().enumerate() {
+            if a.bucket == b.bucket && (a.prefix.starts_with(&b.prefix) || b.prefix.starts_with(&a.prefix)) {
+                return Some((i, j));
+            }
+        }
+    }
+    None
+}
+
 /// Replaces `{{logical_date}}` and `{{params.NAME}}` in `template`. An unknown placeholder or
 /// a parameter the run does not give is an error naming it.
 pub fn substitute(
@@ -201,5 +218,15 @@ mod tests {
         }
         assert!(check_uri_template("s3://lake/t/dt={{logical_date}}/p={{params.p}}/").is_ok());
         assert!(check_uri_template("s3://lake/t/dt={{logical_date}}").is_err());
+    }
+
+    #[test]
+    fn outputs_overlap_when_one_prefix_holds_the_other_in_one_bucket() {
+        let u = |s: &str| parse_object_uri(s).unwrap();
+        let apart = [u("s3://lake/a/dt=1/"), u("s3://lake/ab/dt=1/"), u("s3://other/a/dt=1/")];
+        assert_eq!(overlapping_outputs(&apart), None);
+        let nested = [u("s3://lake/b/"), u("s3://lake/a/"), u("s3://lake/a/dt=1/")];
+        assert_eq!(overlapping_outputs(&nested), Some((1, 2)));
+        assert_eq!(overlapping_outputs(&[u("s3://lake/a/"), u("s3://lake/a/")]), Some((0, 1)));
     }
 }

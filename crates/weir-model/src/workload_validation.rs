@@ -538,18 +538,21 @@ impl<'c> Validator<'c> {
         if spec.max_attempts == Some(0) {
             self.problem(format!("{here}.max_attempts"), "must be at least 1");
         }
-        if spec.outputs.len() > 1 {
+        if spec.outputs.len() > crate::stage_io::MAX_OUTPUTS_PER_STAGE {
             self.problem(
                 format!("{here}.outputs"),
                 format!(
-                    "{} outputs: a stage writes one output prefix (partitions go in folders under it)",
-                    spec.outputs.len()
+                    "{} outputs: a stage declares at most {} (partitions go in folders under an output)",
+                    spec.outputs.len(),
+                    crate::stage_io::MAX_OUTPUTS_PER_STAGE
                 ),
             );
         }
+        let mut parsed = Vec::new();
         for (i, out) in spec.outputs.iter().enumerate() {
-            if let Err(why) = crate::stage_io::check_uri_template(&out.uri) {
-                self.problem(format!("{here}.outputs[{i}].uri"), why);
+            match crate::stage_io::check_uri_template(&out.uri) {
+                Ok(_) => parsed.push(i),
+                Err(why) => self.problem(format!("{here}.outputs[{i}].uri"), why),
             }
             if let Some(t) = out.size_tolerance.filter(|t| !(0.0..=1.0).contains(t)) {
                 self.problem(
@@ -566,6 +569,27 @@ impl<'c> Validator<'c> {
                     ),
                 );
             }
+        }
+        // Templates one inside the other overlap whatever the run's date and parameters (the
+        // submission checks the URIs again once they are filled in).
+        let overlap = parsed.iter().enumerate().find_map(|(n, &b)| {
+            let tb = spec.outputs[b].uri.as_str();
+            parsed[..n]
+                .iter()
+                .find(|&&a| {
+                    spec.outputs[a].uri.starts_with(tb) || tb.starts_with(spec.outputs[a].uri.as_str())
+                })
+                .map(|&a| (a, b))
+        });
+        if let Some((a, b)) = overlap {
+            self.problem(
+                format!("{here}.outputs[{b}].uri"),
+                format!(
+                    "`{}` overlaps outputs[{a}] `{}`: each output is a prefix of its own (one inside \
+                     another would mix their files and manifests)",
+                    spec.outputs[b].uri, spec.outputs[a].uri
+                ),
+            );
         }
         for (i, input) in spec.inputs.iter().enumerate() {
             if let Err(why) = crate::stage_io::check_uri_template(&input.uri) {

@@ -1039,7 +1039,7 @@ fn simulation_still_needs_a_duration_and_ignores_live_fields() {
 }
 
 #[test]
-fn a_live_stage_declares_one_output_and_inputs_by_uri() {
+fn a_live_stage_declares_outputs_and_inputs_by_uri() {
     let ok = stage(
         "tasks: 1, resources: {cpu: 1000}, command: 'true', \
          outputs: [{uri: 's3://lake/sales/dt={{logical_date}}/r={{params.region}}/', format: csv}], \
@@ -1055,13 +1055,35 @@ fn a_live_stage_declares_one_output_and_inputs_by_uri() {
     let paths: Vec<&str> = p.iter().map(|(path, _)| path.as_str()).collect();
     assert_eq!(
         paths,
-        [at("outputs"), at("outputs[0].uri"), at("outputs[1].uri"), at("inputs[0].uri")]
+        [at("outputs[0].uri"), at("outputs[1].uri"), at("inputs[0].uri")]
             .iter()
             .map(String::as_str)
             .collect::<Vec<_>>()
     );
-    assert!(p[1].1.contains("must end with `/`"), "{p:?}");
-    assert!(p[2].1.contains("unknown placeholder `{{date}}`"), "{p:?}");
+    assert!(p[0].1.contains("must end with `/`"), "{p:?}");
+    assert!(p[1].1.contains("unknown placeholder `{{date}}`"), "{p:?}");
+    // Several outputs: separate prefixes (whatever the parameters), at most 16.
+    let ok = stage(
+        "tasks: 1, resources: {cpu: 1000}, command: 'true', \
+         outputs: [{uri: 's3://lake/sales/dt={{logical_date}}/', format: csv}, \
+                   {uri: 's3://lake/{{params.a}}/', format: jsonl}, {uri: 's3://lake/{{params.b}}/', format: bytes}]",
+    );
+    assert_eq!(live_problems(&ok), Vec::<(String, String)>::new());
+    let p = live_problems(&stage(
+        "tasks: 1, resources: {cpu: 1000}, command: 'true', \
+         outputs: [{uri: 's3://lake/sales/', format: csv}, {uri: 's3://lake/sales/dt={{logical_date}}/', format: csv}]",
+    ));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].0, at("outputs[1].uri"));
+    assert!(p[0].1.contains("overlaps outputs[0] `s3://lake/sales/`"), "{p:?}");
+    let many: Vec<String> = (0..17).map(|i| format!("{{uri: 's3://lake/t{i}/', format: csv}}")).collect();
+    let p = live_problems(&stage(&format!(
+        "tasks: 1, resources: {{cpu: 1000}}, command: 'true', outputs: [{}]",
+        many.join(", ")
+    )));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].0, at("outputs"));
+    assert!(p[0].1.contains("17 outputs: a stage declares at most 16"), "{p:?}");
     // The comparison's settings: a tolerance between 0 and 1, a header only for csv.
     let ok = stage(
         "tasks: 1, resources: {cpu: 1000}, command: 'true', \

@@ -71,6 +71,20 @@ pub async fn record_dry_run_verdict(
     outputs: &[DeclaredOutput],
     now_ms: i64,
 ) -> Result<DryRunVerdictRow, DryRunError> {
+    let each: Vec<(Option<&weir_commit::Store>, &DeclaredOutput)> =
+        outputs.iter().map(|o| (objects, o)).collect();
+    record_dry_run_verdict_each(store, &each, run, now_ms).await
+}
+
+/// [`record_dry_run_verdict`] for outputs in several stores (a workflow whose outputs are in
+/// several buckets of the local store): each output with the store it lives in (`None`: none
+/// could be opened; that output is `different`, "not compared").
+pub async fn record_dry_run_verdict_each(
+    store: &dyn JobStore,
+    outputs: &[(Option<&weir_commit::Store>, &DeclaredOutput)],
+    run: &RunRow,
+    now_ms: i64,
+) -> Result<DryRunVerdictRow, DryRunError> {
     if !run.dry_run {
         return Err(DryRunError::NotDryRun { run: run.id });
     }
@@ -91,7 +105,7 @@ pub async fn record_dry_run_verdict(
             "shadow": "none declared", "production": "none declared", "tolerated": true,
         }));
     }
-    for out in outputs.iter().filter(|_| run.state == "succeeded") {
+    for &(objects, out) in outputs.iter().filter(|_| run.state == "succeeded") {
         let not_compared = |reason: String| {
             json!({
                 "output": out.prefix, "partition": "", "what": "not compared",

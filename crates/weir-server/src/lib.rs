@@ -35,7 +35,7 @@ mod isolation;
 pub use isolation::private_umask;
 mod dashboard;
 pub mod dry_run;
-pub use dry_run::{record_dry_run_verdict, DeclaredOutput, DryRunError};
+pub use dry_run::{record_dry_run_verdict, record_dry_run_verdict_each, DeclaredOutput, DryRunError};
 mod error;
 mod http;
 mod limits;

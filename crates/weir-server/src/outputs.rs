@@ -130,9 +130,21 @@ impl Default for OutputSettings {
     }
 }
 
-/// The staging prefix of one task attempt, inside its output's bucket.
-pub(crate) fn staging_prefix(run: i64, job: u32, stage: u32, task: u32, attempt: u32) -> String {
-    format!("{STAGING_ROOT}run-{run}/{job}.{stage}.{task}.{attempt}/")
+/// The staging prefix of one task attempt for its stage's output number `output`, inside that
+/// output's bucket: `_weir/staging/run-R/J.S.T.A/` for output 0 (the only one of most stages),
+/// `_weir/staging/run-R/J.S.T.A.oK/` for output K.
+pub(crate) fn staging_prefix(
+    run: i64,
+    job: u32,
+    stage: u32,
+    task: u32,
+    attempt: u32,
+    output: usize,
+) -> String {
+    match output {
+        0 => format!("{STAGING_ROOT}run-{run}/{job}.{stage}.{task}.{attempt}/"),
+        k => format!("{STAGING_ROOT}run-{run}/{job}.{stage}.{task}.{attempt}.o{k}/"),
+    }
 }
 
 /// The variable naming the `weir` executable a task runs `commit-helper` with
@@ -219,12 +231,13 @@ impl Outputs {
         Ok(c)
     }
 
-    /// The variables of a task attempt writing `output` with staging prefix `staging`, and (on
-    /// the local store) its staging folder made for `owner` (uid, gid; `None`: the server's
-    /// own user).
+    /// The variables of a task attempt writing `output`, its stage's output number `index`, with
+    /// staging prefix `staging` (named as `weir_commit::vars::indexed` says), and (on the local
+    /// store) its staging folder made for `owner` (uid, gid; `None`: the server's own user).
     pub fn task_env(
         &self,
         output: &ObjectUri,
+        index: usize,
         staging: &str,
         owner: Option<(u32, u32)>,
     ) -> Result<Vec<(String, String)>, String> {
@@ -248,8 +261,8 @@ impl Outputs {
             staging: staging.to_string(),
             config: self.settings.commit.clone(),
         };
-        let mut vars = env.to_env();
-        if let Some(helper) = &self.settings.commit_helper {
+        let mut vars = env.to_env_output(index);
+        if let Some(helper) = self.settings.commit_helper.as_ref().filter(|_| index == 0) {
             vars.push((COMMIT_HELPER_VAR.to_string(), helper.to_string_lossy().into_owned()));
         }
         Ok(vars)
@@ -363,7 +376,7 @@ async fn sweep_bucket(
 ) -> Result<(usize, BTreeMap<String, i64>), weir_commit::CommitError> {
     let mut stagings = BTreeSet::new();
     for o in c.store().list(STAGING_ROOT).await? {
-        // _weir/staging/run-R/J.S.T.A/files/NAME.upload.json
+        // _weir/staging/run-R/J.S.T.A[.oK]/files/NAME.upload.json
         let parts: Vec<&str> = o.key.splitn(5, '/').collect();
         if parts.len() == 5 && parts[4].starts_with("files/") {
             stagings.insert(format!("{}/{}/{}/{}/", parts[0], parts[1], parts[2], parts[3]));
@@ -371,19 +384,17 @@ async fn sweep_bucket(
     }
     let stagings: Vec<String> = stagings.into_iter().collect();
     let named = c.live_uploads(&stagings).await?;
-    let unnamed: BTreeSet<String> = c
-        .store()
-        .list_uploads("")
-        .await?
-        .into_iter()
-        .map(|u| u.upload_id)
-        .filter(|id| !named.contains(id))
-        .collect();
+    // One listing decides and is swept: an upload created after it is left to the next sweep
+    // (sweeping a fresh listing aborted a task's upload created between the two, before its
+    // record; moto dates it 2010, so it looked old).
+    let listed = c.store().list_uploads("").await?;
+    let unnamed: BTreeSet<String> =
+        listed.iter().map(|u| u.upload_id.clone()).filter(|id| !named.contains(id)).collect();
     let now = crate::time::now_ms();
     let (young, first_seen) = young_unnamed(&unnamed, seen, now, older_than.max(UNNAMED_GRACE));
     // Kept this time: the named ones, and the unnamed ones not unnamed for long enough.
     let keep: BTreeSet<String> = named.into_iter().chain(young).collect();
-    let report = c.sweep("", older_than.as_millis() as i64, now, &keep).await?;
+    let report = c.sweep_listed(listed, older_than.as_millis() as i64, now, &keep).await?;
     Ok((report.aborted.len(), first_seen))
 }
 

@@ -299,10 +299,21 @@ pub fn check_reachable(
                 ("outputs", stage.outputs.iter().map(|o| &o.uri).collect::<Vec<_>>()),
                 ("inputs", stage.inputs.iter().map(|i| &i.uri).collect()),
             ] {
+                let mut parsed = Vec::new();
                 for (i, uri) in uris.into_iter().enumerate() {
-                    weir_model::substitute(uri, logical_date, params)
-                        .and_then(|u| weir_model::parse_object_uri(&u))
-                        .map_err(|why| ApiError::invalid(why).field(format!("{here}.{kind}[{i}].uri")))?;
+                    parsed.push(
+                        weir_model::substitute(uri, logical_date, params)
+                            .and_then(|u| weir_model::parse_object_uri(&u))
+                            .map_err(|why| ApiError::invalid(why).field(format!("{here}.{kind}[{i}].uri")))?,
+                    );
+                }
+                // Outputs filled in with this run's date and parameters must stay apart.
+                if let Some((a, b)) = weir_model::overlapping_outputs(&parsed).filter(|_| kind == "outputs") {
+                    return Err(ApiError::invalid(format!(
+                        "`{}` overlaps outputs[{a}] `{}` once filled in: each output is a prefix of its own",
+                        parsed[b], parsed[a]
+                    ))
+                    .field(format!("{here}.outputs[{b}].uri")));
                 }
             }
             let mut stage_env = env_total;

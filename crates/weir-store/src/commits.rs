@@ -4,13 +4,15 @@
 
 use crate::{int, text, Fence, Store, StoreError};
 
-/// One stage's job commit. `phase` is weir-commit's `JobPhase` (`prepared`, `claimed`,
+/// The job commit of one output of a stage. `phase` is weir-commit's `JobPhase` (`prepared`, `claimed`,
 /// `committed`, `aborted`); `state` its `JobCommitState` as JSON (opaque to the store).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobCommitRow {
     pub run_id: i64,
     pub job_idx: u32,
     pub stage_idx: u32,
+    /// Which of the stage's outputs, from 0 in the order it declares them.
+    pub output_idx: u32,
     pub output: String,
     pub phase: String,
     pub state: String,
@@ -20,7 +22,7 @@ pub struct JobCommitRow {
 }
 
 impl Store {
-    /// Inserts or replaces the row of `(run, job, stage)`, **fenced**: only while `fence` still
+    /// Inserts or replaces the row of `(run, job, stage, output)`, **fenced**: only while `fence` still
     /// holds its cluster's lease (checked and written in one transaction; the lease's expiry is
     /// left as it is), else `LeaseLost` and nothing is written.
     pub(crate) async fn put_job_commit(&self, fence: &Fence, row: &JobCommitRow) -> Result<(), StoreError> {
@@ -41,9 +43,9 @@ impl Store {
             return Err(StoreError::LeaseLost { cluster: fence.cluster.clone(), fence: fence.fence });
         }
         sqlx::query(
-            "INSERT INTO job_commits (run_id, job_idx, stage_idx, output, phase, state, reason, updated_ms)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-             ON CONFLICT (run_id, job_idx, stage_idx) DO UPDATE SET output = $4, phase = $5,
+            "INSERT INTO job_commits (run_id, job_idx, stage_idx, output, phase, state, reason, updated_ms,
+             output_idx) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+             ON CONFLICT (run_id, job_idx, stage_idx, output_idx) DO UPDATE SET output = $4, phase = $5,
              state = $6, reason = $7, updated_ms = $8",
         )
         .bind(row.run_id)
@@ -54,6 +56,7 @@ impl Store {
         .bind(&row.state)
         .bind(row.reason.as_deref())
         .bind(row.updated_ms)
+        .bind(i64::from(row.output_idx))
         .execute(&mut *tx)
         .await
         .map_err(StoreError::db)?;
@@ -61,11 +64,11 @@ impl Store {
         Ok(())
     }
 
-    /// The run's job commits, by job and stage.
+    /// The run's job commits, by job, stage and output.
     pub(crate) async fn job_commits(&self, run: i64) -> Result<Vec<JobCommitRow>, StoreError> {
         let rows = sqlx::query(
-            "SELECT run_id, job_idx, stage_idx, output, phase, state, reason, updated_ms FROM job_commits
-             WHERE run_id = $1 ORDER BY job_idx, stage_idx",
+            "SELECT run_id, job_idx, stage_idx, output_idx, output, phase, state, reason, updated_ms
+             FROM job_commits WHERE run_id = $1 ORDER BY job_idx, stage_idx, output_idx",
         )
         .bind(run)
         .fetch_all(&self.write)
@@ -77,6 +80,7 @@ impl Store {
                     run_id: int(r, "run_id")?,
                     job_idx: int(r, "job_idx")? as u32,
                     stage_idx: int(r, "stage_idx")? as u32,
+                    output_idx: int(r, "output_idx")? as u32,
                     output: text(r, "output")?,
                     phase: text(r, "phase")?,
                     state: text(r, "state")?,

@@ -22,10 +22,11 @@ const MIGRATIONS: &[Migration] = &[
     (14, V14, V14),
     (15, V15_SQLITE, V15_POSTGRES),
     (16, V16, V16),
+    (18, V18, V18),
 ];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 16;
+pub const SCHEMA_VERSION: i64 = 18;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -304,6 +305,19 @@ const V16: &[&str] = &[
     "ALTER TABLE runs ADD COLUMN route_detail TEXT",
 ];
 
+/// Several outputs per stage (issue 24): a job commit row per output of a stage, numbered in
+/// the order the stage declares them; the rows from before are each stage's output 0. (The
+/// table is rebuilt: SQLite cannot change a primary key in place.)
+const V18: &[&str] = &[
+    "CREATE TABLE job_commits_v18 (run_id BIGINT NOT NULL, job_idx BIGINT NOT NULL, stage_idx BIGINT NOT NULL,
+     output_idx BIGINT NOT NULL DEFAULT 0, output TEXT NOT NULL, phase TEXT NOT NULL, state TEXT NOT NULL,
+     reason TEXT, updated_ms BIGINT NOT NULL, PRIMARY KEY (run_id, job_idx, stage_idx, output_idx))",
+    "INSERT INTO job_commits_v18 (run_id, job_idx, stage_idx, output_idx, output, phase, state, reason, updated_ms)
+     SELECT run_id, job_idx, stage_idx, 0, output, phase, state, reason, updated_ms FROM job_commits",
+    "DROP TABLE job_commits",
+    "ALTER TABLE job_commits_v18 RENAME TO job_commits",
+];
+
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
     migrate_to(store, SCHEMA_VERSION).await
 }
@@ -497,6 +511,36 @@ mod tests {
         assert_eq!(versions, [5, 4]);
         assert_eq!(store.recording_since("c").await.expect("since"), Some(77));
         assert_eq!(store.recording_since("nope").await.expect("since"), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A job commit row from before migration 18 becomes output 0 of its stage, and a second
+    /// output of the same stage gets a row of its own.
+    #[tokio::test]
+    async fn a_schema_16_job_commit_becomes_output_0_of_its_stage() {
+        let dir = std::env::temp_dir().join(format!("weir-schema18-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let url = format!("sqlite://{}/weir.db?mode=rwc", dir.display());
+        sqlx::any::install_default_drivers();
+        let pool = crate::sqlite_pool(&url, 1).await.expect("pool");
+        let store = Store { dialect: Dialect::Sqlite, read: pool.clone(), write: pool };
+        migrate_to(&store, 16).await.expect("schema 16");
+        sqlx::query(
+            "INSERT INTO job_commits (run_id, job_idx, stage_idx, output, phase, state, reason, updated_ms)
+             VALUES (7, 0, 1, 's3://lake/t/', 'prepared', '{}', NULL, 5)",
+        )
+        .execute(&store.write)
+        .await
+        .expect("old row");
+        migrate(&store).await.expect("upgrade");
+        let rows = store.job_commits(7).await.expect("rows");
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].stage_idx, rows[0].output_idx, rows[0].phase.as_str()), (1, 0, "prepared"));
+        let fence = store.acquire_lease("c", "me", None, 0, 60_000).await.expect("lease").expect("free");
+        let second = crate::JobCommitRow { output_idx: 1, output: "s3://audit/u/".into(), ..rows[0].clone() };
+        store.put_job_commit(&fence, &second).await.expect("second output");
+        assert_eq!(store.job_commits(7).await.expect("rows"), vec![rows[0].clone(), second]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

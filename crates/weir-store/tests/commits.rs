@@ -28,6 +28,7 @@ fn row(run: i64, job: u32, stage: u32, phase: &str, reason: Option<&str>) -> Job
         run_id: run,
         job_idx: job,
         stage_idx: stage,
+        output_idx: 0,
         output: format!("s3://lake/t{run}/"),
         phase: phase.into(),
         state: format!("{{\"phase\":\"{phase}\"}}"),
@@ -53,6 +54,25 @@ async fn a_put_replaces_the_stage_row_and_rows_come_back_in_order() {
 
 /// Job commit rows are written under the worker's lease, like its other writes: once another
 /// worker took the cluster over, the old holder's put is refused and writes nothing.
+/// A stage with several outputs has a row per output (migration 18): each replaced on its
+/// own, listed by job, stage and output.
+#[tokio::test]
+async fn each_output_of_a_stage_has_its_own_row() {
+    for store in stores("outputs").await {
+        let f = store.acquire_lease("c", "me", None, 0, 60_000).await.expect("lease").expect("free");
+        let out = |k: u32, phase: &str| JobCommitRow { output_idx: k, ..row(7, 0, 1, phase, None) };
+        store.put_job_commit(&f, &out(1, "prepared")).await.unwrap();
+        store.put_job_commit(&f, &out(0, "prepared")).await.unwrap();
+        store.put_job_commit(&f, &out(1, "committed")).await.unwrap();
+        assert_eq!(
+            store.job_commits(7).await.unwrap(),
+            vec![out(0, "prepared"), out(1, "committed")],
+            "{}",
+            store.kind()
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_put_by_a_worker_that_lost_its_lease_writes_nothing() {
     for store in stores("fenced").await {

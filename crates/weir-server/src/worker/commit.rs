@@ -1,12 +1,15 @@
 //! Stages with outputs and inputs (docs/commit.md): the actor's side of weir-commit.
 //!
-//! - Each attempt of a stage with an output gets its staging prefix and the store's variables
-//!   ([`Actor::output_env`]); a failed, killed or superseded attempt's uploads are aborted
-//!   ([`Actor::abort_attempt_uploads`]).
+//! - Each attempt of a stage with outputs gets a staging prefix per output and the store's
+//!   variables ([`Actor::output_env`]); a failed, killed or superseded attempt's uploads are
+//!   aborted ([`Actor::abort_attempt_uploads`]).
 //! - When every task of such a stage has succeeded, the stage is held while its job commit runs
-//!   in the background ([`Actor::stage_tasks_done`]); the committer's state goes to the store
-//!   (`job_commits`) before the commit touches the object store and after it ends, so a server
-//!   killed mid-commit finishes it after restart (recovery calls [`Actor::resume_commits`]).
+//!   in the background ([`Actor::stage_tasks_done`]): every output prepared, then every output
+//!   claimed, then each completed and its manifest written, so a refusal comes before any of
+//!   the stage's outputs is visible. The committer's state of each output goes to the store
+//!   (`job_commits`, a row per output) before the commit touches the object store and after it
+//!   ends, so a server killed mid-commit finishes it after restart (recovery calls
+//!   [`Actor::resume_commits`]).
 //!   A refused commit (another run holds the output) or an aborted one fails the run with the
 //!   reason; a run that fails or is killed aborts its stages' uploads ([`Actor::abort_outputs`]).
 //! - A stage with inputs is not asked of the engine until every input's manifest exists and
@@ -65,7 +68,8 @@ pub(crate) enum IoEvent {
 pub(crate) struct IoBook {
     pub tx: UnboundedSender<IoEvent>,
     pub rx: UnboundedReceiver<IoEvent>,
-    pub resume: HashMap<(i64, usize, usize), JobCommitRow>,
+    /// By run, job and stage: the rows of the stage's outputs.
+    pub resume: HashMap<(i64, usize, usize), Vec<JobCommitRow>>,
 }
 
 impl Default for IoBook {
@@ -75,9 +79,14 @@ impl Default for IoBook {
     }
 }
 
-fn staging_of(key: &AttemptKey) -> String {
+fn staging_of(key: &AttemptKey, output: usize) -> String {
     let t = key.task;
-    staging_prefix(t.run, t.job, t.stage, t.task, key.attempt)
+    staging_prefix(t.run, t.job, t.stage, t.task, key.attempt, output)
+}
+
+/// What retrying a job commit may cure: the object store failing (after its client's retries).
+fn store_failure(e: &CommitError) -> bool {
+    matches!(e, CommitError::Store { .. } | CommitError::ListUploads { .. })
 }
 
 /// The partitions a prefix names (`table/dt=2026-11-27/region=eu/` → `dt=2026-11-27`,
@@ -91,89 +100,105 @@ impl Actor {
         &self.settings.outputs
     }
 
-    /// The variables of an attempt of a stage with an output (none for other stages).
+    /// The stage's outputs, of the attempt's stage.
+    fn outputs_of(&self, key: &AttemptKey) -> Vec<weir_model::ObjectUri> {
+        let t = key.task;
+        self.runs
+            .get(&t.run)
+            .and_then(|r| r.jobs.get(t.job as usize))
+            .and_then(|j| j.stages.get(t.stage as usize))
+            .map(|s| s.outputs.clone())
+            .unwrap_or_default()
+    }
+
+    /// The variables of an attempt of a stage with outputs (none for other stages): output 0's
+    /// under the plain names, output K's suffixed `_K`, and `WEIR_COMMIT_OUTPUTS`.
     pub(super) fn output_env(
         &self,
         key: &AttemptKey,
         owner: Option<(u32, u32)>,
     ) -> Result<Vec<(String, String)>, String> {
-        let t = key.task;
-        let Some(out) = self
-            .runs
-            .get(&t.run)
-            .and_then(|r| r.jobs.get(t.job as usize))
-            .and_then(|j| j.stages.get(t.stage as usize))
-            .and_then(|s| s.output.clone())
-        else {
-            return Ok(Vec::new());
-        };
-        self.outputs().task_env(&out, &staging_of(key), owner)
+        let outputs = self.outputs_of(key);
+        let mut vars = Vec::new();
+        for (k, out) in outputs.iter().enumerate() {
+            vars.extend(self.outputs().task_env(out, k, &staging_of(key, k), owner)?);
+        }
+        if !outputs.is_empty() {
+            vars.push((weir_commit::vars::OUTPUTS.to_string(), outputs.len().to_string()));
+        }
+        Ok(vars)
     }
 
     /// Aborts the uploads of an attempt that will not be committed (it failed, was killed or
     /// lost). In the background; what fails is left to the run's end and the sweeper.
     pub(super) fn abort_attempt_uploads(&self, key: &AttemptKey) {
-        let t = key.task;
-        let Some(out) = self
-            .runs
-            .get(&t.run)
-            .and_then(|r| r.jobs.get(t.job as usize))
-            .and_then(|j| j.stages.get(t.stage as usize))
-            .and_then(|s| s.output.clone())
-        else {
-            return;
-        };
-        let Ok(c) = self.outputs().committer(&out.bucket) else { return };
-        let staging = staging_of(key);
-        tokio::spawn(async move {
-            if let Err(e) = c.abort_attempts(std::slice::from_ref(&staging)).await {
-                eprintln!("weir worker: aborting the uploads of {staging}: {e}");
-            }
-        });
+        for (k, out) in self.outputs_of(key).iter().enumerate() {
+            let Ok(c) = self.outputs().committer(&out.bucket) else { continue };
+            let staging = staging_of(key, k);
+            tokio::spawn(async move {
+                if let Err(e) = c.abort_attempts(std::slice::from_ref(&staging)).await {
+                    eprintln!("weir worker: aborting the uploads of {staging}: {e}");
+                }
+            });
+        }
     }
 
-    /// Every task of stage `s` succeeded: a stage without output is done; one with an output
+    /// Every task of stage `s` succeeded: a stage without outputs is done; one with outputs
     /// is held while its job commit runs.
     pub(super) fn stage_tasks_done(&mut self, id: i64, j: usize, s: usize) {
-        let has_output = self.runs.get(&id).is_some_and(|r| r.jobs[j].stages[s].output.is_some());
+        let has_output = self.runs.get(&id).is_some_and(|r| !r.jobs[j].stages[s].outputs.is_empty());
         if has_output {
-            self.start_job_commit(id, j, s, None);
+            self.start_job_commit(id, j, s, Vec::new());
         } else {
             self.stage_done(id, j, s);
         }
     }
 
-    fn start_job_commit(&mut self, id: i64, j: usize, s: usize, resume: Option<JobCommitRow>) {
+    /// Starts the job commit of stage `s`'s outputs in the background, from their plans or
+    /// from the rows recovery found (`resume`, by output).
+    fn start_job_commit(&mut self, id: i64, j: usize, s: usize, resume: Vec<JobCommitRow>) {
         let store = self.store.clone();
         let metrics = self.metrics.clone();
         let tx = self.io.tx.clone();
+        let objects = self.settings.outputs.clone();
         let Some(run) = self.runs.get_mut(&id) else { return };
         let stage = &mut run.jobs[j].stages[s];
-        let Some(out) = stage.output.clone() else { return };
-        if stage.io.committing {
+        if stage.outputs.is_empty() || stage.io.committing {
             return;
         }
         stage.io.committing = true;
         stage.io.needs_commit = false;
         run.active += 1;
-        let attempts: Vec<String> = stage
-            .tasks
-            .iter()
-            .enumerate()
-            .map(|(t, task)| staging_prefix(id, j as u32, s as u32, t as u32, task.attempts))
-            .collect();
-        let plan = JobCommitPlan {
-            run_id: id.to_string(),
-            output: out.prefix.clone(),
-            partitions: partitions(&out.prefix),
-            attempts,
-        };
-        let committer = self.settings.outputs.committer(&out.bucket);
-        let uri = out.to_string();
+        let mut outputs = Vec::with_capacity(stage.outputs.len());
+        let mut opened = Ok(());
+        for (k, out) in stage.outputs.iter().enumerate() {
+            let attempts: Vec<String> = stage
+                .tasks
+                .iter()
+                .enumerate()
+                .map(|(t, task)| staging_prefix(id, j as u32, s as u32, t as u32, task.attempts, k))
+                .collect();
+            let plan = JobCommitPlan {
+                run_id: id.to_string(),
+                output: out.prefix.clone(),
+                partitions: partitions(&out.prefix),
+                attempts,
+            };
+            match objects.committer(&out.bucket) {
+                Ok(c) => outputs.push(OutputCommit {
+                    index: k,
+                    uri: out.to_string(),
+                    c,
+                    plan,
+                    resume: resume.iter().find(|r| r.output_idx as usize == k).cloned(),
+                }),
+                Err(e) => opened = Err(e),
+            }
+        }
         let fence = self.fence.clone();
         tokio::spawn(async move {
-            let result = match committer {
-                Ok(c) => job_commit((&*store, &fence), &c, &metrics, plan, (id, j, s), &uri, resume).await,
+            let result = match opened {
+                Ok(()) => stage_commit((&*store, &fence), &metrics, (id, j, s), outputs).await,
                 Err(e) => Err(e),
             };
             let _ = tx.send(IoEvent::Committed { run: id, job: j, stage: s, result });
@@ -316,48 +341,56 @@ impl Actor {
         }
         for (j, job) in run.jobs.iter().enumerate() {
             for (s, stage) in job.stages.iter().enumerate() {
-                let Some(out) = &stage.output else { continue };
-                let Ok(c) = self.settings.outputs.committer(&out.bucket) else { continue };
-                let stagings: Vec<String> = stage
-                    .tasks
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(t, task)| {
-                        (1..=task.attempts)
-                            .map(move |a| staging_prefix(run.id, j as u32, s as u32, t as u32, a))
-                    })
-                    .collect();
-                if stagings.is_empty() {
-                    continue;
-                }
-                tokio::spawn(async move {
-                    if let Err(e) = c.abort_attempts(&stagings).await {
-                        eprintln!("weir worker: aborting a run's uploads: {e}");
+                for (k, out) in stage.outputs.iter().enumerate() {
+                    let Ok(c) = self.settings.outputs.committer(&out.bucket) else { continue };
+                    let stagings: Vec<String> = stage
+                        .tasks
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(t, task)| {
+                            (1..=task.attempts)
+                                .map(move |a| staging_prefix(run.id, j as u32, s as u32, t as u32, a, k))
+                        })
+                        .collect();
+                    if stagings.is_empty() {
+                        continue;
                     }
-                });
+                    tokio::spawn(async move {
+                        if let Err(e) = c.abort_attempts(&stagings).await {
+                            eprintln!("weir worker: aborting a run's uploads: {e}");
+                        }
+                    });
+                }
             }
         }
     }
 
-    /// Recovery: reads the run's job commits and marks each stage with an output whose tasks
-    /// all succeeded but whose commit did not finish; such a stage is not done yet.
+    /// Recovery: reads the run's job commits and marks each stage with outputs whose tasks
+    /// all succeeded but whose commit did not finish (an output without a `committed` row);
+    /// such a stage is not done yet.
     pub(super) async fn mark_unfinished_commits(&mut self, live: &mut RunLive) -> Result<(), String> {
-        if !live.jobs.iter().flat_map(|j| &j.stages).any(|s| s.output.is_some()) {
+        if !live.jobs.iter().flat_map(|j| &j.stages).any(|s| !s.outputs.is_empty()) {
             return Ok(());
         }
         let rows = self.store.job_commits(live.id).await.map_err(|e| e.to_string())?;
         for (j, job) in live.jobs.iter_mut().enumerate() {
             for (s, stage) in job.stages.iter_mut().enumerate() {
-                if stage.output.is_none() || stage.done as usize != stage.tasks.len() {
+                if stage.outputs.is_empty() || stage.done as usize != stage.tasks.len() {
                     continue;
                 }
-                let row = rows.iter().find(|r| r.job_idx as usize == j && r.stage_idx as usize == s);
-                if row.is_some_and(|r| r.phase == "committed") {
+                let mine: Vec<JobCommitRow> = rows
+                    .iter()
+                    .filter(|r| r.job_idx as usize == j && r.stage_idx as usize == s)
+                    .cloned()
+                    .collect();
+                let committed = (0..stage.outputs.len())
+                    .all(|k| mine.iter().any(|r| r.output_idx as usize == k && r.phase == "committed"));
+                if committed {
                     continue;
                 }
                 stage.io.needs_commit = true;
-                if let Some(row) = row {
-                    self.io.resume.insert((live.id, j, s), row.clone());
+                if !mine.is_empty() {
+                    self.io.resume.insert((live.id, j, s), mine);
                 }
             }
         }
@@ -378,11 +411,14 @@ impl Actor {
             }
         }
         for (id, j, s) in starts {
-            let row = self.io.resume.remove(&(id, j, s));
-            self.start_job_commit(id, j, s, row);
+            let rows = self.io.resume.remove(&(id, j, s)).unwrap_or_default();
+            self.start_job_commit(id, j, s, rows);
         }
         // Rows of runs that are over or ending: their job commits are aborted.
-        for ((id, _, _), row) in std::mem::take(&mut self.io.resume) {
+        let ended = std::mem::take(&mut self.io.resume);
+        for (id, row) in
+            ended.into_iter().flat_map(|((id, _, _), rows)| rows.into_iter().map(move |r| (id, r)))
+        {
             let Ok(uri) = weir_model::parse_object_uri(&row.output) else { continue };
             let Ok(c) = self.settings.outputs.committer(&uri.bucket) else { continue };
             let (store, metrics, fence) = (self.store.clone(), self.metrics.clone(), self.fence.clone());
@@ -399,7 +435,7 @@ impl Actor {
 }
 
 fn row_of(
-    key: (i64, usize, usize),
+    key: (i64, usize, usize, usize),
     uri: &str,
     state: &JobCommitState,
     reason: Option<String>,
@@ -414,6 +450,7 @@ fn row_of(
         run_id: key.0,
         job_idx: key.1 as u32,
         stage_idx: key.2 as u32,
+        output_idx: key.3 as u32,
         output: uri.to_string(),
         phase: phase.into(),
         state: serde_json::to_string(state).expect("serializable"),
@@ -443,6 +480,10 @@ async fn put_row(store: &dyn JobStore, fence: &Fence, row: &JobCommitRow) -> Res
     }
 }
 
+fn key_of(row: &JobCommitRow) -> (i64, usize, usize, usize) {
+    (row.run_id, row.job_idx as usize, row.stage_idx as usize, row.output_idx as usize)
+}
+
 async fn finish_abort(
     store: &Arc<dyn JobStore>,
     fence: &Fence,
@@ -455,17 +496,11 @@ async fn finish_abort(
     match c.abort_job(state).await {
         Ok(_) => {
             metrics.job_commits.get_or_create(&Reason { reason: "aborted".into() }).inc();
-            let row = row_of(
-                (row.run_id, row.job_idx as usize, row.stage_idx as usize),
-                &row.output,
-                state,
-                Some(why),
-            );
+            let row = row_of(key_of(row), &row.output, state, Some(why));
             let _ = put_row(&**store, fence, &row).await;
         }
         Err(CommitError::AlreadyCommitted { .. }) => {
-            let row =
-                row_of((row.run_id, row.job_idx as usize, row.stage_idx as usize), &row.output, state, None);
+            let row = row_of(key_of(row), &row.output, state, None);
             let _ = put_row(&**store, fence, &row).await;
         }
         Err(e) => eprintln!("weir worker: aborting the job commit of run {}: {e}", row.run_id),
@@ -484,78 +519,151 @@ async fn test_pause_before_job_commit() {
     }
 }
 
-/// One stage's job commit, from its plan or from the state recovery found (its rows written
-/// to `store` under the worker's `fence`): prepared and stored, committed (retried while the object store fails), stored again. `Err` is why the
-/// run fails.
-async fn job_commit(
-    (store, fence): (&dyn JobStore, &Fence),
-    c: &Committer,
-    metrics: &Metrics,
+/// One output of a stage being committed: its committer, its plan, the row recovery found.
+struct OutputCommit {
+    index: usize,
+    uri: String,
+    c: Committer,
     plan: JobCommitPlan,
-    key: (i64, usize, usize),
-    uri: &str,
     resume: Option<JobCommitRow>,
+}
+
+/// One stage's job commit, every output of it, from their plans or from the states recovery
+/// found (rows written to `store` under the worker's `fence`): each output prepared and
+/// stored; every output claimed, then each completed and its manifest written, its row stored
+/// again (retried while the object store fails). A refusal or failure aborts every output not
+/// yet committed. `Err` is why the run fails.
+async fn stage_commit(
+    (store, fence): (&dyn JobStore, &Fence),
+    metrics: &Metrics,
+    (id, j, s): (i64, usize, usize),
+    outputs: Vec<OutputCommit>,
 ) -> Result<(), String> {
-    let mut state = match resume.as_ref().map(|r| (r.phase.as_str(), r)) {
-        Some(("aborted", r)) => return Err(r.reason.clone().unwrap_or_else(|| "aborted".into())),
-        Some((_, r)) => serde_json::from_str::<JobCommitState>(&r.state)
-            .map_err(|e| format!("the stored job commit state does not parse: {e}"))?,
-        None => {
-            test_pause_before_job_commit().await;
-            match c.prepare_job_commit(&plan).await {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = c.abort_attempts(&plan.attempts).await;
-                    metrics.job_commits.get_or_create(&Reason { reason: "aborted".into() }).inc();
-                    return Err(e.to_string());
-                }
-            }
-        }
-    };
-    put_row(store, fence, &row_of(key, uri, &state, None)).await?;
-    let mut tries = 0;
-    loop {
-        match c.job_commit(&mut state).await {
-            Ok(manifest) => {
-                put_row(store, fence, &row_of(key, uri, &state, None)).await?;
-                metrics.job_commits.get_or_create(&Reason { reason: "committed".into() }).inc();
-                eprintln!(
-                    "weir worker: run {}: committed {uri}: {} files, {} bytes",
-                    key.0,
-                    manifest.files.len(),
-                    manifest.total_size
-                );
-                return Ok(());
-            }
-            Err(e @ CommitError::Conflict { .. }) => {
-                let why = e.to_string();
-                put_row(store, fence, &row_of(key, uri, &state, Some(why.clone()))).await?;
-                metrics.job_commits.get_or_create(&Reason { reason: "refused".into() }).inc();
-                return Err(why);
-            }
-            Err(e @ (CommitError::Store { .. } | CommitError::ListUploads { .. }))
-                if tries + 1 < COMMIT_TRIES =>
-            {
-                tries += 1;
-                eprintln!("weir worker: run {}: job commit of {uri} failed ({e}); retrying", key.0);
-                tokio::time::sleep(Duration::from_millis(500 << tries)).await;
-            }
-            Err(e) => {
-                let why = e.to_string();
-                match c.abort_job(&mut state).await {
-                    Ok(_) => {}
-                    // The manifest is written: the output is committed after all.
-                    Err(CommitError::AlreadyCommitted { .. }) => {
-                        put_row(store, fence, &row_of(key, uri, &state, None)).await?;
-                        metrics.job_commits.get_or_create(&Reason { reason: "committed".into() }).inc();
-                        return Ok(());
-                    }
-                    Err(a) => eprintln!("weir worker: aborting the job commit of {uri}: {a}"),
-                }
-                put_row(store, fence, &row_of(key, uri, &state, Some(why.clone()))).await?;
-                metrics.job_commits.get_or_create(&Reason { reason: "aborted".into() }).inc();
-                return Err(why);
+    let key = |o: &OutputCommit| (id, j, s, o.index);
+    let count = |reason: &str| metrics.job_commits.get_or_create(&Reason { reason: reason.into() }).inc();
+    // Prepare, or take up the stored states. An output aborted before a crash aborts them all.
+    if outputs.iter().all(|o| o.resume.is_none()) {
+        test_pause_before_job_commit().await;
+    }
+    let mut states = Vec::with_capacity(outputs.len());
+    let mut failed = None;
+    for o in &outputs {
+        let state = match o.resume.as_ref().map(|r| (r.phase.as_str(), r)) {
+            Some(("aborted", r)) => Err(r.reason.clone().unwrap_or_else(|| "aborted".into())),
+            Some((_, r)) => serde_json::from_str::<JobCommitState>(&r.state)
+                .map_err(|e| format!("the stored job commit state of {} does not parse: {e}", o.uri)),
+            None => o.c.prepare_job_commit(&o.plan).await.map_err(|e| e.to_string()),
+        };
+        match state {
+            Ok(st) => states.push(Some(st)),
+            Err(why) => {
+                states.push(None);
+                failed.get_or_insert(why);
             }
         }
     }
+    if let Some(why) = failed {
+        for (o, st) in outputs.iter().zip(states.iter_mut()) {
+            match st {
+                Some(st) => abort_one((store, fence), (id, j, s), o, st, &why).await?,
+                None => {
+                    let _ = o.c.abort_attempts(&o.plan.attempts).await;
+                }
+            }
+        }
+        count("aborted");
+        return Err(why);
+    }
+    let mut states: Vec<JobCommitState> = states.into_iter().flatten().collect();
+    for (o, st) in outputs.iter().zip(&states) {
+        put_row(store, fence, &row_of(key(o), &o.uri, st, None)).await?;
+    }
+    let mut tries = 0;
+    loop {
+        let e = match commit_all((store, fence), (id, j, s), &outputs, &mut states).await {
+            Ok(()) => {
+                for _ in &outputs {
+                    count("committed");
+                }
+                return Ok(());
+            }
+            Err(Failure::Row(why)) => return Err(why),
+            Err(Failure::Commit(e)) => e,
+        };
+        if store_failure(&e) && tries + 1 < COMMIT_TRIES {
+            tries += 1;
+            eprintln!("weir worker: run {id}: job commit of stage {j}.{s} failed ({e}); retrying");
+            tokio::time::sleep(Duration::from_millis(500 << tries)).await;
+            continue;
+        }
+        let refused = matches!(e, CommitError::Conflict { .. });
+        let why = e.to_string();
+        for (o, st) in outputs.iter().zip(states.iter_mut()) {
+            abort_one((store, fence), (id, j, s), o, st, &why).await?;
+        }
+        // Every manifest was written after all (an abort found them): the stage is committed.
+        if states.iter().all(|st| st.phase == CommitPhase::Committed) {
+            return Ok(());
+        }
+        count(if refused { "refused" } else { "aborted" });
+        return Err(why);
+    }
+}
+
+/// Why [`commit_all`] stopped.
+enum Failure {
+    /// The object store or the outputs refused; the caller retries or aborts.
+    Commit(CommitError),
+    /// A row could not be stored (the lease is lost or the store is away): nothing more.
+    Row(String),
+}
+
+/// Claims every output, then completes each and writes its manifest, storing each output's
+/// row as it commits. Resumable: outputs already claimed or committed are left as they are.
+async fn commit_all(
+    (store, fence): (&dyn JobStore, &Fence),
+    (id, j, s): (i64, usize, usize),
+    outputs: &[OutputCommit],
+    states: &mut [JobCommitState],
+) -> Result<(), Failure> {
+    for (o, st) in outputs.iter().zip(states.iter_mut()) {
+        let before = st.phase;
+        o.c.claim(st).await.map_err(Failure::Commit)?;
+        if st.phase != before {
+            put_row(store, fence, &row_of((id, j, s, o.index), &o.uri, st, None))
+                .await
+                .map_err(Failure::Row)?;
+        }
+    }
+    for (o, st) in outputs.iter().zip(states.iter_mut()) {
+        let manifest = o.c.job_commit(st).await.map_err(Failure::Commit)?;
+        put_row(store, fence, &row_of((id, j, s, o.index), &o.uri, st, None)).await.map_err(Failure::Row)?;
+        eprintln!(
+            "weir worker: run {id}: committed {}: {} files, {} bytes",
+            o.uri,
+            manifest.files.len(),
+            manifest.total_size
+        );
+    }
+    Ok(())
+}
+
+/// Aborts one output's job commit (an output whose manifest is written stays committed) and
+/// stores its row with the reason.
+async fn abort_one(
+    (store, fence): (&dyn JobStore, &Fence),
+    key: (i64, usize, usize),
+    o: &OutputCommit,
+    st: &mut JobCommitState,
+    why: &str,
+) -> Result<(), String> {
+    let reason = match o.c.abort_job(st).await {
+        Ok(_) => Some(why.to_string()),
+        Err(CommitError::AlreadyCommitted { .. }) => None,
+        Err(a) => {
+            eprintln!("weir worker: aborting the job commit of {}: {a}", o.uri);
+            Some(why.to_string())
+        }
+    };
+    put_row(store, fence, &row_of((key.0, key.1, key.2, o.index), &o.uri, st, reason)).await
 }

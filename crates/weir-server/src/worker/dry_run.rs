@@ -74,33 +74,29 @@ impl Actor {
 /// start of the worker tries again, since the run still has no verdict).
 async fn verdict(store: &Arc<dyn JobStore>, objects: &Outputs, row: &RunRow, outputs: Declared) {
     let id = row.id;
-    // One object store per verdict: the first output's bucket (the S3 store serves one bucket;
-    // on the local store a workflow's outputs in several buckets are compared in the first
-    // only, and the others named as not compared).
-    let bucket = outputs.first().map(|(b, _)| b.clone());
-    let (here, elsewhere): (Vec<_>, Vec<_>) =
-        outputs.into_iter().partition(|(b, _)| Some(b) == bucket.as_ref());
-    for (b, o) in &elsewhere {
-        eprintln!(
-            "weir worker: dry-run {id}: output {} in bucket {b} not compared (only one bucket per verdict)",
-            o.prefix
-        );
-    }
-    let declared: Vec<DeclaredOutput> = here.into_iter().map(|(_, o)| o).collect();
-    // No outputs declared: the verdict says so and no store is read.
-    let committer = match bucket.as_deref().map(|b| objects.committer(b)) {
-        Some(Ok(c)) => Some(c),
-        Some(Err(e)) => {
-            eprintln!("weir worker: dry-run {id}: its outputs' store: {e}; no verdict");
-            return;
+    // Each output is read from its bucket's store (the S3 store serves one bucket; the local
+    // store has a folder per bucket).
+    let mut opened: Vec<(String, weir_commit::Committer)> = Vec::new();
+    for (bucket, _) in &outputs {
+        if opened.iter().any(|(b, _)| b == bucket) {
+            continue;
         }
-        None => None,
-    };
+        match objects.committer(bucket) {
+            Ok(c) => opened.push((bucket.clone(), c)),
+            Err(e) => {
+                eprintln!(
+                    "weir worker: dry-run {id}: its outputs' store for bucket `{bucket}`: {e}; no verdict"
+                );
+                return;
+            }
+        }
+    }
+    let each: Vec<(Option<&weir_commit::Store>, &DeclaredOutput)> = outputs
+        .iter()
+        .map(|(b, o)| (opened.iter().find(|(x, _)| x == b).map(|(_, c)| c.store()), o))
+        .collect();
     let now = crate::time::now_ms();
-    let result =
-        crate::record_dry_run_verdict(&**store, committer.as_ref().map(|c| c.store()), row, &declared, now)
-            .await;
-    if let Err(e) = result {
+    if let Err(e) = crate::record_dry_run_verdict_each(&**store, &each, row, now).await {
         eprintln!("weir worker: {e}");
     }
 }

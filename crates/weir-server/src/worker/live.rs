@@ -54,8 +54,9 @@ pub struct StageLive {
     pub max_attempts: u32,
     /// The walltime each task asks for (a Slurm job's time limit), if the stage gives one.
     pub walltime: Option<weir_model::Duration>,
-    /// The prefix its tasks write through the committer (`outputs:`), substituted.
-    pub output: Option<weir_model::ObjectUri>,
+    /// The prefixes its tasks write through the committer (`outputs:`, in order), substituted
+    /// (a dry-run's: their shadow prefixes).
+    pub outputs: Vec<weir_model::ObjectUri>,
     /// Prefixes whose manifests must check out before its tasks are asked for (`inputs:`).
     pub inputs: Vec<weir_model::ObjectUri>,
     /// Inputs and job commit as the worker tracks them (`worker/commit.rs`).
@@ -209,18 +210,25 @@ impl RunLive {
             for stage in &job.stages {
                 let s = spec_job.stages.iter().find(|x| x.name == stage.name).ok_or("stage names changed")?;
                 let here = format!("jobs.{}.stages.{}", job.name, stage.name);
-                let mut output = match s.outputs.first() {
-                    Some(o) => Some(uri(format!("{here}.outputs[0].uri"), &o.uri)?),
-                    None => None,
-                };
-                // A dry-run writes beside production, under the shadow prefix of its run.
-                if let (true, Some(o), Some(spec)) = (row.dry_run, output.as_mut(), s.outputs.first()) {
-                    dry_outputs.push((
-                        o.bucket.clone(),
-                        crate::DeclaredOutput { prefix: o.prefix.clone(), compare: compare_config(spec) },
+                let mut outputs = Vec::with_capacity(s.outputs.len());
+                for (i, spec) in s.outputs.iter().enumerate() {
+                    let mut o = uri(format!("{here}.outputs[{i}].uri"), &spec.uri)?;
+                    // A dry-run writes beside production, under the shadow prefix of its run.
+                    if row.dry_run {
+                        dry_outputs.push((
+                            o.bucket.clone(),
+                            crate::DeclaredOutput { prefix: o.prefix.clone(), compare: compare_config(spec) },
+                        ));
+                        o.prefix = weir_commit::shadow::shadow_prefix(&o.prefix, &row.id.to_string())
+                            .map_err(|e| format!("{here}.outputs[{i}].uri: {e}"))?;
+                    }
+                    outputs.push(o);
+                }
+                if let Some((a, b)) = weir_model::overlapping_outputs(&outputs) {
+                    return Err(format!(
+                        "{here}.outputs[{b}].uri: `{}` overlaps outputs[{a}] `{}`",
+                        outputs[b], outputs[a]
                     ));
-                    o.prefix = weir_commit::shadow::shadow_prefix(&o.prefix, &row.id.to_string())
-                        .map_err(|e| format!("{here}.outputs[0].uri: {e}"))?;
                 }
                 let inputs = s
                     .inputs
@@ -240,7 +248,7 @@ impl RunLive {
                     max_attempts: s.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
                     walltime: s.walltime,
                     io: super::commit::StageIo::new(!inputs.is_empty()),
-                    output,
+                    outputs,
                     inputs,
                     ready: VecDeque::new(),
                     done: 0,

@@ -23,9 +23,15 @@ Examples, in a task's script:\n\n  \
 weir commit-helper put out/part-0.csv\n  \
 weir commit-helper put /tmp/eu.csv --as region=eu/part-0.csv\n  \
 weir commit-helper list\n\n\
+A stage that declares several outputs: --output K picks the output number K (from 0, in the \
+order the stage declares them; 0 by default):\n\n  \
+weir commit-helper put counts.jsonl --output 1\n\n\
 docs/commit.md describes the protocol for programs that do not call this command."
 )]
 pub struct CommitHelperArgs {
+    /// Which of the stage's outputs, from 0 in the order the stage declares them.
+    #[arg(long, value_name = "K", default_value_t = 0, global = true)]
+    output: usize,
     #[command(subcommand)]
     what: HelperCommand,
 }
@@ -35,7 +41,7 @@ enum HelperCommand {
     /// Upload FILE into the output (task commit): parts in parallel, the ETags recorded.
     /// Prints the file's name in the output, its size and parts.
     Put(PutArgs),
-    /// List what this attempt has uploaded so far (name, size, state).
+    /// List what this attempt has uploaded so far into the output (name, size, state).
     List,
 }
 
@@ -50,7 +56,7 @@ struct PutArgs {
 }
 
 pub fn run(args: &CommitHelperArgs) -> Result<()> {
-    let env = TaskEnv::from_env(&|k| std::env::var(k).ok())
+    let env = TaskEnv::from_env_output(&|k| std::env::var(k).ok(), args.output)
         .context("weir commit-helper runs inside a task whose stage declares outputs")?;
     let committer = Committer::for_task(&env)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
