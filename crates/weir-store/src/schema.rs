@@ -22,10 +22,11 @@ const MIGRATIONS: &[Migration] = &[
     (14, V14, V14),
     (15, V15_SQLITE, V15_POSTGRES),
     (16, V16, V16),
+    (19, V19_SQLITE, V19_POSTGRES),
 ];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 16;
+pub const SCHEMA_VERSION: i64 = 19;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -303,6 +304,19 @@ const V16: &[&str] = &[
     "ALTER TABLE runs ADD COLUMN route_reason TEXT",
     "ALTER TABLE runs ADD COLUMN route_detail TEXT",
 ];
+
+/// The balancing advisor's results (issue 25): each advice the server made, as JSON.
+macro_rules! v19 {
+    ($id:literal) => {
+        &[concat!(
+            "CREATE TABLE advice (id ",
+            $id,
+            ", created_ms BIGINT NOT NULL, window_ms BIGINT NOT NULL, trigger_by TEXT NOT NULL, body TEXT NOT NULL)"
+        )]
+    };
+}
+const V19_SQLITE: &[&str] = v19!("INTEGER PRIMARY KEY AUTOINCREMENT");
+const V19_POSTGRES: &[&str] = v19!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
 
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
     migrate_to(store, SCHEMA_VERSION).await
