@@ -997,7 +997,7 @@ pub struct AdviceReport {
     pub window_ms: i64,
     /// `schedule`, or the token id of whoever asked for it.
     pub trigger: String,
-    /// The advised moves that were kept together, in order, with what makes each one.
+    /// The advised moves, the best first, with what makes each one.
     pub moves: Vec<AdvisedMove>,
     /// The advisor's figures as `weir advise --json` writes them: every cluster before and
     /// after, every move tried with its simulated before/after.
@@ -1026,6 +1026,8 @@ pub struct AdvisedMove {
     pub in_server_file: bool,
     /// Its route already sends it to `to`/`queue`: nothing left to do.
     pub done: bool,
+    /// Kept when the advised moves were tried together (the advice's end state has it).
+    pub together: bool,
     /// The newest dry-run of the workflow on `to`, when one was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<DryRunBeside>,

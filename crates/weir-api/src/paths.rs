@@ -307,7 +307,7 @@ fn advise_now() {}
 /// Make an advised move of the newest advice (global admin): set the workflow's route to the
 /// target cluster and queue, as `PUT /v1/routes/{key}` does, audited. 409 when the server file
 /// routes the workflow (edit that file instead); 404 when the newest advice has no such move.
-#[utoipa::path(post, path = "/v1/advice/moves/{workflow}", params(("workflow" = String, Path)),
+#[utoipa::path(post, path = "/v1/advice/moves/{workflow}", params(("workflow" = String, Path), ("to" = Option<String>, Query)),
     responses((status = 200, body = Route), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody)))]
 fn move_by_advice() {}

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -162,7 +162,7 @@ pub(crate) async fn advise_now(
     Ok((id, advice))
 }
 
-/// The newest advice with each kept move made actionable: its route key, the route now,
+/// The newest advice with each advised move made actionable: its route key, the route now,
 /// whether the server file routes it, and the newest dry-run on the target.
 pub(crate) async fn report(s: &AppState, row: &AdviceRow) -> Result<AdviceReport, ApiError> {
     let advice: Advice = serde_json::from_str(&row.body)
@@ -170,7 +170,8 @@ pub(crate) async fn report(s: &AppState, row: &AdviceRow) -> Result<AdviceReport
     let routes: BTreeMap<String, RouteRow> =
         s.store.routes().await?.into_iter().map(|r| (r.key.clone(), r)).collect();
     let mut moves = Vec::new();
-    for m in advice.kept() {
+    let kept: Vec<&weir_planner::Move> = advice.kept().collect();
+    for m in advice.moves.iter().filter(|m| m.advised) {
         let route_key = format!("workflow:{}", m.workflow);
         let project = crate::submit::project_of_queue(&m.from_queue);
         let in_server_file = s.router.route_for(&m.workflow, Some(&project), m.tier).is_some();
@@ -198,6 +199,7 @@ pub(crate) async fn report(s: &AppState, row: &AdviceRow) -> Result<AdviceReport
             routed_now: now.map(|r| format!("{}/{}", r.cluster, r.queue)),
             in_server_file,
             done: !in_server_file && now.is_some_and(|r| r.cluster == m.to && r.queue == m.queue),
+            together: kept.iter().any(|k| std::ptr::eq(*k, m)),
             dry_run,
         });
     }
@@ -218,14 +220,20 @@ pub(crate) async fn make_move(
     token_id: &str,
     peer: &Peer,
     workflow: &str,
+    to: Option<&str>,
     via: &str,
 ) -> Result<(Route, Option<String>), ApiError> {
     let row =
         s.store.latest_advice().await?.ok_or_else(|| ApiError::not_found("no advice has been made yet"))?;
     let r = report(s, &row).await?;
-    let m = r.moves.iter().find(|m| m.workflow == workflow).ok_or_else(|| {
-        ApiError::not_found(format!("advice {} does not advise moving workflow `{workflow}`", row.id))
-    })?;
+    let m =
+        r.moves.iter().find(|m| m.workflow == workflow && to.is_none_or(|t| m.to == t)).ok_or_else(|| {
+            let whither = to.map(|t| format!(" to `{t}`")).unwrap_or_default();
+            ApiError::not_found(format!(
+                "advice {} does not advise moving workflow `{workflow}`{whither}",
+                row.id
+            ))
+        })?;
     if m.in_server_file {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -309,15 +317,22 @@ async fn post_advice(
     Ok(Json(report(&s, &row).await?))
 }
 
+#[derive(serde::Deserialize)]
+struct MoveQuery {
+    /// The target, when the advice moves the workflow to several.
+    to: Option<String>,
+}
+
 async fn post_move(
     State(s): State<AppState>,
     peer: Peer,
     headers: HeaderMap,
     Path(workflow): Path<String>,
+    Query(q): Query<MoveQuery>,
 ) -> Result<Json<Route>, ApiError> {
     let p = s.principal(&headers).await?;
     crate::api::admin_or_audit(&s, &p, &peer, "route.put", format!("route workflow:{workflow}")).await?;
-    Ok(Json(make_move(&s, &p.token_id, &peer, &workflow, "advice API").await?.0))
+    Ok(Json(make_move(&s, &p.token_id, &peer, &workflow, q.to.as_deref(), "advice API").await?.0))
 }
 
 #[cfg(test)]

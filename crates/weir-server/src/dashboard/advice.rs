@@ -38,6 +38,7 @@ pub struct MoveLine {
     why: String,
     in_server_file: bool,
     done: bool,
+    together: bool,
     routed_now: String,
     /// 0: no dry-run on the target.
     dry_run_run: i64,
@@ -158,6 +159,7 @@ async fn advice_page(s: &AppState, v: &Visitor, message: Result<String, String>)
             why: m.why,
             in_server_file: m.in_server_file,
             done: m.done,
+            together: m.together,
             routed_now: m.routed_now.unwrap_or_default(),
             dry_run_run,
             dry_run,
@@ -181,6 +183,7 @@ pub async fn advice(State(s): State<AppState>, headers: HeaderMap) -> Response {
 pub struct MoveForm {
     csrf: String,
     workflow: String,
+    to: String,
 }
 
 pub async fn make(
@@ -193,17 +196,18 @@ pub async fn make(
     if let Some(r) = v.refuse_form(&f.csrf, true) {
         return r;
     }
-    let outcome = match make_move(&s, &v.principal.token_id, &peer, &f.workflow, "dashboard").await {
-        Ok((route, was)) => Ok(format!(
-            "{} now goes to {}:{}; its next run lands there. To undo, route it back{}.",
-            route.key,
-            route.cluster,
-            route.queue,
-            was.map(|w| format!(" to {w}"))
-                .unwrap_or_else(|| " (it had no route of this key: delete it on Routes)".into())
-        )),
-        Err(e) => Err(e.body.error.message),
-    };
+    let outcome =
+        match make_move(&s, &v.principal.token_id, &peer, &f.workflow, Some(&f.to), "dashboard").await {
+            Ok((route, was)) => Ok(format!(
+                "{} now goes to {}:{}; its next run lands there. To undo, route it back{}.",
+                route.key,
+                route.cluster,
+                route.queue,
+                was.map(|w| format!(" to {w}"))
+                    .unwrap_or_else(|| " (it had no route of this key: delete it on Routes)".into())
+            )),
+            Err(e) => Err(e.body.error.message),
+        };
     advice_page(&s, &v, outcome).await
 }
 
