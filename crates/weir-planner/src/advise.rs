@@ -51,7 +51,7 @@ pub struct AdviseSettings {
 pub struct AdviseError {
     pub cluster: String,
     #[source]
-    pub source: SimError,
+    pub source: Box<SimError>,
 }
 
 /// What a simulation of one cluster showed.
@@ -366,7 +366,7 @@ fn simulate(
             use_by_workflow: BTreeMap::new(),
         });
     }
-    let failed = |source| AdviseError { cluster: site.name.clone(), source };
+    let failed = |source| AdviseError { cluster: site.name.clone(), source: Box::new(source) };
     let mut config = SimConfig { seed, until: Some(Time(until.as_millis())), ..SimConfig::default() };
     if site.live {
         config.am = None;

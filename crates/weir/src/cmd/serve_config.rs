@@ -547,8 +547,7 @@ fn advisor(
         |path: &str, message: String| problems.push(Problem { path: format!("advise.{path}"), message });
     let span =
         |text: &str| text.parse::<weir_model::Duration>().map(|d| Duration::from_millis(d.as_millis()));
-    let mut out = weir_server::AdvisorSettings::default();
-    out.schedule = match (&a.every, &a.at) {
+    let schedule = match (&a.every, &a.at) {
         (Some(_), Some(_)) => {
             problem("at", "give `every` or `at`, not both".into());
             None
@@ -585,6 +584,7 @@ fn advisor(
             }
         }
     };
+    let mut out = weir_server::AdvisorSettings { schedule, ..weir_server::AdvisorSettings::default() };
     if let Some(w) = &a.window {
         match span(w) {
             Ok(d) if !d.is_zero() => out.window = d,
