@@ -207,6 +207,95 @@ pub fn advise(
     Ok(Advice { window: settings.window.human(), seed: settings.seed, before, moves, together, after: state })
 }
 
+/// Every site simulated over the window as it runs now (with each workflow's use).
+pub fn states(sites: &[Site], settings: &AdviseSettings) -> Result<Vec<ClusterState>, AdviseError> {
+    sites
+        .iter()
+        .map(|s| simulate(s, settings.window, settings.seed, settings.prices.get(&s.name).copied()))
+        .collect()
+}
+
+/// A workflow's best-fitting cluster by shape: reference 001's resource DB from history.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Fit {
+    pub workflow: String,
+    /// Where it runs now, and the cluster and leaf that fit it best (`to == from`: it stays).
+    pub from: String,
+    pub to: String,
+    pub queue: String,
+    /// GiB per core of its recorded task use, and of the best cluster's capacity.
+    pub gib_per_core: f64,
+    pub target_gib_per_core: f64,
+}
+
+/// For every workflow with recorded use in `before`: the cluster whose memory per core is
+/// closest (by ratio) to the workflow's own use, among those with a leaf of its path or tier
+/// and a node each of its tasks fits on. Ties keep it where it is, then take the first by name.
+pub fn best_fits(sites: &[Site], before: &[ClusterState]) -> Vec<Fit> {
+    let shape = |s: &Site| {
+        let t = s.config.total_resources();
+        (t.cpu > 0).then(|| (t.memory as f64 / 1024.0) / (t.cpu as f64 / 1000.0))
+    };
+    let mut out = Vec::new();
+    for (a, site) in sites.iter().enumerate() {
+        for wf in &site.workflows {
+            let Some(&(core_h, gib_h)) = before.get(a).and_then(|b| b.use_by_workflow.get(&wf.name)) else {
+                continue;
+            };
+            if core_h <= 0.0 || gib_h <= 0.0 {
+                continue;
+            }
+            let own = gib_h / core_h;
+            let mut best: Option<(f64, usize, String)> = None;
+            let mut order: Vec<usize> = (0..sites.len()).collect();
+            order.sort_by_key(|&b| (b != a, sites[b].name.clone()));
+            for b in order {
+                let Some(ratio) = shape(&sites[b]).filter(|r| *r > 0.0) else { continue };
+                let queue = if b == a {
+                    wf.queue.to_string()
+                } else {
+                    match move_workflow(sites, a, b, &wf.name) {
+                        Some((_, q)) => q,
+                        None => continue,
+                    }
+                };
+                let score = (own / ratio).ln().abs();
+                if best.as_ref().is_none_or(|(s, _, _)| score < *s - 1e-9) {
+                    best = Some((score, b, queue));
+                }
+            }
+            if let Some((_, b, queue)) = best {
+                out.push(Fit {
+                    workflow: wf.name.clone(),
+                    from: site.name.clone(),
+                    to: sites[b].name.clone(),
+                    queue,
+                    gib_per_core: own,
+                    target_gib_per_core: shape(&sites[b]).unwrap_or(0.0),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The sites with each fit's workflow moved to its cluster (those that stay, or cannot move,
+/// are left where they are).
+pub fn with_fits(sites: &[Site], fits: &[Fit]) -> Vec<Site> {
+    let mut current = sites.to_vec();
+    for f in fits.iter().filter(|f| f.from != f.to) {
+        let (Some(a), Some(b)) =
+            (current.iter().position(|s| s.name == f.from), current.iter().position(|s| s.name == f.to))
+        else {
+            continue;
+        };
+        if let Some((moved, _)) = move_workflow(&current, a, b, &f.workflow) {
+            current = moved;
+        }
+    }
+    current
+}
+
 /// The first advised move's simulated states, for every cluster (those it did not touch are
 /// as before).
 fn after_all(m: &Move, before: &[ClusterState]) -> Vec<ClusterState> {

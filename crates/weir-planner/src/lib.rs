@@ -41,7 +41,9 @@ pub mod summed;
 pub mod usage;
 pub mod validation;
 
-pub use advise::{advise, Advice, AdviseError, AdviseSettings, ClusterState, Move, Site};
+pub use advise::{
+    advise, best_fits, with_fits, Advice, AdviseError, AdviseSettings, ClusterState, Fit, Move, Site,
+};
 pub use error::PlanError;
 pub use export::{export, ExportOptions, Exported, Format, Version};
 pub use html::{report_html, Comparison};

@@ -161,19 +161,25 @@ fn load(args: &AdviseArgs) -> Result<Vec<Site>> {
 /// workload the simulator replays. A cluster without recorded runs still counts (it can take
 /// work); a workflow that ran on several clusters is in each one's workload.
 fn load_server(args: &AdviseArgs, server: &str) -> Result<Vec<Site>> {
-    use crate::cmd::client::Connection;
-    let conn = Connection {
+    let conn = crate::cmd::client::Connection {
         server: Some(server.to_string()),
         data_dir: args.data_dir.clone(),
         ca_cert: args.ca_cert.clone(),
     };
+    server_sites(&conn, args.until)
+}
+
+/// Every cluster of the server `conn` names, each with the runs it recorded over the last
+/// `window` as its workflows (`weir advise --server`, `weir plan --server --routes-from-history`).
+pub fn server_sites(conn: &crate::cmd::client::Connection, window: Duration) -> Result<Vec<Site>> {
+    let server = conn.server.clone().unwrap_or_default();
     let client = conn.client()?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let until = weir_server::now_ms();
-    let since = until - args.until.as_millis().min(i64::MAX as u64 / 2) as i64;
+    let since = until - window.as_millis().min(i64::MAX as u64 / 2) as i64;
     rt.block_on(async {
         let get = |path: String| {
             let client = &client;
