@@ -521,6 +521,47 @@ mod tests {
         assert!(!ok && why.starts_with("does not even the clusters out"), "{why}");
     }
 
+    fn site(name: &str, cluster: &str, workload: &str) -> Site {
+        let config = ClusterConfig::from_yaml(name, cluster).expect("cluster");
+        let workflows = Workload::from_yaml(name, workload, &config).expect("workload").workflows;
+        Site { name: name.into(), config, workflows, live: false }
+    }
+
+    #[test]
+    fn each_workflow_fits_the_cluster_whose_memory_per_core_is_closest_to_its_use() {
+        let sites = [
+            site(
+                "cpu",
+                include_str!("../../../examples/advise/cpu-rich.yaml"),
+                include_str!("../../../examples/advise/cpu-rich-workload.yaml"),
+            ),
+            site(
+                "mem",
+                include_str!("../../../examples/advise/mem-rich.yaml"),
+                include_str!("../../../examples/advise/mem-rich-workload.yaml"),
+            ),
+        ];
+        let settings =
+            AdviseSettings { window: Duration(86_400_000), seed: 1, candidates: 0, prices: BTreeMap::new() };
+        let before = states(&sites, &settings).expect("simulate");
+        let fits = best_fits(&sites, &before);
+        let of = |wf: &str| fits.iter().find(|f| f.workflow == wf).cloned().expect("a fit");
+        // 15 GiB per core on a 2-GiB-per-core cluster: the 32-GiB-per-core one fits it.
+        let etl = of("sessions-etl");
+        assert_eq!(
+            (etl.from.as_str(), etl.to.as_str(), etl.queue.as_str()),
+            ("cpu", "mem", "root.analytics.tier1")
+        );
+        assert!((etl.gib_per_core - 15.0).abs() < 1e-9, "{etl:?}");
+        // Moving it evens the clusters out.
+        let after = states(&with_fits(&sites, &[etl]), &settings).expect("simulate");
+        let sum = |v: &[ClusterState]| v.iter().map(|s| s.imbalance.abs()).sum::<f64>();
+        assert!(sum(&after) < sum(&before), "{before:?}\n{after:?}");
+        // A fit to where it already runs moves nothing.
+        let stays: Vec<Fit> = fits.iter().filter(|f| f.from == f.to).cloned().collect();
+        assert_eq!(with_fits(&sites, &stays)[0].workflows.len(), sites[0].workflows.len());
+    }
+
     #[test]
     fn advice_reads_back_from_its_json() {
         let mut idle = state("b", 0.0, 0.0, 0, 0);

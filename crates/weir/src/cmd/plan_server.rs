@@ -221,7 +221,8 @@ pub fn routes_from_history(
     let json_path = out.join("routes-from-history.json");
     std::fs::write(&json_path, serde_json::to_string_pretty(&report)? + "\n")
         .with_context(|| format!("cannot write {}", json_path.display()))?;
-    let mut said = format!("routes from the recorded history (each workflow to the cluster whose memory per core fits its use):\n");
+    let mut said =
+        String::from("routes from the recorded history (each workflow to the cluster whose memory per core fits its use):\n");
     for f in &fits {
         let what = if f.to == f.from {
             "stays".to_string()
