@@ -203,7 +203,7 @@ pub fn server_sites(conn: &crate::cmd::client::Connection, window: Duration) -> 
             // workload file must have a workflow, so an empty replay is not parsed as one.)
             let listed: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap_or_default();
             let workflows = if listed["workflows"].as_array().is_none_or(Vec::is_empty) {
-                eprintln!("weir advise: cluster {name} recorded no run in the window");
+                eprintln!("weir: cluster {name} recorded no run in the window");
                 Vec::new()
             } else {
                 Workload::from_yaml(&format!("the runs cluster `{name}` recorded"), &yaml, &config)?.workflows
