@@ -988,6 +988,63 @@ pub struct Proposal {
     pub diff: Option<PlanDiff>,
 }
 
+/// `GET /v1/advice`: the newest advice of the balancing advisor (docs/advise.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AdviceReport {
+    pub id: i64,
+    pub created_ms: i64,
+    /// The span of recorded runs it was made from, ending at `created_ms`.
+    pub window_ms: i64,
+    /// `schedule`, or the token id of whoever asked for it.
+    pub trigger: String,
+    /// The advised moves, the best first, with what makes each one.
+    pub moves: Vec<AdvisedMove>,
+    /// The advisor's figures as `weir advise --json` writes them: every cluster before and
+    /// after, every move tried with its simulated before/after.
+    #[schema(value_type = Object)]
+    pub advice: serde_json::Value,
+}
+
+/// One advised move.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AdvisedMove {
+    pub workflow: String,
+    pub from: String,
+    pub to: String,
+    /// The leaf it would run in on `to`.
+    pub queue: String,
+    /// Why it is advised: the simulated imbalance and tier-1 SLO success before and after.
+    pub why: String,
+    /// The route key a move sets (`workflow:NAME`).
+    pub route_key: String,
+    /// Where the workflow's route points now (`CLUSTER/QUEUE`), if a route set through the API
+    /// names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routed_now: Option<String>,
+    /// The server file routes it (a policy route of its workflow or project key, which wins
+    /// over routes set through the API): the move is an edit of that file, not a route change.
+    pub in_server_file: bool,
+    /// Its route already sends it to `to`/`queue`: nothing left to do.
+    pub done: bool,
+    /// Kept when the advised moves were tried together (the advice's end state has it).
+    pub together: bool,
+    /// The newest dry-run of the workflow on `to`, when one was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<DryRunBeside>,
+}
+
+/// A dry-run's verdict shown beside a move.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DryRunBeside {
+    pub run_id: i64,
+    pub logical_date: String,
+    /// `identical`, `equivalent` or `different`.
+    pub verdict: String,
+    pub at_ms: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
+}
+
 /// The OpenAPI 3.1 document of the API, as JSON text (pretty-printed, stable order).
 pub fn openapi_json() -> String {
     ApiDoc::openapi().to_pretty_json().unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))

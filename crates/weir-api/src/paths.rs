@@ -45,6 +45,9 @@ state, read their logs, see the live queues. Every request but /healthz and /rea
         get_cluster_config,
         post_plan,
         replay,
+        get_advice,
+        advise_now,
+        move_by_advice,
         list_proposals,
         apply_proposal,
         dismiss_proposal,
@@ -286,6 +289,28 @@ fn post_plan() {}
         ("window" = Option<String>, Query)),
     responses((status = 200, content_type = "application/yaml", body = String), (status = 403, body = ErrorBody)))]
 fn replay() {}
+
+/// The newest advice of the balancing advisor (the server file's `advise:` job, or `POST
+/// /v1/advice`): the advised moves, each with its route key, whether the server file routes
+/// the workflow (then the move is a file edit) and the newest dry-run on the target. 404
+/// before any advice was made. Needs a viewer grant on `*`.
+#[utoipa::path(get, path = "/v1/advice",
+    responses((status = 200, body = AdviceReport), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+fn get_advice() {}
+
+/// Advise now (global admin): replay every cluster's recorded runs over the advisor's window,
+/// store the advice and return it. 422 when the server has fewer than two clusters.
+#[utoipa::path(post, path = "/v1/advice",
+    responses((status = 200, body = AdviceReport), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+fn advise_now() {}
+
+/// Make an advised move of the newest advice (global admin): set the workflow's route to the
+/// target cluster and queue, as `PUT /v1/routes/{key}` does, audited. 409 when the server file
+/// routes the workflow (edit that file instead); 404 when the newest advice has no such move.
+#[utoipa::path(post, path = "/v1/advice/moves/{workflow}", params(("workflow" = String, Path), ("to" = Option<String>, Query)),
+    responses((status = 200, body = Route), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody)))]
+fn move_by_advice() {}
 
 /// Plans the scheduled planner (`weir serve --auto-plan`) made, with their validation figures
 /// and what each would change now. Needs a viewer grant on `*`.

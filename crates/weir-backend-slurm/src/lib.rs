@@ -205,9 +205,18 @@ impl SlurmBackend {
         let body = job_body(&self.inner.config, &self.inner.rest.version, launch);
         let answer = match self.inner.rest.submit(&body).await {
             Ok(a) => a,
-            // A 200 whose `errors` is not empty is a failure: whatever job came back is cancelled.
+            // A 200 whose `errors` is not empty is a failure: whatever job came back is
+            // cancelled — unless the cancel fails: then that job stays this attempt's (as for
+            // a node that takes no work, below), so that it can never run beside a retry.
             Err(RestError::RefusedWithJob(m, job)) => {
-                let _ = self.inner.rest.cancel(job, None).await;
+                if let Err(e) = self.inner.rest.cancel(job, None).await {
+                    eprintln!(
+                        "weir slurm backend: {}: Slurm answered with errors ({m}) but kept job {job}, which cannot be cancelled ({}): watching it as the attempt",
+                        launch.attempt,
+                        e.message()
+                    );
+                    return Ok(self.keep_as_attempt(launch, job));
+                }
                 return Err(self.error(&launch.attempt, RestError::RefusedWithJob(m, job)));
             }
             // The pinned node takes no work now: slurmctld kept the job pending on it
@@ -222,10 +231,7 @@ impl SlurmBackend {
                             launch.attempt,
                             e.message()
                         );
-                        self.watch(&launch.attempt, job, None);
-                        let mut rec = self.record(&launch.attempt, job);
-                        rec.dir = launch.stdout.parent().map(|p| p.to_path_buf()).unwrap_or_default();
-                        return Ok(rec);
+                        return Ok(self.keep_as_attempt(launch, job));
                     }
                 }
                 let message = RestError::NodeNotAvailable(m, job).message();
@@ -381,6 +387,15 @@ impl SlurmBackend {
         };
         let comment = self.comment(attempt);
         Ok(jobs_of(&listing).into_iter().filter(|j| j.comment == comment).max_by_key(|j| j.id))
+    }
+
+    /// A Slurm job that a refused start left behind and that could not be cancelled, taken as
+    /// the attempt: it is watched, and its record returned, so that a kill or a retry knows it.
+    fn keep_as_attempt(&self, launch: &TaskLaunch, job: u64) -> Launched {
+        self.watch(&launch.attempt, job, None);
+        let mut rec = self.record(&launch.attempt, job);
+        rec.dir = launch.stdout.parent().map(|p| p.to_path_buf()).unwrap_or_default();
+        rec
     }
 
     fn record(&self, attempt: &AttemptId, job: u64) -> Launched {

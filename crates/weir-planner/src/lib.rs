@@ -20,8 +20,12 @@
 //!   planned settings after `--validate`);
 //! - [`slo_report`]: SLO success per tier and workflow over run records, with `weir
 //!   simulate`'s definitions; [`comparison_rows`] and [`tier1_regression`] judge a plan by
-//!   the replays of `--validate` (run by the caller).
+//!   the replays of `--validate` (run by the caller);
+//! - [`advise()`] → [`Advice`]: which workflows to move between clusters to even out their CPU
+//!   and memory use, each move checked in the simulator (`weir advise` and the server's
+//!   scheduled advisor share it).
 
+pub mod advise;
 pub mod error;
 pub mod export;
 pub mod html;
@@ -37,6 +41,9 @@ pub mod summed;
 pub mod usage;
 pub mod validation;
 
+pub use advise::{
+    advise, best_fits, with_fits, Advice, AdviseError, AdviseSettings, ClusterState, Fit, Move, Site,
+};
 pub use error::PlanError;
 pub use export::{export, ExportOptions, Exported, Format, Version};
 pub use html::{report_html, Comparison};

@@ -63,6 +63,8 @@ pub struct ServerConfig {
     /// The server file's routes with a policy, and its drained clusters (docs/serve.md,
     /// Load-aware routing).
     pub routing: crate::routing::RoutingSettings,
+    /// The balancing advisor: its schedule (none: only when asked), window and prices.
+    pub advisor: crate::advice::AdvisorSettings,
 }
 
 /// The guards of the plan → apply loop.
@@ -196,6 +198,7 @@ impl ServerConfig {
             tasks: TaskSettings::default(),
             outputs: crate::outputs::OutputSettings::default(),
             routing: crate::routing::RoutingSettings::default(),
+            advisor: crate::advice::AdvisorSettings::default(),
         }
     }
 }

@@ -25,6 +25,7 @@
 //! async runtime, or start an attempt whose intent is not committed first.
 
 mod acl;
+mod advice;
 mod api;
 mod auth;
 mod autoplan;
@@ -67,6 +68,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use weir_store::JobStore;
 
+pub use advice::{AdvisorSettings, Schedule as AdviceSchedule};
 pub use auth::{admin_token_path, hash_token, new_token};
 pub use autoplan::AutoPlan;
 pub use clusters::{default_cluster_yaml, ClusterSource};
@@ -185,6 +187,15 @@ impl Server {
         if let Some(cfg) = config.auto_plan {
             tasks.push(tokio::spawn(autoplan::run(store.clone(), registry.clone(), cfg, stop_rx.clone())));
         }
+        let advisor = Arc::new(config.advisor.clone());
+        if advisor.schedule.is_some() {
+            tasks.push(tokio::spawn(advice::run(
+                store.clone(),
+                registry.clone(),
+                advisor.clone(),
+                stop_rx.clone(),
+            )));
+        }
         let refusing = config
             .backends
             .iter()
@@ -222,6 +233,7 @@ impl Server {
             state.backends = backends.clone();
             state.planning = config.planning;
             state.router = Arc::new(routing::Router::new(config.routing.clone()));
+            state.advisor = advisor.clone();
             state.output_bucket = config.outputs.served_bucket();
             state.sessions = state::Sessions {
                 secure: tls.is_some() || config.secure_cookies,
@@ -257,6 +269,7 @@ fn app(state: state::AppState, body_limit: usize) -> axum::Router {
     axum::Router::new()
         .merge(api::router())
         .merge(loop_api::router())
+        .merge(advice::router())
         .merge(dashboard::router())
         .fallback(|| async { error::ApiError::not_found("no such endpoint; see /v1/openapi.json") })
         .layer(axum::middleware::from_fn_with_state(state.clone(), dashboard::cookie_for_reads))

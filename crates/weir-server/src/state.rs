@@ -47,6 +47,8 @@ pub struct AppState {
     /// The one bucket outputs and inputs may name (an S3 object store); `None`: any (the
     /// local store keeps one folder per bucket).
     pub output_bucket: Option<String>,
+    /// The balancing advisor's settings ("Advise now" uses its window).
+    pub advisor: Arc<crate::advice::AdvisorSettings>,
 }
 
 /// The dashboard's session cookies: `Secure` when the browser reaches the server over TLS
@@ -87,6 +89,7 @@ impl AppState {
             planning: crate::config::Planning::default(),
             router: Arc::default(),
             output_bucket: None,
+            advisor: Arc::new(crate::advice::AdvisorSettings::default()),
         }
     }
 

@@ -24,11 +24,11 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::{
-    ActiveRun, Approval, AttemptDuration, AttemptRow, AttemptSpan, AuditEntry, AuditFilter, AuditRow, Change,
-    ClusterRow, ConfigChange, ConfigVersionRow, DryRunVerdictRow, Fence, JobRow, KillOutcome, Lease,
-    MigrationApproval, NewRun, PlanApplied, PreemptionRow, ProposalRow, RouteRow, RunCount, RunFilter,
-    RunRecordRow, RunRow, RunWaitRow, SessionRow, SnapshotRow, StoreError, Submitted, TaskCount, TaskRow,
-    TokenRow, UsageRow, WaitRow,
+    ActiveRun, AdviceRow, Approval, AttemptDuration, AttemptRow, AttemptSpan, AuditEntry, AuditFilter,
+    AuditRow, Change, ClusterRow, ConfigChange, ConfigVersionRow, DryRunVerdictRow, Fence, JobRow,
+    KillOutcome, Lease, MigrationApproval, NewRun, PlanApplied, PreemptionRow, ProposalRow, RouteRow,
+    RunCount, RunFilter, RunRecordRow, RunRow, RunWaitRow, SessionRow, SnapshotRow, StoreError, Submitted,
+    TaskCount, TaskRow, TokenRow, UsageRow, WaitRow,
 };
 
 /// A boxed future, so that [`JobStore`] stays object-safe.
@@ -384,6 +384,12 @@ pub trait JobStore: Send + Sync {
 
     /// When the cluster's newest proposal was made.
     fn last_proposal_ms<'a>(&'a self, cluster: &'a str) -> BoxFuture<'a, Result<Option<i64>, StoreError>>;
+
+    /// Stores the balancing advisor's advice. Returns its id.
+    fn put_advice<'a>(&'a self, advice: &'a AdviceRow) -> BoxFuture<'a, Result<i64, StoreError>>;
+
+    /// The newest advice, if any.
+    fn latest_advice(&self) -> BoxFuture<'_, Result<Option<AdviceRow>, StoreError>>;
 
     /// Records a dry-run's verdict in the migration table, or replaces the verdict of the
     /// same run (recorded again after a crash); an approval already given is kept. One
@@ -758,6 +764,14 @@ impl JobStore for crate::Store {
 
     fn last_proposal_ms<'a>(&'a self, cluster: &'a str) -> BoxFuture<'a, Result<Option<i64>, StoreError>> {
         Box::pin(crate::Store::last_proposal_ms(self, cluster))
+    }
+
+    fn put_advice<'a>(&'a self, advice: &'a AdviceRow) -> BoxFuture<'a, Result<i64, StoreError>> {
+        Box::pin(crate::Store::put_advice(self, advice))
+    }
+
+    fn latest_advice(&self) -> BoxFuture<'_, Result<Option<AdviceRow>, StoreError>> {
+        Box::pin(crate::Store::latest_advice(self))
     }
 
     fn record_dry_run_verdict<'a>(

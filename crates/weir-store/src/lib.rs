@@ -22,6 +22,7 @@
 //! There is no in-memory implementation: tests run against real SQLite files and a real
 //! PostgreSQL, where the failures are real.
 
+mod advice;
 mod audit;
 mod auth;
 mod commits;
@@ -42,6 +43,7 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Executor, Row};
 
+pub use advice::AdviceRow;
 pub use audit::{AuditEntry, AuditFilter, AuditRow};
 pub use auth::{ClusterRow, RouteRow, SnapshotRow, TokenRow};
 pub use commits::JobCommitRow;

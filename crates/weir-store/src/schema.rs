@@ -23,10 +23,11 @@ const MIGRATIONS: &[Migration] = &[
     (15, V15_SQLITE, V15_POSTGRES),
     (16, V16, V16),
     (18, V18, V18),
+    (19, V19_SQLITE, V19_POSTGRES),
 ];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 18;
+pub const SCHEMA_VERSION: i64 = 19;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -318,6 +319,19 @@ const V18: &[&str] = &[
     "ALTER TABLE job_commits_v18 RENAME TO job_commits",
 ];
 
+/// The balancing advisor's results (issue 25): each advice the server made, as JSON.
+macro_rules! v19 {
+    ($id:literal) => {
+        &[concat!(
+            "CREATE TABLE advice (id ",
+            $id,
+            ", created_ms BIGINT NOT NULL, window_ms BIGINT NOT NULL, trigger_by TEXT NOT NULL, body TEXT NOT NULL)"
+        )]
+    };
+}
+const V19_SQLITE: &[&str] = v19!("INTEGER PRIMARY KEY AUTOINCREMENT");
+const V19_POSTGRES: &[&str] = v19!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
+
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
     migrate_to(store, SCHEMA_VERSION).await
 }
@@ -342,7 +356,19 @@ pub(crate) async fn migrate_to(store: &Store, target: i64) -> Result<(), StoreEr
     if current > SCHEMA_VERSION {
         return Err(StoreError::SchemaTooNew { found: current, known: SCHEMA_VERSION });
     }
-    for &(version, sqlite, postgres) in MIGRATIONS.iter().filter(|m| m.0 > current && m.0 <= target) {
+    // Every listed migration not recorded yet, not only those above the newest recorded: a
+    // store that went through a build with migration N+1 but not N (two lines of work that
+    // each added one, merged apart) still gets N.
+    let applied: std::collections::BTreeSet<i64> = sqlx::query("SELECT version FROM weir_schema")
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(StoreError::db)?
+        .iter()
+        .map(|r| r.try_get::<i64, _>("version"))
+        .collect::<Result<_, _>>()
+        .map_err(|e| StoreError::decode("weir_schema.version", e))?;
+    for &(version, sqlite, postgres) in MIGRATIONS.iter().filter(|m| !applied.contains(&m.0) && m.0 <= target)
+    {
         let statements = match store.dialect {
             Dialect::Sqlite => sqlite,
             Dialect::Postgres => postgres,
@@ -441,6 +467,42 @@ mod tests {
             store.workflows_named("nightly").await.expect("workflows"),
             vec![("ads".to_string(), "{\"project\": \"ads\"}".to_string())]
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A store that went through a build with the newest migration but not the one before it
+    /// (two lines of work, each adding one, merged apart) still gets the one it missed.
+    #[tokio::test]
+    async fn a_migration_skipped_by_an_out_of_order_build_is_applied_later() {
+        let dir = std::env::temp_dir().join(format!("weir-schema-gap-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let url = format!("sqlite://{}/weir.db?mode=rwc", dir.display());
+        sqlx::any::install_default_drivers();
+        let pool = crate::sqlite_pool(&url, 1).await.expect("pool");
+        let store = Store { dialect: Dialect::Sqlite, read: pool.clone(), write: pool };
+        let [.., missed, newest] = MIGRATIONS else { panic!("two migrations at least") };
+        assert_eq!(missed.0, 18, "this test checks migration 18's table below");
+        migrate_to(&store, missed.0 - 1).await.expect("before the missed one");
+        for statement in newest.1 {
+            sqlx::query(*statement).execute(&store.write).await.expect("the newest migration");
+        }
+        sqlx::query("INSERT INTO weir_schema (version) VALUES ($1)")
+            .bind(newest.0)
+            .execute(&store.write)
+            .await
+            .expect("recorded");
+        assert!(sqlx::query("SELECT output_idx FROM job_commits").execute(&store.read).await.is_err());
+        migrate(&store).await.expect("upgrade");
+        let versions: Vec<i64> = sqlx::query("SELECT version FROM weir_schema ORDER BY version")
+            .fetch_all(&store.read)
+            .await
+            .expect("versions")
+            .iter()
+            .map(|r| r.try_get("version").expect("version"))
+            .collect();
+        assert_eq!(versions, MIGRATIONS.iter().map(|m| m.0).collect::<Vec<_>>());
+        sqlx::query("SELECT output_idx FROM job_commits").execute(&store.read).await.expect("18 applied");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

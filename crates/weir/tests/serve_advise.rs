@@ -94,7 +94,7 @@ clusters:
     let log = std::fs::File::create(dir.join("serve.log")).expect("log");
     let _serve = Serve(
         Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["serve", "--config", "server.yaml", "--single-tenant"])
+            .args(["serve", "--config", "server.yaml", "--single-tenant", "--usage-resolution", "1s"])
             .current_dir(&dir)
             .stdout(Stdio::null())
             .stderr(log)
@@ -166,6 +166,64 @@ clusters:
     assert!(advised.contains(&"feature-compute mem→cpu".to_string()), "{advised:?}\n{said}");
     let command = "weir routes set workflow:sessions-etl --cluster mem --queue root.analytics.tier1";
     assert!(said.contains(command), "{said}");
+
+    // Routes from history (`weir plan --server --routes-from-history`): planning the memory
+    // cluster adds a route for the memory-heavy workflow that ran on the compute cluster, with
+    // the replayed effect; `weir apply` applies it with the plan.
+    let out = client(
+        &dir,
+        port,
+        &[
+            "plan",
+            "--server",
+            &url,
+            "--server-cluster",
+            "mem",
+            "--window",
+            "10m",
+            "--routes-from-history",
+            "--out",
+            "plan-mem",
+        ],
+    );
+    let said = ok(&out);
+    let told = common::text(&out.stderr);
+    assert!(
+        told.contains("sessions-etl: ") && told.contains("route added: cpu → mem (root.analytics.tier1)"),
+        "{said}\n{told}"
+    );
+    assert!(
+        told.contains("feature-compute: 1.0 GiB per core, on cpu (2.0 GiB per core): fits cpu better"),
+        "{told}"
+    );
+    let routes = std::fs::read_to_string(dir.join("plan-mem/routes.yaml")).expect("routes.yaml");
+    assert!(
+        routes.contains("key: workflow:sessions-etl") && routes.contains("Added from the recorded history"),
+        "{routes}"
+    );
+    let history: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("plan-mem/routes-from-history.json"))
+            .expect("routes-from-history.json"),
+    )
+    .expect("json");
+    let added: Vec<&str> =
+        history["added"].as_array().expect("added").iter().filter_map(|f| f["workflow"].as_str()).collect();
+    assert_eq!(added, ["sessions-etl"], "{history:#}");
+    let sum = |k: &str| {
+        history[k].as_array().expect(k).iter().map(|s| s["imbalance"].as_f64().unwrap().abs()).sum::<f64>()
+    };
+    assert!(sum("after") < sum("before"), "the replay with the route is better balanced: {history:#}");
+    let applied = client(&dir, port, &["apply", "plan-mem", "--yes", "--force", "--unvalidated"]);
+    let applied_said = ok(&applied);
+    assert!(applied_said.contains("workflow:sessions-etl"), "{applied_said}");
+    let routed = ok(&client(&dir, port, &["routes", "list"]));
+    assert!(routed.lines().any(|l| l.contains("workflow:sessions-etl") && l.contains("mem")), "{routed}");
+    // Back to the compute cluster, so that the printed command below is what moves it.
+    ok(&client(
+        &dir,
+        port,
+        &["routes", "set", "workflow:sessions-etl", "--cluster", "cpu", "--queue", "root.analytics.tier1"],
+    ));
 
     // Make the move as printed; the workflow's next run goes to the memory cluster.
     let args: Vec<&str> = command.split(' ').skip(1).collect();

@@ -20,6 +20,7 @@
 //! the engine actors publish) and never touches an engine or a backend.
 
 mod admin;
+mod advice;
 mod dag;
 mod grid;
 mod migrations;
@@ -73,6 +74,9 @@ pub fn router() -> Router<AppState> {
         .route("/clusters/{name}/history", get(admin::history).post(admin::rollback))
         .route("/audit", get(admin::audit))
         .route("/migrations", get(migrations::migrations).post(migrations::approve))
+        .route("/advice", get(advice::advice))
+        .route("/advice/move", post(advice::make))
+        .route("/advice/now", post(advice::now))
         .route("/static/weir.css", get(|| async { asset("text/css; charset=utf-8", CSS) }))
         .route("/static/weir.js", get(|| async { asset("text/javascript; charset=utf-8", JS) }))
 }
@@ -151,11 +155,12 @@ impl Nav {
             ("/routes", "Routes"),
             ("/clusters", "Clusters"),
             ("/migrations", "Migrations"),
+            ("/advice", "Advice"),
             ("/audit", "Audit"),
         ]
         .into_iter()
         .filter(|(href, _)| *href != "/audit" || v.is_admin())
-        .filter(|(href, _)| *href != "/nodes" || v.reads_all())
+        .filter(|(href, _)| !matches!(*href, "/nodes" | "/advice") || v.reads_all())
         .map(|(href, label)| Tab { href, label, active: href == active })
         .collect();
         let role = if v.is_admin() {

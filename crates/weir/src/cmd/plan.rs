@@ -66,6 +66,13 @@ pub struct PlanArgs {
     /// workload.yaml, routes.yaml, source.json); `weir apply DIR` applies the plan.
     #[arg(long, value_name = "URL")]
     server: Option<String>,
+    /// With --server: also route workflows here from the recorded history (reference 001's
+    /// resource DB): every cluster's recorded runs are replayed, each workflow's memory per core
+    /// is compared with each cluster's, and a workflow that ran elsewhere and fits this cluster
+    /// best gets a route here in routes.yaml (`weir apply` shows and applies it), with the
+    /// replayed effect in routes-from-history.json.
+    #[arg(long, requires = "server")]
+    routes_from_history: bool,
     /// With --server: the cluster to plan (default: the only one, or `default`).
     #[arg(long, value_name = "NAME", requires = "server")]
     server_cluster: Option<String>,
@@ -136,6 +143,11 @@ fn inputs(args: &PlanArgs, window_ms: u64) -> Result<Inputs> {
             plan_server::fetch(&conn, args.server_cluster.as_deref(), window_ms, args.validate, &args.out)?;
         if args.validate && f.workload.is_none() {
             bail!("--validate: the server recorded no runs of cluster `{}` in the window", f.source.cluster);
+        }
+        if args.routes_from_history {
+            let said =
+                plan_server::routes_from_history(&conn, &f.source.cluster, window_ms, args.seed, &args.out)?;
+            eprint!("{said}");
         }
         return Ok(Inputs {
             title: format!("cluster `{}` of {}", f.source.cluster, f.source.server),

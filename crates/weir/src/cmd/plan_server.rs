@@ -163,3 +163,98 @@ pub fn fetch(
         Ok(Fetched { source, cluster: config, history, history_name, workload, waits })
     })
 }
+
+/// `routes-from-history.json`: why routes were added to `routes.yaml`.
+#[derive(Debug, Serialize)]
+struct HistoryRoutes<'a> {
+    cluster: &'a str,
+    /// Every workflow's best-fitting cluster by shape.
+    fits: &'a [weir_planner::Fit],
+    /// The routes added: workflows that ran elsewhere and fit this cluster best.
+    added: Vec<&'a weir_planner::Fit>,
+    /// Every cluster replayed as it runs now, and with those workflows moved here.
+    before: &'a [weir_planner::ClusterState],
+    after: &'a [weir_planner::ClusterState],
+}
+
+/// `--routes-from-history` (reference 001's resource DB): replays every cluster's recorded runs,
+/// finds each workflow's best-fitting cluster by shape, and adds to `out/routes.yaml` a route
+/// for each workflow that ran elsewhere and fits `cluster` best, replaying every cluster with
+/// those moves to show the effect. Returns what to tell the user.
+pub fn routes_from_history(
+    conn: &Connection,
+    cluster: &str,
+    window_ms: u64,
+    seed: u64,
+    out: &Path,
+) -> Result<String> {
+    let window = weir_model::Duration(window_ms);
+    let sites = super::advise::server_sites(conn, window)?;
+    let settings = weir_planner::AdviseSettings { window, seed, candidates: 0, prices: Default::default() };
+    let before = weir_planner::advise::states(&sites, &settings)?;
+    let fits = weir_planner::best_fits(&sites, &before);
+    let added: Vec<&weir_planner::Fit> =
+        fits.iter().filter(|f| f.to == cluster && f.from != cluster).collect();
+    let moved: Vec<weir_planner::Fit> = added.iter().map(|f| (*f).clone()).collect();
+    let after = weir_planner::advise::states(&weir_planner::with_fits(&sites, &moved), &settings)?;
+    let path = out.join("routes.yaml");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut file: RoutesFile = weir_model::parse_yaml(&path.display().to_string(), &text)?;
+    for f in &added {
+        let key = format!("workflow:{}", f.workflow);
+        file.routes.retain(|r| r.key != key);
+        file.routes.push(RouteEntry { key, queue: f.queue.clone() });
+    }
+    let header = format!(
+        "# The routes to cluster `{cluster}` once this plan is applied: exactly these (routes to it\n\
+         # not listed are removed). Edit to move workflows; `weir apply` checks every queue.\n\
+         # Added from the recorded history (routes-from-history.json): {}\n",
+        if added.is_empty() {
+            "none".to_string()
+        } else {
+            added.iter().map(|f| f.workflow.as_str()).collect::<Vec<_>>().join(", ")
+        }
+    );
+    std::fs::write(&path, header + &serde_saphyr::to_string(&file).context("cannot write routes.yaml")?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    let report = HistoryRoutes { cluster, fits: &fits, added, before: &before, after: &after };
+    let json_path = out.join("routes-from-history.json");
+    std::fs::write(&json_path, serde_json::to_string_pretty(&report)? + "\n")
+        .with_context(|| format!("cannot write {}", json_path.display()))?;
+    let mut said =
+        String::from("routes from the recorded history (each workflow to the cluster whose memory per core fits its use):\n");
+    for f in &fits {
+        let what = if f.to == f.from {
+            "stays".to_string()
+        } else if f.to == cluster {
+            format!("route added: {} → {cluster} ({})", f.from, f.queue)
+        } else {
+            format!("fits {} better (plan that cluster to route it there)", f.to)
+        };
+        said.push_str(&format!(
+            "  {}: {:.1} GiB per core, on {} ({:.1} GiB per core): {what}\n",
+            f.workflow, f.gib_per_core, f.to, f.target_gib_per_core
+        ));
+    }
+    if !report.added.is_empty() {
+        let imbalance =
+            |v: &[weir_planner::ClusterState]| v.iter().map(|s| s.imbalance.abs()).sum::<f64>() * 100.0;
+        let tier1 = |v: &[weir_planner::ClusterState]| {
+            let (r, m) = v.iter().fold((0, 0), |(r, m), s| (r + s.tier1_runs, m + s.tier1_met));
+            if r == 0 {
+                "-".to_string()
+            } else {
+                format!("{m}/{r}")
+            }
+        };
+        said.push_str(&format!(
+            "  replayed with the added routes: summed cpu−memory imbalance {:.1} → {:.1} points, tier-1 SLO met {} → {}\n",
+            imbalance(&before),
+            imbalance(&after),
+            tier1(&before),
+            tier1(&after)
+        ));
+    }
+    said.push_str(&format!("  wrote {}\n", json_path.display()));
+    Ok(said)
+}

@@ -249,6 +249,7 @@ fn config(common: &Common, listen: Option<SocketAddr>, demo: bool) -> Result<(Se
             c.clusters = f.clusters;
             c.backends = f.backends;
             c.routing = f.routing;
+            c.advisor = f.advisor;
             if let Some(o) = f.outputs {
                 c.outputs = o;
             }

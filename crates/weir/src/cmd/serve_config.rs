@@ -34,6 +34,24 @@ struct ServerFile {
     /// Routes with several candidates and a policy (docs/serve.md, Load-aware routing).
     #[serde(default)]
     routes: Vec<RouteEntry>,
+    /// The balancing advisor's schedule (docs/advise.md).
+    advise: Option<AdviseEntry>,
+}
+
+/// `advise:` — when the server's balancing advisor runs, over how much history.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AdviseEntry {
+    /// A span between two advices (`1d`, `6h`); or
+    every: Option<String>,
+    /// a time of day, UTC (`03:00`).
+    at: Option<String>,
+    /// The recorded runs replayed, ending now (default 7d).
+    window: Option<String>,
+    candidates: Option<usize>,
+    /// Price of one node-hour, by cluster.
+    #[serde(default)]
+    prices: BTreeMap<String, f64>,
 }
 
 /// `routes[i]`: a route key, its policy and its candidates in order of preference.
@@ -233,6 +251,8 @@ pub struct ServeConfig {
     pub outputs: Option<weir_server::OutputSettings>,
     /// `routes:` and the clusters marked `drained`, checked.
     pub routing: weir_server::RoutingSettings,
+    /// `advise:`, checked (default: no schedule).
+    pub advisor: weir_server::AdvisorSettings,
 }
 
 /// A cluster name: letters, digits, `-` and `_` (it names a folder and appears in URLs).
@@ -489,6 +509,7 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
         routes: routes(&f.routes, &clusters, &mut problems),
         drained: f.clusters.iter().filter(|c| c.drained).map(|c| c.name.clone()).collect(),
     };
+    let advisor = f.advise.as_ref().map(|a| advisor(a, &names, &mut problems)).unwrap_or_default();
     if !problems.is_empty() {
         return Err(ModelError::Invalid { file: file.to_string(), problems });
     }
@@ -510,7 +531,81 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
         nodes_from_backend,
         outputs,
         routing,
+        advisor,
     })
+}
+
+/// `advise:` checked: exactly one of `every` (at least a minute) and `at` (`HH:MM`, UTC), a
+/// window, and prices of clusters of this file.
+fn advisor(
+    a: &AdviseEntry,
+    clusters: &BTreeSet<String>,
+    problems: &mut Vec<Problem>,
+) -> weir_server::AdvisorSettings {
+    use weir_server::AdviceSchedule;
+    let mut problem =
+        |path: &str, message: String| problems.push(Problem { path: format!("advise.{path}"), message });
+    let span =
+        |text: &str| text.parse::<weir_model::Duration>().map(|d| Duration::from_millis(d.as_millis()));
+    let schedule = match (&a.every, &a.at) {
+        (Some(_), Some(_)) => {
+            problem("at", "give `every` or `at`, not both".into());
+            None
+        }
+        (None, None) => {
+            problem(
+                "every",
+                "missing: give `every: 1d` (a span) or `at: \"03:00\"` (a time of day, UTC)".into(),
+            );
+            None
+        }
+        (Some(every), None) => match span(every) {
+            Ok(d) if d >= Duration::from_secs(60) => Some(AdviceSchedule::Every(d)),
+            Ok(_) => {
+                problem("every", format!("`{every}`: advise at most once a minute"));
+                None
+            }
+            Err(e) => {
+                problem("every", format!("`{every}`: {e} (e.g. 1d, 6h)"));
+                None
+            }
+        },
+        (None, Some(at)) => {
+            let hm = at.split_once(':').and_then(|(h, m)| {
+                let (h, m) = (h.parse::<u32>().ok()?, m.parse::<u32>().ok()?);
+                (h < 24 && m < 60 && at.len() == 5).then_some(h * 60 + m)
+            });
+            match hm {
+                Some(minute) => Some(AdviceSchedule::DailyAt { minute }),
+                None => {
+                    problem("at", format!("`{at}`: a time of day is HH:MM, UTC (e.g. \"03:00\")"));
+                    None
+                }
+            }
+        }
+    };
+    let mut out = weir_server::AdvisorSettings { schedule, ..weir_server::AdvisorSettings::default() };
+    if let Some(w) = &a.window {
+        match span(w) {
+            Ok(d) if !d.is_zero() => out.window = d,
+            Ok(_) => problem("window", "0: the advisor needs recorded runs to replay".into()),
+            Err(e) => problem("window", format!("`{w}`: {e} (e.g. 7d)")),
+        }
+    }
+    match a.candidates {
+        Some(0) => problem("candidates", "0: at least one move must be tried".into()),
+        Some(n) => out.candidates = n,
+        None => {}
+    }
+    for (name, price) in &a.prices {
+        if !clusters.contains(name) {
+            problem(&format!("prices.{name}"), format!("no cluster of this file is named `{name}`"));
+        } else if !price.is_finite() || *price < 0.0 {
+            problem(&format!("prices.{name}"), format!("{price}: a node-hour's price is a number ≥ 0"));
+        }
+    }
+    out.prices = a.prices.clone();
+    out
 }
 
 /// `routes:` checked: keys well formed and each once, candidates on clusters of this file and

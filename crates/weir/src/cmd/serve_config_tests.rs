@@ -617,3 +617,38 @@ routes:
     let p = problems(policy, &dir);
     assert!(p[0].starts_with("routes[0].policy:") && p[0].contains("random"), "{p:?}");
 }
+
+#[test]
+fn the_advisor_is_off_by_default_and_its_schedule_and_problems_are_read() {
+    let dir = scratch("advise");
+    let head = "version: 1\nclusters:\n  - {name: alpha, file: clusters/a.yaml}\n  - {name: beta, file: clusters/b.yaml}\n";
+    assert_eq!(parse("server.yaml", head, &dir).unwrap().advisor, weir_server::AdvisorSettings::default());
+    let daily =
+        format!("{head}advise: {{at: \"03:30\", window: 3d, candidates: 4, prices: {{alpha: 2.5}}}}\n");
+    let a = parse("server.yaml", &daily, &dir).unwrap().advisor;
+    assert_eq!(a.schedule, Some(weir_server::AdviceSchedule::DailyAt { minute: 210 }));
+    assert_eq!((a.window, a.candidates), (Duration::from_secs(3 * 86_400), 4));
+    assert_eq!(a.prices.get("alpha"), Some(&2.5));
+    let every = format!("{head}advise: {{every: 6h}}\n");
+    assert_eq!(
+        parse("server.yaml", &every, &dir).unwrap().advisor.schedule,
+        Some(weir_server::AdviceSchedule::Every(Duration::from_secs(6 * 3600)))
+    );
+    let bad = format!(
+        "{head}advise: {{every: 30s, at: \"25:00\", window: 0s, candidates: 0, prices: {{gamma: 1, beta: -1}}}}\n"
+    );
+    let p = problems(&bad, &dir);
+    for w in [
+        "advise.at: give `every` or `at`, not both",
+        "advise.window: 0",
+        "advise.candidates: 0",
+        "advise.prices.gamma: no cluster of this file is named `gamma`",
+        "advise.prices.beta: -1",
+    ] {
+        assert!(p.iter().any(|p| p.starts_with(w)), "missing `{w}` in {p:#?}");
+    }
+    let p = problems(&format!("{head}advise: {{every: 30s}}\n"), &dir);
+    assert_eq!(p, vec!["advise.every: `30s`: advise at most once a minute".to_string()]);
+    let p = problems(&format!("{head}advise: {{at: \"7:00\"}}\n"), &dir);
+    assert!(p[0].starts_with("advise.at: `7:00`: a time of day is HH:MM"), "{p:?}");
+}
