@@ -27,7 +27,7 @@ use crate::{
     ActiveRun, Approval, AttemptDuration, AttemptRow, AttemptSpan, AuditEntry, AuditFilter, AuditRow, Change,
     ClusterRow, ConfigChange, ConfigVersionRow, DryRunVerdictRow, Fence, JobRow, KillOutcome, Lease,
     MigrationApproval, NewRun, PlanApplied, PreemptionRow, ProposalRow, RouteRow, RunCount, RunFilter,
-    RunRecordRow, RunRow, RunWaitRow, SessionRow, SnapshotRow, StoreError, Submitted, TaskCount, TaskRow,
+    RunRecordRow, RunRow, RunWaitRow, SessionRow, SloDecisionRow, SnapshotRow, StoreError, Submitted, TaskCount, TaskRow,
     TokenRow, UsageRow, WaitRow,
 };
 
@@ -311,6 +311,10 @@ pub trait JobStore: Send + Sync {
     /// The run's waiting spells, by job, then in time order (the worker writes them with
     /// [`Change::WaitBegan`] and [`Change::WaitEnded`]; a run's end closes its open ones).
     fn waits(&self, run: i64) -> BoxFuture<'_, Result<Vec<WaitRow>, StoreError>>;
+
+    /// The SLO controller's decisions for the run, by job, in time order (the worker writes
+    /// them with [`Change::SloDecision`]).
+    fn slo_decisions(&self, run: i64) -> BoxFuture<'_, Result<Vec<SloDecisionRow>, StoreError>>;
 
     /// Stores a stage's job commit state (docs/commit.md), replacing the earlier row of the
     /// same run, job and stage. **Fenced**: refused with `LeaseLost` (nothing written) once
@@ -681,6 +685,10 @@ impl JobStore for crate::Store {
 
     fn waits(&self, run: i64) -> BoxFuture<'_, Result<Vec<WaitRow>, StoreError>> {
         Box::pin(crate::Store::waits(self, run))
+    }
+
+    fn slo_decisions(&self, run: i64) -> BoxFuture<'_, Result<Vec<SloDecisionRow>, StoreError>> {
+        Box::pin(crate::Store::slo_decisions(self, run))
     }
 
     fn put_job_commit<'a>(

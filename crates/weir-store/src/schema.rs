@@ -22,10 +22,11 @@ const MIGRATIONS: &[Migration] = &[
     (14, V14, V14),
     (15, V15_SQLITE, V15_POSTGRES),
     (16, V16, V16),
+    (17, V17_SQLITE, V17_POSTGRES),
 ];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 16;
+pub const SCHEMA_VERSION: i64 = 17;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -303,6 +304,25 @@ const V16: &[&str] = &[
     "ALTER TABLE runs ADD COLUMN route_reason TEXT",
     "ALTER TABLE runs ADD COLUMN route_detail TEXT",
 ];
+
+/// Deadline guarantees (issue 23): the SLO controller's decisions for runs of workflows with
+/// `guarantee: jockey` — every allocation it chose, with the progress and prediction behind it.
+macro_rules! v17 {
+    ($id:literal) => {
+        &[
+            concat!(
+                "CREATE TABLE slo_decisions (id ",
+                $id,
+                ", run_id BIGINT NOT NULL, job_idx BIGINT NOT NULL, at_ms BIGINT NOT NULL, elapsed_ms BIGINT NOT NULL,
+                 progress_ppm BIGINT NOT NULL, speed_ppm BIGINT NOT NULL, allocation BIGINT NOT NULL,
+                 target BIGINT NOT NULL, predicted_ms BIGINT NOT NULL, deadline_ms BIGINT NOT NULL, reason TEXT NOT NULL)"
+            ),
+            "CREATE INDEX slo_decisions_run ON slo_decisions (run_id, job_idx, at_ms)",
+        ]
+    };
+}
+const V17_SQLITE: &[&str] = v17!("INTEGER PRIMARY KEY AUTOINCREMENT");
+const V17_POSTGRES: &[&str] = v17!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
 
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
     migrate_to(store, SCHEMA_VERSION).await

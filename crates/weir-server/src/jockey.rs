@@ -1,0 +1,357 @@
+//! Deadline guarantees in `weir serve` (issue 23): a run of a workflow with `guarantee: jockey`
+//! gets weir-slo's controller while it runs (docs/slo.md).
+//!
+//! - **Profile from history.** When the engine actor first sees such a run, a background task
+//!   reads the workflow's earlier successful runs on this cluster from the store (the same
+//!   history `weir plan --server` reads: run records and successful attempts' durations, the
+//!   last [`HISTORY_DAYS`] days, submitted before this run), builds a `JobProfile` of its job and
+//!   a C(p, a) table by job-alone simulation. With fewer than [`MIN_RUNS`] earlier runs, a
+//!   workflow of more than one job, or a Spark stage, the run falls back to its tier's rules,
+//!   and a decision row says so.
+//! - **Control on the actor's clock.** Every control period (a twentieth of the deadline,
+//!   between 1 s and 1 min) the controller reads the run's progress (tasks done per stage, and
+//!   their measured durations for re-estimation) and chooses an allocation; the actor applies it
+//!   as the job's guarantee in the engine (`Engine::set_job_guarantee`: that many containers of
+//!   the job's largest task).
+//! - **Recorded.** Every change of allocation (and every tenth of progress) is a
+//!   `Change::SloDecision` in the actor's fenced batch: the run's page and `GET /api/v1/runs/ID`
+//!   show them.
+//!
+//! [`check`] is the admission check `weir submit --check-slo` asks for.
+//!
+//! The controller's state lives only in the actor: after a restart or a lease moving to another
+//! worker, the run's controller is built again from history and starts from its first
+//! decision (the decisions already recorded stay).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use weir_model::{Duration as ModelDuration, JobTemplate, Resources, Time, Workflow};
+use weir_slo::{
+    ControlConfig, Controller, JobProfile, JobState, Predictor, RemainingTable, TableConfig, TaskObservation,
+    TaskOutcome, Utility,
+};
+use weir_store::{Change, JobStore, SloDecisionRow};
+
+/// Earlier successful runs a profile needs; with fewer the run keeps its tier's rules.
+pub const MIN_RUNS: usize = 3;
+/// How far back the history is read.
+pub const HISTORY_DAYS: i64 = 30;
+/// Simulated runs per allocation in the run's C(p, a) table.
+const TABLE_RUNS: u32 = 20;
+/// The largest allocation a table knows (and the controller can guarantee).
+const MAX_ALLOCATION: u32 = 128;
+
+/// A controller ready for a run, or why it has none.
+type Built = Result<Box<Controller>, String>;
+
+/// What the book knows of one guarded run.
+enum Phase {
+    /// Its profile and table are being built (one background task per run).
+    Building,
+    /// Its tier's rules apply (the reason is recorded once).
+    Fallback,
+    Active { controller: Box<Controller>, next_step_ms: i64, last: Option<Recorded> },
+}
+
+/// The last decision written, to write only what changed.
+#[derive(Clone, Copy)]
+struct Recorded {
+    allocation: u32,
+    progress: f64,
+}
+
+struct Guarded {
+    phase: Phase,
+    /// Summed durations (ms) of the job's completed task attempts, by stage.
+    ran_ms: Vec<u64>,
+}
+
+/// The engine actor's guarded runs.
+pub(crate) struct JockeyBook {
+    runs: BTreeMap<i64, Guarded>,
+    tx: UnboundedSender<(i64, Built)>,
+    rx: UnboundedReceiver<(i64, Built)>,
+}
+
+impl Default for JockeyBook {
+    fn default() -> JockeyBook {
+        let (tx, rx) = unbounded_channel();
+        JockeyBook { runs: BTreeMap::new(), tx, rx }
+    }
+}
+
+/// What the book needs of a live run at a step.
+pub(crate) struct RunView<'a> {
+    pub id: i64,
+    pub workflow: &'a Workflow,
+    pub submitted_ms: i64,
+    /// Tasks done per stage of its job.
+    pub done: Vec<u32>,
+    pub started: bool,
+    /// The job is in the engine (a guarantee can be set).
+    pub in_engine: bool,
+}
+
+/// What the actor does with a step's outcome.
+pub(crate) struct Apply {
+    pub run: i64,
+    /// The job's new guarantee.
+    pub guarantee: Resources,
+}
+
+impl JockeyBook {
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// A completed attempt of a guarded run: its stage's measured time grows.
+    pub fn task_done(&mut self, run: i64, job: usize, stage: usize, ran_ms: Option<u64>) {
+        if let (0, Some(g), Some(ms)) = (job, self.runs.get_mut(&run), ran_ms) {
+            if let Some(r) = g.ran_ms.get_mut(stage) {
+                *r += ms;
+            }
+        }
+    }
+
+    /// One control step over the guarded runs: start building controllers for new ones,
+    /// take the ones built, drop the runs that left, and step those whose period is due.
+    /// Returns the guarantees to set and pushes the decisions to record onto `changes`.
+    pub fn step(
+        &mut self,
+        now_ms: i64,
+        cluster: &str,
+        store: &Arc<dyn JobStore>,
+        scheduler: &weir_model::SchedulerConfig,
+        live: &[RunView<'_>],
+        changes: &mut Vec<Change>,
+    ) -> Vec<Apply> {
+        while let Ok((run, built)) = self.rx.try_recv() {
+            let Some(g) = self.runs.get_mut(&run) else { continue };
+            let deadline_ms = live.iter().find(|r| r.id == run).and_then(deadline).unwrap_or(0);
+            match built {
+                Ok(controller) => g.phase = Phase::Active { controller, next_step_ms: 0, last: None },
+                Err(why) => {
+                    g.phase = Phase::Fallback;
+                    changes.push(Change::SloDecision(fallback_row(run, now_ms, deadline_ms, why)));
+                }
+            }
+        }
+        self.runs.retain(|id, _| live.iter().any(|r| r.id == *id));
+        let mut out = Vec::new();
+        for r in live {
+            let Some(deadline_ms) = deadline(r) else { continue };
+            if !self.runs.contains_key(&r.id) {
+                let stages = r.workflow.jobs.first().map_or(0, |j| j.stages.len());
+                self.runs.insert(r.id, Guarded { phase: Phase::Building, ran_ms: vec![0; stages] });
+                self.spawn_build(r, cluster, store, deadline_ms);
+                continue;
+            }
+            let Some(g) = self.runs.get_mut(&r.id) else { continue };
+            let Phase::Active { controller, next_step_ms, last } = &mut g.phase else { continue };
+            if !r.in_engine || now_ms < *next_step_ms {
+                continue;
+            }
+            *next_step_ms = now_ms + period_ms(deadline_ms);
+            let state = JobState { done: r.done.clone(), started: r.started, ran_ms: g.ran_ms.clone() };
+            let elapsed = (now_ms - r.submitted_ms).max(0) as u64;
+            let d = controller.step(elapsed, &state);
+            let changed = last.is_none_or(|l| l.allocation != d.allocation);
+            if changed {
+                out.push(Apply { run: r.id, guarantee: unit(r.workflow, scheduler).times(u64::from(d.allocation)) });
+            }
+            if changed || last.is_none_or(|l| d.progress - l.progress >= 0.1) {
+                *last = Some(Recorded { allocation: d.allocation, progress: d.progress });
+                changes.push(Change::SloDecision(SloDecisionRow {
+                    run_id: r.id,
+                    job_idx: 0,
+                    at_ms: now_ms,
+                    elapsed_ms: elapsed as i64,
+                    progress_ppm: (d.progress * 1e6).round() as i64,
+                    speed_ppm: (d.speed * 1e6).round() as i64,
+                    allocation: d.allocation,
+                    target: d.target,
+                    predicted_ms: d.predicted_ms as i64,
+                    deadline_ms: deadline_ms as i64,
+                    reason: d.reason.to_string(),
+                }));
+            }
+        }
+        out
+    }
+
+    fn spawn_build(&mut self, r: &RunView<'_>, cluster: &str, store: &Arc<dyn JobStore>, deadline_ms: u64) {
+        let (tx, store, cluster, workflow, run, before) =
+            (self.tx.clone(), store.clone(), cluster.to_string(), r.workflow.clone(), r.id, r.submitted_ms);
+        tokio::spawn(async move {
+            let built = build(&*store, &cluster, &workflow, run, before, deadline_ms).await;
+            let _ = tx.send((run, built));
+        });
+    }
+}
+
+/// The run's deadline (its SLO). The actor hands in only runs whose stored workflow says
+/// `guarantee: jockey`, which validation lets through only with an `slo`.
+fn deadline(r: &RunView<'_>) -> Option<u64> {
+    r.workflow.slo.map(|d| d.as_millis())
+}
+
+/// A control period for a deadline: a twentieth of it, between 1 s and 1 min.
+pub fn period_ms(deadline_ms: u64) -> i64 {
+    (deadline_ms / 20).clamp(1000, 60_000) as i64
+}
+
+/// One container of the job: its largest task, as the scheduler normalizes it.
+fn unit(w: &Workflow, scheduler: &weir_model::SchedulerConfig) -> Resources {
+    w.jobs
+        .first()
+        .map(|j| j.stages.iter().map(|s| scheduler.normalize(&s.resources)).fold(Resources::ZERO, |a, r| a.component_max(&r)))
+        .unwrap_or(Resources::ZERO)
+}
+
+fn fallback_row(run: i64, now_ms: i64, deadline_ms: u64, why: String) -> SloDecisionRow {
+    SloDecisionRow {
+        run_id: run,
+        job_idx: 0,
+        at_ms: now_ms,
+        elapsed_ms: 0,
+        progress_ppm: 0,
+        speed_ppm: 1_000_000,
+        allocation: 0,
+        target: 0,
+        predicted_ms: 0,
+        deadline_ms: deadline_ms as i64,
+        reason: format!("fallback: {why}; the tier's rules apply"),
+    }
+}
+
+/// The controller's settings for a live run: evaluate's defaults, with the dead zone a tenth of
+/// the deadline at most (3 minutes before a 10-second deadline would never cut).
+pub fn control_config(deadline_ms: u64) -> ControlConfig {
+    ControlConfig {
+        quantile: 0.99,
+        slack_start: 1.5,
+        slack_end: 1.2,
+        dead_zone_ms: (deadline_ms / 10).min(180_000),
+        hysteresis: 0.5,
+        ..ControlConfig::default()
+    }
+}
+
+/// A profile of the workflow's job from its earlier successful runs on `cluster` (submitted
+/// before `before_ms`, in the last [`HISTORY_DAYS`] days, other than `run`), or why not.
+pub async fn profile_from_history(
+    store: &dyn JobStore,
+    cluster: &str,
+    workflow: &Workflow,
+    run: i64,
+    before_ms: i64,
+) -> Result<JobProfile, String> {
+    let job = single_job(workflow)?;
+    let since = before_ms - HISTORY_DAYS * 86_400_000;
+    let records = store
+        .run_records(Some(cluster), None, since, before_ms)
+        .await
+        .map_err(|e| format!("cannot read the workflow's history: {e}"))?;
+    let earlier: BTreeMap<i64, i64> = records
+        .iter()
+        .filter(|r| r.workflow == workflow.name && r.id != run && r.state == "succeeded")
+        .filter_map(|r| Some((r.id, r.started_ms? - r.submitted_ms)))
+        .collect();
+    if earlier.len() < MIN_RUNS {
+        return Err(format!(
+            "{} earlier successful run(s) of {} on {cluster} in the last {HISTORY_DAYS} days; a profile needs {MIN_RUNS}",
+            earlier.len(),
+            workflow.name
+        ));
+    }
+    let attempts = store
+        .attempt_durations(cluster, since, before_ms)
+        .await
+        .map_err(|e| format!("cannot read the workflow's task history: {e}"))?;
+    let tasks: Vec<TaskObservation> = attempts
+        .iter()
+        .filter(|a| a.job == 0 && earlier.contains_key(&a.run))
+        .filter_map(|a| {
+            Some(TaskObservation {
+                stage: job.stages.get(a.stage as usize)?.name.clone(),
+                duration: ModelDuration(a.ms.max(0) as u64),
+                outcome: TaskOutcome::Done,
+            })
+        })
+        .collect();
+    let init: Vec<ModelDuration> = earlier.values().map(|&ms| ModelDuration(ms.max(0) as u64)).collect();
+    JobProfile::build(&workflow.name, job, earlier.len() as u32, &tasks, &init).map_err(|e| e.to_string())
+}
+
+fn single_job(workflow: &Workflow) -> Result<&JobTemplate, String> {
+    match workflow.jobs.as_slice() {
+        [job] => Ok(job),
+        jobs => Err(format!("the controller guards workflows of one job; {} has {}", workflow.name, jobs.len())),
+    }
+}
+
+/// The controller of a run: profile from history, C(p, a) by job-alone simulation (off the
+/// actor's thread: it is CPU work).
+pub async fn build(
+    store: &dyn JobStore,
+    cluster: &str,
+    workflow: &Workflow,
+    run: i64,
+    before_ms: i64,
+    deadline_ms: u64,
+) -> Built {
+    let profile = profile_from_history(store, cluster, workflow, run, before_ms).await?;
+    let controller = tokio::task::spawn_blocking(move || -> Result<Controller, String> {
+        let config = TableConfig {
+            max_allocation: profile.max_parallelism().min(MAX_ALLOCATION),
+            runs: TABLE_RUNS,
+            ..TableConfig::default()
+        };
+        let table = RemainingTable::build(&profile, &config).map_err(|e| e.to_string())?;
+        Ok(Controller::new(
+            Predictor::Table { profile, table },
+            Utility::deadline(deadline_ms),
+            control_config(deadline_ms),
+        ))
+    })
+    .await
+    .map_err(|e| format!("building the model failed: {e}"))??;
+    Ok(Box::new(controller))
+}
+
+/// The admission check for a submission (`weir submit --check-slo`): the controller's first
+/// allocation for a new run of `workflow`, against the containers the cluster could guarantee
+/// beside the guarded runs already running (`admitted`: their current allocations).
+pub async fn check(
+    store: &dyn JobStore,
+    cluster: &str,
+    cluster_containers: u32,
+    workflow: &Workflow,
+    admitted: &[weir_slo::AdmittedJob],
+    now: Time,
+) -> Result<weir_slo::Admission, String> {
+    let Some(slo) = workflow.slo else {
+        return Err(format!("{} has no `slo`: there is no deadline to check", workflow.name));
+    };
+    let deadline_ms = slo.as_millis();
+    let controller = build(store, cluster, workflow, -1, now.0 as i64 + 1, deadline_ms).await?;
+    let new = controller.admission(&workflow.name);
+    Ok(weir_slo::admit(&new, admitted, cluster_containers))
+}
+
+/// A stored decision as the API shows it.
+pub fn wire_decision(d: &SloDecisionRow) -> weir_api::SloDecision {
+    weir_api::SloDecision {
+        at_ms: d.at_ms,
+        elapsed_ms: d.elapsed_ms,
+        progress: d.progress_ppm as f64 / 1e6,
+        speed: d.speed_ppm as f64 / 1e6,
+        allocation: d.allocation,
+        target: d.target,
+        predicted_ms: d.predicted_ms,
+        deadline_ms: d.deadline_ms,
+        reason: d.reason.clone(),
+    }
+}
