@@ -355,3 +355,99 @@ pub fn wire_decision(d: &SloDecisionRow) -> weir_api::SloDecision {
         reason: d.reason.clone(),
     }
 }
+
+/// One decision in the run page's table.
+pub struct DecisionLine {
+    pub at: String,
+    pub progress: String,
+    pub speed: String,
+    pub allocation: u32,
+    pub target: u32,
+    pub predicted: String,
+    pub deadline: String,
+    pub reason: String,
+}
+
+fn secs(ms: i64) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
+}
+
+pub fn decision_line(d: &SloDecisionRow) -> DecisionLine {
+    DecisionLine {
+        at: format!("+{}", secs(d.elapsed_ms)),
+        progress: format!("{:.0}%", d.progress_ppm as f64 / 1e4),
+        speed: format!("{:.2}", d.speed_ppm as f64 / 1e6),
+        allocation: d.allocation,
+        target: d.target,
+        predicted: if d.predicted_ms > 0 { format!("+{}", secs(d.predicted_ms)) } else { String::new() },
+        deadline: format!("+{}", secs(d.deadline_ms)),
+        reason: d.reason.clone(),
+    }
+}
+
+/// The allocation over time (a step line) against progress (dots, as a share of the height)
+/// and the deadline (a dashed line), from submission; `end_ms` (the run's end, from
+/// submission) closes the steps. Empty without decisions.
+pub fn decisions_svg(decisions: &[SloDecisionRow], end_ms: Option<i64>) -> String {
+    use std::fmt::Write;
+    let Some(last) = decisions.last() else { return String::new() };
+    let (w, h, left, top, bottom) = (640.0, 200.0, 40.0, 10.0, 30.0);
+    let deadline = decisions.iter().map(|d| d.deadline_ms).max().unwrap_or(0);
+    let end = end_ms.unwrap_or(last.elapsed_ms).max(last.elapsed_ms);
+    let span = (deadline.max(end) as f64 * 1.05).max(1.0);
+    let top_a = decisions.iter().map(|d| d.allocation.max(d.target)).max().unwrap_or(1).max(1) as f64;
+    let x = |ms: i64| left + (w - left - 10.0) * ms as f64 / span;
+    let y = |v: f64| top + (h - top - bottom) * (1.0 - v);
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"guarantee-chart\" width=\"{w}\" height=\"{h}\" \
+         role=\"img\" aria-label=\"allocation over time against progress and the deadline\">"
+    );
+    let _ = write!(
+        svg,
+        "<line x1=\"{left}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#888\"/>\
+         <text x=\"2\" y=\"{t}\" font-size=\"11\">{top_a}</text><text x=\"2\" y=\"{b}\" font-size=\"11\">0</text>\
+         <text x=\"{left}\" y=\"{lb}\" font-size=\"11\">0s</text><text x=\"{rx}\" y=\"{lb}\" font-size=\"11\" text-anchor=\"end\">{rs}</text>",
+        b = y(0.0),
+        r = w - 10.0,
+        t = y(1.0) + 10.0,
+        lb = h - 8.0,
+        rx = w - 10.0,
+        rs = secs(span as i64),
+    );
+    let dx = x(deadline);
+    let _ = write!(
+        svg,
+        "<line class=\"deadline\" x1=\"{dx:.1}\" y1=\"{t}\" x2=\"{dx:.1}\" y2=\"{b}\" stroke=\"#c00\" stroke-dasharray=\"4 3\"/>\
+         <text x=\"{dx:.1}\" y=\"{t2}\" font-size=\"11\" fill=\"#c00\">deadline</text>",
+        t = y(1.0),
+        b = y(0.0),
+        t2 = y(1.0) + 10.0,
+    );
+    let mut path = String::new();
+    let mut prev: Option<(f64, f64)> = None;
+    for d in decisions.iter().filter(|d| !d.reason.starts_with("fallback")) {
+        let (px, py) = (x(d.elapsed_ms), y(f64::from(d.allocation) / top_a));
+        match prev {
+            None => {
+                let _ = write!(path, "M{px:.1},{py:.1}");
+            }
+            Some((_, qy)) => {
+                let _ = write!(path, " L{px:.1},{qy:.1} L{px:.1},{py:.1}");
+            }
+        }
+        prev = Some((px, py));
+        let _ = write!(
+            svg,
+            "<circle class=\"progress\" cx=\"{px:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#2a7\"><title>{:.0}% done at +{}</title></circle>",
+            y(d.progress_ppm as f64 / 1e6),
+            d.progress_ppm as f64 / 1e4,
+            secs(d.elapsed_ms)
+        );
+    }
+    if let Some((_, qy)) = prev {
+        let _ = write!(path, " L{:.1},{qy:.1}", x(end));
+        let _ = write!(svg, "<path class=\"allocation\" d=\"{path}\" fill=\"none\" stroke=\"#36c\" stroke-width=\"2\"/>");
+    }
+    svg.push_str("</svg>");
+    svg
+}
