@@ -239,6 +239,27 @@ pub struct Job {
     pub tasks: Vec<Task>,
 }
 
+/// `POST /v1/slo/check` (`weir submit --check-slo`): the admission check for a workflow with
+/// an SLO, before submitting it. The body is a submission (`SubmitRun`); nothing is stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SloCheck {
+    pub workflow: String,
+    /// The cluster its route leads to.
+    pub cluster: String,
+    /// Whether a new run fits: predicted to meet its deadline at an allocation that fits beside
+    /// the guarded runs running on the cluster. Absent when there is no model to ask (too little
+    /// history, more than one job): then the run would keep its tier's rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admitted: Option<bool>,
+    /// The containers the controller would start the run at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation: Option<u32>,
+    /// The deadline (the workflow's `slo`), ms from submission.
+    pub deadline_ms: i64,
+    /// The answer in words, with its numbers.
+    pub reason: String,
+}
+
 /// One decision of the SLO controller for a job under a deadline guarantee.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SloDecision {

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
-use weir_model::{Duration as ModelDuration, JobTemplate, Resources, Time, Workflow};
+use weir_model::{Duration as ModelDuration, JobTemplate, Resources, Workflow};
 use weir_slo::{
     ControlConfig, Controller, JobProfile, JobState, Predictor, RemainingTable, TableConfig, TaskObservation,
     TaskOutcome, Utility,
@@ -321,24 +321,79 @@ pub async fn build(
     Ok(Box::new(controller))
 }
 
-/// The admission check for a submission (`weir submit --check-slo`): the controller's first
-/// allocation for a new run of `workflow`, against the containers the cluster could guarantee
-/// beside the guarded runs already running (`admitted`: their current allocations).
-pub async fn check(
-    store: &dyn JobStore,
-    cluster: &str,
-    cluster_containers: u32,
-    workflow: &Workflow,
-    admitted: &[weir_slo::AdmittedJob],
-    now: Time,
-) -> Result<weir_slo::Admission, String> {
+/// The admission check for a submission (`weir submit --check-slo`, `POST /v1/slo/check`):
+/// the controller's first allocation for a new run of the workflow (its model built from its
+/// history as a run's would be), against the containers of its size the cluster holds less the
+/// allocations of the guarded runs running there now (their latest decisions). Conservative, as
+/// `weir_slo::admit`: it assumes they all overlap the new run.
+pub(crate) async fn check_handler(
+    axum::extract::State(s): axum::extract::State<crate::state::AppState>,
+    headers: axum::http::HeaderMap,
+    b: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<axum::Json<weir_api::SloCheck>, crate::error::ApiError> {
+    use crate::error::ApiError;
+    let principal = s.principal(&headers).await?;
+    let b = crate::state::body(b)?;
+    let req = crate::submit::parse_body(&b, crate::state::is_yaml(&headers))?;
+    let spec_value = req.workflow.ok_or_else(|| ApiError::invalid("give the `workflow` to check").field("workflow"))?;
+    let spec = crate::submit::workflow_spec(&spec_value)?;
+    let accepted = crate::submit::accept_on(&s.registry, spec, &s.limits, req.cluster.as_deref())?;
+    principal.require(&accepted.owner, weir_api::Role::Submitter)?;
+    let Some(loaded) = s.registry.cluster(&accepted.cluster) else {
+        return Err(ApiError::invalid(format!("cluster `{}` is not configured", accepted.cluster)));
+    };
+    let file = weir_model::WorkloadFile { version: 1, workflows: vec![accepted.spec.clone()] };
+    let workload = weir_model::Workload::live_from_file("workflow", &file, &loaded.config)
+        .map_err(|e| ApiError::invalid(e.to_string()))?;
+    let Some(workflow) = workload.workflows.into_iter().next() else {
+        return Err(ApiError::invalid("the file has no workflow").field("workflow"));
+    };
     let Some(slo) = workflow.slo else {
-        return Err(format!("{} has no `slo`: there is no deadline to check", workflow.name));
+        return Err(ApiError::invalid(format!("{} has no `slo`: there is no deadline to check", workflow.name))
+            .field("workflow.slo"));
     };
     let deadline_ms = slo.as_millis();
-    let controller = build(store, cluster, workflow, -1, now.0 as i64 + 1, deadline_ms).await?;
+    let now = crate::time::now_ms();
+    let answer = |admitted, allocation, reason| weir_api::SloCheck {
+        workflow: workflow.name.clone(),
+        cluster: accepted.cluster.clone(),
+        admitted,
+        allocation,
+        deadline_ms: deadline_ms as i64,
+        reason,
+    };
+    let controller = match build(&*s.store, &accepted.cluster, &workflow, -1, now + 1, deadline_ms).await {
+        Ok(c) => c,
+        Err(why) => return Ok(axum::Json(answer(None, None, format!("no model: {why}; a run keeps its tier's rules")))),
+    };
+    // The guarded runs running on the cluster, at their latest allocations.
+    let mut admitted = Vec::new();
+    let records = s.store.run_records(Some(&accepted.cluster), None, now - HISTORY_DAYS * 86_400_000, now + 1).await?;
+    for r in records.iter().filter(|r| !matches!(r.state.as_str(), "succeeded" | "failed" | "killed")) {
+        let decisions = s.store.slo_decisions(r.id).await?;
+        if let Some(d) = decisions.last().filter(|d| d.allocation > 0) {
+            admitted.push(weir_slo::AdmittedJob {
+                name: format!("{} (run {})", r.workflow, r.id),
+                allocation: d.allocation,
+                feasible: true,
+            });
+        }
+    }
+    let capacity = containers_in(loaded.config.total_resources(), unit(&workflow, &loaded.config.scheduler));
     let new = controller.admission(&workflow.name);
-    Ok(weir_slo::admit(&new, admitted, cluster_containers))
+    let verdict = weir_slo::admit(&new, &admitted, capacity);
+    Ok(axum::Json(answer(Some(verdict.admitted), Some(new.allocation), verdict.reason)))
+}
+
+/// How many containers of `unit` fit in `total` (by every resource the unit asks for).
+fn containers_in(total: Resources, unit: Resources) -> u32 {
+    [(total.cpu, unit.cpu), (total.memory, unit.memory), (total.gpu, unit.gpu)]
+        .iter()
+        .filter(|(_, u)| *u > 0)
+        .map(|(t, u)| t / u)
+        .min()
+        .unwrap_or(0)
+        .min(u64::from(u32::MAX)) as u32
 }
 
 /// A stored decision as the API shows it.
