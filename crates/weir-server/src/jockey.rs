@@ -52,7 +52,11 @@ enum Phase {
     Building,
     /// Its tier's rules apply (the reason is recorded once).
     Fallback,
-    Active { controller: Box<Controller>, next_step_ms: i64, last: Option<Recorded> },
+    Active {
+        controller: Box<Controller>,
+        next_step_ms: i64,
+        last: Option<Recorded>,
+    },
 }
 
 /// The last decision written, to write only what changed.
@@ -159,7 +163,10 @@ impl JockeyBook {
             let d = controller.step(elapsed, &state);
             let changed = last.is_none_or(|l| l.allocation != d.allocation);
             if changed {
-                out.push(Apply { run: r.id, guarantee: unit(r.workflow, scheduler).times(u64::from(d.allocation)) });
+                out.push(Apply {
+                    run: r.id,
+                    guarantee: unit(r.workflow, scheduler).times(u64::from(d.allocation)),
+                });
             }
             if changed || last.is_none_or(|l| d.progress - l.progress >= 0.1) {
                 *last = Some(Recorded { allocation: d.allocation, progress: d.progress });
@@ -206,7 +213,12 @@ pub fn period_ms(deadline_ms: u64) -> i64 {
 fn unit(w: &Workflow, scheduler: &weir_model::SchedulerConfig) -> Resources {
     w.jobs
         .first()
-        .map(|j| j.stages.iter().map(|s| scheduler.normalize(&s.resources)).fold(Resources::ZERO, |a, r| a.component_max(&r)))
+        .map(|j| {
+            j.stages
+                .iter()
+                .map(|s| scheduler.normalize(&s.resources))
+                .fold(Resources::ZERO, |a, r| a.component_max(&r))
+        })
         .unwrap_or(Resources::ZERO)
 }
 
@@ -288,7 +300,9 @@ pub async fn profile_from_history(
 fn single_job(workflow: &Workflow) -> Result<&JobTemplate, String> {
     match workflow.jobs.as_slice() {
         [job] => Ok(job),
-        jobs => Err(format!("the controller guards workflows of one job; {} has {}", workflow.name, jobs.len())),
+        jobs => {
+            Err(format!("the controller guards workflows of one job; {} has {}", workflow.name, jobs.len()))
+        }
     }
 }
 
@@ -335,7 +349,8 @@ pub(crate) async fn check_handler(
     let principal = s.principal(&headers).await?;
     let b = crate::state::body(b)?;
     let req = crate::submit::parse_body(&b, crate::state::is_yaml(&headers))?;
-    let spec_value = req.workflow.ok_or_else(|| ApiError::invalid("give the `workflow` to check").field("workflow"))?;
+    let spec_value =
+        req.workflow.ok_or_else(|| ApiError::invalid("give the `workflow` to check").field("workflow"))?;
     let spec = crate::submit::workflow_spec(&spec_value)?;
     let accepted = crate::submit::accept_on(&s.registry, spec, &s.limits, req.cluster.as_deref())?;
     principal.require(&accepted.owner, weir_api::Role::Submitter)?;
@@ -349,8 +364,11 @@ pub(crate) async fn check_handler(
         return Err(ApiError::invalid("the file has no workflow").field("workflow"));
     };
     let Some(slo) = workflow.slo else {
-        return Err(ApiError::invalid(format!("{} has no `slo`: there is no deadline to check", workflow.name))
-            .field("workflow.slo"));
+        return Err(ApiError::invalid(format!(
+            "{} has no `slo`: there is no deadline to check",
+            workflow.name
+        ))
+        .field("workflow.slo"));
     };
     let deadline_ms = slo.as_millis();
     let now = crate::time::now_ms();
@@ -364,11 +382,18 @@ pub(crate) async fn check_handler(
     };
     let controller = match build(&*s.store, &accepted.cluster, &workflow, -1, now + 1, deadline_ms).await {
         Ok(c) => c,
-        Err(why) => return Ok(axum::Json(answer(None, None, format!("no model: {why}; a run keeps its tier's rules")))),
+        Err(why) => {
+            return Ok(axum::Json(answer(
+                None,
+                None,
+                format!("no model: {why}; a run keeps its tier's rules"),
+            )))
+        }
     };
     // The guarded runs running on the cluster, at their latest allocations.
     let mut admitted = Vec::new();
-    let records = s.store.run_records(Some(&accepted.cluster), None, now - HISTORY_DAYS * 86_400_000, now + 1).await?;
+    let records =
+        s.store.run_records(Some(&accepted.cluster), None, now - HISTORY_DAYS * 86_400_000, now + 1).await?;
     for r in records.iter().filter(|r| !matches!(r.state.as_str(), "succeeded" | "failed" | "killed")) {
         let decisions = s.store.slo_decisions(r.id).await?;
         if let Some(d) = decisions.last().filter(|d| d.allocation > 0) {
@@ -501,7 +526,10 @@ pub fn decisions_svg(decisions: &[SloDecisionRow], end_ms: Option<i64>) -> Strin
     }
     if let Some((_, qy)) = prev {
         let _ = write!(path, " L{:.1},{qy:.1}", x(end));
-        let _ = write!(svg, "<path class=\"allocation\" d=\"{path}\" fill=\"none\" stroke=\"#36c\" stroke-width=\"2\"/>");
+        let _ = write!(
+            svg,
+            "<path class=\"allocation\" d=\"{path}\" fill=\"none\" stroke=\"#36c\" stroke-width=\"2\"/>"
+        );
     }
     svg.push_str("</svg>");
     svg

@@ -27,8 +27,8 @@ use crate::{
     ActiveRun, Approval, AttemptDuration, AttemptRow, AttemptSpan, AuditEntry, AuditFilter, AuditRow, Change,
     ClusterRow, ConfigChange, ConfigVersionRow, DryRunVerdictRow, Fence, JobRow, KillOutcome, Lease,
     MigrationApproval, NewRun, PlanApplied, PreemptionRow, ProposalRow, RouteRow, RunCount, RunFilter,
-    RunRecordRow, RunRow, RunWaitRow, SessionRow, SloDecisionRow, SnapshotRow, StoreError, Submitted, TaskCount, TaskRow,
-    TokenRow, UsageRow, WaitRow,
+    RunRecordRow, RunRow, RunWaitRow, SessionRow, SloDecisionRow, SnapshotRow, StoreError, Submitted,
+    TaskCount, TaskRow, TokenRow, UsageRow, WaitRow,
 };
 
 /// A boxed future, so that [`JobStore`] stays object-safe.

@@ -100,7 +100,12 @@ fn run(dir: &Path, port: u16, id: i64) -> Value {
 }
 
 /// Polls `done` until it gives a value; on timeout, fails with what it last said and the log.
-fn wait_for(dir: &Path, what: &str, limit: Duration, mut done: impl FnMut() -> Result<Value, String>) -> Value {
+fn wait_for(
+    dir: &Path,
+    what: &str,
+    limit: Duration,
+    mut done: impl FnMut() -> Result<Value, String>,
+) -> Value {
     let start = Instant::now();
     loop {
         let last = match done() {
@@ -145,7 +150,15 @@ fn a_guaranteed_run_meets_the_deadline_its_fair_share_twin_misses() {
     let log = std::fs::File::create(dir.join("serve.log")).expect("log");
     let _serve = Serve(
         Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--kill-grace", "1", "--cluster", &cluster])
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--kill-grace",
+                "1",
+                "--cluster",
+                &cluster,
+            ])
             .current_dir(&dir)
             .stdout(Stdio::null())
             .stderr(log)
@@ -153,16 +166,18 @@ fn a_guaranteed_run_meets_the_deadline_its_fair_share_twin_misses() {
             .expect("weir serve"),
     );
     wait_for(&dir, "the server answering", Duration::from_secs(60), || {
-        client(&dir, port, &["runs", "--json"]).status.success().then_some(Value::Null).ok_or_else(String::new)
+        client(&dir, port, &["runs", "--json"])
+            .status
+            .success()
+            .then_some(Value::Null)
+            .ok_or_else(String::new)
     });
 
     // History: three runs of the workflow alone, as it usually runs (1 s tasks).
     let mut first = None;
     for day in 1..=3 {
         let id = submit(&dir, port, &history, &format!("2026-11-0{day}"));
-        let v = wait_for(&dir, "a history run ending", Duration::from_secs(60), || {
-            done(run(&dir, port, id))
-        });
+        let v = wait_for(&dir, "a history run ending", Duration::from_secs(60), || done(run(&dir, port, id)));
         assert_eq!(v["state"], "succeeded", "{v}");
         first.get_or_insert(v);
     }
@@ -203,8 +218,9 @@ fn a_guaranteed_run_meets_the_deadline_its_fair_share_twin_misses() {
     // The twin's deadline passes with it still waiting or running (40 s after submission).
     let missed = wait_for(&dir, "the plain twin passing its deadline", Duration::from_secs(120), || {
         let v = run(&dir, port, plain);
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis()
-            as i64;
+        let now =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis()
+                as i64;
         let late = now - v["submitted_ms"].as_i64().unwrap_or(now) > 40_000;
         if ended(&v) || late {
             Ok(v)
@@ -226,12 +242,12 @@ fn a_guaranteed_run_meets_the_deadline_its_fair_share_twin_misses() {
     let fill = submit(&dir, port, &background, "2026-11-11");
     busy(&dir, fill);
     // Checked first: its model fits in the cluster's 8 containers (no other guarded run).
-    let (guarded, said) = submit_with(&dir, port, &["submit", &slowed, "--check-slo", "--logical-date", "2026-11-11"]);
+    let (guarded, said) =
+        submit_with(&dir, port, &["submit", &slowed, "--check-slo", "--logical-date", "2026-11-11"]);
     assert!(said.contains("SLO check: nightly on ") && said.contains(": fits: nightly needs "), "{said}");
     assert!(said.contains("of 8 are free beside 0 admitted job(s)"), "{said}");
-    let v = wait_for(&dir, "the guarded run ending", Duration::from_secs(120), || {
-        done(run(&dir, port, guarded))
-    });
+    let v =
+        wait_for(&dir, "the guarded run ending", Duration::from_secs(120), || done(run(&dir, port, guarded)));
     assert_eq!(v["state"], "succeeded", "{v}");
     assert!(took(&v) <= 40_000, "the guarded run missed its deadline: {} ms\n{v}", took(&v));
     let decisions = v["jobs"][0]["guarantee"].as_array().expect("decisions").clone();
@@ -256,7 +272,10 @@ fn a_guaranteed_run_meets_the_deadline_its_fair_share_twin_misses() {
     // tasks were started again.
     let fill_v = run(&dir, port, fill);
     let tasks = fill_v["jobs"][0]["tasks"].as_array().expect("tasks");
-    assert!(tasks.iter().any(|t| t["attempts"].as_u64() >= Some(2)), "no background task was preempted: {fill_v}");
+    assert!(
+        tasks.iter().any(|t| t["attempts"].as_u64() >= Some(2)),
+        "no background task was preempted: {fill_v}"
+    );
 
     // The run's page shows the allocation over time against progress and the deadline.
     let html = page(&dir, port, &format!("/runs/{guarded}"));
@@ -290,7 +309,9 @@ fn page(dir: &Path, port: u16, path: &str) -> String {
             .trim()
             .bytes()
             .map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                    (b as char).to_string()
+                }
                 _ => format!("%{b:02X}"),
             })
             .collect();

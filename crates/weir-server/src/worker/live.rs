@@ -287,7 +287,8 @@ impl RunLive {
             active: 0,
             ending: None,
             dry_run: row.dry_run.then_some(dry_outputs),
-            jockey: (spec.guarantee == Some(weir_model::GuaranteeSpec::Jockey)).then(|| std::sync::Arc::new(wf.clone())),
+            jockey: (spec.guarantee == Some(weir_model::GuaranteeSpec::Jockey))
+                .then(|| std::sync::Arc::new(wf.clone())),
         })
     }
 

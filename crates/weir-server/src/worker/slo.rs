@@ -41,7 +41,10 @@ impl Actor {
         drop(views);
         for a in applies {
             if let Err(e) = self.engine.set_job_guarantee(now, engine_job(a.run, 0), a.guarantee) {
-                eprintln!("weir worker: cluster `{}`: run {}: cannot set its guarantee: {e}", self.cluster, a.run);
+                eprintln!(
+                    "weir worker: cluster `{}`: run {}: cannot set its guarantee: {e}",
+                    self.cluster, a.run
+                );
             }
         }
     }
