@@ -146,13 +146,15 @@ impl JockeyBook {
         let mut out = Vec::new();
         for r in live {
             let Some(deadline_ms) = deadline(r) else { continue };
-            if !self.runs.contains_key(&r.id) {
-                let stages = r.workflow.jobs.first().map_or(0, |j| j.stages.len());
-                self.runs.insert(r.id, Guarded { phase: Phase::Building, ran_ms: vec![0; stages] });
-                self.spawn_build(r, cluster, store, deadline_ms);
-                continue;
-            }
-            let Some(g) = self.runs.get_mut(&r.id) else { continue };
+            let g = match self.runs.entry(r.id) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    let stages = r.workflow.jobs.first().map_or(0, |j| j.stages.len());
+                    v.insert(Guarded { phase: Phase::Building, ran_ms: vec![0; stages] });
+                    spawn_build(&self.tx, r, cluster, store, deadline_ms);
+                    continue;
+                }
+                std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            };
             let Phase::Active { controller, next_step_ms, last } = &mut g.phase else { continue };
             if !r.in_engine || now_ms < *next_step_ms {
                 continue;
@@ -187,15 +189,22 @@ impl JockeyBook {
         }
         out
     }
+}
 
-    fn spawn_build(&mut self, r: &RunView<'_>, cluster: &str, store: &Arc<dyn JobStore>, deadline_ms: u64) {
-        let (tx, store, cluster, workflow, run, before) =
-            (self.tx.clone(), store.clone(), cluster.to_string(), r.workflow.clone(), r.id, r.submitted_ms);
-        tokio::spawn(async move {
-            let built = build(&*store, &cluster, &workflow, run, before, deadline_ms).await;
-            let _ = tx.send((run, built));
-        });
-    }
+/// Build a run's controller in the background; its answer comes back on `tx`.
+fn spawn_build(
+    tx: &UnboundedSender<(i64, Built)>,
+    r: &RunView<'_>,
+    cluster: &str,
+    store: &Arc<dyn JobStore>,
+    deadline_ms: u64,
+) {
+    let (tx, store, cluster, workflow, run, before) =
+        (tx.clone(), store.clone(), cluster.to_string(), r.workflow.clone(), r.id, r.submitted_ms);
+    tokio::spawn(async move {
+        let built = build(&*store, &cluster, &workflow, run, before, deadline_ms).await;
+        let _ = tx.send((run, built));
+    });
 }
 
 /// The run's deadline (its SLO). The actor hands in only runs whose stored workflow says
