@@ -277,6 +277,11 @@ fn a_guaranteed_run_meets_the_deadline_its_fair_share_twin_misses() {
         "no background task was preempted: {fill_v}"
     );
 
+    // `weir status` lists them.
+    let status = common::text(&client(&dir, port, &["status", &guarded.to_string()]).stdout);
+    assert!(status.contains("deadline guarantee (jockey), the controller's allocations:"), "{status}");
+    assert!(status.contains("container(s)") && status.contains(": behind: raised"), "{status}");
+
     // The run's page shows the allocation over time against progress and the deadline.
     let html = page(&dir, port, &format!("/runs/{guarded}"));
     assert!(html.contains("<h2>Deadline guarantee</h2>"), "{html}");

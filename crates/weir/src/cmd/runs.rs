@@ -358,6 +358,26 @@ pub fn status(args: &RunArgs) -> Result<ExitCode> {
                     }
                 }
             }
+            if !job.guarantee.is_empty() {
+                writeln!(out, "  deadline guarantee (jockey), the controller's allocations:")?;
+                for d in &job.guarantee {
+                    let predicted = if d.predicted_ms > 0 {
+                        format!(", predicted end +{}", span(d.predicted_ms))
+                    } else {
+                        String::new()
+                    };
+                    writeln!(
+                        out,
+                        "  ~ +{}: {} container(s), {:.0}% done, speed {:.2}{predicted} of deadline +{}: {}",
+                        span(d.elapsed_ms),
+                        d.allocation,
+                        d.progress * 100.0,
+                        d.speed,
+                        span(d.deadline_ms),
+                        safe(&d.reason)
+                    )?;
+                }
+            }
             if let Some(e) = &job.explanation {
                 for line in e.lines() {
                     writeln!(out, "  | {}", safe(line))?;
