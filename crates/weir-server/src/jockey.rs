@@ -6,7 +6,7 @@
 //!   history `weir plan --server` reads: run records and successful attempts' durations, the
 //!   last [`HISTORY_DAYS`] days, submitted before this run), builds a `JobProfile` of its job and
 //!   a C(p, a) table by job-alone simulation. With fewer than [`MIN_RUNS`] earlier runs, a
-//!   workflow of more than one job, or a Spark stage, the run falls back to its tier's rules,
+//!   workflow of more than one job, or a job with a gang stage, the run falls back to its tier's rules,
 //!   and a decision row says so.
 //! - **Control on the actor's clock.** Every control period (a twentieth of the deadline,
 //!   between 1 s and 1 min) the controller reads the run's progress (tasks done per stage, and
@@ -308,6 +308,11 @@ pub async fn profile_from_history(
 
 fn single_job(workflow: &Workflow) -> Result<&JobTemplate, String> {
     match workflow.jobs.as_slice() {
+        [job] if job.stages.iter().any(|s| s.gang) => Err(format!(
+            "the controller guards jobs of independent tasks; stage {} of {} is a gang",
+            job.stages.iter().find(|s| s.gang).map_or("?", |s| s.name.as_str()),
+            workflow.name
+        )),
         [job] => Ok(job),
         jobs => {
             Err(format!("the controller guards workflows of one job; {} has {}", workflow.name, jobs.len()))
@@ -542,4 +547,156 @@ pub fn decisions_svg(decisions: &[SloDecisionRow], end_ms: Option<i64>) -> Strin
     }
     svg.push_str("</svg>");
     svg
+}
+
+#[cfg(test)]
+mod tests {
+    //! The profile a live run gets is built from what the store recorded of its workflow's
+    //! earlier runs: a real SQLite store, runs written through the worker's own changes.
+    use std::sync::Arc;
+
+    use weir_model::{ClusterConfig, Workload};
+    use weir_store::{AttemptKey, Change, JobStore, NewJob, NewRun, NewTask, Submitted, TaskKey};
+
+    use super::*;
+
+    const CLUSTER: &str = "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 8000, memory: 16g}}\nqueues:\n  - {name: slo, tier: 1}\n";
+    const WORKLOAD: &str = "version: 1\nworkflows:\n  - name: nightly\n    queue: root.slo\n    slo: 40s\n    guarantee: jockey\n    jobs:\n      - name: work\n        stages:\n          - {name: map, tasks: 2, resources: {cpu: 1000, memory: 1g}, duration: {fixed: 1s}}\n          - {name: reduce, after: [map], tasks: 1, resources: {cpu: 1000, memory: 1g}, duration: {fixed: 1s}}\n";
+
+    fn new_run(workflow: &str, date: &str, at: i64) -> NewRun {
+        NewRun {
+            route: None,
+            workflow: workflow.into(),
+            project: "slo".into(),
+            tier: 1,
+            logical_date: date.into(),
+            cluster: "c".into(),
+            queue: "root.slo".into(),
+            spec: "{}".into(),
+            params: "{}".into(),
+            submitted_by: "admin".into(),
+            user: "u".into(),
+            client: None,
+            submitted_ms: at,
+            slo_ms: Some(40_000),
+            idempotency_key: None,
+            request_hash: String::new(),
+            idempotency_after_ms: 0,
+            dry_run: false,
+        }
+    }
+
+    /// A run of `workflow` submitted at `at`, started 500 ms later, whose map tasks take
+    /// `map_ms` each and reduce task `reduce_ms`; it ends in `state`.
+    async fn record(
+        store: &Arc<dyn JobStore>,
+        fence: &weir_store::Fence,
+        workflow: &str,
+        at: i64,
+        map_ms: [i64; 2],
+        reduce_ms: i64,
+        state: &'static str,
+    ) -> i64 {
+        let id = match &store.submit(&[new_run(workflow, &format!("d{at}"), at)]).await.expect("submit")[0] {
+            Submitted::Created { id } => *id,
+            other => panic!("{other:?}"),
+        };
+        let task = |stage: u32, name: &str, idx: u32| NewTask {
+            stage_idx: stage,
+            task_idx: idx,
+            stage: name.into(),
+        };
+        let jobs = vec![NewJob {
+            idx: 0,
+            name: "work".into(),
+            tasks: vec![task(0, "map", 0), task(0, "map", 1), task(1, "reduce", 0)],
+        }];
+        let mut changes = vec![
+            Change::Route { run: id, jobs, at },
+            Change::RunState { run: id, to: "running", at: at + 500, reason: None },
+        ];
+        let spans = [
+            (0, 0, at + 500, map_ms[0]),
+            (0, 1, at + 500, map_ms[1]),
+            (1, 0, at + 500 + map_ms[0].max(map_ms[1]), reduce_ms),
+        ];
+        for (stage, t, start, ms) in spans {
+            let key = AttemptKey { task: TaskKey { run: id, job: 0, stage, task: t }, attempt: 1 };
+            changes.push(Change::AttemptStarting {
+                key,
+                node: "n".into(),
+                stdout: String::new(),
+                stderr: String::new(),
+                at: start,
+            });
+            changes.push(Change::AttemptLaunched { key, launched: "{}".into(), at: start });
+            changes.push(Change::AttemptEnded {
+                key,
+                to: "succeeded",
+                exit_code: Some(0),
+                at: start + ms,
+                reason: None,
+            });
+        }
+        changes.push(Change::RunState { run: id, to: state, at: at + 20_000, reason: None });
+        let applied = store.apply(fence, i64::MAX / 2, &changes).await.expect("apply");
+        assert!(applied.iter().all(|&a| a), "{applied:?}");
+        id
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_profile_is_built_from_the_workflows_successful_runs_only() {
+        let dir = std::env::temp_dir().join(format!("weir-jockey-history-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let store =
+            weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite");
+        let fence =
+            store.acquire_lease("c", "me", None, 0, i64::MAX / 2).await.expect("lease").expect("free");
+        let cluster = ClusterConfig::from_yaml("cluster.yaml", CLUSTER).expect("cluster");
+        let workflow =
+            Workload::from_yaml("w.yaml", WORKLOAD, &cluster).expect("workload").workflows.remove(0);
+        let day = 86_400_000;
+        let now = 40 * day;
+        // Two successful runs: too few for a profile, and the run says how many it had.
+        record(&store, &fence, "nightly", now - 3 * day, [1000, 1200], 3000, "succeeded").await;
+        record(&store, &fence, "nightly", now - 2 * day, [1100, 1300], 3100, "succeeded").await;
+        // A failed run, another workflow's run and one older than the window say nothing.
+        record(&store, &fence, "nightly", now - day, [9000, 9000], 9000, "failed").await;
+        record(&store, &fence, "other", now - day, [9000, 9000], 9000, "succeeded").await;
+        record(&store, &fence, "nightly", now - 31 * day, [9000, 9000], 9000, "succeeded").await;
+        let why = profile_from_history(&*store, "c", &workflow, -1, now).await.unwrap_err();
+        assert_eq!(why, "2 earlier successful run(s) of nightly on c in the last 30 days; a profile needs 3");
+        let third = record(&store, &fence, "nightly", now - day / 2, [1400, 1600], 3200, "succeeded").await;
+        // The run itself is not its own history.
+        let why = profile_from_history(&*store, "c", &workflow, third, now).await.unwrap_err();
+        assert!(why.starts_with("2 earlier successful run(s)"), "{why}");
+        let p = profile_from_history(&*store, "c", &workflow, -1, now).await.expect("profile");
+        assert_eq!((p.workflow.as_str(), p.job.as_str(), p.runs), ("nightly", "work", 3));
+        // Every run started 500 ms after its submission.
+        assert_eq!(p.init_ms, 500);
+        assert_eq!(p.stages[0].name, "map");
+        assert_eq!(p.stages[0].tasks, 2);
+        // Six map attempts 1000..1600: nearest-rank quantiles 0, 50 and 100%, and the mean.
+        assert_eq!(
+            (p.stages[0].duration_ms[0], p.stages[0].duration_ms[3], p.stages[0].duration_ms[10]),
+            (1000, 1300, 1600)
+        );
+        assert_eq!(p.stages[0].mean_ms, 1266.7);
+        assert_eq!((p.stages[1].name.as_str(), p.stages[1].after.as_slice()), ("reduce", &[0usize][..]));
+        assert_eq!((p.stages[1].duration_ms[0], p.stages[1].duration_ms[10]), (3000, 3200));
+        assert_eq!(p.stages[1].failure_probability, 0.0);
+    }
+
+    #[test]
+    fn containers_and_periods() {
+        let unit = Resources::new(1000, 2048, 0);
+        assert_eq!(containers_in(Resources::new(8000, 16384, 0), unit), 8);
+        assert_eq!(containers_in(Resources::new(8000, 10240, 2), unit), 5);
+        assert_eq!(period_ms(40_000), 2000);
+        assert_eq!(period_ms(5000), 1000);
+        assert_eq!(period_ms(7_200_000), 60_000);
+        assert_eq!(control_config(40_000).dead_zone_ms, 4000);
+        assert_eq!(control_config(7_200_000).dead_zone_ms, 180_000);
+    }
 }
