@@ -288,7 +288,7 @@ pub async fn profile_from_history(
         ));
     }
     let attempts = store
-        .attempt_durations(cluster, since, before_ms)
+        .workflow_attempt_durations(cluster, &workflow.name, since, before_ms)
         .await
         .map_err(|e| format!("cannot read the workflow's task history: {e}"))?;
     let tasks: Vec<TaskObservation> = attempts

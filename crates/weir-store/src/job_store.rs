@@ -287,6 +287,16 @@ pub trait JobStore: Send + Sync {
         until_ms: i64,
     ) -> BoxFuture<'a, Result<Vec<AttemptDuration>, StoreError>>;
 
+    /// [`JobStore::attempt_durations`] of the successful runs of one workflow only: what the
+    /// SLO controller's profile of the workflow is built from.
+    fn workflow_attempt_durations<'a>(
+        &'a self,
+        cluster: &'a str,
+        workflow: &'a str,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<Vec<AttemptDuration>, StoreError>>;
+
     /// Every attempt of runs submitted in `[since_ms, until_ms)` with the run's user and
     /// project, at most `limit`: what usage per user is counted from.
     fn attempt_spans(
@@ -659,6 +669,16 @@ impl JobStore for crate::Store {
         until_ms: i64,
     ) -> BoxFuture<'a, Result<Vec<AttemptDuration>, StoreError>> {
         Box::pin(crate::Store::attempt_durations(self, cluster, since_ms, until_ms))
+    }
+
+    fn workflow_attempt_durations<'a>(
+        &'a self,
+        cluster: &'a str,
+        workflow: &'a str,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<Vec<AttemptDuration>, StoreError>> {
+        Box::pin(crate::Store::workflow_attempt_durations(self, cluster, workflow, since_ms, until_ms))
     }
 
     fn attempt_spans(
