@@ -287,6 +287,10 @@ fn a_guaranteed_run_meets_the_deadline_its_fair_share_twin_misses() {
     assert!(html.contains("<h2>Deadline guarantee</h2>"), "{html}");
     assert!(html.contains("class=\"allocation\"") && html.contains("class=\"deadline\""), "{html}");
     assert!(html.contains("<td>behind: raised</td>"), "{html}");
+
+    // The background's tasks are not left running after the server.
+    assert!(client(&dir, port, &["kill", &fill.to_string()]).status.success());
+    wait_for(&dir, "the background's kill", Duration::from_secs(60), || done(run(&dir, port, fill)));
 }
 
 /// The dashboard page at `path`, signed in with the admin token as a browser does (the login
