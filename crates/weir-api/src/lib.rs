@@ -227,11 +227,61 @@ pub struct Job {
     /// spell per reason, oldest first; the last has no `to_ms` while the job still waits.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waits: Vec<Wait>,
+    /// For a job under a deadline guarantee (`guarantee: jockey`): the SLO controller's
+    /// allocations over time, oldest first, each with the progress and prediction that caused
+    /// it (or one row saying the run fell back to its tier's rules).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guarantee: Vec<SloDecision>,
     /// All of the job's tasks counted by state (every page has the whole counts).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub task_counts: BTreeMap<String, u64>,
     /// The job's tasks on this page (see `Run::next_tasks_after`).
     pub tasks: Vec<Task>,
+}
+
+/// `POST /v1/slo/check` (`weir submit --check-slo`): the admission check for a workflow with
+/// an SLO, before submitting it. The body is a submission (`SubmitRun`); nothing is stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SloCheck {
+    pub workflow: String,
+    /// The cluster its route leads to.
+    pub cluster: String,
+    /// Whether a new run fits: predicted to meet its deadline at an allocation that fits beside
+    /// the guarded runs running on the cluster. Absent when there is no model to ask (too little
+    /// history, more than one job): then the run would keep its tier's rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admitted: Option<bool>,
+    /// The containers the controller would start the run at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation: Option<u32>,
+    /// The deadline (the workflow's `slo`), ms from submission.
+    pub deadline_ms: i64,
+    /// The answer in words, with its numbers.
+    pub reason: String,
+}
+
+/// One decision of the SLO controller for a job under a deadline guarantee.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SloDecision {
+    /// When it was taken, milliseconds since the Unix epoch.
+    pub at_ms: i64,
+    /// Since the run's submission.
+    pub elapsed_ms: i64,
+    /// The job's progress, 0 to 1 (its profile's expected task-seconds done).
+    pub progress: f64,
+    /// The run's speed against its profile (above 1: slower than its earlier runs).
+    pub speed: f64,
+    /// Containers (of the job's largest task) guaranteed from then on; 0: none.
+    pub allocation: u32,
+    /// The best allocation that period, before the dead zone and hysteresis.
+    pub target: u32,
+    /// Predicted completion under `allocation`, from submission (ms); 0 when none.
+    pub predicted_ms: i64,
+    /// The deadline (the workflow's `slo`), from submission (ms).
+    pub deadline_ms: i64,
+    /// Why: `first decision`, `behind: raised`, `ahead: lowered`, `dead zone: on time, kept`,
+    /// `late: kept`, `on track`, or `fallback: …` (no controller; the tier's rules apply).
+    pub reason: String,
 }
 
 /// One waiting spell of a job: a span of time it waited for one reason.

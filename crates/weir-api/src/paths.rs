@@ -22,6 +22,7 @@ state, read their logs, see the live queues. Every request but /healthz and /rea
         kill_run,
         retry_run,
         explain_run,
+        slo_check,
         task_logs,
         queues,
         queue,
@@ -124,6 +125,15 @@ fn retry_run() {}
 #[utoipa::path(get, path = "/v1/runs/{id}/explain", params(("id" = i64, Path)),
     responses((status = 200, body = RunExplanation), (status = 404, body = ErrorBody)))]
 fn explain_run() {}
+
+/// The admission check for deadlines (`weir submit --check-slo`, docs/slo.md): the body is a
+/// submission; nothing is stored. The workflow's model, built from its earlier runs on the
+/// cluster its route leads to, gives the containers a new run would start at; the answer says
+/// whether they fit beside the guarded runs live there, and whether any allocation meets the
+/// deadline. `admitted` is absent when there is no model (too little history).
+#[utoipa::path(post, path = "/v1/slo/check", request_body = SubmitRun,
+    responses((status = 200, body = SloCheck), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody)))]
+fn slo_check() {}
 
 /// A task attempt's output as plain text, streamed from disk; `offset`/`length` or `tail` pick
 /// a byte range (`X-Log-Size` says how long the file is); `follow=true` streams until the

@@ -56,5 +56,5 @@ pub use workload::{
     Arrival, Distribution, JobTemplate, Stage, TaskPlacement, Workflow, Workload, MIN_PERIOD,
 };
 pub use workload_file::{
-    ArrivalsSpec, DistributionSpec, JobSpec, SparkSpec, StageSpec, WorkflowSpec, WorkloadFile,
+    ArrivalsSpec, DistributionSpec, GuaranteeSpec, JobSpec, SparkSpec, StageSpec, WorkflowSpec, WorkloadFile,
 };

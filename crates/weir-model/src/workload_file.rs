@@ -77,6 +77,10 @@ pub struct WorkflowSpec {
     /// Runtime SLO of one run: from the run's submission to the end of its last job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<Duration>,
+    /// How `weir serve` keeps the SLO: `jockey` resizes the run's guaranteed allocation while
+    /// it runs (docs/slo.md). Needs `slo`; `weir simulate` ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guarantee: Option<GuaranteeSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
     /// Defaults to the workflow's name, so per-user limits apply per workflow.
@@ -97,6 +101,14 @@ pub struct WorkflowSpec {
     pub at: Option<Vec<Duration>>,
     #[serde(default)]
     pub jobs: Vec<JobSpec>,
+}
+
+/// How a workflow's SLO is kept beyond its tier's rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GuaranteeSpec {
+    /// The SLO controller (after Jockey) sets the run's guaranteed allocation as it runs.
+    Jockey,
 }
 
 /// A random stream of runs.

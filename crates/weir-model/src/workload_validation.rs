@@ -94,6 +94,12 @@ impl<'c> Validator<'c> {
         if spec.slo == Some(Duration::ZERO) {
             self.problem(format!("{here}.slo"), "must be positive (leave it out for no SLO)");
         }
+        if spec.guarantee.is_some() && spec.slo.is_none() {
+            self.problem(
+                format!("{here}.guarantee"),
+                "jockey keeps a deadline: give the workflow an `slo` (the deadline of each run)",
+            );
+        }
         let user = match &spec.user {
             Some(u) if u.trim().is_empty() => {
                 self.problem(

@@ -413,6 +413,11 @@ fn workflow_rules() {
     let cases: &[(&str, &str, &str)] = &[
         ("queue: root.default, slo: 0s", "workflows.w.slo", "must be positive (leave it out for no SLO)"),
         (
+            "queue: root.default, guarantee: jockey",
+            "workflows.w.guarantee",
+            "jockey keeps a deadline: give the workflow an `slo` (the deadline of each run)",
+        ),
+        (
             "queue: root.default, user: ''",
             "workflows.w.user",
             "must not be empty (leave it out to run as the workflow's name)",
@@ -755,7 +760,7 @@ fn unknown_fields_are_rejected_with_named_paths() {
     check_syntax(
         &wf("queue: root.default, colour: red"),
         "workflows.w.colour",
-        "unknown field `colour`, expected one of name, queue, project, tier, slo, priority, user, start, every, arrivals, at, jobs at line 3, column 36",
+        "unknown field `colour`, expected one of name, queue, project, tier, slo, guarantee, priority, user, start, every, arrivals, at, jobs at line 3, column 36",
     );
     check_syntax(
         &wf("queue: root.default, jobs: [{name: j, stage: []}]"),

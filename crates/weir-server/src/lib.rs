@@ -33,6 +33,7 @@ mod backend_status;
 mod clusters;
 mod config;
 mod isolation;
+mod jockey;
 pub use isolation::private_umask;
 mod dashboard;
 pub mod dry_run;

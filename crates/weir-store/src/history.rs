@@ -325,6 +325,41 @@ impl Store {
             .collect()
     }
 
+    /// [`Store::attempt_durations`] of one workflow's successful runs only (what the SLO
+    /// controller's profile of the workflow is built from).
+    pub(crate) async fn workflow_attempt_durations(
+        &self,
+        cluster: &str,
+        workflow: &str,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> Result<Vec<AttemptDuration>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT a.run_id AS run_id, a.job_idx AS job_idx, a.stage_idx AS stage_idx, a.ended_ms - a.started_ms AS ms
+             FROM attempts a JOIN runs r ON r.id = a.run_id
+             WHERE r.cluster = $1 AND r.workflow = $2 AND r.state = 'succeeded' AND r.submitted_ms >= $3
+             AND r.submitted_ms < $4 AND a.state = 'succeeded'
+             ORDER BY a.run_id, a.job_idx, a.stage_idx, a.task_idx",
+        )
+        .bind(cluster)
+        .bind(workflow)
+        .bind(since_ms)
+        .bind(until_ms)
+        .fetch_all(&self.read)
+        .await
+        .map_err(StoreError::db)?;
+        rows.iter()
+            .map(|r| {
+                Ok(AttemptDuration {
+                    run: int(r, "run_id")?,
+                    job: int(r, "job_idx")? as u32,
+                    stage: int(r, "stage_idx")? as u32,
+                    ms: int(r, "ms")?,
+                })
+            })
+            .collect()
+    }
+
     /// Every attempt (any state, running ones with no end) of runs submitted in
     /// `[since_ms, until_ms)`, with the run's scheduler user and project: what usage per user
     /// is counted from. At most `limit`, oldest runs first.

@@ -27,8 +27,8 @@ use crate::{
     ActiveRun, AdviceRow, Approval, AttemptDuration, AttemptRow, AttemptSpan, AuditEntry, AuditFilter,
     AuditRow, Change, ClusterRow, ConfigChange, ConfigVersionRow, DryRunVerdictRow, Fence, JobRow,
     KillOutcome, Lease, MigrationApproval, NewRun, PlanApplied, PreemptionRow, ProposalRow, RouteRow,
-    RunCount, RunFilter, RunRecordRow, RunRow, RunWaitRow, SessionRow, SnapshotRow, StoreError, Submitted,
-    TaskCount, TaskRow, TokenRow, UsageRow, WaitRow,
+    RunCount, RunFilter, RunRecordRow, RunRow, RunWaitRow, SessionRow, SloDecisionRow, SnapshotRow,
+    StoreError, Submitted, TaskCount, TaskRow, TokenRow, UsageRow, WaitRow,
 };
 
 /// A boxed future, so that [`JobStore`] stays object-safe.
@@ -287,6 +287,16 @@ pub trait JobStore: Send + Sync {
         until_ms: i64,
     ) -> BoxFuture<'a, Result<Vec<AttemptDuration>, StoreError>>;
 
+    /// [`JobStore::attempt_durations`] of the successful runs of one workflow only: what the
+    /// SLO controller's profile of the workflow is built from.
+    fn workflow_attempt_durations<'a>(
+        &'a self,
+        cluster: &'a str,
+        workflow: &'a str,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<Vec<AttemptDuration>, StoreError>>;
+
     /// Every attempt of runs submitted in `[since_ms, until_ms)` with the run's user and
     /// project, at most `limit`: what usage per user is counted from.
     fn attempt_spans(
@@ -311,6 +321,10 @@ pub trait JobStore: Send + Sync {
     /// The run's waiting spells, by job, then in time order (the worker writes them with
     /// [`Change::WaitBegan`] and [`Change::WaitEnded`]; a run's end closes its open ones).
     fn waits(&self, run: i64) -> BoxFuture<'_, Result<Vec<WaitRow>, StoreError>>;
+
+    /// The SLO controller's decisions for the run, by job, in time order (the worker writes
+    /// them with [`Change::SloDecision`]).
+    fn slo_decisions(&self, run: i64) -> BoxFuture<'_, Result<Vec<SloDecisionRow>, StoreError>>;
 
     /// Stores a stage's job commit state (docs/commit.md), replacing the earlier row of the
     /// same run, job and stage. **Fenced**: refused with `LeaseLost` (nothing written) once
@@ -663,6 +677,16 @@ impl JobStore for crate::Store {
         Box::pin(crate::Store::attempt_durations(self, cluster, since_ms, until_ms))
     }
 
+    fn workflow_attempt_durations<'a>(
+        &'a self,
+        cluster: &'a str,
+        workflow: &'a str,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<Vec<AttemptDuration>, StoreError>> {
+        Box::pin(crate::Store::workflow_attempt_durations(self, cluster, workflow, since_ms, until_ms))
+    }
+
     fn attempt_spans(
         &self,
         since_ms: i64,
@@ -687,6 +711,10 @@ impl JobStore for crate::Store {
 
     fn waits(&self, run: i64) -> BoxFuture<'_, Result<Vec<WaitRow>, StoreError>> {
         Box::pin(crate::Store::waits(self, run))
+    }
+
+    fn slo_decisions(&self, run: i64) -> BoxFuture<'_, Result<Vec<SloDecisionRow>, StoreError>> {
+        Box::pin(crate::Store::slo_decisions(self, run))
     }
 
     fn put_job_commit<'a>(

@@ -33,6 +33,7 @@ mod job_store;
 mod runs;
 mod schema;
 mod sessions;
+mod slo_decisions;
 mod waits;
 mod warning;
 mod worker;
@@ -59,6 +60,7 @@ pub use runs::{
     TERMINAL_RUN_STATES,
 };
 pub use sessions::SessionRow;
+pub use slo_decisions::SloDecisionRow;
 pub use waits::{RunWaitRow, WaitRow};
 pub use worker::{ActiveRun, AttemptKey, Change, Fence, Lease, NewJob, NewTask, TaskKey, Warning};
 

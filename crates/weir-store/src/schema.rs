@@ -22,6 +22,7 @@ const MIGRATIONS: &[Migration] = &[
     (14, V14, V14),
     (15, V15_SQLITE, V15_POSTGRES),
     (16, V16, V16),
+    (17, V17_SQLITE, V17_POSTGRES),
     (18, V18, V18),
     (19, V19_SQLITE, V19_POSTGRES),
 ];
@@ -331,6 +332,25 @@ macro_rules! v19 {
 }
 const V19_SQLITE: &[&str] = v19!("INTEGER PRIMARY KEY AUTOINCREMENT");
 const V19_POSTGRES: &[&str] = v19!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
+
+/// Deadline guarantees (issue 23): the SLO controller's decisions for runs of workflows with
+/// `guarantee: jockey` — every allocation it chose, with the progress and prediction behind it.
+macro_rules! v17 {
+    ($id:literal) => {
+        &[
+            concat!(
+                "CREATE TABLE slo_decisions (id ",
+                $id,
+                ", run_id BIGINT NOT NULL, job_idx BIGINT NOT NULL, at_ms BIGINT NOT NULL, elapsed_ms BIGINT NOT NULL,
+                 progress_ppm BIGINT NOT NULL, speed_ppm BIGINT NOT NULL, allocation BIGINT NOT NULL,
+                 target BIGINT NOT NULL, predicted_ms BIGINT NOT NULL, deadline_ms BIGINT NOT NULL, reason TEXT NOT NULL)"
+            ),
+            "CREATE INDEX slo_decisions_run ON slo_decisions (run_id, job_idx, at_ms)",
+        ]
+    };
+}
+const V17_SQLITE: &[&str] = v17!("INTEGER PRIMARY KEY AUTOINCREMENT");
+const V17_POSTGRES: &[&str] = v17!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
 
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
     migrate_to(store, SCHEMA_VERSION).await

@@ -98,6 +98,9 @@ pub enum Change {
     /// A job no longer waits (it started, or left the engine): its open spell is closed at `at`.
     /// Applies only if a spell was open.
     WaitEnded { run: i64, job: u32, at: i64 },
+    /// The SLO controller chose an allocation for a job under a deadline guarantee (or its run
+    /// fell back to its tier's rules).
+    SloDecision(crate::SloDecisionRow),
 }
 
 /// A preemption warning: why the container is taken and when it will be killed (Unix ms).
@@ -356,6 +359,7 @@ async fn apply_one(tx: &mut Tx, cluster: &str, change: &Change) -> Result<bool, 
         }
         Change::WaitBegan(w) => crate::waits::began(tx, w).await?,
         Change::WaitEnded { run, job, at } => crate::waits::ended(tx, *run, *job, *at).await?,
+        Change::SloDecision(d) => crate::slo_decisions::insert(tx, d).await?,
         Change::Route { run, jobs, at: _ } => {
             let n = sqlx::query("UPDATE runs SET state = 'routed' WHERE id = $1 AND state = 'queued'")
                 .bind(*run)

@@ -32,6 +32,7 @@ pub fn router() -> Router<AppState> {
         .route("/v1/runs/{id}/kill", post(runs::kill_run))
         .route("/v1/runs/{id}/retry", post(runs::retry_run))
         .route("/v1/runs/{id}/explain", get(runs::explain_run))
+        .route("/v1/slo/check", post(crate::jockey::check_handler))
         .route("/v1/runs/{id}/tasks/{task}/logs", get(crate::logs::task_logs))
         .route("/v1/queues", get(queues))
         .route("/v1/queues/{path}", get(queue))

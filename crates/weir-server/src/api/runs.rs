@@ -384,6 +384,7 @@ pub(super) async fn get_run(
     let counts = s.store.task_counts(id).await?;
     let tasks = s.store.tasks_page(id, after, limit).await?;
     let waits = s.store.waits(id).await?;
+    let decisions = s.store.slo_decisions(id).await?;
     let explanations = if RunState::parse(&run.state).is_some_and(|st| !st.is_terminal()) {
         snapshot(&s, &run.cluster).await?.map(|(sn, _)| sn.explanations).unwrap_or_default()
     } else {
@@ -419,6 +420,11 @@ pub(super) async fn get_run(
                     finished_ms: j.finished_ms,
                     explanation: explanations.get(&format!("{id}/{}", j.idx)).cloned(),
                     waits: waits.iter().filter(|w| w.job_idx == j.idx).map(wire_wait).collect(),
+                    guarantee: decisions
+                        .iter()
+                        .filter(|d| d.job_idx == j.idx)
+                        .map(crate::jockey::wire_decision)
+                        .collect(),
                     task_counts,
                     tasks: tasks
                         .iter()

@@ -72,6 +72,9 @@ struct RunPage {
     /// "waited 13s of its 18s runtime, most on root.analytics at max_running_apps 3".
     waited: String,
     waits: Vec<WaitLine>,
+    /// The SLO controller's allocations over time (`guarantee: jockey`): a chart and a table.
+    guarantee_chart: String,
+    guarantee: Vec<crate::jockey::DecisionLine>,
     explanations: Vec<Explained>,
     tasks: Vec<TaskLine>,
     /// "tasks 1–500 of 100,000" when the table is one page of several.
@@ -199,6 +202,9 @@ pub async fn run(
     let timeline =
         super::dag::timeline_svg(r.submitted_ms, slo_ms.map(|d| r.submitted_ms + d), now, &jobs, &waits);
     let waited = waited_line(&waits, r.submitted_ms, r.finished_ms.unwrap_or(now));
+    let decisions = try_page!(s.store.slo_decisions(id).await.map_err(ApiError::from));
+    let guarantee_chart = crate::jockey::decisions_svg(&decisions, r.finished_ms.map(|f| f - r.submitted_ms));
+    let guarantee = decisions.iter().map(crate::jockey::decision_line).collect();
     let wait_lines = waits
         .iter()
         .map(|w| WaitLine {
@@ -299,6 +305,8 @@ pub async fn run(
         timeline,
         waited,
         waits: wait_lines,
+        guarantee_chart,
+        guarantee,
         explanations,
         tasks: task_lines,
         tasks_shown,

@@ -89,6 +89,8 @@ pub(crate) struct Actor {
     pub gang_seq: u32,
     /// Executor containers started before their driver's (by run, job, stage).
     pub spare_executors: HashMap<(i64, usize, usize), Vec<ContainerId>>,
+    /// Runs under a deadline guarantee (`guarantee: jockey`) and their controllers.
+    pub jockey: crate::jockey::JockeyBook,
 }
 
 /// What the metrics need of a run when its state changes.
@@ -226,6 +228,7 @@ pub(crate) async fn run(
         io: super::commit::IoBook::default(),
         gang_seq: 0,
         spare_executors: HashMap::new(),
+        jockey: Default::default(),
     };
     let ended = match actor.recover().await {
         Ok(()) => actor.serve(registry, &mut stop, notify, exits, started_rx).await,
@@ -310,6 +313,7 @@ impl Actor {
             }
             let t1 = t0.elapsed();
             let t = self.now();
+            self.step_guarantees(t);
             let decisions = self.engine.schedule(t);
             for d in decisions {
                 self.on_decision(d);

@@ -104,6 +104,8 @@ pub struct RunLive {
     /// A dry-run: its stages write to shadow prefixes; these are the production outputs (bucket
     /// and what to compare) its verdict is taken against when it ends (`dry_run.rs`).
     pub dry_run: Option<Vec<(String, crate::DeclaredOutput)>>,
+    /// The workflow as validated, when it says `guarantee: jockey` (`crate::jockey`).
+    pub jockey: Option<std::sync::Arc<weir_model::Workflow>>,
 }
 
 /// A task attempt the actor is responsible for.
@@ -293,6 +295,8 @@ impl RunLive {
             active: 0,
             ending: None,
             dry_run: row.dry_run.then_some(dry_outputs),
+            jockey: (spec.guarantee == Some(weir_model::GuaranteeSpec::Jockey))
+                .then(|| std::sync::Arc::new(wf.clone())),
         })
     }
 

@@ -12,6 +12,7 @@ mod live;
 mod nodes;
 mod progress;
 mod recover;
+mod slo;
 mod usage;
 mod waits;
 mod warning;

@@ -26,7 +26,14 @@ shadow prefix (`_weir_dryrun/RUN/...` in the same bucket) instead of production'
 ends, weir compares the shadow output with production's output of the same workflow and \
 logical date and records the verdict in the migration table (`weir migrate status`). \
 `--cluster` runs it on the cluster a migration would move the workflow to.\n\n\
+`--check-slo` first asks the server's admission check for every workflow with an `slo` \
+(docs/slo.md): the SLO controller's model, built from the workflow's earlier runs on its \
+cluster, predicts the containers a new run needs to meet its deadline, and whether they fit \
+beside the guarded runs already running. If one does not fit, or no allocation meets its \
+deadline, nothing is submitted and the exit status is 1; a workflow with too little history \
+is submitted with a warning (its run keeps its tier's rules).\n\n\
 Examples:\n  weir submit examples/demo/workload.yaml\n  \
+weir submit nightly.yaml --check-slo\n  \
 weir submit pipeline.yaml --logical-date 2026-11-23 --wait\n  \
 weir submit examples/demo/workload.yaml --logical-date 2026-11-23 --dry-run --cluster staging"
 )]
@@ -49,6 +56,10 @@ pub struct SubmitArgs {
     /// With --dry-run: the cluster to run on (default: the workflow's route).
     #[arg(long, value_name = "CLUSTER", requires = "dry_run")]
     cluster: Option<String>,
+    /// Ask the admission check for deadlines first (workflows with an `slo`); submit nothing
+    /// if a run is predicted not to meet its deadline or not to fit.
+    #[arg(long)]
+    check_slo: bool,
     #[command(flatten)]
     conn: Connection,
 }
@@ -147,6 +158,41 @@ pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
     }
     let client = args.conn.client()?;
     runtime()?.block_on(async {
+        if args.check_slo {
+            let mut refused = false;
+            for wf in workload.workflows.iter().filter(|w| w.slo.is_some()) {
+                let body = SubmitRun {
+                    workflow: Some(serde_json::to_value(wf)?),
+                    workflow_name: None,
+                    project: None,
+                    logical_date: args.logical_date.clone(),
+                    params: params.clone(),
+                    dry_run: args.dry_run,
+                    cluster: args.cluster.clone(),
+                };
+                let c: weir_api::SloCheck = client
+                    .send(client.request(Method::POST, "/v1/slo/check").json(&body))
+                    .await
+                    .with_context(|| format!("{file}: workflow `{}`: the SLO check", wf.name))?;
+                let verdict = match c.admitted {
+                    Some(true) => "fits",
+                    Some(false) => "does not fit",
+                    None => "warning",
+                };
+                refused |= c.admitted == Some(false);
+                emit(&format!(
+                    "SLO check: {} on {} (deadline {}): {verdict}: {}\n",
+                    safe(&c.workflow),
+                    c.cluster,
+                    span(c.deadline_ms),
+                    safe(&c.reason)
+                ))?;
+            }
+            if refused {
+                emit("nothing submitted (the SLO check refused a run)\n")?;
+                return Ok(ExitCode::FAILURE);
+            }
+        }
         let mut ids = Vec::new();
         for wf in &workload.workflows {
             let body = SubmitRun {
@@ -310,6 +356,26 @@ pub fn status(args: &RunArgs) -> Result<ExitCode> {
                     if !w.detail.is_empty() {
                         writeln!(out, "    {}", safe(&w.detail))?;
                     }
+                }
+            }
+            if !job.guarantee.is_empty() {
+                writeln!(out, "  deadline guarantee (jockey), the controller's allocations:")?;
+                for d in &job.guarantee {
+                    let predicted = if d.predicted_ms > 0 {
+                        format!(", predicted end +{}", span(d.predicted_ms))
+                    } else {
+                        String::new()
+                    };
+                    writeln!(
+                        out,
+                        "  ~ +{}: {} container(s), {:.0}% done, speed {:.2}{predicted} of deadline +{}: {}",
+                        span(d.elapsed_ms),
+                        d.allocation,
+                        d.progress * 100.0,
+                        d.speed,
+                        span(d.deadline_ms),
+                        safe(&d.reason)
+                    )?;
                 }
             }
             if let Some(e) = &job.explanation {

@@ -1,0 +1,702 @@
+//! Deadline guarantees in `weir serve` (issue 23): a run of a workflow with `guarantee: jockey`
+//! gets weir-slo's controller while it runs (docs/slo.md).
+//!
+//! - **Profile from history.** When the engine actor first sees such a run, a background task
+//!   reads the workflow's earlier successful runs on this cluster from the store (the same
+//!   history `weir plan --server` reads: run records and successful attempts' durations, the
+//!   last [`HISTORY_DAYS`] days, submitted before this run), builds a `JobProfile` of its job and
+//!   a C(p, a) table by job-alone simulation. With fewer than [`MIN_RUNS`] earlier runs, a
+//!   workflow of more than one job, or a job with a gang stage, the run falls back to its tier's rules,
+//!   and a decision row says so.
+//! - **Control on the actor's clock.** Every control period (a twentieth of the deadline,
+//!   between 1 s and 1 min) the controller reads the run's progress (tasks done per stage, and
+//!   their measured durations for re-estimation) and chooses an allocation; the actor applies it
+//!   as the job's guarantee in the engine (`Engine::set_job_guarantee`: that many containers of
+//!   the job's largest task).
+//! - **Recorded.** Every change of allocation (and every tenth of progress) is a
+//!   `Change::SloDecision` in the actor's fenced batch: the run's page and `GET /api/v1/runs/ID`
+//!   show them.
+//!
+//! [`check`] is the admission check `weir submit --check-slo` asks for.
+//!
+//! The controller's state lives only in the actor: after a restart or a lease moving to another
+//! worker, the run's controller is built again from history and starts from its first
+//! decision (the decisions already recorded stay).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use weir_model::{Duration as ModelDuration, JobTemplate, Resources, Workflow};
+use weir_slo::{
+    ControlConfig, Controller, JobProfile, JobState, Predictor, RemainingTable, TableConfig, TaskObservation,
+    TaskOutcome, Utility,
+};
+use weir_store::{Change, JobStore, SloDecisionRow};
+
+/// Earlier successful runs a profile needs; with fewer the run keeps its tier's rules.
+pub const MIN_RUNS: usize = 3;
+/// How far back the history is read.
+pub const HISTORY_DAYS: i64 = 30;
+/// Simulated runs per allocation in the run's C(p, a) table.
+const TABLE_RUNS: u32 = 20;
+/// The largest allocation a table knows (and the controller can guarantee).
+const MAX_ALLOCATION: u32 = 128;
+
+/// A controller ready for a run, or why it has none.
+type Built = Result<Box<Controller>, String>;
+
+/// What the book knows of one guarded run.
+enum Phase {
+    /// Its profile and table are being built (one background task per run).
+    Building,
+    /// Its tier's rules apply (the reason is recorded once).
+    Fallback,
+    Active {
+        controller: Box<Controller>,
+        next_step_ms: i64,
+        last: Option<Recorded>,
+    },
+}
+
+/// The last decision written, to write only what changed.
+#[derive(Clone, Copy)]
+struct Recorded {
+    allocation: u32,
+    progress: f64,
+}
+
+struct Guarded {
+    phase: Phase,
+    /// Summed durations (ms) of the job's completed task attempts, by stage.
+    ran_ms: Vec<u64>,
+}
+
+/// The engine actor's guarded runs.
+pub(crate) struct JockeyBook {
+    runs: BTreeMap<i64, Guarded>,
+    tx: UnboundedSender<(i64, Built)>,
+    rx: UnboundedReceiver<(i64, Built)>,
+}
+
+impl Default for JockeyBook {
+    fn default() -> JockeyBook {
+        let (tx, rx) = unbounded_channel();
+        JockeyBook { runs: BTreeMap::new(), tx, rx }
+    }
+}
+
+/// What the book needs of a live run at a step.
+pub(crate) struct RunView<'a> {
+    pub id: i64,
+    pub workflow: &'a Workflow,
+    pub submitted_ms: i64,
+    /// Tasks done per stage of its job.
+    pub done: Vec<u32>,
+    pub started: bool,
+    /// The job is in the engine (a guarantee can be set).
+    pub in_engine: bool,
+}
+
+/// What the actor does with a step's outcome.
+pub(crate) struct Apply {
+    pub run: i64,
+    /// The job's new guarantee.
+    pub guarantee: Resources,
+}
+
+impl JockeyBook {
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// A completed attempt of a guarded run: its stage's measured time grows.
+    pub fn task_done(&mut self, run: i64, job: usize, stage: usize, ran_ms: Option<u64>) {
+        if let (0, Some(g), Some(ms)) = (job, self.runs.get_mut(&run), ran_ms) {
+            if let Some(r) = g.ran_ms.get_mut(stage) {
+                *r += ms;
+            }
+        }
+    }
+
+    /// One control step over the guarded runs: start building controllers for new ones,
+    /// take the ones built, drop the runs that left, and step those whose period is due.
+    /// Returns the guarantees to set and pushes the decisions to record onto `changes`.
+    pub fn step(
+        &mut self,
+        now_ms: i64,
+        cluster: &str,
+        store: &Arc<dyn JobStore>,
+        scheduler: &weir_model::SchedulerConfig,
+        live: &[RunView<'_>],
+        changes: &mut Vec<Change>,
+    ) -> Vec<Apply> {
+        while let Ok((run, built)) = self.rx.try_recv() {
+            let Some(g) = self.runs.get_mut(&run) else { continue };
+            let deadline_ms = live.iter().find(|r| r.id == run).and_then(deadline).unwrap_or(0);
+            match built {
+                Ok(controller) => g.phase = Phase::Active { controller, next_step_ms: 0, last: None },
+                Err(why) => {
+                    g.phase = Phase::Fallback;
+                    changes.push(Change::SloDecision(fallback_row(run, now_ms, deadline_ms, why)));
+                }
+            }
+        }
+        self.runs.retain(|id, _| live.iter().any(|r| r.id == *id));
+        let mut out = Vec::new();
+        for r in live {
+            let Some(deadline_ms) = deadline(r) else { continue };
+            let g = match self.runs.entry(r.id) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    let stages = r.workflow.jobs.first().map_or(0, |j| j.stages.len());
+                    v.insert(Guarded { phase: Phase::Building, ran_ms: vec![0; stages] });
+                    spawn_build(&self.tx, r, cluster, store, deadline_ms);
+                    continue;
+                }
+                std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            };
+            let Phase::Active { controller, next_step_ms, last } = &mut g.phase else { continue };
+            if !r.in_engine || now_ms < *next_step_ms {
+                continue;
+            }
+            *next_step_ms = now_ms + period_ms(deadline_ms);
+            let state = JobState { done: r.done.clone(), started: r.started, ran_ms: g.ran_ms.clone() };
+            let elapsed = (now_ms - r.submitted_ms).max(0) as u64;
+            let d = controller.step(elapsed, &state);
+            let changed = last.is_none_or(|l| l.allocation != d.allocation);
+            if changed {
+                out.push(Apply {
+                    run: r.id,
+                    guarantee: unit(r.workflow, scheduler).times(u64::from(d.allocation)),
+                });
+            }
+            if changed || last.is_none_or(|l| d.progress - l.progress >= 0.1) {
+                *last = Some(Recorded { allocation: d.allocation, progress: d.progress });
+                changes.push(Change::SloDecision(SloDecisionRow {
+                    run_id: r.id,
+                    job_idx: 0,
+                    at_ms: now_ms,
+                    elapsed_ms: elapsed as i64,
+                    progress_ppm: (d.progress * 1e6).round() as i64,
+                    speed_ppm: (d.speed * 1e6).round() as i64,
+                    allocation: d.allocation,
+                    target: d.target,
+                    predicted_ms: d.predicted_ms as i64,
+                    deadline_ms: deadline_ms as i64,
+                    reason: d.reason.to_string(),
+                }));
+            }
+        }
+        out
+    }
+}
+
+/// Build a run's controller in the background; its answer comes back on `tx`.
+fn spawn_build(
+    tx: &UnboundedSender<(i64, Built)>,
+    r: &RunView<'_>,
+    cluster: &str,
+    store: &Arc<dyn JobStore>,
+    deadline_ms: u64,
+) {
+    let (tx, store, cluster, workflow, run, before) =
+        (tx.clone(), store.clone(), cluster.to_string(), r.workflow.clone(), r.id, r.submitted_ms);
+    tokio::spawn(async move {
+        let built = build(&*store, &cluster, &workflow, run, before, deadline_ms).await;
+        let _ = tx.send((run, built));
+    });
+}
+
+/// The run's deadline (its SLO). The actor hands in only runs whose stored workflow says
+/// `guarantee: jockey`, which validation lets through only with an `slo`.
+fn deadline(r: &RunView<'_>) -> Option<u64> {
+    r.workflow.slo.map(|d| d.as_millis())
+}
+
+/// A control period for a deadline: a twentieth of it, between 1 s and 1 min.
+pub fn period_ms(deadline_ms: u64) -> i64 {
+    (deadline_ms / 20).clamp(1000, 60_000) as i64
+}
+
+/// One container of the job: its largest task, as the scheduler normalizes it.
+fn unit(w: &Workflow, scheduler: &weir_model::SchedulerConfig) -> Resources {
+    w.jobs
+        .first()
+        .map(|j| {
+            j.stages
+                .iter()
+                .map(|s| scheduler.normalize(&s.resources))
+                .fold(Resources::ZERO, |a, r| a.component_max(&r))
+        })
+        .unwrap_or(Resources::ZERO)
+}
+
+fn fallback_row(run: i64, now_ms: i64, deadline_ms: u64, why: String) -> SloDecisionRow {
+    SloDecisionRow {
+        run_id: run,
+        job_idx: 0,
+        at_ms: now_ms,
+        elapsed_ms: 0,
+        progress_ppm: 0,
+        speed_ppm: 1_000_000,
+        allocation: 0,
+        target: 0,
+        predicted_ms: 0,
+        deadline_ms: deadline_ms as i64,
+        reason: format!("fallback: {why}; the tier's rules apply"),
+    }
+}
+
+/// The controller's settings for a live run: evaluate's defaults, with the dead zone a tenth of
+/// the deadline at most (3 minutes before a 10-second deadline would never cut).
+pub fn control_config(deadline_ms: u64) -> ControlConfig {
+    ControlConfig {
+        quantile: 0.99,
+        slack_start: 1.5,
+        slack_end: 1.2,
+        dead_zone_ms: (deadline_ms / 10).min(180_000),
+        hysteresis: 0.5,
+        ..ControlConfig::default()
+    }
+}
+
+/// A profile of the workflow's job from its earlier successful runs on `cluster` (submitted
+/// before `before_ms`, in the last [`HISTORY_DAYS`] days, other than `run`), or why not.
+pub async fn profile_from_history(
+    store: &dyn JobStore,
+    cluster: &str,
+    workflow: &Workflow,
+    run: i64,
+    before_ms: i64,
+) -> Result<JobProfile, String> {
+    let job = single_job(workflow)?;
+    let since = before_ms - HISTORY_DAYS * 86_400_000;
+    let records = store
+        .run_records(Some(cluster), None, since, before_ms)
+        .await
+        .map_err(|e| format!("cannot read the workflow's history: {e}"))?;
+    let earlier: BTreeMap<i64, i64> = records
+        .iter()
+        .filter(|r| r.workflow == workflow.name && r.id != run && r.state == "succeeded")
+        .filter_map(|r| Some((r.id, r.started_ms? - r.submitted_ms)))
+        .collect();
+    if earlier.len() < MIN_RUNS {
+        return Err(format!(
+            "{} earlier successful run(s) of {} on {cluster} in the last {HISTORY_DAYS} days; a profile needs {MIN_RUNS}",
+            earlier.len(),
+            workflow.name
+        ));
+    }
+    let attempts = store
+        .workflow_attempt_durations(cluster, &workflow.name, since, before_ms)
+        .await
+        .map_err(|e| format!("cannot read the workflow's task history: {e}"))?;
+    let tasks: Vec<TaskObservation> = attempts
+        .iter()
+        .filter(|a| a.job == 0 && earlier.contains_key(&a.run))
+        .filter_map(|a| {
+            Some(TaskObservation {
+                stage: job.stages.get(a.stage as usize)?.name.clone(),
+                duration: ModelDuration(a.ms.max(0) as u64),
+                outcome: TaskOutcome::Done,
+            })
+        })
+        .collect();
+    let init: Vec<ModelDuration> = earlier.values().map(|&ms| ModelDuration(ms.max(0) as u64)).collect();
+    JobProfile::build(&workflow.name, job, earlier.len() as u32, &tasks, &init).map_err(|e| e.to_string())
+}
+
+fn single_job(workflow: &Workflow) -> Result<&JobTemplate, String> {
+    match workflow.jobs.as_slice() {
+        [job] if job.stages.iter().any(|s| s.gang) => Err(format!(
+            "the controller guards jobs of independent tasks; stage {} of {} is a gang",
+            job.stages.iter().find(|s| s.gang).map_or("?", |s| s.name.as_str()),
+            workflow.name
+        )),
+        [job] => Ok(job),
+        jobs => {
+            Err(format!("the controller guards workflows of one job; {} has {}", workflow.name, jobs.len()))
+        }
+    }
+}
+
+/// The controller of a run: profile from history, C(p, a) by job-alone simulation (off the
+/// actor's thread: it is CPU work).
+pub async fn build(
+    store: &dyn JobStore,
+    cluster: &str,
+    workflow: &Workflow,
+    run: i64,
+    before_ms: i64,
+    deadline_ms: u64,
+) -> Built {
+    let profile = profile_from_history(store, cluster, workflow, run, before_ms).await?;
+    let controller = tokio::task::spawn_blocking(move || -> Result<Controller, String> {
+        let config = TableConfig {
+            max_allocation: profile.max_parallelism().min(MAX_ALLOCATION),
+            runs: TABLE_RUNS,
+            ..TableConfig::default()
+        };
+        let table = RemainingTable::build(&profile, &config).map_err(|e| e.to_string())?;
+        Ok(Controller::new(
+            Predictor::Table { profile, table },
+            Utility::deadline(deadline_ms),
+            control_config(deadline_ms),
+        ))
+    })
+    .await
+    .map_err(|e| format!("building the model failed: {e}"))??;
+    Ok(Box::new(controller))
+}
+
+/// The admission check for a submission (`weir submit --check-slo`, `POST /v1/slo/check`):
+/// the controller's first allocation for a new run of the workflow (its model built from its
+/// history as a run's would be), against the containers of its size the cluster holds less the
+/// allocations of the guarded runs running there now (their latest decisions). Conservative, as
+/// `weir_slo::admit`: it assumes they all overlap the new run.
+pub(crate) async fn check_handler(
+    axum::extract::State(s): axum::extract::State<crate::state::AppState>,
+    headers: axum::http::HeaderMap,
+    b: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<axum::Json<weir_api::SloCheck>, crate::error::ApiError> {
+    use crate::error::ApiError;
+    let principal = s.principal(&headers).await?;
+    let b = crate::state::body(b)?;
+    let req = crate::submit::parse_body(&b, crate::state::is_yaml(&headers))?;
+    let spec_value =
+        req.workflow.ok_or_else(|| ApiError::invalid("give the `workflow` to check").field("workflow"))?;
+    let spec = crate::submit::workflow_spec(&spec_value)?;
+    let accepted = crate::submit::accept_on(&s.registry, spec, &s.limits, req.cluster.as_deref())?;
+    principal.require(&accepted.owner, weir_api::Role::Submitter)?;
+    let Some(loaded) = s.registry.cluster(&accepted.cluster) else {
+        return Err(ApiError::invalid(format!("cluster `{}` is not configured", accepted.cluster)));
+    };
+    let file = weir_model::WorkloadFile { version: 1, workflows: vec![accepted.spec.clone()] };
+    let workload = weir_model::Workload::live_from_file("workflow", &file, &loaded.config)
+        .map_err(|e| ApiError::invalid(e.to_string()))?;
+    let Some(workflow) = workload.workflows.into_iter().next() else {
+        return Err(ApiError::invalid("the file has no workflow").field("workflow"));
+    };
+    let Some(slo) = workflow.slo else {
+        return Err(ApiError::invalid(format!(
+            "{} has no `slo`: there is no deadline to check",
+            workflow.name
+        ))
+        .field("workflow.slo"));
+    };
+    let deadline_ms = slo.as_millis();
+    let now = crate::time::now_ms();
+    let answer = |admitted, allocation, reason| weir_api::SloCheck {
+        workflow: workflow.name.clone(),
+        cluster: accepted.cluster.clone(),
+        admitted,
+        allocation,
+        deadline_ms: deadline_ms as i64,
+        reason,
+    };
+    let controller = match build(&*s.store, &accepted.cluster, &workflow, -1, now + 1, deadline_ms).await {
+        Ok(c) => c,
+        Err(why) => {
+            return Ok(axum::Json(answer(
+                None,
+                None,
+                format!("no model: {why}; a run keeps its tier's rules"),
+            )))
+        }
+    };
+    // The guarded runs running on the cluster, at their latest allocations.
+    let mut admitted = Vec::new();
+    let records =
+        s.store.run_records(Some(&accepted.cluster), None, now - HISTORY_DAYS * 86_400_000, now + 1).await?;
+    for r in records.iter().filter(|r| !matches!(r.state.as_str(), "succeeded" | "failed" | "killed")) {
+        let decisions = s.store.slo_decisions(r.id).await?;
+        if let Some(d) = decisions.last().filter(|d| d.allocation > 0) {
+            admitted.push(weir_slo::AdmittedJob {
+                name: format!("{} (run {})", r.workflow, r.id),
+                allocation: d.allocation,
+                feasible: true,
+            });
+        }
+    }
+    let capacity = containers_in(loaded.config.total_resources(), unit(&workflow, &loaded.config.scheduler));
+    let new = controller.admission(&workflow.name);
+    let verdict = weir_slo::admit(&new, &admitted, capacity);
+    Ok(axum::Json(answer(Some(verdict.admitted), Some(new.allocation), verdict.reason)))
+}
+
+/// How many containers of `unit` fit in `total` (by every resource the unit asks for).
+fn containers_in(total: Resources, unit: Resources) -> u32 {
+    [(total.cpu, unit.cpu), (total.memory, unit.memory), (total.gpu, unit.gpu)]
+        .iter()
+        .filter(|(_, u)| *u > 0)
+        .map(|(t, u)| t / u)
+        .min()
+        .unwrap_or(0)
+        .min(u64::from(u32::MAX)) as u32
+}
+
+/// A stored decision as the API shows it.
+pub fn wire_decision(d: &SloDecisionRow) -> weir_api::SloDecision {
+    weir_api::SloDecision {
+        at_ms: d.at_ms,
+        elapsed_ms: d.elapsed_ms,
+        progress: d.progress_ppm as f64 / 1e6,
+        speed: d.speed_ppm as f64 / 1e6,
+        allocation: d.allocation,
+        target: d.target,
+        predicted_ms: d.predicted_ms,
+        deadline_ms: d.deadline_ms,
+        reason: d.reason.clone(),
+    }
+}
+
+/// One decision in the run page's table.
+pub struct DecisionLine {
+    pub at: String,
+    pub progress: String,
+    pub speed: String,
+    pub allocation: u32,
+    pub target: u32,
+    pub predicted: String,
+    pub deadline: String,
+    pub reason: String,
+}
+
+fn secs(ms: i64) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
+}
+
+pub fn decision_line(d: &SloDecisionRow) -> DecisionLine {
+    DecisionLine {
+        at: format!("+{}", secs(d.elapsed_ms)),
+        progress: format!("{:.0}%", d.progress_ppm as f64 / 1e4),
+        speed: format!("{:.2}", d.speed_ppm as f64 / 1e6),
+        allocation: d.allocation,
+        target: d.target,
+        predicted: if d.predicted_ms > 0 { format!("+{}", secs(d.predicted_ms)) } else { String::new() },
+        deadline: format!("+{}", secs(d.deadline_ms)),
+        reason: d.reason.clone(),
+    }
+}
+
+/// The allocation over time (a step line) against progress (dots, as a share of the height)
+/// and the deadline (a dashed line), from submission; `end_ms` (the run's end, from
+/// submission) closes the steps. Empty without decisions.
+pub fn decisions_svg(decisions: &[SloDecisionRow], end_ms: Option<i64>) -> String {
+    use std::fmt::Write;
+    let Some(last) = decisions.last() else { return String::new() };
+    let (w, h, left, top, bottom) = (640.0, 200.0, 40.0, 10.0, 30.0);
+    let deadline = decisions.iter().map(|d| d.deadline_ms).max().unwrap_or(0);
+    let end = end_ms.unwrap_or(last.elapsed_ms).max(last.elapsed_ms);
+    let span = (deadline.max(end) as f64 * 1.05).max(1.0);
+    let top_a = decisions.iter().map(|d| d.allocation.max(d.target)).max().unwrap_or(1).max(1) as f64;
+    let x = |ms: i64| left + (w - left - 10.0) * ms as f64 / span;
+    let y = |v: f64| top + (h - top - bottom) * (1.0 - v);
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"guarantee-chart\" width=\"{w}\" height=\"{h}\" \
+         role=\"img\" aria-label=\"allocation over time against progress and the deadline\">"
+    );
+    let _ = write!(
+        svg,
+        "<line x1=\"{left}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#888\"/>\
+         <text x=\"2\" y=\"{t}\" font-size=\"11\">{top_a}</text><text x=\"2\" y=\"{b}\" font-size=\"11\">0</text>\
+         <text x=\"{left}\" y=\"{lb}\" font-size=\"11\">0s</text><text x=\"{rx}\" y=\"{lb}\" font-size=\"11\" text-anchor=\"end\">{rs}</text>",
+        b = y(0.0),
+        r = w - 10.0,
+        t = y(1.0) + 10.0,
+        lb = h - 8.0,
+        rx = w - 10.0,
+        rs = secs(span as i64),
+    );
+    let dx = x(deadline);
+    let _ = write!(
+        svg,
+        "<line class=\"deadline\" x1=\"{dx:.1}\" y1=\"{t}\" x2=\"{dx:.1}\" y2=\"{b}\" stroke=\"#c00\" stroke-dasharray=\"4 3\"/>\
+         <text x=\"{dx:.1}\" y=\"{t2}\" font-size=\"11\" fill=\"#c00\">deadline</text>",
+        t = y(1.0),
+        b = y(0.0),
+        t2 = y(1.0) + 10.0,
+    );
+    let mut path = String::new();
+    let mut prev: Option<(f64, f64)> = None;
+    for d in decisions.iter().filter(|d| !d.reason.starts_with("fallback")) {
+        let (px, py) = (x(d.elapsed_ms), y(f64::from(d.allocation) / top_a));
+        match prev {
+            None => {
+                let _ = write!(path, "M{px:.1},{py:.1}");
+            }
+            Some((_, qy)) => {
+                let _ = write!(path, " L{px:.1},{qy:.1} L{px:.1},{py:.1}");
+            }
+        }
+        prev = Some((px, py));
+        let _ = write!(
+            svg,
+            "<circle class=\"progress\" cx=\"{px:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#2a7\"><title>{:.0}% done at +{}</title></circle>",
+            y(d.progress_ppm as f64 / 1e6),
+            d.progress_ppm as f64 / 1e4,
+            secs(d.elapsed_ms)
+        );
+    }
+    if let Some((_, qy)) = prev {
+        let _ = write!(path, " L{:.1},{qy:.1}", x(end));
+        let _ = write!(
+            svg,
+            "<path class=\"allocation\" d=\"{path}\" fill=\"none\" stroke=\"#36c\" stroke-width=\"2\"/>"
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+#[cfg(test)]
+mod tests {
+    //! The profile a live run gets is built from what the store recorded of its workflow's
+    //! earlier runs: a real SQLite store, runs written through the worker's own changes.
+    use std::sync::Arc;
+
+    use weir_model::{ClusterConfig, Workload};
+    use weir_store::{AttemptKey, Change, JobStore, NewJob, NewRun, NewTask, Submitted, TaskKey};
+
+    use super::*;
+
+    const CLUSTER: &str = "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 8000, memory: 16g}}\nqueues:\n  - {name: slo, tier: 1}\n";
+    const WORKLOAD: &str = "version: 1\nworkflows:\n  - name: nightly\n    queue: root.slo\n    slo: 40s\n    guarantee: jockey\n    jobs:\n      - name: work\n        stages:\n          - {name: map, tasks: 2, resources: {cpu: 1000, memory: 1g}, duration: {fixed: 1s}}\n          - {name: reduce, after: [map], tasks: 1, resources: {cpu: 1000, memory: 1g}, duration: {fixed: 1s}}\n";
+
+    fn new_run(workflow: &str, date: &str, at: i64) -> NewRun {
+        NewRun {
+            route: None,
+            workflow: workflow.into(),
+            project: "slo".into(),
+            tier: 1,
+            logical_date: date.into(),
+            cluster: "c".into(),
+            queue: "root.slo".into(),
+            spec: "{}".into(),
+            params: "{}".into(),
+            submitted_by: "admin".into(),
+            user: "u".into(),
+            client: None,
+            submitted_ms: at,
+            slo_ms: Some(40_000),
+            idempotency_key: None,
+            request_hash: String::new(),
+            idempotency_after_ms: 0,
+            dry_run: false,
+        }
+    }
+
+    /// A run of `workflow` submitted at `at`, started 500 ms later, whose map tasks take
+    /// `map_ms` each and reduce task `reduce_ms`; it ends in `state`.
+    async fn record(
+        store: &Arc<dyn JobStore>,
+        fence: &weir_store::Fence,
+        workflow: &str,
+        at: i64,
+        map_ms: [i64; 2],
+        reduce_ms: i64,
+        state: &'static str,
+    ) -> i64 {
+        let id = match &store.submit(&[new_run(workflow, &format!("d{at}"), at)]).await.expect("submit")[0] {
+            Submitted::Created { id } => *id,
+            other => panic!("{other:?}"),
+        };
+        let task = |stage: u32, name: &str, idx: u32| NewTask {
+            stage_idx: stage,
+            task_idx: idx,
+            stage: name.into(),
+        };
+        let jobs = vec![NewJob {
+            idx: 0,
+            name: "work".into(),
+            tasks: vec![task(0, "map", 0), task(0, "map", 1), task(1, "reduce", 0)],
+        }];
+        let mut changes = vec![
+            Change::Route { run: id, jobs, at },
+            Change::RunState { run: id, to: "running", at: at + 500, reason: None },
+        ];
+        let spans = [
+            (0, 0, at + 500, map_ms[0]),
+            (0, 1, at + 500, map_ms[1]),
+            (1, 0, at + 500 + map_ms[0].max(map_ms[1]), reduce_ms),
+        ];
+        for (stage, t, start, ms) in spans {
+            let key = AttemptKey { task: TaskKey { run: id, job: 0, stage, task: t }, attempt: 1 };
+            changes.push(Change::AttemptStarting {
+                key,
+                node: "n".into(),
+                stdout: String::new(),
+                stderr: String::new(),
+                at: start,
+            });
+            changes.push(Change::AttemptLaunched { key, launched: "{}".into(), at: start });
+            changes.push(Change::AttemptEnded {
+                key,
+                to: "succeeded",
+                exit_code: Some(0),
+                at: start + ms,
+                reason: None,
+            });
+        }
+        changes.push(Change::RunState { run: id, to: state, at: at + 20_000, reason: None });
+        let applied = store.apply(fence, i64::MAX / 2, &changes).await.expect("apply");
+        assert!(applied.iter().all(|&a| a), "{applied:?}");
+        id
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_profile_is_built_from_the_workflows_successful_runs_only() {
+        let dir = std::env::temp_dir().join(format!("weir-jockey-history-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let store =
+            weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite");
+        let fence =
+            store.acquire_lease("c", "me", None, 0, i64::MAX / 2).await.expect("lease").expect("free");
+        let cluster = ClusterConfig::from_yaml("cluster.yaml", CLUSTER).expect("cluster");
+        let workflow =
+            Workload::from_yaml("w.yaml", WORKLOAD, &cluster).expect("workload").workflows.remove(0);
+        let day = 86_400_000;
+        let now = 40 * day;
+        // Two successful runs: too few for a profile, and the run says how many it had.
+        record(&store, &fence, "nightly", now - 3 * day, [1000, 1200], 3000, "succeeded").await;
+        record(&store, &fence, "nightly", now - 2 * day, [1100, 1300], 3100, "succeeded").await;
+        // A failed run, another workflow's run and one older than the window say nothing.
+        record(&store, &fence, "nightly", now - day, [9000, 9000], 9000, "failed").await;
+        record(&store, &fence, "other", now - day, [9000, 9000], 9000, "succeeded").await;
+        record(&store, &fence, "nightly", now - 31 * day, [9000, 9000], 9000, "succeeded").await;
+        let why = profile_from_history(&*store, "c", &workflow, -1, now).await.unwrap_err();
+        assert_eq!(why, "2 earlier successful run(s) of nightly on c in the last 30 days; a profile needs 3");
+        let third = record(&store, &fence, "nightly", now - day / 2, [1400, 1600], 3200, "succeeded").await;
+        // The run itself is not its own history.
+        let why = profile_from_history(&*store, "c", &workflow, third, now).await.unwrap_err();
+        assert!(why.starts_with("2 earlier successful run(s)"), "{why}");
+        let p = profile_from_history(&*store, "c", &workflow, -1, now).await.expect("profile");
+        assert_eq!((p.workflow.as_str(), p.job.as_str(), p.runs), ("nightly", "work", 3));
+        // Every run started 500 ms after its submission.
+        assert_eq!(p.init_ms, 500);
+        assert_eq!(p.stages[0].name, "map");
+        assert_eq!(p.stages[0].tasks, 2);
+        // Six map attempts 1000..1600: nearest-rank quantiles 0, 50 and 100%, and the mean.
+        assert_eq!(
+            (p.stages[0].duration_ms[0], p.stages[0].duration_ms[3], p.stages[0].duration_ms[10]),
+            (1000, 1300, 1600)
+        );
+        assert_eq!(p.stages[0].mean_ms, 1266.7);
+        assert_eq!((p.stages[1].name.as_str(), p.stages[1].after.as_slice()), ("reduce", &[0usize][..]));
+        assert_eq!((p.stages[1].duration_ms[0], p.stages[1].duration_ms[10]), (3000, 3200));
+        assert_eq!(p.stages[1].failure_probability, 0.0);
+    }
+
+    #[test]
+    fn containers_and_periods() {
+        let unit = Resources::new(1000, 2048, 0);
+        assert_eq!(containers_in(Resources::new(8000, 16384, 0), unit), 8);
+        assert_eq!(containers_in(Resources::new(8000, 10240, 2), unit), 5);
+        assert_eq!(period_ms(40_000), 2000);
+        assert_eq!(period_ms(5000), 1000);
+        assert_eq!(period_ms(7_200_000), 60_000);
+        assert_eq!(control_config(40_000).dead_zone_ms, 4000);
+        assert_eq!(control_config(7_200_000).dead_zone_ms, 180_000);
+    }
+}

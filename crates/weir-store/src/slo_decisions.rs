@@ -1,0 +1,87 @@
+//! The SLO controller's decisions for runs under a deadline guarantee (`guarantee: jockey`,
+//! weir-server's `jockey.rs`): every allocation it chose, with the progress and prediction that
+//! caused it, and the run's fallback to its tier's rules when its workflow has too little
+//! history. Written by the owning worker in its fenced batches; read by the run's page and API.
+
+use crate::worker::Tx;
+use crate::{int, text, Store, StoreError};
+
+/// One decision. Fractions are kept in millionths (`progress`, `speed`) so that both
+/// dialects store and return exact integers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SloDecisionRow {
+    pub run_id: i64,
+    pub job_idx: u32,
+    /// When it was taken (Unix ms, the engine actor's clock).
+    pub at_ms: i64,
+    /// Since the run's submission.
+    pub elapsed_ms: i64,
+    /// Progress (the profile's fraction of expected task-seconds done), in millionths.
+    pub progress_ppm: i64,
+    /// The run's speed against its profile (1,000,000: as the earlier runs), in millionths.
+    pub speed_ppm: i64,
+    /// Containers guaranteed from now on (0: none, the tier's rules apply).
+    pub allocation: u32,
+    /// The controller's best allocation this period, before its dead zone and hysteresis.
+    pub target: u32,
+    /// Predicted completion under `allocation`, from submission (ms); 0 when none.
+    pub predicted_ms: i64,
+    /// The run's deadline, from submission (ms).
+    pub deadline_ms: i64,
+    /// Why, in words (`behind: raised`, `fallback: …`).
+    pub reason: String,
+}
+
+/// Apply [`crate::Change::SloDecision`].
+pub(crate) async fn insert(tx: &mut Tx, d: &SloDecisionRow) -> Result<u64, StoreError> {
+    sqlx::query(
+        "INSERT INTO slo_decisions (run_id, job_idx, at_ms, elapsed_ms, progress_ppm, speed_ppm, allocation,
+         target, predicted_ms, deadline_ms, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+    )
+    .bind(d.run_id)
+    .bind(i64::from(d.job_idx))
+    .bind(d.at_ms)
+    .bind(d.elapsed_ms)
+    .bind(d.progress_ppm)
+    .bind(d.speed_ppm)
+    .bind(i64::from(d.allocation))
+    .bind(i64::from(d.target))
+    .bind(d.predicted_ms)
+    .bind(d.deadline_ms)
+    .bind(d.reason.as_str())
+    .execute(&mut **tx)
+    .await
+    .map_err(StoreError::db)
+    .map(|r| r.rows_affected())
+}
+
+impl Store {
+    /// The run's decisions, by job, in time order.
+    pub(crate) async fn slo_decisions(&self, run: i64) -> Result<Vec<SloDecisionRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT run_id, job_idx, at_ms, elapsed_ms, progress_ppm, speed_ppm, allocation, target, predicted_ms,
+             deadline_ms, reason FROM slo_decisions WHERE run_id = $1 ORDER BY job_idx, at_ms, id",
+        )
+        .bind(run)
+        .fetch_all(&self.read)
+        .await
+        .map_err(StoreError::db)?;
+        rows.iter()
+            .map(|r| {
+                Ok(SloDecisionRow {
+                    run_id: int(r, "run_id")?,
+                    job_idx: int(r, "job_idx")?.clamp(0, i64::from(u32::MAX)) as u32,
+                    at_ms: int(r, "at_ms")?,
+                    elapsed_ms: int(r, "elapsed_ms")?,
+                    progress_ppm: int(r, "progress_ppm")?,
+                    speed_ppm: int(r, "speed_ppm")?,
+                    allocation: int(r, "allocation")?.clamp(0, i64::from(u32::MAX)) as u32,
+                    target: int(r, "target")?.clamp(0, i64::from(u32::MAX)) as u32,
+                    predicted_ms: int(r, "predicted_ms")?,
+                    deadline_ms: int(r, "deadline_ms")?,
+                    reason: text(r, "reason")?,
+                })
+            })
+            .collect()
+    }
+}
