@@ -50,6 +50,9 @@ pub struct StageLive {
     pub command: String,
     /// The stage is a Spark application (`command` is then empty).
     pub spark: Option<weir_model::SparkSpec>,
+    /// Its tasks asked for together start together or not at all (the stage's `gang: true`,
+    /// or its job's: then each stage released is a gang of its own).
+    pub gang: bool,
     pub env: BTreeMap<String, String>,
     pub max_attempts: u32,
     /// The walltime each task asks for (a Slurm job's time limit), if the stage gives one.
@@ -236,6 +239,7 @@ impl RunLive {
                     resources: stage.resources,
                     command: s.command.clone().unwrap_or_default(),
                     spark: s.spark.clone(),
+                    gang: stage.gang || job.gang,
                     env: s.env.clone(),
                     max_attempts: s.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
                     walltime: s.walltime,

@@ -1,0 +1,163 @@
+//! `weir serve` runs a stage with `gang: true` all or nothing, as `weir simulate` does: the live
+//! engine is handed the stage's tasks as one gang (`Request::in_gang`), so none of them starts
+//! until the cluster has room for all of them, and then all start in one pass.
+//!
+//! The cluster is one node of 3 cores. A blocker run holds 2 of them with two tasks that wait
+//! for a release file each; a gang of 3 one-core tasks is then submitted. It waits with the
+//! reason `gang_waiting_for_room` while 1 core is free, and still when the first blocker ends
+//! and 2 are free (a stage asked for task by task would have started one task, then two); once
+//! the second blocker ends, all three start. Each gang task records its start and then waits
+//! until it sees the other two started (a barrier with a time limit), so the run succeeds only
+//! if the three ran at the same time.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const CLUSTER: &str = "version: 1
+nodes:
+  - {count: 1, resources: {cpu: 3000, memory: 4g}}
+queues:
+  - {name: default}
+";
+
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn client(dir: &Path, port: u16, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(args)
+        .current_dir(dir)
+        .env("WEIR_SERVER", format!("http://127.0.0.1:{port}"))
+        .env_remove("WEIR_TOKEN")
+        .output()
+        .expect("run weir")
+}
+
+fn eventually(dir: &Path, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > Duration::from_secs(120) {
+            let log = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+            panic!("timed out waiting for {what}; the server said:\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+fn run_of(dir: &Path, port: u16, workflow: &str) -> Value {
+    let runs = json(&client(dir, port, &["runs", "--json"]));
+    let found = runs["runs"].as_array().and_then(|r| r.iter().find(|r| r["workflow"] == workflow).cloned());
+    found.unwrap_or(Value::Null)
+}
+
+fn status(dir: &Path, port: u16, id: &str) -> Value {
+    json(&client(dir, port, &["status", id, "--json"]))
+}
+
+/// How many attempts the run's tasks have started (stored).
+fn attempts_started(run: &Value) -> u64 {
+    let tasks = run["jobs"][0]["tasks"].as_array().cloned().unwrap_or_default();
+    assert_eq!(tasks.len(), 3, "{run:#}");
+    tasks.iter().map(|t| t["attempts"].as_u64().expect("attempts")).sum()
+}
+
+fn started(dir: &Path, prefix: &str) -> Vec<String> {
+    let mut found: Vec<String> = std::fs::read_dir(dir)
+        .expect("scratch")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn a_gang_stage_starts_only_when_all_its_tasks_fit_then_all_at_once() {
+    let scratch = common::Scratch::new("serve-gang");
+    let dir = scratch.0.clone();
+    let d = dir.display().to_string();
+    scratch.file("cluster.yaml", CLUSTER);
+    let blocker = format!(
+        "version: 1\nworkflows:\n  - name: blocker\n    queue: root.default\n    jobs:\n      - name: j\n        stages:\n          - name: hold\n            tasks: 2\n            max_attempts: 1\n            resources: {{cpu: 1000, memory: 256m}}\n            command: 'touch {d}/blocker-$WEIR_TASK_INDEX; while [ ! -e {d}/release-$WEIR_TASK_INDEX ]; do sleep 0.1; done'\n"
+    );
+    // Each gang task: mark its start, then wait (at most 60 s) until all three have started.
+    let gang = format!(
+        "version: 1\nworkflows:\n  - name: gang\n    queue: root.default\n    jobs:\n      - name: j\n        stages:\n          - name: together\n            tasks: 3\n            gang: true\n            max_attempts: 1\n            resources: {{cpu: 1000, memory: 256m}}\n            command: 'touch {d}/gang-$WEIR_TASK_INDEX; for i in $(seq 600); do [ -e {d}/gang-0 ] && [ -e {d}/gang-1 ] && [ -e {d}/gang-2 ] && echo all three started && exit 0; sleep 0.1; done; echo alone; exit 1'\n"
+    );
+    scratch.file("blocker.yaml", &blocker);
+    scratch.file("gang.yaml", &gang);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
+    let _serve = Serve(
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--kill-grace", "1", "--cluster"])
+            .arg(dir.join("cluster.yaml"))
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("weir serve"),
+    );
+    eventually(&dir, "the server to take the blocker", || {
+        client(&dir, port, &["submit", "blocker.yaml"]).status.success()
+    });
+    eventually(&dir, "both blocker tasks to start", || started(&dir, "blocker-").len() == 2);
+
+    // 1 core free, the gang needs 3: it waits for room for all of it, none of it started.
+    let out = client(&dir, port, &["submit", "gang.yaml"]);
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    let gang_id = run_of(&dir, port, "gang")["id"].to_string();
+    eventually(&dir, "the gang to wait for room for all of it", || {
+        assert_eq!(started(&dir, "gang-"), Vec::<String>::new(), "a gang task started with 1 core free");
+        let waits = status(&dir, port, &gang_id)["jobs"][0]["waits"].clone();
+        waits.as_array().and_then(|w| w.last()).is_some_and(|w| w["reason"] == "gang_waiting_for_room")
+    });
+    assert_eq!(started(&dir, "gang-"), Vec::<String>::new(), "a gang task started with 1 core free");
+    assert_eq!(attempts_started(&status(&dir, port, &gang_id)), 0);
+
+    // The first blocker ends: 2 cores free, still not the gang's 3. The server handles a
+    // task's end and schedules in one pass, stored at once: once the blocker's task shows
+    // succeeded, the engine has had its chance to start gang tasks (their attempts would be
+    // stored in the same commit).
+    std::fs::write(dir.join("release-0"), "").expect("release");
+    let blocker_id = run_of(&dir, port, "blocker")["id"].to_string();
+    eventually(&dir, "the first blocker to end", || {
+        let tasks = status(&dir, port, &blocker_id)["jobs"][0]["tasks"].clone();
+        tasks.as_array().is_some_and(|t| t.iter().filter(|t| t["state"] == "succeeded").count() == 1)
+    });
+    let run = status(&dir, port, &gang_id);
+    assert_eq!(attempts_started(&run), 0, "a gang task started with 2 cores free: {run:#}");
+    assert_eq!(run["state"], "waiting", "{run:#}");
+    assert_eq!(started(&dir, "gang-"), Vec::<String>::new(), "a gang task started with 2 cores free");
+
+    // Room for all three: they start together and each sees the other two running.
+    std::fs::write(dir.join("release-1"), "").expect("release");
+    eventually(&dir, "the gang run to end", || {
+        matches!(run_of(&dir, port, "gang")["state"].as_str(), Some("succeeded" | "failed"))
+    });
+    let run = status(&dir, port, &gang_id);
+    assert_eq!(run["state"], "succeeded", "{run:#}");
+    assert_eq!(started(&dir, "gang-"), vec!["gang-0", "gang-1", "gang-2"]);
+    for t in 0..3 {
+        let out = client(&dir, port, &["logs", &gang_id, &format!("together.{t}")]);
+        assert_eq!(common::text(&out.stdout), "all three started\n", "task {t}");
+    }
+    let blocker = run_of(&dir, port, "blocker");
+    assert_eq!(blocker["state"], "succeeded", "{blocker}");
+}
