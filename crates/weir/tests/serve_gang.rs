@@ -8,7 +8,8 @@
 //! and 2 are free (a stage asked for task by task would have started one task, then two); once
 //! the second blocker ends, all three start. Each gang task records its start and then waits
 //! until it sees the other two started (a barrier with a time limit), so the run succeeds only
-//! if the three ran at the same time.
+//! if the three ran at the same time. The same for a job with `gang: true` whose two first
+//! stages (2 tasks and 1) start as one gang.
 
 mod common;
 
@@ -89,7 +90,23 @@ fn started(dir: &Path, prefix: &str) -> Vec<String> {
 
 #[test]
 fn a_gang_stage_starts_only_when_all_its_tasks_fit_then_all_at_once() {
-    let scratch = common::Scratch::new("serve-gang");
+    let stage = "          - {name: together, tasks: 3, gang: true, max_attempts: 1, resources: {cpu: 1000, memory: 256m}, command: 'CMD'}\n";
+    scenario("serve-gang-stage", "", stage, &["together-0", "together-1", "together-2"]);
+}
+
+/// A job with `gang: true`: its stages that become ready together (here both, at its start)
+/// start as one gang, 2 tasks of one stage and 1 of the other.
+#[test]
+fn a_gang_jobs_first_stages_start_as_one_gang() {
+    let stages = "          - {name: left, tasks: 2, max_attempts: 1, resources: {cpu: 1000, memory: 256m}, command: 'CMD'}\n          - {name: right, tasks: 1, max_attempts: 1, resources: {cpu: 1000, memory: 256m}, command: 'CMD'}\n";
+    scenario("serve-gang-job", "        gang: true\n", stages, &["left-0", "left-1", "right-0"]);
+}
+
+/// The scenario of the module's comment, for a gang workflow whose one job has `job` (its
+/// settings) and `stages` (each `CMD` the gang task's command) and whose three tasks are
+/// `tasks` (`STAGE-INDEX`).
+fn scenario(test: &str, job: &str, stages: &str, tasks: &[&str]) {
+    let scratch = common::Scratch::new(test);
     let dir = scratch.0.clone();
     let d = dir.display().to_string();
     scratch.file("cluster.yaml", CLUSTER);
@@ -97,8 +114,12 @@ fn a_gang_stage_starts_only_when_all_its_tasks_fit_then_all_at_once() {
         "version: 1\nworkflows:\n  - name: blocker\n    queue: root.default\n    jobs:\n      - name: j\n        stages:\n          - name: hold\n            tasks: 2\n            max_attempts: 1\n            resources: {{cpu: 1000, memory: 256m}}\n            command: 'touch {d}/blocker-$WEIR_TASK_INDEX; while [ ! -e {d}/release-$WEIR_TASK_INDEX ]; do sleep 0.1; done'\n"
     );
     // Each gang task: mark its start, then wait (at most 60 s) until all three have started.
+    let command = format!(
+        "touch {d}/gang-$WEIR_STAGE-$WEIR_TASK_INDEX; for i in $(seq 600); do [ $(ls {d} | grep -c ^gang-) -ge 3 ] && echo all three started && exit 0; sleep 0.1; done; echo alone; exit 1"
+    );
     let gang = format!(
-        "version: 1\nworkflows:\n  - name: gang\n    queue: root.default\n    jobs:\n      - name: j\n        stages:\n          - name: together\n            tasks: 3\n            gang: true\n            max_attempts: 1\n            resources: {{cpu: 1000, memory: 256m}}\n            command: 'touch {d}/gang-$WEIR_TASK_INDEX; for i in $(seq 600); do [ -e {d}/gang-0 ] && [ -e {d}/gang-1 ] && [ -e {d}/gang-2 ] && echo all three started && exit 0; sleep 0.1; done; echo alone; exit 1'\n"
+        "version: 1\nworkflows:\n  - name: gang\n    queue: root.default\n    jobs:\n      - name: j\n{job}        stages:\n{}",
+        stages.replace("CMD", &command)
     );
     scratch.file("blocker.yaml", &blocker);
     scratch.file("gang.yaml", &gang);
@@ -153,9 +174,10 @@ fn a_gang_stage_starts_only_when_all_its_tasks_fit_then_all_at_once() {
     });
     let run = status(&dir, port, &gang_id);
     assert_eq!(run["state"], "succeeded", "{run:#}");
-    assert_eq!(started(&dir, "gang-"), vec!["gang-0", "gang-1", "gang-2"]);
-    for t in 0..3 {
-        let out = client(&dir, port, &["logs", &gang_id, &format!("together.{t}")]);
+    let names: Vec<String> = tasks.iter().map(|t| format!("gang-{t}")).collect();
+    assert_eq!(started(&dir, "gang-"), names);
+    for t in tasks {
+        let out = client(&dir, port, &["logs", &gang_id, &t.replace('-', ".")]);
         assert_eq!(common::text(&out.stdout), "all three started\n", "task {t}");
     }
     let blocker = run_of(&dir, port, "blocker");

@@ -4,7 +4,8 @@
 //! --config` asks the master; the word count runs from `weir submit` to `weir logs`; the server
 //! is killed with SIGKILL while a driver runs and started again: the driver is re-adopted by its
 //! stored submission id, not submitted a second time (the master's own list of drivers is
-//! counted), and `weir kill` then ends it with its JVM and Python driver. A command stage routed
+//! counted) and its executors counted again in the engine (the cores the master shows in use),
+//! and `weir kill` then ends it with its JVM and Python driver. A command stage routed
 //! to the cluster is refused at submission. One test: two drivers on 2 cores starve each other.
 
 mod common;
@@ -223,6 +224,34 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
     eventually(&dir, "the sleeper to count", || logs_of_sleeper().contains("total 34"));
     assert!(processes_with(&marker).iter().any(|p| p.contains("python")), "its Python driver runs");
 
+    server.0.kill().expect("SIGKILL weir serve");
+    let _ = server.0.wait();
+    drop(server);
+    let before = drivers(&cluster);
+    assert_eq!(before.len(), 2, "{before:?}");
+
+    let _server = serve(&dir, "serve2.log");
+    eventually(&dir, "the restarted server", || client(&dir, port, &["runs"]).status.success());
+    // Re-adopted: still running after some polls of the master, and no driver submitted again.
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(state_of(&dir, port, "sleeper"), "running");
+    assert_eq!(drivers(&cluster), before, "a driver was submitted again");
+    assert_eq!(logs_of_sleeper().matches("total 34").count(), 1, "the log was copied twice");
+    // Its executors counted again with its driver: the engine holds the cores the master shows
+    // in use (the driver's and its one executor's, the worker's 2), not the driver's alone.
+    let master_cores = || -> u64 {
+        let state: Value = serde_json::from_str(&cluster.master_json()).unwrap_or(Value::Null);
+        state["coresused"].as_u64().unwrap_or(0)
+    };
+    let engine_cpu = || -> u64 {
+        let queues: Value =
+            serde_json::from_slice(&client(&dir, port, &["queues", "--json"]).stdout).unwrap_or_default();
+        queues["clusters"][0]["used"]["cpu"].as_u64().unwrap_or(0)
+    };
+    eventually(&dir, "a queue snapshot of the restarted server", || engine_cpu() != 0);
+    assert_eq!(master_cores(), 2, "{}", cluster.master_json());
+    assert_eq!(engine_cpu(), 2000, "the engine counts fewer cores than the master holds");
+
     // Executors as a gang: in weir's engine the sleeper holds its driver's container (1000
     // millicores) and its executor's (`executors: 1`, 1 core each), the worker's 2 cores. A
     // second word count — another gang of 2 containers — waits for room for its whole gang
@@ -241,19 +270,7 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
         spells(&second_id).last().is_some_and(|w| w["reason"] == "gang_waiting_for_room")
     });
     assert_eq!(state_of(&dir, port, "second"), "waiting");
-    server.0.kill().expect("SIGKILL weir serve");
-    let _ = server.0.wait();
-    drop(server);
-    let before = drivers(&cluster);
-    assert_eq!(before.len(), 2, "{before:?}");
-
-    let _server = serve(&dir, "serve2.log");
-    eventually(&dir, "the restarted server", || client(&dir, port, &["runs"]).status.success());
-    // Re-adopted: still running after some polls of the master, and no driver submitted again.
-    std::thread::sleep(Duration::from_secs(5));
-    assert_eq!(state_of(&dir, port, "sleeper"), "running");
-    assert_eq!(drivers(&cluster), before, "a driver was submitted again");
-    assert_eq!(logs_of_sleeper().matches("total 34").count(), 1, "the log was copied twice");
+    assert_eq!(drivers(&cluster), before, "the second word count was handed to the master");
 
     let sleeper = run_of(&dir, port, "sleeper").expect("the sleeper run");
     ok(&client(&dir, port, &["kill", &sleeper["id"].to_string()]));
@@ -269,8 +286,8 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
     assert!(left.is_empty(), "processes of the killed driver left: {left:?}");
     assert!(cluster.master_json().contains("\"state\" : \"KILLED\""), "{}", cluster.master_json());
 
-    // The sleeper's gang given back (after the restart only its driver's container was counted
-    // again, still too little for a gang of 2000 millicores): the second word count starts now.
+    // The sleeper's gang given back (its driver's and executor's containers): the second word
+    // count starts now.
     eventually(&dir, "the second word count to end", || {
         matches!(state_of(&dir, port, "second").as_str(), "succeeded" | "failed")
     });

@@ -51,7 +51,7 @@ pub struct StageLive {
     /// The stage is a Spark application (`command` is then empty).
     pub spark: Option<weir_model::SparkSpec>,
     /// Its tasks asked for together start together or not at all (the stage's `gang: true`,
-    /// or its job's: then each stage released is a gang of its own).
+    /// or its job's).
     pub gang: bool,
     pub env: BTreeMap<String, String>,
     pub max_attempts: u32,
@@ -76,6 +76,8 @@ pub struct JobLive {
     pub upstream_left: u32,
     pub phase: JobPhase,
     pub started: bool,
+    /// `gang: true`: the stages that become ready together start as one gang.
+    pub gang: bool,
     pub stages: Vec<StageLive>,
     pub stages_left: u32,
 }
@@ -123,8 +125,8 @@ pub struct AttemptLive {
     /// it and reports its end, and weir's node is only a share of the capacity).
     pub node_lost: Option<(String, bool)>,
     /// The containers of its Spark executors (a gang with its own, `progress::task_requests`),
-    /// given back when it ends. Empty after a restart: a re-adopted driver's executors are not
-    /// counted again.
+    /// given back when it ends. After a restart a re-adopted driver's executors are counted
+    /// again (`recover.rs`).
     pub executors: Vec<ContainerId>,
 }
 
@@ -264,6 +266,7 @@ impl RunLive {
                 upstream_left: job.after.len() as u32,
                 phase: JobPhase::Pending,
                 started: false,
+                gang: job.gang,
                 stages_left: stages.len() as u32,
                 stages,
             });

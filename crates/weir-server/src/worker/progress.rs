@@ -93,6 +93,7 @@ impl Actor {
         let now = self.now();
         let conf = self.gang_conf();
         let Some(run) = self.runs.get_mut(&id) else { return };
+        let extra_len = extra.len();
         let mut requests = extra;
         let job = &mut run.jobs[j];
         for (s, stage) in job.stages.iter_mut().enumerate() {
@@ -103,6 +104,9 @@ impl Actor {
                     requests.extend(task_requests(stage.resources, s, r, gang, &mut self.gang_seq));
                 }
             }
+        }
+        if job.gang {
+            one_gang(&mut requests[extra_len..], &mut self.gang_seq);
         }
         job.phase = JobPhase::InEngine;
         let spec = JobSpec {
@@ -148,6 +152,9 @@ impl Actor {
                     requests.extend(task_requests(st.resources, d, n, gang, &mut self.gang_seq));
                 }
             }
+        }
+        if job.gang {
+            one_gang(&mut requests, &mut self.gang_seq);
         }
         let left = job.stages_left;
         if !requests.is_empty() {
@@ -236,6 +243,18 @@ impl Actor {
             }
         }
         self.changes.push(Change::RunState { run: id, to, at, reason });
+    }
+}
+
+/// A `gang: true` job's stages released together start as one gang: their requests all take
+/// one new number.
+fn one_gang(requests: &mut [Request], seq: &mut u32) {
+    if requests.is_empty() {
+        return;
+    }
+    *seq = seq.checked_add(1).unwrap_or(1);
+    for r in requests {
+        r.gang = *seq;
     }
 }
 
