@@ -9,7 +9,7 @@
 //! the second blocker ends, all three start. Each gang task records its start and then waits
 //! until it sees the other two started (a barrier with a time limit), so the run succeeds only
 //! if the three ran at the same time. The same for a job with `gang: true` whose two first
-//! stages (2 tasks and 1) start as one gang.
+//! stages (2 tasks and 1) start as one gang, and for the gang stage run as Slurm jobs.
 
 mod common;
 
@@ -91,7 +91,35 @@ fn started(dir: &Path, prefix: &str) -> Vec<String> {
 #[test]
 fn a_gang_stage_starts_only_when_all_its_tasks_fit_then_all_at_once() {
     let stage = "          - {name: together, tasks: 3, gang: true, max_attempts: 1, resources: {cpu: 1000, memory: 256m}, command: 'CMD'}\n";
-    scenario("serve-gang-stage", "", stage, &["together-0", "together-1", "together-2"]);
+    scenario("serve-gang-stage", "", stage, &["together-0", "together-1", "together-2"], None);
+}
+
+/// The same on a real Slurm (`.ci/run` starts one; crates/weir/tests/serve_slurm.rs says how):
+/// the engine's gang decides when the Slurm jobs are submitted, whatever the backend.
+#[test]
+fn a_gang_stage_on_slurm_starts_only_when_all_its_tasks_fit() {
+    let Some(slurm) = slurm() else { return };
+    let stage = "          - {name: together, tasks: 3, gang: true, max_attempts: 1, resources: {cpu: 1000, memory: 256m}, command: 'CMD'}\n";
+    scenario("serve-gang-slurm", "", stage, &["together-0", "together-1", "together-2"], Some(slurm));
+}
+
+/// slurmrestd's URL and JWT key (`WEIR_TEST_SLURM_URL`, `WEIR_TEST_SLURM_JWT_KEY`, as
+/// serve_slurm.rs); `None` (said loudly) only when `WEIR_SKIP_SLURM_TESTS=1` and none is there.
+fn slurm() -> Option<(String, String)> {
+    let url = std::env::var("WEIR_TEST_SLURM_URL").unwrap_or_else(|_| "http://127.0.0.1:6820".into());
+    let key = std::env::var("WEIR_TEST_SLURM_JWT_KEY")
+        .unwrap_or_else(|_| "/var/lib/slurm/slurmctld/jwt_hs256.key".into());
+    let reachable =
+        std::net::TcpStream::connect(url.trim_start_matches("http://").trim_end_matches('/')).is_ok();
+    if reachable && Path::new(&key).exists() {
+        return Some((url, key));
+    }
+    let why = format!("slurmrestd at {url} reachable: {reachable}; jwt key {key}");
+    if std::env::var("WEIR_SKIP_SLURM_TESTS").as_deref() == Ok("1") {
+        eprintln!("*** SKIPPED: no Slurm to test against ({why}); WEIR_SKIP_SLURM_TESTS=1 ***");
+        return None;
+    }
+    panic!("this test needs a real Slurm with slurmrestd (WEIR_SKIP_SLURM_TESTS=1 to skip): {why}");
 }
 
 /// A job with `gang: true`: its stages that become ready together (here both, at its start)
@@ -99,13 +127,14 @@ fn a_gang_stage_starts_only_when_all_its_tasks_fit_then_all_at_once() {
 #[test]
 fn a_gang_jobs_first_stages_start_as_one_gang() {
     let stages = "          - {name: left, tasks: 2, max_attempts: 1, resources: {cpu: 1000, memory: 256m}, command: 'CMD'}\n          - {name: right, tasks: 1, max_attempts: 1, resources: {cpu: 1000, memory: 256m}, command: 'CMD'}\n";
-    scenario("serve-gang-job", "        gang: true\n", stages, &["left-0", "left-1", "right-0"]);
+    scenario("serve-gang-job", "        gang: true\n", stages, &["left-0", "left-1", "right-0"], None);
 }
 
 /// The scenario of the module's comment, for a gang workflow whose one job has `job` (its
 /// settings) and `stages` (each `CMD` the gang task's command) and whose three tasks are
-/// `tasks` (`STAGE-INDEX`).
-fn scenario(test: &str, job: &str, stages: &str, tasks: &[&str]) {
+/// `tasks` (`STAGE-INDEX`); on the local backend, or on Slurm (`slurm`: slurmrestd's URL and
+/// JWT key).
+fn scenario(test: &str, job: &str, stages: &str, tasks: &[&str], slurm: Option<(String, String)>) {
     let scratch = common::Scratch::new(test);
     let dir = scratch.0.clone();
     let d = dir.display().to_string();
@@ -125,16 +154,26 @@ fn scenario(test: &str, job: &str, stages: &str, tasks: &[&str]) {
     scratch.file("gang.yaml", &gang);
     let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
     let log = std::fs::File::create(dir.join("serve.log")).expect("log");
-    let _serve = Serve(
-        Command::new(env!("CARGO_BIN_EXE_weir"))
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_weir"));
+    match slurm {
+        None => serve
             .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--kill-grace", "1", "--cluster"])
-            .arg(dir.join("cluster.yaml"))
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("weir serve"),
-    );
+            .arg(dir.join("cluster.yaml")),
+        Some((url, key)) => {
+            // The same cluster file, its tasks run as Slurm jobs (`placement: backend`: weir's
+            // engine decides when, Slurm where).
+            scratch.file(
+                "server.yaml",
+                &format!(
+                    "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: weir-data\nclusters:\n  - name: default\n    file: cluster.yaml\n    backend: {{kind: slurm, url: '{url}', user: root, jwt_key: '{key}', placement: backend, poll_interval_ms: 200, kill_grace_seconds: 1, tag: weirgang{}}}\n",
+                    std::process::id()
+                ),
+            );
+            serve.args(["serve", "--config", "server.yaml"])
+        }
+    };
+    let _serve =
+        Serve(serve.current_dir(&dir).stdout(Stdio::null()).stderr(log).spawn().expect("weir serve"));
     eventually(&dir, "the server to take the blocker", || {
         client(&dir, port, &["submit", "blocker.yaml"]).status.success()
     });
