@@ -4,6 +4,9 @@
 //! group — JVM, Python driver and Python workers — leaving nothing behind. Each spark-submit
 //! starts a JVM (about 20 s on a loaded 2-core machine), so the tests are few.
 
+#[path = "standalone/mod.rs"]
+mod standalone;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,6 +24,7 @@ fn config(dir: &Path) -> SparkLocalConfig {
     let mut c = SparkLocalConfig::new(dir.join("state"));
     // Nothing listens on a port: the tests may run beside other drivers.
     c.conf.insert("spark.ui.enabled".into(), "false".into());
+    c.conf.extend(standalone::test_jvm_conf());
     c
 }
 

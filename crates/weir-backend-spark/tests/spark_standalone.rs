@@ -89,6 +89,7 @@ fn config(cluster: &Cluster, dir: &Path) -> SparkStandaloneConfig {
     c.python = Some(python());
     c.driver_python = Some(driver_python(dir).display().to_string());
     c.conf.insert("spark.ui.enabled".into(), "false".into());
+    c.conf.extend(standalone::test_jvm_conf());
     c.poll_interval = Duration::from_millis(500);
     c
 }

@@ -11,6 +11,9 @@
 
 mod common;
 
+#[path = "../../weir-backend-spark/tests/standalone/mod.rs"]
+mod standalone;
+
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -100,7 +103,8 @@ fn a_pyspark_word_count_runs_from_submit_to_logs_and_kill_leaves_no_driver() {
     scratch.file(
         "server.yaml",
         &format!(
-            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: spark\n    file: clusters/spark.yaml\n    backend:\n      kind: spark-local\n      kill_grace_seconds: 2\n      conf: {{spark.ui.enabled: 'false'}}\n"
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: spark\n    file: clusters/spark.yaml\n    backend:\n      kind: spark-local\n      kill_grace_seconds: 2\n      conf: {{spark.ui.enabled: 'false', spark.driver.extraJavaOptions: '{}'}}\n",
+            standalone::TEST_JVM_OPTIONS
         ),
     );
     // Before a server runs: the backend is asked directly.

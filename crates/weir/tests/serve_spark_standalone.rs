@@ -4,7 +4,8 @@
 //! --config` asks the master; the word count runs from `weir submit` to `weir logs`; the server
 //! is killed with SIGKILL while a driver runs and started again: the driver is re-adopted by its
 //! stored submission id, not submitted a second time (the master's own list of drivers is
-//! counted), and `weir kill` then ends it with its JVM and Python driver. A command stage routed
+//! counted) and its executors counted again in the engine (the cores the master shows in use),
+//! and `weir kill` then ends it with its JVM and Python driver. A command stage routed
 //! to the cluster is refused at submission. One test: two drivers on 2 cores starve each other.
 
 mod common;
@@ -128,16 +129,17 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
     let mut cluster = standalone::Cluster::start(&dir);
     let port = standalone::free_port();
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
-    scratch.file("clusters/spark.yaml", "version: 1\nqueues:\n  - {name: default}\n");
+    scratch.file("clusters/spark.yaml", "version: 1\nqueues:\n  - {name: default}\n  - {name: other}\n");
     // The cluster's nodes are the master's workers (`nodes: from_backend`, read again every 2 s).
     scratch.file(
         "server.yaml",
         &format!(
-            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: sa\n    file: clusters/spark.yaml\n    backend:\n      kind: spark-standalone\n      master_rest_url: {}\n      master_ui_url: {}\n      python: {}\n      driver_python: {}\n      poll_interval_ms: 500\n      nodes: from_backend\n      nodes_refresh_seconds: 2\n      conf: {{spark.ui.enabled: 'false'}}\n",
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: sa\n    file: clusters/spark.yaml\n    backend:\n      kind: spark-standalone\n      master_rest_url: {}\n      master_ui_url: {}\n      python: {}\n      driver_python: {}\n      poll_interval_ms: 500\n      nodes: from_backend\n      nodes_refresh_seconds: 2\n      conf: {{spark.ui.enabled: 'false', spark.driver.extraJavaOptions: '{jvm}', spark.executor.extraJavaOptions: '{jvm}'}}\n",
             cluster.rest_url,
             cluster.ui_url,
             standalone::python(),
-            standalone::driver_python(&dir).display()
+            standalone::driver_python(&dir).display(),
+            jvm = standalone::TEST_JVM_OPTIONS,
         ),
     );
     cluster.ready();
@@ -225,9 +227,16 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
 
     // Executors as a gang: in weir's engine the sleeper holds its driver's container (1000
     // millicores) and its executor's (`executors: 1`, 1 core each), the worker's 2 cores. A
-    // second word count — another gang of 2 containers — waits for room for its whole gang
-    // instead of being handed to the master, where its driver would sit without an executor.
-    assert!(route("second"));
+    // second word count — another gang of 2 containers, in another queue — waits for room for
+    // its whole gang instead of being handed to the master, where its driver would sit without
+    // an executor.
+    assert!(client(
+        &dir,
+        port,
+        &["routes", "set", "workflow:second", "--cluster", "sa", "--queue", "root.other"]
+    )
+    .status
+    .success());
     scratch
         .file("second.yaml", &format!("version: 1\nworkflows:\n{}", workflow("second", &script, &[&words])));
     ok(&client(&dir, port, &["submit", "second.yaml"]));
@@ -254,6 +263,24 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
     assert_eq!(state_of(&dir, port, "sleeper"), "running");
     assert_eq!(drivers(&cluster), before, "a driver was submitted again");
     assert_eq!(logs_of_sleeper().matches("total 34").count(), 1, "the log was copied twice");
+    // Its executors counted again with its driver: the sleeper's queue holds the cores the
+    // master shows in use (the driver's and its one executor's, the worker's 2), not the
+    // driver's alone (the second word count's placeholders count in its own queue).
+    let master_cores = || -> u64 {
+        let state: Value = serde_json::from_str(&cluster.master_json()).unwrap_or(Value::Null);
+        state["coresused"].as_u64().unwrap_or(0)
+    };
+    let default_queue_cpu = || -> u64 {
+        let out = client(&dir, port, &["queues", "--json"]);
+        let queues: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let list = queues["clusters"][0]["queues"].as_array().cloned().unwrap_or_default();
+        let default = list.iter().find(|q| q["path"] == "root.default").cloned().unwrap_or_default();
+        default["usage"]["cpu"].as_u64().unwrap_or(0)
+    };
+    eventually(&dir, "a queue snapshot of the restarted server", || default_queue_cpu() != 0);
+    assert_eq!(master_cores(), 2, "{}", cluster.master_json());
+    assert_eq!(default_queue_cpu(), 2000, "the engine counts fewer cores than the master holds");
+    assert_eq!(state_of(&dir, port, "second"), "waiting");
 
     let sleeper = run_of(&dir, port, "sleeper").expect("the sleeper run");
     ok(&client(&dir, port, &["kill", &sleeper["id"].to_string()]));
@@ -269,8 +296,8 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
     assert!(left.is_empty(), "processes of the killed driver left: {left:?}");
     assert!(cluster.master_json().contains("\"state\" : \"KILLED\""), "{}", cluster.master_json());
 
-    // The sleeper's gang given back (after the restart only its driver's container was counted
-    // again, still too little for a gang of 2000 millicores): the second word count starts now.
+    // The sleeper's gang given back (its driver's and executor's containers): the second word
+    // count starts now.
     eventually(&dir, "the second word count to end", || {
         matches!(state_of(&dir, port, "second").as_str(), "succeeded" | "failed")
     });

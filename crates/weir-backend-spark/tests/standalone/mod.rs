@@ -11,6 +11,21 @@ use std::time::Duration;
 
 use weir_backend_spark::Install;
 
+/// JVM options for every JVM of the Spark tests (drivers, executors, master, worker): the client
+/// compiler only (`TieredStopAtLevel=1`: no C2 compiler threads competing for 2 cores with the
+/// application; short JVMs run C2's code too little to repay it) and the serial collector (no
+/// parallel GC threads). Test-only settings, for the time the tests take: weir sets no JVM
+/// option for users.
+pub const TEST_JVM_OPTIONS: &str = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC";
+
+/// The Spark properties that give the tests' drivers and executors [`TEST_JVM_OPTIONS`].
+pub fn test_jvm_conf() -> [(String, String); 2] {
+    [
+        ("spark.driver.extraJavaOptions".to_string(), TEST_JVM_OPTIONS.to_string()),
+        ("spark.executor.extraJavaOptions".to_string(), TEST_JVM_OPTIONS.to_string()),
+    ]
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -137,7 +152,13 @@ impl Drop for Cluster {
         for c in &self.children {
             group(c, "-TERM");
         }
-        std::thread::sleep(Duration::from_secs(2));
+        // Up to 2 s for them to stop (polled: JVMs on SIGTERM usually take a fraction of it).
+        for _ in 0..20 {
+            if self.children.iter_mut().all(|c| c.try_wait().is_ok_and(|s| s.is_some())) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
         for c in &mut self.children {
             group(c, "-KILL");
             let _ = c.wait();
@@ -154,6 +175,10 @@ fn spawn(dir: &Path, args: &[String], opts: &str, log: &str) -> Child {
         .args(args)
         .env("SPARK_HOME", &install.home)
         .env("SPARK_MASTER_OPTS", opts)
+        // The master's and worker's own JVMs: small heaps (they track one worker and a few
+        // drivers) and the tests' JVM options.
+        .env("SPARK_DAEMON_MEMORY", "256m")
+        .env("SPARK_DAEMON_JAVA_OPTS", TEST_JVM_OPTIONS)
         .env("SPARK_LOCAL_IP", "127.0.0.1")
         .env("SPARK_LOG_DIR", dir)
         .env("SPARK_PID_DIR", dir)

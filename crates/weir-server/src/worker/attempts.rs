@@ -362,7 +362,9 @@ impl Actor {
             return;
         };
         let wanted = run.jobs.get(j).and_then(|job| job.stages.get(s)).map_or(0, |stage| {
-            super::progress::executors_of(stage, self.gang_conf().as_ref()).map_or(0, |(n, _)| n as usize)
+            super::progress::executors_of(stage, self.gang_conf().as_ref())
+                .executors
+                .map_or(0, |(n, _)| n as usize)
         });
         if run.ending.is_some() || wanted == 0 {
             let _ = self.engine.on_container_finished(now, container);

@@ -50,6 +50,9 @@ pub struct StageLive {
     pub command: String,
     /// The stage is a Spark application (`command` is then empty).
     pub spark: Option<weir_model::SparkSpec>,
+    /// Its tasks asked for together start together or not at all (the stage's `gang: true`,
+    /// or its job's).
+    pub gang: bool,
     pub env: BTreeMap<String, String>,
     pub max_attempts: u32,
     /// The walltime each task asks for (a Slurm job's time limit), if the stage gives one.
@@ -74,6 +77,8 @@ pub struct JobLive {
     pub upstream_left: u32,
     pub phase: JobPhase,
     pub started: bool,
+    /// `gang: true`: the stages that become ready together start as one gang.
+    pub gang: bool,
     pub stages: Vec<StageLive>,
     pub stages_left: u32,
 }
@@ -123,8 +128,8 @@ pub struct AttemptLive {
     /// it and reports its end, and weir's node is only a share of the capacity).
     pub node_lost: Option<(String, bool)>,
     /// The containers of its Spark executors (a gang with its own, `progress::task_requests`),
-    /// given back when it ends. Empty after a restart: a re-adopted driver's executors are not
-    /// counted again.
+    /// given back when it ends. After a restart a re-adopted driver's executors are counted
+    /// again (`recover.rs`).
     pub executors: Vec<ContainerId>,
 }
 
@@ -246,6 +251,7 @@ impl RunLive {
                     resources: stage.resources,
                     command: s.command.clone().unwrap_or_default(),
                     spark: s.spark.clone(),
+                    gang: stage.gang || job.gang,
                     env: s.env.clone(),
                     max_attempts: s.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS),
                     walltime: s.walltime,
@@ -270,6 +276,7 @@ impl RunLive {
                 upstream_left: job.after.len() as u32,
                 phase: JobPhase::Pending,
                 started: false,
+                gang: job.gang,
                 stages_left: stages.len() as u32,
                 stages,
             });

@@ -13,24 +13,45 @@ use super::live::{engine_job, JobPhase, StageLive, TaskPhase};
 /// stage's index.
 pub(super) const EXECUTOR_TAG: u64 = 1 << 40;
 
+/// How a stage's tasks are asked of the engine beyond one container each (`executors_of`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct StageGangs {
+    /// Each task is a Spark application whose executors run as processes of their own: how
+    /// many and each one's size (a gang with the driver's container).
+    pub executors: Option<(u32, weir_model::Resources)>,
+    /// The stage says `gang: true` (or its job does): the tasks asked for together start
+    /// together or not at all.
+    pub whole: bool,
+}
+
 /// The engine requests for `n` ready tasks of a stage (`s`, `resources` each): one request of
 /// `n` containers — or, when each task is a Spark application whose executors run as processes
-/// of their own (`gang`: how many and each one's size), per task one gang of its driver's
-/// container and its executors' (`EXECUTOR_TAG`), numbered from `seq`: the engine starts the
-/// application only when the driver and every executor fit.
+/// of their own (`gangs.executors`: how many and each one's size), per task one gang of its
+/// driver's container and its executors' (`EXECUTOR_TAG`), numbered from `seq`: the engine
+/// starts the application only when the driver and every executor fit. With `gangs.whole`
+/// (the stage's `gang: true`) all of them are one gang: the engine places the `n` tasks (and
+/// their executors) in one pass or none of them, as `weir simulate` does.
 pub(super) fn task_requests(
     resources: weir_model::Resources,
     s: usize,
     n: u32,
-    gang: Option<(u32, weir_model::Resources)>,
+    gangs: StageGangs,
     seq: &mut u32,
 ) -> Vec<Request> {
-    let Some((executors, each)) = gang else { return vec![Request::new(resources, n).tagged(s as u64)] };
+    let mut next = || {
+        *seq = seq.checked_add(1).unwrap_or(1);
+        *seq
+    };
+    let whole = if gangs.whole { next() } else { 0 };
+    let Some((executors, each)) = gangs.executors else {
+        let one = Request::new(resources, n).tagged(s as u64);
+        return vec![if whole != 0 { one.in_gang(whole) } else { one }];
+    };
     let mut out = Vec::with_capacity(2 * n as usize);
     for _ in 0..n {
-        *seq = seq.checked_add(1).unwrap_or(1);
-        out.push(Request::new(resources, 1).tagged(s as u64).in_gang(*seq));
-        out.push(Request::new(each, executors).tagged(s as u64 | EXECUTOR_TAG).in_gang(*seq));
+        let gang = if whole != 0 { whole } else { next() };
+        out.push(Request::new(resources, 1).tagged(s as u64).in_gang(gang));
+        out.push(Request::new(each, executors).tagged(s as u64 | EXECUTOR_TAG).in_gang(gang));
     }
     out
 }
@@ -72,6 +93,7 @@ impl Actor {
         let now = self.now();
         let conf = self.gang_conf();
         let Some(run) = self.runs.get_mut(&id) else { return };
+        let extra_len = extra.len();
         let mut requests = extra;
         let job = &mut run.jobs[j];
         for (s, stage) in job.stages.iter_mut().enumerate() {
@@ -82,6 +104,9 @@ impl Actor {
                     requests.extend(task_requests(stage.resources, s, r, gang, &mut self.gang_seq));
                 }
             }
+        }
+        if job.gang {
+            one_gang(&mut requests[extra_len..], &mut self.gang_seq);
         }
         job.phase = JobPhase::InEngine;
         let spec = JobSpec {
@@ -127,6 +152,9 @@ impl Actor {
                     requests.extend(task_requests(st.resources, d, n, gang, &mut self.gang_seq));
                 }
             }
+        }
+        if job.gang {
+            one_gang(&mut requests, &mut self.gang_seq);
         }
         let left = job.stages_left;
         if !requests.is_empty() {
@@ -218,6 +246,18 @@ impl Actor {
     }
 }
 
+/// A `gang: true` job's stages released together start as one gang: their requests all take
+/// one new number.
+fn one_gang(requests: &mut [Request], seq: &mut u32) {
+    if requests.is_empty() {
+        return;
+    }
+    *seq = seq.checked_add(1).unwrap_or(1);
+    for r in requests {
+        r.gang = *seq;
+    }
+}
+
 /// Mark a stage's not-yet-run tasks ready and count them.
 pub fn ready_tasks(stage: &mut StageLive) -> u32 {
     let mut n = 0;
@@ -235,13 +275,18 @@ pub fn ready_tasks(stage: &mut StageLive) -> u32 {
     n
 }
 
-/// A Spark stage's executors as a gang, with `conf` the backend's properties when its backend
-/// runs executors as processes of their own (`Actor::gang_conf`).
+/// How a stage's tasks are grouped for the engine: its Spark executors as a gang with each
+/// driver, with `conf` the backend's properties when its backend runs executors as processes
+/// of their own (`Actor::gang_conf`), and its `gang: true`.
 pub(super) fn executors_of(
     stage: &super::live::StageLive,
     conf: Option<&std::collections::BTreeMap<String, String>>,
-) -> Option<(u32, weir_model::Resources)> {
-    weir_backend_spark::executor_gang(stage.spark.as_ref()?, conf?)
+) -> StageGangs {
+    let executors = match (stage.spark.as_ref(), conf) {
+        (Some(app), Some(conf)) => weir_backend_spark::executor_gang(app, conf),
+        _ => None,
+    };
+    StageGangs { executors, whole: stage.gang }
 }
 
 #[cfg(test)]
@@ -254,11 +299,12 @@ mod tests {
         let driver = Resources { cpu: 1000, memory: 2048, gpu: 0 };
         let mut seq = 0;
         // No executors to count: one request for all the ready tasks, no gang.
-        let plain = task_requests(driver, 3, 4, None, &mut seq);
+        let plain = task_requests(driver, 3, 4, StageGangs::default(), &mut seq);
         assert_eq!(plain, vec![Request::new(driver, 4).tagged(3)]);
         assert_eq!(seq, 0);
         let each = Resources { cpu: 1000, memory: 1024, gpu: 0 };
-        let gangs = task_requests(driver, 3, 2, Some((5, each)), &mut seq);
+        let spark = |n, whole| StageGangs { executors: Some((n, each)), whole };
+        let gangs = task_requests(driver, 3, 2, spark(5, false), &mut seq);
         assert_eq!(
             gangs,
             vec![
@@ -270,6 +316,30 @@ mod tests {
         );
         // Numbers go on from the last, never 0.
         let mut top = u32::MAX;
-        assert_eq!(task_requests(driver, 0, 1, Some((1, each)), &mut top)[0].gang, 1);
+        assert_eq!(task_requests(driver, 0, 1, spark(1, false), &mut top)[0].gang, 1);
+    }
+
+    #[test]
+    fn a_gang_stages_tasks_are_one_gang_with_their_executors() {
+        let task = Resources { cpu: 500, memory: 256, gpu: 0 };
+        let mut seq = 7;
+        let whole = StageGangs { executors: None, whole: true };
+        assert_eq!(
+            task_requests(task, 2, 3, whole, &mut seq),
+            vec![Request::new(task, 3).tagged(2).in_gang(8)]
+        );
+        // A Spark stage with `gang: true`: every driver and executor under one number.
+        let each = Resources { cpu: 1000, memory: 1024, gpu: 0 };
+        let both = StageGangs { executors: Some((2, each)), whole: true };
+        assert_eq!(
+            task_requests(task, 2, 2, both, &mut seq),
+            vec![
+                Request::new(task, 1).tagged(2).in_gang(9),
+                Request::new(each, 2).tagged(2 | EXECUTOR_TAG).in_gang(9),
+                Request::new(task, 1).tagged(2).in_gang(9),
+                Request::new(each, 2).tagged(2 | EXECUTOR_TAG).in_gang(9),
+            ]
+        );
+        assert_eq!(seq, 9);
     }
 }

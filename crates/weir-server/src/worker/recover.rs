@@ -203,16 +203,22 @@ impl Actor {
             self.run_meta.insert(id, RunMeta::of(&live));
             self.runs.insert(id, live);
         }
-        // Jobs holding containers go back into the engine first, asking for exactly those.
+        // Jobs holding containers go back into the engine first, asking for exactly those: each
+        // running attempt's own and, for a Spark application whose executors weir counts
+        // (`spark-standalone`), its executors' (`EXECUTOR_TAG`), as the master still runs them.
         let mut resubmitted = Vec::new();
+        let conf = self.gang_conf();
         for (&(id, j), stages) in &holding {
             let Some(run) = self.runs.get(&id) else { continue };
-            let requests: Vec<Request> = stages
-                .iter()
-                .map(|(&s, ids)| {
-                    Request::new(run.jobs[j].stages[s].resources, ids.len() as u32).tagged(s as u64)
-                })
-                .collect();
+            let mut requests = Vec::new();
+            for (&s, ids) in stages {
+                let stage = &run.jobs[j].stages[s];
+                requests.push(Request::new(stage.resources, ids.len() as u32).tagged(s as u64));
+                if let Some((n, each)) = super::progress::executors_of(stage, conf.as_ref()).executors {
+                    let tag = s as u64 | super::progress::EXECUTOR_TAG;
+                    requests.push(Request::new(each, n * ids.len() as u32).tagged(tag));
+                }
+            }
             resubmitted.push((id, j, requests));
         }
         for (id, j, requests) in resubmitted {
@@ -223,6 +229,13 @@ impl Actor {
         let mut rest = Vec::new();
         for d in decisions {
             match d {
+                Decision::StartContainer { container, job, tag, .. }
+                    if tag & super::progress::EXECUTOR_TAG != 0 =>
+                {
+                    let (id, j) = split_job(job);
+                    let s = (tag & !super::progress::EXECUTOR_TAG) as usize;
+                    self.recovered_executor(container, id, j, s, conf.as_ref());
+                }
                 Decision::StartContainer { container, job, tag, .. } => {
                     let (id, j) = split_job(job);
                     let aid = holding
@@ -248,6 +261,11 @@ impl Actor {
                 "weir worker: cluster `{}`: {unplaced} running attempts no longer fit the cluster; they keep running outside the engine's accounting",
                 self.cluster
             );
+        }
+        // What did not fit stays outside the engine's accounting: no request left behind for it
+        // (a driver's or executor's container placed later would find no attempt waiting).
+        for &(id, j) in holding.keys() {
+            let _ = self.engine.on_requests_cleared(now, engine_job(id, j));
         }
         for d in rest {
             self.on_decision(d);
@@ -285,6 +303,42 @@ impl Actor {
         }
         self.commit().await?;
         Ok(())
+    }
+
+    /// A container for an executor of a re-adopted Spark driver (stage `s` of job `j` of run
+    /// `id`): given to the first of the stage's attempts still short of executors, given back
+    /// when none is.
+    fn recovered_executor(
+        &mut self,
+        container: weir_engine::ContainerId,
+        id: i64,
+        j: usize,
+        s: usize,
+        conf: Option<&BTreeMap<String, String>>,
+    ) {
+        let wanted = self
+            .runs
+            .get(&id)
+            .and_then(|r| r.jobs.get(j))
+            .and_then(|job| job.stages.get(s))
+            .and_then(|st| super::progress::executors_of(st, conf).executors)
+            .map_or(0, |(n, _)| n as usize);
+        let short = self.attempts.iter_mut().find(|(_, a)| {
+            a.key.task.run == id
+                && a.key.task.job as usize == j
+                && a.key.task.stage as usize == s
+                && a.executors.len() < wanted
+        });
+        match short {
+            Some((aid, a)) => {
+                a.executors.push(container);
+                self.containers.insert(container, aid.clone());
+            }
+            None => {
+                let now = self.now();
+                let _ = self.engine.on_container_finished(now, container);
+            }
+        }
     }
 
     /// Submit a job that has running attempts, asking only for their containers.
