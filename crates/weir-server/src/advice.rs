@@ -125,22 +125,7 @@ pub(crate) async fn advise_now(
     }
     let until = now_ms();
     let since = until - settings.window.as_millis() as i64;
-    let mut sites = Vec::new();
-    for name in names {
-        let loaded = registry.cluster(&name).ok_or_else(|| format!("cluster `{name}` is not loaded"))?;
-        let (file, _skipped) = crate::loop_api::recorded_workload(store, &loaded.config, &name, since, until)
-            .await
-            .map_err(|e| e.to_string())?;
-        // A cluster that ran nothing in the window still counts: it can take work.
-        let workflows = if file.workflows.is_empty() {
-            Vec::new()
-        } else {
-            Workload::from_file(&format!("the runs cluster `{name}` recorded"), &file, &loaded.config)
-                .map_err(|e| e.to_string())?
-                .workflows
-        };
-        sites.push(Site { name, config: (*loaded.config).clone(), workflows, live: true });
-    }
+    let sites = recorded_sites(store, registry, since, until).await?;
     let core = AdviseSettings {
         window: weir_model::Duration(settings.window.as_millis() as u64),
         seed: 1,
@@ -160,6 +145,34 @@ pub(crate) async fn advise_now(
     };
     let id = store.put_advice(&row).await.map_err(|e| e.to_string())?;
     Ok((id, advice))
+}
+
+/// Every cluster of the server with the runs it recorded between `since` and `until`, as the
+/// advisor's and the planner's replays take them. A cluster that ran nothing still counts: it
+/// can take work.
+pub(crate) async fn recorded_sites(
+    store: &dyn JobStore,
+    registry: &Registry,
+    since: i64,
+    until: i64,
+) -> Result<Vec<Site>, String> {
+    let mut sites = Vec::new();
+    for name in registry.cluster_names() {
+        let loaded = registry.cluster(&name).ok_or_else(|| format!("cluster `{name}` is not loaded"))?;
+        let (file, _skipped) = crate::loop_api::recorded_workload(store, &loaded.config, &name, since, until)
+            .await
+            .map_err(|e| e.to_string())?;
+        // A cluster that ran nothing in the window still counts: it can take work.
+        let workflows = if file.workflows.is_empty() {
+            Vec::new()
+        } else {
+            Workload::from_file(&format!("the runs cluster `{name}` recorded"), &file, &loaded.config)
+                .map_err(|e| e.to_string())?
+                .workflows
+        };
+        sites.push(Site { name, config: (*loaded.config).clone(), workflows, live: true });
+    }
+    Ok(sites)
 }
 
 /// The newest advice with each advised move made actionable: its route key, the route now,

@@ -2,7 +2,11 @@
 //! plan from the recorded usage (weir-planner's Percentile algorithm over the window), replay
 //! the recorded runs on the current and the planned settings (weir-sim, the server's jobs
 //! without application masters, as they run live) and store the plan as a *proposal* with its
-//! validation figures. It never applies anything: an admin applies a proposal from the
+//! validation figures, and — on a server of several clusters — routes from history: each
+//! workflow that ran on another cluster and whose memory per core fits this one best is routed
+//! here in the proposal, with every cluster replayed before and after
+//! (`summary.routes_from_history`; the same matching as `weir plan --server
+//! --routes-from-history`). It never applies anything: an admin applies a proposal from the
 //! dashboard (or `POST /v1/proposals/{id}/apply`), through the same checks as `weir apply`.
 //! A plan whose replay is worse for tier 1 is stored as `refused`, with the reason.
 //!
@@ -85,7 +89,7 @@ pub(crate) async fn propose(
     let (file, skipped) = crate::loop_api::recorded_workload(store, &loaded.config, cluster, since, until)
         .await
         .map_err(|e| e.to_string())?;
-    let routes: Vec<Route> = store
+    let mut routes: Vec<Route> = store
         .routes()
         .await
         .map_err(|e| e.to_string())?
@@ -110,10 +114,22 @@ pub(crate) async fn propose(
         });
     }
     let config = loaded.config.clone();
-    let planned =
+    let mut planned =
         tokio::task::spawn_blocking(move || plan_and_validate(&config, &rows, since, until, &file, skipped))
             .await
             .map_err(|e| format!("the planner stopped: {e}"))??;
+    // Routes from history: not being able to work them out leaves the queue plan as it is.
+    match routes_from_history(store, registry, cluster, since, until, window).await {
+        Ok(Some((added, report))) => {
+            for r in added {
+                routes.retain(|have| have.key != r.key);
+                routes.push(r);
+            }
+            planned.summary["routes_from_history"] = report;
+        }
+        Ok(None) => {}
+        Err(why) => planned.summary["routes_from_history"] = json!({ "error": why }),
+    }
     let row = ProposalRow {
         id: 0,
         cluster: cluster.to_string(),
@@ -127,6 +143,56 @@ pub(crate) async fn propose(
     };
     let id = store.put_proposal(&row).await.map_err(|e| e.to_string())?;
     Ok((id, row.state))
+}
+
+/// Routes from the recorded history (reference 001's resource DB, as `weir plan --server
+/// --routes-from-history` makes them): every cluster's runs replayed, each workflow matched to
+/// the cluster whose memory per core fits its use best; a workflow that ran elsewhere and fits
+/// `cluster` best gets a route to it, and every cluster is replayed again with those moves.
+/// `None` on a server of one cluster. The routes and what the replays showed.
+async fn routes_from_history(
+    store: &dyn JobStore,
+    registry: &Registry,
+    cluster: &str,
+    since: i64,
+    until: i64,
+    window: Duration,
+) -> Result<Option<(Vec<Route>, serde_json::Value)>, String> {
+    if registry.cluster_names().len() < 2 {
+        return Ok(None);
+    }
+    let sites = crate::advice::recorded_sites(store, registry, since, until).await?;
+    let settings = weir_planner::AdviseSettings {
+        window: weir_model::Duration(window.as_millis() as u64),
+        seed: 1,
+        candidates: 0,
+        prices: Default::default(),
+    };
+    let cluster = cluster.to_string();
+    tokio::task::spawn_blocking(move || {
+        let before = weir_planner::advise::states(&sites, &settings).map_err(|e| e.to_string())?;
+        let fits = weir_planner::best_fits(&sites, &before);
+        let added: Vec<weir_planner::Fit> =
+            fits.iter().filter(|f| f.to == cluster && f.from != cluster).cloned().collect();
+        let after = if added.is_empty() {
+            before.clone()
+        } else {
+            weir_planner::advise::states(&weir_planner::with_fits(&sites, &added), &settings)
+                .map_err(|e| e.to_string())?
+        };
+        let routes = added
+            .iter()
+            .map(|f| Route {
+                key: format!("workflow:{}", f.workflow),
+                cluster: cluster.clone(),
+                queue: f.queue.clone(),
+            })
+            .collect();
+        let report = json!({ "fits": fits, "added": added, "before": before, "after": after });
+        Ok(Some((routes, report)))
+    })
+    .await
+    .map_err(|e| format!("the replay of the recorded runs stopped: {e}"))?
 }
 
 /// Replay `workload` on `cluster` as the live server runs jobs (no application masters).

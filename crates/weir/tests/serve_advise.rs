@@ -48,6 +48,21 @@ fn eventually(dir: &Path, what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// A blocking call of the API with the admin token: (status, JSON body).
+fn api(port: u16, token: &str, method: &str, path: &str) -> (u16, Value) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    rt.block_on(async {
+        let r = reqwest::Client::new()
+            .request(method.parse().expect("method"), format!("http://127.0.0.1:{port}{path}"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("request");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    })
+}
+
 fn runs(dir: &Path, port: u16) -> Vec<Value> {
     let out = client(dir, port, &["runs", "--json"]);
     serde_json::from_slice::<Value>(&out.stdout)
@@ -65,6 +80,7 @@ fn workflow(name: &str, tasks: u32, cpu: u32, memory: &str) -> String {
 
 #[test]
 fn advise_on_a_servers_history_names_the_moves_and_a_move_routes_the_next_run() {
+    weir_server::install_crypto_provider();
     let scratch = common::Scratch::new("serve-advise");
     let dir = scratch.0.clone();
     let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
@@ -224,6 +240,32 @@ clusters:
         port,
         &["routes", "set", "workflow:sessions-etl", "--cluster", "cpu", "--queue", "root.analytics.tier1"],
     ));
+
+    // The scheduled planner's proposal (`POST /v1/clusters/mem/proposals` plans now, as
+    // `--auto-plan` does) proposes the same route from history, with the replays behind it, and
+    // its diff shows the route moving from the compute cluster.
+    let token =
+        std::fs::read_to_string(dir.join("data/admin.token")).expect("admin token").trim().to_string();
+    let (status, proposal) = api(port, &token, "POST", "/v1/clusters/mem/proposals");
+    assert_eq!(status, 201, "{proposal:#}");
+    let history = &proposal["summary"]["routes_from_history"];
+    let added: Vec<&str> =
+        history["added"].as_array().expect("added").iter().filter_map(|f| f["workflow"].as_str()).collect();
+    assert_eq!(added, ["sessions-etl"], "{proposal:#}");
+    let moved = proposal["diff"]["routes"]
+        .as_array()
+        .expect("route changes")
+        .iter()
+        .any(|c| c["key"] == "workflow:sessions-etl" && c["to"] == "mem:root.analytics.tier1");
+    assert!(moved, "{proposal:#}");
+    let cpu_proposal = api(port, &token, "POST", "/v1/clusters/cpu/proposals").1;
+    let to_cpu: Vec<&str> = cpu_proposal["summary"]["routes_from_history"]["added"]
+        .as_array()
+        .expect("added")
+        .iter()
+        .filter_map(|f| f["workflow"].as_str())
+        .collect();
+    assert_eq!(to_cpu, ["feature-compute"], "{cpu_proposal:#}");
 
     // Make the move as printed; the workflow's next run goes to the memory cluster.
     let args: Vec<&str> = command.split(' ').skip(1).collect();
