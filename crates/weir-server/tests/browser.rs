@@ -451,6 +451,7 @@ async fn screenshots_of_a_running_server() {
         ("routes", "/routes"),
         ("clusters", "/clusters"),
         ("migrations", "/migrations"),
+        ("advice", "/advice"),
     ] {
         s.goto(&format!("{base}{path}")).await;
         s.wait_for("main", long).await;
