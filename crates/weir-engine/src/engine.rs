@@ -131,6 +131,7 @@ impl Engine {
                 weight: crate::fair_share::weight(q.weight, rounding),
                 policy: q.policy,
                 job_order: q.job_order,
+                size_based_weight: q.capacity.as_ref().is_some_and(|c| c.size_based_weight),
                 parent_policy: q.parent.map_or(q.policy, |p| config.queues[p].policy),
                 priority: q.priority,
                 max_running_apps: q.max_running_apps,

@@ -292,3 +292,87 @@ fn a_stopped_queue_rejects_new_jobs() {
     assert!(rejected[1].1.contains("root.b is stopped"), "{}", rejected[1].1);
     assert_eq!(env.take_runnable(), vec![3]);
 }
+
+/// `ordering: fair` (FairOrderingPolicy.FairComparator: the app using the least memory first,
+/// ties by start time, then FifoComparator's application id). Three jobs of ten 10 MiB
+/// containers take turns; under `fifo` (FifoOrderingPolicy) the first takes the whole queue.
+#[test]
+fn a_fair_ordered_leaf_serves_the_job_using_least_first() {
+    let mut env = cluster("  - {name: a, capacity: 100, ordering: fair}\n");
+    for id in 1..=3 {
+        env.submit_without_am(id, "root.a", &[(mem(10), 10)]);
+    }
+    env.schedule();
+    // 0/0/0: 1 (earliest); 10/0/0: 2; 10/10/0: 3; all at 10: 1, 2, 3; ... until 100 MiB.
+    assert_eq!(order(&mut env), vec![1, 2, 3, 1, 2, 3, 1, 2, 3, 1]);
+    done(&mut env);
+
+    let mut env = cluster("  - {name: a, capacity: 100}\n");
+    for id in 1..=3 {
+        env.submit_without_am(id, "root.a", &[(mem(10), 10)]);
+    }
+    env.schedule();
+    assert_eq!(order(&mut env), vec![1; 10], "fifo: the earliest job first, whole");
+    done(&mut env);
+}
+
+/// `ordering: fair` follows usage as it changes (FairOrderingPolicy.containerReleased
+/// reorders the app): a job that lost containers goes before one that kept them, whatever
+/// their submit times.
+#[test]
+fn a_fair_ordered_leaf_reorders_when_a_job_releases_containers() {
+    let mut env = cluster("  - {name: a, capacity: 100, ordering: fair}\n");
+    env.submit_without_am(1, "root.a", &[(mem(10), 10)]);
+    env.submit_without_am(2, "root.a", &[(mem(10), 10)]);
+    env.schedule();
+    let starts = env.take_starts();
+    assert_eq!(starts.iter().map(|s| s.0).collect::<Vec<_>>(), vec![1, 2, 1, 2, 1, 2, 1, 2, 1, 2]);
+    done(&mut env);
+    // Job 2 gives back three containers (20 MiB left), job 1 keeps 50: each of the three free
+    // slots goes to job 2 (at 20, 30 and 40 it uses less than job 1's 50), none to job 1.
+    for c in starts.iter().filter(|s| s.0 == 2).take(3) {
+        env.finish_container(c.1);
+    }
+    env.schedule();
+    assert_eq!(order(&mut env), vec![2, 2, 2]);
+    done(&mut env);
+}
+
+/// `size_based_weight` (FairOrderingPolicy.getMagnitude with sizeBasedWeight: memory used /
+/// log2(1 + demand), demand = used + pending as ResourceUsage.getCachedDemand adds them): a
+/// large job is not held back by a small one as long as plain usage would hold it.
+/// Job 1 asks 5 × 20 MiB (demand 100, log2(101) = 6.658), job 2 4 × 5 MiB (demand 20,
+/// log2(21) = 4.392).
+#[test]
+fn size_based_weight_divides_usage_by_the_log_of_demand() {
+    let run = |yaml: &str| {
+        let mut env = cluster(yaml);
+        env.submit_without_am(1, "root.a", &[(mem(20), 5)]);
+        env.submit_without_am(2, "root.a", &[(mem(5), 4)]);
+        env.schedule();
+        let o = order(&mut env);
+        done(&mut env);
+        o
+    };
+    // Plain usage: 0/0 → 1 (earlier); 20/0, 20/5, 20/10, 20/15 → 2; 20/20 → 1 (earlier); then 1.
+    assert_eq!(run("  - {name: a, capacity: 100, ordering: fair}\n"), vec![1, 2, 2, 2, 2, 1, 1, 1]);
+    // Weighted: 0/0 → 1; 3.004/0 → 2; 3.004/1.138 → 2; 3.004/2.277 → 2; 3.004/3.416 → 1;
+    // 6.008/3.416 → 2 (its last); then 1.
+    assert_eq!(
+        run("  - {name: a, capacity: 100, ordering: fair, size_based_weight: true}\n"),
+        vec![1, 2, 2, 2, 1, 2, 1, 1]
+    );
+}
+
+/// The key behind `size_based_weight` orders as FairOrderingPolicy.getMagnitude does.
+#[test]
+fn size_weighted_usage_orders_as_the_magnitude() {
+    use weir_engine::capacity::size_weighted_usage;
+    // 20 / log2(101) = 3.004 < 15 / log2(21) = 3.416.
+    assert!(size_weighted_usage(20, 100) < size_weighted_usage(15, 20));
+    // Nothing used goes first whatever the demand; more used, same demand, goes later.
+    assert!(size_weighted_usage(0, 1_000_000) < size_weighted_usage(1, 1_000_000));
+    assert!(size_weighted_usage(10, 30) < size_weighted_usage(11, 30));
+    // Same use, larger demand: smaller magnitude.
+    assert!(size_weighted_usage(10, 1000) < size_weighted_usage(10, 30));
+}

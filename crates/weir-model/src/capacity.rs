@@ -109,7 +109,9 @@ pub enum LeafOrdering {
     /// `FifoComparator`: priority, then application id).
     #[default]
     Fifo,
-    /// The job using least first (`FairOrderingPolicy`). Not implemented yet: refused.
+    /// The job using the least memory first, then submit time (`FairOrderingPolicy`:
+    /// `FairComparator`, then `FifoComparator`); with `size_based_weight`, usage over
+    /// log2(1 + demand).
     Fair,
 }
 
@@ -149,6 +151,9 @@ pub struct CapacityQueue {
     pub max_am_percent: f64,
     pub state: QueueState,
     pub ordering: LeafOrdering,
+    /// `ordering: fair` only: divide a job's usage by log2(1 + its demand) (YARN's
+    /// `ordering-policy.fair.enable-size-based-weight`).
+    pub size_based_weight: bool,
 }
 
 impl CapacityQueue {

@@ -429,9 +429,14 @@ pub struct QueueSpec {
     /// Capacity mode: `running` (the default) or `stopped` (rejects new jobs and drains).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<QueueState>,
-    /// Capacity mode, leaves: `fifo` (job priority, then submit time; the default) or `fair`.
+    /// Capacity mode, leaves: `fifo` (job priority, then submit time; the default) or `fair`
+    /// (the job using the least memory first, then submit time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ordering: Option<LeafOrdering>,
+    /// Capacity mode, leaves with `ordering: fair`: a job's usage is divided by log2(1 +
+    /// its demand), so that large jobs are not starved by a stream of small ones (false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_based_weight: Option<bool>,
     /// Last, so that a written file shows a queue's own settings before its subtree.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<QueueSpec>,

@@ -108,6 +108,19 @@ fn per_user_weights_and_leaf_settings_are_kept() {
 }
 
 #[test]
+fn a_fair_ordered_leaf_gets_the_fair_job_order() {
+    let c = cluster(
+        "  - {name: a, capacity: 50, ordering: fair, size_based_weight: true}\n  - {name: b, capacity: 30, ordering: fair}\n  - {name: c, capacity: 20}\n",
+    );
+    let cap = |p: &str| q(&c, p).capacity.clone().unwrap();
+    assert_eq!((cap("root.a").ordering, cap("root.a").size_based_weight), (LeafOrdering::Fair, true));
+    assert_eq!((cap("root.b").ordering, cap("root.b").size_based_weight), (LeafOrdering::Fair, false));
+    assert_eq!(cap("root.c").ordering, LeafOrdering::Fifo);
+    assert_eq!(q(&c, "root.a").policy, weir_model::Policy::Fair);
+    assert_eq!(q(&c, "root.c").policy, weir_model::Policy::Priority);
+}
+
+#[test]
 fn a_level_that_does_not_sum_to_100_is_named_with_its_sum() {
     check(
         "  - {name: ads, capacity: 55, children: [{name: t1, capacity: 60}, {name: t3, capacity: 30}]}\n  - {name: search, capacity: 45}\n",
@@ -146,7 +159,16 @@ fn every_rule_names_its_field() {
         "queues.a.user_weights.bob",
         "not a weight > 0",
     );
-    check("  - {name: a, capacity: 100, ordering: fair}\n", "queues.a.ordering", "not implemented yet");
+    check(
+        "  - {name: a, capacity: 100, size_based_weight: true}\n",
+        "queues.a.size_based_weight",
+        "applies to ordering: fair only",
+    );
+    check(
+        "  - {name: a, capacity: 100, ordering: fair, children: [{name: x, capacity: 100}]}\n",
+        "queues.a.ordering",
+        "applies to leaf queues",
+    );
     check("  - {name: a, capacity: 50}\n  - {name: b, capacity: 1w}\n", "queues", "mix capacity modes");
     check(
         "  - {name: a, capacity: 100, user_limit_factor: 2, children: [{name: x, capacity: 100}]}\n",

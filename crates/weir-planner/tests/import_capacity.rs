@@ -3,7 +3,7 @@
 //! read or listed as ignored, refusals naming the property, and the round trip through
 //! `weir export --format yarn-capacity`.
 
-use weir_model::{CapacitySpec, ClusterConfig, Mode, QueuePath, QueueState};
+use weir_model::{CapacitySpec, ClusterConfig, LeafOrdering, Mode, QueuePath, QueueState};
 use weir_planner::{export, import_yarn_capacity, ExportOptions, Format, ImportOptions};
 
 fn fixture(name: &str) -> String {
@@ -63,8 +63,14 @@ fn the_documentation_tree_imports_each_setting_and_round_trips() {
     assert_eq!(cap("root.a.a2").max_parallel_apps, Some(5));
     assert_eq!(cap("root.b.b1").max_am_percent, 0.3);
     assert_eq!(cap("root.b.b2").max_applications, 50);
+    // ordering-policy fair (FairOrderingPolicy), with and without its size-based weight.
+    assert_eq!(cap("root.b.b3").ordering, LeafOrdering::Fair);
+    assert!(cap("root.b.b3").size_based_weight);
+    assert_eq!(cap("root.b.b2").ordering, LeafOrdering::Fair);
+    assert!(!cap("root.b.b2").size_based_weight);
+    assert_eq!(cap("root.b.b1").ordering, LeafOrdering::Fifo);
     let notes = imported.notes.join("\n");
-    assert!(notes.contains("root.b.b3: ordering-policy fair is not implemented"), "{notes}");
+    assert!(!notes.contains("ordering-policy"), "{notes}");
 
     // Export and import again: the same cluster.
     let xml = export(&c, Format::YarnCapacity, &ExportOptions::default()).unwrap().text;

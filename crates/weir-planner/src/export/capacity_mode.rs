@@ -2,7 +2,7 @@
 //! Scheduler's own, so they are written as the file gives them (a percent, a weight `3w`, or
 //! absolute `[memory=…,vcores=…]`), not derived from weights as for a fair-mode cluster.
 
-use weir_model::{CapacitySpec, ClusterConfig, QueueState, Resources};
+use weir_model::{CapacitySpec, ClusterConfig, LeafOrdering, QueueState, Resources};
 
 use super::capacity::{acls, property, PREFIX};
 use super::num;
@@ -93,7 +93,15 @@ pub(super) fn export(cfg: &ClusterConfig, losses: &mut Vec<String>) -> Result<St
             if root.is_none_or(|r| r.max_am_percent != c.max_am_percent) {
                 p(&mut x, "maximum-am-resource-percent", num(c.max_am_percent));
             }
-            p(&mut x, "ordering-policy", "fifo".to_string());
+            match c.ordering {
+                LeafOrdering::Fifo => p(&mut x, "ordering-policy", "fifo".to_string()),
+                LeafOrdering::Fair => {
+                    p(&mut x, "ordering-policy", "fair".to_string());
+                    if c.size_based_weight {
+                        p(&mut x, "ordering-policy.fair.enable-size-based-weight", "true".to_string());
+                    }
+                }
+            }
         }
         if q.allow_preemption_from != cfg.queues[parent].allow_preemption_from {
             property(

@@ -6,7 +6,7 @@
 //! `capacity` (a percent, a weight `3w`, or `[memory=…,vcores=…]`), `maximum-capacity` (-1 is
 //! 100), `user-limit-factor`, `minimum-user-limit-percent`, `user-settings.<user>.weight`,
 //! `maximum-applications`, `max-parallel-apps`, `maximum-am-resource-percent`, `state`,
-//! `ordering-policy`, `priority`, `disable_preemption`, `acl_submit_applications`,
+//! `ordering-policy` (`fifo`, `fair`) and `ordering-policy.fair.enable-size-based-weight`, `priority`, `disable_preemption`, `acl_submit_applications`,
 //! `acl_administer_queue`. Cluster-wide: `maximum-applications`,
 //! `maximum-am-resource-percent`, `user.max-parallel-apps`. Every other property is listed in
 //! the notes as ignored, never dropped silently; a value weir cannot read is an error naming the
@@ -18,7 +18,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use weir_model::cluster_file::NodeGroupSpec;
 use weir_model::{
-    AclSpec, CapacitySpec, ClusterConfig, ClusterFile, Mode, PartialResources, Problem, QueueSpec, QueueState,
+    AclSpec, CapacitySpec, ClusterConfig, ClusterFile, LeafOrdering, Mode, PartialResources, Problem,
+    QueueSpec, QueueState,
 };
 
 use super::{dom, ImportOptions, Imported, MAX_QUEUE_DEPTH};
@@ -245,17 +246,25 @@ fn leaf(cx: &mut Cx, here: &str, spec: &mut QueueSpec) {
     spec.max_am_percent = cx.number(&q("maximum-am-resource-percent"), "a fraction");
     spec.ordering = match cx.get(&q("ordering-policy")).as_deref() {
         None | Some("fifo") => None,
-        Some("fair") => {
-            cx.notes.push(format!(
-                "{here}: ordering-policy fair is not implemented in weir yet; imported as fifo"
-            ));
-            None
-        }
+        Some("fair") => Some(LeafOrdering::Fair),
         Some(other) => {
             cx.notes.push(format!("{here}: ordering-policy {other} is not one weir knows; imported as fifo"));
             None
         }
     };
+    // FairOrderingPolicy.configure reads it with Boolean.parseBoolean (anything but "true",
+    // any case, is false); weir refuses what is neither, so that a typo is not read as false.
+    let sbw = q("ordering-policy.fair.enable-size-based-weight");
+    match cx.get(&sbw).map(|v| v.to_ascii_lowercase()).as_deref() {
+        None => {}
+        Some(v @ ("true" | "false")) if spec.ordering == Some(LeafOrdering::Fair) => {
+            spec.size_based_weight = (v == "true").then_some(true);
+        }
+        Some("true" | "false") => cx.notes.push(format!(
+            "{here}: ordering-policy.fair.enable-size-based-weight is ignored: the leaf's ordering-policy is not fair"
+        )),
+        Some(other) => cx.problem(&sbw, format!("`{other}` is not true or false")),
+    }
     let prefix = format!("{PREFIX}{here}.user-settings.");
     let users: Vec<(String, String)> = cx
         .props
