@@ -21,6 +21,7 @@ mod admission;
 mod backfill;
 pub mod capacity;
 pub mod capacity_preemption;
+mod capacity_shares;
 mod conservative;
 mod containers;
 mod decision;
@@ -46,6 +47,7 @@ mod starvation;
 mod state;
 mod wait;
 
+pub use capacity_shares::CapacityShare;
 pub use decision::{Decision, PreemptReason, Starvation};
 pub use engine::{Engine, DEFAULT_CONTAINER_LIMIT};
 pub use error::EngineError;
