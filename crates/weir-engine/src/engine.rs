@@ -236,6 +236,7 @@ impl Engine {
             guarantees: Default::default(),
         };
         engine.resolve_limits();
+        engine.set_up_partitions();
         Ok(engine)
     }
 
@@ -401,6 +402,13 @@ impl Engine {
             self.decisions.push(Decision::JobRejected { job: spec.id, reason });
             return Ok(());
         }
+        let requests = match self.capacity_labels(leaf, requests) {
+            Ok(r) => r,
+            Err(reason) => {
+                self.decisions.push(Decision::JobRejected { job: spec.id, reason });
+                return Ok(());
+            }
+        };
         let user = self.user_index(&spec.user);
         let job = Job {
             id: spec.id,

@@ -20,6 +20,7 @@
 mod admission;
 mod backfill;
 pub mod capacity;
+mod capacity_labels;
 pub mod capacity_preemption;
 mod capacity_shares;
 mod conservative;

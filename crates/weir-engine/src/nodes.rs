@@ -55,6 +55,19 @@ impl Ask {
 struct SelectorSet {
     labels: Vec<u32>,
     models: Vec<u32>,
+    /// Capacity mode's default partition: unlabelled nodes, and those of labels that lend
+    /// their room (`Partitions::lent`).
+    default_partition: bool,
+}
+
+/// Capacity mode's node partitions (`capacity_labels.rs`): which labelled nodes lend their room
+/// to requests for no label. Empty outside capacity mode with labels.
+#[derive(Clone, Debug, Default)]
+struct Partitions {
+    /// The selector of requests for no label (0: no partitions).
+    default: SelectorId,
+    /// Label numbers of non-exclusive partitions, sorted.
+    lent: Vec<u32>,
 }
 
 /// Thousandths in one GPU.
@@ -128,6 +141,7 @@ pub(crate) struct Nodes {
     selector_ids: HashMap<Selector, SelectorId>,
     /// Each registered selector as given, for explanations (index 0: none).
     selector_names: Vec<Selector>,
+    partitions: Partitions,
 }
 
 impl Nodes {
@@ -176,6 +190,10 @@ impl Nodes {
         let Some(s) = self.selector_names.get(id.0 as usize).filter(|_| id.0 != 0) else {
             return String::new();
         };
+        if id == self.partitions.default {
+            return " on nodes of the default partition (no label, or a label that lends its room)"
+                .to_string();
+        }
         let mut parts = Vec::new();
         if !s.labels.is_empty() {
             parts.push(format!("label in [{}]", s.labels.join(", ")));
@@ -184,6 +202,29 @@ impl Nodes {
             parts.push(format!("GPU model in [{}]", s.gpu_models.join(", ")));
         }
         format!(" on nodes with {}", parts.join(" and "))
+    }
+
+    /// Capacity mode with node labels: register the default partition's selector (unlabelled
+    /// nodes and those of the `lent` labels) and return it.
+    pub fn set_partitions(&mut self, lent: &[String]) -> SelectorId {
+        self.selector(&Selector::default());
+        let mut ids: Vec<u32> = lent.iter().map(|l| self.name_id(Some(l))).collect();
+        ids.sort_unstable();
+        let id = SelectorId(self.selectors.len() as u32);
+        self.selectors.push(SelectorSet { default_partition: true, ..SelectorSet::default() });
+        self.selector_names.push(Selector::default());
+        self.partitions = Partitions { default: id, lent: ids };
+        id
+    }
+
+    /// The default partition's selector (0 when there are no partitions).
+    pub fn default_partition(&self) -> SelectorId {
+        self.partitions.default
+    }
+
+    /// A registered selector as given (the default for 0 and the default partition's).
+    pub fn selector_of(&self, id: SelectorId) -> Selector {
+        self.selector_names.get(id.0 as usize).cloned().unwrap_or_default()
     }
 
     pub fn knows_selector(&self, id: SelectorId) -> bool {
@@ -197,6 +238,9 @@ impl Nodes {
         }
         let Some(set) = self.selectors.get(selector.0 as usize) else { return false };
         let n = &self.slots[slot as usize];
+        if set.default_partition {
+            return n.label_id == 0 || self.partitions.lent.binary_search(&n.label_id).is_ok();
+        }
         let listed = |list: &[u32], v: u32| list.is_empty() || (v != 0 && list.binary_search(&v).is_ok());
         listed(&set.labels, n.label_id) && listed(&set.models, n.model_id)
     }
@@ -315,6 +359,17 @@ impl Nodes {
 
     /// The best fit among the nodes that also pass `also`.
     pub fn best_fit_where(&self, ask: &Ask, also: impl Fn(NodeSlot) -> bool) -> Option<NodeSlot> {
+        if ask.selector.0 != 0 && ask.selector == self.partitions.default && !self.partitions.lent.is_empty()
+        {
+            // Room of a non-exclusive partition is only lent: unlabelled nodes first.
+            let own = self.index.best_fit(&ask.r, |slot| {
+                let n = &self.slots[slot as usize];
+                n.label_id == 0 && n.free().gpu >= ask.r.gpu && n.frac_fits(ask.milli) && also(slot)
+            });
+            if own.is_some() {
+                return own;
+            }
+        }
         self.index.best_fit(&ask.r, |slot| {
             let n = &self.slots[slot as usize];
             n.free().gpu >= ask.r.gpu

@@ -376,3 +376,85 @@ fn size_weighted_usage_orders_as_the_magnitude() {
     // Same use, larger demand: smaller magnitude.
     assert!(size_weighted_usage(10, 1000) < size_weighted_usage(10, 30));
 }
+
+/// Two nodes of 100 MiB: node 0 without a label, node 1 labelled `gpu`; `scheduler` and
+/// `queues:` bodies given.
+fn labelled(scheduler: &str, queues: &str) -> Env {
+    Env::new(&format!(
+        "version: 1\nscheduler: {{mode: capacity, max_am_percent: 1{scheduler}}}\nnodes:\n  - {{count: 1, resources: {{cpu: 1000000, memory: 100}}}}\n  - {{count: 1, resources: {{cpu: 1000000, memory: 100}}, label: gpu}}\nqueues:\n{queues}"
+    ))
+}
+
+fn asking(env: &mut Env, label: Option<&str>, n: u32) -> Vec<weir_engine::Request> {
+    let mut r = weir_engine::Request::new(mem(10), n);
+    if let Some(l) = label {
+        r.selector =
+            env.engine.selector(&weir_engine::Selector { labels: vec![l.into()], gpu_models: vec![] });
+    }
+    vec![r]
+}
+
+/// The nodes of each start, in order.
+fn nodes_of(env: &mut Env) -> Vec<u64> {
+    env.take_starts().into_iter().map(|s| s.2 .0).collect()
+}
+
+/// An exclusive partition (YARN's default for a node label): a request for no label never
+/// runs on its nodes (RegularContainerAllocator with SchedulingMode.RESPECT_PARTITION_EXCLUSIVITY);
+/// a request for the label runs only there.
+#[test]
+fn an_exclusive_label_runs_only_requests_for_it() {
+    let mut env = labelled("", "  - {name: a, capacity: 100, user_limit_factor: 10}\n");
+    let plain = asking(&mut env, None, 30);
+    env.submit_requests(1, "root.a", plain);
+    env.schedule();
+    assert_eq!(nodes_of(&mut env), vec![0; 10], "the labelled node is not for it");
+    assert!(env.explain(1).contains("default partition"), "{}", env.explain(1));
+    let gpu = asking(&mut env, Some("gpu"), 30);
+    env.submit_requests(2, "root.a", gpu);
+    env.schedule();
+    assert_eq!(nodes_of(&mut env), vec![1; 10]);
+    done(&mut env);
+}
+
+/// A non-exclusive label lends its idle room to requests for no label
+/// (SchedulingMode.IGNORE_PARTITION_EXCLUSIVITY); weir fills unlabelled nodes first.
+#[test]
+fn a_non_exclusive_label_lends_its_room_after_the_unlabelled_nodes() {
+    let mut env = labelled(
+        ", node_labels: {gpu: {exclusive: false}}",
+        "  - {name: a, capacity: 100, user_limit_factor: 10}\n",
+    );
+    let plain = asking(&mut env, None, 15);
+    env.submit_requests(1, "root.a", plain);
+    env.schedule();
+    let mut expected = vec![0; 10];
+    expected.extend([1; 5]);
+    assert_eq!(nodes_of(&mut env), expected);
+    done(&mut env);
+}
+
+/// `default_label` (`default-node-label-expression`, applied to requests without one) and
+/// `accessible_labels` (a request for a label the queue may not use is refused:
+/// SchedulerUtils.validateResourceRequest's InvalidLabelResourceRequestException).
+#[test]
+fn a_default_label_applies_and_an_inaccessible_label_is_refused() {
+    let mut env = labelled(
+        "",
+        "  - {name: a, capacity: 50, default_label: gpu, accessible_labels: {gpu: {capacity: 100}}}\n  - {name: b, capacity: 50, accessible_labels: {}}\n",
+    );
+    let plain = asking(&mut env, None, 3);
+    env.submit_requests(1, "root.a", plain);
+    let gpu = asking(&mut env, Some("gpu"), 3);
+    env.submit_requests(2, "root.b", gpu);
+    env.schedule();
+    assert_eq!(nodes_of(&mut env), vec![1; 3], "a's default label sends its job to the gpu node");
+    let rejected = rejections(&mut env);
+    assert_eq!(rejected.len(), 1);
+    assert_eq!(rejected[0].0, 2);
+    assert!(
+        rejected[0].1.contains("root.b may not use node label `gpu` (its accessible_labels: none)"),
+        "{rejected:?}"
+    );
+    done(&mut env);
+}

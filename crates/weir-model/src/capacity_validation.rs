@@ -56,6 +56,7 @@ pub(crate) fn apply(
         for (field, set) in [
             ("max_applications", s.max_applications.is_some()),
             ("max_am_percent", s.max_am_percent.is_some()),
+            ("node_labels", !s.node_labels.is_empty()),
         ] {
             if set {
                 problems.push(Problem {
@@ -120,8 +121,11 @@ pub(crate) fn apply(
         state: QueueState::Running,
         ordering: LeafOrdering::Fifo,
         size_based_weight: false,
+        labels: Default::default(),
+        default_label: None,
     });
     level(&mut walk, 0, "queues", &raw.queues, root);
+    crate::capacity_labels::apply(raw, queues, problems);
 }
 
 /// Capacity mode's proportional-preemption settings, YARN's defaults where not set.
@@ -193,6 +197,8 @@ fn fair_mode_fields(problems: &mut Vec<Problem>, path: &str, specs: &[QueueSpec]
             ("state", spec.state.is_some()),
             ("ordering", spec.ordering.is_some()),
             ("size_based_weight", spec.size_based_weight.is_some()),
+            ("accessible_labels", spec.accessible_labels.is_some()),
+            ("default_label", spec.default_label.is_some()),
             ("disable_preemption", spec.disable_preemption.is_some()),
         ];
         for (field, _) in set.iter().filter(|(_, s)| *s) {
@@ -528,6 +534,8 @@ fn queue(
         state,
         ordering,
         size_based_weight: spec.size_based_weight.unwrap_or(false),
+        labels: Default::default(),
+        default_label: None,
     });
     Above { capacity, max_capacity, absolute: own_absolute, state }
 }

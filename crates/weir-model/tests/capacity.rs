@@ -295,3 +295,87 @@ fn an_unknown_field_and_a_malformed_capacity_are_syntax_errors_with_their_path()
     let found = problems(&text);
     assert!(found[0].1.contains("`lots` is not a capacity"), "{found:?}");
 }
+
+/// Node labels (YARN's partitions): `accessible_labels` per queue with its capacity and max
+/// capacity in each label's partition, resolved down the tree as YARN's absolute capacities
+/// per label (`CapacitySchedulerConfiguration.getLabeledQueueCapacity`,
+/// `getLabeledQueueMaximumCapacity`), inherited with capacity 0 when absent
+/// (`getAccessibleNodeLabels` falls back to the parent's), and `default_label` inherited.
+const LABELLED: &str = "version: 1\nscheduler: {mode: capacity, node_labels: {gpu: {exclusive: false}}}\nnodes:\n  - {count: 8, resources: {cpu: 10000, memory: 10240}}\n  - {count: 2, resources: {cpu: 10000, memory: 10240}, label: gpu}\n  - {count: 2, resources: {cpu: 10000, memory: 10240}, label: ssd}\n";
+
+#[test]
+fn label_capacities_resolve_down_the_tree() {
+    let text = format!(
+        "{LABELLED}queues:\n  - {{name: ml, capacity: 50, default_label: gpu, accessible_labels: {{gpu: {{capacity: 80}}}}, children: [{{name: train, capacity: 50, accessible_labels: {{gpu: {{capacity: 75, max_capacity: 90}}}}}}, {{name: serve, capacity: 50, accessible_labels: {{gpu: {{capacity: 25}}}}}}]}}\n  - {{name: etl, capacity: 50, accessible_labels: {{gpu: {{capacity: 20, max_capacity: 40}}, ssd: {{capacity: 100}}}}}}\n"
+    );
+    let c = ClusterConfig::from_yaml("c.yaml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let label = |p: &str, l: &str| q(&c, p).capacity.as_ref().unwrap().labels.get(l).cloned();
+    let train = label("root.ml.train", "gpu").unwrap();
+    close(train.absolute_capacity, 0.8 * 0.75);
+    close(train.absolute_max_capacity, 0.9);
+    close(label("root.etl", "gpu").unwrap().absolute_max_capacity, 0.4);
+    close(label("root.etl", "ssd").unwrap().absolute_capacity, 1.0);
+    assert!(label("root.ml", "ssd").is_none(), "ml lists only gpu");
+    assert!(label("root.ml.train", "ssd").is_none(), "nor may its children");
+    // default_label is inherited.
+    assert_eq!(q(&c, "root.ml.serve").capacity.as_ref().unwrap().default_label.as_deref(), Some("gpu"));
+    assert_eq!(q(&c, "root.etl").capacity.as_ref().unwrap().default_label, None);
+    // Without accessible_labels: every label of the parent, capacity 0, max 100.
+    let plain = cluster_labelled("  - {name: a, capacity: 60}\n  - {name: b, capacity: 40}\n");
+    let a = q(&plain, "root.a").capacity.as_ref().unwrap();
+    assert_eq!(a.labels.keys().cloned().collect::<Vec<_>>(), ["gpu", "ssd"]);
+    close(a.labels["gpu"].absolute_capacity, 0.0);
+    close(a.labels["gpu"].absolute_max_capacity, 1.0);
+}
+
+fn cluster_labelled(queues: &str) -> ClusterConfig {
+    let text = format!("{LABELLED}queues:\n{queues}");
+    ClusterConfig::from_yaml("c.yaml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+#[test]
+fn every_label_rule_names_its_field() {
+    let labelled = |queues: &str, path: &str, message: &str| {
+        check_file(&format!("{LABELLED}queues:\n{queues}"), path, message)
+    };
+    labelled(
+        "  - {name: a, capacity: 50, accessible_labels: {gpu: {capacity: 60}}}\n  - {name: b, capacity: 50, accessible_labels: {gpu: {capacity: 30}}}\n",
+        "queues",
+        "in label gpu's partition add up to 90, not 100",
+    );
+    labelled(
+        "  - {name: a, capacity: 100, accessible_labels: {fpga: {capacity: 100}}}\n",
+        "queues.a.accessible_labels.fpga",
+        "no node has label `fpga`",
+    );
+    labelled(
+        "  - {name: a, capacity: 100, accessible_labels: {gpu: {capacity: 100}}, children: [{name: x, capacity: 100, accessible_labels: {ssd: {capacity: 0}}}]}\n",
+        "queues.a.children.x.accessible_labels.ssd",
+        "the parent cannot use label `ssd`",
+    );
+    labelled(
+        "  - {name: a, capacity: 100, accessible_labels: {gpu: {capacity: 100, max_capacity: 50}}}\n",
+        "queues.a.accessible_labels.gpu.max_capacity",
+        "below capacity 100",
+    );
+    labelled(
+        "  - {name: a, capacity: 100, accessible_labels: {gpu: {capacity: 100}}, default_label: ssd}\n",
+        "queues.a.default_label",
+        "not one of this queue's accessible_labels",
+    );
+    labelled(
+        "  - {name: a, capacity: 100, accessible_labels: {gpu: {capacity: 0}}, children: [{name: x, capacity: 100, accessible_labels: {gpu: {capacity: 100}}}]}\n",
+        "queues.a.children",
+        "root.a has no capacity in label gpu's partition",
+    );
+    check_file(
+        "version: 1\nscheduler: {mode: capacity, node_labels: {fpga: {exclusive: true}}}\nnodes: [{count: 1, resources: {cpu: 1000, memory: 1024}}]\nqueues: [{name: a, capacity: 100}]\n",
+        "scheduler.node_labels.fpga",
+        "no node has label `fpga`",
+    );
+    check_file(
+        "version: 1\nnodes: [{count: 1, resources: {cpu: 1000, memory: 1024}, label: gpu}]\nqueues: [{name: a, default_label: gpu}]\n",
+        "queues.a.default_label",
+        "set scheduler.mode: capacity",
+    );
+}
