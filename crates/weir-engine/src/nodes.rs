@@ -68,6 +68,8 @@ struct Partitions {
     default: SelectorId,
     /// Label numbers of non-exclusive partitions, sorted.
     lent: Vec<u32>,
+    /// Those of `lent` whose own requests wait for room now: they lend nothing.
+    wanted: Vec<u32>,
 }
 
 /// Thousandths in one GPU.
@@ -213,8 +215,22 @@ impl Nodes {
         let id = SelectorId(self.selectors.len() as u32);
         self.selectors.push(SelectorSet { default_partition: true, ..SelectorSet::default() });
         self.selector_names.push(Selector::default());
-        self.partitions = Partitions { default: id, lent: ids };
+        self.partitions = Partitions { default: id, lent: ids, wanted: Vec::new() };
         id
+    }
+
+    /// The non-exclusive labels (by name) whose own requests wait: their nodes lend nothing
+    /// until those requests are served (YARN offers a non-exclusive node's room to requests
+    /// for its label first).
+    pub fn set_wanted(&mut self, labels: &[String]) {
+        let mut ids: Vec<u32> = labels.iter().map(|l| self.name_id(Some(l))).collect();
+        ids.sort_unstable();
+        self.partitions.wanted = ids;
+    }
+
+    /// Whether some partition lends its room.
+    pub fn lends(&self) -> bool {
+        !self.partitions.lent.is_empty()
     }
 
     /// The default partition's selector (0 when there are no partitions).
@@ -231,6 +247,15 @@ impl Nodes {
         id.0 == 0 || (id.0 as usize) < self.selectors.len()
     }
 
+    /// Whether a container of the selector may run on the node: as `allows`, but a
+    /// non-exclusive label's nodes hold default-partition containers even while its own
+    /// requests wait (they are only not placed there then).
+    pub fn may_hold(&self, slot: NodeSlot, selector: SelectorId) -> bool {
+        let lent = self.selectors.get(selector.0 as usize).is_some_and(|s| s.default_partition)
+            && self.partitions.lent.binary_search(&self.slots[slot as usize].label_id).is_ok();
+        lent || self.allows(slot, selector)
+    }
+
     /// Whether the selector lets a container on the node (its size aside).
     pub fn allows(&self, slot: NodeSlot, selector: SelectorId) -> bool {
         if selector.0 == 0 {
@@ -239,7 +264,10 @@ impl Nodes {
         let Some(set) = self.selectors.get(selector.0 as usize) else { return false };
         let n = &self.slots[slot as usize];
         if set.default_partition {
-            return n.label_id == 0 || self.partitions.lent.binary_search(&n.label_id).is_ok();
+            let p = &self.partitions;
+            return n.label_id == 0
+                || (p.lent.binary_search(&n.label_id).is_ok()
+                    && p.wanted.binary_search(&n.label_id).is_err());
         }
         let listed = |list: &[u32], v: u32| list.is_empty() || (v != 0 && list.binary_search(&v).is_ok());
         listed(&set.labels, n.label_id) && listed(&set.models, n.model_id)

@@ -458,3 +458,49 @@ fn a_default_label_applies_and_an_inaccessible_label_is_refused() {
     );
     done(&mut env);
 }
+
+/// Lent room is taken back for the label's own requests: a non-exclusive partition's nodes go
+/// to requests for its label first (YARN offers them RESPECT_PARTITION_EXCLUSIVITY before
+/// IGNORE_PARTITION_EXCLUSIVITY), and the proportional policy preempts what borrowed the room
+/// (ProportionalCapacityPreemptionPolicy, per partition: the borrower holds more than its
+/// guarantee there — here none). a guarantees the default partition, b the gpu one.
+#[test]
+fn lent_room_is_taken_back_for_the_labels_own_requests() {
+    let mut env = labelled(
+        ", node_labels: {gpu: {exclusive: false}}, preemption: {enabled: true, monitoring_interval: 3s, max_wait_before_kill: 15s}",
+        "  - {name: a, capacity: 100, user_limit_factor: 10, accessible_labels: {gpu: {capacity: 0}}}\n  - {name: b, capacity: 0, max_applications: 10, accessible_labels: {gpu: {capacity: 100}}}\n",
+    );
+    let plain = asking(&mut env, None, 20);
+    env.submit_requests(1, "root.a", plain);
+    env.schedule();
+    let starts = env.take_starts();
+    let on = |n: u64| starts.iter().filter(|s| s.2 .0 == n).map(|s| s.1).collect::<Vec<_>>();
+    assert_eq!((on(0).len(), on(1).len()), (10, 10), "node 0 first, then the lent gpu node");
+    done(&mut env);
+
+    env.at(1);
+    let gpu = asking(&mut env, Some("gpu"), 3);
+    env.submit_requests(2, "root.b", gpu);
+    env.schedule();
+    assert!(env.take_preempts().is_empty(), "no round before 3s");
+    done(&mut env);
+
+    env.at(3);
+    env.schedule();
+    let marked = env.take_preempts();
+    // The three newest containers of job 1 on the gpu node (its last three starts).
+    let newest: Vec<_> = on(1).into_iter().rev().take(3).collect();
+    assert_eq!(marked.iter().map(|m| m.1).collect::<Vec<_>>(), newest);
+    assert!(marked.iter().all(|m| m.0 == 1));
+    assert!(env.explain(1).contains("non-exclusive node label lent"), "{}", env.explain(1));
+    done(&mut env);
+
+    // After max_wait_before_kill, the next round kills them and job 2 takes their room.
+    env.at(18);
+    env.schedule();
+    let kills: Vec<_> = env.take_kills().into_iter().map(|k| k.1).collect();
+    assert_eq!(kills.len(), 3);
+    assert!(newest.iter().all(|c| kills.contains(c)));
+    assert_eq!(nodes_of(&mut env), vec![1; 3]);
+    done(&mut env);
+}
