@@ -252,3 +252,37 @@ fn capacity_mode_with_a_workload_shows_used_pending_and_the_ideal_allocation() {
     assert_ne!(out.status.code(), Some(0));
     assert!(text(&out.stderr).contains("is in fair mode"), "{}", text(&out.stderr));
 }
+
+/// Capacity mode with node labels: each queue's capacity and max capacity in each label's
+/// partition, as configured, as a share of the partition and in its memory
+/// (CapacitySchedulerConfiguration.getLabeledQueueCapacity / getLabeledQueueMaximumCapacity,
+/// multiplied down the tree as YARN's absolute capacities per partition).
+#[test]
+fn capacity_mode_shows_each_queues_share_of_each_label() {
+    let scratch = Scratch::new("shares-labels");
+    let file = scratch.file(
+        "cluster.yaml",
+        "version: 1\nscheduler: {mode: capacity}\nnodes:\n  - {count: 8, resources: {cpu: 10000, memory: 10240}}\n  - {count: 2, resources: {cpu: 10000, memory: 10240}, label: gpu}\n\
+         queues:\n  - {name: ml, capacity: 50, accessible_labels: {gpu: {capacity: 80, max_capacity: 90}}, children: [{name: train, capacity: 100, accessible_labels: {gpu: {capacity: 100}}}]}\n  - {name: etl, capacity: 50, accessible_labels: {gpu: {capacity: 20}}}\n",
+    );
+    let out = weir(&["shares", "--cluster", file.as_str(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let gpu = |q: &str| {
+        json["queues"].as_array().unwrap().iter().find(|r| r["queue"] == q).unwrap()["capacity"]["labels"]
+            ["gpu"]
+            .clone()
+    };
+    // train: 100% of ml's 80% of the 20 GiB partition = 16,384 MiB; max 100% of ml's 90%.
+    assert_eq!(gpu("root.ml.train")["guaranteed"]["memory"], 16384);
+    assert_eq!(gpu("root.ml.train")["max"]["memory"], 18432);
+    assert_eq!(gpu("root.etl")["guaranteed"]["memory"], 4096);
+    let out = weir(&["shares", "--cluster", file.as_str()]);
+    let table = text(&out.stdout);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("root.ml.train ") && l.contains(" gpu "))
+        .unwrap_or_else(|| panic!("{table}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols[2..], ["100", "80.0%", "16384", "100", "90.0%", "18432"], "{table}");
+}

@@ -1,5 +1,6 @@
 //! `weir shares`: the steady and instantaneous fair share of every queue.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -74,6 +75,21 @@ struct CapacityRow {
     /// With --workload: the engine's figures at --at.
     #[serde(skip_serializing_if = "Option::is_none")]
     state: Option<CapacityState>,
+    /// Per node label the queue may use: its capacity and max capacity in that partition.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    labels: BTreeMap<String, LabelRow>,
+}
+
+/// A queue's share of one node label's partition: as configured (percent of the parent's),
+/// as a fraction of the partition, and in the partition's resources.
+#[derive(Serialize)]
+struct LabelRow {
+    capacity: f64,
+    max_capacity: f64,
+    absolute_capacity: f64,
+    absolute_max_capacity: f64,
+    guaranteed: Resources,
+    max: Resources,
 }
 
 /// A capacity-mode queue at a point of a simulation (memory figures of the preemption policy
@@ -123,6 +139,26 @@ fn capacity_row(config: &ClusterConfig, queue: &QueuePath) -> Option<CapacityRow
         guaranteed: if q.parent.is_none() { total } else { q.min.resolve(&total) },
         max: q.max.resolve(&total).component_min(&total),
         state: None,
+        labels: c
+            .labels
+            .iter()
+            .map(|(l, share)| {
+                let partition = config
+                    .nodes
+                    .iter()
+                    .filter(|g| g.label.as_deref() == Some(l.as_str()))
+                    .fold(Resources::ZERO, |a, g| a + g.resources.times(u64::from(g.count)));
+                let row = LabelRow {
+                    capacity: share.capacity,
+                    max_capacity: share.max_capacity,
+                    absolute_capacity: share.absolute_capacity,
+                    absolute_max_capacity: share.absolute_max_capacity,
+                    guaranteed: partition.scale(share.absolute_capacity),
+                    max: partition.scale(share.absolute_max_capacity),
+                };
+                (l.clone(), row)
+            })
+            .collect(),
     })
 }
 
@@ -267,6 +303,37 @@ fn capacity_table(rows: &[Row], width: usize, total: &Resources) -> Result<Strin
         "capacity mode: capacity and max cap as configured (percent of the parent, weight, or resources); \
          abs = percent of the cluster's memory; memory in MiB, cpu in millicores"
     )?;
+    if rows.iter().any(|r| r.capacity.as_ref().is_some_and(|c| !c.labels.is_empty())) {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{:<width$}  {:<12} {:>10} {:>7} {:>12}  {:>10} {:>7} {:>12}",
+            "queue", "node label", "capacity", "abs", "guar. mem", "max cap", "abs", "max mem"
+        )?;
+        for r in rows {
+            let Some(c) = &r.capacity else { continue };
+            for (l, s) in &c.labels {
+                writeln!(
+                    out,
+                    "{:<width$}  {:<12} {:>10} {:>6.1}% {:>12}  {:>10} {:>6.1}% {:>12}",
+                    r.queue,
+                    l,
+                    s.capacity,
+                    100.0 * s.absolute_capacity,
+                    s.guaranteed.memory,
+                    s.max_capacity,
+                    100.0 * s.absolute_max_capacity,
+                    s.max.memory
+                )?;
+            }
+        }
+        writeln!(
+            out,
+            "node labels: capacity and max cap in each label's partition as configured (percent of the parent's \
+             there); abs = percent of the partition; memory in MiB (per-label capacities are validated and \
+             shown, not yet enforced by the engine)"
+        )?;
+    }
     if with_state {
         writeln!(
             out,
