@@ -379,6 +379,14 @@ fn node_labels_in_capacity_mode_simulate_end_to_end() {
         "--no-report",
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
+    // Said before the run, at the stage's path.
+    assert!(
+        text(&o.stderr).contains(
+            "workflows.wrong-label.jobs.j.stages.s.node_labels: root.etl may not use node label `gpu`"
+        ),
+        "{}",
+        text(&o.stderr)
+    );
     let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     let status = |name: &str| {
         let line =
