@@ -20,16 +20,32 @@
 //!   per-partition ideal allocation, where the borrowing queues hold more than their
 //!   guarantee of the partition).
 //!
-//! Not enforced yet: the per-label capacities and max capacities (sibling order, caps and
-//! the proportional policy per partition); the sibling order and limits see the queue's whole
-//! usage.
+//! - A queue's max capacity in a label's partition caps what a request for that label may add
+//!   to it (every container on the label's nodes counts, lent ones too):
+//!   `AbstractCSQueue.canAssignToThisQueue` per partition (`getQueueMaxResource(partition)`).
+//!
+//! Not enforced yet: the per-label capacities (guarantees) in the sibling order and the
+//! proportional policy per partition, and per-label user limits; those see the queue's whole
+//! usage. Partitions' sizes are the cluster file's node groups.
 
 use std::collections::BTreeSet;
 
 use crate::engine::Engine;
 use crate::ids::ContainerId;
 use crate::input::{Request, Selector};
-use crate::state::{JobSlot, QueueIx};
+use crate::placement::Blocker;
+use crate::state::{JobSlot, NodeSlot, QueueIx};
+
+/// Every queue's memory on each label's nodes (capacity mode with labelled nodes).
+#[derive(Debug, Default)]
+pub(crate) struct LabelUsage {
+    /// The labels, sorted; a label's index is its place here.
+    names: Vec<String>,
+    /// Each label's memory in the cluster file's node groups.
+    partition: Vec<u64>,
+    /// `[queue × names.len() + label]`, MiB.
+    used: Vec<u64>,
+}
 
 /// A non-exclusive label whose own requests wait: the first such job in tree order and what
 /// its next request still asks for (memory).
@@ -55,6 +71,76 @@ impl Engine {
             .map(|(name, _)| name.clone())
             .collect();
         self.nodes.set_partitions(&lent);
+        let names: Vec<String> = self
+            .config
+            .nodes
+            .iter()
+            .filter_map(|g| g.label.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let partition = names
+            .iter()
+            .map(|l| {
+                self.config
+                    .nodes
+                    .iter()
+                    .filter(|g| g.label.as_ref() == Some(l))
+                    .map(|g| g.resources.memory * u64::from(g.count))
+                    .sum()
+            })
+            .collect();
+        let used = vec![0; names.len() * self.queues.len()];
+        self.label_usage = LabelUsage { names, partition, used };
+    }
+
+    /// A container of `memory` on `node` started (`add`) or ended, in `leaf`: its queues'
+    /// usage in the node's label's partition follows.
+    pub(crate) fn charge_label(&mut self, leaf: QueueIx, node: NodeSlot, memory: u64, add: bool) {
+        if self.label_usage.names.is_empty() {
+            return;
+        }
+        let Some(label) = self.nodes.slots[node as usize].label.as_deref() else { return };
+        let Ok(i) = self.label_usage.names.binary_search_by(|n| n.as_str().cmp(label)) else { return };
+        let n = self.label_usage.names.len();
+        let mut q = Some(leaf);
+        while let Some(ix) = q {
+            let u = &mut self.label_usage.used[ix as usize * n + i];
+            *u = if add { *u + memory } else { u.saturating_sub(memory) };
+            q = self.queues[ix as usize].parent;
+        }
+    }
+
+    /// Whether the job's next container, a request for one label, fits under the max capacity
+    /// in that label's partition of every queue on its path.
+    pub(crate) fn label_max_allows(&self, job: JobSlot) -> Result<(), Blocker> {
+        if self.label_usage.names.is_empty() {
+            return Ok(());
+        }
+        let j = self.job(job);
+        let Some(front) = j.requests.front() else { return Ok(()) };
+        let selector = self.nodes.selector_of(front.selector);
+        let [label] = selector.labels.as_slice() else { return Ok(()) };
+        let Ok(i) = self.label_usage.names.binary_search(label) else { return Ok(()) };
+        let n = self.label_usage.names.len();
+        for q in self.path_up(j.leaf) {
+            let Some(share) =
+                self.config.queues[q as usize].capacity.as_ref().and_then(|c| c.labels.get(label))
+            else {
+                continue;
+            };
+            let max = (self.label_usage.partition[i] as f64 * share.absolute_max_capacity) as u64;
+            let used = self.label_usage.used[q as usize * n + i];
+            if used + front.resources.memory > max {
+                return Err(Blocker::LabelMax { queue: q, label: i as u32, max, used });
+            }
+        }
+        Ok(())
+    }
+
+    /// A label's name by its index in the usage table.
+    pub(crate) fn label_name(&self, i: u32) -> &str {
+        &self.label_usage.names[i as usize]
     }
 
     /// A capacity-mode job's requests in `leaf`, their labels applied: the leaf's

@@ -98,6 +98,7 @@ pub struct Engine {
     pub(crate) backfill_tried: u32,
     /// Capacity mode's proportional preemption between rounds (`capacity_preemption.rs`).
     pub(crate) rounds: crate::capacity_preemption::Rounds,
+    pub(crate) label_usage: crate::capacity_labels::LabelUsage,
     /// Per-job guarantees set by the host (`guarantee.rs`).
     pub(crate) guarantees: crate::guarantee::Guarantees,
 }
@@ -233,6 +234,7 @@ impl Engine {
             shadow_less_head: None,
             backfill_tried: 0,
             rounds: Default::default(),
+            label_usage: Default::default(),
             guarantees: Default::default(),
         };
         engine.resolve_limits();

@@ -504,3 +504,29 @@ fn lent_room_is_taken_back_for_the_labels_own_requests() {
     assert_eq!(nodes_of(&mut env), vec![1; 3]);
     done(&mut env);
 }
+
+/// A queue's max capacity in a label's partition caps what its requests for the label hold
+/// there (AbstractCSQueue.canAssignToThisQueue for the partition: the queue's max resource of
+/// that partition); the rest of the partition goes to a sibling.
+#[test]
+fn a_label_max_capacity_caps_requests_for_the_label() {
+    let mut env = labelled(
+        "",
+        "  - {name: a, capacity: 50, user_limit_factor: 10, accessible_labels: {gpu: {capacity: 50, max_capacity: 60}}}\n  - {name: b, capacity: 50, user_limit_factor: 10, accessible_labels: {gpu: {capacity: 50}}}\n",
+    );
+    let gpu = asking(&mut env, Some("gpu"), 10);
+    env.submit_requests(1, "root.a", gpu);
+    env.schedule();
+    assert_eq!(nodes_of(&mut env), vec![1; 6], "60% of the 100 MiB partition");
+    assert!(
+        env.explain(1)
+            .contains("root.a is at its max capacity in node label gpu's partition: 60 MiB (using 60 MiB"),
+        "{}",
+        env.explain(1)
+    );
+    let gpu = asking(&mut env, Some("gpu"), 10);
+    env.submit_requests(2, "root.b", gpu);
+    env.schedule();
+    assert_eq!(env.take_starts().iter().filter(|s| s.0 == 2).count(), 4, "b takes the other 40");
+    done(&mut env);
+}

@@ -330,8 +330,8 @@ fn capacity_table(rows: &[Row], width: usize, total: &Resources) -> Result<Strin
         writeln!(
             out,
             "node labels: capacity and max cap in each label's partition as configured (percent of the parent's \
-             there); abs = percent of the partition; memory in MiB (per-label capacities are validated and \
-             shown, not yet enforced by the engine)"
+             there); abs = percent of the partition; memory in MiB (the engine enforces the max capacities \
+             for requests for the label; the capacities are not yet guarantees)"
         )?;
     }
     if with_state {
