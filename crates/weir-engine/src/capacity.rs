@@ -14,7 +14,12 @@
 //!   `AbstractLeafQueue.canAssignToUser`): see [`user_limit`].
 //! - **AM limit** (`AbstractLeafQueue.calculateAndGetAMResourceLimitPerPartition`): see
 //!   `Engine::capacity_am_limit`.
-//! - **Leaf order**: `fifo` is the leaf's `priority` policy: job priority, then submit time.
+//! - **Leaf order**: `fifo` is the leaf's `priority` policy: job priority, then submit time
+//!   (`FifoOrderingPolicy`: `PriorityComparator`, `FifoComparator`). `fair` is the leaf's `fair`
+//!   policy (`FairOrderingPolicy`: `FairComparator` on memory used, then start time; a job
+//!   without demand is never ready, so its demand tie-break never decides; then
+//!   `FifoComparator`, the id); with `size_based_weight` the memory used is divided by
+//!   log2(1 + demand) first: see [`size_weighted_usage`].
 //! - **Submissions** (`AbstractLeafQueue.validateSubmitApplication`): refused by a stopped queue
 //!   on the path, at the leaf's `max_applications`, or at the user's share of it: see
 //!   `Engine::capacity_rejection`.
@@ -116,6 +121,18 @@ fn map2(a: Resources, b: Resources, f: impl Fn(u64, u64) -> u64) -> Resources {
         out.set(k, f(a.get(k), b.get(k)));
     }
     out
+}
+
+/// A job's place in a `fair`-ordered leaf with `size_based_weight`, as an order-preserving key:
+/// `FairOrderingPolicy.getMagnitude`, memory used / (ln(1 + demand) / ln 2), demand being memory
+/// used plus pending (`ResourceUsage.getCachedDemand`). Smaller goes first. YARN's comparator
+/// would see NaN for a job with neither use nor demand and call it equal to anything; such a job
+/// is never ready here, and it is given 0 (first) for a total order.
+pub fn size_weighted_usage(used_memory: u64, demand_memory: u64) -> u64 {
+    let weight = (demand_memory as f64).ln_1p() / std::f64::consts::LN_2;
+    let magnitude = if used_memory == 0 { 0.0 } else { used_memory as f64 / weight };
+    // A non-negative f64's bits order as the numbers do (+∞ last).
+    magnitude.to_bits()
 }
 
 /// A queue's place among its siblings (`PriorityUtilizationQueueOrderingPolicy`).

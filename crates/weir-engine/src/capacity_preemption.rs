@@ -265,6 +265,7 @@ impl Engine {
     /// A round of the proportional policy, when one is due; called at the start of every pass
     /// (so that room freed by its kills is placed in the same pass).
     pub(crate) fn capacity_preemption_round(&mut self) {
+        let wanted = if self.nodes.lends() { self.refresh_lent() } else { Vec::new() };
         if !self.capacity_preemption_on() {
             return;
         }
@@ -276,9 +277,12 @@ impl Engine {
         let interval = self.config.scheduler.preemption.capacity.monitoring_interval.0.max(1);
         self.rounds.next = Time((self.now.0 / interval + 1) * interval);
         let tree = self.ideal_allocation();
-        let need = tree.iter().any(|t| t.to_obtain > 0);
+        let mut need = tree.iter().any(|t| t.to_obtain > 0);
         let chosen = if need { self.choose_capacity_victims(&tree) } else { Vec::new() };
-        self.carry_out_round(&tree, chosen);
+        let taken: BTreeSet<ContainerId> = chosen.iter().map(|&(c, _)| c).collect();
+        let lent = self.lent_victims(&wanted, &taken);
+        need |= !lent.is_empty();
+        self.carry_out_round(&tree, chosen, lent);
         // Unchanged state repeats a round's result: wake for the next one only while marks
         // wait for their kill or some leaf is owed room.
         self.rounds.wanted = need || !self.rounds.marked.is_empty();
@@ -464,8 +468,14 @@ impl Engine {
 
     /// Step 5 of the module doc: kill what was chosen again after its wait, mark what is newly
     /// chosen, unmark what is no longer chosen.
-    fn carry_out_round(&mut self, tree: &[IdealQueue], chosen: Vec<(ContainerId, QueueIx)>) {
-        let chosen_set: BTreeSet<ContainerId> = chosen.iter().map(|&(c, _)| c).collect();
+    fn carry_out_round(
+        &mut self,
+        tree: &[IdealQueue],
+        chosen: Vec<(ContainerId, QueueIx)>,
+        lent: Vec<(ContainerId, JobSlot)>,
+    ) {
+        let chosen_set: BTreeSet<ContainerId> =
+            chosen.iter().map(|&(c, _)| c).chain(lent.iter().map(|&(c, _)| c)).collect();
         for id in std::mem::take(&mut self.rounds.marked) {
             let still = self.container(id).is_some_and(|c| c.preemption.is_some());
             if still && !chosen_set.contains(&id) {
@@ -499,6 +509,27 @@ impl Engine {
                 for_job: self.job(for_job).id,
                 for_queue: self.queues[for_leaf as usize].path.clone(),
                 kind: Starvation::Guarantee { used: t.used, ideal: t.ideal, guaranteed: t.guaranteed },
+            };
+            self.mark_for_round(id, for_job, self.now.plus(wait), reason);
+            self.rounds.marked.push(id);
+        }
+        // Lent room taken back (`capacity_labels.rs`): for the label's waiting job.
+        for (id, for_job) in lent {
+            let Some(c) = self.container(id) else { continue };
+            if let Some(m) = &c.preemption {
+                if m.kill_at <= self.now {
+                    let reason = m.reason.clone();
+                    self.kill_marked(id, reason);
+                } else {
+                    self.rounds.marked.push(id);
+                }
+                continue;
+            }
+            let j = self.job(for_job);
+            let reason = PreemptReason {
+                for_job: j.id,
+                for_queue: self.queues[j.leaf as usize].path.clone(),
+                kind: Starvation::LentRoom,
             };
             self.mark_for_round(id, for_job, self.now.plus(wait), reason);
             self.rounds.marked.push(id);

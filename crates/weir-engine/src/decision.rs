@@ -50,6 +50,9 @@ pub enum Starvation {
     /// A job below `min(guarantee, demand)` past its leaf's min-share timeout: the guarantee
     /// a host (the SLO controller) set with `Engine::set_job_guarantee`.
     JobGuarantee,
+    /// Capacity mode: the victim, asking for no node label, ran on room a non-exclusive label
+    /// lent; `for_job` asks for that label and finds no room.
+    LentRoom,
 }
 
 impl fmt::Display for PreemptReason {
@@ -59,6 +62,11 @@ impl fmt::Display for PreemptReason {
                 write!(f, "preempted to restore {} of {} to its fair share", self.for_job, self.for_queue)
             }
             Starvation::MinShare => write!(f, "preempted to restore {} to its min share", self.for_queue),
+            Starvation::LentRoom => write!(
+                f,
+                "preempted to give back room a non-exclusive node label lent: {} of {} asks for that label",
+                self.for_job, self.for_queue
+            ),
             Starvation::Guarantee { used, ideal, guaranteed } => write!(
                 f,
                 "preempted by the proportional capacity policy for {} of {}, below its guarantee: this job's \

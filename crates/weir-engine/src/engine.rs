@@ -98,6 +98,7 @@ pub struct Engine {
     pub(crate) backfill_tried: u32,
     /// Capacity mode's proportional preemption between rounds (`capacity_preemption.rs`).
     pub(crate) rounds: crate::capacity_preemption::Rounds,
+    pub(crate) label_usage: crate::capacity_labels::LabelUsage,
     /// Per-job guarantees set by the host (`guarantee.rs`).
     pub(crate) guarantees: crate::guarantee::Guarantees,
 }
@@ -131,6 +132,7 @@ impl Engine {
                 weight: crate::fair_share::weight(q.weight, rounding),
                 policy: q.policy,
                 job_order: q.job_order,
+                size_based_weight: q.capacity.as_ref().is_some_and(|c| c.size_based_weight),
                 parent_policy: q.parent.map_or(q.policy, |p| config.queues[p].policy),
                 priority: q.priority,
                 max_running_apps: q.max_running_apps,
@@ -232,9 +234,11 @@ impl Engine {
             shadow_less_head: None,
             backfill_tried: 0,
             rounds: Default::default(),
+            label_usage: Default::default(),
             guarantees: Default::default(),
         };
         engine.resolve_limits();
+        engine.set_up_partitions();
         Ok(engine)
     }
 
@@ -400,6 +404,13 @@ impl Engine {
             self.decisions.push(Decision::JobRejected { job: spec.id, reason });
             return Ok(());
         }
+        let requests = match self.capacity_labels(leaf, requests) {
+            Ok(r) => r,
+            Err(reason) => {
+                self.decisions.push(Decision::JobRejected { job: spec.id, reason });
+                return Ok(());
+            }
+        };
         let user = self.user_index(&spec.user);
         let job = Job {
             id: spec.id,

@@ -357,6 +357,12 @@ impl Engine {
                     leaf.am_share.unwrap_or(1.0),
                     leaf.instantaneous
                 ),
+                Some(Blocker::LabelMax { queue, label, max, used }) => format!(
+                    "pending because {} is at its max capacity in node label {}'s partition: {max} MiB \
+                     (using {used} MiB; next {am} {r})",
+                    self.queues[queue as usize].path,
+                    self.label_name(label)
+                ),
                 Some(Blocker::ContainerLimit) => format!(
                     "pending because the engine holds its limit of {} containers at once (a bound on \
                      memory; weir simulate --max-containers)",

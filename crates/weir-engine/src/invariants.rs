@@ -172,7 +172,7 @@ impl Engine {
             if c.gpu_milli > 0 {
                 *frac.entry((c.node, c.gpu)).or_default() += u64::from(c.gpu_milli);
             }
-            if !self.nodes.allows(c.node, c.selector) {
+            if !self.nodes.may_hold(c.node, c.selector) {
                 return Err(format!(
                     "{} runs on {}, which its selector does not allow",
                     c.id, self.nodes.slots[c.node as usize].id

@@ -20,6 +20,11 @@ impl Engine {
         self.advance(now)?;
         let slot = self.slot_of(job)?;
         let requests = self.normalize(job, requests)?;
+        let requests =
+            self.capacity_labels(self.job(slot).leaf, requests).map_err(|_| EngineError::InvalidRequest {
+                job,
+                problem: "a node label its queue may not use (the leaf's accessible_labels)",
+            })?;
         self.add_requests(slot, requests);
         Ok(())
     }
@@ -235,6 +240,7 @@ impl Engine {
         if am {
             self.queues[leaf as usize].am_usage -= c.resources;
         }
+        self.charge_label(leaf, c.node, c.resources.memory, false);
         self.touched(c.job);
         Some(c)
     }

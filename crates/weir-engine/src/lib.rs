@@ -20,7 +20,9 @@
 mod admission;
 mod backfill;
 pub mod capacity;
+mod capacity_labels;
 pub mod capacity_preemption;
+mod capacity_shares;
 mod conservative;
 mod containers;
 mod decision;
@@ -46,6 +48,7 @@ mod starvation;
 mod state;
 mod wait;
 
+pub use capacity_shares::CapacityShare;
 pub use decision::{Decision, PreemptReason, Starvation};
 pub use engine::{Engine, DEFAULT_CONTAINER_LIMIT};
 pub use error::EngineError;

@@ -55,6 +55,21 @@ impl Ask {
 struct SelectorSet {
     labels: Vec<u32>,
     models: Vec<u32>,
+    /// Capacity mode's default partition: unlabelled nodes, and those of labels that lend
+    /// their room (`Partitions::lent`).
+    default_partition: bool,
+}
+
+/// Capacity mode's node partitions (`capacity_labels.rs`): which labelled nodes lend their room
+/// to requests for no label. Empty outside capacity mode with labels.
+#[derive(Clone, Debug, Default)]
+struct Partitions {
+    /// The selector of requests for no label (0: no partitions).
+    default: SelectorId,
+    /// Label numbers of non-exclusive partitions, sorted.
+    lent: Vec<u32>,
+    /// Those of `lent` whose own requests wait for room now: they lend nothing.
+    wanted: Vec<u32>,
 }
 
 /// Thousandths in one GPU.
@@ -128,6 +143,7 @@ pub(crate) struct Nodes {
     selector_ids: HashMap<Selector, SelectorId>,
     /// Each registered selector as given, for explanations (index 0: none).
     selector_names: Vec<Selector>,
+    partitions: Partitions,
 }
 
 impl Nodes {
@@ -176,6 +192,10 @@ impl Nodes {
         let Some(s) = self.selector_names.get(id.0 as usize).filter(|_| id.0 != 0) else {
             return String::new();
         };
+        if id == self.partitions.default {
+            return " on nodes of the default partition (no label, or a label that lends its room)"
+                .to_string();
+        }
         let mut parts = Vec::new();
         if !s.labels.is_empty() {
             parts.push(format!("label in [{}]", s.labels.join(", ")));
@@ -186,8 +206,54 @@ impl Nodes {
         format!(" on nodes with {}", parts.join(" and "))
     }
 
+    /// Capacity mode with node labels: register the default partition's selector (unlabelled
+    /// nodes and those of the `lent` labels) and return it.
+    pub fn set_partitions(&mut self, lent: &[String]) -> SelectorId {
+        self.selector(&Selector::default());
+        let mut ids: Vec<u32> = lent.iter().map(|l| self.name_id(Some(l))).collect();
+        ids.sort_unstable();
+        let id = SelectorId(self.selectors.len() as u32);
+        self.selectors.push(SelectorSet { default_partition: true, ..SelectorSet::default() });
+        self.selector_names.push(Selector::default());
+        self.partitions = Partitions { default: id, lent: ids, wanted: Vec::new() };
+        id
+    }
+
+    /// The non-exclusive labels (by name) whose own requests wait: their nodes lend nothing
+    /// until those requests are served (YARN offers a non-exclusive node's room to requests
+    /// for its label first).
+    pub fn set_wanted(&mut self, labels: &[String]) {
+        let mut ids: Vec<u32> = labels.iter().map(|l| self.name_id(Some(l))).collect();
+        ids.sort_unstable();
+        self.partitions.wanted = ids;
+    }
+
+    /// Whether some partition lends its room.
+    pub fn lends(&self) -> bool {
+        !self.partitions.lent.is_empty()
+    }
+
+    /// The default partition's selector (0 when there are no partitions).
+    pub fn default_partition(&self) -> SelectorId {
+        self.partitions.default
+    }
+
+    /// A registered selector as given (the default for 0 and the default partition's).
+    pub fn selector_of(&self, id: SelectorId) -> Selector {
+        self.selector_names.get(id.0 as usize).cloned().unwrap_or_default()
+    }
+
     pub fn knows_selector(&self, id: SelectorId) -> bool {
         id.0 == 0 || (id.0 as usize) < self.selectors.len()
+    }
+
+    /// Whether a container of the selector may run on the node: as `allows`, but a
+    /// non-exclusive label's nodes hold default-partition containers even while its own
+    /// requests wait (they are only not placed there then).
+    pub fn may_hold(&self, slot: NodeSlot, selector: SelectorId) -> bool {
+        let lent = self.selectors.get(selector.0 as usize).is_some_and(|s| s.default_partition)
+            && self.partitions.lent.binary_search(&self.slots[slot as usize].label_id).is_ok();
+        lent || self.allows(slot, selector)
     }
 
     /// Whether the selector lets a container on the node (its size aside).
@@ -197,6 +263,12 @@ impl Nodes {
         }
         let Some(set) = self.selectors.get(selector.0 as usize) else { return false };
         let n = &self.slots[slot as usize];
+        if set.default_partition {
+            let p = &self.partitions;
+            return n.label_id == 0
+                || (p.lent.binary_search(&n.label_id).is_ok()
+                    && p.wanted.binary_search(&n.label_id).is_err());
+        }
         let listed = |list: &[u32], v: u32| list.is_empty() || (v != 0 && list.binary_search(&v).is_ok());
         listed(&set.labels, n.label_id) && listed(&set.models, n.model_id)
     }
@@ -315,6 +387,17 @@ impl Nodes {
 
     /// The best fit among the nodes that also pass `also`.
     pub fn best_fit_where(&self, ask: &Ask, also: impl Fn(NodeSlot) -> bool) -> Option<NodeSlot> {
+        if ask.selector.0 != 0 && ask.selector == self.partitions.default && !self.partitions.lent.is_empty()
+        {
+            // Room of a non-exclusive partition is only lent: unlabelled nodes first.
+            let own = self.index.best_fit(&ask.r, |slot| {
+                let n = &self.slots[slot as usize];
+                n.label_id == 0 && n.free().gpu >= ask.r.gpu && n.frac_fits(ask.milli) && also(slot)
+            });
+            if own.is_some() {
+                return own;
+            }
+        }
         self.index.best_fit(&ask.r, |slot| {
             let n = &self.slots[slot as usize];
             n.free().gpu >= ask.r.gpu

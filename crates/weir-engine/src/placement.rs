@@ -36,6 +36,14 @@ pub(crate) enum Blocker {
     },
     /// The engine holds as many containers as its limit allows.
     ContainerLimit,
+    /// Capacity mode: a request for a node label would pass `queue`'s max capacity in that
+    /// label's partition (`capacity_labels.rs`; memory, MiB).
+    LabelMax {
+        queue: QueueIx,
+        label: u32,
+        max: u64,
+        used: u64,
+    },
 }
 
 impl Engine {
@@ -226,6 +234,7 @@ impl Engine {
             } else {
                 self.limits_allow_for(leaf, &ask.r, am)
                     .and_then(|()| self.user_limit_allows(job))
+                    .and_then(|()| self.label_max_allows(job))
                     .and_then(|()| self.try_place(job, failed))
             };
             match result {
@@ -327,7 +336,8 @@ impl Engine {
         match j.requests.front() {
             Some(r) => self
                 .limits_allow_for(j.leaf, &r.resources, self.next_is_am(job))
-                .and_then(|()| self.user_limit_allows(job)),
+                .and_then(|()| self.user_limit_allows(job))
+                .and_then(|()| self.label_max_allows(job)),
             None => Ok(()),
         }
     }

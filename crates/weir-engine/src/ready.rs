@@ -29,13 +29,19 @@ impl Engine {
     }
 
     /// The job's place in its leaf's order. Jobs have no min share and weight 1 (YARN: app
-    /// priority 1, no size-based weight), so `fair` reduces to (memory used, submit time, id),
+    /// priority 1), so `fair` reduces to (memory used, submit time, id) — also capacity mode's
+    /// `FairOrderingPolicy`, whose size-based weight divides the memory used first —
     /// `drf` to (usage / cluster per resource as f32, largest first; submit time; id), YARN's
     /// `fifo` to (submit time, id) and weir's `priority` to (priority, submit time, id).
     pub(crate) fn job_order_key(&self, slot: JobSlot) -> JobKey {
         let j = self.job(slot);
         let submit = j.order_time.as_millis();
         match self.queues[j.leaf as usize].policy {
+            Policy::Fair if self.queues[j.leaf as usize].size_based_weight => (
+                [crate::capacity::size_weighted_usage(j.usage.memory, j.demand().memory), 0, 0],
+                submit,
+                j.id.0,
+            ),
             Policy::Fair => ([j.usage.memory, 0, 0], submit, j.id.0),
             Policy::Drf => {
                 let total = self.nodes.total;

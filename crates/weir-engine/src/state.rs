@@ -86,6 +86,8 @@ pub(crate) struct Queue {
     pub policy: Policy,
     /// A fifo leaf's job order (`ready.rs`).
     pub job_order: weir_model::JobOrder,
+    /// A capacity-mode leaf with `ordering: fair` and `size_based_weight` (`ready.rs`).
+    pub size_based_weight: bool,
     /// The policy that computes this queue's fair share: its parent's (root: its own). A fair
     /// parent computes memory only, so YARN sees no cpu in the share (see `am_limit`).
     pub parent_policy: Policy,

@@ -169,6 +169,10 @@ impl Engine {
                 limit,
             },
             Blocker::NoRoom => WaitReason::NoRoom { queue: self.queues[leaf as usize].path.clone() },
+            Blocker::LabelMax { queue, max, .. } => WaitReason::QueueMax {
+                queue: self.queues[queue as usize].path.clone(),
+                max: Resources { memory: max, ..Resources::ZERO },
+            },
         }
     }
 

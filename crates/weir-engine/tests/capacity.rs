@@ -292,3 +292,241 @@ fn a_stopped_queue_rejects_new_jobs() {
     assert!(rejected[1].1.contains("root.b is stopped"), "{}", rejected[1].1);
     assert_eq!(env.take_runnable(), vec![3]);
 }
+
+/// `ordering: fair` (FairOrderingPolicy.FairComparator: the app using the least memory first,
+/// ties by start time, then FifoComparator's application id). Three jobs of ten 10 MiB
+/// containers take turns; under `fifo` (FifoOrderingPolicy) the first takes the whole queue.
+#[test]
+fn a_fair_ordered_leaf_serves_the_job_using_least_first() {
+    let mut env = cluster("  - {name: a, capacity: 100, ordering: fair}\n");
+    for id in 1..=3 {
+        env.submit_without_am(id, "root.a", &[(mem(10), 10)]);
+    }
+    env.schedule();
+    // 0/0/0: 1 (earliest); 10/0/0: 2; 10/10/0: 3; all at 10: 1, 2, 3; ... until 100 MiB.
+    assert_eq!(order(&mut env), vec![1, 2, 3, 1, 2, 3, 1, 2, 3, 1]);
+    done(&mut env);
+
+    let mut env = cluster("  - {name: a, capacity: 100}\n");
+    for id in 1..=3 {
+        env.submit_without_am(id, "root.a", &[(mem(10), 10)]);
+    }
+    env.schedule();
+    assert_eq!(order(&mut env), vec![1; 10], "fifo: the earliest job first, whole");
+    done(&mut env);
+}
+
+/// `ordering: fair` follows usage as it changes (FairOrderingPolicy.containerReleased
+/// reorders the app): a job that lost containers goes before one that kept them, whatever
+/// their submit times.
+#[test]
+fn a_fair_ordered_leaf_reorders_when_a_job_releases_containers() {
+    let mut env = cluster("  - {name: a, capacity: 100, ordering: fair}\n");
+    env.submit_without_am(1, "root.a", &[(mem(10), 10)]);
+    env.submit_without_am(2, "root.a", &[(mem(10), 10)]);
+    env.schedule();
+    let starts = env.take_starts();
+    assert_eq!(starts.iter().map(|s| s.0).collect::<Vec<_>>(), vec![1, 2, 1, 2, 1, 2, 1, 2, 1, 2]);
+    done(&mut env);
+    // Job 2 gives back three containers (20 MiB left), job 1 keeps 50: each of the three free
+    // slots goes to job 2 (at 20, 30 and 40 it uses less than job 1's 50), none to job 1.
+    for c in starts.iter().filter(|s| s.0 == 2).take(3) {
+        env.finish_container(c.1);
+    }
+    env.schedule();
+    assert_eq!(order(&mut env), vec![2, 2, 2]);
+    done(&mut env);
+}
+
+/// `size_based_weight` (FairOrderingPolicy.getMagnitude with sizeBasedWeight: memory used /
+/// log2(1 + demand), demand = used + pending as ResourceUsage.getCachedDemand adds them): a
+/// large job is not held back by a small one as long as plain usage would hold it.
+/// Job 1 asks 5 × 20 MiB (demand 100, log2(101) = 6.658), job 2 4 × 5 MiB (demand 20,
+/// log2(21) = 4.392).
+#[test]
+fn size_based_weight_divides_usage_by_the_log_of_demand() {
+    let run = |yaml: &str| {
+        let mut env = cluster(yaml);
+        env.submit_without_am(1, "root.a", &[(mem(20), 5)]);
+        env.submit_without_am(2, "root.a", &[(mem(5), 4)]);
+        env.schedule();
+        let o = order(&mut env);
+        done(&mut env);
+        o
+    };
+    // Plain usage: 0/0 → 1 (earlier); 20/0, 20/5, 20/10, 20/15 → 2; 20/20 → 1 (earlier); then 1.
+    assert_eq!(run("  - {name: a, capacity: 100, ordering: fair}\n"), vec![1, 2, 2, 2, 2, 1, 1, 1]);
+    // Weighted: 0/0 → 1; 3.004/0 → 2; 3.004/1.138 → 2; 3.004/2.277 → 2; 3.004/3.416 → 1;
+    // 6.008/3.416 → 2 (its last); then 1.
+    assert_eq!(
+        run("  - {name: a, capacity: 100, ordering: fair, size_based_weight: true}\n"),
+        vec![1, 2, 2, 2, 1, 2, 1, 1]
+    );
+}
+
+/// The key behind `size_based_weight` orders as FairOrderingPolicy.getMagnitude does.
+#[test]
+fn size_weighted_usage_orders_as_the_magnitude() {
+    use weir_engine::capacity::size_weighted_usage;
+    // 20 / log2(101) = 3.004 < 15 / log2(21) = 3.416.
+    assert!(size_weighted_usage(20, 100) < size_weighted_usage(15, 20));
+    // Nothing used goes first whatever the demand; more used, same demand, goes later.
+    assert!(size_weighted_usage(0, 1_000_000) < size_weighted_usage(1, 1_000_000));
+    assert!(size_weighted_usage(10, 30) < size_weighted_usage(11, 30));
+    // Same use, larger demand: smaller magnitude.
+    assert!(size_weighted_usage(10, 1000) < size_weighted_usage(10, 30));
+}
+
+/// Two nodes of 100 MiB: node 0 without a label, node 1 labelled `gpu`; `scheduler` and
+/// `queues:` bodies given.
+fn labelled(scheduler: &str, queues: &str) -> Env {
+    Env::new(&format!(
+        "version: 1\nscheduler: {{mode: capacity, max_am_percent: 1{scheduler}}}\nnodes:\n  - {{count: 1, resources: {{cpu: 1000000, memory: 100}}}}\n  - {{count: 1, resources: {{cpu: 1000000, memory: 100}}, label: gpu}}\nqueues:\n{queues}"
+    ))
+}
+
+fn asking(env: &mut Env, label: Option<&str>, n: u32) -> Vec<weir_engine::Request> {
+    let mut r = weir_engine::Request::new(mem(10), n);
+    if let Some(l) = label {
+        r.selector =
+            env.engine.selector(&weir_engine::Selector { labels: vec![l.into()], gpu_models: vec![] });
+    }
+    vec![r]
+}
+
+/// The nodes of each start, in order.
+fn nodes_of(env: &mut Env) -> Vec<u64> {
+    env.take_starts().into_iter().map(|s| s.2 .0).collect()
+}
+
+/// An exclusive partition (YARN's default for a node label): a request for no label never
+/// runs on its nodes (RegularContainerAllocator with SchedulingMode.RESPECT_PARTITION_EXCLUSIVITY);
+/// a request for the label runs only there.
+#[test]
+fn an_exclusive_label_runs_only_requests_for_it() {
+    let mut env = labelled("", "  - {name: a, capacity: 100, user_limit_factor: 10}\n");
+    let plain = asking(&mut env, None, 30);
+    env.submit_requests(1, "root.a", plain);
+    env.schedule();
+    assert_eq!(nodes_of(&mut env), vec![0; 10], "the labelled node is not for it");
+    assert!(env.explain(1).contains("default partition"), "{}", env.explain(1));
+    let gpu = asking(&mut env, Some("gpu"), 30);
+    env.submit_requests(2, "root.a", gpu);
+    env.schedule();
+    assert_eq!(nodes_of(&mut env), vec![1; 10]);
+    done(&mut env);
+}
+
+/// A non-exclusive label lends its idle room to requests for no label
+/// (SchedulingMode.IGNORE_PARTITION_EXCLUSIVITY); weir fills unlabelled nodes first.
+#[test]
+fn a_non_exclusive_label_lends_its_room_after_the_unlabelled_nodes() {
+    let mut env = labelled(
+        ", node_labels: {gpu: {exclusive: false}}",
+        "  - {name: a, capacity: 100, user_limit_factor: 10}\n",
+    );
+    let plain = asking(&mut env, None, 15);
+    env.submit_requests(1, "root.a", plain);
+    env.schedule();
+    let mut expected = vec![0; 10];
+    expected.extend([1; 5]);
+    assert_eq!(nodes_of(&mut env), expected);
+    done(&mut env);
+}
+
+/// `default_label` (`default-node-label-expression`, applied to requests without one) and
+/// `accessible_labels` (a request for a label the queue may not use is refused:
+/// SchedulerUtils.validateResourceRequest's InvalidLabelResourceRequestException).
+#[test]
+fn a_default_label_applies_and_an_inaccessible_label_is_refused() {
+    let mut env = labelled(
+        "",
+        "  - {name: a, capacity: 50, default_label: gpu, accessible_labels: {gpu: {capacity: 100}}}\n  - {name: b, capacity: 50, accessible_labels: {}}\n",
+    );
+    let plain = asking(&mut env, None, 3);
+    env.submit_requests(1, "root.a", plain);
+    let gpu = asking(&mut env, Some("gpu"), 3);
+    env.submit_requests(2, "root.b", gpu);
+    env.schedule();
+    assert_eq!(nodes_of(&mut env), vec![1; 3], "a's default label sends its job to the gpu node");
+    let rejected = rejections(&mut env);
+    assert_eq!(rejected.len(), 1);
+    assert_eq!(rejected[0].0, 2);
+    assert!(
+        rejected[0].1.contains("root.b may not use node label `gpu` (its accessible_labels: none)"),
+        "{rejected:?}"
+    );
+    done(&mut env);
+}
+
+/// Lent room is taken back for the label's own requests: a non-exclusive partition's nodes go
+/// to requests for its label first (YARN offers them RESPECT_PARTITION_EXCLUSIVITY before
+/// IGNORE_PARTITION_EXCLUSIVITY), and the proportional policy preempts what borrowed the room
+/// (ProportionalCapacityPreemptionPolicy, per partition: the borrower holds more than its
+/// guarantee there — here none). a guarantees the default partition, b the gpu one.
+#[test]
+fn lent_room_is_taken_back_for_the_labels_own_requests() {
+    let mut env = labelled(
+        ", node_labels: {gpu: {exclusive: false}}, preemption: {enabled: true, monitoring_interval: 3s, max_wait_before_kill: 15s}",
+        "  - {name: a, capacity: 100, user_limit_factor: 10, accessible_labels: {gpu: {capacity: 0}}}\n  - {name: b, capacity: 0, max_applications: 10, accessible_labels: {gpu: {capacity: 100}}}\n",
+    );
+    let plain = asking(&mut env, None, 20);
+    env.submit_requests(1, "root.a", plain);
+    env.schedule();
+    let starts = env.take_starts();
+    let on = |n: u64| starts.iter().filter(|s| s.2 .0 == n).map(|s| s.1).collect::<Vec<_>>();
+    assert_eq!((on(0).len(), on(1).len()), (10, 10), "node 0 first, then the lent gpu node");
+    done(&mut env);
+
+    env.at(1);
+    let gpu = asking(&mut env, Some("gpu"), 3);
+    env.submit_requests(2, "root.b", gpu);
+    env.schedule();
+    assert!(env.take_preempts().is_empty(), "no round before 3s");
+    done(&mut env);
+
+    env.at(3);
+    env.schedule();
+    let marked = env.take_preempts();
+    // The three newest containers of job 1 on the gpu node (its last three starts).
+    let newest: Vec<_> = on(1).into_iter().rev().take(3).collect();
+    assert_eq!(marked.iter().map(|m| m.1).collect::<Vec<_>>(), newest);
+    assert!(marked.iter().all(|m| m.0 == 1));
+    assert!(env.explain(1).contains("non-exclusive node label lent"), "{}", env.explain(1));
+    done(&mut env);
+
+    // After max_wait_before_kill, the next round kills them and job 2 takes their room.
+    env.at(18);
+    env.schedule();
+    let kills: Vec<_> = env.take_kills().into_iter().map(|k| k.1).collect();
+    assert_eq!(kills.len(), 3);
+    assert!(newest.iter().all(|c| kills.contains(c)));
+    assert_eq!(nodes_of(&mut env), vec![1; 3]);
+    done(&mut env);
+}
+
+/// A queue's max capacity in a label's partition caps what its requests for the label hold
+/// there (AbstractCSQueue.canAssignToThisQueue for the partition: the queue's max resource of
+/// that partition); the rest of the partition goes to a sibling.
+#[test]
+fn a_label_max_capacity_caps_requests_for_the_label() {
+    let mut env = labelled(
+        "",
+        "  - {name: a, capacity: 50, user_limit_factor: 10, accessible_labels: {gpu: {capacity: 50, max_capacity: 60}}}\n  - {name: b, capacity: 50, user_limit_factor: 10, accessible_labels: {gpu: {capacity: 50}}}\n",
+    );
+    let gpu = asking(&mut env, Some("gpu"), 10);
+    env.submit_requests(1, "root.a", gpu);
+    env.schedule();
+    assert_eq!(nodes_of(&mut env), vec![1; 6], "60% of the 100 MiB partition");
+    assert!(
+        env.explain(1)
+            .contains("root.a is at its max capacity in node label gpu's partition: 60 MiB (using 60 MiB"),
+        "{}",
+        env.explain(1)
+    );
+    let gpu = asking(&mut env, Some("gpu"), 10);
+    env.submit_requests(2, "root.b", gpu);
+    env.schedule();
+    assert_eq!(env.take_starts().iter().filter(|s| s.0 == 2).count(), 4, "b takes the other 40");
+    done(&mut env);
+}

@@ -109,7 +109,9 @@ pub enum LeafOrdering {
     /// `FifoComparator`: priority, then application id).
     #[default]
     Fifo,
-    /// The job using least first (`FairOrderingPolicy`). Not implemented yet: refused.
+    /// The job using the least memory first, then submit time (`FairOrderingPolicy`:
+    /// `FairComparator`, then `FifoComparator`); with `size_based_weight`, usage over
+    /// log2(1 + demand).
     Fair,
 }
 
@@ -149,6 +151,26 @@ pub struct CapacityQueue {
     pub max_am_percent: f64,
     pub state: QueueState,
     pub ordering: LeafOrdering,
+    /// `ordering: fair` only: divide a job's usage by log2(1 + its demand) (YARN's
+    /// `ordering-policy.fair.enable-size-based-weight`).
+    pub size_based_weight: bool,
+    /// Node labels whose partitions the queue may use, with its share of each.
+    pub labels: BTreeMap<String, LabelShare>,
+    /// The label of requests that name none (`default-node-label-expression`).
+    pub default_label: Option<String>,
+}
+
+/// A queue's share of one node label's partition, resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LabelShare {
+    /// Percent of the parent's share of the partition, as written (0 when not written).
+    pub capacity: f64,
+    /// Percent of the parent's max in the partition (100 when not written).
+    pub max_capacity: f64,
+    /// The guarantee as a fraction of the partition.
+    pub absolute_capacity: f64,
+    /// The cap as a fraction of the partition.
+    pub absolute_max_capacity: f64,
 }
 
 impl CapacityQueue {

@@ -56,6 +56,7 @@ pub(crate) fn apply(
         for (field, set) in [
             ("max_applications", s.max_applications.is_some()),
             ("max_am_percent", s.max_am_percent.is_some()),
+            ("node_labels", !s.node_labels.is_empty()),
         ] {
             if set {
                 problems.push(Problem {
@@ -119,8 +120,12 @@ pub(crate) fn apply(
         max_am_percent,
         state: QueueState::Running,
         ordering: LeafOrdering::Fifo,
+        size_based_weight: false,
+        labels: Default::default(),
+        default_label: None,
     });
     level(&mut walk, 0, "queues", &raw.queues, root);
+    crate::capacity_labels::apply(raw, queues, problems);
 }
 
 /// Capacity mode's proportional-preemption settings, YARN's defaults where not set.
@@ -191,6 +196,9 @@ fn fair_mode_fields(problems: &mut Vec<Problem>, path: &str, specs: &[QueueSpec]
             ("max_am_percent", spec.max_am_percent.is_some()),
             ("state", spec.state.is_some()),
             ("ordering", spec.ordering.is_some()),
+            ("size_based_weight", spec.size_based_weight.is_some()),
+            ("accessible_labels", spec.accessible_labels.is_some()),
+            ("default_label", spec.default_label.is_some()),
             ("disable_preemption", spec.disable_preemption.is_some()),
         ];
         for (field, _) in set.iter().filter(|(_, s)| *s) {
@@ -454,10 +462,12 @@ fn queue(
     if let Some(p) = spec.max_am_percent.filter(|p| !(*p > 0.0 && *p <= 1.0)) {
         walk.problem(format!("{here}.max_am_percent"), format!("{p} is not a fraction in (0, 1]"));
     }
-    if spec.ordering == Some(LeafOrdering::Fair) {
+    let ordering = spec.ordering.unwrap_or_default();
+    if spec.size_based_weight.is_some() && ordering != LeafOrdering::Fair {
         walk.problem(
-            format!("{here}.ordering"),
-            "the fair ordering of a capacity-mode leaf is not implemented yet; use fifo",
+            format!("{here}.size_based_weight"),
+            "applies to ordering: fair only (YARN's ordering-policy.fair.enable-size-based-weight); set \
+             ordering: fair on this leaf or remove it",
         );
     }
     if !leaf {
@@ -468,6 +478,7 @@ fn queue(
             ("max_applications", spec.max_applications.is_some()),
             ("max_am_percent", spec.max_am_percent.is_some()),
             ("ordering", spec.ordering.is_some()),
+            ("size_based_weight", spec.size_based_weight.is_some()),
         ];
         for (field, _) in leaf_only.iter().filter(|(_, s)| *s) {
             walk.problem(
@@ -502,7 +513,12 @@ fn queue(
     };
     q.max_running_apps = spec.max_parallel_apps;
     q.am_share = leaf.then_some(max_am_percent);
-    q.policy = if leaf { Policy::Priority } else { Policy::Fair };
+    // A leaf's job order: fifo is weir's `priority` policy (priority, submit time, id), fair
+    // its `fair` one (memory used, submit time, id), as FairOrderingPolicy orders apps.
+    q.policy = match (leaf, ordering) {
+        (true, LeafOrdering::Fifo) => Policy::Priority,
+        (true, LeafOrdering::Fair) | (false, _) => Policy::Fair,
+    };
     q.capacity = Some(CapacityQueue {
         configured: spec.capacity.clone(),
         configured_max: spec.max_capacity.clone(),
@@ -516,7 +532,10 @@ fn queue(
         max_parallel_apps: spec.max_parallel_apps,
         max_am_percent,
         state,
-        ordering: spec.ordering.unwrap_or_default(),
+        ordering,
+        size_based_weight: spec.size_based_weight.unwrap_or(false),
+        labels: Default::default(),
+        default_label: None,
     });
     Above { capacity, max_capacity, absolute: own_absolute, state }
 }

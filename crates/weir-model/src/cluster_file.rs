@@ -202,6 +202,38 @@ pub struct SchedulerSpec {
     /// `maximum-am-resource-percent`, 0.1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_am_percent: Option<f64>,
+    /// Capacity mode: the node labels' partitions, by label: whether each is exclusive (YARN's
+    /// `yarn rmadmin -addToClusterNodeLabels "x(exclusive=…)"`). A label on nodes and not
+    /// listed here is exclusive, as YARN's default.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_labels: BTreeMap<String, NodeLabelSpec>,
+}
+
+/// A node label's partition (capacity mode).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeLabelSpec {
+    /// Exclusive: only requests for the label run on its nodes. Not exclusive: their idle room
+    /// is lent to requests for no label, and taken back by preemption when the label's own
+    /// requests need it.
+    #[serde(default = "yes")]
+    pub exclusive: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A queue's share of one node label's partition (capacity mode), in percent of its parent's.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabelCapacitySpec {
+    /// The guarantee in the partition: percent of the parent's (siblings sum to 100, or all 0).
+    #[serde(default)]
+    pub capacity: f64,
+    /// The most it may hold there: percent of the parent's max (100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_capacity: Option<f64>,
 }
 
 /// How a gang (an all-or-nothing set of containers) that cannot start now waits.
@@ -429,9 +461,23 @@ pub struct QueueSpec {
     /// Capacity mode: `running` (the default) or `stopped` (rejects new jobs and drains).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<QueueState>,
-    /// Capacity mode, leaves: `fifo` (job priority, then submit time; the default) or `fair`.
+    /// Capacity mode, leaves: `fifo` (job priority, then submit time; the default) or `fair`
+    /// (the job using the least memory first, then submit time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ordering: Option<LeafOrdering>,
+    /// Capacity mode, leaves with `ordering: fair`: a job's usage is divided by log2(1 +
+    /// its demand), so that large jobs are not starved by a stream of small ones (false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_based_weight: Option<bool>,
+    /// Capacity mode: the node labels whose nodes the queue's jobs may ask for, with its
+    /// capacity and max capacity in each label's partition. Absent: the parent's labels, with
+    /// capacity 0 and max capacity 100 in each (root: every label, 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accessible_labels: Option<BTreeMap<String, LabelCapacitySpec>>,
+    /// Capacity mode: the label a request that names none asks for (YARN's
+    /// `default-node-label-expression`); inherited from the parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_label: Option<String>,
     /// Last, so that a written file shows a queue's own settings before its subtree.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<QueueSpec>,

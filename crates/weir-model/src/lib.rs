@@ -10,6 +10,7 @@
 
 pub mod access;
 pub mod capacity;
+mod capacity_labels;
 mod capacity_validation;
 pub mod cluster;
 pub mod cluster_file;
@@ -30,7 +31,7 @@ mod workload_warnings;
 mod yaml_errors;
 
 pub use access::{AclSpec, PlacementRuleKind, PlacementRuleSpec, UserSpec};
-pub use capacity::{CapacityQueue, CapacitySpec, LeafOrdering, QueueState};
+pub use capacity::{CapacityQueue, CapacitySpec, LabelShare, LeafOrdering, QueueState};
 
 /// First characters a name may not have: a spreadsheet opening a CSV file that holds it
 /// (`usage.csv`, `runs.csv`) would run the cell as a formula (CSV injection).

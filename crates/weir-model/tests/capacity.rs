@@ -108,6 +108,19 @@ fn per_user_weights_and_leaf_settings_are_kept() {
 }
 
 #[test]
+fn a_fair_ordered_leaf_gets_the_fair_job_order() {
+    let c = cluster(
+        "  - {name: a, capacity: 50, ordering: fair, size_based_weight: true}\n  - {name: b, capacity: 30, ordering: fair}\n  - {name: c, capacity: 20}\n",
+    );
+    let cap = |p: &str| q(&c, p).capacity.clone().unwrap();
+    assert_eq!((cap("root.a").ordering, cap("root.a").size_based_weight), (LeafOrdering::Fair, true));
+    assert_eq!((cap("root.b").ordering, cap("root.b").size_based_weight), (LeafOrdering::Fair, false));
+    assert_eq!(cap("root.c").ordering, LeafOrdering::Fifo);
+    assert_eq!(q(&c, "root.a").policy, weir_model::Policy::Fair);
+    assert_eq!(q(&c, "root.c").policy, weir_model::Policy::Priority);
+}
+
+#[test]
 fn a_level_that_does_not_sum_to_100_is_named_with_its_sum() {
     check(
         "  - {name: ads, capacity: 55, children: [{name: t1, capacity: 60}, {name: t3, capacity: 30}]}\n  - {name: search, capacity: 45}\n",
@@ -146,7 +159,16 @@ fn every_rule_names_its_field() {
         "queues.a.user_weights.bob",
         "not a weight > 0",
     );
-    check("  - {name: a, capacity: 100, ordering: fair}\n", "queues.a.ordering", "not implemented yet");
+    check(
+        "  - {name: a, capacity: 100, size_based_weight: true}\n",
+        "queues.a.size_based_weight",
+        "applies to ordering: fair only",
+    );
+    check(
+        "  - {name: a, capacity: 100, ordering: fair, children: [{name: x, capacity: 100}]}\n",
+        "queues.a.ordering",
+        "applies to leaf queues",
+    );
     check("  - {name: a, capacity: 50}\n  - {name: b, capacity: 1w}\n", "queues", "mix capacity modes");
     check(
         "  - {name: a, capacity: 100, user_limit_factor: 2, children: [{name: x, capacity: 100}]}\n",
@@ -272,4 +294,88 @@ fn an_unknown_field_and_a_malformed_capacity_are_syntax_errors_with_their_path()
     let text = format!("{HEAD}queues:\n  - {{name: a, capacity: lots}}\n");
     let found = problems(&text);
     assert!(found[0].1.contains("`lots` is not a capacity"), "{found:?}");
+}
+
+/// Node labels (YARN's partitions): `accessible_labels` per queue with its capacity and max
+/// capacity in each label's partition, resolved down the tree as YARN's absolute capacities
+/// per label (`CapacitySchedulerConfiguration.getLabeledQueueCapacity`,
+/// `getLabeledQueueMaximumCapacity`), inherited with capacity 0 when absent
+/// (`getAccessibleNodeLabels` falls back to the parent's), and `default_label` inherited.
+const LABELLED: &str = "version: 1\nscheduler: {mode: capacity, node_labels: {gpu: {exclusive: false}}}\nnodes:\n  - {count: 8, resources: {cpu: 10000, memory: 10240}}\n  - {count: 2, resources: {cpu: 10000, memory: 10240}, label: gpu}\n  - {count: 2, resources: {cpu: 10000, memory: 10240}, label: ssd}\n";
+
+#[test]
+fn label_capacities_resolve_down_the_tree() {
+    let text = format!(
+        "{LABELLED}queues:\n  - {{name: ml, capacity: 50, default_label: gpu, accessible_labels: {{gpu: {{capacity: 80}}}}, children: [{{name: train, capacity: 50, accessible_labels: {{gpu: {{capacity: 75, max_capacity: 90}}}}}}, {{name: serve, capacity: 50, accessible_labels: {{gpu: {{capacity: 25}}}}}}]}}\n  - {{name: etl, capacity: 50, accessible_labels: {{gpu: {{capacity: 20, max_capacity: 40}}, ssd: {{capacity: 100}}}}}}\n"
+    );
+    let c = ClusterConfig::from_yaml("c.yaml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let label = |p: &str, l: &str| q(&c, p).capacity.as_ref().unwrap().labels.get(l).cloned();
+    let train = label("root.ml.train", "gpu").unwrap();
+    close(train.absolute_capacity, 0.8 * 0.75);
+    close(train.absolute_max_capacity, 0.9);
+    close(label("root.etl", "gpu").unwrap().absolute_max_capacity, 0.4);
+    close(label("root.etl", "ssd").unwrap().absolute_capacity, 1.0);
+    assert!(label("root.ml", "ssd").is_none(), "ml lists only gpu");
+    assert!(label("root.ml.train", "ssd").is_none(), "nor may its children");
+    // default_label is inherited.
+    assert_eq!(q(&c, "root.ml.serve").capacity.as_ref().unwrap().default_label.as_deref(), Some("gpu"));
+    assert_eq!(q(&c, "root.etl").capacity.as_ref().unwrap().default_label, None);
+    // Without accessible_labels: every label of the parent, capacity 0, max 100.
+    let plain = cluster_labelled("  - {name: a, capacity: 60}\n  - {name: b, capacity: 40}\n");
+    let a = q(&plain, "root.a").capacity.as_ref().unwrap();
+    assert_eq!(a.labels.keys().cloned().collect::<Vec<_>>(), ["gpu", "ssd"]);
+    close(a.labels["gpu"].absolute_capacity, 0.0);
+    close(a.labels["gpu"].absolute_max_capacity, 1.0);
+}
+
+fn cluster_labelled(queues: &str) -> ClusterConfig {
+    let text = format!("{LABELLED}queues:\n{queues}");
+    ClusterConfig::from_yaml("c.yaml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+#[test]
+fn every_label_rule_names_its_field() {
+    let labelled = |queues: &str, path: &str, message: &str| {
+        check_file(&format!("{LABELLED}queues:\n{queues}"), path, message)
+    };
+    labelled(
+        "  - {name: a, capacity: 50, accessible_labels: {gpu: {capacity: 60}}}\n  - {name: b, capacity: 50, accessible_labels: {gpu: {capacity: 30}}}\n",
+        "queues",
+        "in label gpu's partition add up to 90, not 100",
+    );
+    labelled(
+        "  - {name: a, capacity: 100, accessible_labels: {fpga: {capacity: 100}}}\n",
+        "queues.a.accessible_labels.fpga",
+        "no node has label `fpga`",
+    );
+    labelled(
+        "  - {name: a, capacity: 100, accessible_labels: {gpu: {capacity: 100}}, children: [{name: x, capacity: 100, accessible_labels: {ssd: {capacity: 0}}}]}\n",
+        "queues.a.children.x.accessible_labels.ssd",
+        "the parent cannot use label `ssd`",
+    );
+    labelled(
+        "  - {name: a, capacity: 100, accessible_labels: {gpu: {capacity: 100, max_capacity: 50}}}\n",
+        "queues.a.accessible_labels.gpu.max_capacity",
+        "below capacity 100",
+    );
+    labelled(
+        "  - {name: a, capacity: 100, accessible_labels: {gpu: {capacity: 100}}, default_label: ssd}\n",
+        "queues.a.default_label",
+        "not one of this queue's accessible_labels",
+    );
+    labelled(
+        "  - {name: a, capacity: 100, accessible_labels: {gpu: {capacity: 0}}, children: [{name: x, capacity: 100, accessible_labels: {gpu: {capacity: 100}}}]}\n",
+        "queues.a.children",
+        "root.a has no capacity in label gpu's partition",
+    );
+    check_file(
+        "version: 1\nscheduler: {mode: capacity, node_labels: {fpga: {exclusive: true}}}\nnodes: [{count: 1, resources: {cpu: 1000, memory: 1024}}]\nqueues: [{name: a, capacity: 100}]\n",
+        "scheduler.node_labels.fpga",
+        "no node has label `fpga`",
+    );
+    check_file(
+        "version: 1\nnodes: [{count: 1, resources: {cpu: 1000, memory: 1024}, label: gpu}]\nqueues: [{name: a, default_label: gpu}]\n",
+        "queues.a.default_label",
+        "set scheduler.mode: capacity",
+    );
 }

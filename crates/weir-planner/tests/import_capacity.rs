@@ -3,7 +3,7 @@
 //! read or listed as ignored, refusals naming the property, and the round trip through
 //! `weir export --format yarn-capacity`.
 
-use weir_model::{CapacitySpec, ClusterConfig, Mode, QueuePath, QueueState};
+use weir_model::{CapacitySpec, ClusterConfig, LeafOrdering, Mode, QueuePath, QueueState};
 use weir_planner::{export, import_yarn_capacity, ExportOptions, Format, ImportOptions};
 
 fn fixture(name: &str) -> String {
@@ -63,8 +63,14 @@ fn the_documentation_tree_imports_each_setting_and_round_trips() {
     assert_eq!(cap("root.a.a2").max_parallel_apps, Some(5));
     assert_eq!(cap("root.b.b1").max_am_percent, 0.3);
     assert_eq!(cap("root.b.b2").max_applications, 50);
+    // ordering-policy fair (FairOrderingPolicy), with and without its size-based weight.
+    assert_eq!(cap("root.b.b3").ordering, LeafOrdering::Fair);
+    assert!(cap("root.b.b3").size_based_weight);
+    assert_eq!(cap("root.b.b2").ordering, LeafOrdering::Fair);
+    assert!(!cap("root.b.b2").size_based_weight);
+    assert_eq!(cap("root.b.b1").ordering, LeafOrdering::Fifo);
     let notes = imported.notes.join("\n");
-    assert!(notes.contains("root.b.b3: ordering-policy fair is not implemented"), "{notes}");
+    assert!(!notes.contains("ordering-policy"), "{notes}");
 
     // Export and import again: the same cluster.
     let xml = export(&c, Format::YarnCapacity, &ExportOptions::default()).unwrap().text;
@@ -133,4 +139,55 @@ fn preemption_settings_round_trip() {
     assert_eq!(c2.scheduler.preemption, c.scheduler.preemption);
     assert_eq!(c2.scheduler.preemption.capacity.natural_termination_factor, 0.5);
     assert_eq!(c2.scheduler.preemption.capacity.monitoring_interval, weir_model::Duration::from_secs(5));
+}
+
+/// Node labels (CapacitySchedulerConfiguration's `accessible-node-labels`,
+/// `accessible-node-labels.<label>.capacity`/`.maximum-capacity`,
+/// `default-node-label-expression`; a blank list is no label) from the Hadoop documentation's
+/// example, then exported and imported again.
+#[test]
+fn node_labels_import_and_round_trip() {
+    let imported = import_yarn_capacity(
+        "labels.xml",
+        &fixture("capacity-scheduler-labels.xml"),
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    let c = ClusterConfig::from_file("imported", imported.file.clone()).unwrap();
+    let cap = |p: &str| q(&c, p).capacity.clone().unwrap();
+    let eng = cap("root.engineering");
+    assert!((eng.labels["GPU"].absolute_capacity - 0.5).abs() < 1e-12);
+    assert_eq!(eng.default_label.as_deref(), Some("GPU"));
+    let mkt = cap("root.marketing");
+    assert!((mkt.labels["GPU"].absolute_max_capacity - 0.8).abs() < 1e-12);
+    assert_eq!(mkt.default_label, None);
+    assert!(cap("root.sales").labels.is_empty(), "a blank list: no label");
+    // The file has no nodes: an unlabelled one and one per label are written, and said.
+    assert!(c.nodes.iter().any(|g| g.label.as_deref() == Some("GPU")));
+    assert!(c.nodes.iter().any(|g| g.label.is_none()));
+    let notes = imported.notes.join("\n");
+    assert!(notes.contains("node label GPU: no given node has it"), "{notes}");
+    assert!(notes.contains("imported as exclusive"), "{notes}");
+    assert!(!notes.contains("accessible-node-labels"), "every label property is read:\n{notes}");
+
+    let xml = export(&c, Format::YarnCapacity, &ExportOptions::default()).unwrap().text;
+    assert!(xml.contains("<name>yarn.scheduler.capacity.root.sales.accessible-node-labels</name>"), "{xml}");
+    let again = import_yarn_capacity("again.xml", &xml, &ImportOptions::default()).unwrap();
+    let c2 = ClusterConfig::from_file("again", again.file).unwrap();
+    assert_eq!(c2.queues, c.queues);
+}
+
+/// A label capacity weir cannot read is refused naming the property; per-label sums are
+/// checked as ParentQueue checks them (the error names the label and the sum).
+#[test]
+fn a_bad_label_capacity_is_refused() {
+    let xml = fixture("capacity-scheduler-labels.xml").replace(
+        "<name>yarn.scheduler.capacity.root.marketing.accessible-node-labels.GPU.capacity</name><value>50</value>",
+        "<name>yarn.scheduler.capacity.root.marketing.accessible-node-labels.GPU.capacity</name><value>40</value>",
+    );
+    let err = import_yarn_capacity("labels.xml", &xml, &ImportOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("in label GPU's partition add up to 90, not 100"), "{err}");
+    let xml = fixture("capacity-scheduler-labels.xml").replace(">50<", ">half<");
+    let err = import_yarn_capacity("labels.xml", &xml, &ImportOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("root.engineering.accessible-node-labels.GPU.capacity"), "{err}");
 }

@@ -182,3 +182,107 @@ fn capacity_mode_shows_configured_and_absolute_capacities() {
     assert_eq!(search["capacity"]["configured"], "45");
     assert_eq!(search["capacity"]["guaranteed"]["memory"], 46080);
 }
+
+/// Capacity mode with `--workload --at`: used and pending come from a simulation of the
+/// workload, and the ideal allocation is the proportional policy's
+/// (`PreemptableResourceCalculator.computeIdealResourceDistribution`,
+/// `TempQueuePerPartition.assignPreemption`, `calculateResToObtainByPartitionForLeafQueues`).
+/// b (guarantee 50 GiB) fills the 100 GiB node with a job of 200 tasks of 1 GiB (its AM, 1 GiB,
+/// and 99 tasks); at 10m a's job arrives and asks for its AM and 10 tasks (11 GiB). Worked by
+/// hand: a's ideal is its 11,264 MiB of demand, b gets the rest (91,136 MiB); b would give back
+/// 11,264, scaled to total_preemption_per_round 0.1 × 102,400 = 10,240; b is past its dead zone
+/// (51,200 × 1.1), so a round asks 10,240 × natural_termination_factor 0.2 = 2,048.
+#[test]
+fn capacity_mode_with_a_workload_shows_used_pending_and_the_ideal_allocation() {
+    let scratch = Scratch::new("shares-capacity-state");
+    let cluster = scratch.file(
+        "cluster.yaml",
+        "version: 1\nscheduler: {mode: capacity}\nnodes: [{count: 1, resources: {cpu: 400000, memory: 100g}}]\n\
+         queues:\n  - {name: a, capacity: 50}\n  - {name: b, capacity: 50, user_limit_factor: 2}\n",
+    );
+    let workload = scratch.file(
+        "workload.yaml",
+        "version: 1\nworkflows:\n\
+         \x20 - name: fill\n    queue: root.b\n    start: 0s\n    jobs:\n      - name: j\n        stages:\n\
+         \x20         - {name: s, tasks: 200, resources: {cpu: 1000, memory: 1g}, duration: {fixed: 1h}}\n\
+         \x20 - name: late\n    queue: root.a\n    start: 10m\n    jobs:\n      - name: j\n        stages:\n\
+         \x20         - {name: s, tasks: 10, resources: {cpu: 1000, memory: 1g}, duration: {fixed: 1h}}\n",
+    );
+    let out = weir(&[
+        "shares",
+        "--cluster",
+        cluster.as_str(),
+        "--workload",
+        workload.as_str(),
+        "--at",
+        "11m",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let state = |q: &str| {
+        let row = json["queues"].as_array().unwrap().iter().find(|r| r["queue"] == q).unwrap();
+        let s = &row["capacity"]["state"];
+        [
+            s["used"]["memory"].as_u64().unwrap(),
+            s["pending"]["memory"].as_u64().unwrap(),
+            s["ideal_memory"].as_u64().unwrap(),
+            s["over_ideal_memory"].as_u64().unwrap(),
+            s["round_memory"].as_u64().unwrap(),
+        ]
+    };
+    assert_eq!(state("root.a"), [0, 11 * 1024, 11 * 1024, 0, 0]);
+    assert_eq!(state("root.b"), [102_400, 101 * 1024, 91_136, 10_240, 2048]);
+    assert_eq!(state("root")[2], 102_400, "root's ideal is the cluster");
+
+    // The table has the same figures in its last columns.
+    let out =
+        weir(&["shares", "--cluster", cluster.as_str(), "--workload", workload.as_str(), "--at", "11m"]);
+    let table = text(&out.stdout);
+    let b: Vec<&str> = table.lines().find(|l| l.starts_with("root.b ")).unwrap().split_whitespace().collect();
+    assert_eq!(b[b.len() - 5..], ["102400", "103424", "91136", "10240", "2048"], "{table}");
+    assert!(table.contains("this round"), "{table}");
+
+    // A fair-mode cluster has no such figures: said, not ignored.
+    let fair = scratch.file(
+        "fair.yaml",
+        "version: 1\nnodes: [{count: 1, resources: {cpu: 1000, memory: 1g}}]\nqueues: [{name: a}, {name: b}]\n",
+    );
+    let out = weir(&["shares", "--cluster", fair.as_str(), "--workload", workload.as_str(), "--at", "1m"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(text(&out.stderr).contains("is in fair mode"), "{}", text(&out.stderr));
+}
+
+/// Capacity mode with node labels: each queue's capacity and max capacity in each label's
+/// partition, as configured, as a share of the partition and in its memory
+/// (CapacitySchedulerConfiguration.getLabeledQueueCapacity / getLabeledQueueMaximumCapacity,
+/// multiplied down the tree as YARN's absolute capacities per partition).
+#[test]
+fn capacity_mode_shows_each_queues_share_of_each_label() {
+    let scratch = Scratch::new("shares-labels");
+    let file = scratch.file(
+        "cluster.yaml",
+        "version: 1\nscheduler: {mode: capacity}\nnodes:\n  - {count: 8, resources: {cpu: 10000, memory: 10240}}\n  - {count: 2, resources: {cpu: 10000, memory: 10240}, label: gpu}\n\
+         queues:\n  - {name: ml, capacity: 50, accessible_labels: {gpu: {capacity: 80, max_capacity: 90}}, children: [{name: train, capacity: 100, accessible_labels: {gpu: {capacity: 100}}}]}\n  - {name: etl, capacity: 50, accessible_labels: {gpu: {capacity: 20}}}\n",
+    );
+    let out = weir(&["shares", "--cluster", file.as_str(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let gpu = |q: &str| {
+        json["queues"].as_array().unwrap().iter().find(|r| r["queue"] == q).unwrap()["capacity"]["labels"]
+            ["gpu"]
+            .clone()
+    };
+    // train: 100% of ml's 80% of the 20 GiB partition = 16,384 MiB; max 100% of ml's 90%.
+    assert_eq!(gpu("root.ml.train")["guaranteed"]["memory"], 16384);
+    assert_eq!(gpu("root.ml.train")["max"]["memory"], 18432);
+    assert_eq!(gpu("root.etl")["guaranteed"]["memory"], 4096);
+    let out = weir(&["shares", "--cluster", file.as_str()]);
+    let table = text(&out.stdout);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("root.ml.train ") && l.contains(" gpu "))
+        .unwrap_or_else(|| panic!("{table}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols[2..], ["100", "80.0%", "16384", "100", "90.0%", "18432"], "{table}");
+}

@@ -338,3 +338,68 @@ fn runs_rejected_at_max_applications_fail_and_the_simulation_goes_on() {
     assert_eq!(status("root.analytics.tier1", "failed"), 0, "{runs}");
     assert!(status("root.analytics.tier1", "completed") > 0, "{runs}");
 }
+
+/// Capacity mode's node labels in `weir simulate`: ml's jobs go to the gpu partition by its
+/// `default_label` and complete there (their 8 GiB tasks fit only on the gpu node: the
+/// unlabelled nodes have 4 GiB); etl's plain jobs complete in the default partition; a
+/// stage of etl asking for `gpu`, which etl may not use (its `accessible_labels` are empty),
+/// gets its job rejected (SchedulerUtils.validateResourceRequest), so its run fails while the
+/// others go on.
+#[test]
+fn node_labels_in_capacity_mode_simulate_end_to_end() {
+    let dir = Scratch::new("sim-labels");
+    let cluster = dir.file(
+        "cluster.yaml",
+        "version: 1\nscheduler: {mode: capacity}\nnodes:\n  - {count: 2, resources: {cpu: 8000, memory: 4g}}\n  - {count: 1, resources: {cpu: 8000, memory: 16g}, label: gpu}\n\
+         queues:\n  - {name: ml, capacity: 50, default_label: gpu, accessible_labels: {gpu: {capacity: 100}}}\n  - {name: etl, capacity: 50, accessible_labels: {}}\n",
+    );
+    let stage = |memory: &str, labels: &str| {
+        format!("          - {{name: s, tasks: 4, resources: {{cpu: 1000, memory: {memory}}}, duration: {{fixed: 10m}}{labels}}}\n")
+    };
+    let workload = dir.file(
+        "workload.yaml",
+        &format!(
+            "version: 1\nworkflows:\n  - name: train\n    queue: root.ml\n    jobs:\n      - name: j\n        stages:\n{}\
+             \x20 - name: plain\n    queue: root.etl\n    jobs:\n      - name: j\n        stages:\n{}\
+             \x20 - name: wrong-label\n    queue: root.etl\n    jobs:\n      - name: j\n        stages:\n{}",
+            stage("8g", ""),
+            stage("1g", ""),
+            stage("1g", ", node_labels: [gpu]")
+        ),
+    );
+    let out = dir.0.join("out");
+    let o = weir(&[
+        "simulate",
+        "--cluster",
+        &cluster,
+        "--workload",
+        &workload,
+        "--out",
+        out.to_str().unwrap(),
+        "--no-report",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // Said before the run, at the stage's path.
+    assert!(
+        text(&o.stderr).contains(
+            "workflows.wrong-label.jobs.j.stages.s.node_labels: root.etl may not use node label `gpu`"
+        ),
+        "{}",
+        text(&o.stderr)
+    );
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let status = |name: &str| {
+        let line =
+            runs.lines().find(|l| l.contains(name)).unwrap_or_else(|| panic!("no run {name} in\n{runs}"));
+        if line.contains(",completed,") {
+            "completed"
+        } else if line.contains(",failed,") {
+            "failed"
+        } else {
+            "other"
+        }
+    };
+    assert_eq!(status("train"), "completed", "{runs}");
+    assert_eq!(status("plain"), "completed", "{runs}");
+    assert_eq!(status("wrong-label"), "failed", "{runs}");
+}

@@ -2,7 +2,7 @@
 //! Scheduler's own, so they are written as the file gives them (a percent, a weight `3w`, or
 //! absolute `[memory=…,vcores=…]`), not derived from weights as for a fair-mode cluster.
 
-use weir_model::{CapacitySpec, ClusterConfig, QueueState, Resources};
+use weir_model::{CapacitySpec, ClusterConfig, LeafOrdering, QueueState, Resources};
 
 use super::capacity::{acls, property, PREFIX};
 use super::num;
@@ -43,6 +43,7 @@ pub(super) fn export(cfg: &ClusterConfig, losses: &mut Vec<String>) -> Result<St
     for (ix, q) in cfg.queues.iter().enumerate() {
         let path = q.path.as_str();
         let Some(c) = &q.capacity else { continue };
+        labels(&mut x, cfg, ix);
         if !q.children.is_empty() {
             let names: Vec<&str> = q.children.iter().map(|&k| cfg.queues[k].name.as_str()).collect();
             property(&mut x, &format!("{PREFIX}.{path}.queues"), &names.join(","), None);
@@ -93,7 +94,15 @@ pub(super) fn export(cfg: &ClusterConfig, losses: &mut Vec<String>) -> Result<St
             if root.is_none_or(|r| r.max_am_percent != c.max_am_percent) {
                 p(&mut x, "maximum-am-resource-percent", num(c.max_am_percent));
             }
-            p(&mut x, "ordering-policy", "fifo".to_string());
+            match c.ordering {
+                LeafOrdering::Fifo => p(&mut x, "ordering-policy", "fifo".to_string()),
+                LeafOrdering::Fair => {
+                    p(&mut x, "ordering-policy", "fair".to_string());
+                    if c.size_based_weight {
+                        p(&mut x, "ordering-policy.fair.enable-size-based-weight", "true".to_string());
+                    }
+                }
+            }
         }
         if q.allow_preemption_from != cfg.queues[parent].allow_preemption_from {
             property(
@@ -106,6 +115,45 @@ pub(super) fn export(cfg: &ClusterConfig, losses: &mut Vec<String>) -> Result<St
     }
     x.close("configuration");
     Ok(x.finish())
+}
+
+/// A queue's node labels: root may use every label with 100% of each; another queue's are
+/// written when they differ from its parent's (different labels, or a capacity or max capacity
+/// set), and its `default-node-label-expression` when it differs from its parent's.
+fn labels(x: &mut XmlOut, cfg: &ClusterConfig, ix: usize) {
+    let q = &cfg.queues[ix];
+    let Some(c) = &q.capacity else { return };
+    let path = q.path.as_str();
+    let parent = q.parent.and_then(|p| cfg.queues[p].capacity.as_ref());
+    let Some(parent) = parent else {
+        if !c.labels.is_empty() {
+            property(x, &format!("{PREFIX}.{path}.accessible-node-labels"), "*", None);
+            for l in c.labels.keys() {
+                property(x, &format!("{PREFIX}.{path}.accessible-node-labels.{l}.capacity"), "100", None);
+            }
+        }
+        return;
+    };
+    let inherited = c.labels.keys().eq(parent.labels.keys())
+        && c.labels.values().all(|s| s.capacity == 0.0 && s.max_capacity == 100.0);
+    if !inherited {
+        let list: Vec<&str> = c.labels.keys().map(String::as_str).collect();
+        // A blank value is YARN's "no label".
+        let value = if list.is_empty() { " ".to_string() } else { list.join(",") };
+        property(x, &format!("{PREFIX}.{path}.accessible-node-labels"), &value, None);
+        for (l, s) in &c.labels {
+            let key = format!("{PREFIX}.{path}.accessible-node-labels.{l}");
+            property(x, &format!("{key}.capacity"), &num(s.capacity), None);
+            if s.max_capacity != 100.0 {
+                property(x, &format!("{key}.maximum-capacity"), &num(s.max_capacity), None);
+            }
+        }
+    }
+    if c.default_label != parent.default_label {
+        if let Some(d) = &c.default_label {
+            property(x, &format!("{PREFIX}.{path}.default-node-label-expression"), d, None);
+        }
+    }
 }
 
 /// A capacity as the Capacity Scheduler writes it.

@@ -6,8 +6,9 @@
 //! `capacity` (a percent, a weight `3w`, or `[memory=…,vcores=…]`), `maximum-capacity` (-1 is
 //! 100), `user-limit-factor`, `minimum-user-limit-percent`, `user-settings.<user>.weight`,
 //! `maximum-applications`, `max-parallel-apps`, `maximum-am-resource-percent`, `state`,
-//! `ordering-policy`, `priority`, `disable_preemption`, `acl_submit_applications`,
-//! `acl_administer_queue`. Cluster-wide: `maximum-applications`,
+//! `ordering-policy` (`fifo`, `fair`) and `ordering-policy.fair.enable-size-based-weight`, `priority`, `disable_preemption`, `acl_submit_applications`,
+//! `acl_administer_queue`, `accessible-node-labels` (with `.<label>.capacity`,
+//! `.<label>.maximum-capacity`) and `default-node-label-expression`. Cluster-wide: `maximum-applications`,
 //! `maximum-am-resource-percent`, `user.max-parallel-apps`. Every other property is listed in
 //! the notes as ignored, never dropped silently; a value weir cannot read is an error naming the
 //! property.
@@ -16,9 +17,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use weir_model::cluster_file::NodeGroupSpec;
+use weir_model::cluster_file::{LabelCapacitySpec, NodeGroupSpec};
 use weir_model::{
-    AclSpec, CapacitySpec, ClusterConfig, ClusterFile, Mode, PartialResources, Problem, QueueSpec, QueueState,
+    AclSpec, CapacitySpec, ClusterConfig, ClusterFile, LeafOrdering, Mode, PartialResources, Problem,
+    QueueSpec, QueueState,
 };
 
 use super::{dom, ImportOptions, Imported, MAX_QUEUE_DEPTH};
@@ -131,7 +133,8 @@ pub fn import_yarn_capacity(file: &str, text: &str, options: &ImportOptions) -> 
     out.scheduler.max_am_percent = cx.number(&format!("{PREFIX}maximum-am-resource-percent"), "a fraction");
     out.scheduler.user_max_running_apps =
         cx.number(&format!("{PREFIX}user.max-parallel-apps"), "a whole number");
-    out.queues = children(&mut cx, "root", 0, false);
+    let all_labels = root_labels(&mut cx);
+    out.queues = children(&mut cx, "root", 0, false, &all_labels);
     out.scheduler.preemption = preemption(&mut cx, options.preemption);
     if let Some(calc) = cx.get(&format!("{PREFIX}resource-calculator")) {
         cx.notes.push(format!(
@@ -149,6 +152,7 @@ pub fn import_yarn_capacity(file: &str, text: &str, options: &ImportOptions) -> 
             "capacity-scheduler.xml has no nodes: one 16-core, 64 GiB node was written; edit `nodes`".into(),
         );
     }
+    label_nodes(&mut cx, &mut out, &all_labels);
     let ignored: Vec<String> = cx.props.keys().filter(|k| !cx.used.contains(*k)).cloned().collect();
     for k in ignored {
         cx.notes.push(format!("{k} = {}: ignored (weir has no equivalent yet)", cx.props[&k]));
@@ -162,7 +166,13 @@ pub fn import_yarn_capacity(file: &str, text: &str, options: &ImportOptions) -> 
 }
 
 /// The children of queue `path` (from `<path>.queues`), each read with its subtree.
-fn children(cx: &mut Cx, path: &str, depth: usize, parent_disabled: bool) -> Vec<QueueSpec> {
+fn children(
+    cx: &mut Cx,
+    path: &str,
+    depth: usize,
+    parent_disabled: bool,
+    parent_labels: &BTreeSet<String>,
+) -> Vec<QueueSpec> {
     let key = format!("{PREFIX}{path}.queues");
     let Some(list) = cx.get(&key) else { return Vec::new() };
     if depth >= MAX_QUEUE_DEPTH {
@@ -227,13 +237,113 @@ fn children(cx: &mut Cx, path: &str, depth: usize, parent_disabled: bool) -> Vec
         if submit.is_some() || administer.is_some() {
             spec.acl = Some(AclSpec { submit, administer });
         }
-        spec.children = children(cx, &here, depth + 1, disabled);
+        let labels = queue_labels(cx, &here, &mut spec, parent_labels);
+        spec.children = children(cx, &here, depth + 1, disabled, &labels);
         if spec.children.is_empty() {
             leaf(cx, &here, &mut spec);
         }
         out.push(spec);
     }
     out
+}
+
+/// Every node label the file names: in `accessible-node-labels` lists, in the per-label
+/// properties' names and in `default-node-label-expression`s. Root may use them all; its own
+/// label properties are read here (weir's root holds 100% of every partition).
+fn root_labels(cx: &mut Cx) -> BTreeSet<String> {
+    let mut labels = BTreeSet::new();
+    let keys: Vec<(String, String)> = cx.props.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    for (k, v) in &keys {
+        let Some(rest) = k.strip_prefix(PREFIX) else { continue };
+        if rest.ends_with(".accessible-node-labels") {
+            labels
+                .extend(v.split(',').map(str::trim).filter(|l| !l.is_empty() && *l != "*").map(String::from));
+        } else if rest.ends_with(".default-node-label-expression") {
+            labels.extend(Some(v.trim()).filter(|l| !l.is_empty()).map(String::from));
+        } else if let Some((_, tail)) = rest.split_once(".accessible-node-labels.") {
+            if let Some((label, _)) = tail.rsplit_once('.') {
+                labels.insert(label.to_string());
+            }
+        }
+    }
+    let root = |s: &str| format!("{PREFIX}root.{s}");
+    if let Some(v) = cx.get(&root("accessible-node-labels")) {
+        if v.trim() != "*" {
+            cx.notes.push(format!(
+                "{} = {v}: weir's root may use every label (`*`); its queues' accessible_labels are imported as written",
+                root("accessible-node-labels")
+            ));
+        }
+    }
+    for l in &labels {
+        for what in ["capacity", "maximum-capacity"] {
+            let key = root(&format!("accessible-node-labels.{l}.{what}"));
+            if let Some(v) = cx.number::<f64>(&key, "a percent") {
+                if v != 100.0 && v != -1.0 {
+                    cx.notes.push(format!("{key} = {v}: weir's root holds 100% of every label's partition"));
+                }
+            }
+        }
+    }
+    labels
+}
+
+/// A queue's `accessible-node-labels` (a list, `*` for its parent's, a blank for none; its
+/// parent's when absent, as `getAccessibleNodeLabels` inherits), the capacity and maximum
+/// capacity per label, and `default-node-label-expression`. Returns the labels it may use.
+fn queue_labels(
+    cx: &mut Cx,
+    here: &str,
+    spec: &mut QueueSpec,
+    parent: &BTreeSet<String>,
+) -> BTreeSet<String> {
+    let q = |s: &str| format!("{PREFIX}{here}.{s}");
+    let listed = cx.get(&q("accessible-node-labels"));
+    let labels: BTreeSet<String> = match listed.as_deref().map(str::trim) {
+        None | Some("*") => parent.clone(),
+        Some(v) => v.split(',').map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect(),
+    };
+    let mut map = BTreeMap::new();
+    let mut any = false;
+    for l in &labels {
+        let capacity = cx.number::<f64>(&q(&format!("accessible-node-labels.{l}.capacity")), "a percent");
+        let max = cx.number::<f64>(&q(&format!("accessible-node-labels.{l}.maximum-capacity")), "a percent");
+        any |= capacity.is_some() || max.is_some();
+        let max = max.filter(|m| *m != 100.0 && *m != -1.0);
+        map.insert(l.clone(), LabelCapacitySpec { capacity: capacity.unwrap_or(0.0), max_capacity: max });
+    }
+    let inherited = matches!(listed.as_deref().map(str::trim), None | Some("*"));
+    spec.accessible_labels = (!inherited || any).then_some(map);
+    spec.default_label = cx.get(&q("default-node-label-expression")).filter(|l| !l.trim().is_empty());
+    labels
+}
+
+/// Node groups for the labels the file names that no given node has (capacity-scheduler.xml
+/// has no nodes), and a note on exclusivity, which lives in YARN's node-label store.
+fn label_nodes(cx: &mut Cx, out: &mut ClusterFile, labels: &BTreeSet<String>) {
+    if labels.is_empty() {
+        return;
+    }
+    for l in labels {
+        if out.nodes.iter().any(|g| g.label.as_deref() == Some(l)) {
+            continue;
+        }
+        out.nodes.push(NodeGroupSpec {
+            count: 1,
+            resources: PartialResources { cpu: Some(16_000), memory: Some(65_536), gpu: None },
+            label: Some(l.clone()),
+            gpu_model: None,
+        });
+        cx.notes.push(format!(
+            "node label {l}: no given node has it; one 16-core, 64 GiB node labelled {l} was written; edit `nodes`"
+        ));
+    }
+    cx.notes.push(format!(
+        "node labels {}: imported as exclusive (YARN's default; exclusivity is set with `yarn rmadmin \
+         -addToClusterNodeLabels`, not in capacity-scheduler.xml): set scheduler.node_labels.<label>.exclusive: \
+         false for a label that lends its room",
+        labels.iter().cloned().collect::<Vec<_>>().join(", ")
+    ));
 }
 
 /// The settings the Capacity Scheduler reads on leaves.
@@ -245,17 +355,25 @@ fn leaf(cx: &mut Cx, here: &str, spec: &mut QueueSpec) {
     spec.max_am_percent = cx.number(&q("maximum-am-resource-percent"), "a fraction");
     spec.ordering = match cx.get(&q("ordering-policy")).as_deref() {
         None | Some("fifo") => None,
-        Some("fair") => {
-            cx.notes.push(format!(
-                "{here}: ordering-policy fair is not implemented in weir yet; imported as fifo"
-            ));
-            None
-        }
+        Some("fair") => Some(LeafOrdering::Fair),
         Some(other) => {
             cx.notes.push(format!("{here}: ordering-policy {other} is not one weir knows; imported as fifo"));
             None
         }
     };
+    // FairOrderingPolicy.configure reads it with Boolean.parseBoolean (anything but "true",
+    // any case, is false); weir refuses what is neither, so that a typo is not read as false.
+    let sbw = q("ordering-policy.fair.enable-size-based-weight");
+    match cx.get(&sbw).map(|v| v.to_ascii_lowercase()).as_deref() {
+        None => {}
+        Some(v @ ("true" | "false")) if spec.ordering == Some(LeafOrdering::Fair) => {
+            spec.size_based_weight = (v == "true").then_some(true);
+        }
+        Some("true" | "false") => cx.notes.push(format!(
+            "{here}: ordering-policy.fair.enable-size-based-weight is ignored: the leaf's ordering-policy is not fair"
+        )),
+        Some(other) => cx.problem(&sbw, format!("`{other}` is not true or false")),
+    }
     let prefix = format!("{PREFIX}{here}.user-settings.");
     let users: Vec<(String, String)> = cx
         .props

@@ -154,6 +154,7 @@ impl Actor {
             weir_engine::Starvation::MinShare => "min_share",
             weir_engine::Starvation::Guarantee { .. } => "guarantee",
             weir_engine::Starvation::JobGuarantee => "job_guarantee",
+            weir_engine::Starvation::LentRoom => "lent_room",
         };
         self.metrics.preempted(&self.cluster, kind);
         let Some(run) = self.runs.get(&key.task.run) else { return };

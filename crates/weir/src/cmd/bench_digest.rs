@@ -95,6 +95,7 @@ fn because(out: &mut String, r: &PreemptReason) -> std::fmt::Result {
         Starvation::MinShare => "min_share",
         Starvation::Guarantee { .. } => "guarantee",
         Starvation::JobGuarantee => "job_guarantee",
+        Starvation::LentRoom => "lent_room",
     };
     writeln!(out, "for {} {} {kind}", r.for_job.0, r.for_queue)
 }
