@@ -53,6 +53,9 @@ pub struct Engine {
     pub(crate) starvation_timers: BinaryHeap<Reverse<(Time, Starver)>>,
     /// Jobs whose usage, demand, share or state changed since the last starvation check.
     pub(crate) starvation_dirty: BTreeSet<JobSlot>,
+    /// Queues set aside from their parents' ordered child sets for the rest of this pass
+    /// (`fair_children.rs`).
+    pub(crate) parked: Vec<QueueIx>,
     /// Leaves whose min share changed (the cluster's size did) since the last check.
     pub(crate) min_share_dirty: BTreeSet<QueueIx>,
     /// Jobs and leaves starved past their timeout as of the last check.
@@ -167,6 +170,8 @@ impl Engine {
                 ready_shapes: Default::default(),
                 smallest: Resources::ZERO,
                 exhausted_pass: 0,
+                kids: Default::default(),
+                kid_key: None,
                 min_clock: None,
                 min_timer: None,
             });
@@ -212,6 +217,7 @@ impl Engine {
             kills: BinaryHeap::new(),
             starvation_timers: BinaryHeap::new(),
             starvation_dirty: BTreeSet::new(),
+            parked: Vec::new(),
             min_share_dirty: BTreeSet::new(),
             starved: BTreeSet::new(),
             gate_open: false,
@@ -309,6 +315,8 @@ impl Engine {
         }
         self.steady_dirty = true;
         self.shares_dirty = true;
+        // Fair children's keys follow their min shares.
+        self.rekey_all();
         // Dominant-share keys depend on the cluster's size.
         for slot in 0..self.jobs.len() as JobSlot {
             if self.jobs[slot as usize].as_ref().is_some_and(|j| j.ready.is_some()) {

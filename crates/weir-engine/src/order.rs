@@ -133,6 +133,35 @@ impl FairKey {
     }
 }
 
+/// A [`FairKey`] as plain integers, for ordered sets: comparing two packed keys gives exactly
+/// what [`FairKey::cmp`] gives (for the weights a queue can have: finite or infinite, never
+/// negative or NaN, which validation refuses), so a parent's children can sit in a `BTreeSet`
+/// in the order the descent wants them (`fair_children.rs`). Fields: no demand and not needy
+/// (a bit each, in that order of precedence), the need ratio, then weight 0 as the top bit
+/// above usage / weight (usage for a weight of 0; a float's bits, which never reach the sign
+/// bit), then the start time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct PackedKey(u8, u64, u64, u64);
+
+/// Order-preserving bits of a float that is not negative and not NaN (-0 counts as 0).
+fn nonneg_bits(x: f64) -> u64 {
+    if x <= 0.0 {
+        0
+    } else {
+        x.to_bits()
+    }
+}
+
+impl FairKey {
+    pub(crate) fn packed(&self) -> PackedKey {
+        let zero_weight = self.weight <= 0.0 || self.weight.is_nan();
+        let flags = (u8::from(self.no_demand) << 1) | u8::from(self.not_needy);
+        let need = if self.not_needy { 0 } else { nonneg_bits(self.need) };
+        let by_weight = if zero_weight { self.usage } else { self.per_weight };
+        PackedKey(flags, need, (u64::from(zero_weight) << 63) | nonneg_bits(by_weight), self.start)
+    }
+}
+
 /// compareFairShareUsage: usage / weight; with a weight 0 on either side, equal weights compare
 /// usage and otherwise the non-zero weight goes first.
 fn fair_share_usage(a: &Standing, b: &Standing) -> Ordering {
