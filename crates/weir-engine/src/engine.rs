@@ -44,6 +44,10 @@ pub struct Engine {
     pub(crate) steady_dirty: bool,
     /// The set of active queues changed: every instantaneous share must be recomputed.
     pub(crate) shares_dirty: bool,
+    /// Leaves that became active or idle (their first runnable job came or their last left)
+    /// since instantaneous shares were last brought up to date (`shares.rs`: only the parents
+    /// whose pool or children's activity changed split their pool again).
+    pub(crate) activity_changed: Vec<QueueIx>,
     /// Leaves whose runnable jobs changed: their jobs' shares must be recomputed.
     pub(crate) job_shares_dirty: BTreeSet<QueueIx>,
     /// Preemption kill times: (kill_at, container).
@@ -213,6 +217,7 @@ impl Engine {
             next_seq: 0,
             steady_dirty: true,
             shares_dirty: true,
+            activity_changed: Vec::new(),
             job_shares_dirty: BTreeSet::new(),
             kills: BinaryHeap::new(),
             starvation_timers: BinaryHeap::new(),
