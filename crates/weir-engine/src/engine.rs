@@ -60,6 +60,9 @@ pub struct Engine {
     /// Queues set aside from their parents' ordered child sets for the rest of this pass
     /// (`fair_children.rs`).
     pub(crate) parked: Vec<QueueIx>,
+    /// Queues whose key in their parent's ordered child set is to be worked out again before
+    /// the next descent (`fair_children.rs`).
+    pub(crate) rekey_pending: Vec<QueueIx>,
     /// Leaves whose min share changed (the cluster's size did) since the last check.
     pub(crate) min_share_dirty: BTreeSet<QueueIx>,
     /// Jobs and leaves starved past their timeout as of the last check.
@@ -176,6 +179,7 @@ impl Engine {
                 exhausted_pass: 0,
                 kids: Default::default(),
                 kid_key: None,
+                rekey_pending: false,
                 min_clock: None,
                 min_timer: None,
             });
@@ -223,6 +227,7 @@ impl Engine {
             starvation_timers: BinaryHeap::new(),
             starvation_dirty: BTreeSet::new(),
             parked: Vec::new(),
+            rekey_pending: Vec::new(),
             min_share_dirty: BTreeSet::new(),
             starved: BTreeSet::new(),
             gate_open: false,

@@ -8,7 +8,9 @@
 //! Eligible: the child has a ready job below it and was not set aside in this pass. A child's
 //! key follows its memory usage, demand and min share, so it is worked out again
 //! (`rekey_path`) wherever those change on a queue path: a container started or released,
-//! pending requests added or removed; every key when min shares are resolved again. A child
+//! pending requests added or removed; every key when min shares are resolved again. After a
+//! container ends, the keys on its path are worked out just before the next descent instead
+//! (`rekey_path_later`, `flush_rekeys`), so many ends under one queue move it once. A child
 //! leaves its parent's set when its last ready job does (`count_shape`), and for the rest of a
 //! pass when nothing under it can be placed (`exhaust`): exhausted, or every request under it
 //! at least one that found no node. Both only hold more as the pass goes on, so the child would
@@ -26,14 +28,14 @@ use crate::nodes::Ask;
 use crate::order::{FairKey, PackedKey};
 use crate::state::QueueIx;
 
-/// A child's place in its parent's set: key, then name rank, then index (siblings in preorder:
-/// the comparison of every child kept the first of equals).
+/// A child's place in its parent's set: key, then name rank above index in one word (siblings
+/// in preorder: the comparison of every child kept the first of equals).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct ChildKey(PackedKey, u32, QueueIx);
+pub(crate) struct ChildKey(PackedKey, u64);
 
 impl ChildKey {
     fn child(&self) -> QueueIx {
-        self.2
+        self.1 as QueueIx
     }
 }
 
@@ -49,7 +51,7 @@ impl Engine {
 
     fn child_key(&self, q: QueueIx) -> ChildKey {
         let queue = &self.queues[q as usize];
-        ChildKey(FairKey::of(&self.standing(q)).packed(), queue.name_rank, q)
+        ChildKey(FairKey::of(&self.standing(q)).packed(), (u64::from(queue.name_rank) << 32) | u64::from(q))
     }
 
     /// Put `q` in its parent's set if it belongs there and is not in it.
@@ -75,16 +77,44 @@ impl Engine {
     pub(crate) fn rekey_path(&mut self, leaf: QueueIx) {
         let mut q = leaf;
         while let Some(p) = self.queues[q as usize].parent {
-            if let Some(old) = self.queues[q as usize].kid_key {
-                let new = self.child_key(q);
-                if new != old {
-                    let kids = &mut self.queues[p as usize].kids;
-                    kids.remove(&old);
-                    kids.insert(new);
-                    self.queues[q as usize].kid_key = Some(new);
-                }
+            self.rekey(q, p);
+            q = p;
+        }
+    }
+
+    fn rekey(&mut self, q: QueueIx, p: QueueIx) {
+        if let Some(old) = self.queues[q as usize].kid_key {
+            let new = self.child_key(q);
+            if new != old {
+                let kids = &mut self.queues[p as usize].kids;
+                kids.remove(&old);
+                kids.insert(new);
+                self.queues[q as usize].kid_key = Some(new);
+            }
+        }
+    }
+
+    /// `rekey_path`, put off until the next descent (`flush_rekeys`): a batch of container
+    /// ends under one queue moves it once. Only the descent reads the sets.
+    pub(crate) fn rekey_path_later(&mut self, leaf: QueueIx) {
+        let mut q = leaf;
+        while let Some(p) = self.queues[q as usize].parent {
+            let queue = &mut self.queues[q as usize];
+            if queue.kid_key.is_some() && !queue.rekey_pending {
+                queue.rekey_pending = true;
+                self.rekey_pending.push(q);
             }
             q = p;
+        }
+    }
+
+    /// Every key put off by `rekey_path_later` worked out now.
+    pub(crate) fn flush_rekeys(&mut self) {
+        for q in std::mem::take(&mut self.rekey_pending) {
+            self.queues[q as usize].rekey_pending = false;
+            if let Some(p) = self.queues[q as usize].parent {
+                self.rekey(q, p);
+            }
         }
     }
 
@@ -123,13 +153,14 @@ impl Engine {
                 && queue.ready_jobs > 0
                 && queue.exhausted_pass != self.pass)
                 .then(|| self.child_key(q));
-            if queue.kid_key != want {
+            // A key put off (`rekey_path_later`) is worked out before the next descent.
+            if queue.kid_key != want && !(queue.rekey_pending && queue.kid_key.is_some() && want.is_some()) {
                 return Err(format!(
                     "{}: in its parent's ordered child set as {:?}, should be {want:?}",
                     queue.path, queue.kid_key
                 ));
             }
-            if let (Some(k), Some(p)) = (want, queue.parent) {
+            if let (Some(k), Some(p)) = (queue.kid_key, queue.parent) {
                 if !self.queues[p as usize].kids.contains(&k) {
                     return Err(format!("{}: missing from its parent's ordered child set", queue.path));
                 }

@@ -233,7 +233,7 @@ impl Engine {
             queue.usage -= c.resources;
             q = queue.parent;
         }
-        self.rekey_path(leaf);
+        self.rekey_path_later(leaf);
         if am {
             self.queues[leaf as usize].am_usage -= c.resources;
         }

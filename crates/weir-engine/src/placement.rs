@@ -84,6 +84,9 @@ impl Engine {
                 self.limited_pass = self.pass;
                 break;
             }
+            if !self.rekey_pending.is_empty() {
+                self.flush_rekeys();
+            }
             if !self.place_one(0, &mut failed) {
                 break;
             }

@@ -156,6 +156,7 @@ impl Engine {
     /// the pool and the children's claims and activity, so this gives the numbers a recompute
     /// of the whole tree gives (debug builds check it). Leaves whose share changed, and the
     /// changed leaves themselves, join `split` (their jobs' split follows).
+    #[inline(never)]
     fn refresh_instantaneous(&mut self, changed: &[QueueIx], split: &mut BTreeSet<QueueIx>) {
         let rounding = self.config.scheduler.rounding;
         // Parents to split again, taken in preorder: a parent before its children.

@@ -169,6 +169,8 @@ pub(crate) struct Queue {
     pub kids: crate::fair_children::ChildSet,
     /// The key this queue sits under in its parent's `kids`, while it does.
     pub kid_key: Option<crate::fair_children::ChildKey>,
+    /// Its key is to be worked out again before the next descent (`Engine::rekey_pending`).
+    pub rekey_pending: bool,
     /// Leaves only: YARN's `lastTimeAtMinShare`. `None` while the leaf is at its min share;
     /// else the last time it was seen there (see `starvation.rs`).
     pub min_clock: Option<Time>,
