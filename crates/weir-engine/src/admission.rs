@@ -101,7 +101,7 @@ impl Engine {
         let l = &mut self.queues[leaf as usize];
         l.runnable.insert(key);
         if l.runnable.len() == 1 {
-            self.shares_dirty = true;
+            self.activity_changed.push(leaf);
         } else {
             self.job_shares_dirty.insert(leaf);
         }
@@ -142,7 +142,7 @@ impl Engine {
         let l = &mut self.queues[leaf as usize];
         l.runnable.remove(&key);
         if l.runnable.is_empty() {
-            self.shares_dirty = true;
+            self.activity_changed.push(leaf);
         } else {
             self.job_shares_dirty.insert(leaf);
         }

@@ -83,6 +83,7 @@ impl Engine {
             queue.pending_containers -= 1;
             q = queue.parent;
         }
+        self.rekey_path(leaf);
         if am {
             self.queues[leaf as usize].am_usage += r;
         }

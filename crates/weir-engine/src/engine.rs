@@ -44,6 +44,10 @@ pub struct Engine {
     pub(crate) steady_dirty: bool,
     /// The set of active queues changed: every instantaneous share must be recomputed.
     pub(crate) shares_dirty: bool,
+    /// Leaves that became active or idle (their first runnable job came or their last left)
+    /// since instantaneous shares were last brought up to date (`shares.rs`: only the parents
+    /// whose pool or children's activity changed split their pool again).
+    pub(crate) activity_changed: Vec<QueueIx>,
     /// Leaves whose runnable jobs changed: their jobs' shares must be recomputed.
     pub(crate) job_shares_dirty: BTreeSet<QueueIx>,
     /// Preemption kill times: (kill_at, container).
@@ -53,6 +57,12 @@ pub struct Engine {
     pub(crate) starvation_timers: BinaryHeap<Reverse<(Time, Starver)>>,
     /// Jobs whose usage, demand, share or state changed since the last starvation check.
     pub(crate) starvation_dirty: BTreeSet<JobSlot>,
+    /// Queues set aside from their parents' ordered child sets for the rest of this pass
+    /// (`fair_children.rs`).
+    pub(crate) parked: Vec<QueueIx>,
+    /// Queues whose key in their parent's ordered child set is to be worked out again before
+    /// the next descent (`fair_children.rs`).
+    pub(crate) rekey_pending: Vec<QueueIx>,
     /// Leaves whose min share changed (the cluster's size did) since the last check.
     pub(crate) min_share_dirty: BTreeSet<QueueIx>,
     /// Jobs and leaves starved past their timeout as of the last check.
@@ -169,6 +179,9 @@ impl Engine {
                 ready_shapes: Default::default(),
                 smallest: Resources::ZERO,
                 exhausted_pass: 0,
+                kids: Default::default(),
+                kid_key: None,
+                rekey_pending: false,
                 min_clock: None,
                 min_timer: None,
             });
@@ -210,10 +223,13 @@ impl Engine {
             next_seq: 0,
             steady_dirty: true,
             shares_dirty: true,
+            activity_changed: Vec::new(),
             job_shares_dirty: BTreeSet::new(),
             kills: BinaryHeap::new(),
             starvation_timers: BinaryHeap::new(),
             starvation_dirty: BTreeSet::new(),
+            parked: Vec::new(),
+            rekey_pending: Vec::new(),
             min_share_dirty: BTreeSet::new(),
             starved: BTreeSet::new(),
             gate_open: false,
@@ -313,6 +329,8 @@ impl Engine {
         }
         self.steady_dirty = true;
         self.shares_dirty = true;
+        // Fair children's keys follow their min shares.
+        self.rekey_all();
         // Dominant-share keys depend on the cluster's size.
         for slot in 0..self.jobs.len() as JobSlot {
             if self.jobs[slot as usize].as_ref().is_some_and(|j| j.ready.is_some()) {

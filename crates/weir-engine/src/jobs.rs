@@ -131,6 +131,7 @@ impl Engine {
             }
             q = queue.parent;
         }
+        self.rekey_path(leaf);
     }
 
     pub fn on_requests_cleared(&mut self, now: Time, job: JobId) -> Result<(), EngineError> {
@@ -237,6 +238,7 @@ impl Engine {
             queue.usage -= c.resources;
             q = queue.parent;
         }
+        self.rekey_path_later(leaf);
         if am {
             self.queues[leaf as usize].am_usage -= c.resources;
         }

@@ -29,6 +29,7 @@ mod decision;
 mod engine;
 mod error;
 mod explain;
+mod fair_children;
 pub mod fair_share;
 mod fragmentation;
 mod gang;

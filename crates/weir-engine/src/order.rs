@@ -133,6 +133,38 @@ impl FairKey {
     }
 }
 
+/// A [`FairKey`] as plain integers, for ordered sets: comparing two packed keys gives exactly
+/// what [`FairKey::cmp`] gives (for the weights a queue can have: finite or infinite, never
+/// negative or NaN, which validation refuses), so a parent's children can sit in a `BTreeSet`
+/// in the order the descent wants them (`fair_children.rs`). Words: the need ratio's bits when
+/// needy, 2^63 when not, 2^63 + 1 with no demand (which is never needy); weight 0 as the top
+/// bit above usage / weight (usage for a weight of 0); the start time. A non-negative float's
+/// bits order as the float and never reach the top bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct PackedKey([u64; 3]);
+
+/// Order-preserving bits of a float that is not negative and not NaN (-0 counts as 0).
+fn nonneg_bits(x: f64) -> u64 {
+    if x <= 0.0 {
+        0
+    } else {
+        x.to_bits()
+    }
+}
+
+impl FairKey {
+    pub(crate) fn packed(&self) -> PackedKey {
+        let zero_weight = self.weight <= 0.0 || self.weight.is_nan();
+        let need = match (self.no_demand, self.not_needy) {
+            (true, _) => (1 << 63) + 1,
+            (false, true) => 1 << 63,
+            (false, false) => nonneg_bits(self.need),
+        };
+        let by_weight = if zero_weight { self.usage } else { self.per_weight };
+        PackedKey([need, (u64::from(zero_weight) << 63) | nonneg_bits(by_weight), self.start])
+    }
+}
+
 /// compareFairShareUsage: usage / weight; with a weight 0 on either side, equal weights compare
 /// usage and otherwise the non-zero weight goes first.
 fn fair_share_usage(a: &Standing, b: &Standing) -> Ordering {

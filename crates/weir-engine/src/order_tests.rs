@@ -149,6 +149,15 @@ mod fair_key {
             let by_keys = FairKey::of(&a).cmp(&FairKey::of(&b));
             prop_assert_eq!(by_keys, compare(Policy::Fair, &a, &b, &cluster));
         }
+
+        /// Packed keys (the ordered child sets' keys) order as the comparator does, for the
+        /// weights validation lets through (finite or not, never below 0).
+        #[test]
+        fn packed_keys_compare_as_the_comparator_does(a in standing(), b in standing()) {
+            let cluster = Resources::new(100, 100, 0);
+            let by_packed = FairKey::of(&a).packed().cmp(&FairKey::of(&b).packed());
+            prop_assert_eq!(by_packed, compare(Policy::Fair, &a, &b, &cluster));
+        }
     }
 
     #[test]

@@ -53,6 +53,7 @@ impl Engine {
             self.now = now;
         }
         self.pass += 1;
+        self.unpark();
         self.shadow = None;
         self.refresh_bookings();
         self.backfill_tried = 0;
@@ -91,6 +92,9 @@ impl Engine {
                 self.limited_pass = self.pass;
                 break;
             }
+            if !self.rekey_pending.is_empty() {
+                self.flush_rekeys();
+            }
             if !self.place_one(0, &mut failed) {
                 break;
             }
@@ -126,7 +130,7 @@ impl Engine {
         };
         if !placed {
             // Failed jobs stay skipped and `failed` only grows, so this holds for the pass.
-            self.queues[q as usize].exhausted_pass = self.pass;
+            self.exhaust(q);
         }
         placed
     }
@@ -141,19 +145,19 @@ impl Engine {
         }
     }
 
-    fn standing(&self, q: QueueIx) -> Standing {
+    pub(crate) fn standing(&self, q: QueueIx) -> Standing {
         let q = &self.queues[q as usize];
         // FSQueue.getStartTime is 0 for queues: ties go to the name.
         Standing { usage: q.usage, demand: q.demand(), min: q.min, weight: q.weight, start: 0 }
     }
 
-    fn best_child(&self, parent: QueueIx, failed: &[Ask]) -> Option<QueueIx> {
+    fn best_child(&mut self, parent: QueueIx, failed: &[Ask]) -> Option<QueueIx> {
         if self.capacity_mode() {
             return self.best_capacity_child(parent, failed);
         }
         let p = &self.queues[parent as usize];
         if p.policy != Policy::Drf {
-            return self.best_fair_child(parent, failed);
+            return self.first_fair_child(parent, failed);
         }
         let cluster = self.nodes.total;
         let mut best: Option<(QueueIx, Standing)> = None;
@@ -178,9 +182,10 @@ impl Engine {
         best.map(|(c, _)| c)
     }
 
-    /// `best_child` under a fair parent (`order::compare` under `fair`), each child's key
-    /// worked out once.
-    fn best_fair_child(&self, parent: QueueIx, failed: &[Ask]) -> Option<QueueIx> {
+    /// `best_child` under a fair parent (`order::compare` under `fair`) by comparing every
+    /// child, each child's key worked out once: what `first_fair_child` must find (debug builds
+    /// check it on every descent).
+    pub(crate) fn best_fair_child_by_scan(&self, parent: QueueIx, failed: &[Ask]) -> Option<QueueIx> {
         let mut best: Option<(QueueIx, order::FairKey)> = None;
         for &c in &self.queues[parent as usize].children {
             let cq = &self.queues[c as usize];

@@ -236,7 +236,15 @@ impl Engine {
             }
             count(&mut queue.ready_shapes, shape, add);
             queue.smallest = first_keys(&queue.ready_shapes);
-            q = queue.parent;
+            let (ready, parent) = (queue.ready_jobs, queue.parent);
+            // A child enters its parent's ordered set with its first ready job, leaves it with
+            // its last (`fair_children.rs`).
+            match (add, ready) {
+                (true, 1) => self.kid_enter(ix),
+                (false, 0) => self.kid_leave(ix),
+                _ => {}
+            }
+            q = parent;
         }
     }
 

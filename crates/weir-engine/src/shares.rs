@@ -3,6 +3,8 @@
 //! among its runnable jobs. Steady shares count every queue; instantaneous ones only active queues
 //! (a runnable job somewhere below).
 
+use std::collections::BTreeSet;
+
 use weir_model::{ResourceKind, Resources, Rounding};
 
 use crate::engine::Engine;
@@ -120,6 +122,7 @@ impl Engine {
                 q.instantaneous = s;
             }
             self.shares_dirty = false;
+            self.activity_changed.clear();
             self.job_shares_dirty.clear();
             for leaf in 0..self.queues.len() {
                 if self.queues[leaf].is_leaf() && self.queues[leaf].split != JobSplit::Nobody
@@ -129,10 +132,110 @@ impl Engine {
                 }
             }
         } else {
-            let dirty = std::mem::take(&mut self.job_shares_dirty);
-            for leaf in dirty {
+            let changed = std::mem::take(&mut self.activity_changed);
+            let mut dirty = std::mem::take(&mut self.job_shares_dirty);
+            if !changed.is_empty() {
+                self.refresh_instantaneous(&changed, &mut dirty);
+            }
+            for &leaf in &dirty {
                 self.split_leaf(leaf);
             }
+            if !changed.is_empty() && self.config.scheduler.preemption.enabled {
+                // A recompute of every share split every leaf again, and a split that did not
+                // change still had its jobs holding containers looked at for starvation (see
+                // `watch_split`): the same looks, so that starvation clocks see what they saw.
+                self.watch_unchanged_splits(&dirty);
+            }
+        }
+    }
+
+    /// Instantaneous shares after the leaves in `changed` became active or idle, worked out
+    /// again only where they can change: a parent splits its pool again when some leaf below
+    /// it changed (its children's activity may have) or when its own share changed; a child
+    /// whose share stays as it was keeps its whole subtree's. The water-fill is a function of
+    /// the pool and the children's claims and activity, so this gives the numbers a recompute
+    /// of the whole tree gives (debug builds check it). Leaves whose share changed, and the
+    /// changed leaves themselves, join `split` (their jobs' split follows).
+    #[inline(never)]
+    fn refresh_instantaneous(&mut self, changed: &[QueueIx], split: &mut BTreeSet<QueueIx>) {
+        let rounding = self.config.scheduler.rounding;
+        // Parents to split again, taken in preorder: a parent before its children.
+        let mut todo: BTreeSet<QueueIx> = BTreeSet::new();
+        for &leaf in changed {
+            split.insert(leaf);
+            let mut q = self.queues[leaf as usize].parent;
+            while let Some(p) = q {
+                if !todo.insert(p) {
+                    break;
+                }
+                q = self.queues[p as usize].parent;
+            }
+        }
+        let mut claims: Vec<Claim> = Vec::new();
+        let mut shares: Vec<u64> = Vec::new();
+        let mut moved: Vec<bool> = Vec::new();
+        while let Some(p) = todo.pop_first() {
+            let pool = self.queues[p as usize].instantaneous;
+            let n = self.queues[p as usize].children.len();
+            moved.clear();
+            moved.resize(n, false);
+            for kind in ResourceKind::ALL {
+                claims.clear();
+                for &c in &self.queues[p as usize].children {
+                    let (weight, min, max) = self.queues[..].claim(c as usize, kind);
+                    claims.push(Claim { weight, min, max, active: self.queues[c as usize].running_apps > 0 });
+                }
+                shares.clear();
+                shares.resize(n, 0);
+                fair_share::compute(&claims, pool.get(kind), rounding, true, &mut shares);
+                for (i, &s) in shares.iter().enumerate() {
+                    let c = self.queues[p as usize].children[i];
+                    let q = &mut self.queues[c as usize];
+                    if q.instantaneous.get(kind) != s {
+                        q.instantaneous.set(kind, s);
+                        moved[i] = true;
+                    }
+                }
+            }
+            for (i, &m) in moved.iter().enumerate() {
+                let c = self.queues[p as usize].children[i];
+                if !m {
+                } else if self.queues[c as usize].is_leaf() {
+                    split.insert(c);
+                } else {
+                    todo.insert(c);
+                }
+            }
+        }
+        if cfg!(debug_assertions) {
+            let mut out = vec![Resources::ZERO; self.queues.len()];
+            let queues = &self.queues;
+            let active = |q: usize| queues[q].running_apps > 0;
+            tree_shares(&queues[..], self.nodes.total, rounding, Some(&active), &mut out);
+            for (q, s) in self.queues.iter().zip(out) {
+                assert_eq!(q.instantaneous, s, "{}: incremental instantaneous share", q.path);
+            }
+        }
+    }
+
+    /// What `watch_split` looks at for a leaf whose split did not change, for every leaf with
+    /// a split that is not in `split`.
+    fn watch_unchanged_splits(&mut self, split: &BTreeSet<QueueIx>) {
+        let mut look: Vec<JobSlot> = Vec::new();
+        for leaf in 0..self.queues.len() as QueueIx {
+            let q = &self.queues[leaf as usize];
+            if !q.is_leaf() || split.contains(&leaf) {
+                continue;
+            }
+            match &q.split {
+                JobSplit::Nobody => continue,
+                JobSplit::Equal { .. } => look.extend(q.holding.iter().copied()),
+                JobSplit::First { job, .. } => look.extend(q.holding.iter().copied().chain([*job, *job])),
+            }
+        }
+        look.retain(|&s| self.jobs[s as usize].is_some());
+        for s in look {
+            self.watch_starvation(s);
         }
     }
 

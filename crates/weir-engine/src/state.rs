@@ -166,6 +166,13 @@ pub(crate) struct Queue {
     /// The pass in which nothing under this queue could be placed; it is skipped for the rest
     /// of that pass (the componentwise smallest request can miss that every one is too big).
     pub exhausted_pass: u64,
+    /// A fair parent in fair mode: its children with a ready job that are not set aside in
+    /// this pass, in the order the descent serves them (`fair_children.rs`).
+    pub kids: crate::fair_children::ChildSet,
+    /// The key this queue sits under in its parent's `kids`, while it does.
+    pub kid_key: Option<crate::fair_children::ChildKey>,
+    /// Its key is to be worked out again before the next descent (`Engine::rekey_pending`).
+    pub rekey_pending: bool,
     /// Leaves only: YARN's `lastTimeAtMinShare`. `None` while the leaf is at its min share;
     /// else the last time it was seen there (see `starvation.rs`).
     pub min_clock: Option<Time>,

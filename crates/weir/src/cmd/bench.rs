@@ -24,8 +24,9 @@ pub struct BenchArgs {
 
 #[derive(Debug, Subcommand)]
 enum BenchTarget {
-    /// Placements per second (filling an empty cluster, then steady churn) and the time to
-    /// recompute every fair share of a 10,000-queue tree. Last line: JSON.
+    /// Placements per second (filling an empty cluster, then steady churn), the time to
+    /// recompute every fair share of a 10,000-queue tree, and the engine's pass when one leaf of
+    /// that tree becomes active or idle (shares updated incrementally). Last line: JSON.
     Engine(EngineBench),
     /// Replay the Alibaba v2018 DAG sample (2,120 jobs, 3.1 M task instances) on 4,000 nodes:
     /// events per second and wall time. Last line: JSON.
@@ -79,7 +80,8 @@ struct EngineBench {
     /// Churn rounds after the fill: each finishes 1% of the running containers and schedules.
     #[arg(long, default_value_t = 200)]
     rounds: u32,
-    /// Queues in the tree whose fair shares are recomputed.
+    /// Queues in the tree whose fair shares are recomputed (whole, and in an engine as single
+    /// leaves become active or idle).
     #[arg(long, default_value_t = 10_000)]
     share_queues: usize,
     /// Seed of the synthetic workload.
@@ -223,6 +225,7 @@ fn engine(a: &EngineBench) -> Result<()> {
     }
     samples.sort();
     let recompute = samples[samples.len() / 2];
+    let flip = activity_flips(&share_config, &share_leaves)?;
 
     let round = match a.mode {
         BenchMode::Fair => None,
@@ -273,6 +276,12 @@ fn engine(a: &EngineBench) -> Result<()> {
         share_leaves.len(),
         recompute.as_secs_f64() * 1e3
     )?;
+    writeln!(
+        out,
+        "engine share update, same tree, a leaf becomes active or idle: median {:.3} ms of {} passes",
+        flip.as_secs_f64() * 1e3,
+        2 * FLIPS
+    )?;
     if let Some(r) = &round {
         writeln!(
             out,
@@ -296,6 +305,7 @@ fn engine(a: &EngineBench) -> Result<()> {
             "fill_placements_per_sec": rate(fill, fill_time).round(),
             "churn_placements_per_sec": rate(churn, churn_time).round(),
             "fair_share_recompute_ms": (recompute.as_secs_f64() * 1e6).round() / 1e3,
+            "share_update_ms": (flip.as_secs_f64() * 1e6).round() / 1e3,
             "queues": share_config.queues.len(),
             "nodes": a.nodes,
             "leaves": leaves.len(),
@@ -305,6 +315,61 @@ fn engine(a: &EngineBench) -> Result<()> {
         })
     )?;
     emit(&out)
+}
+
+/// Leaves made active then idle again by `activity_flips`, each a timed pass.
+const FLIPS: u64 = 21;
+
+/// What the engine pays when one leaf becomes active or idle (its first runnable job comes or
+/// its last leaves): an engine on the share tree with the `active` leaves holding a runnable
+/// job (jobs without requests: nothing to place), then for each of `FLIPS` idle leaves a job
+/// submitted and a pass, the job finished and a pass. Each timed pass brings the instantaneous
+/// shares up to date (`refresh_instantaneous` in weir-engine's `shares.rs`). The median pass.
+fn activity_flips(config: &weir_model::ClusterConfig, active: &[usize]) -> Result<WallDuration> {
+    let mut engine = Engine::with_config_nodes(config.clone())?;
+    let job = |id: u64, leaf: usize, now: Time| JobSpec {
+        id: JobId(id),
+        queue: config.queues[leaf].path.clone(),
+        user: format!("user{}", id % 500),
+        priority: None,
+        submit_time: now,
+        requests: Vec::new(),
+        has_am: false,
+    };
+    let mut id = 0u64;
+    for &leaf in active {
+        engine.on_job_submitted(Time(1), job(id, leaf, Time(1)))?;
+        id += 1;
+    }
+    engine.schedule(Time(1));
+    let mut is_active = vec![false; config.queues.len()];
+    for &leaf in active {
+        is_active[leaf] = true;
+    }
+    let idle: Vec<usize> = config
+        .queues
+        .iter()
+        .enumerate()
+        .filter(|&(i, q)| q.is_leaf() && !is_active[i])
+        .map(|(i, _)| i)
+        .collect();
+    let mut samples = Vec::new();
+    let step = (idle.len() as u64 / FLIPS).max(1) as usize;
+    for (k, &leaf) in idle.iter().step_by(step).take(FLIPS as usize).enumerate() {
+        let now = Time(1000 * (k as u64 + 2));
+        engine.on_job_submitted(now, job(id, leaf, now))?;
+        let t = Instant::now();
+        std::hint::black_box(engine.schedule(now));
+        samples.push(t.elapsed());
+        let later = Time(now.0 + 500);
+        engine.on_job_finished(later, JobId(id))?;
+        let t = Instant::now();
+        std::hint::black_box(engine.schedule(later));
+        samples.push(t.elapsed());
+        id += 1;
+    }
+    samples.sort();
+    Ok(samples[samples.len() / 2])
 }
 
 fn collect_starts(decisions: Vec<Decision>, running: &mut Vec<ContainerId>) -> usize {
