@@ -38,6 +38,21 @@ pub struct KubeConfig {
     /// How often a running Job's status is read, in milliseconds.
     #[serde(default = "default_poll_ms")]
     pub poll_ms: u64,
+    /// The image Spark stages run in as SparkApplications (driver and executors): it must hold
+    /// Spark. Without it a Spark stage is refused at its start.
+    #[serde(default)]
+    pub spark_image: Option<String>,
+    /// The SparkApplication's `sparkVersion` (the Spark in `spark_image`).
+    #[serde(default = "default_spark_version")]
+    pub spark_version: String,
+    /// The driver's service account (it creates the executor pods, so it needs the rights to).
+    #[serde(default)]
+    pub spark_service_account: Option<String>,
+}
+
+/// The `sparkVersion` written when the server file gives none.
+pub fn default_spark_version() -> String {
+    "4.0.0".to_string()
 }
 
 fn default_poll_ms() -> u64 {

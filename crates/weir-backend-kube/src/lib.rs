@@ -1,5 +1,6 @@
 //! weir-backend-kube: task attempts as Kubernetes `batch/v1` Jobs, for clusters whose queues
-//! are Kueue LocalQueues or YuniKorn queues.
+//! are Kueue LocalQueues or YuniKorn queues, and Spark stages as the spark-operator's
+//! `SparkApplication`s (YuniKorn queues through its batch-scheduler integration).
 //!
 //! [`KubeBackend`] implements weir-backend's [`Backend`] trait: `start` creates one Job per
 //! attempt in the configured namespace, named after the attempt and labelled with it
@@ -26,7 +27,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use kube::api::{Api, DeleteParams, ListParams, PostParams, PropagationPolicy};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
+    PropagationPolicy,
+};
 use kube::Client;
 use weir_backend::{
     Adopted, AttemptId, Backend, BackendError, BoxFuture, Exit, ExitSender, Launched, Recovered, TaskExit,
@@ -63,11 +67,108 @@ struct Watch {
     killed: Arc<std::sync::atomic::AtomicBool>,
 }
 
+/// What an attempt runs as: a `batch/v1` Job (a command stage) or a SparkApplication (a Spark
+/// stage). The record tells them apart: a SparkApplication's `boot_id` is
+/// [`APP_PREFIX`] and its uid, a Job's its uid alone (as before Spark stages were run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Job,
+    App,
+}
+
+/// Prefix of a SparkApplication attempt's `boot_id`.
+const APP_PREFIX: &str = "SparkApplication/";
+
+impl Kind {
+    fn of(task: &Launched) -> Kind {
+        if task.boot_id.starts_with(APP_PREFIX) {
+            Kind::App
+        } else {
+            Kind::Job
+        }
+    }
+
+    fn boot_id(self, uid: &str) -> String {
+        match self {
+            Kind::Job => uid.to_string(),
+            Kind::App => format!("{APP_PREFIX}{uid}"),
+        }
+    }
+}
+
+/// One read of an attempt's object: its uid, its end once it has ended (`Some(true)`:
+/// succeeded), and a SparkApplication's driver pod.
+struct Read {
+    uid: String,
+    end: Option<bool>,
+    driver_pod: Option<String>,
+}
+
+/// The APIs the backend reads and writes, in the configured namespace.
+#[derive(Clone)]
+struct Apis {
+    jobs: Api<Job>,
+    apps: Api<DynamicObject>,
+    pods: Api<Pod>,
+}
+
+impl Apis {
+    async fn read(&self, kind: Kind, name: &str) -> Result<Option<Read>, kube::Error> {
+        Ok(match kind {
+            Kind::Job => self.jobs.get_opt(name).await?.map(|j| Read {
+                uid: j.metadata.uid.clone().unwrap_or_default(),
+                end: job_end(&j),
+                driver_pod: None,
+            }),
+            Kind::App => self.apps.get_opt(name).await?.map(|a| read_app(&a)),
+        })
+    }
+
+    /// How an ended, failed attempt ended: the exit code of its (driver) pod's container.
+    async fn failed_exit(&self, kind: Kind, name: &str, read: &Read) -> Exit {
+        match kind {
+            Kind::Job => pod_exit(&self.pods, name).await,
+            // The operator failed it before a driver ran (SUBMISSION_FAILED), or the driver's
+            // code is gone with its pod: a failure without a code of its own.
+            Kind::App => match &read.driver_pod {
+                Some(pod) => match self.pods.get_opt(pod).await {
+                    Ok(Some(p)) => terminated_code(&p).map_or(Exit::Code(1), Exit::Code),
+                    _ => Exit::Code(1),
+                },
+                None => Exit::Code(1),
+            },
+        }
+    }
+
+    async fn delete(&self, kind: Kind, name: &str, params: &DeleteParams) -> Result<(), kube::Error> {
+        match kind {
+            Kind::Job => self.jobs.delete(name, params).await.map(|_| ()),
+            Kind::App => self.apps.delete(name, params).await.map(|_| ()),
+        }
+    }
+}
+
+/// A SparkApplication's state as the operator writes it (`status.applicationState.state`:
+/// `COMPLETED`, `FAILED`, `SUBMISSION_FAILED` end it; the others — new, `SUBMITTED`,
+/// `RUNNING`, `PENDING_RERUN`, `SUCCEEDING`, `FAILING`, `UNKNOWN`… — do not yet).
+fn read_app(app: &DynamicObject) -> Read {
+    let status = &app.data["status"];
+    let end = match status["applicationState"]["state"].as_str() {
+        Some("COMPLETED") => Some(true),
+        Some("FAILED") | Some("SUBMISSION_FAILED") => Some(false),
+        _ => None,
+    };
+    Read {
+        uid: app.metadata.uid.clone().unwrap_or_default(),
+        end,
+        driver_pod: status["driverInfo"]["podName"].as_str().map(str::to_string),
+    }
+}
+
 struct Inner {
     config: KubeConfig,
     client: Client,
-    jobs: Api<Job>,
-    pods: Api<Pod>,
+    apis: Apis,
     exits: ExitSender,
     watched: Mutex<HashMap<String, Watch>>,
 }
@@ -132,8 +233,11 @@ impl KubeBackend {
     pub fn new(config: KubeConfig, client: Client, exits: ExitSender) -> KubeBackend {
         let jobs = Api::namespaced(client.clone(), &config.namespace);
         let pods = Api::namespaced(client.clone(), &config.namespace);
+        let gvk = GroupVersionKind::gvk(manifest::SPARK_GROUP, manifest::SPARK_VERSION, manifest::SPARK_KIND);
+        let apps = Api::namespaced_with(client.clone(), &config.namespace, &ApiResource::from_gvk(&gvk));
+        let apis = Apis { jobs, apps, pods };
         KubeBackend {
-            inner: Arc::new(Inner { config, client, jobs, pods, exits, watched: Mutex::new(HashMap::new()) }),
+            inner: Arc::new(Inner { config, client, apis, exits, watched: Mutex::new(HashMap::new()) }),
         }
     }
 
@@ -188,11 +292,17 @@ impl KubeBackend {
         Ok(out)
     }
 
-    /// Reads the pod's log (the Job's one pod), for `weir logs`.
+    /// Reads the pod's log (the Job's one pod, or a SparkApplication's driver), for `weir logs`.
     pub async fn logs(&self, attempt: &AttemptId) -> Result<String, BackendError> {
         let name = self.name(attempt)?;
+        let apis = &self.inner.apis;
+        if let Some(read) = apis.apps.get_opt(&name).await.ok().flatten().map(|a| read_app(&a)) {
+            let Some(pod) = read.driver_pod else { return Ok(String::new()) };
+            return apis.pods.logs(&pod, &Default::default()).await.map_err(|e| remote(attempt.as_str(), e));
+        }
         let pods = self
             .inner
+            .apis
             .pods
             .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={name}")))
             .await
@@ -200,7 +310,7 @@ impl KubeBackend {
         let Some(pod) = pods.items.first().and_then(|p| p.metadata.name.clone()) else {
             return Ok(String::new());
         };
-        self.inner.pods.logs(&pod, &Default::default()).await.map_err(|e| remote(attempt.as_str(), e))
+        self.inner.apis.pods.logs(&pod, &Default::default()).await.map_err(|e| remote(attempt.as_str(), e))
     }
 
     fn name(&self, attempt: &AttemptId) -> Result<String, BackendError> {
@@ -212,8 +322,8 @@ impl KubeBackend {
         })
     }
 
-    /// Starts watching `name` unless it is watched already.
-    fn watch(&self, attempt: &AttemptId, name: String) {
+    /// Starts watching `name` (of `kind`) unless it is watched already.
+    fn watch(&self, attempt: &AttemptId, kind: Kind, name: String) {
         let mut watched = self.inner.watched.lock().unwrap_or_else(|e| e.into_inner());
         if watched.contains_key(attempt.as_str()) {
             return;
@@ -222,23 +332,21 @@ impl KubeBackend {
         let inner = Arc::downgrade(&self.inner);
         let attempt2 = attempt.clone();
         let killed2 = killed.clone();
-        let jobs = self.inner.jobs.clone();
-        let pods = self.inner.pods.clone();
+        let apis = self.inner.apis.clone();
         let exits = self.inner.exits.clone();
         let every = Duration::from_millis(self.inner.config.poll_ms.max(1));
         let task = tokio::spawn(async move {
+            let is_killed = || killed2.load(std::sync::atomic::Ordering::SeqCst);
             let exit = loop {
-                match jobs.get_opt(&name).await {
-                    Ok(Some(job)) => match job_end(&job) {
+                match apis.read(kind, &name).await {
+                    Ok(Some(read)) => match read.end {
                         Some(true) => break Exit::Code(0),
-                        Some(false) if killed2.load(std::sync::atomic::Ordering::SeqCst) => {
-                            break Exit::Killed
-                        }
-                        Some(false) => break pod_exit(&pods, &name).await,
+                        Some(false) if is_killed() => break Exit::Killed,
+                        Some(false) => break apis.failed_exit(kind, &name, &read).await,
                         None => {}
                     },
                     // Gone: deleted by our kill, or by someone else (outcome unknown).
-                    Ok(None) if killed2.load(std::sync::atomic::Ordering::SeqCst) => break Exit::Killed,
+                    Ok(None) if is_killed() => break Exit::Killed,
                     Ok(None) => break Exit::Lost,
                     Err(_) => {} // the API did not answer: try again
                 }
@@ -252,13 +360,19 @@ impl KubeBackend {
         watched.insert(attempt.as_str().to_string(), Watch { task, killed });
     }
 
-    fn launched(&self, attempt: &AttemptId, job: &Job, launch_dir: std::path::PathBuf) -> Launched {
+    fn launched(
+        &self,
+        attempt: &AttemptId,
+        kind: Kind,
+        uid: &str,
+        launch_dir: std::path::PathBuf,
+    ) -> Launched {
         Launched {
             attempt: attempt.clone(),
             backend: KIND.to_string(),
             pid: 0,
             start_ticks: 0,
-            boot_id: job.metadata.uid.clone().unwrap_or_default(),
+            boot_id: kind.boot_id(uid),
             started_at_ms: now_ms(),
             dir: launch_dir,
             cgroups: Vec::new(),
@@ -275,23 +389,46 @@ impl KubeBackend {
         let attempt = launch.attempt.as_str();
         let name = self.name(&launch.attempt)?;
         let queue = self.inner.config.target_queue(weir_queue);
-        let body = manifest::job(&self.inner.config, launch, &name, queue);
-        let job: Job = serde_json::from_value(body).map_err(|e| BackendError::BadLaunch {
+        let dir = launch.stdout.parent().map(|p| p.to_path_buf()).unwrap_or_default();
+        let bad = |field: &'static str, reason: String| BackendError::BadLaunch {
             attempt: attempt.to_string(),
-            field: "job",
-            reason: e.to_string(),
-        })?;
-        let created = match self.inner.jobs.create(&PostParams::default(), &job).await {
+            field,
+            reason,
+        };
+        if let Some(spark) = &launch.spark {
+            let body = manifest::spark_application(&self.inner.config, launch, spark, &name, queue)
+                .map_err(|why| bad("spark", why))?;
+            let app: DynamicObject = serde_json::from_value(body).map_err(|e| bad("spark", e.to_string()))?;
+            let created = match self.inner.apis.apps.create(&PostParams::default(), &app).await {
+                Ok(a) => a,
+                Err(e) if status_of(&e) == Some(409) => {
+                    return Err(BackendError::AlreadyStarted { attempt: attempt.to_string() })
+                }
+                Err(e) => return Err(remote(attempt, e)),
+            };
+            self.watch(&launch.attempt, Kind::App, name);
+            let uid = created.metadata.uid.unwrap_or_default();
+            return Ok(self.launched(&launch.attempt, Kind::App, &uid, dir));
+        }
+        let body = manifest::job(&self.inner.config, launch, &name, queue);
+        let job: Job = serde_json::from_value(body).map_err(|e| bad("job", e.to_string()))?;
+        let created = match self.inner.apis.jobs.create(&PostParams::default(), &job).await {
             Ok(j) => j,
             Err(e) if status_of(&e) == Some(409) => {
                 return Err(BackendError::AlreadyStarted { attempt: attempt.to_string() })
             }
             Err(e) => return Err(remote(attempt, e)),
         };
-        let dir = launch.stdout.parent().map(|p| p.to_path_buf()).unwrap_or_default();
-        self.watch(&launch.attempt, name);
-        Ok(self.launched(&launch.attempt, &created, dir))
+        self.watch(&launch.attempt, Kind::Job, name);
+        let uid = created.metadata.uid.unwrap_or_default();
+        Ok(self.launched(&launch.attempt, Kind::Job, &uid, dir))
     }
+}
+
+/// The exit code its container left in a terminated pod.
+fn terminated_code(pod: &Pod) -> Option<i32> {
+    let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
+    statuses.iter().find_map(|cs| cs.state.as_ref()?.terminated.as_ref().map(|t| t.exit_code))
 }
 
 /// The exit status of a failed Job's pod (its container's `terminated.exitCode`), or `Lost`
@@ -382,8 +519,9 @@ impl Backend for KubeBackend {
         Box::pin(async move {
             let attempt = task.attempt.as_str();
             let name = self.name(&task.attempt)?;
+            let kind = Kind::of(task);
             // Watch it first (after a restart), so that its end is reported as killed.
-            self.watch(&task.attempt, name.clone());
+            self.watch(&task.attempt, kind, name.clone());
             if let Some(w) = self.inner.watched.lock().unwrap_or_else(|e| e.into_inner()).get(attempt) {
                 w.killed.store(true, std::sync::atomic::Ordering::SeqCst);
             }
@@ -392,8 +530,8 @@ impl Backend for KubeBackend {
                 propagation_policy: Some(PropagationPolicy::Background),
                 ..DeleteParams::default()
             };
-            match self.inner.jobs.delete(&name, &params).await {
-                Ok(_) => Ok(()),
+            match self.inner.apis.delete(kind, &name, &params).await {
+                Ok(()) => Ok(()),
                 Err(e) if status_of(&e) == Some(404) => Ok(()), // already gone: idempotent
                 Err(e) => Err(remote(attempt, e)),
             }
@@ -410,18 +548,18 @@ impl Backend for KubeBackend {
                 });
             }
             let name = self.name(&task.attempt)?;
-            match self.inner.jobs.get_opt(&name).await.map_err(|e| remote(task.attempt.as_str(), e))? {
-                // A Job of that name with another uid is not the one we started.
-                Some(job) if job.metadata.uid.as_deref() == Some(task.boot_id.as_str()) => {
-                    match job_end(&job) {
-                        None => {
-                            self.watch(&task.attempt, name);
-                            Ok(Adopted::Running)
-                        }
-                        Some(true) => Ok(Adopted::Ended(Exit::Code(0))),
-                        Some(false) => Ok(Adopted::Ended(pod_exit(&self.inner.pods, &name).await)),
+            let kind = Kind::of(task);
+            let apis = &self.inner.apis;
+            match apis.read(kind, &name).await.map_err(|e| remote(task.attempt.as_str(), e))? {
+                // An object of that name with another uid is not the one we started.
+                Some(read) if kind.boot_id(&read.uid) == task.boot_id => match read.end {
+                    None => {
+                        self.watch(&task.attempt, kind, name);
+                        Ok(Adopted::Running)
                     }
-                }
+                    Some(true) => Ok(Adopted::Ended(Exit::Code(0))),
+                    Some(false) => Ok(Adopted::Ended(apis.failed_exit(kind, &name, &read).await)),
+                },
                 _ => Ok(Adopted::Ended(Exit::Lost)),
             }
         })
@@ -431,26 +569,41 @@ impl Backend for KubeBackend {
         Box::pin(async move {
             let name = self.name(attempt)?;
             let selector = format!("{}={name}", manifest::ATTEMPT_LABEL);
-            let list = self
-                .inner
-                .jobs
-                .list(&ListParams::default().labels(&selector))
-                .await
-                .map_err(|e| remote(attempt.as_str(), e))?;
-            // The label holds the Job name; the annotation the exact attempt id (two ids may map
-            // to one name: `a/b` and `a-b`).
-            let mine = |j: &Job| {
-                j.metadata.annotations.as_ref().and_then(|a| a.get(manifest::ATTEMPT_ANNOTATION))
+            let params = ListParams::default().labels(&selector);
+            let apis = &self.inner.apis;
+            // The label holds the object's name; the annotation the exact attempt id (two ids
+            // may map to one name: `a/b` and `a-b`).
+            let mine = |m: &kube::api::ObjectMeta| {
+                m.annotations.as_ref().and_then(|a| a.get(manifest::ATTEMPT_ANNOTATION))
                     == Some(&attempt.to_string())
             };
-            let Some(job) = list.items.into_iter().find(mine) else { return Ok(Recovered::NotFound) };
-            match job_end(&job) {
+            let jobs = apis.jobs.list(&params).await.map_err(|e| remote(attempt.as_str(), e))?;
+            let found = match jobs.items.into_iter().find(|j| mine(&j.metadata)) {
+                Some(job) => Some((
+                    Kind::Job,
+                    Read {
+                        uid: job.metadata.uid.clone().unwrap_or_default(),
+                        end: job_end(&job),
+                        driver_pod: None,
+                    },
+                )),
+                // A cluster without the operator has no SparkApplications to list (404): none.
+                None => match apis.apps.list(&params).await {
+                    Ok(apps) => {
+                        apps.items.into_iter().find(|a| mine(&a.metadata)).map(|a| (Kind::App, read_app(&a)))
+                    }
+                    Err(e) if status_of(&e) == Some(404) => None,
+                    Err(e) => return Err(remote(attempt.as_str(), e)),
+                },
+            };
+            let Some((kind, read)) = found else { return Ok(Recovered::NotFound) };
+            match read.end {
                 None => {
-                    self.watch(attempt, name);
-                    Ok(Recovered::Running(self.launched(attempt, &job, Default::default())))
+                    self.watch(attempt, kind, name);
+                    Ok(Recovered::Running(self.launched(attempt, kind, &read.uid, Default::default())))
                 }
                 Some(true) => Ok(Recovered::Ended(Exit::Code(0))),
-                Some(false) => Ok(Recovered::Ended(pod_exit(&self.inner.pods, &name).await)),
+                Some(false) => Ok(Recovered::Ended(apis.failed_exit(kind, &name, &read).await)),
             }
         })
     }
@@ -472,8 +625,8 @@ impl Backend for KubeBackend {
                 propagation_policy: Some(PropagationPolicy::Background),
                 ..DeleteParams::default()
             };
-            match self.inner.jobs.delete(&name, &params).await {
-                Ok(_) => Ok(()),
+            match self.inner.apis.delete(Kind::of(task), &name, &params).await {
+                Ok(()) => Ok(()),
                 Err(e) if status_of(&e) == Some(404) => Ok(()),
                 Err(e) => Err(remote(task.attempt.as_str(), e)),
             }

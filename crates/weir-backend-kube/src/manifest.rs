@@ -1,4 +1,4 @@
-//! The Job that runs one attempt: built as plain data so that tests check every field against
+//! The Job (or, for a Spark stage, the SparkApplication) that runs one attempt: built as plain data so that tests check every field against
 //! what the Job API, Kueue and YuniKorn document.
 
 use serde_json::{json, Value};
@@ -113,4 +113,100 @@ pub fn task_groups(groups: &[(&str, u32, &Value)]) -> Value {
             .map(|(name, min, res)| json!({ "name": name, "minMember": min, "minResource": res }))
             .collect(),
     )
+}
+
+/// The spark-operator's custom resource (`sparkoperator.k8s.io/v1beta2`, kind
+/// `SparkApplication`) that runs a Spark stage's attempt.
+pub const SPARK_GROUP: &str = "sparkoperator.k8s.io";
+pub const SPARK_VERSION: &str = "v1beta2";
+pub const SPARK_KIND: &str = "SparkApplication";
+
+/// The SparkApplication for a Spark stage's attempt (`spark`: the stage's application), in the
+/// YuniKorn queue `queue` when the scheduler is YuniKorn (the operator's batch-scheduler
+/// integration: `spec.batchScheduler: yunikorn` and `spec.batchSchedulerOptions.queue`).
+/// Fields as the operator's API documents them (`SparkApplicationSpec`: `type`, `mode`,
+/// `image`, `sparkVersion`, `mainApplicationFile`, `mainClass`, `arguments`, `sparkConf`,
+/// `restartPolicy`, `driver`/`executor` with `cores`, `coreLimit`, `memory`, `instances`).
+/// `Err` names what is missing.
+pub fn spark_application(
+    config: &KubeConfig,
+    launch: &TaskLaunch,
+    spark: &weir_model::SparkSpec,
+    name: &str,
+    queue: Option<&str>,
+) -> Result<Value, String> {
+    let image = config.spark_image.as_deref().ok_or(
+        "the stage is a Spark application and the backend has no `spark_image` (an image with Spark) to run it in",
+    )?;
+    if matches!(config.scheduler, Scheduler::Kueue) {
+        return Err(
+            "Kueue does not admit SparkApplications: run Spark stages on a cluster whose scheduler is \
+                    yunikorn or default"
+                .into(),
+        );
+    }
+    let python = spark.main.ends_with(".py");
+    // A path is a file in the image; a URI (local://, s3a://, https://…) is passed as it is.
+    let uri = |f: &str| if f.contains("://") { f.to_string() } else { format!("local://{f}") };
+    let main_file = if python {
+        uri(&spark.main)
+    } else {
+        uri(spark.jar.as_deref().ok_or("a JVM Spark application needs its `jar`")?)
+    };
+    let r = launch.resources;
+    let labels = json!({ ATTEMPT_LABEL: name });
+    let env: Vec<Value> = launch.env.iter().map(|(k, v)| json!({ "name": k, "value": v })).collect();
+    let mut driver = json!({
+        "cores": r.cpu.div_ceil(1000).max(1),
+        "coreLimit": format!("{}m", r.cpu.max(1)),
+        "memory": format!("{}m", r.memory.max(1)),
+        "labels": labels.clone(),
+        "env": env,
+    });
+    if let Some(sa) = &config.spark_service_account {
+        driver["serviceAccount"] = json!(sa);
+    }
+    let conf = |k: &str| spark.conf.get(k).cloned();
+    let mut executor = json!({
+        "instances": spark.executors.unwrap_or(1).max(1),
+        "cores": conf("spark.executor.cores").and_then(|c| c.trim().parse::<u64>().ok()).unwrap_or(1),
+        "memory": conf("spark.executor.memory").unwrap_or_else(|| "1g".into()),
+        "labels": labels.clone(),
+    });
+    if let Some(sa) = &config.spark_service_account {
+        executor["serviceAccount"] = json!(sa);
+    }
+    let mut spec = json!({
+        "type": if python { "Python" } else { "Java" },
+        "mode": "cluster",
+        "image": image,
+        "sparkVersion": config.spark_version,
+        "mainApplicationFile": main_file,
+        "arguments": spark.args,
+        "sparkConf": spark.conf,
+        // weir retries attempts itself: the operator must not.
+        "restartPolicy": { "type": "Never" },
+        "driver": driver,
+        "executor": executor,
+    });
+    if !python {
+        spec["mainClass"] = json!(spark.main);
+    }
+    if matches!(config.scheduler, Scheduler::Yunikorn) {
+        spec["batchScheduler"] = json!("yunikorn");
+        if let Some(q) = queue {
+            spec["batchSchedulerOptions"] = json!({ "queue": q });
+        }
+    }
+    Ok(json!({
+        "apiVersion": format!("{SPARK_GROUP}/{SPARK_VERSION}"),
+        "kind": SPARK_KIND,
+        "metadata": {
+            "name": name,
+            "namespace": config.namespace,
+            "labels": labels,
+            "annotations": { ATTEMPT_ANNOTATION: launch.attempt.as_str() },
+        },
+        "spec": spec,
+    }))
 }

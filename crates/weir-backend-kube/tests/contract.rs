@@ -20,6 +20,9 @@ fn config(scheduler: Scheduler) -> KubeConfig {
         default_queue: Some("shared".into()),
         gang: false,
         poll_ms: 5,
+        spark_image: None,
+        spark_version: weir_backend_kube::config::default_spark_version(),
+        spark_service_account: None,
     }
 }
 
@@ -271,4 +274,155 @@ async fn the_servers_health_view_carries_version_nodes_and_the_reason() {
         !h.healthy && h.error.as_deref() == Some("namespace \"batch\" does not exist (backend.namespace)"),
         "{h:?}"
     );
+}
+
+/// A Spark stage's launch: a PySpark word count with two executors.
+fn spark_launch(id: &str, queue: &str) -> TaskLaunch {
+    let mut l = launch(id, queue);
+    l.spark = Some(weir_model::SparkSpec {
+        main: "/opt/jobs/wordcount.py".into(),
+        jar: None,
+        args: vec!["s3a://bucket/words.txt".into()],
+        conf: [("spark.executor.memory".to_string(), "2g".to_string())].into(),
+        executors: Some(2),
+    });
+    l
+}
+
+fn spark_backend(scheduler: Scheduler) -> (KubeBackend, fake::Shared, UnboundedReceiver<TaskExit>) {
+    let (client, state) = fake::client(&["batch"]);
+    let (tx, rx) = unbounded_channel();
+    let mut c = config(scheduler);
+    c.queues.insert("ads".into(), "root.ads".into());
+    c.spark_image = Some("apache/spark:4.0.0-python3".into());
+    c.spark_service_account = Some("spark".into());
+    (KubeBackend::new(c, client, tx), state, rx)
+}
+
+/// A Spark stage on a YuniKorn cluster runs as a SparkApplication (spark-operator's
+/// `sparkoperator.k8s.io/v1beta2` API, `SparkApplicationSpec`) in the YuniKorn queue through the
+/// operator's batch-scheduler integration (`batchScheduler: yunikorn`,
+/// `batchSchedulerOptions.queue`), and its end is the operator's `applicationState`.
+#[tokio::test]
+async fn a_spark_stage_runs_as_a_sparkapplication_in_its_yunikorn_queue() {
+    let (b, state, mut exits) = spark_backend(Scheduler::Yunikorn);
+    let launched = b.start(&spark_launch("run-20/0/0/0/1", "ads")).await.unwrap();
+    assert_eq!(launched.boot_id, "SparkApplication/uid-1", "the record names the kind and keeps the uid");
+    let create = state.lock().unwrap().seen.iter().find(|s| s.method == "POST").cloned().unwrap();
+    assert_eq!(create.path, "/apis/sparkoperator.k8s.io/v1beta2/namespaces/batch/sparkapplications");
+    let app = &create.body;
+    assert_eq!(app["apiVersion"], "sparkoperator.k8s.io/v1beta2");
+    assert_eq!(app["kind"], "SparkApplication");
+    assert_eq!(app["metadata"]["name"], "weir-run-20-0-0-0-1");
+    assert_eq!(app["metadata"]["labels"]["weir.io/attempt"], "weir-run-20-0-0-0-1");
+    assert_eq!(app["metadata"]["annotations"]["weir.io/attempt-id"], "run-20/0/0/0/1");
+    let spec = &app["spec"];
+    assert_eq!(spec["type"], "Python");
+    assert_eq!(spec["mode"], "cluster");
+    assert_eq!(spec["image"], "apache/spark:4.0.0-python3");
+    assert_eq!(spec["sparkVersion"], "4.0.0");
+    assert_eq!(
+        spec["mainApplicationFile"], "local:///opt/jobs/wordcount.py",
+        "a path is a file in the image"
+    );
+    assert_eq!(spec["arguments"], json!(["s3a://bucket/words.txt"]));
+    assert_eq!(spec["sparkConf"], json!({"spark.executor.memory": "2g"}));
+    // weir retries attempts itself: the operator must not (RestartPolicy type Never).
+    assert_eq!(spec["restartPolicy"], json!({"type": "Never"}));
+    // The driver gets the task's container (1500 millicores: 2 cores requested, limit 1500m).
+    assert_eq!(spec["driver"]["cores"], 2);
+    assert_eq!(spec["driver"]["coreLimit"], "1500m");
+    assert_eq!(spec["driver"]["memory"], "512m");
+    assert_eq!(spec["driver"]["serviceAccount"], "spark");
+    assert_eq!(spec["driver"]["env"], json!([{"name": "WEIR_QUEUE", "value": "ads"}]));
+    assert_eq!(spec["executor"]["instances"], 2);
+    assert_eq!(spec["executor"]["memory"], "2g");
+    assert_eq!(spec["batchScheduler"], "yunikorn");
+    assert_eq!(spec["batchSchedulerOptions"], json!({"queue": "root.ads"}));
+
+    state.lock().unwrap().end_app("weir-run-20-0-0-0-1", "COMPLETED", Some(0));
+    let exit = next_exit(&mut exits).await;
+    assert_eq!((exit.attempt.as_str(), exit.exit), ("run-20/0/0/0/1", Exit::Code(0)));
+    assert_eq!(b.logs(&launched.attempt).await.unwrap(), "words counted\n", "the driver's log");
+}
+
+#[tokio::test]
+async fn a_failed_sparkapplication_reports_its_drivers_exit_code_and_a_failed_submission_1() {
+    let (b, state, mut exits) = spark_backend(Scheduler::Yunikorn);
+    b.start(&spark_launch("run-21/0/0/0/1", "ads")).await.unwrap();
+    state.lock().unwrap().end_app("weir-run-21-0-0-0-1", "FAILED", Some(3));
+    assert_eq!(next_exit(&mut exits).await.exit, Exit::Code(3));
+    b.start(&spark_launch("run-21/0/0/0/2", "ads")).await.unwrap();
+    state.lock().unwrap().end_app("weir-run-21-0-0-0-2", "SUBMISSION_FAILED", None);
+    assert_eq!(next_exit(&mut exits).await.exit, Exit::Code(1));
+    // RUNNING is not an end.
+    b.start(&spark_launch("run-21/0/0/0/3", "ads")).await.unwrap();
+    state.lock().unwrap().end_app("weir-run-21-0-0-0-3", "RUNNING", None);
+    assert!(tokio::time::timeout(Duration::from_millis(200), exits.recv()).await.is_err());
+}
+
+#[tokio::test]
+async fn killing_a_spark_attempt_deletes_its_sparkapplication_and_a_second_start_is_a_409() {
+    let (b, state, mut exits) = spark_backend(Scheduler::Default);
+    let launched = b.start(&spark_launch("run-22/0/0/0/1", "ads")).await.unwrap();
+    let spec = state.lock().unwrap().apps["weir-run-22-0-0-0-1"]["spec"].clone();
+    assert!(spec.get("batchScheduler").is_none(), "only YuniKorn gets the batch scheduler: {spec}");
+    let again = b.start(&spark_launch("run-22/0/0/0/1", "ads")).await;
+    assert!(matches!(again, Err(BackendError::AlreadyStarted { .. })), "{again:?}");
+    b.kill(&launched, Duration::from_secs(20)).await.unwrap();
+    let del = state.lock().unwrap().seen.iter().find(|s| s.method == "DELETE").cloned().unwrap();
+    assert_eq!(
+        del.path,
+        "/apis/sparkoperator.k8s.io/v1beta2/namespaces/batch/sparkapplications/weir-run-22-0-0-0-1"
+    );
+    assert_eq!(del.body["gracePeriodSeconds"], 20);
+    assert_eq!(next_exit(&mut exits).await.exit, Exit::Killed);
+    assert!(state.lock().unwrap().jobs.is_empty(), "no Job was made for a Spark stage");
+}
+
+#[tokio::test]
+async fn a_restarted_backend_re_adopts_its_sparkapplications() {
+    let (client, state) = fake::client(&["batch"]);
+    let mut c = config(Scheduler::Yunikorn);
+    c.spark_image = Some("apache/spark:4.0.0".into());
+    let (tx, _rx) = unbounded_channel();
+    let first = KubeBackend::new(c.clone(), client.clone(), tx);
+    let launched = first.start(&spark_launch("run-23/0/0/0/1", "ads")).await.unwrap();
+    first.start(&spark_launch("run-23/0/0/0/2", "ads")).await.unwrap();
+    drop(first);
+
+    let (tx, mut exits) = unbounded_channel();
+    let second = KubeBackend::new(c, client, tx);
+    assert_eq!(second.adopt(&launched).await.unwrap(), Adopted::Running);
+    let found = second.recover(&AttemptId::new("run-23/0/0/0/2").unwrap()).await.unwrap();
+    let Recovered::Running(rec) = found else { panic!("{found:?}") };
+    assert_eq!(rec.boot_id, "SparkApplication/uid-2");
+    let mut stale = launched.clone();
+    stale.boot_id = "SparkApplication/uid-of-an-older-one".into();
+    assert_eq!(second.adopt(&stale).await.unwrap(), Adopted::Ended(Exit::Lost));
+    assert_eq!(
+        state.lock().unwrap().seen.iter().filter(|s| s.method == "POST").count(),
+        2,
+        "none made twice"
+    );
+
+    state.lock().unwrap().end_app("weir-run-23-0-0-0-1", "COMPLETED", Some(0));
+    state.lock().unwrap().end_app("weir-run-23-0-0-0-2", "FAILED", Some(2));
+    let mut ends = [next_exit(&mut exits).await, next_exit(&mut exits).await];
+    ends.sort_by(|a, b| a.attempt.as_str().cmp(b.attempt.as_str()));
+    assert_eq!(ends[0].exit, Exit::Code(0));
+    assert_eq!(ends[1].exit, Exit::Code(2));
+    // Once recorded, forget deletes the ended application.
+    second.forget(&launched).await.unwrap();
+    assert!(!state.lock().unwrap().apps.contains_key("weir-run-23-0-0-0-1"));
+}
+
+#[tokio::test]
+async fn a_spark_stage_without_a_spark_image_or_on_kueue_is_refused_naming_why() {
+    let (b, _state, _rx) = backend(Scheduler::Default);
+    let err = b.start(&spark_launch("run-24/0/0/0/1", "ads")).await.unwrap_err();
+    assert!(err.to_string().contains("spark_image"), "{err}");
+    let (k, _state, _rx) = spark_backend(Scheduler::Kueue);
+    let err = k.start(&spark_launch("run-24/0/0/0/2", "ads")).await.unwrap_err();
+    assert!(err.to_string().contains("Kueue does not admit SparkApplications"), "{err}");
 }

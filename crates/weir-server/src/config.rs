@@ -274,9 +274,15 @@ impl BackendSettings {
         }
     }
 
-    /// Whether the kind runs Spark applications (`spark:` stages).
+    /// Whether the kind runs Spark applications (`spark:` stages): the Spark backends, and
+    /// Kubernetes (as SparkApplications, with `spark_image` set).
     pub fn runs_spark(&self) -> bool {
-        matches!(self, BackendSettings::SparkLocal { .. } | BackendSettings::SparkStandalone { .. })
+        match self {
+            BackendSettings::SparkLocal { .. } | BackendSettings::SparkStandalone { .. } => true,
+            #[cfg(feature = "kubernetes")]
+            BackendSettings::Kubernetes { config, .. } => config.spark_image.is_some(),
+            _ => false,
+        }
     }
 }
 

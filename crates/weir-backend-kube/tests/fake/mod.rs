@@ -23,6 +23,8 @@ pub struct Seen {
 pub struct State {
     pub namespaces: Vec<String>,
     pub jobs: BTreeMap<String, Value>,
+    /// SparkApplications (the spark-operator's custom resource), by name.
+    pub apps: BTreeMap<String, Value>,
     pub pods: BTreeMap<String, Value>,
     pub nodes: Vec<Value>,
     pub seen: Vec<Seen>,
@@ -111,6 +113,52 @@ impl State {
                     None => status(404, "NotFound", format!("jobs.batch \"{name}\" not found")),
                 }
             }
+            ("POST", ["apis", "sparkoperator.k8s.io", "v1beta2", "namespaces", _ns, "sparkapplications"]) => {
+                let name = seen.body["metadata"]["name"].as_str().unwrap().to_string();
+                if self.apps.contains_key(&name) {
+                    let m = format!("sparkapplications.sparkoperator.k8s.io \"{name}\" already exists");
+                    return status(409, "AlreadyExists", m);
+                }
+                self.next_uid += 1;
+                let mut app = seen.body.clone();
+                app["metadata"]["uid"] = json!(format!("uid-{}", self.next_uid));
+                app["metadata"]["resourceVersion"] = json!(self.next_uid.to_string());
+                self.apps.insert(name, app.clone());
+                (StatusCode::CREATED, app)
+            }
+            ("GET", ["apis", "sparkoperator.k8s.io", "v1beta2", "namespaces", _ns, "sparkapplications"]) => {
+                let sel = query_param(&seen.query, "labelSelector").unwrap_or_default();
+                let items = self.apps.values().filter(|a| matches(a, &sel)).cloned().collect();
+                let mut l = list("SparkApplicationList", items);
+                l["apiVersion"] = json!("sparkoperator.k8s.io/v1beta2");
+                (StatusCode::OK, l)
+            }
+            (
+                "GET",
+                ["apis", "sparkoperator.k8s.io", "v1beta2", "namespaces", _ns, "sparkapplications", name],
+            ) => match self.apps.get(*name) {
+                Some(a) => (StatusCode::OK, a.clone()),
+                None => status(404, "NotFound", format!("sparkapplications \"{name}\" not found")),
+            },
+            (
+                "DELETE",
+                ["apis", "sparkoperator.k8s.io", "v1beta2", "namespaces", _ns, "sparkapplications", name],
+            ) => {
+                match self.apps.remove(*name) {
+                    Some(a) => {
+                        // The operator's driver and executor pods go with it (owner references).
+                        self.pods.retain(|_, p| {
+                            p["metadata"]["labels"]["sparkoperator.k8s.io/app-name"] != json!(name)
+                        });
+                        (StatusCode::OK, a)
+                    }
+                    None => status(404, "NotFound", format!("sparkapplications \"{name}\" not found")),
+                }
+            }
+            ("GET", ["api", "v1", "namespaces", _ns, "pods", pod]) => match self.pods.get(*pod) {
+                Some(p) => (StatusCode::OK, p.clone()),
+                None => status(404, "NotFound", format!("pods \"{pod}\" not found")),
+            },
             ("GET", ["api", "v1", "namespaces", _ns, "pods"]) => {
                 let sel = query_param(&seen.query, "labelSelector").unwrap_or_default();
                 let items = self.pods.values().filter(|p| matches(p, &sel)).cloned().collect();
@@ -140,6 +188,30 @@ impl State {
                        "state": {"terminated": {"exitCode": exit_code}}}]},
                    "log": "hello from the pod\n"}),
         );
+    }
+}
+
+impl State {
+    /// The spark-operator's view of an application: `state` in `status.applicationState`, and
+    /// (with `driver_exit`) the driver pod it ran, terminated with that code, named in
+    /// `status.driverInfo.podName` (the operator's `SparkApplicationStatus`).
+    pub fn end_app(&mut self, name: &str, state: &str, driver_exit: Option<i32>) {
+        let app = self.apps.get_mut(name).expect("application exists");
+        app["status"] = json!({ "applicationState": { "state": state } });
+        app["metadata"]["resourceVersion"] = json!("99");
+        if let Some(code) = driver_exit {
+            let pod = format!("{name}-driver");
+            app["status"]["driverInfo"] = json!({ "podName": pod });
+            self.pods.insert(
+                pod.clone(),
+                json!({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": pod, "labels": {"sparkoperator.k8s.io/app-name": name, "spark-role": "driver"}},
+                       "status": {"containerStatuses": [{"name": "spark-kubernetes-driver", "image": "i", "imageID": "",
+                           "ready": false, "restartCount": 0,
+                           "state": {"terminated": {"exitCode": code}}}]},
+                       "log": "words counted\n"}),
+            );
+        }
     }
 }
 

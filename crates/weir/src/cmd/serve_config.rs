@@ -176,6 +176,11 @@ struct BackendEntry {
     scheduler: Option<String>,
     default_queue: Option<String>,
     gang: Option<bool>,
+    /// Spark stages as SparkApplications: the image (with Spark), Spark's version, and the
+    /// driver's service account.
+    spark_image: Option<String>,
+    spark_version: Option<String>,
+    spark_service_account: Option<String>,
     /// `from_backend`: the cluster's nodes are read from the backend at start …
     nodes: Option<NodesEntry>,
     /// … and again every this many seconds while the server runs.
@@ -1110,13 +1115,16 @@ mod kube {
     use super::BackendEntry;
 
     /// The fields only a kubernetes backend has.
-    pub(super) fn fields(b: &BackendEntry) -> [(&'static str, bool); 5] {
+    pub(super) fn fields(b: &BackendEntry) -> [(&'static str, bool); 8] {
         [
             ("namespace", b.namespace.is_some()),
             ("image", b.image.is_some()),
             ("scheduler", b.scheduler.is_some()),
             ("default_queue", b.default_queue.is_some()),
             ("gang", b.gang.is_some()),
+            ("spark_image", b.spark_image.is_some()),
+            ("spark_version", b.spark_version.is_some()),
+            ("spark_service_account", b.spark_service_account.is_some()),
         ]
     }
 
@@ -1234,6 +1242,12 @@ mod kube {
             default_queue: b.default_queue.clone(),
             gang: b.gang.unwrap_or(false),
             poll_ms: b.poll_interval_ms.unwrap_or(2000),
+            spark_image: b.spark_image.clone(),
+            spark_version: b
+                .spark_version
+                .clone()
+                .unwrap_or_else(weir_backend_kube::config::default_spark_version),
+            spark_service_account: b.spark_service_account.clone(),
         })
     }
 

@@ -228,6 +228,8 @@ clusters:
       scheduler: kueue
       queues: {root.default: {queue: team-a}}
       poll_interval_ms: 500
+      spark_image: apache/spark:4.0.0-python3
+      spark_service_account: spark
 ";
     let parsed = parse("server.yaml", text, &dir);
     #[cfg(feature = "kubernetes")]
@@ -239,6 +241,11 @@ clusters:
         assert_eq!((config.namespace.as_str(), config.poll_ms), ("batch", 500));
         assert_eq!(config.scheduler, weir_backend_kube::Scheduler::Kueue);
         assert_eq!(config.queues["root.default"], "team-a");
+        // Spark stages as SparkApplications: the image, the default sparkVersion, the account.
+        assert_eq!(config.spark_image.as_deref(), Some("apache/spark:4.0.0-python3"));
+        assert_eq!(config.spark_version, "4.0.0");
+        assert_eq!(config.spark_service_account.as_deref(), Some("spark"));
+        assert!(c.backends["k8s"].runs_spark(), "a Kubernetes cluster with a Spark image runs Spark stages");
     }
     #[cfg(not(feature = "kubernetes"))]
     {
