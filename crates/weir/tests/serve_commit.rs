@@ -668,9 +668,12 @@ async fn a_task_cannot_reach_past_its_staging_area() {
 /// dry-run of it produces production's output again.
 fn report(rows: &str) -> Value {
     let weir = env!("CARGO_BIN_EXE_weir");
+    // Each task its own local file: the tasks of a run share its working folder, and a file
+    // both write could be truncated by one while the other's helper reads it (CI: one side's
+    // output had an empty part — 19 bytes against 38).
     let cmd = format!(
-        "set -e; printf 'region,total\\n{rows}\\n' > part.csv; \
-         {weir} commit-helper put part.csv --as part-$WEIR_TASK_INDEX.csv"
+        "set -e; f=part-$WEIR_TASK_INDEX.csv; printf 'region,total\\n{rows}\\n' > $f; \
+         {weir} commit-helper put $f --as $f"
     );
     json!({"name": "report", "queue": "root.default",
            "jobs": [{"name": "j", "stages": [{"name": "write", "tasks": 2,
