@@ -429,19 +429,24 @@ pub(crate) async fn migrate_to(store: &Store, target: i64) -> Result<(), StoreEr
 mod tests {
     use super::*;
 
+    /// An empty SQLite store in a fresh folder named `name` (the folder, to remove at the end).
+    async fn empty_store(name: &str) -> (std::path::PathBuf, Store) {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let url = format!("sqlite://{}/weir.db?mode=rwc", dir.display());
+        sqlx::any::install_default_drivers();
+        let pool = crate::sqlite_pool(&url, 1).await.expect("pool");
+        (dir, Store { dialect: Dialect::Sqlite, read: pool.clone(), write: pool })
+    }
+
     /// A store of schema 4 with a run of a sub-project still active, an ended run and a
     /// workflow registered by name only, upgraded to the newest schema: the active run keeps
     /// its uniqueness under its project, both runs are listed under every scope of their
     /// project, and the workflow keeps the project its JSON names.
     #[tokio::test]
     async fn an_older_store_upgrades_with_its_runs_and_workflows() {
-        let dir = std::env::temp_dir().join(format!("weir-schema-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
-        let url = format!("sqlite://{}/weir.db?mode=rwc", dir.display());
-        sqlx::any::install_default_drivers();
-        let pool = crate::sqlite_pool(&url, 1).await.expect("pool");
-        let store = Store { dialect: Dialect::Sqlite, read: pool.clone(), write: pool };
+        let (dir, store) = empty_store("weir-schema").await;
         migrate_to(&store, 4).await.expect("schema 4");
         for (project, key, state) in
             [("ads.ranking", Some("nightly\nd1"), "running"), ("search", None, "succeeded")]
@@ -494,13 +499,7 @@ mod tests {
     /// (two lines of work, each adding one, merged apart) still gets the one it missed.
     #[tokio::test]
     async fn a_migration_skipped_by_an_out_of_order_build_is_applied_later() {
-        let dir = std::env::temp_dir().join(format!("weir-schema-gap-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
-        let url = format!("sqlite://{}/weir.db?mode=rwc", dir.display());
-        sqlx::any::install_default_drivers();
-        let pool = crate::sqlite_pool(&url, 1).await.expect("pool");
-        let store = Store { dialect: Dialect::Sqlite, read: pool.clone(), write: pool };
+        let (dir, store) = empty_store("weir-schema-gap").await;
         let [.., missed, newest] = MIGRATIONS else { panic!("two migrations at least") };
         assert_eq!(missed.0, 18, "this test checks migration 18's table below");
         migrate_to(&store, missed.0 - 1).await.expect("before the missed one");
@@ -530,13 +529,7 @@ mod tests {
     /// dashboard sessions can be stored and found.
     #[tokio::test]
     async fn a_schema_6_store_gains_dashboard_sessions() {
-        let dir = std::env::temp_dir().join(format!("weir-schema7-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
-        let url = format!("sqlite://{}/weir.db?mode=rwc", dir.display());
-        sqlx::any::install_default_drivers();
-        let pool = crate::sqlite_pool(&url, 1).await.expect("pool");
-        let store = Store { dialect: Dialect::Sqlite, read: pool.clone(), write: pool };
+        let (dir, store) = empty_store("weir-schema7").await;
         migrate_to(&store, 6).await.expect("schema 6");
         assert!(sqlx::query("SELECT 1 FROM sessions").execute(&store.read).await.is_err());
         sqlx::query(
@@ -565,13 +558,7 @@ mod tests {
     /// their history (who and what made them is not known: said so); new versions follow.
     #[tokio::test]
     async fn a_schema_11_store_starts_its_configuration_history_with_what_is_in_force() {
-        let dir = std::env::temp_dir().join(format!("weir-schema12-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
-        let url = format!("sqlite://{}/weir.db?mode=rwc", dir.display());
-        sqlx::any::install_default_drivers();
-        let pool = crate::sqlite_pool(&url, 1).await.expect("pool");
-        let store = Store { dialect: Dialect::Sqlite, read: pool.clone(), write: pool };
+        let (dir, store) = empty_store("weir-schema12").await;
         migrate_to(&store, 11).await.expect("schema 11");
         sqlx::query("INSERT INTO clusters (name, config, version, updated_ms) VALUES ('c', 'version: 1 # four', 4, 77)")
             .execute(&store.write)
@@ -600,13 +587,7 @@ mod tests {
     /// output of the same stage gets a row of its own.
     #[tokio::test]
     async fn a_schema_16_job_commit_becomes_output_0_of_its_stage() {
-        let dir = std::env::temp_dir().join(format!("weir-schema18-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
-        let url = format!("sqlite://{}/weir.db?mode=rwc", dir.display());
-        sqlx::any::install_default_drivers();
-        let pool = crate::sqlite_pool(&url, 1).await.expect("pool");
-        let store = Store { dialect: Dialect::Sqlite, read: pool.clone(), write: pool };
+        let (dir, store) = empty_store("weir-schema18").await;
         migrate_to(&store, 16).await.expect("schema 16");
         sqlx::query(
             "INSERT INTO job_commits (run_id, job_idx, stage_idx, output, phase, state, reason, updated_ms)
