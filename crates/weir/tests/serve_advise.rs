@@ -6,36 +6,13 @@
 
 mod common;
 
+use common::{api, client_in_data as client, ok, Serve};
+
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn client(dir: &Path, port: u16, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(args)
-        .current_dir(dir)
-        .env("WEIR_SERVER", format!("http://127.0.0.1:{port}"))
-        .env_remove("WEIR_TOKEN")
-        .args(["--data-dir", "data"])
-        .output()
-        .expect("run weir")
-}
-
-fn ok(out: &Output) -> String {
-    assert!(out.status.success(), "failed: {}\n{}", common::text(&out.stdout), common::text(&out.stderr));
-    common::text(&out.stdout)
-}
 
 fn eventually(dir: &Path, what: &str, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
@@ -49,20 +26,6 @@ fn eventually(dir: &Path, what: &str, mut done: impl FnMut() -> bool) {
 }
 
 /// A blocking call of the API with the admin token: (status, JSON body).
-fn api(port: u16, token: &str, method: &str, path: &str) -> (u16, Value) {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    rt.block_on(async {
-        let r = reqwest::Client::new()
-            .request(method.parse().expect("method"), format!("http://127.0.0.1:{port}{path}"))
-            .bearer_auth(token)
-            .send()
-            .await
-            .expect("request");
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
-    })
-}
-
 fn runs(dir: &Path, port: u16) -> Vec<Value> {
     let out = client(dir, port, &["runs", "--json"]);
     serde_json::from_slice::<Value>(&out.stdout)

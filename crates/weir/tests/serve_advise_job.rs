@@ -10,39 +10,16 @@
 //!   new cluster, and the audit log has the change with the route it replaced.
 
 mod common;
+
+use common::{api, client_in_data as client, ok, Serve};
 #[path = "../../weir-server/tests/common/webdriver.rs"]
 mod webdriver;
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn client(dir: &Path, port: u16, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(args)
-        .current_dir(dir)
-        .env("WEIR_SERVER", format!("http://127.0.0.1:{port}"))
-        .env_remove("WEIR_TOKEN")
-        .args(["--data-dir", "data"])
-        .output()
-        .expect("run weir")
-}
-
-fn ok(out: &Output) -> String {
-    assert!(out.status.success(), "failed: {}\n{}", common::text(&out.stdout), common::text(&out.stderr));
-    common::text(&out.stdout)
-}
 
 fn eventually(dir: &Path, what: &str, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
@@ -71,20 +48,6 @@ fn workflow(name: &str, tasks: u32, cpu: u32, memory: &str) -> String {
 }
 
 /// A blocking call of the API with the admin token: (status, JSON body).
-fn api(port: u16, token: &str, method: &str, path: &str) -> (u16, Value) {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    rt.block_on(async {
-        let r = reqwest::Client::new()
-            .request(method.parse().expect("method"), format!("http://127.0.0.1:{port}{path}"))
-            .bearer_auth(token)
-            .send()
-            .await
-            .expect("request");
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
-    })
-}
-
 fn move_of<'a>(report: &'a Value, workflow: &str, to: &str) -> Option<&'a Value> {
     report["moves"].as_array()?.iter().find(|m| m["workflow"] == workflow && m["to"] == to)
 }

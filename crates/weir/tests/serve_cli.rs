@@ -6,35 +6,13 @@
 
 mod common;
 
+use common::{client_of as client, ok, Serve};
+
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn client(dir: &Path, port: u16, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(args)
-        .current_dir(dir)
-        .env("WEIR_SERVER", format!("http://127.0.0.1:{port}"))
-        .env_remove("WEIR_TOKEN")
-        .output()
-        .expect("run weir")
-}
-
-fn ok(out: &Output) -> String {
-    assert!(out.status.success(), "failed: {}\n{}", common::text(&out.stdout), common::text(&out.stderr));
-    common::text(&out.stdout)
-}
 
 fn json(out: &Output) -> Value {
     serde_json::from_str(&ok(out)).expect("JSON output")

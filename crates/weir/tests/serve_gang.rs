@@ -13,8 +13,10 @@
 
 mod common;
 
+use common::{client_of as client, Serve};
+
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -25,25 +27,6 @@ nodes:
 queues:
   - {name: default}
 ";
-
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn client(dir: &Path, port: u16, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(args)
-        .current_dir(dir)
-        .env("WEIR_SERVER", format!("http://127.0.0.1:{port}"))
-        .env_remove("WEIR_TOKEN")
-        .output()
-        .expect("run weir")
-}
 
 fn eventually(dir: &Path, what: &str, mut done: impl FnMut() -> bool) {
     let start = Instant::now();

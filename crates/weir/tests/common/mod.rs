@@ -77,3 +77,54 @@ impl Drop for Scratch {
         let _ = fs::remove_dir_all(&self.0);
     }
 }
+
+/// A `weir serve` child process, killed and reaped when dropped (also when a test panics).
+pub struct Serve(pub std::process::Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The `weir` client run in `dir` against the server on loopback `port`, with no token from
+/// the environment (it reads the admin token of the data directory).
+pub fn client_of(dir: &Path, port: u16, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(args)
+        .current_dir(dir)
+        .env("WEIR_SERVER", format!("http://127.0.0.1:{port}"))
+        .env_remove("WEIR_TOKEN")
+        .output()
+        .expect("run weir")
+}
+
+/// As [`client_of`], for a server whose data directory is `dir/data`.
+pub fn client_in_data(dir: &Path, port: u16, args: &[&str]) -> Output {
+    let mut all = args.to_vec();
+    all.extend(["--data-dir", "data"]);
+    client_of(dir, port, &all)
+}
+
+/// The standard output of a command that must have succeeded (both outputs shown if not).
+pub fn ok(out: &Output) -> String {
+    assert!(out.status.success(), "failed: {}\n{}", text(&out.stdout), text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// `method path` on the server on loopback `port` with `token`: the status and the JSON body
+/// (`null` when the body is not JSON).
+pub fn api(port: u16, token: &str, method: &str, path: &str) -> (u16, serde_json::Value) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    rt.block_on(async {
+        let r = reqwest::Client::new()
+            .request(method.parse().expect("method"), format!("http://127.0.0.1:{port}{path}"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("request");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(serde_json::Value::Null))
+    })
+}
