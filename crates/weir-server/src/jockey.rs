@@ -19,9 +19,12 @@
 //!
 //! [`check`] is the admission check `weir submit --check-slo` asks for.
 //!
-//! The controller's state lives only in the actor: after a restart or a lease moving to another
-//! worker, the run's controller is built again from history and starts from its first
-//! decision (the decisions already recorded stay).
+//! **Across restarts.** The profile a run's controller was built from is stored with the run
+//! (`Change::SloModel`, schema 20) the first time it is built. After a restart or a lease
+//! moving to another worker, the run's controller is rebuilt from that stored profile (not
+//! from a history that may have moved on), its measured task durations are read back from
+//! the run's succeeded attempts, and it carries on from the last allocation it recorded; a
+//! decision row (`resumed: …`) says so.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,7 +35,7 @@ use weir_slo::{
     ControlConfig, Controller, JobProfile, JobState, Predictor, RemainingTable, TableConfig, TaskObservation,
     TaskOutcome, Utility,
 };
-use weir_store::{Change, JobStore, SloDecisionRow};
+use weir_store::{Change, JobStore, SloDecisionRow, SloModelRow};
 
 /// Earlier successful runs a profile needs; with fewer the run keeps its tier's rules.
 pub const MIN_RUNS: usize = 3;
@@ -44,7 +47,19 @@ const TABLE_RUNS: u32 = 20;
 const MAX_ALLOCATION: u32 = 128;
 
 /// A controller ready for a run, or why it has none.
-type Built = Result<Box<Controller>, String>;
+type Built = Result<Box<Model>, String>;
+
+/// What a run's build hands the actor.
+pub(crate) struct Model {
+    controller: Controller,
+    /// The profile to store with the run (a first build), as weir-slo's JSON.
+    to_store: Option<String>,
+    /// Read back from the store (a restart): when it was first built, and the allocation the
+    /// controller last recorded.
+    resumed: Option<(i64, Option<u32>)>,
+    /// The run's succeeded attempts the store holds: (stage, task, ms).
+    measured: Vec<(u32, u32, u64)>,
+}
 
 /// What the book knows of one guarded run.
 enum Phase {
@@ -68,8 +83,23 @@ struct Recorded {
 
 struct Guarded {
     phase: Phase,
-    /// Summed durations (ms) of the job's completed task attempts, by stage.
-    ran_ms: Vec<u64>,
+    /// Measured durations (ms) of the job's completed tasks, by (stage, task): from the
+    /// actor's own exits and, after a restart, from the store (each task counted once).
+    ran: BTreeMap<(u32, u32), u64>,
+    stages: usize,
+}
+
+impl Guarded {
+    /// Summed measured durations by stage (what re-estimation compares with the profile).
+    fn ran_ms(&self) -> Vec<u64> {
+        let mut out = vec![0; self.stages];
+        for (&(s, _), &ms) in &self.ran {
+            if let Some(o) = out.get_mut(s as usize) {
+                *o += ms;
+            }
+        }
+        out
+    }
 }
 
 /// The engine actor's guarded runs.
@@ -110,11 +140,11 @@ impl JockeyBook {
         self.runs.is_empty()
     }
 
-    /// A completed attempt of a guarded run: its stage's measured time grows.
-    pub fn task_done(&mut self, run: i64, job: usize, stage: usize, ran_ms: Option<u64>) {
+    /// A completed attempt of a guarded run: its measured time joins its stage's.
+    pub fn task_done(&mut self, run: i64, job: usize, stage: usize, task: u32, ran_ms: Option<u64>) {
         if let (0, Some(g), Some(ms)) = (job, self.runs.get_mut(&run), ran_ms) {
-            if let Some(r) = g.ran_ms.get_mut(stage) {
-                *r += ms;
+            if stage < g.stages {
+                g.ran.insert((stage as u32, task), ms);
             }
         }
     }
@@ -135,7 +165,51 @@ impl JockeyBook {
             let Some(g) = self.runs.get_mut(&run) else { continue };
             let deadline_ms = live.iter().find(|r| r.id == run).and_then(deadline).unwrap_or(0);
             match built {
-                Ok(controller) => g.phase = Phase::Active { controller, next_step_ms: 0, last: None },
+                Ok(model) => {
+                    let Model { mut controller, to_store, resumed, measured } = *model;
+                    for (stage, task, ms) in measured {
+                        if (stage as usize) < g.stages {
+                            g.ran.entry((stage, task)).or_insert(ms);
+                        }
+                    }
+                    if let Some(profile) = to_store {
+                        changes.push(Change::SloModel(SloModelRow {
+                            run_id: run,
+                            job_idx: 0,
+                            built_ms: now_ms,
+                            profile,
+                        }));
+                    }
+                    if let (Some((built_ms, allocation)), Some(r)) =
+                        (resumed, live.iter().find(|r| r.id == run))
+                    {
+                        if let Some(a) = allocation {
+                            controller.resume(a);
+                        }
+                        let state = JobState { done: r.done.clone(), started: r.started, ran_ms: g.ran_ms() };
+                        let elapsed = (now_ms - r.submitted_ms).max(0) as u64;
+                        let a = controller.current().unwrap_or(0);
+                        changes.push(Change::SloDecision(SloDecisionRow {
+                            run_id: run,
+                            job_idx: 0,
+                            at_ms: now_ms,
+                            elapsed_ms: elapsed as i64,
+                            progress_ppm: (controller.predictor.progress(&state) * 1e6).round() as i64,
+                            speed_ppm: (controller.speed(&state) * 1e6).round() as i64,
+                            allocation: a,
+                            target: a,
+                            predicted_ms: if a > 0 { controller.predicted(elapsed, &state, a) as i64 } else { 0 },
+                            deadline_ms: deadline_ms as i64,
+                            reason: format!(
+                                "resumed: the model stored at +{} ({} earlier runs), {} completed task(s) measured",
+                                secs(built_ms - r.submitted_ms),
+                                controller.predictor.profile().runs,
+                                g.ran.len()
+                            ),
+                        }));
+                    }
+                    g.phase = Phase::Active { controller: Box::new(controller), next_step_ms: 0, last: None };
+                }
                 Err(why) => {
                     g.phase = Phase::Fallback;
                     changes.push(Change::SloDecision(fallback_row(run, now_ms, deadline_ms, why)));
@@ -149,18 +223,19 @@ impl JockeyBook {
             let g = match self.runs.entry(r.id) {
                 std::collections::btree_map::Entry::Vacant(v) => {
                     let stages = r.workflow.jobs.first().map_or(0, |j| j.stages.len());
-                    v.insert(Guarded { phase: Phase::Building, ran_ms: vec![0; stages] });
+                    v.insert(Guarded { phase: Phase::Building, ran: BTreeMap::new(), stages });
                     spawn_build(&self.tx, r, cluster, store, deadline_ms);
                     continue;
                 }
                 std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             };
+            let ran_ms = g.ran_ms();
             let Phase::Active { controller, next_step_ms, last } = &mut g.phase else { continue };
             if !r.in_engine || now_ms < *next_step_ms {
                 continue;
             }
             *next_step_ms = now_ms + period_ms(deadline_ms);
-            let state = JobState { done: r.done.clone(), started: r.started, ran_ms: g.ran_ms.clone() };
+            let state = JobState { done: r.done.clone(), started: r.started, ran_ms };
             let elapsed = (now_ms - r.submitted_ms).max(0) as u64;
             let d = controller.step(elapsed, &state);
             let changed = last.is_none_or(|l| l.allocation != d.allocation);
@@ -202,7 +277,7 @@ fn spawn_build(
     let (tx, store, cluster, workflow, run, before) =
         (tx.clone(), store.clone(), cluster.to_string(), r.workflow.clone(), r.id, r.submitted_ms);
     tokio::spawn(async move {
-        let built = build(&*store, &cluster, &workflow, run, before, deadline_ms).await;
+        let built = build_for_run(&*store, &cluster, &workflow, run, before, deadline_ms).await;
         let _ = tx.send((run, built));
     });
 }
@@ -320,9 +395,10 @@ fn single_job(workflow: &Workflow) -> Result<&JobTemplate, String> {
     }
 }
 
-/// The controller of a run: profile from history, C(p, a) by job-alone simulation (off the
-/// actor's thread: it is CPU work).
-pub async fn build(
+/// A run's controller: from the profile stored with the run when it has one (it was built
+/// before a restart), else from history (and the profile is to be stored); with the run's
+/// measured durations and last allocation from the store.
+pub(crate) async fn build_for_run(
     store: &dyn JobStore,
     cluster: &str,
     workflow: &Workflow,
@@ -330,8 +406,60 @@ pub async fn build(
     before_ms: i64,
     deadline_ms: u64,
 ) -> Built {
+    let read = |e: weir_store::StoreError| format!("cannot read the run's model: {e}");
+    let measured = store
+        .succeeded_attempt_ms(run, 0)
+        .await
+        .map_err(read)?
+        .into_iter()
+        .map(|(stage, task, ms)| (stage, task, ms.max(0) as u64))
+        .collect();
+    match store.slo_model(run, 0).await.map_err(read)? {
+        Some(stored) => {
+            let profile = JobProfile::from_json(&format!("the stored model of run {run}"), &stored.profile)
+                .map_err(|e| e.to_string())?;
+            let controller = controller_for(profile, deadline_ms).await?;
+            let last = store
+                .slo_decisions(run)
+                .await
+                .map_err(read)?
+                .iter()
+                .rev()
+                .find(|d| d.job_idx == 0 && d.allocation > 0)
+                .map(|d| d.allocation);
+            Ok(Box::new(Model {
+                controller,
+                to_store: None,
+                resumed: Some((stored.built_ms, last)),
+                measured,
+            }))
+        }
+        None => {
+            let profile = profile_from_history(store, cluster, workflow, run, before_ms).await?;
+            let to_store = Some(profile.to_json());
+            let controller = controller_for(profile, deadline_ms).await?;
+            Ok(Box::new(Model { controller, to_store, resumed: None, measured }))
+        }
+    }
+}
+
+/// The controller of a new run of `workflow` (the admission check's): profile from history.
+pub async fn build(
+    store: &dyn JobStore,
+    cluster: &str,
+    workflow: &Workflow,
+    run: i64,
+    before_ms: i64,
+    deadline_ms: u64,
+) -> Result<Box<Controller>, String> {
     let profile = profile_from_history(store, cluster, workflow, run, before_ms).await?;
-    let controller = tokio::task::spawn_blocking(move || -> Result<Controller, String> {
+    Ok(Box::new(controller_for(profile, deadline_ms).await?))
+}
+
+/// A controller for `profile`: its C(p, a) table by job-alone simulation (off the actor's
+/// thread: it is CPU work; the same profile gives the same table).
+async fn controller_for(profile: JobProfile, deadline_ms: u64) -> Result<Controller, String> {
+    tokio::task::spawn_blocking(move || -> Result<Controller, String> {
         let config = TableConfig {
             max_allocation: profile.max_parallelism().min(MAX_ALLOCATION),
             runs: TABLE_RUNS,
@@ -345,8 +473,7 @@ pub async fn build(
         ))
     })
     .await
-    .map_err(|e| format!("building the model failed: {e}"))??;
-    Ok(Box::new(controller))
+    .map_err(|e| format!("building the model failed: {e}"))?
 }
 
 /// The admission check for a submission (`weir submit --check-slo`, `POST /v1/slo/check`):

@@ -25,10 +25,11 @@ const MIGRATIONS: &[Migration] = &[
     (17, V17_SQLITE, V17_POSTGRES),
     (18, V18, V18),
     (19, V19_SQLITE, V19_POSTGRES),
+    (20, V20, V20),
 ];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 19;
+pub const SCHEMA_VERSION: i64 = 20;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -351,6 +352,13 @@ macro_rules! v17 {
 }
 const V17_SQLITE: &[&str] = v17!("INTEGER PRIMARY KEY AUTOINCREMENT");
 const V17_POSTGRES: &[&str] = v17!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
+
+/// Deadline guarantees across restarts (issue 23): the model a guarded run's controller was
+/// built from (weir-slo's versioned profile, JSON), kept for the run's life so that a
+/// restarted or moved worker steps the same model, not one rebuilt from a history that has
+/// moved on since.
+const V20: &[&str] = &["CREATE TABLE slo_models (run_id BIGINT NOT NULL, job_idx BIGINT NOT NULL,
+     built_ms BIGINT NOT NULL, profile TEXT NOT NULL, PRIMARY KEY (run_id, job_idx))"];
 
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
     migrate_to(store, SCHEMA_VERSION).await

@@ -451,17 +451,17 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
     };
     let report = weir_slo::evaluate(&cluster, &workload, &config)?;
     fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
-    let summary = serde_json::json!({ "policies": report.policies, "profiles": report.profiles });
+    let summary = serde_json::json!({ "policies": report.policies, "slo_jobs": report.slo_jobs, "profiles": report.profiles });
     write(&args.out.join("summary.json"), &(serde_json::to_string_pretty(&summary)? + "\n"))?;
     let mut jobs = String::from(
-        "policy,workflow,run,slowed,submit,deadline,completion,met,allocated_hours,used_hours\n",
+        "policy,workflow,run,slowed,submit,deadline,completion,met,alone,allocated_hours,used_hours\n",
     );
     let mut decisions =
         String::from("policy,workflow,run,elapsed,progress,slack,speed,allocation,target,predicted,reason\n");
     for j in &report.jobs {
         let _ = writeln!(
             jobs,
-            "{},{},{},{},{},{},{},{},{:.3},{:.3}",
+            "{},{},{},{},{},{},{},{},{},{:.3},{:.3}",
             j.policy.name(),
             j.workflow,
             j.run,
@@ -470,6 +470,7 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
             j.deadline_ms,
             j.completion_ms.map(|c| c.to_string()).unwrap_or_default(),
             j.met,
+            j.alone_ms.map(|c| c.to_string()).unwrap_or_default(),
             j.allocated_hours,
             j.used_hours
         );
@@ -523,6 +524,28 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
             .collect();
         let _ =
             writeln!(t, "of the {} runs maximal allocation met, each policy met: {}", max.met, of.join(", "));
+    }
+    if let Some(first) = report.policies.first() {
+        let of: Vec<String> =
+            report.policies.iter().map(|f| format!("{} {}", f.policy.name(), f.met_where_feasible)).collect();
+        let _ = writeln!(
+            t,
+            "of the {} runs that meet their deadline with room for all their tasks, each policy met: {}",
+            first.feasible_runs,
+            of.join(", ")
+        );
+    }
+    for j in &report.slo_jobs {
+        let _ = writeln!(
+            t,
+            "{}: deadline {:.0}s; predicted at {} containers: p50 {:.0}s, p99 {:.0}s (deadline / p99: {:.2})",
+            j.workflow,
+            j.deadline_ms as f64 / 1000.0,
+            j.max_allocation,
+            j.predicted_p50_ms as f64 / 1000.0,
+            j.predicted_p99_ms as f64 / 1000.0,
+            j.deadline_ms as f64 / j.predicted_p99_ms.max(1) as f64
+        );
     }
     let _ = writeln!(
         t,
