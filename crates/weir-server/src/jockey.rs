@@ -765,7 +765,9 @@ mod tests {
                 reason: None,
             });
         }
-        changes.push(Change::RunState { run: id, to: state, at: at + 20_000, reason: None });
+        if state != "running" {
+            changes.push(Change::RunState { run: id, to: state, at: at + 20_000, reason: None });
+        }
         let applied = store.apply(fence, i64::MAX / 2, &changes).await.expect("apply");
         assert!(applied.iter().all(|&a| a), "{applied:?}");
         id
@@ -813,6 +815,72 @@ mod tests {
         assert_eq!((p.stages[1].name.as_str(), p.stages[1].after.as_slice()), ("reduce", &[0usize][..]));
         assert_eq!((p.stages[1].duration_ms[0], p.stages[1].duration_ms[10]), (3000, 3200));
         assert_eq!(p.stages[1].failure_probability, 0.0);
+    }
+
+    /// After a restart, a run's controller comes from the profile stored with the run, not from
+    /// the history (which has moved on: a fourth run with other durations succeeded since), with
+    /// the run's measured durations and its last allocation from the store. A run with no stored
+    /// model is built from history and hands its profile over to be stored.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_restarted_runs_controller_comes_from_its_stored_model() {
+        let dir = std::env::temp_dir().join(format!("weir-jockey-resume-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let store =
+            weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite");
+        let fence =
+            store.acquire_lease("c", "me", None, 0, i64::MAX / 2).await.expect("lease").expect("free");
+        let cluster = ClusterConfig::from_yaml("cluster.yaml", CLUSTER).expect("cluster");
+        let workflow =
+            Workload::from_yaml("w.yaml", WORKLOAD, &cluster).expect("workload").workflows.remove(0);
+        let day = 86_400_000;
+        let now = 40 * day;
+        for (i, map) in [[1000, 1200], [1100, 1300], [1400, 1600]].into_iter().enumerate() {
+            record(&store, &fence, "nightly", now - (3 - i as i64) * day, map, 3000, "succeeded").await;
+        }
+        // The guarded run: its map tasks took 2.5 s and 3.5 s (slower than its history).
+        let run = record(&store, &fence, "nightly", now, [2500, 3500], 3000, "running").await;
+        // First build: from history, and the profile is handed over to be stored.
+        let first = build_for_run(&*store, "c", &workflow, run, now, 40_000).await.expect("built");
+        let stored = first.to_store.clone().expect("a profile to store");
+        assert!(first.resumed.is_none());
+        assert_eq!(first.controller.predictor.profile().runs, 3);
+        // The history moves on: a fourth run, much slower, succeeds (submitted before the run,
+        // so a rebuild from history would now count it).
+        record(&store, &fence, "nightly", now - day / 2, [9000, 9000], 9000, "succeeded").await;
+        let rebuilt = profile_from_history(&*store, "c", &workflow, run, now).await.expect("profile");
+        assert_eq!(rebuilt.runs, 4);
+        // What the actor writes: the model and a decision at 5 containers.
+        let changes = vec![
+            Change::SloModel(SloModelRow {
+                run_id: run,
+                job_idx: 0,
+                built_ms: now + 700,
+                profile: stored.clone(),
+            }),
+            Change::SloDecision(SloDecisionRow {
+                run_id: run,
+                job_idx: 0,
+                at_ms: now + 900,
+                elapsed_ms: 900,
+                progress_ppm: 0,
+                speed_ppm: 1_000_000,
+                allocation: 5,
+                target: 5,
+                predicted_ms: 20_000,
+                deadline_ms: 40_000,
+                reason: "first decision".into(),
+            }),
+        ];
+        assert_eq!(store.apply(&fence, i64::MAX / 2, &changes).await.expect("apply"), vec![true, true]);
+        // After the restart: the stored model (3 runs), not the 4-run history.
+        let again = build_for_run(&*store, "c", &workflow, run, now, 40_000).await.expect("built");
+        assert!(again.to_store.is_none());
+        assert_eq!(again.resumed, Some((now + 700, Some(5))));
+        assert_eq!(again.controller.predictor.profile(), first.controller.predictor.profile());
+        assert_ne!(again.controller.predictor.profile(), &rebuilt);
+        // The run's three succeeded attempts, measured: (stage, task, ms).
+        assert_eq!(again.measured, vec![(0, 0, 2500), (0, 1, 3500), (1, 0, 3000)]);
     }
 
     #[test]
