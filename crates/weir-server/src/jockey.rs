@@ -639,10 +639,12 @@ pub fn decisions_svg(decisions: &[SloDecisionRow], end_ms: Option<i64>) -> Strin
     let _ = write!(
         svg,
         "<line class=\"deadline\" x1=\"{dx:.1}\" y1=\"{t}\" x2=\"{dx:.1}\" y2=\"{b}\" stroke=\"#c00\" stroke-dasharray=\"4 3\"/>\
-         <text x=\"{dx:.1}\" y=\"{t2}\" font-size=\"11\" fill=\"#c00\">deadline</text>",
+         <text x=\"{tx:.1}\" y=\"{t2}\" font-size=\"11\" fill=\"#c00\" text-anchor=\"end\">deadline</text>",
         t = y(1.0),
         b = y(0.0),
         t2 = y(1.0) + 10.0,
+        // Left of the line: the deadline sits near the right edge, and the word would be cut.
+        tx = dx - 3.0,
     );
     let mut path = String::new();
     let mut prev: Option<(f64, f64)> = None;

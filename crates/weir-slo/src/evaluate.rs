@@ -155,12 +155,18 @@ pub struct PolicyFigures {
 pub struct SloJobFigures {
     pub workflow: String,
     pub deadline_ms: u64,
-    /// The largest allocation its table knows (its widest stage, at most the table's cap).
+    /// Its maximal allocation: its widest stage, at most what its table knows and what the
+    /// cluster holds of its containers beside its application master.
     pub max_allocation: u32,
     /// The median and 99th percentile of its predicted duration from submission at that
     /// allocation (C(0, A), initialization latency included).
     pub predicted_p50_ms: u64,
     pub predicted_p99_ms: u64,
+    /// The controller's own prediction before the job starts at that allocation: its
+    /// quantile of C(0, A) (made monotone over the allocations) times its starting slack —
+    /// the completion it plans for when it gives the job everything. The evaluation
+    /// workload's deadlines are this, rounded up to the minute (docs/slo.md, "Deadlines").
+    pub controller_ms: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -228,10 +234,30 @@ pub fn evaluate(
         .zip(&tables)
         .zip(&slo)
         .map(|((p, t), &w)| {
-            let a = t.max_allocation();
+            let unit = workload.workflows[w].jobs[0]
+                .stages
+                .iter()
+                .map(|s| cluster.scheduler.normalize(&s.resources))
+                .fold(Resources::ZERO, |a, r| a.component_max(&r));
+            let total = cluster.total_resources();
+            let fits = [(total.cpu, unit.cpu), (total.memory, unit.memory), (total.gpu, unit.gpu)]
+                .iter()
+                .filter(|(_, u)| *u > 0)
+                .map(|(t, u)| t / u)
+                .min()
+                .unwrap_or(u64::MAX)
+                .saturating_sub(1);
+            let a = t.max_allocation().min(u32::try_from(fits).unwrap_or(u32::MAX)).max(1);
+            let deadline_ms = workload.workflows[w].slo.map_or(0, |d| d.as_millis());
+            let controller = Controller::new(
+                Predictor::Table { profile: p.clone(), table: t.clone() },
+                Utility::deadline(deadline_ms),
+                config.control.clone(),
+            );
             SloJobFigures {
                 workflow: p.workflow.clone(),
-                deadline_ms: workload.workflows[w].slo.map_or(0, |d| d.as_millis()),
+                deadline_ms,
+                controller_ms: controller.predicted(0, &JobState::new(p), a),
                 max_allocation: a,
                 predicted_p50_ms: t.remaining(0.0, a, 0.5),
                 predicted_p99_ms: t.remaining(0.0, a, 0.99),

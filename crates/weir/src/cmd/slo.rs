@@ -538,13 +538,20 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
     for j in &report.slo_jobs {
         let _ = writeln!(
             t,
-            "{}: deadline {:.0}s; predicted at {} containers: p50 {:.0}s, p99 {:.0}s (deadline / p99: {:.2})",
+            "{}: deadline {:.0}s; at its maximal allocation ({} containers) C(0, a) p50 {:.0}s, p99 {:.0}s, \
+             the controller plans for {:.0}s (deadline / that: {:.2}{})",
             j.workflow,
             j.deadline_ms as f64 / 1000.0,
             j.max_allocation,
             j.predicted_p50_ms as f64 / 1000.0,
             j.predicted_p99_ms as f64 / 1000.0,
-            j.deadline_ms as f64 / j.predicted_p99_ms.max(1) as f64
+            j.controller_ms as f64 / 1000.0,
+            j.deadline_ms as f64 / j.controller_ms.max(1) as f64,
+            if j.controller_ms > j.deadline_ms {
+                "; admission would refuse it: no allocation is predicted to meet the deadline"
+            } else {
+                ""
+            }
         );
     }
     let _ = writeln!(
