@@ -885,6 +885,34 @@ mod tests {
         assert_eq!(again.measured, vec![(0, 0, 2500), (0, 1, 3500), (1, 0, 3000)]);
     }
 
+    /// A workflow of two jobs, and a job with a gang stage, get no model, and the reason (what
+    /// the run's fallback decision, `weir status`, the run page and `--check-slo` show) names
+    /// the workflow and what keeps it out, before any history is read.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn workflows_the_controller_cannot_guard_say_why() {
+        let dir = std::env::temp_dir().join(format!("weir-jockey-fallback-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let store =
+            weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite");
+        let cluster = ClusterConfig::from_yaml("cluster.yaml", CLUSTER).expect("cluster");
+        let two_jobs = WORKLOAD.replace(
+            "          - {name: reduce, after: [map], tasks: 1, resources: {cpu: 1000, memory: 1g}, duration: {fixed: 1s}}\n",
+            "          - {name: reduce, after: [map], tasks: 1, resources: {cpu: 1000, memory: 1g}, duration: {fixed: 1s}}\n      - name: publish\n        stages:\n          - {name: push, tasks: 1, resources: {cpu: 1000, memory: 1g}, duration: {fixed: 1s}}\n",
+        );
+        let gang = WORKLOAD.replace("{name: map, tasks: 2,", "{name: map, gang: true, tasks: 2,");
+        for (yaml, why) in [
+            (two_jobs, "the controller guards workflows of one job; nightly has 2"),
+            (gang, "the controller guards jobs of independent tasks; stage map of nightly is a gang"),
+        ] {
+            let wf = Workload::from_yaml("w.yaml", &yaml, &cluster).expect("workload").workflows.remove(0);
+            let got = profile_from_history(&*store, "c", &wf, -1, 40 * 86_400_000).await.unwrap_err();
+            assert_eq!(got, why);
+            let built = build_for_run(&*store, "c", &wf, 1, 40 * 86_400_000, 40_000).await;
+            assert_eq!(built.err().as_deref(), Some(why));
+        }
+    }
+
     #[test]
     fn containers_and_periods() {
         let unit = Resources::new(1000, 2048, 0);

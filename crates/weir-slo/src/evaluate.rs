@@ -172,6 +172,9 @@ pub struct SloJobFigures {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct EvalReport {
     pub slo_jobs: Vec<SloJobFigures>,
+    /// Tier-1 workflows with an SLO that the controller does not guard, and why: they are
+    /// replayed as background.
+    pub unguarded: Vec<String>,
     pub profiles: Vec<JobProfile>,
     pub policies: Vec<PolicyFigures>,
     pub jobs: Vec<EvalJob>,
@@ -264,16 +267,32 @@ pub fn evaluate(
             }
         })
         .collect();
-    Ok(EvalReport { slo_jobs, profiles, policies, jobs })
+    let unguarded = workload
+        .workflows
+        .iter()
+        .filter(|wf| wf.tier == 1 && wf.slo.is_some())
+        .filter_map(|wf| Some(format!("{}: {}", wf.name, unguarded(wf)?)))
+        .collect();
+    Ok(EvalReport { slo_jobs, unguarded, profiles, policies, jobs })
 }
 
 fn is_slo(wf: &Workflow) -> bool {
-    wf.tier == 1
-        && wf.slo.is_some()
-        && wf.jobs.len() == 1
-        && !wf.jobs[0].gang
-        && !wf.jobs[0].stages.iter().any(|s| s.gang)
-        && !matches!(wf.arrival, Arrival::Poisson { .. })
+    wf.tier == 1 && wf.slo.is_some() && unguarded(wf).is_none()
+}
+
+/// Why a workflow with an SLO is not one the controller guards (its profile is one job's
+/// stage DAG of independent tasks, and its runs are counted by their arrival times).
+fn unguarded(wf: &Workflow) -> Option<String> {
+    if wf.jobs.len() != 1 {
+        return Some(format!("{} jobs; the controller guards workflows of one job", wf.jobs.len()));
+    }
+    if wf.jobs[0].gang || wf.jobs[0].stages.iter().any(|s| s.gang) {
+        return Some("a gang; the controller guards jobs of independent tasks".into());
+    }
+    if matches!(wf.arrival, Arrival::Poisson { .. }) {
+        return Some("random (Poisson) arrivals; the evaluation replays runs at known times".into());
+    }
+    None
 }
 
 fn sim_error(what: &str, source: weir_sim::SimError) -> SloError {

@@ -451,7 +451,7 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
     };
     let report = weir_slo::evaluate(&cluster, &workload, &config)?;
     fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
-    let summary = serde_json::json!({ "policies": report.policies, "slo_jobs": report.slo_jobs, "profiles": report.profiles });
+    let summary = serde_json::json!({ "policies": report.policies, "slo_jobs": report.slo_jobs, "unguarded": report.unguarded, "profiles": report.profiles });
     write(&args.out.join("summary.json"), &(serde_json::to_string_pretty(&summary)? + "\n"))?;
     let mut jobs = String::from(
         "policy,workflow,run,slowed,submit,deadline,completion,met,alone,allocated_hours,used_hours\n",
@@ -534,6 +534,9 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
             first.feasible_runs,
             of.join(", ")
         );
+    }
+    for u in &report.unguarded {
+        let _ = writeln!(t, "not guarded, replayed as background: {u}");
     }
     for j in &report.slo_jobs {
         let _ = writeln!(
