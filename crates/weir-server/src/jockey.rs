@@ -412,7 +412,7 @@ pub(crate) async fn build_for_run(
         .await
         .map_err(read)?
         .into_iter()
-        .map(|(stage, task, ms)| (stage, task, ms.max(0) as u64))
+        .map(|m| (m.stage, m.task, m.ms.max(0) as u64))
         .collect();
     match store.slo_model(run, 0).await.map_err(read)? {
         Some(stored) => {

@@ -330,13 +330,12 @@ pub trait JobStore: Send + Sync {
     /// [`Change::SloModel`]), if any.
     fn slo_model(&self, run: i64, job: u32) -> BoxFuture<'_, Result<Option<crate::SloModelRow>, StoreError>>;
 
-    /// The durations (ms) of the run's succeeded attempts of job `job`, as (stage, task, ms), by
-    /// stage and task.
+    /// The durations of the run's succeeded attempts of job `job`, by stage and task.
     fn succeeded_attempt_ms(
         &self,
         run: i64,
         job: u32,
-    ) -> BoxFuture<'_, Result<Vec<(u32, u32, i64)>, StoreError>>;
+    ) -> BoxFuture<'_, Result<Vec<crate::MeasuredAttempt>, StoreError>>;
 
     /// Stores a stage's job commit state (docs/commit.md), replacing the earlier row of the
     /// same run, job and stage. **Fenced**: refused with `LeaseLost` (nothing written) once
@@ -737,7 +736,7 @@ impl JobStore for crate::Store {
         &self,
         run: i64,
         job: u32,
-    ) -> BoxFuture<'_, Result<Vec<(u32, u32, i64)>, StoreError>> {
+    ) -> BoxFuture<'_, Result<Vec<crate::MeasuredAttempt>, StoreError>> {
         Box::pin(crate::Store::succeeded_attempt_ms(self, run, job))
     }
 

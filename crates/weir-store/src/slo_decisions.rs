@@ -84,6 +84,14 @@ pub(crate) async fn insert_model(tx: &mut Tx, m: &SloModelRow) -> Result<u64, St
     .map(|r| r.rows_affected())
 }
 
+/// A succeeded attempt's measured duration: end less start (ms), of one task of one stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MeasuredAttempt {
+    pub stage: u32,
+    pub task: u32,
+    pub ms: i64,
+}
+
 impl Store {
     /// The model of the run's job `job`, if its controller was built.
     pub(crate) async fn slo_model(&self, run: i64, job: u32) -> Result<Option<SloModelRow>, StoreError> {
@@ -113,7 +121,7 @@ impl Store {
         &self,
         run: i64,
         job: u32,
-    ) -> Result<Vec<(u32, u32, i64)>, StoreError> {
+    ) -> Result<Vec<MeasuredAttempt>, StoreError> {
         let rows = sqlx::query(
             "SELECT stage_idx, task_idx, ended_ms - started_ms AS ms FROM attempts
              WHERE run_id = $1 AND job_idx = $2 AND state = 'succeeded' AND ended_ms IS NOT NULL
@@ -129,7 +137,7 @@ impl Store {
                 let idx = |c: &'static str| -> Result<u32, StoreError> {
                     Ok(int(r, c)?.clamp(0, i64::from(u32::MAX)) as u32)
                 };
-                Ok((idx("stage_idx")?, idx("task_idx")?, int(r, "ms")?))
+                Ok(MeasuredAttempt { stage: idx("stage_idx")?, task: idx("task_idx")?, ms: int(r, "ms")? })
             })
             .collect()
     }

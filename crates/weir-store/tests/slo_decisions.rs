@@ -151,7 +151,9 @@ async fn a_runs_model_is_kept_from_its_first_build() {
         let jobs =
             vec![NewJob { idx: 0, name: "work".into(), tasks: vec![task(0, 0), task(0, 1), task(1, 0)] }];
         let mut changes = vec![Change::Route { run: id, jobs, at: 1000 }];
-        let spans: [(u32, u32, u32, i64, Option<(&'static str, i64)>); 5] = [
+        // (stage, task, attempt, start, end and its state)
+        type Span = (u32, u32, u32, i64, Option<(&'static str, i64)>);
+        let spans: [Span; 5] = [
             (0, 0, 1, 2000, Some(("failed", 2400))),
             (0, 0, 2, 2500, Some(("succeeded", 3700))),
             (0, 1, 1, 2000, Some(("succeeded", 3000))),
@@ -176,7 +178,13 @@ async fn a_runs_model_is_kept_from_its_first_build() {
         let applied = store.apply(&fence, 60_000, &changes).await.expect("apply");
         assert!(applied.iter().all(|&a| a), "{}: {applied:?}", store.kind());
         assert_eq!(
-            store.succeeded_attempt_ms(id, 0).await.expect("read"),
+            store
+                .succeeded_attempt_ms(id, 0)
+                .await
+                .expect("read")
+                .iter()
+                .map(|m| (m.stage, m.task, m.ms))
+                .collect::<Vec<_>>(),
             vec![(0, 0, 1200), (0, 1, 1000), (1, 0, 3000)],
             "{}",
             store.kind()
