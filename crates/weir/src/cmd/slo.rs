@@ -123,10 +123,17 @@ probability raised by --extra-failure) under five policies: jockey (the controll
 allocation, never changed), max (the job's full parallelism), fair (no guarantee: plain fair share) \
 and amdahl (the controller with S + P/a). An allocation is the job's guarantee in the engine (placed \
 ahead of fair share, restored by preemption after the leaf's min-share timeout); the SLO queues' \
-configured minimum is removed under every policy, so the guarantee is all an SLO job gets.\n\n\
+configured minimum is removed under every policy, so the guarantee is all an SLO job gets. \
+Tier-1 workflows with an slo that the controller does not guard (several jobs, a gang) are named and \
+replayed as background.\n\n\
+One more replay gives every SLO run room for all its tasks at once (the same task durations and \
+failures): its completion there (jobs.csv's alone) is what no policy can beat, and the runs it meets \
+are the ones any policy could. Each SLO job's deadline is printed against what the controller plans \
+for at its maximal allocation before the job starts; a deadline below that is one the admission \
+check refuses at every allocation (docs/slo.md, \"Deadlines\").\n\n\
 Prints, and writes to --out: summary.json (per policy: deadlines met, lateness = completion/deadline \
 quantiles, allocated and used container-hours of the SLO jobs, background jobs' response times; and \
-the profiles), jobs.csv (one row per SLO run and policy) and decisions.csv (every control decision: \
+the SLO jobs' deadline checks and the profiles), jobs.csv (one row per SLO run and policy) and decisions.csv (every control decision: \
 time, progress, slack, speed, allocation, predicted completion) and report.html (the policies side by side, \
 completion against deadline per run, allocation over time against progress for the controller's \
 hardest runs).\n\n\
