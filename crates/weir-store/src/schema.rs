@@ -509,7 +509,7 @@ mod tests {
     async fn a_migration_skipped_by_an_out_of_order_build_is_applied_later() {
         let (dir, store) = empty_store("weir-schema-gap").await;
         let [.., missed, newest] = MIGRATIONS else { panic!("two migrations at least") };
-        assert_eq!(missed.0, 18, "this test checks migration 18's table below");
+        assert_eq!(missed.0, 19, "this test checks migration 19's table below");
         migrate_to(&store, missed.0 - 1).await.expect("before the missed one");
         for statement in newest.1 {
             sqlx::query(*statement).execute(&store.write).await.expect("the newest migration");
@@ -519,7 +519,7 @@ mod tests {
             .execute(&store.write)
             .await
             .expect("recorded");
-        assert!(sqlx::query("SELECT output_idx FROM job_commits").execute(&store.read).await.is_err());
+        assert!(sqlx::query("SELECT body FROM advice").execute(&store.read).await.is_err());
         migrate(&store).await.expect("upgrade");
         let versions: Vec<i64> = sqlx::query("SELECT version FROM weir_schema ORDER BY version")
             .fetch_all(&store.read)
@@ -529,7 +529,7 @@ mod tests {
             .map(|r| r.try_get("version").expect("version"))
             .collect();
         assert_eq!(versions, MIGRATIONS.iter().map(|m| m.0).collect::<Vec<_>>());
-        sqlx::query("SELECT output_idx FROM job_commits").execute(&store.read).await.expect("18 applied");
+        sqlx::query("SELECT body FROM advice").execute(&store.read).await.expect("19 applied");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
