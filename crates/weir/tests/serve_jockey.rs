@@ -431,8 +431,8 @@ fn a_restarted_server_resumes_a_guarded_runs_controller_from_the_store() {
     let dir = scratch.0.clone();
     common::open_to_tasks(&dir);
     let cluster = scratch.file("cluster.yaml", CLUSTER);
-    let history = scratch.file("history.yaml", &slo_workflow_of("nightly", 24, 1, 60, true));
-    let slowed = scratch.file("slowed.yaml", &slo_workflow_of("nightly", 24, 4, 60, true));
+    let history = scratch.file("history.yaml", &slo_workflow_of("nightly", 40, 1, 90, true));
+    let slowed = scratch.file("slowed.yaml", &slo_workflow_of("nightly", 40, 4, 90, true));
     let port = free_port();
     let mut server = serve(&dir, port, &cluster);
     for day in 1..=3 {
@@ -440,7 +440,7 @@ fn a_restarted_server_resumes_a_guarded_runs_controller_from_the_store() {
         let v = wait_for(&dir, "a history run ending", Duration::from_secs(60), || done(run(&dir, port, id)));
         assert_eq!(v["state"], "succeeded", "{v}");
     }
-    // 24 tasks of 4 s on 8 slots: three waves. After the first, its tasks show it slower.
+    // 40 tasks of 4 s on 8 slots: five waves. After the first, its tasks show it slower.
     let guarded = submit(&dir, port, &slowed, "2026-11-04");
     let before = wait_for(&dir, "a decision re-estimating the run slower", Duration::from_secs(60), || {
         let v = run(&dir, port, guarded);
@@ -451,7 +451,6 @@ fn a_restarted_server_resumes_a_guarded_runs_controller_from_the_store() {
             Err(v.to_string())
         }
     });
-    let last = before.as_array().and_then(|d| d.last()).expect("a decision")["allocation"].clone();
     drop(server);
     server = serve(&dir, port, &cluster);
     let v = wait_for(&dir, "the guarded run ending after the restart", Duration::from_secs(120), || {
@@ -466,7 +465,7 @@ fn a_restarted_server_resumes_a_guarded_runs_controller_from_the_store() {
     assert!(reasons[at].contains("(3 earlier runs)"), "{resumed}");
     // Resumed at the allocation it had, already knowing the run slower than its profile:
     // the measured durations came back from the store, not from tasks ending after the restart.
-    assert_eq!(resumed["allocation"], last, "{decisions:?}");
+    assert_eq!(resumed["allocation"], decisions[at - 1]["allocation"], "{decisions:?}");
     assert!(resumed["speed"].as_f64().is_some_and(|s| s > 1.2), "{resumed}");
     assert!(at >= before.as_array().map_or(0, Vec::len), "{reasons:?}");
     drop(server);
