@@ -19,9 +19,12 @@
 //!
 //! [`check`] is the admission check `weir submit --check-slo` asks for.
 //!
-//! The controller's state lives only in the actor: after a restart or a lease moving to another
-//! worker, the run's controller is built again from history and starts from its first
-//! decision (the decisions already recorded stay).
+//! **Across restarts.** The profile a run's controller was built from is stored with the run
+//! (`Change::SloModel`, schema 20) the first time it is built. After a restart or a lease
+//! moving to another worker, the run's controller is rebuilt from that stored profile (not
+//! from a history that may have moved on), its measured task durations are read back from
+//! the run's succeeded attempts, and it carries on from the last allocation it recorded; a
+//! decision row (`resumed: …`) says so.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,7 +35,7 @@ use weir_slo::{
     ControlConfig, Controller, JobProfile, JobState, Predictor, RemainingTable, TableConfig, TaskObservation,
     TaskOutcome, Utility,
 };
-use weir_store::{Change, JobStore, SloDecisionRow};
+use weir_store::{Change, JobStore, SloDecisionRow, SloModelRow};
 
 /// Earlier successful runs a profile needs; with fewer the run keeps its tier's rules.
 pub const MIN_RUNS: usize = 3;
@@ -44,7 +47,19 @@ const TABLE_RUNS: u32 = 20;
 const MAX_ALLOCATION: u32 = 128;
 
 /// A controller ready for a run, or why it has none.
-type Built = Result<Box<Controller>, String>;
+type Built = Result<Box<Model>, String>;
+
+/// What a run's build hands the actor.
+pub(crate) struct Model {
+    controller: Controller,
+    /// The profile to store with the run (a first build), as weir-slo's JSON.
+    to_store: Option<String>,
+    /// Read back from the store (a restart): when it was first built, and the allocation the
+    /// controller last recorded.
+    resumed: Option<(i64, Option<u32>)>,
+    /// The run's succeeded attempts the store holds: (stage, task, ms).
+    measured: Vec<(u32, u32, u64)>,
+}
 
 /// What the book knows of one guarded run.
 enum Phase {
@@ -68,8 +83,23 @@ struct Recorded {
 
 struct Guarded {
     phase: Phase,
-    /// Summed durations (ms) of the job's completed task attempts, by stage.
-    ran_ms: Vec<u64>,
+    /// Measured durations (ms) of the job's completed tasks, by (stage, task): from the
+    /// actor's own exits and, after a restart, from the store (each task counted once).
+    ran: BTreeMap<(u32, u32), u64>,
+    stages: usize,
+}
+
+impl Guarded {
+    /// Summed measured durations by stage (what re-estimation compares with the profile).
+    fn ran_ms(&self) -> Vec<u64> {
+        let mut out = vec![0; self.stages];
+        for (&(s, _), &ms) in &self.ran {
+            if let Some(o) = out.get_mut(s as usize) {
+                *o += ms;
+            }
+        }
+        out
+    }
 }
 
 /// The engine actor's guarded runs.
@@ -110,11 +140,11 @@ impl JockeyBook {
         self.runs.is_empty()
     }
 
-    /// A completed attempt of a guarded run: its stage's measured time grows.
-    pub fn task_done(&mut self, run: i64, job: usize, stage: usize, ran_ms: Option<u64>) {
+    /// A completed attempt of a guarded run: its measured time joins its stage's.
+    pub fn task_done(&mut self, run: i64, job: usize, stage: usize, task: u32, ran_ms: Option<u64>) {
         if let (0, Some(g), Some(ms)) = (job, self.runs.get_mut(&run), ran_ms) {
-            if let Some(r) = g.ran_ms.get_mut(stage) {
-                *r += ms;
+            if stage < g.stages {
+                g.ran.insert((stage as u32, task), ms);
             }
         }
     }
@@ -135,7 +165,51 @@ impl JockeyBook {
             let Some(g) = self.runs.get_mut(&run) else { continue };
             let deadline_ms = live.iter().find(|r| r.id == run).and_then(deadline).unwrap_or(0);
             match built {
-                Ok(controller) => g.phase = Phase::Active { controller, next_step_ms: 0, last: None },
+                Ok(model) => {
+                    let Model { mut controller, to_store, resumed, measured } = *model;
+                    for (stage, task, ms) in measured {
+                        if (stage as usize) < g.stages {
+                            g.ran.entry((stage, task)).or_insert(ms);
+                        }
+                    }
+                    if let Some(profile) = to_store {
+                        changes.push(Change::SloModel(SloModelRow {
+                            run_id: run,
+                            job_idx: 0,
+                            built_ms: now_ms,
+                            profile,
+                        }));
+                    }
+                    if let (Some((built_ms, allocation)), Some(r)) =
+                        (resumed, live.iter().find(|r| r.id == run))
+                    {
+                        if let Some(a) = allocation {
+                            controller.resume(a);
+                        }
+                        let state = JobState { done: r.done.clone(), started: r.started, ran_ms: g.ran_ms() };
+                        let elapsed = (now_ms - r.submitted_ms).max(0) as u64;
+                        let a = controller.current().unwrap_or(0);
+                        changes.push(Change::SloDecision(SloDecisionRow {
+                            run_id: run,
+                            job_idx: 0,
+                            at_ms: now_ms,
+                            elapsed_ms: elapsed as i64,
+                            progress_ppm: (controller.predictor.progress(&state) * 1e6).round() as i64,
+                            speed_ppm: (controller.speed(&state) * 1e6).round() as i64,
+                            allocation: a,
+                            target: a,
+                            predicted_ms: if a > 0 { controller.predicted(elapsed, &state, a) as i64 } else { 0 },
+                            deadline_ms: deadline_ms as i64,
+                            reason: format!(
+                                "resumed: the model stored at +{} ({} earlier runs), {} completed task(s) measured",
+                                secs(built_ms - r.submitted_ms),
+                                controller.predictor.profile().runs,
+                                g.ran.len()
+                            ),
+                        }));
+                    }
+                    g.phase = Phase::Active { controller: Box::new(controller), next_step_ms: 0, last: None };
+                }
                 Err(why) => {
                     g.phase = Phase::Fallback;
                     changes.push(Change::SloDecision(fallback_row(run, now_ms, deadline_ms, why)));
@@ -149,18 +223,19 @@ impl JockeyBook {
             let g = match self.runs.entry(r.id) {
                 std::collections::btree_map::Entry::Vacant(v) => {
                     let stages = r.workflow.jobs.first().map_or(0, |j| j.stages.len());
-                    v.insert(Guarded { phase: Phase::Building, ran_ms: vec![0; stages] });
+                    v.insert(Guarded { phase: Phase::Building, ran: BTreeMap::new(), stages });
                     spawn_build(&self.tx, r, cluster, store, deadline_ms);
                     continue;
                 }
                 std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             };
+            let ran_ms = g.ran_ms();
             let Phase::Active { controller, next_step_ms, last } = &mut g.phase else { continue };
             if !r.in_engine || now_ms < *next_step_ms {
                 continue;
             }
             *next_step_ms = now_ms + period_ms(deadline_ms);
-            let state = JobState { done: r.done.clone(), started: r.started, ran_ms: g.ran_ms.clone() };
+            let state = JobState { done: r.done.clone(), started: r.started, ran_ms };
             let elapsed = (now_ms - r.submitted_ms).max(0) as u64;
             let d = controller.step(elapsed, &state);
             let changed = last.is_none_or(|l| l.allocation != d.allocation);
@@ -202,7 +277,7 @@ fn spawn_build(
     let (tx, store, cluster, workflow, run, before) =
         (tx.clone(), store.clone(), cluster.to_string(), r.workflow.clone(), r.id, r.submitted_ms);
     tokio::spawn(async move {
-        let built = build(&*store, &cluster, &workflow, run, before, deadline_ms).await;
+        let built = build_for_run(&*store, &cluster, &workflow, run, before, deadline_ms).await;
         let _ = tx.send((run, built));
     });
 }
@@ -320,9 +395,10 @@ fn single_job(workflow: &Workflow) -> Result<&JobTemplate, String> {
     }
 }
 
-/// The controller of a run: profile from history, C(p, a) by job-alone simulation (off the
-/// actor's thread: it is CPU work).
-pub async fn build(
+/// A run's controller: from the profile stored with the run when it has one (it was built
+/// before a restart), else from history (and the profile is to be stored); with the run's
+/// measured durations and last allocation from the store.
+pub(crate) async fn build_for_run(
     store: &dyn JobStore,
     cluster: &str,
     workflow: &Workflow,
@@ -330,8 +406,60 @@ pub async fn build(
     before_ms: i64,
     deadline_ms: u64,
 ) -> Built {
+    let read = |e: weir_store::StoreError| format!("cannot read the run's model: {e}");
+    let measured = store
+        .succeeded_attempt_ms(run, 0)
+        .await
+        .map_err(read)?
+        .into_iter()
+        .map(|m| (m.stage, m.task, m.ms.max(0) as u64))
+        .collect();
+    match store.slo_model(run, 0).await.map_err(read)? {
+        Some(stored) => {
+            let profile = JobProfile::from_json(&format!("the stored model of run {run}"), &stored.profile)
+                .map_err(|e| e.to_string())?;
+            let controller = controller_for(profile, deadline_ms).await?;
+            let last = store
+                .slo_decisions(run)
+                .await
+                .map_err(read)?
+                .iter()
+                .rev()
+                .find(|d| d.job_idx == 0 && d.allocation > 0)
+                .map(|d| d.allocation);
+            Ok(Box::new(Model {
+                controller,
+                to_store: None,
+                resumed: Some((stored.built_ms, last)),
+                measured,
+            }))
+        }
+        None => {
+            let profile = profile_from_history(store, cluster, workflow, run, before_ms).await?;
+            let to_store = Some(profile.to_json());
+            let controller = controller_for(profile, deadline_ms).await?;
+            Ok(Box::new(Model { controller, to_store, resumed: None, measured }))
+        }
+    }
+}
+
+/// The controller of a new run of `workflow` (the admission check's): profile from history.
+pub async fn build(
+    store: &dyn JobStore,
+    cluster: &str,
+    workflow: &Workflow,
+    run: i64,
+    before_ms: i64,
+    deadline_ms: u64,
+) -> Result<Box<Controller>, String> {
     let profile = profile_from_history(store, cluster, workflow, run, before_ms).await?;
-    let controller = tokio::task::spawn_blocking(move || -> Result<Controller, String> {
+    Ok(Box::new(controller_for(profile, deadline_ms).await?))
+}
+
+/// A controller for `profile`: its C(p, a) table by job-alone simulation (off the actor's
+/// thread: it is CPU work; the same profile gives the same table).
+async fn controller_for(profile: JobProfile, deadline_ms: u64) -> Result<Controller, String> {
+    tokio::task::spawn_blocking(move || -> Result<Controller, String> {
         let config = TableConfig {
             max_allocation: profile.max_parallelism().min(MAX_ALLOCATION),
             runs: TABLE_RUNS,
@@ -345,8 +473,7 @@ pub async fn build(
         ))
     })
     .await
-    .map_err(|e| format!("building the model failed: {e}"))??;
-    Ok(Box::new(controller))
+    .map_err(|e| format!("building the model failed: {e}"))?
 }
 
 /// The admission check for a submission (`weir submit --check-slo`, `POST /v1/slo/check`):
@@ -512,10 +639,12 @@ pub fn decisions_svg(decisions: &[SloDecisionRow], end_ms: Option<i64>) -> Strin
     let _ = write!(
         svg,
         "<line class=\"deadline\" x1=\"{dx:.1}\" y1=\"{t}\" x2=\"{dx:.1}\" y2=\"{b}\" stroke=\"#c00\" stroke-dasharray=\"4 3\"/>\
-         <text x=\"{dx:.1}\" y=\"{t2}\" font-size=\"11\" fill=\"#c00\">deadline</text>",
+         <text x=\"{tx:.1}\" y=\"{t2}\" font-size=\"11\" fill=\"#c00\" text-anchor=\"end\">deadline</text>",
         t = y(1.0),
         b = y(0.0),
         t2 = y(1.0) + 10.0,
+        // Left of the line: the deadline sits near the right edge, and the word would be cut.
+        tx = dx - 3.0,
     );
     let mut path = String::new();
     let mut prev: Option<(f64, f64)> = None;
@@ -638,7 +767,9 @@ mod tests {
                 reason: None,
             });
         }
-        changes.push(Change::RunState { run: id, to: state, at: at + 20_000, reason: None });
+        if state != "running" {
+            changes.push(Change::RunState { run: id, to: state, at: at + 20_000, reason: None });
+        }
         let applied = store.apply(fence, i64::MAX / 2, &changes).await.expect("apply");
         assert!(applied.iter().all(|&a| a), "{applied:?}");
         id
@@ -686,6 +817,100 @@ mod tests {
         assert_eq!((p.stages[1].name.as_str(), p.stages[1].after.as_slice()), ("reduce", &[0usize][..]));
         assert_eq!((p.stages[1].duration_ms[0], p.stages[1].duration_ms[10]), (3000, 3200));
         assert_eq!(p.stages[1].failure_probability, 0.0);
+    }
+
+    /// After a restart, a run's controller comes from the profile stored with the run, not from
+    /// the history (which has moved on: a fourth run with other durations succeeded since), with
+    /// the run's measured durations and its last allocation from the store. A run with no stored
+    /// model is built from history and hands its profile over to be stored.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_restarted_runs_controller_comes_from_its_stored_model() {
+        let dir = std::env::temp_dir().join(format!("weir-jockey-resume-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let store =
+            weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite");
+        let fence =
+            store.acquire_lease("c", "me", None, 0, i64::MAX / 2).await.expect("lease").expect("free");
+        let cluster = ClusterConfig::from_yaml("cluster.yaml", CLUSTER).expect("cluster");
+        let workflow =
+            Workload::from_yaml("w.yaml", WORKLOAD, &cluster).expect("workload").workflows.remove(0);
+        let day = 86_400_000;
+        let now = 40 * day;
+        for (i, map) in [[1000, 1200], [1100, 1300], [1400, 1600]].into_iter().enumerate() {
+            record(&store, &fence, "nightly", now - (3 - i as i64) * day, map, 3000, "succeeded").await;
+        }
+        // The guarded run: its map tasks took 2.5 s and 3.5 s (slower than its history).
+        let run = record(&store, &fence, "nightly", now, [2500, 3500], 3000, "running").await;
+        // First build: from history, and the profile is handed over to be stored.
+        let first = build_for_run(&*store, "c", &workflow, run, now, 40_000).await.expect("built");
+        let stored = first.to_store.clone().expect("a profile to store");
+        assert!(first.resumed.is_none());
+        assert_eq!(first.controller.predictor.profile().runs, 3);
+        // The history moves on: a fourth run, much slower, succeeds (submitted before the run,
+        // so a rebuild from history would now count it).
+        record(&store, &fence, "nightly", now - day / 2, [9000, 9000], 9000, "succeeded").await;
+        let rebuilt = profile_from_history(&*store, "c", &workflow, run, now).await.expect("profile");
+        assert_eq!(rebuilt.runs, 4);
+        // What the actor writes: the model and a decision at 5 containers.
+        let changes = vec![
+            Change::SloModel(SloModelRow {
+                run_id: run,
+                job_idx: 0,
+                built_ms: now + 700,
+                profile: stored.clone(),
+            }),
+            Change::SloDecision(SloDecisionRow {
+                run_id: run,
+                job_idx: 0,
+                at_ms: now + 900,
+                elapsed_ms: 900,
+                progress_ppm: 0,
+                speed_ppm: 1_000_000,
+                allocation: 5,
+                target: 5,
+                predicted_ms: 20_000,
+                deadline_ms: 40_000,
+                reason: "first decision".into(),
+            }),
+        ];
+        assert_eq!(store.apply(&fence, i64::MAX / 2, &changes).await.expect("apply"), vec![true, true]);
+        // After the restart: the stored model (3 runs), not the 4-run history.
+        let again = build_for_run(&*store, "c", &workflow, run, now, 40_000).await.expect("built");
+        assert!(again.to_store.is_none());
+        assert_eq!(again.resumed, Some((now + 700, Some(5))));
+        assert_eq!(again.controller.predictor.profile(), first.controller.predictor.profile());
+        assert_ne!(again.controller.predictor.profile(), &rebuilt);
+        // The run's three succeeded attempts, measured: (stage, task, ms).
+        assert_eq!(again.measured, vec![(0, 0, 2500), (0, 1, 3500), (1, 0, 3000)]);
+    }
+
+    /// A workflow of two jobs, and a job with a gang stage, get no model, and the reason (what
+    /// the run's fallback decision, `weir status`, the run page and `--check-slo` show) names
+    /// the workflow and what keeps it out, before any history is read.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn workflows_the_controller_cannot_guard_say_why() {
+        let dir = std::env::temp_dir().join(format!("weir-jockey-fallback-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let store =
+            weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite");
+        let cluster = ClusterConfig::from_yaml("cluster.yaml", CLUSTER).expect("cluster");
+        let two_jobs = WORKLOAD.replace(
+            "          - {name: reduce, after: [map], tasks: 1, resources: {cpu: 1000, memory: 1g}, duration: {fixed: 1s}}\n",
+            "          - {name: reduce, after: [map], tasks: 1, resources: {cpu: 1000, memory: 1g}, duration: {fixed: 1s}}\n      - name: publish\n        stages:\n          - {name: push, tasks: 1, resources: {cpu: 1000, memory: 1g}, duration: {fixed: 1s}}\n",
+        );
+        let gang = WORKLOAD.replace("{name: map, tasks: 2,", "{name: map, gang: true, tasks: 2,");
+        for (yaml, why) in [
+            (two_jobs, "the controller guards workflows of one job; nightly has 2"),
+            (gang, "the controller guards jobs of independent tasks; stage map of nightly is a gang"),
+        ] {
+            let wf = Workload::from_yaml("w.yaml", &yaml, &cluster).expect("workload").workflows.remove(0);
+            let got = profile_from_history(&*store, "c", &wf, -1, 40 * 86_400_000).await.unwrap_err();
+            assert_eq!(got, why);
+            let built = build_for_run(&*store, "c", &wf, 1, 40 * 86_400_000, 40_000).await;
+            assert_eq!(built.err().as_deref(), Some(why));
+        }
     }
 
     #[test]

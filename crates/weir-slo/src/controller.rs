@@ -127,6 +127,14 @@ impl Controller {
         self.current
     }
 
+    /// Carry on from an allocation chosen before (by this controller's earlier life, before a
+    /// restart): the next step treats it as the current allocation — a raise, a cut by
+    /// hysteresis or the dead zone — instead of a first decision. Clamped to the model's range.
+    pub fn resume(&mut self, allocation: u32) {
+        let (min, max) = self.bounds();
+        self.current = Some(allocation.clamp(min, max));
+    }
+
     fn bounds(&self) -> (u32, u32) {
         let max = self.predictor.max_allocation().max(1);
         (self.config.min_allocation.clamp(1, max), max)

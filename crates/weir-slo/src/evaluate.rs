@@ -109,6 +109,12 @@ pub struct EvalJob {
     /// Completion from submission; `None` if it did not finish within the window.
     pub completion_ms: Option<u64>,
     pub met: bool,
+    /// Its completion from submission when it runs alone on a cluster with room for every
+    /// task at once (the same seed, so the same task durations and failures, which weir-sim
+    /// draws per job): what full parallelism from its first second achieves, the best any
+    /// allocation policy can do. `None` if it did not finish in the window. A deadline below
+    /// it is one no policy could meet.
+    pub alone_ms: Option<u64>,
     /// Container-hours guaranteed (the allocation over time, in task containers; `fair`: none)
     /// and used (task attempts).
     pub allocated_hours: f64,
@@ -137,10 +143,38 @@ pub struct PolicyFigures {
     /// Of the runs maximal allocation met (the ones some allocation could meet), how many this
     /// policy met; `None` when `max` did not run.
     pub met_where_max_met: Option<usize>,
+    /// Runs whose deadline their completion with room for all their tasks
+    /// ([`EvalJob::alone_ms`]) meets, and how many of those this policy met.
+    pub feasible_runs: usize,
+    pub met_where_feasible: usize,
+}
+
+/// An SLO job's deadline against what its model predicts at maximal allocation: how much room
+/// the deadline leaves (docs/slo.md, "Deadlines").
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SloJobFigures {
+    pub workflow: String,
+    pub deadline_ms: u64,
+    /// Its maximal allocation: its widest stage, at most what its table knows and what the
+    /// cluster holds of its containers beside its application master.
+    pub max_allocation: u32,
+    /// The median and 99th percentile of its predicted duration from submission at that
+    /// allocation (C(0, A), initialization latency included).
+    pub predicted_p50_ms: u64,
+    pub predicted_p99_ms: u64,
+    /// The controller's own prediction before the job starts at that allocation: its
+    /// quantile of C(0, A) (made monotone over the allocations) times its starting slack —
+    /// the completion it plans for when it gives the job everything. The evaluation
+    /// workload's deadlines are this, rounded up to the minute (docs/slo.md, "Deadlines").
+    pub controller_ms: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct EvalReport {
+    pub slo_jobs: Vec<SloJobFigures>,
+    /// Tier-1 workflows with an SLO that the controller does not guard, and why: they are
+    /// replayed as background.
+    pub unguarded: Vec<String>,
     pub profiles: Vec<JobProfile>,
     pub policies: Vec<PolicyFigures>,
     pub jobs: Vec<EvalJob>,
@@ -169,7 +203,13 @@ pub fn evaluate(
         };
         tables.push(RemainingTable::build(p, &table)?);
     }
-    let (eval_workload, runs) = perturb(workload, &slo, config);
+    let (eval_workload, mut runs) = perturb(workload, &slo, config);
+    let alone = alone(cluster, &eval_workload, &runs, &profiles, config)?;
+    for (r, a) in runs.iter_mut().zip(alone) {
+        if let Some(r) = r {
+            r.alone_ms = a;
+        }
+    }
     let mut jobs = Vec::new();
     let mut policies = Vec::new();
     for &policy in &config.policies {
@@ -192,16 +232,67 @@ pub fn evaluate(
             f.met_where_max_met = Some(met);
         }
     }
-    Ok(EvalReport { profiles, policies, jobs })
+    let slo_jobs = profiles
+        .iter()
+        .zip(&tables)
+        .zip(&slo)
+        .map(|((p, t), &w)| {
+            let unit = workload.workflows[w].jobs[0]
+                .stages
+                .iter()
+                .map(|s| cluster.scheduler.normalize(&s.resources))
+                .fold(Resources::ZERO, |a, r| a.component_max(&r));
+            let total = cluster.total_resources();
+            let fits = [(total.cpu, unit.cpu), (total.memory, unit.memory), (total.gpu, unit.gpu)]
+                .iter()
+                .filter(|(_, u)| *u > 0)
+                .map(|(t, u)| t / u)
+                .min()
+                .unwrap_or(u64::MAX)
+                .saturating_sub(1);
+            let a = t.max_allocation().min(u32::try_from(fits).unwrap_or(u32::MAX)).max(1);
+            let deadline_ms = workload.workflows[w].slo.map_or(0, |d| d.as_millis());
+            let controller = Controller::new(
+                Predictor::Table { profile: p.clone(), table: t.clone() },
+                Utility::deadline(deadline_ms),
+                config.control.clone(),
+            );
+            SloJobFigures {
+                workflow: p.workflow.clone(),
+                deadline_ms,
+                controller_ms: controller.predicted(0, &JobState::new(p), a),
+                max_allocation: a,
+                predicted_p50_ms: t.remaining(0.0, a, 0.5),
+                predicted_p99_ms: t.remaining(0.0, a, 0.99),
+            }
+        })
+        .collect();
+    let unguarded = workload
+        .workflows
+        .iter()
+        .filter(|wf| wf.tier == 1 && wf.slo.is_some())
+        .filter_map(|wf| Some(format!("{}: {}", wf.name, unguarded(wf)?)))
+        .collect();
+    Ok(EvalReport { slo_jobs, unguarded, profiles, policies, jobs })
 }
 
 fn is_slo(wf: &Workflow) -> bool {
-    wf.tier == 1
-        && wf.slo.is_some()
-        && wf.jobs.len() == 1
-        && !wf.jobs[0].gang
-        && !wf.jobs[0].stages.iter().any(|s| s.gang)
-        && !matches!(wf.arrival, Arrival::Poisson { .. })
+    wf.tier == 1 && wf.slo.is_some() && unguarded(wf).is_none()
+}
+
+/// Why a workflow with an SLO is not one the controller guards (its profile is one job's
+/// stage DAG of independent tasks, and its runs are counted by their arrival times).
+fn unguarded(wf: &Workflow) -> Option<String> {
+    if wf.jobs.len() != 1 {
+        return Some(format!("{} jobs; the controller guards workflows of one job", wf.jobs.len()));
+    }
+    if wf.jobs[0].gang || wf.jobs[0].stages.iter().any(|s| s.gang) {
+        return Some("a gang; the controller guards jobs of independent tasks".into());
+    }
+    if matches!(wf.arrival, Arrival::Poisson { .. }) {
+        return Some("random (Poisson) arrivals; the evaluation replays runs at known times".into());
+    }
+    None
 }
 
 fn sim_error(what: &str, source: weir_sim::SimError) -> SloError {
@@ -251,6 +342,8 @@ struct SloRun {
     slo: usize,
     run: u32,
     slowed: bool,
+    /// Its completion with room for all its tasks (see [`alone`]).
+    alone_ms: Option<u64>,
 }
 
 /// The evaluation workload: background as it was, each SLO run its own workflow (perturbed).
@@ -288,7 +381,7 @@ fn perturb(workload: &Workload, slo: &[usize], config: &EvalConfig) -> (Workload
                 s.failure_probability = (s.failure_probability + config.extra_failure).min(0.9);
             }
             out.push(one);
-            runs.push(Some(SloRun { slo: k, run: i as u32, slowed }));
+            runs.push(Some(SloRun { slo: k, run: i as u32, slowed, alone_ms: None }));
         }
     }
     (Workload { workflows: out }, runs)
@@ -303,6 +396,75 @@ fn scale(d: &Distribution, f: f64) -> Distribution {
         Distribution::LogNormal { mu, sigma } => Distribution::LogNormal { mu: mu + f.ln(), sigma: *sigma },
         Distribution::Empirical(v) => Distribution::Empirical(v.iter().map(|&d| s(d)).collect()),
     }
+}
+
+/// Each SLO run's completion (from submission) with room for all its tasks at once: the
+/// evaluation workload replayed with the same seed on the cluster's node groups repeated until
+/// every SLO job's widest stage (and its application master) fits beside the others, with
+/// every queue that holds no SLO run capped at the original cluster's size. The background
+/// arrives and runs as before, in its old room; the SLO runs are placed the moment they ask.
+/// The workload itself is unchanged, so every run keeps its number and its random streams
+/// (weir-sim draws a job's durations and failures from a stream of the workflow and the run):
+/// the same task durations and failures as in the replays, up to the order in which a job's
+/// retries and fresh tasks draw. Indexed by workflow; `None` for the background or a run
+/// that did not finish in the window.
+fn alone(
+    cluster: &ClusterConfig,
+    workload: &Workload,
+    runs: &[Option<SloRun>],
+    profiles: &[JobProfile],
+    config: &EvalConfig,
+) -> Result<Vec<Option<u64>>, SloError> {
+    let mut cluster = cluster.clone();
+    let total = cluster.total_resources();
+    let mut need = Resources::ZERO;
+    let mut slo_leaves = Vec::new();
+    for (wf, r) in workload.workflows.iter().zip(runs) {
+        let Some(r) = r else { continue };
+        slo_leaves.extend(cluster.find(&wf.queue));
+        if r.run > 0 {
+            continue;
+        }
+        let unit = wf.jobs[0]
+            .stages
+            .iter()
+            .map(|s| cluster.scheduler.normalize(&s.resources))
+            .fold(Resources::ZERO, |a, r| a.component_max(&r));
+        need += unit.times(u64::from(profiles[r.slo].max_parallelism()) + 1);
+    }
+    let ratio = |n: u64, t: u64| if t == 0 { 0 } else { n.div_ceil(t) };
+    let factor = 1 + ratio(need.cpu, total.cpu).max(ratio(need.memory, total.memory)).max(1);
+    for g in &mut cluster.nodes {
+        g.count = g.count.saturating_mul(u32::try_from(factor).unwrap_or(u32::MAX));
+    }
+    for (i, q) in cluster.queues.iter_mut().enumerate() {
+        if q.children.is_empty() && !slo_leaves.contains(&i) {
+            let max = q.max.resolve(&total);
+            q.max = Limit::Absolute(Resources {
+                cpu: max.cpu.min(total.cpu),
+                memory: max.memory.min(total.memory),
+                gpu: max.gpu.min(total.gpu),
+            });
+        }
+    }
+    let what = "the SLO runs with room for all their tasks";
+    let sc = SimConfig {
+        seed: config.seed,
+        until: Some(Time(config.until.as_millis())),
+        check_invariants: false,
+        ..SimConfig::default()
+    };
+    let mut sim = Simulation::new(cluster, workload.clone(), sc).map_err(|e| sim_error(what, e))?;
+    while sim.step().map_err(|e| sim_error(what, e))? {}
+    let out = sim.finish().map_err(|e| sim_error(what, e))?;
+    let mut alone = vec![None; workload.workflows.len()];
+    for j in &out.job_records {
+        let w = j.workflow as usize;
+        if runs.get(w).is_some_and(Option::is_some) && j.status == JobStatus::Completed {
+            alone[w] = j.end.map(|e| e.since(j.submit).as_millis());
+        }
+    }
+    Ok(alone)
 }
 
 /// A live SLO job in a replay.
@@ -472,6 +634,7 @@ fn replay(
             deadline_ms: deadline,
             completion_ms: completion,
             met: completion.is_some_and(|c| c <= deadline),
+            alone_ms: r.alone_ms,
             allocated_hours: if policy == Policy::Fair { 0.0 } else { l.allocated_ms / 3.6e6 },
             used_hours: l.used_ms as f64 / 3.6e6,
             decisions: decisions.remove(&id).unwrap_or_default(),
@@ -512,7 +675,13 @@ fn figures(policy: Policy, jobs: &[EvalJob], mut background: Vec<u64>) -> Policy
             .get(((background.len().max(1) - 1) as f64 * 0.9).round() as usize)
             .map_or(0.0, |&b| b as f64 / 1000.0),
         met_where_max_met: None,
+        feasible_runs: jobs.iter().filter(|j| feasible(j)).count(),
+        met_where_feasible: jobs.iter().filter(|j| j.met && feasible(j)).count(),
     }
+}
+
+fn feasible(j: &EvalJob) -> bool {
+    j.alone_ms.is_some_and(|a| a <= j.deadline_ms)
 }
 
 /// A small seeded generator (SplitMix64) for the perturbations.

@@ -41,6 +41,21 @@ workflows:
       - name: backlog
         stages:
           - {name: work, tasks: 32, resources: {cpu: 1000, memory: 2g}, duration: {fixed: 5m}}
+  # An SLO workflow of two jobs: not one the controller guards (it says so); its first run
+  # would come after the window.
+  - name: pipeline
+    queue: root.deadlines
+    tier: 1
+    slo: 1h
+    every: 24h
+    start: 20h
+    jobs:
+      - name: extract
+        stages:
+          - {name: work, tasks: 2, resources: {cpu: 1000, memory: 2g}, duration: {fixed: 60s}}
+      - name: load
+        stages:
+          - {name: work, tasks: 2, resources: {cpu: 1000, memory: 2g}, duration: {fixed: 60s}}
 ";
 
 #[test]
@@ -87,6 +102,29 @@ fn the_controller_meets_deadlines_fair_share_misses_with_fewer_containers_than_m
     );
     // The work itself is the same: 40 task-minutes per run.
     assert!((jockey.used_hours - 6.0 * 40.0 / 60.0).abs() < 1e-9, "{}", jockey.used_hours);
+    // With room for all 40 tasks at once, a run takes its one-minute wave (and the moment its
+    // master and tasks are placed): every deadline can be met, and fair share's runs, in four
+    // containers, take longer than that.
+    for j in &report.jobs {
+        let alone = j.alone_ms.expect("finished");
+        assert!((60_000..65_000).contains(&alone), "{j:?}");
+        assert!(j.completion_ms.expect("finished") >= alone || j.policy != Policy::Fair, "{j:?}");
+    }
+    for f in &report.policies {
+        assert_eq!((f.feasible_runs, f.met_where_feasible), (6, f.met), "{f:?}");
+    }
+    // The deadline against the controller's plan at maximal allocation: 31 containers (the
+    // cluster's 32 less the master), two waves, times the starting slack: admitted.
+    let nightly = &report.slo_jobs[0];
+    assert_eq!(
+        (nightly.workflow.as_str(), nightly.deadline_ms, nightly.max_allocation),
+        ("nightly", 480_000, 31)
+    );
+    assert!(nightly.predicted_p99_ms >= 120_000, "{nightly:?}");
+    assert!(nightly.controller_ms >= nightly.predicted_p99_ms * 14 / 10, "{nightly:?}");
+    assert!(nightly.controller_ms <= nightly.deadline_ms, "{nightly:?}");
+    assert_eq!(report.slo_jobs.len(), 1);
+    assert_eq!(report.unguarded, ["pipeline: 2 jobs; the controller guards workflows of one job"]);
     // The controller decided for every run (at least its first allocation).
     let decided = report.jobs.iter().filter(|j| j.policy == Policy::Jockey).all(|j| !j.decisions.is_empty());
     assert!(decided);

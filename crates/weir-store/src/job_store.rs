@@ -326,6 +326,17 @@ pub trait JobStore: Send + Sync {
     /// them with [`Change::SloDecision`]).
     fn slo_decisions(&self, run: i64) -> BoxFuture<'_, Result<Vec<SloDecisionRow>, StoreError>>;
 
+    /// The model the controller of the run's job `job` was built from (written with
+    /// [`Change::SloModel`]), if any.
+    fn slo_model(&self, run: i64, job: u32) -> BoxFuture<'_, Result<Option<crate::SloModelRow>, StoreError>>;
+
+    /// The durations of the run's succeeded attempts of job `job`, by stage and task.
+    fn succeeded_attempt_ms(
+        &self,
+        run: i64,
+        job: u32,
+    ) -> BoxFuture<'_, Result<Vec<crate::MeasuredAttempt>, StoreError>>;
+
     /// Stores a stage's job commit state (docs/commit.md), replacing the earlier row of the
     /// same run, job and stage. **Fenced**: refused with `LeaseLost` (nothing written) once
     /// `fence` no longer holds its cluster's lease; one transaction.
@@ -715,6 +726,18 @@ impl JobStore for crate::Store {
 
     fn slo_decisions(&self, run: i64) -> BoxFuture<'_, Result<Vec<SloDecisionRow>, StoreError>> {
         Box::pin(crate::Store::slo_decisions(self, run))
+    }
+
+    fn slo_model(&self, run: i64, job: u32) -> BoxFuture<'_, Result<Option<crate::SloModelRow>, StoreError>> {
+        Box::pin(crate::Store::slo_model(self, run, job))
+    }
+
+    fn succeeded_attempt_ms(
+        &self,
+        run: i64,
+        job: u32,
+    ) -> BoxFuture<'_, Result<Vec<crate::MeasuredAttempt>, StoreError>> {
+        Box::pin(crate::Store::succeeded_attempt_ms(self, run, job))
     }
 
     fn put_job_commit<'a>(

@@ -60,7 +60,7 @@ pub use runs::{
     TERMINAL_RUN_STATES,
 };
 pub use sessions::SessionRow;
-pub use slo_decisions::SloDecisionRow;
+pub use slo_decisions::{MeasuredAttempt, SloDecisionRow, SloModelRow};
 pub use waits::{RunWaitRow, WaitRow};
 pub use worker::{ActiveRun, AttemptKey, Change, Fence, Lease, NewJob, NewTask, TaskKey, Warning};
 

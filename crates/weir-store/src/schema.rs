@@ -25,10 +25,11 @@ const MIGRATIONS: &[Migration] = &[
     (17, V17_SQLITE, V17_POSTGRES),
     (18, V18, V18),
     (19, V19_SQLITE, V19_POSTGRES),
+    (20, V20, V20),
 ];
 
 /// The newest schema this weir knows.
-pub const SCHEMA_VERSION: i64 = 19;
+pub const SCHEMA_VERSION: i64 = 20;
 
 macro_rules! v1 {
     ($id:literal) => {
@@ -352,6 +353,13 @@ macro_rules! v17 {
 const V17_SQLITE: &[&str] = v17!("INTEGER PRIMARY KEY AUTOINCREMENT");
 const V17_POSTGRES: &[&str] = v17!("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY");
 
+/// Deadline guarantees across restarts (issue 23): the model a guarded run's controller was
+/// built from (weir-slo's versioned profile, JSON), kept for the run's life so that a
+/// restarted or moved worker steps the same model, not one rebuilt from a history that has
+/// moved on since.
+const V20: &[&str] = &["CREATE TABLE slo_models (run_id BIGINT NOT NULL, job_idx BIGINT NOT NULL,
+     built_ms BIGINT NOT NULL, profile TEXT NOT NULL, PRIMARY KEY (run_id, job_idx))"];
+
 pub(crate) async fn migrate(store: &Store) -> Result<(), StoreError> {
     migrate_to(store, SCHEMA_VERSION).await
 }
@@ -501,7 +509,7 @@ mod tests {
     async fn a_migration_skipped_by_an_out_of_order_build_is_applied_later() {
         let (dir, store) = empty_store("weir-schema-gap").await;
         let [.., missed, newest] = MIGRATIONS else { panic!("two migrations at least") };
-        assert_eq!(missed.0, 18, "this test checks migration 18's table below");
+        assert_eq!(missed.0, 19, "this test checks migration 19's table below");
         migrate_to(&store, missed.0 - 1).await.expect("before the missed one");
         for statement in newest.1 {
             sqlx::query(*statement).execute(&store.write).await.expect("the newest migration");
@@ -511,7 +519,7 @@ mod tests {
             .execute(&store.write)
             .await
             .expect("recorded");
-        assert!(sqlx::query("SELECT output_idx FROM job_commits").execute(&store.read).await.is_err());
+        assert!(sqlx::query("SELECT body FROM advice").execute(&store.read).await.is_err());
         migrate(&store).await.expect("upgrade");
         let versions: Vec<i64> = sqlx::query("SELECT version FROM weir_schema ORDER BY version")
             .fetch_all(&store.read)
@@ -521,7 +529,7 @@ mod tests {
             .map(|r| r.try_get("version").expect("version"))
             .collect();
         assert_eq!(versions, MIGRATIONS.iter().map(|m| m.0).collect::<Vec<_>>());
-        sqlx::query("SELECT output_idx FROM job_commits").execute(&store.read).await.expect("18 applied");
+        sqlx::query("SELECT body FROM advice").execute(&store.read).await.expect("19 applied");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

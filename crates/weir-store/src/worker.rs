@@ -101,6 +101,8 @@ pub enum Change {
     /// The SLO controller chose an allocation for a job under a deadline guarantee (or its run
     /// fell back to its tier's rules).
     SloDecision(crate::SloDecisionRow),
+    /// The model a guarded run's controller was built from; the first for a run's job stays.
+    SloModel(crate::SloModelRow),
 }
 
 /// A preemption warning: why the container is taken and when it will be killed (Unix ms).
@@ -360,6 +362,7 @@ async fn apply_one(tx: &mut Tx, cluster: &str, change: &Change) -> Result<bool, 
         Change::WaitBegan(w) => crate::waits::began(tx, w).await?,
         Change::WaitEnded { run, job, at } => crate::waits::ended(tx, *run, *job, *at).await?,
         Change::SloDecision(d) => crate::slo_decisions::insert(tx, d).await?,
+        Change::SloModel(m) => crate::slo_decisions::insert_model(tx, m).await?,
         Change::Route { run, jobs, at: _ } => {
             let n = sqlx::query("UPDATE runs SET state = 'routed' WHERE id = $1 AND state = 'queued'")
                 .bind(*run)

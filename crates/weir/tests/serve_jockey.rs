@@ -9,6 +9,8 @@
 //! run's API JSON and on its page.
 
 mod common;
+#[path = "../../weir-server/tests/common/webdriver.rs"]
+mod webdriver;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -23,6 +25,24 @@ impl Drop for Serve {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// `weir serve` on `port` with its data in `dir` (weir-data), logging to serve.log (appended:
+/// a restarted server's lines follow its predecessor's).
+fn serve(dir: &Path, port: u16, cluster: &str) -> Serve {
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("serve.log")).expect("log");
+    let child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--kill-grace", "1", "--cluster", cluster])
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("weir serve");
+    let serve = Serve(child);
+    wait_for(dir, "the server answering", Duration::from_secs(60), || {
+        client(dir, port, &["runs", "--json"]).status.success().then_some(Value::Null).ok_or_else(String::new)
+    });
+    serve
 }
 
 fn client(dir: &Path, port: u16, args: &[&str]) -> Output {
@@ -50,17 +70,22 @@ queues:
 
 /// The SLO workflow: 16 one-core tasks of `sleep SECS`, deadline 40 s.
 fn slo_workflow(name: &str, secs: u32, guarantee: bool) -> String {
+    slo_workflow_of(name, 16, secs, 40, guarantee)
+}
+
+/// An SLO workflow of `tasks` one-core tasks of `sleep SECS`, deadline `deadline` seconds.
+fn slo_workflow_of(name: &str, tasks: u32, secs: u32, deadline: u32, guarantee: bool) -> String {
     let g = if guarantee { "\n    guarantee: jockey" } else { "" };
     format!(
         "version: 1
 workflows:
   - name: {name}
     queue: root.slo
-    slo: 40s{g}
+    slo: {deadline}s{g}
     jobs:
       - name: work
         stages:
-          - {{name: shards, tasks: 16, resources: {{cpu: 1000, memory: 2g}}, command: 'sleep {secs}'}}
+          - {{name: shards, tasks: {tasks}, resources: {{cpu: 1000, memory: 2g}}, command: 'sleep {secs}'}}
 "
     )
 }
@@ -75,6 +100,10 @@ workflows:
         stages:
           - {name: hold, tasks: 8, resources: {cpu: 1000, memory: 2g}, command: 'sleep 90'}
 ";
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port()
+}
 
 fn submit(dir: &Path, port: u16, file: &str, date: &str) -> i64 {
     submit_with(dir, port, &["submit", file, "--logical-date", date]).0
@@ -146,32 +175,8 @@ fn a_guaranteed_run_meets_the_deadline_its_fair_share_twin_misses() {
     let slowed = scratch.file("slowed.yaml", &slo_workflow("nightly", 3, true));
     let twin = scratch.file("twin.yaml", &slo_workflow("nightly-plain", 3, false));
     let background = scratch.file("background.yaml", BACKGROUND);
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
-    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
-    let _serve = Serve(
-        Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--kill-grace",
-                "1",
-                "--cluster",
-                &cluster,
-            ])
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("weir serve"),
-    );
-    wait_for(&dir, "the server answering", Duration::from_secs(60), || {
-        client(&dir, port, &["runs", "--json"])
-            .status
-            .success()
-            .then_some(Value::Null)
-            .ok_or_else(String::new)
-    });
+    let port = free_port();
+    let _serve = serve(&dir, port, &cluster);
 
     // History: three runs of the workflow alone, as it usually runs (1 s tasks).
     let mut first = None;
@@ -287,10 +292,78 @@ fn a_guaranteed_run_meets_the_deadline_its_fair_share_twin_misses() {
     assert!(html.contains("<h2>Deadline guarantee</h2>"), "{html}");
     assert!(html.contains("class=\"allocation\"") && html.contains("class=\"deadline\""), "{html}");
     assert!(html.contains("<td>behind: raised</td>"), "{html}");
+    // And a real browser draws it: the chart is there with a size, its allocation line has
+    // points and its progress dots are drawn.
+    run_page_in_a_browser(&dir, port, guarded);
 
     // The background's tasks are not left running after the server.
     assert!(client(&dir, port, &["kill", &fill.to_string()]).status.success());
     wait_for(&dir, "the background's kill", Duration::from_secs(60), || done(run(&dir, port, fill)));
+}
+
+/// The run's page in headless Chromium, signed in with the admin token: the deadline
+/// guarantee's chart (an SVG) is rendered with a non-empty box, its allocation step line has
+/// points (path segments and a drawn length) and its progress dots are there; a screenshot
+/// goes to target/screenshots/run-guarantee.png. Skipped (said so) without Chromium, unless
+/// WEIR_REQUIRE_BROWSER is set.
+fn run_page_in_a_browser(dir: &Path, port: u16, run: i64) {
+    if !webdriver::available() {
+        assert!(
+            std::env::var_os("WEIR_REQUIRE_BROWSER").is_none(),
+            "WEIR_REQUIRE_BROWSER is set but {} or {} is missing",
+            webdriver::CHROMIUM,
+            webdriver::CHROMEDRIVER
+        );
+        eprintln!("\n*** SKIPPED the browser part: install Debian's chromium and chromium-driver ***\n");
+        return;
+    }
+    let token = std::fs::read_to_string(dir.join("weir-data/admin.token")).expect("admin token");
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("rt");
+    rt.block_on(async {
+        let base = format!("http://127.0.0.1:{port}");
+        let driver = webdriver::Driver::start(&dir.join("chromedriver.log")).await;
+        let s = driver.session(&dir.join("chromium-profile")).await;
+        let long = Duration::from_secs(60);
+        s.goto(&format!("{base}/runs/{run}")).await;
+        let field = s.wait_for("#token", long).await;
+        s.type_into(&field, token.trim()).await;
+        s.click(&s.wait_for("#login", long).await).await;
+        s.wait_for("#runs-by-state", long).await;
+        s.goto(&format!("{base}/runs/{run}")).await;
+        s.wait_for("svg.guarantee-chart", long).await;
+        let drawn = s
+            .script(
+                "const svg = document.querySelector('svg.guarantee-chart');
+                 const box = svg.getBoundingClientRect();
+                 const line = svg.querySelector('path.allocation');
+                 const points = line ? (line.getAttribute('d').match(/[ML]/g) || []).length : 0;
+                 return {width: box.width, height: box.height, points: points,
+                         length: line ? line.getTotalLength() : 0,
+                         dots: svg.querySelectorAll('circle.progress').length,
+                         deadline: svg.querySelectorAll('line.deadline').length};",
+            )
+            .await;
+        assert!(drawn["width"].as_f64().is_some_and(|w| w > 100.0), "{drawn}");
+        assert!(drawn["height"].as_f64().is_some_and(|h| h > 50.0), "{drawn}");
+        assert!(drawn["points"].as_u64().is_some_and(|p| p > 0), "{drawn}");
+        assert!(drawn["length"].as_f64().is_some_and(|l| l > 0.0), "{drawn}");
+        assert!(drawn["dots"].as_u64().is_some_and(|d| d > 0), "{drawn}");
+        assert_eq!(drawn["deadline"], 1, "{drawn}");
+        // The deadline's label is drawn inside the chart (it once ran past its right edge).
+        let label = s
+            .script(
+                "const svg = document.querySelector('svg.guarantee-chart');
+                 const t = [...svg.querySelectorAll('text')].find(t => t.textContent === 'deadline');
+                 const b = t.getBoundingClientRect(), box = svg.getBoundingClientRect();
+                 return b.right <= box.right + 0.5 && b.left >= box.left;",
+            )
+            .await;
+        assert_eq!(label, Value::Bool(true), "the deadline's label is cut by the chart's edge");
+        s.screenshot(&webdriver::screenshot_dir().join("run-guarantee.png")).await;
+        let errors: Vec<Value> = s.console().await.into_iter().filter(|e| e["level"] == "SEVERE").collect();
+        assert!(errors.is_empty(), "the run page logged console errors: {errors:#?}");
+        s.close().await;
+    });
 }
 
 /// The dashboard page at `path`, signed in with the admin token as a browser does (the login
@@ -345,4 +418,55 @@ fn page(dir: &Path, port: u16, path: &str) -> String {
         assert!(r.status().is_success(), "GET {path}: {}", r.status());
         r.text().await.expect("page html")
     })
+}
+
+/// Across a restart (kill -9, then `weir serve` again on the same data): a guarded run's
+/// controller carries on from the model stored with the run (schema 20), the durations its
+/// completed tasks measured (read back from the store: the run is still known to be slower
+/// than its history) and the allocation it last chose — a `resumed:` decision says so — and
+/// is not started over (one first decision). The run finishes in time.
+#[test]
+fn a_restarted_server_resumes_a_guarded_runs_controller_from_the_store() {
+    let scratch = common::Scratch::new("serve-jockey-restart");
+    let dir = scratch.0.clone();
+    common::open_to_tasks(&dir);
+    let cluster = scratch.file("cluster.yaml", CLUSTER);
+    let history = scratch.file("history.yaml", &slo_workflow_of("nightly", 40, 1, 90, true));
+    let slowed = scratch.file("slowed.yaml", &slo_workflow_of("nightly", 40, 4, 90, true));
+    let port = free_port();
+    let mut server = serve(&dir, port, &cluster);
+    for day in 1..=3 {
+        let id = submit(&dir, port, &history, &format!("2026-11-0{day}"));
+        let v = wait_for(&dir, "a history run ending", Duration::from_secs(60), || done(run(&dir, port, id)));
+        assert_eq!(v["state"], "succeeded", "{v}");
+    }
+    // 40 tasks of 4 s on 8 slots: five waves. After the first, its tasks show it slower.
+    let guarded = submit(&dir, port, &slowed, "2026-11-04");
+    let before = wait_for(&dir, "a decision re-estimating the run slower", Duration::from_secs(60), || {
+        let v = run(&dir, port, guarded);
+        let d = v["jobs"][0]["guarantee"].as_array().cloned().unwrap_or_default();
+        if d.iter().any(|d| d["speed"].as_f64().unwrap_or(0.0) > 1.2) && !ended(&v) {
+            Ok(Value::Array(d))
+        } else {
+            Err(v.to_string())
+        }
+    });
+    drop(server);
+    server = serve(&dir, port, &cluster);
+    let v = wait_for(&dir, "the guarded run ending after the restart", Duration::from_secs(120), || {
+        done(run(&dir, port, guarded))
+    });
+    assert_eq!(v["state"], "succeeded", "{v}");
+    let decisions = v["jobs"][0]["guarantee"].as_array().expect("decisions").clone();
+    let reasons: Vec<&str> = decisions.iter().filter_map(|d| d["reason"].as_str()).collect();
+    assert_eq!(reasons.iter().filter(|r| **r == "first decision").count(), 1, "{reasons:?}");
+    let at = reasons.iter().position(|r| r.starts_with("resumed: the model stored at +")).expect("resumed");
+    let resumed = &decisions[at];
+    assert!(reasons[at].contains("(3 earlier runs)"), "{resumed}");
+    // Resumed at the allocation it had, already knowing the run slower than its profile:
+    // the measured durations came back from the store, not from tasks ending after the restart.
+    assert_eq!(resumed["allocation"], decisions[at - 1]["allocation"], "{decisions:?}");
+    assert!(resumed["speed"].as_f64().is_some_and(|s| s > 1.2), "{resumed}");
+    assert!(at >= before.as_array().map_or(0, Vec::len), "{reasons:?}");
+    drop(server);
 }

@@ -409,7 +409,7 @@ impl Actor {
         let (id, j, s, t) = (key.task.run, key.task.job as usize, key.task.stage as usize, key.task.task);
         let conf = self.gang_conf();
         let ran = a.launched.as_ref().filter(|_| exit.exit.is_success());
-        self.jockey.task_done(id, j, s, ran.map(|l| exit.ended_at_ms.saturating_sub(l.started_at_ms)));
+        self.jockey.task_done(id, j, s, t, ran.map(|l| exit.ended_at_ms.saturating_sub(l.started_at_ms)));
         let Some(run) = self.runs.get_mut(&id) else { return };
         run.active = run.active.saturating_sub(1);
         let code = match exit.exit {

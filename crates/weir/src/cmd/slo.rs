@@ -123,10 +123,17 @@ probability raised by --extra-failure) under five policies: jockey (the controll
 allocation, never changed), max (the job's full parallelism), fair (no guarantee: plain fair share) \
 and amdahl (the controller with S + P/a). An allocation is the job's guarantee in the engine (placed \
 ahead of fair share, restored by preemption after the leaf's min-share timeout); the SLO queues' \
-configured minimum is removed under every policy, so the guarantee is all an SLO job gets.\n\n\
+configured minimum is removed under every policy, so the guarantee is all an SLO job gets. \
+Tier-1 workflows with an slo that the controller does not guard (several jobs, a gang) are named and \
+replayed as background.\n\n\
+One more replay gives every SLO run room for all its tasks at once (the same task durations and \
+failures): its completion there (jobs.csv's alone) is what no policy can beat, and the runs it meets \
+are the ones any policy could. Each SLO job's deadline is printed against what the controller plans \
+for at its maximal allocation before the job starts; a deadline below that is one the admission \
+check refuses at every allocation (docs/slo.md, \"Deadlines\").\n\n\
 Prints, and writes to --out: summary.json (per policy: deadlines met, lateness = completion/deadline \
 quantiles, allocated and used container-hours of the SLO jobs, background jobs' response times; and \
-the profiles), jobs.csv (one row per SLO run and policy) and decisions.csv (every control decision: \
+the SLO jobs' deadline checks and the profiles), jobs.csv (one row per SLO run and policy) and decisions.csv (every control decision: \
 time, progress, slack, speed, allocation, predicted completion) and report.html (the policies side by side, \
 completion against deadline per run, allocation over time against progress for the controller's \
 hardest runs).\n\n\
@@ -451,17 +458,17 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
     };
     let report = weir_slo::evaluate(&cluster, &workload, &config)?;
     fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
-    let summary = serde_json::json!({ "policies": report.policies, "profiles": report.profiles });
+    let summary = serde_json::json!({ "policies": report.policies, "slo_jobs": report.slo_jobs, "unguarded": report.unguarded, "profiles": report.profiles });
     write(&args.out.join("summary.json"), &(serde_json::to_string_pretty(&summary)? + "\n"))?;
     let mut jobs = String::from(
-        "policy,workflow,run,slowed,submit,deadline,completion,met,allocated_hours,used_hours\n",
+        "policy,workflow,run,slowed,submit,deadline,completion,met,alone,allocated_hours,used_hours\n",
     );
     let mut decisions =
         String::from("policy,workflow,run,elapsed,progress,slack,speed,allocation,target,predicted,reason\n");
     for j in &report.jobs {
         let _ = writeln!(
             jobs,
-            "{},{},{},{},{},{},{},{},{:.3},{:.3}",
+            "{},{},{},{},{},{},{},{},{},{:.3},{:.3}",
             j.policy.name(),
             j.workflow,
             j.run,
@@ -470,6 +477,7 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
             j.deadline_ms,
             j.completion_ms.map(|c| c.to_string()).unwrap_or_default(),
             j.met,
+            j.alone_ms.map(|c| c.to_string()).unwrap_or_default(),
             j.allocated_hours,
             j.used_hours
         );
@@ -523,6 +531,38 @@ fn evaluate(args: &EvaluateArgs) -> Result<()> {
             .collect();
         let _ =
             writeln!(t, "of the {} runs maximal allocation met, each policy met: {}", max.met, of.join(", "));
+    }
+    if let Some(first) = report.policies.first() {
+        let of: Vec<String> =
+            report.policies.iter().map(|f| format!("{} {}", f.policy.name(), f.met_where_feasible)).collect();
+        let _ = writeln!(
+            t,
+            "of the {} runs that meet their deadline with room for all their tasks, each policy met: {}",
+            first.feasible_runs,
+            of.join(", ")
+        );
+    }
+    for u in &report.unguarded {
+        let _ = writeln!(t, "not guarded, replayed as background: {u}");
+    }
+    for j in &report.slo_jobs {
+        let _ = writeln!(
+            t,
+            "{}: deadline {:.0}s; at its maximal allocation ({} containers) C(0, a) p50 {:.0}s, p99 {:.0}s, \
+             the controller plans for {:.0}s (deadline / that: {:.2}{})",
+            j.workflow,
+            j.deadline_ms as f64 / 1000.0,
+            j.max_allocation,
+            j.predicted_p50_ms as f64 / 1000.0,
+            j.predicted_p99_ms as f64 / 1000.0,
+            j.controller_ms as f64 / 1000.0,
+            j.deadline_ms as f64 / j.controller_ms.max(1) as f64,
+            if j.controller_ms > j.deadline_ms {
+                "; admission would refuse it: no allocation is predicted to meet the deadline"
+            } else {
+                ""
+            }
+        );
     }
     let _ = writeln!(
         t,
