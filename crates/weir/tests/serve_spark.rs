@@ -105,7 +105,7 @@ fn a_pyspark_word_count_runs_from_submit_to_logs_and_kill_leaves_no_driver() {
         "server.yaml",
         &format!(
             "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: spark\n    file: clusters/spark.yaml\n    backend:\n      kind: spark-local\n      kill_grace_seconds: 2\n      conf: {{spark.ui.enabled: 'false', spark.driver.extraJavaOptions: '{}'}}\n",
-            standalone::TEST_JVM_OPTIONS
+            standalone::test_jvm_options()
         ),
     );
     // Before a server runs: the backend is asked directly.

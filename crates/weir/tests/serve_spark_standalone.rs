@@ -139,7 +139,7 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
             cluster.ui_url,
             standalone::python(),
             standalone::driver_python(&dir).display(),
-            jvm = standalone::TEST_JVM_OPTIONS,
+            jvm = standalone::test_jvm_options(),
         ),
     );
     cluster.ready();
