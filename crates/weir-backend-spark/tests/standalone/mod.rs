@@ -44,7 +44,7 @@ pub fn test_jvm_conf() -> [(String, String); 2] {
 /// A dynamic class-data-sharing archive (JDK 13+, `-XX:ArchiveClassesAtExit`) of the classes a
 /// PySpark word count loads, in the temporary folder, named after the Java and the Spark it was
 /// made with; made once per machine by the first test process that needs it (one word count,
-/// about twice the CPU of a plain one), under a lock file; the others wait for it. `None` when
+/// about three times the CPU of a plain one), under a lock file; the others wait for it. `None` when
 /// it cannot be made (then the tests run without it).
 pub fn spark_class_archive() -> Option<std::path::PathBuf> {
     let install = Install::find(None, None).ok()?;
@@ -55,21 +55,32 @@ pub fn spark_class_archive() -> Option<std::path::PathBuf> {
         return Some(archive);
     }
     let lock = dir.join(format!("weir-test-spark-{}-java-{java}.lock", install.version));
-    let mine = std::fs::OpenOptions::new().write(true).create_new(true).open(&lock).is_ok();
-    if !mine {
-        // Another test process makes it: wait for it (a lock older than 10 minutes is a
-        // process that died making it; go without the archive).
-        for _ in 0..600 {
+    let take = || std::fs::OpenOptions::new().write(true).create_new(true).open(&lock).is_ok();
+    if !take() {
+        // Another test process makes it: wait for it, up to 15 minutes (a loaded 2-core machine
+        // took 4.5). A lock older than 20 minutes was left by a process that died making it:
+        // take it over.
+        let mut mine = false;
+        for _ in 0..1800 {
             if archive.is_file() {
                 return Some(archive);
             }
-            let age = std::fs::metadata(&lock).ok()?.modified().ok()?.elapsed().ok()?;
-            if age > Duration::from_secs(600) {
-                return None;
+            let age = std::fs::metadata(&lock).ok().and_then(|m| m.modified().ok()?.elapsed().ok());
+            if age.is_some_and(|a| a > Duration::from_secs(1200)) {
+                let _ = std::fs::remove_file(&lock);
+                mine = take();
+                break;
+            }
+            if age.is_none() && !archive.is_file() {
+                // The maker gave up (no archive, lock gone): try once ourselves.
+                mine = take();
+                break;
             }
             std::thread::sleep(Duration::from_millis(500));
         }
-        return None;
+        if !mine {
+            return archive.is_file().then_some(archive);
+        }
     }
     let examples = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/spark"));
     let partial =
