@@ -153,13 +153,20 @@ pub fn run(a: &ServeBench, root: &Path) -> Result<()> {
             BackendSettings::SparkLocal { config: Box::new(c), kill_grace: None }
         };
         let p = through_weir(&dir, settings, standalone, &main, &args, n, at_once, tick).await?;
+        // A standalone worker, not this process, starts and reaps the drivers: their CPU is
+        // not seen here.
+        let spark_cpu = if standalone {
+            String::new()
+        } else {
+            format!("CPU per application {:.1} s (Spark's processes), ", p.cpu.children / n as f64)
+        };
         writeln!(
             out,
-            "weir serve, {} ({at_once} at a time): {n} one-task runs submitted and succeeded in {:.1} s = {:.3} tasks/s; CPU per application {:.1} s (Spark's processes), weir's own {:.0} ms per task (load {} -> {})",
+            "weir serve, {} ({at_once} at a time): {n} one-task runs submitted and succeeded in {:.1} s = {:.3} tasks/s, {:.1} s wall each; {spark_cpu}weir's own CPU {:.0} ms per task (load {} -> {})",
             a.backend,
             p.secs,
             n as f64 / p.secs,
-            p.cpu.children / n as f64,
+            p.secs * at_once as f64 / n as f64,
             p.cpu.own * 1000.0 / n as f64,
             p.load.0,
             p.load.1
