@@ -126,7 +126,8 @@ pub const SPARK_KIND: &str = "SparkApplication";
 /// integration: `spec.batchScheduler: yunikorn` and `spec.batchSchedulerOptions.queue`).
 /// Fields as the operator's API documents them (`SparkApplicationSpec`: `type`, `mode`,
 /// `image`, `sparkVersion`, `mainApplicationFile`, `mainClass`, `arguments`, `sparkConf`,
-/// `restartPolicy`, `driver`/`executor` with `cores`, `coreLimit`, `memory`, `instances`).
+/// `restartPolicy`, `driver`/`executor` with `cores`, `coreLimit`, `memory`, `instances`; the
+/// driver's `coreRequest`).
 /// `Err` names what is missing.
 pub fn spark_application(
     config: &KubeConfig,
@@ -156,8 +157,16 @@ pub fn spark_application(
     let r = launch.resources;
     let labels = json!({ ATTEMPT_LABEL: name });
     let env: Vec<Value> = launch.env.iter().map(|(k, v)| json!({ "name": k, "value": v })).collect();
+    // The driver pod asks for exactly the task's millicores: `coreRequest` (the operator's
+    // `DriverSpec.CoreRequest`, api/v1beta2/sparkapplication_types.go, passed to Spark as
+    // `spark.kubernetes.driver.request.cores`, which Spark's `BasicDriverFeatureStep` prefers
+    // over `spark.driver.cores` for the pod's CPU request; the operator's YuniKorn task group
+    // takes it over `cores` too, internal/scheduler/yunikorn/resourceusage `cpuRequest`).
+    // `cores` stays a whole number (the CRD's int32, minimum 1): it is `spark.driver.cores`, the
+    // driver's own thread count, rounded up; `coreLimit` caps it at the grant.
     let mut driver = json!({
         "cores": r.cpu.div_ceil(1000).max(1),
+        "coreRequest": format!("{}m", r.cpu.max(1)),
         "coreLimit": format!("{}m", r.cpu.max(1)),
         "memory": format!("{}m", r.memory.max(1)),
         "labels": labels.clone(),

@@ -329,9 +329,14 @@ async fn a_spark_stage_runs_as_a_sparkapplication_in_its_yunikorn_queue() {
     assert_eq!(spec["sparkConf"], json!({"spark.executor.memory": "2g"}));
     // weir retries attempts itself: the operator must not (RestartPolicy type Never).
     assert_eq!(spec["restartPolicy"], json!({"type": "Never"}));
-    // The driver gets the task's container (1500 millicores: 2 cores requested, limit 1500m).
-    assert_eq!(spec["driver"]["cores"], 2);
+    // The driver gets the task's container, 1500 millicores: its pod requests exactly that
+    // (`coreRequest`, spark-operator's `DriverSpec.CoreRequest`, which becomes
+    // `spark.kubernetes.driver.request.cores` and wins over `cores` in Spark's
+    // `BasicDriverFeatureStep` and in the operator's YuniKorn `cpuRequest`), limited to it;
+    // `cores`, a whole number in the CRD, is the driver's thread count (1.5 rounded up).
+    assert_eq!(spec["driver"]["coreRequest"], "1500m", "the pod asks for what weir granted");
     assert_eq!(spec["driver"]["coreLimit"], "1500m");
+    assert_eq!(spec["driver"]["cores"], 2);
     assert_eq!(spec["driver"]["memory"], "512m");
     assert_eq!(spec["driver"]["serviceAccount"], "spark");
     assert_eq!(spec["driver"]["env"], json!([{"name": "WEIR_QUEUE", "value": "ads"}]));

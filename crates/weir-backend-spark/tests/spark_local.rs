@@ -2,7 +2,8 @@
 //! word count runs to its end with its output in the attempt's log; a running application is
 //! re-adopted by a new backend value (a restarted server) and killed with its whole process
 //! group — JVM, Python driver and Python workers — leaving nothing behind. Each spark-submit
-//! starts a JVM (about 20 s on a loaded 2-core machine), so the tests are few.
+//! starts a JVM (about 20 s on a loaded 2-core machine), so the tests are few and the two
+//! applications run at once.
 
 #[path = "standalone/mod.rs"]
 mod standalone;
@@ -85,11 +86,21 @@ async fn a_pyspark_word_count_runs_and_a_readopted_application_is_killed_with_it
         executors: Some(2),
     };
     let task = launch(&dir, "run-1/0/0/0/1", app.clone());
+    // A second application that waits after counting, started beside the first (each is a
+    // process group of its own; on 2 cores they only share the CPU): a copy of the script at a
+    // path of its own, so that every process of it can be found by that path.
+    let marker = dir.join("sleeper.py");
+    std::fs::copy(examples().join("wordcount.py"), &marker).unwrap();
+    let marker = marker.display().to_string();
+    let sleeper = SparkSpec { main: marker.clone(), args: vec![words, "600".into()], ..app };
+    let sleeping = launch(&dir, "run-1/0/0/0/2", sleeper);
     let launched = backend.start(&task).await.unwrap();
     assert_eq!(launched.backend, "spark-local");
+    let launched_sleeper = backend.start(&sleeping).await.unwrap();
+
     let end = next_exit(&mut rx).await;
     let stderr = std::fs::read_to_string(&task.stderr).unwrap_or_default();
-    assert_eq!(end.exit, Exit::Code(0), "{stderr}");
+    assert_eq!((end.attempt.as_str(), end.exit), ("run-1/0/0/0/1", Exit::Code(0)), "{stderr}");
     let out = std::fs::read_to_string(&task.stdout).unwrap();
     // Counted by hand from examples/spark/words.txt.
     assert!(out.starts_with("the\t9\nweir\t5\nwork\t3\n"), "{out}");
@@ -100,14 +111,7 @@ async fn a_pyspark_word_count_runs_and_a_readopted_application_is_killed_with_it
         "the application's name is the attempt id: {stderr}"
     );
 
-    // A second application that waits after counting: a copy of the script at a path of its own,
-    // so that every process of it can be found by that path.
-    let marker = dir.join("sleeper.py");
-    std::fs::copy(examples().join("wordcount.py"), &marker).unwrap();
-    let marker = marker.display().to_string();
-    let sleeper = SparkSpec { main: marker.clone(), args: vec![words, "600".into()], ..app };
-    let task = launch(&dir, "run-1/0/0/0/2", sleeper);
-    let launched = backend.start(&task).await.unwrap();
+    let (task, launched) = (sleeping, launched_sleeper);
     // Counted: the Python driver (and the JVM, and its Python workers) run.
     for _ in 0..600 {
         if std::fs::read_to_string(&task.stdout).is_ok_and(|o| o.contains("total 34")) {

@@ -3,7 +3,8 @@
 //! over a file of the repository (examples/spark) runs from `weir submit` to its end, its
 //! output and driver log in `weir logs`; `weir kill` ends a running application with every
 //! process of it (the JVM, the Python driver and its Python workers). Each application starts a
-//! JVM (about 20 s on a loaded 2-core machine), so this is one test.
+//! JVM (about 20 s on a loaded 2-core machine), so this is one test, and its three applications
+//! run at once.
 //!
 //! The server runs `--single-tenant`: tasks run as the server's user, who can read the pyspark
 //! that pip put in root's Python (a server that switches users needs Spark and Python readable
@@ -98,13 +99,13 @@ fn a_pyspark_word_count_runs_from_submit_to_logs_and_kill_leaves_no_driver() {
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
     scratch.file(
         "clusters/spark.yaml",
-        "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 4000, memory: 8g}}\nqueues:\n  - {name: default}\n",
+        "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 4000, memory: 12g}}\nqueues:\n  - {name: default}\n",
     );
     scratch.file(
         "server.yaml",
         &format!(
             "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: spark\n    file: clusters/spark.yaml\n    backend:\n      kind: spark-local\n      kill_grace_seconds: 2\n      conf: {{spark.ui.enabled: 'false', spark.driver.extraJavaOptions: '{}'}}\n",
-            standalone::TEST_JVM_OPTIONS
+            standalone::test_jvm_options()
         ),
     );
     // Before a server runs: the backend is asked directly.
@@ -134,18 +135,54 @@ fn a_pyspark_word_count_runs_from_submit_to_logs_and_kill_leaves_no_driver() {
     let examples = common::workspace().join("examples/spark").canonicalize().expect("examples/spark");
     let script = examples.join("wordcount.py").display().to_string();
     let words = examples.join("words.txt").display().to_string();
-    eventually(&dir, "the server", || {
+    let route = |name: &str| {
         client(
             &dir,
             port,
-            &["routes", "set", "workflow:wordcount", "--cluster", "spark", "--queue", "root.default"],
+            &["routes", "set", &format!("workflow:{name}"), "--cluster", "spark", "--queue", "root.default"],
         )
         .status
         .success()
-    });
+    };
+    eventually(&dir, "the server", || route("wordcount"));
+    assert!(route("sleeper") && route("fails"));
+
+    // Three applications at once (the cluster holds four 1-core drivers; each JVM is a process
+    // tree of its own, so they only share the machine's CPU): the word count, to its end; a
+    // second one that waits after counting, to be killed; a driver that fails.
     scratch
         .file("wc.yaml", &format!("version: 1\nworkflows:\n{}", workflow("wordcount", &script, &[&words])));
-    ok(&client(&dir, port, &["submit", "wc.yaml"]));
+    // The sleeper: a copy of the script at a path of its own, so that every process of it can
+    // be found by that path.
+    let marker = dir.join("sleeper.py");
+    std::fs::copy(&script, &marker).expect("copy the script");
+    let marker = marker.display().to_string();
+    scratch.file(
+        "sleeper.yaml",
+        &format!("version: 1\nworkflows:\n{}", workflow("sleeper", &marker, &[&words, "600"])),
+    );
+    // The failing driver (crates/weir-backend-spark/tests/data/fails.py): the first attempt
+    // raises (Python exits 1), the second exits 3. spark-submit exits with the Python driver's
+    // status (`PythonRunner` throws `SparkUserAppException(code)`, `SparkSubmit.doSubmit` exits
+    // with its `exitCode`), so each attempt fails with its own code; max_attempts 2 runs it twice
+    // and no more; each attempt's output is in `weir logs --attempt N`.
+    let fails = common::workspace()
+        .join("crates/weir-backend-spark/tests/data/fails.py")
+        .canonicalize()
+        .expect("fails.py");
+    let first_done = dir.join("fails-marker");
+    scratch.file(
+        "fails.yaml",
+        &format!(
+            "version: 1\nworkflows:\n{}",
+            workflow("fails", &fails.display().to_string(), &[&first_done.display().to_string()])
+                .replace("max_attempts: 1", "max_attempts: 2")
+        ),
+    );
+    for file in ["wc.yaml", "sleeper.yaml", "fails.yaml"] {
+        ok(&client(&dir, port, &["submit", file]));
+    }
+
     eventually(&dir, "the word count to end", || {
         matches!(state_of(&dir, port, "wordcount").as_str(), "succeeded" | "failed")
     });
@@ -159,20 +196,7 @@ fn a_pyspark_word_count_runs_from_submit_to_logs_and_kill_leaves_no_driver() {
     // The driver's own log: Spark's, for the application named after the attempt, in local mode.
     assert!(driver.contains(&format!("Submitted application: weir:run-{id}/")), "{driver}");
 
-    // Kill: a copy of the script at a path of its own, waiting after it counted.
-    let marker = dir.join("sleeper.py");
-    std::fs::copy(&script, &marker).expect("copy the script");
-    let marker = marker.display().to_string();
-    ok(&client(
-        &dir,
-        port,
-        &["routes", "set", "workflow:sleeper", "--cluster", "spark", "--queue", "root.default"],
-    ));
-    scratch.file(
-        "sleeper.yaml",
-        &format!("version: 1\nworkflows:\n{}", workflow("sleeper", &marker, &[&words, "600"])),
-    );
-    ok(&client(&dir, port, &["submit", "sleeper.yaml"]));
+    // Kill the sleeper once it has counted: every process of it goes.
     eventually(&dir, "the sleeper to count", || {
         run_of(&dir, port, "sleeper").is_some_and(|r| {
             let out = client(&dir, port, &["logs", &r["id"].to_string(), "count.0"]);
@@ -188,30 +212,6 @@ fn a_pyspark_word_count_runs_from_submit_to_logs_and_kill_leaves_no_driver() {
     let left = processes_with(&marker);
     assert!(left.is_empty(), "processes of the killed application left: {left:?}");
 
-    // A failing driver (crates/weir-backend-spark/tests/data/fails.py): the first attempt
-    // raises (Python exits 1), the second exits 3. spark-submit exits with the Python driver's
-    // status (`PythonRunner` throws `SparkUserAppException(code)`, `SparkSubmit.doSubmit` exits
-    // with its `exitCode`), so each attempt fails with its own code; max_attempts 2 runs it twice
-    // and no more; each attempt's output is in `weir logs --attempt N`.
-    let fails = common::workspace()
-        .join("crates/weir-backend-spark/tests/data/fails.py")
-        .canonicalize()
-        .expect("fails.py");
-    let first_done = dir.join("fails-marker");
-    ok(&client(
-        &dir,
-        port,
-        &["routes", "set", "workflow:fails", "--cluster", "spark", "--queue", "root.default"],
-    ));
-    scratch.file(
-        "fails.yaml",
-        &format!(
-            "version: 1\nworkflows:\n{}",
-            workflow("fails", &fails.display().to_string(), &[&first_done.display().to_string()])
-                .replace("max_attempts: 1", "max_attempts: 2")
-        ),
-    );
-    ok(&client(&dir, port, &["submit", "fails.yaml"]));
     eventually(&dir, "the failing run to end", || {
         matches!(state_of(&dir, port, "fails").as_str(), "succeeded" | "failed")
     });

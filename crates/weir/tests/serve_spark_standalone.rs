@@ -139,7 +139,7 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
             cluster.ui_url,
             standalone::python(),
             standalone::driver_python(&dir).display(),
-            jvm = standalone::TEST_JVM_OPTIONS,
+            jvm = standalone::test_jvm_options(),
         ),
     );
     cluster.ready();
@@ -227,29 +227,41 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
 
     // Executors as a gang: in weir's engine the sleeper holds its driver's container (1000
     // millicores) and its executor's (`executors: 1`, 1 core each), the worker's 2 cores. A
-    // second word count — another gang of 2 containers, in another queue — waits for room for
+    // second application — another gang of 2 containers, in another queue — waits for room for
     // its whole gang instead of being handed to the master, where its driver would sit without
-    // an executor.
+    // an executor. It is a driver that fails (crates/weir-backend-spark/tests/data/fails.py:
+    // the first attempt raises, Python exits 1; the second exits 3), checked once it runs.
     assert!(client(
         &dir,
         port,
-        &["routes", "set", "workflow:second", "--cluster", "sa", "--queue", "root.other"]
+        &["routes", "set", "workflow:fails", "--cluster", "sa", "--queue", "root.other"]
     )
     .status
     .success());
-    scratch
-        .file("second.yaml", &format!("version: 1\nworkflows:\n{}", workflow("second", &script, &[&words])));
-    ok(&client(&dir, port, &["submit", "second.yaml"]));
-    let second_id = run_of(&dir, port, "second").expect("the second run")["id"].to_string();
+    let fails = common::workspace()
+        .join("crates/weir-backend-spark/tests/data/fails.py")
+        .canonicalize()
+        .expect("fails.py");
+    let first_done = dir.join("fails-marker");
+    scratch.file(
+        "fails.yaml",
+        &format!(
+            "version: 1\nworkflows:\n{}",
+            workflow("fails", &fails.display().to_string(), &[&first_done.display().to_string()])
+                .replace("max_attempts: 1", "max_attempts: 2")
+        ),
+    );
+    ok(&client(&dir, port, &["submit", "fails.yaml"]));
+    let fails_id = run_of(&dir, port, "fails").expect("the failing run")["id"].to_string();
     let spells = |id: &str| -> Vec<Value> {
         let out = client(&dir, port, &["status", id, "--json"]);
         let run: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
         run["jobs"][0]["waits"].as_array().cloned().unwrap_or_default()
     };
-    eventually(&dir, "the second word count to wait for its gang", || {
-        spells(&second_id).last().is_some_and(|w| w["reason"] == "gang_waiting_for_room")
+    eventually(&dir, "the failing application to wait for its gang", || {
+        spells(&fails_id).last().is_some_and(|w| w["reason"] == "gang_waiting_for_room")
     });
-    assert_eq!(state_of(&dir, port, "second"), "waiting");
+    assert_eq!(state_of(&dir, port, "fails"), "waiting");
     server.0.kill().expect("SIGKILL weir serve");
     let _ = server.0.wait();
     drop(server);
@@ -265,7 +277,7 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
     assert_eq!(logs_of_sleeper().matches("total 34").count(), 1, "the log was copied twice");
     // Its executors counted again with its driver: the sleeper's queue holds the cores the
     // master shows in use (the driver's and its one executor's, the worker's 2), not the
-    // driver's alone (the second word count's placeholders count in its own queue).
+    // driver's alone (the failing application's placeholders count in its own queue).
     let master_cores = || -> u64 {
         let state: Value = serde_json::from_str(&cluster.master_json()).unwrap_or(Value::Null);
         state["coresused"].as_u64().unwrap_or(0)
@@ -280,7 +292,7 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
     eventually(&dir, "a queue snapshot of the restarted server", || default_queue_cpu() != 0);
     assert_eq!(master_cores(), 2, "{}", cluster.master_json());
     assert_eq!(default_queue_cpu(), 2000, "the engine counts fewer cores than the master holds");
-    assert_eq!(state_of(&dir, port, "second"), "waiting");
+    assert_eq!(state_of(&dir, port, "fails"), "waiting");
 
     let sleeper = run_of(&dir, port, "sleeper").expect("the sleeper run");
     ok(&client(&dir, port, &["kill", &sleeper["id"].to_string()]));
@@ -296,38 +308,12 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
     assert!(left.is_empty(), "processes of the killed driver left: {left:?}");
     assert!(cluster.master_json().contains("\"state\" : \"KILLED\""), "{}", cluster.master_json());
 
-    // The sleeper's gang given back (its driver's and executor's containers): the second word
-    // count starts now.
-    eventually(&dir, "the second word count to end", || {
-        matches!(state_of(&dir, port, "second").as_str(), "succeeded" | "failed")
-    });
-    assert_eq!(state_of(&dir, port, "second"), "succeeded");
-    let out = ok(&client(&dir, port, &["logs", &second_id, "count.0"]));
-    assert!(out.ends_with("total 34\n"), "{out}");
-    assert_eq!(drivers(&cluster).len(), 3, "one driver for the second run, submitted once it fit");
-
-    // A failing driver (crates/weir-backend-spark/tests/data/fails.py): the first attempt raises
-    // (Python exits 1), the second exits 3. The master only says FAILED (`DriverState`: "exited
-    // non-zero and was not supervised"); the code is read from the driver's stderr, where the
-    // worker's `DriverWrapper` lets `PythonRunner`'s `SparkUserAppException(code)` out ("User
-    // application exited with CODE"). max_attempts 2: two drivers, no third; each attempt's
-    // output and driver log in `weir logs --attempt N`.
-    let fails = common::workspace()
-        .join("crates/weir-backend-spark/tests/data/fails.py")
-        .canonicalize()
-        .expect("fails.py");
-    let first_done = dir.join("fails-marker");
-    assert!(route("fails"));
-    scratch.file(
-        "fails.yaml",
-        &format!(
-            "version: 1\nworkflows:\n{}",
-            workflow("fails", &fails.display().to_string(), &[&first_done.display().to_string()])
-                .replace("max_attempts: 1", "max_attempts: 2")
-        ),
-    );
-    let before = drivers(&cluster).len();
-    ok(&client(&dir, port, &["submit", "fails.yaml"]));
+    // The sleeper's gang given back (its driver's and executor's containers): the failing
+    // application starts now. The master only says FAILED (`DriverState`: "exited non-zero and
+    // was not supervised"); the code is read from the driver's stderr, where the worker's
+    // `DriverWrapper` lets `PythonRunner`'s `SparkUserAppException(code)` out ("User application
+    // exited with CODE"). max_attempts 2: two drivers, no third; each attempt's output and
+    // driver log in `weir logs --attempt N`.
     eventually(&dir, "the failing run to end", || {
         matches!(state_of(&dir, port, "fails").as_str(), "succeeded" | "failed")
     });
@@ -341,7 +327,8 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
         (Some("failed"), Some(2), Some(3)),
         "two attempts, the last exiting 3: {status:#}"
     );
-    assert_eq!(drivers(&cluster).len(), before + 2, "one driver per attempt");
+    // The word count's, the sleeper's, and one per attempt of the failing application.
+    assert_eq!(drivers(&cluster).len(), 4, "one driver per attempt, submitted once its gang fit");
     let log = |attempt: &str, stream: &str| {
         ok(&client(&dir, port, &["logs", &id, "count.0", "--attempt", attempt, "--stream", stream]))
     };

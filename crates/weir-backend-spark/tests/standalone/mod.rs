@@ -11,19 +11,109 @@ use std::time::Duration;
 
 use weir_backend_spark::Install;
 
-/// JVM options for every JVM of the Spark tests (drivers, executors, master, worker): the client
+/// JVM flags for every JVM of the Spark tests (drivers, executors, master, worker): the client
 /// compiler only (`TieredStopAtLevel=1`: no C2 compiler threads competing for 2 cores with the
 /// application; short JVMs run C2's code too little to repay it) and the serial collector (no
 /// parallel GC threads). Test-only settings, for the time the tests take: weir sets no JVM
 /// option for users.
-pub const TEST_JVM_OPTIONS: &str = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC";
+pub const TEST_JVM_FLAGS: &str = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC";
 
-/// The Spark properties that give the tests' drivers and executors [`TEST_JVM_OPTIONS`].
+/// [`TEST_JVM_FLAGS`] and, once it exists, `-XX:SharedArchiveFile=` an archive of the classes a
+/// Spark application loads ([`spark_class_archive`]): each JVM then maps Spark's classes instead
+/// of reading and verifying them from the jars. A JVM that finds the archive unusable (another
+/// Java, another class path, a damaged file) runs without it, silently (`-Xshare:auto`, the
+/// default), so the archive changes the tests' speed, never what they check.
+pub fn test_jvm_options() -> String {
+    static OPTIONS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    OPTIONS
+        .get_or_init(|| match spark_class_archive() {
+            Some(a) => format!("{TEST_JVM_FLAGS} -XX:SharedArchiveFile={}", a.display()),
+            None => TEST_JVM_FLAGS.to_string(),
+        })
+        .clone()
+}
+
+/// The Spark properties that give the tests' drivers and executors [`test_jvm_options`].
 pub fn test_jvm_conf() -> [(String, String); 2] {
     [
-        ("spark.driver.extraJavaOptions".to_string(), TEST_JVM_OPTIONS.to_string()),
-        ("spark.executor.extraJavaOptions".to_string(), TEST_JVM_OPTIONS.to_string()),
+        ("spark.driver.extraJavaOptions".to_string(), test_jvm_options()),
+        ("spark.executor.extraJavaOptions".to_string(), test_jvm_options()),
     ]
+}
+
+/// A dynamic class-data-sharing archive (JDK 13+, `-XX:ArchiveClassesAtExit`) of the classes a
+/// PySpark word count loads, in the temporary folder, named after the Java and the Spark it was
+/// made with; made once per machine by the first test process that needs it (one word count,
+/// about three times the CPU of a plain one), under a lock file; the others wait for it. `None` when
+/// it cannot be made (then the tests run without it).
+pub fn spark_class_archive() -> Option<std::path::PathBuf> {
+    let install = Install::find(None, None).ok()?;
+    let java = java_version()?;
+    let dir = std::env::temp_dir();
+    let archive = dir.join(format!("weir-test-spark-{}-java-{java}.jsa", install.version));
+    if archive.is_file() {
+        return Some(archive);
+    }
+    let lock = dir.join(format!("weir-test-spark-{}-java-{java}.lock", install.version));
+    let take = || std::fs::OpenOptions::new().write(true).create_new(true).open(&lock).is_ok();
+    if !take() {
+        // Another test process makes it: wait for it, up to 15 minutes (a loaded 2-core machine
+        // took 4.5). A lock older than 20 minutes was left by a process that died making it:
+        // take it over.
+        let mut mine = false;
+        for _ in 0..1800 {
+            if archive.is_file() {
+                return Some(archive);
+            }
+            let age = std::fs::metadata(&lock).ok().and_then(|m| m.modified().ok()?.elapsed().ok());
+            if age.is_some_and(|a| a > Duration::from_secs(1200)) {
+                let _ = std::fs::remove_file(&lock);
+                mine = take();
+                break;
+            }
+            if age.is_none() && !archive.is_file() {
+                // The maker gave up (no archive, lock gone): try once ourselves.
+                mine = take();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        if !mine {
+            return archive.is_file().then_some(archive);
+        }
+    }
+    let examples = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/spark"));
+    let partial =
+        dir.join(format!("weir-test-spark-{}-java-{java}.{}.jsa", install.version, std::process::id()));
+    let made = Command::new(install.submit())
+        .args(["--master", "local[1]", "--conf", "spark.ui.enabled=false", "--conf"])
+        .arg(format!(
+            "spark.driver.extraJavaOptions={TEST_JVM_FLAGS} -XX:ArchiveClassesAtExit={}",
+            partial.display()
+        ))
+        .arg(examples.join("wordcount.py"))
+        .arg(examples.join("words.txt"))
+        .env("SPARK_HOME", &install.home)
+        .env("PYSPARK_PYTHON", install.python.clone().unwrap_or_else(|| "python3".into()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+        && partial.is_file()
+        && std::fs::rename(&partial, &archive).is_ok();
+    let _ = std::fs::remove_file(&partial);
+    let _ = std::fs::remove_file(&lock);
+    made.then_some(archive)
+}
+
+/// `java -version`'s version string (`17.0.15`), from the `java` spark-submit runs.
+pub fn java_version() -> Option<String> {
+    let java = weir_backend_spark::java()?;
+    let out = Command::new(java).arg("-version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stderr);
+    let quoted = text.split('"').nth(1)?;
+    Some(quoted.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '.').collect())
 }
 
 pub fn free_port() -> u16 {
@@ -178,7 +268,7 @@ fn spawn(dir: &Path, args: &[String], opts: &str, log: &str) -> Child {
         // The master's and worker's own JVMs: small heaps (they track one worker and a few
         // drivers) and the tests' JVM options.
         .env("SPARK_DAEMON_MEMORY", "256m")
-        .env("SPARK_DAEMON_JAVA_OPTS", TEST_JVM_OPTIONS)
+        .env("SPARK_DAEMON_JAVA_OPTS", test_jvm_options())
         .env("SPARK_LOCAL_IP", "127.0.0.1")
         .env("SPARK_LOG_DIR", dir)
         .env("SPARK_PID_DIR", dir)

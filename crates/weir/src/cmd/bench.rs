@@ -38,8 +38,9 @@ enum BenchTarget {
     /// The job-submission service over loopback HTTP: submissions/s and p50/p99
     /// acknowledgement latency at 1 and 32 clients on SQLite (and PostgreSQL with
     /// --postgres), and one-task runs dispatched and completed per second on the local
-    /// backend. Last line: JSON.
-    Serve(super::bench_serve::ServeBench),
+    /// backend (or Slurm, or one-task Spark applications on spark-local beside spark-submit
+    /// alone, or on a standalone master: --backend). Last line: JSON.
+    Serve(Box<super::bench_serve::ServeBench>),
     /// The output committer on moto's S3 server (started and stopped here), another
     /// S3-compatible server or the local store: task-commit throughput and job-commit time for
     /// 1,000 files of 1 MB and 10 of 100 MB, beside plain puts of the same files. Last line:

@@ -39,9 +39,11 @@ pub struct ServeBench {
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
     /// The dispatch measurement's backend: `local` processes, or `slurm` (a real Slurm through
-    /// slurmrestd; then only the dispatch is measured, into Slurm).
+    /// slurmrestd; then only the dispatch is measured, into Slurm), or `spark-local` /
+    /// `spark-standalone` (one-task Spark applications; spark-local also runs the same
+    /// applications with spark-submit alone, for the cost of weir per application).
     #[arg(long, value_name = "KIND", default_value = "local")]
-    backend: String,
+    pub(super) backend: String,
     /// slurmrestd's URL (`--backend slurm`).
     #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:6820")]
     slurm_url: String,
@@ -58,6 +60,46 @@ pub struct ServeBench {
     /// markers the job scripts leave (how weir polled before; for comparison).
     #[arg(long)]
     slurm_listing_only: bool,
+    /// One-task Spark applications to run (`--backend spark-*`); each starts a JVM (seconds of
+    /// CPU), so keep it small.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub(super) spark_apps: u32,
+    /// Spark applications at once (`--backend spark-*`): the bench cluster holds this many
+    /// drivers (a spark-local one takes 1 core; a standalone one, 1 core and its executor's),
+    /// and the direct runs go this many at a time.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub(super) spark_concurrency: u32,
+    /// The application (`--backend spark-*`): a PySpark file.
+    #[arg(long, value_name = "FILE", default_value = "examples/spark/wordcount.py")]
+    pub(super) spark_main: PathBuf,
+    /// Its arguments (repeat the flag; one that names an existing file is made absolute).
+    #[arg(long, value_name = "ARG", default_values_t = ["examples/spark/words.txt".to_string()])]
+    pub(super) spark_args: Vec<String>,
+    /// A Spark property for every application, KEY=VALUE (repeat the flag);
+    /// `spark.ui.enabled=false` is always set.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub(super) spark_conf: Vec<String>,
+    /// A Spark distribution (`--backend spark-local`); default: the `pyspark` package's.
+    #[arg(long, value_name = "DIR")]
+    pub(super) spark_home: Option<PathBuf>,
+    /// The standalone master's REST gateway, `http://HOST:PORT` (`--backend spark-standalone`;
+    /// the master runs already, with `spark.master.rest.enabled=true`).
+    #[arg(long, value_name = "URL")]
+    pub(super) spark_master_rest: Option<String>,
+    /// The standalone master's web UI (`--backend spark-standalone`); default: the gateway's
+    /// host, port 8080.
+    #[arg(long, value_name = "URL")]
+    pub(super) spark_master_ui: Option<String>,
+    /// The Python the workers run PySpark drivers with (`--backend spark-standalone`).
+    #[arg(long, value_name = "PATH")]
+    pub(super) spark_python: Option<String>,
+    /// The program the workers start a PySpark driver with, when not `--spark-python`
+    /// (`--backend spark-standalone`).
+    #[arg(long, value_name = "PATH")]
+    pub(super) spark_driver_python: Option<String>,
+    /// The standalone backend's poll interval in milliseconds (`--backend spark-standalone`).
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    pub(super) spark_poll_ms: u64,
 }
 
 const CLUSTER: &str = "version: 1
@@ -85,6 +127,9 @@ pub fn run(a: &ServeBench) -> Result<()> {
     std::fs::create_dir_all(&root).with_context(|| format!("--dir: cannot create {}", root.display()))?;
     let pg = a.postgres.clone().or_else(|| std::env::var("WEIR_TEST_POSTGRES_URL").ok());
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    if a.backend.starts_with("spark-") {
+        return super::bench_spark::run(a, &root);
+    }
     let slurm = match a.backend.as_str() {
         "local" => None,
         "slurm" => {
@@ -98,7 +143,7 @@ pub fn run(a: &ServeBench) -> Result<()> {
             c.end_markers = !a.slurm_listing_only;
             Some(c)
         }
-        other => bail!("--backend: `{other}` is neither local nor slurm"),
+        other => bail!("--backend: `{other}` is none of local, slurm, spark-local, spark-standalone"),
     };
     if let Some(config) = slurm {
         return rt.block_on(async {
@@ -309,7 +354,7 @@ async fn dispatch(
 }
 
 /// Whether any run is still queued, waiting or running (one one-row page per state).
-async fn any_open(http: &reqwest::Client, base: &str, token: &str) -> Result<bool> {
+pub(super) async fn any_open(http: &reqwest::Client, base: &str, token: &str) -> Result<bool> {
     for state in ["queued", "routed", "waiting", "running"] {
         let url = format!("{base}/v1/runs?state={state}&limit=1");
         let v: Value = http.get(url).bearer_auth(token).send().await?.error_for_status()?.json().await?;
@@ -320,7 +365,7 @@ async fn any_open(http: &reqwest::Client, base: &str, token: &str) -> Result<boo
     Ok(false)
 }
 
-async fn count_succeeded(http: &reqwest::Client, base: &str, token: &str) -> Result<usize> {
+pub(super) async fn count_succeeded(http: &reqwest::Client, base: &str, token: &str) -> Result<usize> {
     let mut n = 0;
     let mut cursor: Option<String> = None;
     loop {

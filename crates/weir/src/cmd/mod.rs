@@ -9,6 +9,7 @@ mod bench_digest;
 mod bench_plan;
 pub mod bench_serve;
 pub mod bench_sim;
+pub mod bench_spark;
 pub mod client;
 pub mod commit_helper;
 pub mod export;
