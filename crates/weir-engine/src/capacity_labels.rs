@@ -23,10 +23,14 @@
 //! - A queue's max capacity in a label's partition caps what a request for that label may add
 //!   to it (every container on the label's nodes counts, lent ones too):
 //!   `AbstractCSQueue.canAssignToThisQueue` per partition (`getQueueMaxResource(partition)`).
+//!   A gang is checked whole (`gang_label_max_allows`): it starts whole or not at all.
+//! - Guarantees per partition: siblings competing for a label's nodes are ordered by their
+//!   standing there (`capacity.rs`, `competing_label`), the default partition's standing
+//!   counts only what is held off labelled nodes, and user limits are computed in the
+//!   partition of the request (`Engine::user_standing`).
 //!
-//! Not enforced yet: the per-label capacities (guarantees) in the sibling order and the
-//! proportional policy per partition, and per-label user limits; those see the queue's whole
-//! usage. Partitions' sizes are the cluster file's node groups.
+//! Not enforced yet: the proportional policy per partition (it sees the queue's whole
+//! usage). Partitions' sizes are the cluster file's node groups.
 
 use std::collections::BTreeSet;
 
