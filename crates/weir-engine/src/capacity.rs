@@ -241,7 +241,9 @@ impl Engine {
         let leaf = j.leaf;
         let cap = self.config.queues[leaf as usize].capacity.as_ref()?;
         if cfg!(debug_assertions) {
-            self.check_leaf_users(leaf);
+            if let Err(e) = self.check_leaf_users(leaf) {
+                panic!("{e}");
+            }
         }
         let q = &self.queues[leaf as usize];
         let table = self.leaf_users(leaf);

@@ -341,7 +341,9 @@ impl Engine {
             return 0;
         }
         if cfg!(debug_assertions) {
-            self.check_leaf_users(leaf);
+            if let Err(e) = self.check_leaf_users(leaf) {
+                panic!("{e}");
+            }
         }
         let Some(table) = self.leaf_users(leaf) else { return 0 };
         let mut total = 0;

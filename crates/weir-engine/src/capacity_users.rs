@@ -330,16 +330,19 @@ impl Engine {
         users
     }
 
-    /// Debug builds: the leaf's table is what a walk over its jobs finds.
-    pub(crate) fn check_leaf_users(&self, leaf: QueueIx) {
+    /// The leaf's table is what a walk over its jobs finds (checked on every read in debug
+    /// builds, and by `check_invariants` for every leaf).
+    pub(crate) fn check_leaf_users(&self, leaf: QueueIx) -> Result<(), String> {
         let walk = self.leaf_users_by_walk(leaf);
         let empty = LeafUsers::default();
         let table = self.leaf_users(leaf).unwrap_or(&empty);
-        assert_eq!(
-            table.users, walk,
-            "capacity user table of {} out of step",
-            self.queues[leaf as usize].path
-        );
+        let path = &self.queues[leaf as usize].path;
+        if table.users != walk {
+            return Err(format!(
+                "capacity user table of {path} out of step: {:?} against {walk:?}",
+                table.users
+            ));
+        }
         let active: Vec<&LeafUser> = walk.iter().filter(|u| u.active_jobs > 0).collect();
         let used = active.iter().fold(Resources::ZERO, |s, u| s + u.used);
         let weights = active.iter().fold(0.0, |s, u| s + u.weight);
@@ -349,11 +352,21 @@ impl Engine {
                 *t += m;
             }
         }
-        assert_eq!(
-            (table.active_used, table.active_weights.to_bits(), &table.active_label_used),
-            (used, f64::to_bits(weights), &labelled),
-            "capacity user table of {}: active users' totals out of step",
-            self.queues[leaf as usize].path
-        );
+        if (table.active_used, table.active_weights.to_bits(), &table.active_label_used)
+            != (used, f64::to_bits(weights), &labelled)
+        {
+            return Err(format!("capacity user table of {path}: the active users' totals are out of step"));
+        }
+        Ok(())
+    }
+
+    /// Every capacity-mode leaf's user table against a walk over its jobs.
+    pub(crate) fn check_user_tables(&self) -> Result<(), String> {
+        if !self.capacity_mode() || self.user_table.leaves.is_empty() {
+            return Ok(());
+        }
+        (0..self.queues.len() as QueueIx)
+            .filter(|&q| self.queues[q as usize].is_leaf())
+            .try_for_each(|q| self.check_leaf_users(q))
     }
 }
