@@ -148,6 +148,7 @@ impl Engine {
         }
         self.job_mut(slot).state = JobState::Waiting;
         self.sync_ready(slot);
+        self.count_user(slot);
         if let Some(top) = top {
             self.promote_under(top);
         }

@@ -165,12 +165,41 @@ impl Engine {
 
     fn sibling_key(&self, q: QueueIx) -> SiblingKey {
         let queue = &self.queues[q as usize];
-        let guarantee = queue.min.memory.max(self.config.scheduler.minimum_allocation.memory).max(1);
+        let (used, capacity) = match self.competing_label(q) {
+            Some(l) => (self.label_used(q, l), self.label_capacity(q, l).0),
+            // With labelled nodes: the standing in the default partition.
+            None if self.label_count() > 0 => {
+                (queue.usage.memory - self.labelled_used(q), self.in_default_partition(queue.min.memory))
+            }
+            None => (queue.usage.memory, queue.min.memory),
+        };
+        let guarantee = capacity.max(self.config.scheduler.minimum_allocation.memory).max(1);
         SiblingKey {
-            used: queue.usage.memory as f32 / guarantee as f32,
+            used: used as f32 / guarantee as f32,
             priority: self.config.queues[q as usize].capacity.as_ref().map_or(0, |c| c.queue_priority),
-            capacity: queue.min.memory,
+            capacity,
         }
+    }
+
+    /// The node label whose partition a subtree competes in: YARN orders a parent's children
+    /// per partition, for a node of that partition (`ParentQueue.assignContainers` →
+    /// `PriorityUtilizationQueueOrderingPolicy.getAssignmentIterator(partition)`, comparing
+    /// `getUsedCapacity(partition)` and `getAbsoluteCapacity(partition)`). weir descends
+    /// before it picks a node, so a subtree whose ready jobs all ask for labels competes by its
+    /// standing in the first such label's partition; one with any ready request for the
+    /// default partition by its standing there (what it holds off labelled nodes over its
+    /// share of the unlabelled nodes).
+    fn competing_label(&self, q: QueueIx) -> Option<u32> {
+        let by_label = self.ready_by_label(q);
+        if by_label.is_empty() {
+            return None;
+        }
+        let labelled: u32 = by_label.iter().sum();
+        debug_assert!(labelled <= self.queues[q as usize].ready_jobs);
+        if labelled < self.queues[q as usize].ready_jobs {
+            return None;
+        }
+        by_label.iter().position(|&c| c > 0).map(|l| l as u32)
     }
 
     /// The child of `parent` to serve next in capacity mode: among those with a job ready and
@@ -199,52 +228,63 @@ impl Engine {
     }
 
     /// The user limit of `job`'s user in its leaf and what that user holds there, in capacity
-    /// mode; `None` in fair mode. Costs a walk over the leaf's runnable jobs.
+    /// mode; `None` in fair mode. With labelled nodes, a request for no label sees the
+    /// default partition (usage off labelled nodes, the leaf's share of the unlabelled ones);
+    /// a request for a node label, both in that label's
+    /// partition (`UsersManager.computeUserLimit` for the node's partition: the leaf's
+    /// guarantee and max there, what it and its active users hold there; the active users and
+    /// their weights are the leaf's, as YARN's `activeUsersSet` is not per partition), memory
+    /// only. Read from the leaf's user table (`capacity_users.rs`), checked against a walk
+    /// over the leaf's jobs in debug builds.
     pub(crate) fn user_standing(&self, job: JobSlot) -> Option<(Resources, Resources)> {
         let j = self.job(job);
         let leaf = j.leaf;
         let cap = self.config.queues[leaf as usize].capacity.as_ref()?;
+        if cfg!(debug_assertions) {
+            if let Err(e) = self.check_leaf_users(leaf) {
+                panic!("{e}");
+            }
+        }
         let q = &self.queues[leaf as usize];
-        // Users with a job that wants containers are active (`activateApplication` on pending
-        // requests); the set is small, so a sorted vector.
-        let mut active: Vec<u32> = Vec::new();
-        let (mut active_used, mut mine) = (Resources::ZERO, Resources::ZERO);
-        let mut users: Vec<(u32, Resources)> = Vec::new();
-        for &(_, _, _, slot) in &q.runnable {
-            let other = self.job(slot);
-            match users.binary_search_by_key(&other.user, |u| u.0) {
-                Ok(i) => users[i].1 += other.usage,
-                Err(i) => users.insert(i, (other.user, other.usage)),
-            }
-            if other.pending_containers > 0 {
-                if let Err(i) = active.binary_search(&other.user) {
-                    active.insert(i, other.user);
-                }
-            }
-        }
-        let mut active_weights = 0.0;
-        for &(u, used) in &users {
-            if active.binary_search(&u).is_ok() {
-                active_used += used;
-                active_weights += cap.user_weight(&self.users[u as usize].name);
-            }
-            if u == j.user {
-                mine = used;
-            }
-        }
-        let total = self.nodes.total;
-        let limit = user_limit(&UserLimitInputs {
+        let table = self.leaf_users(leaf);
+        let mine = table.and_then(|t| t.get(j.user));
+        let user_weight =
+            mine.map_or_else(|| cap.user_weight(&self.users[j.user as usize].name), |u| u.weight);
+        let (active_used, active_weights) =
+            table.map_or((Resources::ZERO, 0.0), |t| (t.active_used, t.active_weights));
+        let label = j.requests.front().and_then(|r| self.label_of_selector(r.selector));
+        let mut inputs = UserLimitInputs {
             capacity: q.min,
-            max_capacity: q.max.component_min(&total),
+            max_capacity: q.max.component_min(&self.nodes.total),
             used: q.usage,
             active_used,
             active_weights,
             min_user_percent: cap.min_user_percent,
             user_limit_factor: cap.user_limit_factor,
             minimum_allocation: self.config.scheduler.minimum_allocation,
-            user_weight: cap.user_weight(&self.users[j.user as usize].name),
-        });
-        Some((limit, mine))
+            user_weight,
+        };
+        let mut used = mine.map_or(Resources::ZERO, |u| u.used);
+        if label.is_none() && self.label_count() > 0 {
+            // The default partition: what is held off labelled nodes, against the leaf's
+            // share of the unlabelled nodes.
+            let labelled = |v: &[u64]| v.iter().sum::<u64>();
+            inputs.capacity.memory = self.in_default_partition(inputs.capacity.memory);
+            inputs.max_capacity.memory = self.in_default_partition(inputs.max_capacity.memory);
+            inputs.used.memory -= self.labelled_used(leaf);
+            inputs.active_used.memory -= table.map_or(0, |t| labelled(&t.active_label_used));
+            used.memory -= mine.map_or(0, |u| labelled(&u.label_used));
+        }
+        if let Some(l) = label {
+            let memory = |m: u64| Resources { memory: m, ..Resources::ZERO };
+            let (guaranteed, max) = self.label_capacity(leaf, l);
+            inputs.capacity = memory(guaranteed);
+            inputs.max_capacity = memory(max);
+            inputs.used = memory(self.label_used(leaf, l));
+            inputs.active_used = memory(table.map_or(0, |t| t.active_label_used[l as usize]));
+            used = memory(mine.map_or(0, |u| u.label_used[l as usize]));
+        }
+        Some((user_limit(&inputs), used))
     }
 
     /// The most a capacity-mode leaf's application masters may hold

@@ -23,16 +23,20 @@
 //! - A queue's max capacity in a label's partition caps what a request for that label may add
 //!   to it (every container on the label's nodes counts, lent ones too):
 //!   `AbstractCSQueue.canAssignToThisQueue` per partition (`getQueueMaxResource(partition)`).
+//!   A gang is checked whole (`gang_label_max_allows`): it starts whole or not at all.
+//! - Guarantees per partition: siblings competing for a label's nodes are ordered by their
+//!   standing there (`capacity.rs`, `competing_label`), the default partition's standing
+//!   counts only what is held off labelled nodes, and user limits are computed in the
+//!   partition of the request (`Engine::user_standing`).
 //!
-//! Not enforced yet: the per-label capacities (guarantees) in the sibling order and the
-//! proportional policy per partition, and per-label user limits; those see the queue's whole
-//! usage. Partitions' sizes are the cluster file's node groups.
+//! Not enforced yet: the proportional policy per partition (it sees the queue's whole
+//! usage). Partitions' sizes are the cluster file's node groups.
 
 use std::collections::BTreeSet;
 
 use crate::engine::Engine;
 use crate::ids::ContainerId;
-use crate::input::{Request, Selector};
+use crate::input::{Request, Selector, SelectorId};
 use crate::placement::Blocker;
 use crate::state::{JobSlot, NodeSlot, QueueIx};
 
@@ -94,21 +98,131 @@ impl Engine {
         self.label_usage = LabelUsage { names, partition, used };
     }
 
-    /// A container of `memory` on `node` started (`add`) or ended, in `leaf`: its queues'
-    /// usage in the node's label's partition follows.
-    pub(crate) fn charge_label(&mut self, leaf: QueueIx, node: NodeSlot, memory: u64, add: bool) {
+    /// A container of `memory` of `job` on `node` started (`add`) or ended: its queues' and
+    /// its user's usage in the node's label's partition follow.
+    pub(crate) fn charge_label(&mut self, job: JobSlot, node: NodeSlot, memory: u64, add: bool) {
         if self.label_usage.names.is_empty() {
             return;
         }
         let Some(label) = self.nodes.slots[node as usize].label.as_deref() else { return };
         let Ok(i) = self.label_usage.names.binary_search_by(|n| n.as_str().cmp(label)) else { return };
         let n = self.label_usage.names.len();
-        let mut q = Some(leaf);
+        let mut q = Some(self.job(job).leaf);
         while let Some(ix) = q {
             let u = &mut self.label_usage.used[ix as usize * n + i];
             *u = if add { *u + memory } else { u.saturating_sub(memory) };
             q = self.queues[ix as usize].parent;
         }
+        self.count_user_label(job, i, memory, add);
+    }
+
+    /// A label's index in the usage table.
+    pub(crate) fn label_index(&self, label: &str) -> Option<u32> {
+        self.label_usage.names.binary_search_by(|n| n.as_str().cmp(label)).ok().map(|i| i as u32)
+    }
+
+    /// How many labels the usage table has (0: no labelled nodes, or fair mode).
+    pub(crate) fn label_count(&self) -> usize {
+        self.label_usage.names.len()
+    }
+
+    /// The label a selector asks for, as an index of the usage table: `None` for the default
+    /// partition, no label or more than one.
+    pub(crate) fn label_of_selector(&self, selector: SelectorId) -> Option<u32> {
+        if self.label_usage.names.is_empty() || selector.0 == 0 {
+            return None;
+        }
+        let selector = self.nodes.selector_of(selector);
+        let [label] = selector.labels.as_slice() else { return None };
+        self.label_usage.names.binary_search(label).ok().map(|i| i as u32)
+    }
+
+    /// The label the ready job's next request asks for.
+    pub(crate) fn ready_label(&self, job: JobSlot) -> Option<u32> {
+        let (_, ask, _) = self.job(job).ready?;
+        self.label_of_selector(ask.selector)
+    }
+
+    /// A queue's guarantee and max in a label's partition (memory, MiB): its share of the
+    /// partition's memory (`QueueCapacities` per partition, absolute); zero for a queue that
+    /// may not use the label.
+    pub(crate) fn label_capacity(&self, q: QueueIx, label: u32) -> (u64, u64) {
+        let name = &self.label_usage.names[label as usize];
+        let partition = self.label_usage.partition[label as usize] as f64;
+        self.config.queues[q as usize]
+            .capacity
+            .as_ref()
+            .and_then(|c| c.labels.get(name))
+            .map_or((0, 0), |s| {
+                ((partition * s.absolute_capacity) as u64, (partition * s.absolute_max_capacity) as u64)
+            })
+    }
+
+    /// What a queue holds on a label's nodes, memory.
+    pub(crate) fn label_used(&self, q: QueueIx, label: u32) -> u64 {
+        self.label_usage.used[q as usize * self.label_usage.names.len() + label as usize]
+    }
+
+    /// What a queue holds on labelled nodes, memory.
+    pub(crate) fn labelled_used(&self, q: QueueIx) -> u64 {
+        let n = self.label_usage.names.len();
+        self.label_usage.used[q as usize * n..(q as usize + 1) * n].iter().sum()
+    }
+
+    /// A memory figure of the whole cluster (a queue's guarantee or max) scaled to the default
+    /// partition: YARN resolves a queue's capacity against each partition's resources, so its
+    /// default-partition guarantee is its share of the unlabelled nodes.
+    pub(crate) fn in_default_partition(&self, memory: u64) -> u64 {
+        let total = self.nodes.total.memory;
+        let default = total.saturating_sub(self.label_usage.partition.iter().sum());
+        (u128::from(memory) * u128::from(default)).checked_div(u128::from(total)).unwrap_or(0) as u64
+    }
+
+    /// Whether a whole gang (`indices` of the job's requests, all still to place) fits under
+    /// the max capacity in each label's partition on the job's path: a gang starts whole or
+    /// not at all, so it is checked as a whole, each label's requests summed.
+    pub(crate) fn gang_label_max_allows(&self, job: JobSlot, indices: &[usize]) -> Result<(), Blocker> {
+        if self.label_usage.names.is_empty() {
+            return Ok(());
+        }
+        let j = self.job(job);
+        let mut asks: Vec<(u32, u64)> = Vec::new();
+        for &i in indices {
+            let r = &j.requests[i];
+            let Some(label) = self.label_of_selector(r.selector) else { continue };
+            let memory = r.resources.memory * u64::from(r.count);
+            match asks.iter_mut().find(|a| a.0 == label) {
+                Some(a) => a.1 += memory,
+                None => asks.push((label, memory)),
+            }
+        }
+        asks.sort_unstable();
+        for (label, memory) in asks {
+            if let Some(b) = self.label_max_blocks(j.leaf, label, memory) {
+                return Err(b);
+            }
+        }
+        Ok(())
+    }
+
+    /// The first queue from `leaf` up whose max capacity in the label's partition `memory`
+    /// more would pass, as the blocker to report.
+    fn label_max_blocks(&self, leaf: QueueIx, label: u32, memory: u64) -> Option<Blocker> {
+        let name = &self.label_usage.names[label as usize];
+        for q in self.path_up(leaf) {
+            let Some(share) =
+                self.config.queues[q as usize].capacity.as_ref().and_then(|c| c.labels.get(name))
+            else {
+                continue;
+            };
+            let max =
+                (self.label_usage.partition[label as usize] as f64 * share.absolute_max_capacity) as u64;
+            let used = self.label_used(q, label);
+            if used + memory > max {
+                return Some(Blocker::LabelMax { queue: q, label, max, used });
+            }
+        }
+        None
     }
 
     /// Whether the job's next container, a request for one label, fits under the max capacity
@@ -119,23 +233,11 @@ impl Engine {
         }
         let j = self.job(job);
         let Some(front) = j.requests.front() else { return Ok(()) };
-        let selector = self.nodes.selector_of(front.selector);
-        let [label] = selector.labels.as_slice() else { return Ok(()) };
-        let Ok(i) = self.label_usage.names.binary_search(label) else { return Ok(()) };
-        let n = self.label_usage.names.len();
-        for q in self.path_up(j.leaf) {
-            let Some(share) =
-                self.config.queues[q as usize].capacity.as_ref().and_then(|c| c.labels.get(label))
-            else {
-                continue;
-            };
-            let max = (self.label_usage.partition[i] as f64 * share.absolute_max_capacity) as u64;
-            let used = self.label_usage.used[q as usize * n + i];
-            if used + front.resources.memory > max {
-                return Err(Blocker::LabelMax { queue: q, label: i as u32, max, used });
-            }
+        let Some(label) = self.label_of_selector(front.selector) else { return Ok(()) };
+        match self.label_max_blocks(j.leaf, label, front.resources.memory) {
+            Some(b) => Err(b),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// A label's name by its index in the usage table.

@@ -52,7 +52,7 @@
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
-use weir_model::{Resources, Time};
+use weir_model::Time;
 
 use crate::capacity::{user_limit, UserLimitInputs};
 use crate::decision::{Decision, PreemptReason, Starvation};
@@ -332,52 +332,37 @@ impl Engine {
     }
 
     /// A leaf's pending demand, each user's capped by its headroom under the user limit
-    /// (`AbstractLeafQueue.getTotalPendingResourcesConsideringUserLimit`), memory.
+    /// (`AbstractLeafQueue.getTotalPendingResourcesConsideringUserLimit`), memory. From the
+    /// leaf's user table (`capacity_users.rs`).
     fn pending_within_user_limits(&self, leaf: QueueIx) -> u64 {
         let q = &self.queues[leaf as usize];
         let Some(cap) = self.config.queues[leaf as usize].capacity.as_ref() else { return 0 };
         if q.runnable.is_empty() {
             return 0;
         }
-        // (user, used, pending, active)
-        let mut users: Vec<(u32, Resources, u64, bool)> = Vec::new();
-        for &(_, _, _, slot) in &q.runnable {
-            let j = self.job(slot);
-            let i = match users.binary_search_by_key(&j.user, |u| u.0) {
-                Ok(i) => i,
-                Err(i) => {
-                    users.insert(i, (j.user, Resources::ZERO, 0, false));
-                    i
-                }
-            };
-            users[i].1 += j.usage;
-            users[i].2 += j.pending.memory;
-            users[i].3 |= j.pending_containers > 0;
-        }
-        let (mut active_used, mut active_weights) = (Resources::ZERO, 0.0);
-        for &(u, used, _, active) in &users {
-            if active {
-                active_used += used;
-                active_weights += cap.user_weight(&self.users[u as usize].name);
+        if cfg!(debug_assertions) {
+            if let Err(e) = self.check_leaf_users(leaf) {
+                panic!("{e}");
             }
         }
+        let Some(table) = self.leaf_users(leaf) else { return 0 };
         let mut total = 0;
-        for &(u, used, pending, _) in &users {
-            if pending == 0 {
+        for u in table.users() {
+            if u.pending_memory == 0 {
                 continue;
             }
             let limit = user_limit(&UserLimitInputs {
                 capacity: q.min,
                 max_capacity: q.max.component_min(&self.nodes.total),
                 used: q.usage,
-                active_used,
-                active_weights,
+                active_used: table.active_used,
+                active_weights: table.active_weights,
                 min_user_percent: cap.min_user_percent,
                 user_limit_factor: cap.user_limit_factor,
                 minimum_allocation: self.config.scheduler.minimum_allocation,
-                user_weight: cap.user_weight(&self.users[u as usize].name),
+                user_weight: u.weight,
             });
-            total += pending.min(limit.memory.saturating_sub(used.memory));
+            total += u.pending_memory.min(limit.memory.saturating_sub(u.used.memory));
         }
         total
     }

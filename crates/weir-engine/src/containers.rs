@@ -87,7 +87,7 @@ impl Engine {
         if am {
             self.queues[leaf as usize].am_usage += r;
         }
-        self.charge_label(leaf, node, r.memory, true);
+        self.charge_label(job, node, r.memory, true);
         self.touched(job);
         if !placeholder {
             self.announce(id, request.tag);

@@ -109,6 +109,8 @@ pub struct Engine {
     /// Capacity mode's proportional preemption between rounds (`capacity_preemption.rs`).
     pub(crate) rounds: crate::capacity_preemption::Rounds,
     pub(crate) label_usage: crate::capacity_labels::LabelUsage,
+    /// Capacity mode's users per leaf (`capacity_users.rs`).
+    pub(crate) user_table: crate::capacity_users::UserTable,
     /// Per-job guarantees set by the host (`guarantee.rs`).
     pub(crate) guarantees: crate::guarantee::Guarantees,
 }
@@ -251,6 +253,7 @@ impl Engine {
             backfill_tried: 0,
             rounds: Default::default(),
             label_usage: Default::default(),
+            user_table: Default::default(),
             guarantees: Default::default(),
         };
         engine.resolve_limits();

@@ -90,6 +90,8 @@ impl Engine {
         }) {
             return Err(Blocker::QueueMax(q));
         }
+        // Capacity mode: the whole gang under each label's max capacity, or none of it.
+        self.gang_label_max_allows(job, &indices)?;
         if self.at_container_limit(left as usize) {
             self.limited_pass = self.pass;
             return Err(Blocker::ContainerLimit);
@@ -325,7 +327,8 @@ impl Engine {
         self.path_up(leaf).all(|q| {
             let q = &self.queues[q as usize];
             (q.usage + demand).fits_in(&q.max)
-        }) && !self.at_container_limit(left as usize)
+        }) && self.gang_label_max_allows(job, &indices).is_ok()
+            && !self.at_container_limit(left as usize)
     }
 
     /// Room just released by `released`'s timeout goes to another gang: see the module docs.
@@ -415,6 +418,9 @@ impl Engine {
             !(q.usage + demand).fits_in(&q.max)
         }) {
             return Some(Blocker::QueueMax(q));
+        }
+        if let Err(b) = self.gang_label_max_allows(job, &indices) {
+            return Some(b);
         }
         if self.at_container_limit(left as usize) {
             return Some(Blocker::ContainerLimit);

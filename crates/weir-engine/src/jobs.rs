@@ -242,7 +242,7 @@ impl Engine {
         if am {
             self.queues[leaf as usize].am_usage -= c.resources;
         }
-        self.charge_label(leaf, c.node, c.resources.memory, false);
+        self.charge_label(c.job, c.node, c.resources.memory, false);
         self.touched(c.job);
         Some(c)
     }

@@ -23,6 +23,7 @@ pub mod capacity;
 mod capacity_labels;
 pub mod capacity_preemption;
 mod capacity_shares;
+mod capacity_users;
 mod conservative;
 mod containers;
 mod decision;

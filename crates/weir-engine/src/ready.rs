@@ -26,6 +26,7 @@ impl Engine {
     pub(crate) fn touched(&mut self, slot: JobSlot) {
         self.sync_ready(slot);
         self.watch_starvation(slot);
+        self.count_user(slot);
     }
 
     /// The job's place in its leaf's order. Jobs have no min share and weight 1 (YARN: app

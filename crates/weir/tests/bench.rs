@@ -154,3 +154,36 @@ fn the_user_limit_backlog_runs_one_job_at_a_time_and_piles_up_the_rest() {
         assert!(json["events_per_sec"].as_f64().expect("events_per_sec") > 0.0);
     }
 }
+
+/// Golden digests: the decisions of a small bench in each mode, as main made them before the
+/// capacity user table (`capacity_users.rs`) replaced the walk over a leaf's jobs (both
+/// recorded in BENCHMARKS.md, issue 21). A change that moves any decision — intended or not —
+/// fails here; an intended one updates the digest here and says so in BENCHMARKS.md.
+#[test]
+fn the_engine_bench_decides_as_recorded_in_both_modes() {
+    let flags = [
+        "bench",
+        "engine",
+        "--nodes",
+        "200",
+        "--leaves",
+        "60",
+        "--jobs",
+        "3000",
+        "--rounds",
+        "20",
+        "--share-queues",
+        "200",
+    ];
+    for (mode, digest) in [
+        ("fair", "edf5ed09f94855b99125f5e1996141a002563095baf0536994866650cfc17a20"),
+        ("capacity", "44c174f3b97b24810c42d0aacf1bdef65a731d570c66de0613d4123ea88d8162"),
+    ] {
+        let mut args = flags.to_vec();
+        args.extend_from_slice(&["--mode", mode]);
+        let out = weir(&args);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+        assert!(stdout.contains(&format!("decision digest: sha256 {digest}")), "{mode}: {stdout}");
+    }
+}

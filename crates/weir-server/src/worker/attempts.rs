@@ -487,6 +487,7 @@ impl Actor {
         stage.ready.push_back(t);
         let gang = super::progress::executors_of(stage, conf.as_ref());
         let requests = super::progress::task_requests(stage.resources, s, 1, gang, &mut self.gang_seq);
+        let requests = super::progress::placed(&mut self.engine, &stage.selector, requests);
         let _ = self.engine.on_requests_added(now, engine_job(id, j), requests);
     }
 }

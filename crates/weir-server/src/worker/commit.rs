@@ -249,6 +249,8 @@ impl Actor {
                                     gang,
                                     &mut self.gang_seq,
                                 );
+                                let requests =
+                                    super::progress::placed(&mut self.engine, &stage.selector, requests);
                                 let _ = self.engine.on_requests_added(now, engine_job(id, j), requests);
                             }
                         }

@@ -47,6 +47,9 @@ pub struct StageLive {
     pub next: Vec<usize>,
     pub waiting_on: u32,
     pub resources: Resources,
+    /// The nodes its tasks may run on (the stage's `node_labels`, `gpu_models`): what its
+    /// requests ask the engine for (`progress::placed`).
+    pub selector: weir_engine::Selector,
     pub command: String,
     /// The stage is a Spark application (`command` is then empty).
     pub spark: Option<weir_model::SparkSpec>,
@@ -249,6 +252,10 @@ impl RunLive {
                     next: Vec::new(),
                     waiting_on: stage.after.len() as u32,
                     resources: stage.resources,
+                    selector: weir_engine::Selector {
+                        labels: stage.placement.node_labels.clone(),
+                        gpu_models: stage.placement.gpu_models.clone(),
+                    },
                     command: s.command.clone().unwrap_or_default(),
                     spark: s.spark.clone(),
                     gang: stage.gang || job.gang,

@@ -56,6 +56,24 @@ pub(super) fn task_requests(
     out
 }
 
+/// A stage's requests with its node selector (`StageLive::selector`, registered with the
+/// engine): a stage that names node labels or GPU models runs only where they are, as in
+/// `weir simulate`.
+pub(super) fn placed(
+    engine: &mut weir_engine::Engine,
+    selector: &weir_engine::Selector,
+    mut requests: Vec<Request>,
+) -> Vec<Request> {
+    if selector.labels.is_empty() && selector.gpu_models.is_empty() {
+        return requests;
+    }
+    let id = engine.selector(selector);
+    for r in &mut requests {
+        r.selector = id;
+    }
+    requests
+}
+
 impl Actor {
     /// The Spark properties of a backend whose executors weir counts as a gang
     /// (`spark-standalone`: the executors run on the workers beside the driver); `None` for
@@ -101,7 +119,8 @@ impl Actor {
                 let r = ready_tasks(stage);
                 if r > 0 {
                     let gang = executors_of(stage, conf.as_ref());
-                    requests.extend(task_requests(stage.resources, s, r, gang, &mut self.gang_seq));
+                    let asked = task_requests(stage.resources, s, r, gang, &mut self.gang_seq);
+                    requests.extend(placed(&mut self.engine, &stage.selector, asked));
                 }
             }
         }
@@ -149,7 +168,8 @@ impl Actor {
                 let n = ready_tasks(st);
                 if n > 0 {
                     let gang = executors_of(st, conf.as_ref());
-                    requests.extend(task_requests(st.resources, d, n, gang, &mut self.gang_seq));
+                    let asked = task_requests(st.resources, d, n, gang, &mut self.gang_seq);
+                    requests.extend(placed(&mut self.engine, &st.selector, asked));
                 }
             }
         }

@@ -213,11 +213,12 @@ impl Actor {
             let mut requests = Vec::new();
             for (&s, ids) in stages {
                 let stage = &run.jobs[j].stages[s];
-                requests.push(Request::new(stage.resources, ids.len() as u32).tagged(s as u64));
+                let mut asked = vec![Request::new(stage.resources, ids.len() as u32).tagged(s as u64)];
                 if let Some((n, each)) = super::progress::executors_of(stage, conf.as_ref()).executors {
                     let tag = s as u64 | super::progress::EXECUTOR_TAG;
-                    requests.push(Request::new(each, n * ids.len() as u32).tagged(tag));
+                    asked.push(Request::new(each, n * ids.len() as u32).tagged(tag));
                 }
+                requests.extend(super::progress::placed(&mut self.engine, &stage.selector, asked));
             }
             resubmitted.push((id, j, requests));
         }
