@@ -310,9 +310,9 @@ impl Nodes {
         self.by_id.remove(&n.id);
     }
 
-    fn key(&self, slot: NodeSlot) -> FitKey {
+    fn key(&self, slot: NodeSlot) -> (u64, u64, NodeSlot) {
         let f = self.slots[slot as usize].free();
-        FitKey::new(f.memory, f.cpu, slot)
+        (f.memory, f.cpu, slot)
     }
 
     fn indexable(&self, slot: NodeSlot) -> bool {
@@ -322,7 +322,7 @@ impl Nodes {
     }
 
     /// Update the index after a node's free room or reservation changed; `old` is its previous key.
-    fn reindex(&mut self, slot: NodeSlot, old: Option<FitKey>) {
+    fn reindex(&mut self, slot: NodeSlot, old: Option<(u64, u64, NodeSlot)>) {
         if let Some(k) = old {
             self.index.remove(&k);
         }
@@ -390,29 +390,21 @@ impl Nodes {
         if ask.selector.0 != 0 && ask.selector == self.partitions.default && !self.partitions.lent.is_empty()
         {
             // Room of a non-exclusive partition is only lent: unlabelled nodes first.
-            let own = self.index.best_fit(
-                &ask.r,
-                |slot| self.slots[slot as usize].free().cpu,
-                |slot| {
-                    let n = &self.slots[slot as usize];
-                    n.label_id == 0 && n.free().gpu >= ask.r.gpu && n.frac_fits(ask.milli) && also(slot)
-                },
-            );
+            let own = self.index.best_fit(&ask.r, |slot| {
+                let n = &self.slots[slot as usize];
+                n.label_id == 0 && n.free().gpu >= ask.r.gpu && n.frac_fits(ask.milli) && also(slot)
+            });
             if own.is_some() {
                 return own;
             }
         }
-        self.index.best_fit(
-            &ask.r,
-            |slot| self.slots[slot as usize].free().cpu,
-            |slot| {
-                let n = &self.slots[slot as usize];
-                n.free().gpu >= ask.r.gpu
-                    && n.frac_fits(ask.milli)
-                    && self.allows(slot, ask.selector)
-                    && also(slot)
-            },
-        )
+        self.index.best_fit(&ask.r, |slot| {
+            let n = &self.slots[slot as usize];
+            n.free().gpu >= ask.r.gpu
+                && n.frac_fits(ask.milli)
+                && self.allows(slot, ask.selector)
+                && also(slot)
+        })
     }
 
     pub fn fits(&self, slot: NodeSlot, ask: &Ask) -> bool {
@@ -437,7 +429,7 @@ impl Nodes {
             n.alive && n.hold.is_none() && self.could_hold(s, ask) && !skip(s)
         };
         // Usually the roomiest indexed node qualifies (nodes of one kind); else look at all.
-        if let Some(s) = self.index.last().map(FitKey::slot) {
+        if let Some((_, _, s)) = self.index.last() {
             if ok(s) {
                 return Some(s);
             }
@@ -450,7 +442,7 @@ impl Nodes {
 
     /// The largest free room on any node, by memory then cpu (for explanations).
     pub fn largest_free(&self) -> Resources {
-        self.index.last().map(|k| self.slots[k.slot() as usize].free()).unwrap_or_default()
+        self.index.last().map(|(_, _, s)| self.slots[s as usize].free()).unwrap_or_default()
     }
 
     pub fn count(&self) -> usize {
@@ -502,37 +494,8 @@ fn frac_room(frac: &[u16]) -> u32 {
     frac.iter().filter(|&&u| u > 0).map(|&u| GPU_MILLI - u32::from(u)).max().unwrap_or(0)
 }
 
-/// An index key: (free memory, free cpu, slot) packed in one `u128` that orders as that triple
-/// (a B-tree of 16-byte keys shifts and compares less than one of 24-byte tuples: a third of a
-/// placement's work went to this index). Free cpu above `u32::MAX` is kept as `u32::MAX`: such
-/// nodes (four billion cores free) order among themselves by slot, and `best_fit` reads their
-/// real free cpu.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct FitKey(u128);
-
-/// Free cpu as a key holds it.
-fn key_cpu(cpu: u64) -> u64 {
-    cpu.min(u64::from(u32::MAX))
-}
-
-impl FitKey {
-    fn new(memory: u64, cpu: u64, slot: NodeSlot) -> FitKey {
-        FitKey((u128::from(memory) << 64) | (u128::from(key_cpu(cpu)) << 32) | u128::from(slot))
-    }
-
-    fn memory(self) -> u64 {
-        (self.0 >> 64) as u64
-    }
-
-    /// Free cpu, `u32::MAX` standing for that or more.
-    fn cpu(self) -> u64 {
-        ((self.0 >> 32) as u64) & u64::from(u32::MAX)
-    }
-
-    fn slot(self) -> NodeSlot {
-        self.0 as u32
-    }
-}
+/// Index keys: (free memory, free cpu, slot).
+type FitKey = (u64, u64, NodeSlot);
 
 /// The best-fit index: one ordered set per class of free cpu (class 0 holds cpu 0, class k
 /// holds cpu in [2^(k−1), 2^k)), and a bit per non-empty class.
@@ -554,13 +517,13 @@ fn class(cpu: u64) -> usize {
 
 impl FitIndex {
     fn insert(&mut self, key: FitKey) {
-        let c = class(key.cpu());
+        let c = class(key.1);
         self.classes[c].insert(key);
         self.non_empty |= 1 << c;
     }
 
     fn remove(&mut self, key: &FitKey) {
-        let c = class(key.cpu());
+        let c = class(key.1);
         self.classes[c].remove(key);
         if self.classes[c].is_empty() {
             self.non_empty &= !(1 << c);
@@ -568,34 +531,25 @@ impl FitIndex {
     }
 
     /// The smallest key, by (memory, cpu, slot), that holds `r`'s memory and cpu and passes
-    /// `other` (the resources the key does not carry); `free_cpu` tells a node's free cpu where
-    /// its key holds `u32::MAX`.
-    fn best_fit(
-        &self,
-        r: &Resources,
-        free_cpu: impl Fn(NodeSlot) -> u64,
-        other: impl Fn(NodeSlot) -> bool,
-    ) -> Option<NodeSlot> {
-        let own = class(key_cpu(r.cpu));
+    /// `other` (the resources the key does not carry).
+    fn best_fit(&self, r: &Resources, other: impl Fn(NodeSlot) -> bool) -> Option<NodeSlot> {
+        let own = class(r.cpu);
         let mut best: Option<FitKey> = None;
         let mut classes = self.non_empty >> own << own;
         while classes != 0 {
             let c = classes.trailing_zeros() as usize;
             classes &= classes - 1;
             let set = &self.classes[c];
-            let mut from = Bound::Included(FitKey::new(r.memory, r.cpu, 0));
+            let mut from = Bound::Included((r.memory, r.cpu, 0));
             let found = loop {
                 let Some(&key) = set.range((from, Bound::Unbounded)).next() else { break None };
                 if best.is_some_and(|b| key >= b) {
                     break None;
                 }
-                let (memory, cpu, slot) = (key.memory(), key.cpu(), key.slot());
-                if cpu < key_cpu(r.cpu) {
+                let (memory, cpu, slot) = key;
+                if cpu < r.cpu {
                     // Only in the request's own class: skip this memory value's short nodes.
-                    from = Bound::Included(FitKey::new(memory, r.cpu, 0));
-                } else if cpu < r.cpu && free_cpu(slot) < r.cpu {
-                    // Both at the key's ceiling: the node's own free cpu decides.
-                    from = Bound::Excluded(key);
+                    from = Bound::Included((memory, r.cpu, 0));
                 } else if other(slot) {
                     break Some(key);
                 } else {
@@ -606,7 +560,7 @@ impl FitIndex {
                 best = found;
             }
         }
-        best.map(FitKey::slot)
+        best.map(|(_, _, slot)| slot)
     }
 
     /// The key with the most free memory (then cpu).
@@ -644,22 +598,6 @@ mod tests {
         assert_eq!(best_fit(Resources::new(500, 2, 0)), Some(4));
         assert_eq!(best_fit(Resources::new(9000, 1, 0)), None);
         assert_eq!(best_fit(Resources::new(100, 17, 0)), None);
-    }
-
-    #[test]
-    fn free_cpu_beyond_what_a_key_holds_is_read_from_the_node() {
-        // Keys hold free cpu up to u32::MAX; above it the node's own free cpu decides.
-        let big = u64::from(u32::MAX);
-        let n = nodes(&[(big + 5, 1000, 0), (big + 100, 1000, 0), (big, 1000, 0), (8, 1000, 0)]);
-        let best_fit = |cpu: u64| n.best_fit(&Ask::plain(Resources::new(cpu, 1000, 0)));
-        assert_eq!(best_fit(big + 50), Some(1));
-        assert_eq!(best_fit(big + 5), Some(0));
-        assert_eq!(best_fit(big + 101), None);
-        assert_eq!(best_fit(big), Some(0), "saturated keys tie on cpu and order by slot");
-        assert_eq!(best_fit(9), Some(0));
-        assert_eq!(best_fit(8), Some(3));
-        // The largest key: saturated keys tie on cpu, so the last slot of them.
-        assert_eq!(n.largest_free().cpu, big);
     }
 
     #[test]
