@@ -56,13 +56,6 @@ impl ChildSet {
         }
     }
 
-    /// Move the entry `old` to its place as `new`: one shift of the entries between the two
-    /// places instead of a remove and an insert (each shifting everything after it). A key
-    /// that stays between its neighbours is rewritten where it is.
-    pub(crate) fn rekey(&mut self, old: &ChildKey, new: ChildKey) {
-        move_sorted(&mut self.0, old, new);
-    }
-
     pub(crate) fn first(&self) -> Option<&ChildKey> {
         self.0.first()
     }
@@ -73,29 +66,6 @@ impl ChildSet {
 
     pub(crate) fn len(&self) -> usize {
         self.0.len()
-    }
-}
-
-/// In a sorted `Vec` of distinct entries, replace `old` with `new` and keep it sorted (`new`
-/// is not in it unless it equals `old`): the entries between the two places shift by one, the
-/// rest stay. Without `old`, `new` is inserted.
-fn move_sorted<T: Ord + Copy>(v: &mut Vec<T>, old: &T, new: T) {
-    let Ok(from) = v.binary_search(old) else {
-        if let Err(at) = v.binary_search(&new) {
-            v.insert(at, new);
-        }
-        return;
-    };
-    if new > *old {
-        // Entries after `from` below `new` move down one place; `new` goes after them.
-        let to = from + v[from + 1..].partition_point(|k| *k < new);
-        v.copy_within(from + 1..=to, from);
-        v[to] = new;
-    } else {
-        // Entries from `new`'s place up to `from` move up one place.
-        let to = v[..from].partition_point(|k| *k < new);
-        v.copy_within(to..from, to + 1);
-        v[to] = new;
     }
 }
 
@@ -143,7 +113,9 @@ impl Engine {
         if let Some(old) = self.queues[q as usize].kid_key {
             let new = self.child_key(q);
             if new != old {
-                self.queues[p as usize].kids.rekey(&old, new);
+                let kids = &mut self.queues[p as usize].kids;
+                kids.remove(&old);
+                kids.insert(new);
                 self.queues[q as usize].kid_key = Some(new);
             }
         }
@@ -243,33 +215,5 @@ impl Engine {
         };
         debug_assert_eq!(found, self.best_fair_child_by_scan(parent, failed), "parent {parent}");
         found
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    use super::move_sorted;
-
-    proptest! {
-        /// Moving an entry in place leaves exactly what a remove and an insert leave.
-        #[test]
-        fn a_move_in_place_equals_a_remove_and_an_insert(
-            keys in proptest::collection::btree_set(0u32..200, 1..40),
-            pick in any::<prop::sample::Index>(),
-            new in 0u32..200,
-        ) {
-            let v: Vec<u32> = keys.iter().copied().collect();
-            let old = v[pick.index(v.len())];
-            prop_assume!(new == old || !keys.contains(&new));
-            let mut moved = v.clone();
-            move_sorted(&mut moved, &old, new);
-            let mut want = v.clone();
-            want.retain(|k| *k != old);
-            let at = want.binary_search(&new).unwrap_err();
-            want.insert(at, new);
-            prop_assert_eq!(moved, want);
-        }
     }
 }

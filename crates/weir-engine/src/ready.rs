@@ -36,7 +36,7 @@ impl Engine {
     pub(crate) fn job_order_key(&self, slot: JobSlot) -> JobKey {
         let j = self.job(slot);
         let submit = j.order_time.as_millis();
-        let (rank, submit, id): ([u64; 3], u64, u64) = match self.queues[j.leaf as usize].policy {
+        match self.queues[j.leaf as usize].policy {
             Policy::Fair if self.queues[j.leaf as usize].size_based_weight => (
                 [crate::capacity::size_weighted_usage(j.usage.memory, j.demand().memory), 0, 0],
                 submit,
@@ -64,8 +64,7 @@ impl Engine {
             },
             // Higher priority first.
             Policy::Priority => ([(i32::MAX as i64 - j.priority as i64) as u64, 0, 0], submit, j.id.0),
-        };
-        (rank[0], rank[1], rank[2], submit, id)
+        }
     }
 
     /// Put the job in, move it within, or take it out of its leaf's ready sets.

@@ -17,10 +17,8 @@ pub(crate) type NodeSlot = u32;
 /// Where a waiting job stands in promotion order: smaller runs first.
 pub(crate) type PromotionKey = (i64, u64, u64);
 
-/// Where a ready job stands in its leaf's order: smaller is served first (see `ready.rs`):
-/// three words of rank, the submit time, the id. Plain fields, not an array: the ready sets
-/// compare keys on every step, and an array compares through the slice comparison.
-pub(crate) type JobKey = (u64, u64, u64, u64, u64);
+/// Where a ready job stands in its leaf's order: smaller is served first (see `ready.rs`).
+pub(crate) type JobKey = ([u64; 3], u64, u64);
 
 /// A runnable job's place in its leaf's share split: (minus its priority under the `priority`
 /// policy, else 0; submit time; id; slot). The first gets a fifo or priority leaf's whole share;
