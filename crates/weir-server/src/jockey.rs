@@ -775,9 +775,10 @@ mod tests {
         id
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_profile_is_built_from_the_workflows_successful_runs_only() {
-        let dir = std::env::temp_dir().join(format!("weir-jockey-history-{}", std::process::id()));
+    /// A fresh SQLite store in its own folder (`tag` names it), cluster `c`'s lease, and the
+    /// test workload's workflow.
+    async fn fixture(tag: &str) -> (Arc<dyn JobStore>, weir_store::Fence, Workflow) {
+        let dir = std::env::temp_dir().join(format!("weir-jockey-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("dir");
         let store =
@@ -787,6 +788,12 @@ mod tests {
         let cluster = ClusterConfig::from_yaml("cluster.yaml", CLUSTER).expect("cluster");
         let workflow =
             Workload::from_yaml("w.yaml", WORKLOAD, &cluster).expect("workload").workflows.remove(0);
+        (store, fence, workflow)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_profile_is_built_from_the_workflows_successful_runs_only() {
+        let (store, fence, workflow) = fixture("history").await;
         let day = 86_400_000;
         let now = 40 * day;
         // Two successful runs: too few for a profile, and the run says how many it had.
@@ -825,16 +832,7 @@ mod tests {
     /// model is built from history and hands its profile over to be stored.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_restarted_runs_controller_comes_from_its_stored_model() {
-        let dir = std::env::temp_dir().join(format!("weir-jockey-resume-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
-        let store =
-            weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite");
-        let fence =
-            store.acquire_lease("c", "me", None, 0, i64::MAX / 2).await.expect("lease").expect("free");
-        let cluster = ClusterConfig::from_yaml("cluster.yaml", CLUSTER).expect("cluster");
-        let workflow =
-            Workload::from_yaml("w.yaml", WORKLOAD, &cluster).expect("workload").workflows.remove(0);
+        let (store, fence, workflow) = fixture("resume").await;
         let day = 86_400_000;
         let now = 40 * day;
         for (i, map) in [[1000, 1200], [1100, 1300], [1400, 1600]].into_iter().enumerate() {

@@ -7,32 +7,15 @@
 
 mod common;
 
+use common::{client_of as client, Serve};
+
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn client(dir: &Path, port: u16, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(args)
-        .current_dir(dir)
-        .env("WEIR_SERVER", format!("http://127.0.0.1:{port}"))
-        .env_remove("WEIR_TOKEN")
-        .output()
-        .expect("run weir")
-}
 
 /// `GET path` on the server with the admin token the server wrote in its data directory (as
 /// the CLI reads it), the body as JSON.

@@ -9,23 +9,16 @@
 //! run's API JSON and on its page.
 
 mod common;
+
+use common::{client_of as client, Serve};
 #[path = "../../weir-server/tests/common/webdriver.rs"]
 mod webdriver;
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// `weir serve` on `port` with its data in `dir` (weir-data), logging to serve.log (appended:
 /// a restarted server's lines follow its predecessor's).
@@ -43,16 +36,6 @@ fn serve(dir: &Path, port: u16, cluster: &str) -> Serve {
         client(dir, port, &["runs", "--json"]).status.success().then_some(Value::Null).ok_or_else(String::new)
     });
     serve
-}
-
-fn client(dir: &Path, port: u16, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(args)
-        .current_dir(dir)
-        .env("WEIR_SERVER", format!("http://127.0.0.1:{port}"))
-        .env_remove("WEIR_TOKEN")
-        .output()
-        .expect("run weir")
 }
 
 /// One slot per task: 8 cores and 16 GiB, tasks of 1 core and 2 GiB (memory is what the fair

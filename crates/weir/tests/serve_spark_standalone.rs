@@ -10,23 +10,16 @@
 
 mod common;
 
+use common::{client_in_data as client, ok, Serve};
+
 #[path = "../../weir-backend-spark/tests/standalone/mod.rs"]
 mod standalone;
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn serve(dir: &Path, log: &str) -> Serve {
     let log = std::fs::File::create(dir.join(log)).expect("log");
@@ -39,22 +32,6 @@ fn serve(dir: &Path, log: &str) -> Serve {
             .spawn()
             .expect("weir serve"),
     )
-}
-
-fn client(dir: &Path, port: u16, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(args)
-        .current_dir(dir)
-        .env("WEIR_SERVER", format!("http://127.0.0.1:{port}"))
-        .env_remove("WEIR_TOKEN")
-        .args(["--data-dir", "data"])
-        .output()
-        .expect("run weir")
-}
-
-fn ok(out: &Output) -> String {
-    assert!(out.status.success(), "failed: {}\n{}", common::text(&out.stdout), common::text(&out.stderr));
-    common::text(&out.stdout)
 }
 
 fn eventually(dir: &Path, what: &str, mut done: impl FnMut() -> bool) {
