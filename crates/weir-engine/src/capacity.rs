@@ -159,6 +159,7 @@ pub(crate) fn compare_siblings(a: &SiblingKey, b: &SiblingKey) -> Ordering {
 }
 
 impl Engine {
+    #[inline]
     pub(crate) fn capacity_mode(&self) -> bool {
         self.config.scheduler.mode == weir_model::Mode::Capacity
     }

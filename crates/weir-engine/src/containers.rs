@@ -87,7 +87,9 @@ impl Engine {
         if am {
             self.queues[leaf as usize].am_usage += r;
         }
-        self.charge_label(job, node, r.memory, true);
+        if self.capacity_mode() {
+            self.charge_label(job, node, r.memory, true);
+        }
         self.touched(job);
         if !placeholder {
             self.announce(id, request.tag);

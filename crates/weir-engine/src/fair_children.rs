@@ -5,7 +5,9 @@
 //! placement; instead a fair parent (in fair mode) keeps its eligible children in a sorted set
 //! by packed key (`order::PackedKey`, name rank, index), and the descent takes the first.
 //!
-//! Eligible: the child has a ready job below it and was not set aside in this pass. A child's
+//! Eligible: the child has a ready job below it and was not set aside in this pass. A parent
+//! with one child keeps no set: its child is taken directly when eligible (the simulator's
+//! tree, one leaf under root, re-keyed nothing nobody compares). A child's
 //! key follows its memory usage, demand and min share, so it is worked out again
 //! (`rekey_path`) wherever those change on a queue path: a container started or released,
 //! pending requests added or removed; every key when min shares are resolved again. After a
@@ -70,10 +72,13 @@ impl ChildSet {
 }
 
 impl Engine {
-    /// Whether `q`'s parent keeps its children ordered: a fair (not drf) parent in fair mode.
+    /// Whether `q`'s parent keeps its children ordered: a fair (not drf) parent in fair mode
+    /// with two children or more. An only child needs no order (`first_fair_child` takes it
+    /// directly), so it has no key to work out on every placement and end (issue 22 §2).
     fn kept_in_parent(&self, q: QueueIx) -> Option<QueueIx> {
         let p = self.queues[q as usize].parent?;
-        (!self.capacity_mode() && self.queues[p as usize].policy != Policy::Drf).then_some(p)
+        let parent = &self.queues[p as usize];
+        (!self.capacity_mode() && parent.policy != Policy::Drf && parent.children.len() >= 2).then_some(p)
     }
 
     fn child_key(&self, q: QueueIx) -> ChildKey {
@@ -205,15 +210,33 @@ impl Engine {
     /// the first of its set, past children whose every request is at least one that found no
     /// node (set aside on the way).
     pub(crate) fn first_fair_child(&mut self, parent: QueueIx, failed: &[Ask]) -> Option<QueueIx> {
-        let found = loop {
+        let found = if let [only] = self.queues[parent as usize].children[..] {
+            // An only child, kept in no set: eligible as the sets' members are.
+            let q = &self.queues[only as usize];
+            if q.ready_jobs == 0 || q.exhausted_pass == self.pass {
+                None
+            } else if self.subtree_failed(only, failed) {
+                self.exhaust(only);
+                None
+            } else {
+                Some(only)
+            }
+        } else {
+            self.first_in_set(parent, failed)
+        };
+        debug_assert_eq!(found, self.best_fair_child_by_scan(parent, failed), "parent {parent}");
+        found
+    }
+
+    /// `first_fair_child` for a parent that keeps its children ordered.
+    fn first_in_set(&mut self, parent: QueueIx, failed: &[Ask]) -> Option<QueueIx> {
+        loop {
             let Some(c) = self.queues[parent as usize].kids.first().map(ChildKey::child) else { break None };
             if self.subtree_failed(c, failed) {
                 self.exhaust(c);
                 continue;
             }
             break Some(c);
-        };
-        debug_assert_eq!(found, self.best_fair_child_by_scan(parent, failed), "parent {parent}");
-        found
+        }
     }
 }

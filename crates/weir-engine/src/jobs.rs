@@ -242,7 +242,9 @@ impl Engine {
         if am {
             self.queues[leaf as usize].am_usage -= c.resources;
         }
-        self.charge_label(c.job, c.node, c.resources.memory, false);
+        if self.capacity_mode() {
+            self.charge_label(c.job, c.node, c.resources.memory, false);
+        }
         self.touched(c.job);
         Some(c)
     }

@@ -26,7 +26,10 @@ impl Engine {
     pub(crate) fn touched(&mut self, slot: JobSlot) {
         self.sync_ready(slot);
         self.watch_starvation(slot);
-        self.count_user(slot);
+        // Capacity mode's user tables: the mode tested here, not behind a call (issue 22 §2).
+        if self.capacity_mode() {
+            self.count_user(slot);
+        }
     }
 
     /// The job's place in its leaf's order. Jobs have no min share and weight 1 (YARN: app
