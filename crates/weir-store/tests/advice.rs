@@ -2,25 +2,14 @@
 //! is set) PostgreSQL: each advice is kept, the newest is the one with the highest id, and its
 //! JSON comes back as written.
 
+mod common;
+
 use std::sync::Arc;
 
 use weir_store::{AdviceRow, JobStore};
 
 async fn stores(tag: &str) -> Vec<Arc<dyn JobStore>> {
-    let dir = std::env::temp_dir().join(format!("weir-advice-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let mut out =
-        vec![weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite")];
-    match std::env::var("WEIR_TEST_POSTGRES_URL") {
-        Ok(url) => {
-            let name = format!("weir_advice_{tag}_{}", std::process::id());
-            let db = weir_store::create_postgres_database(&url, &name).await.expect("database");
-            out.push(weir_store::open(&db).await.expect("postgres"));
-        }
-        Err(_) => eprintln!("\n*** SKIPPED on PostgreSQL: WEIR_TEST_POSTGRES_URL is not set ***\n"),
-    }
-    out
+    common::stores("advice", tag).await
 }
 
 #[tokio::test]

@@ -2,25 +2,14 @@
 //! PostgreSQL: a put replaces the row of the same run, job and stage; rows come back by job and
 //! stage, with their reason.
 
+mod common;
+
 use std::sync::Arc;
 
 use weir_store::{JobCommitRow, JobStore, StoreError};
 
 async fn stores(tag: &str) -> Vec<Arc<dyn JobStore>> {
-    let dir = std::env::temp_dir().join(format!("weir-commits-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let mut out =
-        vec![weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite")];
-    match std::env::var("WEIR_TEST_POSTGRES_URL") {
-        Ok(url) => {
-            let name = format!("weir_commits_{tag}_{}", std::process::id());
-            let db = weir_store::create_postgres_database(&url, &name).await.expect("database");
-            out.push(weir_store::open(&db).await.expect("postgres"));
-        }
-        Err(_) => eprintln!("\n*** SKIPPED on PostgreSQL: WEIR_TEST_POSTGRES_URL is not set ***\n"),
-    }
-    out
+    common::stores("commits", tag).await
 }
 
 fn row(run: i64, job: u32, stage: u32, phase: &str, reason: Option<&str>) -> JobCommitRow {

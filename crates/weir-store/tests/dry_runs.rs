@@ -4,6 +4,8 @@
 //! moves the workflow's route in the same transaction as its audit row, and is refused for a
 //! `different` verdict or a cluster with none.
 
+mod common;
+
 use std::sync::Arc;
 
 use weir_store::{
@@ -12,20 +14,7 @@ use weir_store::{
 };
 
 async fn stores(tag: &str) -> Vec<Arc<dyn JobStore>> {
-    let dir = std::env::temp_dir().join(format!("weir-store-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let mut out =
-        vec![weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite")];
-    match std::env::var("WEIR_TEST_POSTGRES_URL") {
-        Ok(url) => {
-            let name = format!("weir_store_{tag}_{}", std::process::id());
-            let db = weir_store::create_postgres_database(&url, &name).await.expect("database");
-            out.push(weir_store::open(&db).await.expect("postgres"));
-        }
-        Err(_) => eprintln!("\n*** SKIPPED on PostgreSQL: WEIR_TEST_POSTGRES_URL is not set ***\n"),
-    }
-    out
+    common::stores("dry-runs", tag).await
 }
 
 fn run(cluster: &str, dry_run: bool) -> NewRun {

@@ -3,6 +3,8 @@
 //! overlap and extend by compare-and-set, run records carry their SLO, a plan applies its
 //! configuration and routes together or not at all, and proposals supersede each other.
 
+mod common;
+
 use std::sync::Arc;
 
 use weir_store::{
@@ -10,20 +12,7 @@ use weir_store::{
 };
 
 async fn stores(tag: &str) -> Vec<Arc<dyn JobStore>> {
-    let dir = std::env::temp_dir().join(format!("weir-history-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let mut out =
-        vec![weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite")];
-    match std::env::var("WEIR_TEST_POSTGRES_URL") {
-        Ok(url) => {
-            let name = format!("weir_history_{tag}_{}", std::process::id());
-            let db = weir_store::create_postgres_database(&url, &name).await.expect("database");
-            out.push(weir_store::open(&db).await.expect("postgres"));
-        }
-        Err(_) => eprintln!("\n*** SKIPPED on PostgreSQL: WEIR_TEST_POSTGRES_URL is not set ***\n"),
-    }
-    out
+    common::stores("history", tag).await
 }
 
 fn usage(queue: &str, start: i64, end: i64, cpu: i64) -> Change {

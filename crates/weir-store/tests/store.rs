@@ -4,6 +4,8 @@
 //! compare-and-set state changes. Every call goes through the `JobStore` trait object, as the
 //! server's do.
 
+mod common;
+
 use std::sync::Arc;
 
 use weir_store::{
@@ -11,20 +13,7 @@ use weir_store::{
 };
 
 async fn stores(tag: &str) -> Vec<Arc<dyn JobStore>> {
-    let dir = std::env::temp_dir().join(format!("weir-store-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let mut out =
-        vec![weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite")];
-    match std::env::var("WEIR_TEST_POSTGRES_URL") {
-        Ok(url) => {
-            let name = format!("weir_store_{tag}_{}", std::process::id());
-            let db = weir_store::create_postgres_database(&url, &name).await.expect("database");
-            out.push(weir_store::open(&db).await.expect("postgres"));
-        }
-        Err(_) => eprintln!("\n*** SKIPPED on PostgreSQL: WEIR_TEST_POSTGRES_URL is not set ***\n"),
-    }
-    out
+    common::stores("store", tag).await
 }
 
 fn run(workflow: &str, date: &str, key: Option<&str>) -> NewRun {

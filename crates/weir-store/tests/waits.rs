@@ -2,6 +2,8 @@
 //! spell of a job closes the open one, an end closes it once, a run's end closes every spell
 //! still open, and the SLO page's read joins each spell with its run.
 
+mod common;
+
 use std::sync::Arc;
 
 use weir_store::{Change, JobStore, NewRun, Submitted, WaitRow};
@@ -14,20 +16,7 @@ fn id(s: &Submitted) -> i64 {
 }
 
 async fn stores(tag: &str) -> Vec<Arc<dyn JobStore>> {
-    let dir = std::env::temp_dir().join(format!("weir-waits-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let mut out =
-        vec![weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await.expect("sqlite")];
-    match std::env::var("WEIR_TEST_POSTGRES_URL") {
-        Ok(url) => {
-            let name = format!("weir_waits_{tag}_{}", std::process::id());
-            let db = weir_store::create_postgres_database(&url, &name).await.expect("database");
-            out.push(weir_store::open(&db).await.expect("postgres"));
-        }
-        Err(_) => eprintln!("\n*** SKIPPED on PostgreSQL: WEIR_TEST_POSTGRES_URL is not set ***\n"),
-    }
-    out
+    common::stores("waits", tag).await
 }
 
 fn run(wf: &str, tier: u8, at: i64) -> NewRun {
