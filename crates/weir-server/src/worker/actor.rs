@@ -575,6 +575,7 @@ impl Actor {
                     self.routes_pending.push((self.changes.len(), row.id));
                     self.changes.push(Change::Route { run: row.id, jobs: live.new_jobs(), at });
                     let id = live.id;
+                    self.io.track(&live);
                     self.runs.insert(id, live);
                     self.start_ready_jobs(id);
                     self.taken_up(id, row.submitted_ms, at);

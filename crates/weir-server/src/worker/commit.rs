@@ -16,7 +16,7 @@
 //!   lists only files that are there with their size ([`Actor::poll_inputs`]); the reason it
 //!   waits is in the job's explanation.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,12 +70,24 @@ pub(crate) struct IoBook {
     pub rx: UnboundedReceiver<IoEvent>,
     /// By run, job and stage: the rows of the stage's outputs.
     pub resume: HashMap<(i64, usize, usize), Vec<JobCommitRow>>,
+    /// The runs with a stage whose inputs are not checked out yet: the only ones
+    /// [`Actor::poll_inputs`] looks at, so a pass costs nothing for runs without inputs.
+    pub awaiting_inputs: BTreeSet<i64>,
+}
+
+impl IoBook {
+    /// Notes `run` for [`Actor::poll_inputs`] when one of its stages waits on its inputs.
+    pub fn track(&mut self, run: &RunLive) {
+        if run.jobs.iter().any(|j| j.stages.iter().any(|s| !s.io.inputs_ok)) {
+            self.awaiting_inputs.insert(run.id);
+        }
+    }
 }
 
 impl Default for IoBook {
     fn default() -> Self {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        IoBook { tx, rx, resume: HashMap::new() }
+        IoBook { tx, rx, resume: HashMap::new(), awaiting_inputs: BTreeSet::new() }
     }
 }
 
@@ -270,26 +282,46 @@ impl Actor {
     /// Starts the checks of held stages whose turn has come: stages whose upstream stages are
     /// done, in a job the engine has, with inputs not yet checked out.
     pub(super) fn poll_inputs(&mut self) {
+        if self.io.awaiting_inputs.is_empty() {
+            return;
+        }
         let now = now_ms();
         let tx = self.io.tx.clone();
         let mut checks = Vec::new();
-        for (&id, run) in self.runs.iter_mut() {
+        let mut settled = Vec::new();
+        for &id in &self.io.awaiting_inputs {
+            let Some(run) = self.runs.get_mut(&id) else {
+                settled.push(id);
+                continue;
+            };
             if run.ending.is_some() {
                 continue;
             }
+            let mut awaiting = false;
             for (j, job) in run.jobs.iter_mut().enumerate() {
-                if job.phase != JobPhase::InEngine {
-                    continue;
-                }
                 for (s, stage) in job.stages.iter_mut().enumerate() {
                     let io = &mut stage.io;
-                    if io.inputs_ok || io.checking || stage.waiting_on != 0 || io.next_check_ms > now {
+                    if io.inputs_ok {
+                        continue;
+                    }
+                    awaiting = true;
+                    if job.phase != JobPhase::InEngine
+                        || io.checking
+                        || stage.waiting_on != 0
+                        || io.next_check_ms > now
+                    {
                         continue;
                     }
                     io.checking = true;
                     checks.push((id, j, s, stage.inputs.clone()));
                 }
             }
+            if !awaiting {
+                settled.push(id);
+            }
+        }
+        for id in settled {
+            self.io.awaiting_inputs.remove(&id);
         }
         for (id, j, s, inputs) in checks {
             let outputs = self.settings.outputs.clone();

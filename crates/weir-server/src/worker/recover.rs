@@ -201,6 +201,7 @@ impl Actor {
                 );
             }
             self.run_meta.insert(id, RunMeta::of(&live));
+            self.io.track(&live);
             self.runs.insert(id, live);
         }
         // Jobs holding containers go back into the engine first, asking for exactly those: each
