@@ -58,10 +58,11 @@ pub struct SlurmConfig {
     /// One `/jobs` call per interval reads every watched job's state (with `end_markers`, at
     /// most one per interval, and less often while a listing takes long).
     pub poll_interval: Duration,
-    /// Each job's script leaves an empty marker file beside its stdout when its command ends;
-    /// the poller asks Slurm about those jobs one by one (`GET /job/{id}`) and lists every job
-    /// only now and then — a listing of every job Slurm keeps costs slurmctld, slurmrestd and
-    /// weir time in proportion to that number (MBs of JSON for a few thousand jobs). `false`:
+    /// Each job's script writes its command's exit status into a marker file beside its stdout;
+    /// the poller ends the attempt by it, and lists every job only now and then to check the
+    /// markers and find the ends they miss — a listing of every job Slurm keeps costs
+    /// slurmctld, slurmrestd and weir time in proportion to that number (MBs of JSON for a few
+    /// thousand jobs). `false`:
     /// ends are found by listing alone, every `poll_interval` (kept for comparison: `weir bench
     /// serve --slurm-listing-only`).
     pub end_markers: bool,

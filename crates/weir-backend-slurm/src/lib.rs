@@ -470,8 +470,9 @@ fn comment(config: &SlurmConfig, attempt: &AttemptId) -> String {
 }
 
 /// The file a job's script leaves when its command has ended: its stdout's name with `.ended`
-/// for `.stdout` (`logs/run-7/0.0.3.1.stdout` → `logs/run-7/0.0.3.1.ended`). Only a hint to
-/// ask Slurm about that job: its state and exit status are always Slurm's.
+/// for `.stdout` (`logs/run-7/0.0.3.1.stdout` → `logs/run-7/0.0.3.1.ended`), holding the
+/// command's exit status. The attempt ends by it; the listings check that Slurm agrees
+/// (`watch::audit_claims`).
 fn marker_path(stdout: &Path) -> PathBuf {
     let name = stdout.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let base = name.strip_suffix(".stdout").unwrap_or(&name);
@@ -516,11 +517,11 @@ fn job_body(config: &SlurmConfig, version: &str, launch: &TaskLaunch) -> Value {
     let target = config.target(launch.env.get("WEIR_QUEUE").map(String::as_str));
     let cpus = r.cpu.div_ceil(1000).clamp(1, u64::from(u32::MAX));
     let script = match config.end_markers {
-        // The command runs in a subshell (an `exit` in it ends only that), then the script leaves
-        // the marker and exits with the command's status. A job killed or timed out leaves none:
+        // The command runs in a subshell (an `exit` in it ends only that), then the script writes
+        // its status into the marker and exits with it. A job killed or timed out leaves none:
         // the listing finds its end.
         true => format!(
-            "#!/bin/sh\n(\n{}\n)\nweir_status=$?\n: > {} 2>/dev/null\nexit $weir_status\n",
+            "#!/bin/sh\n(\n{}\n)\nweir_status=$?\necho $weir_status > {} 2>/dev/null\nexit $weir_status\n",
             launch.command,
             shell_quote(&marker_path(&launch.stdout).to_string_lossy())
         ),
@@ -681,10 +682,11 @@ mod tests {
         );
         c.default_time_limit = Some(Duration::from_secs(600));
         let b = job_body(&c, "v0.0.38", &launch(1500, Some("61"), "root.a.tier1"));
-        // The command in a subshell, then the end marker beside its stdout, then its status.
+        // The command in a subshell, then its status into the end marker beside its stdout,
+        // then the script exits with it.
         assert_eq!(
             b["script"],
-            "#!/bin/sh\n(\necho hi\n)\nweir_status=$?\n: > '/shared/logs/a/stdout.ended' 2>/dev/null\nexit $weir_status\n"
+            "#!/bin/sh\n(\necho hi\n)\nweir_status=$?\necho $weir_status > '/shared/logs/a/stdout.ended' 2>/dev/null\nexit $weir_status\n"
         );
         let mut plain = c.clone();
         plain.end_markers = false;

@@ -3,13 +3,19 @@
 //! is now gone is ended as `Lost` — "outcome unknown", never a success (Slurm forgets finished
 //! jobs after `MinJobAge`).
 //!
-//! With end markers (the default), the jobs whose script left its marker, and the jobs asked to
-//! stop, are read one by one (`GET /job/{id}`) every quarter second at most, and the listing of
-//! every job runs at most once per interval and no more often than every four times its own
-//! last duration: a listing carries every job Slurm keeps (finished ones for `MinJobAge`), which
-//! on a busy Slurm is megabytes of JSON that slurmctld packs, slurmrestd writes and weir reads
-//! — work taken from the jobs themselves on a small machine. The listing still finds every end
-//! the markers miss (jobs killed, timed out, failed before their script ran, gone).
+//! With end markers (the default), each job's script writes its command's exit status into a
+//! marker beside its stdout; the poller looks for markers every quarter second and ends an
+//! attempt by its marker without asking Slurm (a read of one job costs slurmrestd about as much
+//! as 30 jobs' share of a listing, and grows with the jobs Slurm keeps). A marker's word is
+//! checked: the next listings must show that job ended (or ending); one that still runs
+//! [`CLAIM_GRACE`] after its marker claimed its end is cancelled (a task can write its own
+//! marker). Jobs asked to stop, and markers without a readable status, are read one by one
+//! (`GET /job/{id}`). The listing of every job runs at most once per interval and no more
+//! often than every four times its own last duration: a listing carries every job Slurm keeps
+//! (finished ones for `MinJobAge`), which on a busy Slurm is megabytes of JSON that slurmctld
+//! packs, slurmrestd writes and weir reads — work taken from the jobs themselves on a small
+//! machine. The listing still finds every end the markers miss (jobs killed, timed out, failed
+//! before their script ran, gone).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -44,10 +50,27 @@ pub(crate) struct Kill {
     pub hard_sent: bool,
 }
 
+/// A job whose end was taken from its marker, until a listing shows Slurm agrees.
+pub(crate) struct Claim {
+    pub attempt: AttemptId,
+    pub comment: String,
+    /// The status its marker gave.
+    pub status: i32,
+    /// When the marker was read, and the latest listing's generation then.
+    pub at: Instant,
+    pub gen: u64,
+}
+
+/// How long after its marker claimed its end a job may still be listed running (not yet
+/// `COMPLETING` or ended) before it is cancelled as a job that wrote its own marker.
+pub(crate) const CLAIM_GRACE: Duration = Duration::from_secs(10);
+
 /// What the poller and the trait methods share.
 #[derive(Default)]
 pub(crate) struct Watched {
     pub entries: HashMap<String, Entry>,
+    /// Jobs ended by their markers, by Slurm job id, awaiting a listing's confirmation.
+    pub claimed: HashMap<u64, Claim>,
     /// Generation of the latest listing asked for.
     pub gen: u64,
     /// The latest poll's failure, cleared by the next success (health).
@@ -104,7 +127,7 @@ pub(crate) async fn poll(
         tick.tick().await;
         let (gen, hinted, between) = {
             let w = lock(&watched);
-            if w.entries.is_empty() {
+            if w.entries.is_empty() && w.claimed.is_empty() {
                 continue;
             }
             let now = Instant::now();
@@ -121,15 +144,11 @@ pub(crate) async fn poll(
         };
         if between {
             // Between listings: the jobs whose marker is there, and those asked to stop.
-            let asks = tokio::task::spawn_blocking(move || {
-                hinted
-                    .into_iter()
-                    .filter(|(_, m, killed)| *killed || m.as_ref().is_some_and(|m| m.exists()))
-                    .map(|(k, _, _)| k)
-                    .collect::<Vec<String>>()
-            })
-            .await
-            .unwrap_or_default();
+            let (marked, asks) =
+                tokio::task::spawn_blocking(move || read_markers(hinted)).await.unwrap_or_default();
+            if !marked.is_empty() {
+                end_by_markers(&watched, &exits, marked);
+            }
             if !asks.is_empty() {
                 ask_each(&rest, &watched, &exits, asks, gen).await;
             }
@@ -178,12 +197,110 @@ pub(crate) async fn poll(
                     ended.push(TaskExit { attempt: e.attempt, exit, ended_at_ms: now_ms() });
                 }
             }
+            audit_claims(&mut w.claimed, &jobs, gen, now, &mut hard);
         }
         for x in ended {
             let _ = exits.send(x);
         }
         cancel_hard(&rest, &watched, hard).await;
     }
+}
+
+/// Reads the markers of the `hinted` jobs (key, marker, asked to stop): the jobs whose marker
+/// gives a status, and the jobs to read from Slurm (asked to stop, or a marker without a
+/// status: a script of an older weir, or one caught between creating and writing it).
+fn read_markers(hinted: Vec<(String, Option<PathBuf>, bool)>) -> (Vec<(String, i32)>, Vec<String>) {
+    let mut marked = Vec::new();
+    let mut asks = Vec::new();
+    for (key, marker, killed) in hinted {
+        if killed {
+            asks.push(key);
+            continue;
+        }
+        let Some(m) = marker else { continue };
+        match std::fs::read(&m) {
+            Ok(text) => match marker_status(&text) {
+                Some(status) => marked.push((key, status)),
+                None => asks.push(key),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => asks.push(key),
+        }
+    }
+    (marked, asks)
+}
+
+/// The exit status a marker holds: the shell's `$?` (0 to 255) and a newline.
+pub(crate) fn marker_status(text: &[u8]) -> Option<i32> {
+    let text = std::str::from_utf8(text).ok()?.strip_suffix('\n')?;
+    let status: i32 = text.parse().ok()?;
+    (0..=255).contains(&status).then_some(status)
+}
+
+/// Ends the `marked` attempts by their markers' statuses, and keeps each as a claim for the
+/// listings to check.
+fn end_by_markers(watched: &Mutex<Watched>, exits: &ExitSender, marked: Vec<(String, i32)>) {
+    let now = Instant::now();
+    let mut ended = Vec::with_capacity(marked.len());
+    {
+        let mut w = lock(watched);
+        let gen = w.gen;
+        for (key, status) in marked {
+            // Asked to stop since the markers were read: Slurm's word decides (the next read).
+            if w.entries.get(&key).is_none_or(|e| e.kill.is_some()) {
+                continue;
+            }
+            let Some(e) = w.entries.remove(&key) else { continue };
+            w.claimed.insert(
+                e.job,
+                Claim { attempt: e.attempt.clone(), comment: e.comment, status, at: now, gen },
+            );
+            ended.push(TaskExit { attempt: e.attempt, exit: Exit::Code(status), ended_at_ms: now_ms() });
+        }
+    }
+    for x in ended {
+        let _ = exits.send(x);
+    }
+}
+
+/// Checks the claims against a listing of generation `gen`: a job listed as ended is settled
+/// (a different status than its marker's is said), one no longer listed too; one still listed
+/// as running (not `COMPLETING`) [`CLAIM_GRACE`] after its marker goes on `hard`, cancelled.
+fn audit_claims(
+    claimed: &mut HashMap<u64, Claim>,
+    jobs: &HashMap<u64, JobInfo>,
+    gen: u64,
+    now: Instant,
+    hard: &mut Vec<u64>,
+) {
+    claimed.retain(|job, c| match jobs.get(job) {
+        Some(info) if info.comment == c.comment => {
+            if info.is_terminal() {
+                let slurm = exit_of(info, false);
+                if slurm != Exit::Code(c.status) {
+                    eprintln!(
+                        "weir slurm backend: {}: Slurm job {job} ended {} ({:?}) but its end marker said exit status {}: the marker's was recorded",
+                        c.attempt, info.state, slurm, c.status
+                    );
+                }
+                false
+            } else if info.state == "COMPLETING" || now.saturating_duration_since(c.at) < CLAIM_GRACE {
+                true
+            } else {
+                eprintln!(
+                    "weir slurm backend: {}: Slurm job {job} is still {} {:?} after its end marker said it ended: cancelling it (did the task write its own marker?)",
+                    c.attempt,
+                    info.state,
+                    now.saturating_duration_since(c.at)
+                );
+                hard.push(*job);
+                true
+            }
+        }
+        // Not listed (forgotten, or its id now names another job) by a listing asked for
+        // after the claim: nothing left to check.
+        _ => c.gen >= gen,
+    });
 }
 
 /// What one read of `e`'s job says: its end, if it has ended (`info` is the job as Slurm lists
@@ -332,6 +449,61 @@ mod tests {
         for (info, killed, want) in cases {
             assert_eq!(exit_of(&info, killed), want, "{info:?} killed={killed}");
         }
+    }
+
+    #[test]
+    fn a_marker_holds_the_shells_status_or_is_not_read_as_one() {
+        assert_eq!(marker_status(b"0\n"), Some(0));
+        assert_eq!(marker_status(b"137\n"), Some(137));
+        // Caught between the shell's create and its write, or an older weir's empty marker.
+        assert_eq!(marker_status(b""), None);
+        for bad in [&b"7"[..], b"256\n", b"-1\n", b" 3\n", b"3\n\n", b"\xff\n"] {
+            assert_eq!(marker_status(bad), None, "{bad:?}");
+        }
+    }
+
+    fn claim(job_comment: &str, status: i32, at: Instant, gen: u64) -> Claim {
+        Claim { attempt: AttemptId::new("r/1").unwrap(), comment: job_comment.into(), status, at, gen }
+    }
+
+    fn listed(id: u64, state: &str, exit_code: i64, comment: &str) -> (u64, JobInfo) {
+        (id, JobInfo { id, state: state.into(), exit_code, comment: comment.into() })
+    }
+
+    /// A marker's word is checked by the listings: agreed ends and gone jobs are settled, a
+    /// job still running after the grace is cancelled, one completing or inside the grace waits.
+    #[test]
+    fn claims_are_settled_kept_or_cancelled_by_the_listing() {
+        let t0 = Instant::now();
+        let late = t0 + CLAIM_GRACE + Duration::from_secs(1);
+        let mut claimed: HashMap<u64, Claim> = [
+            (1, claim("c1", 0, t0, 3)), // listed COMPLETED: settled
+            (2, claim("c2", 0, t0, 3)), // not listed, listing asked after: settled
+            (3, claim("c3", 0, t0, 3)), // RUNNING past the grace: cancelled, kept
+            (4, claim("c4", 0, t0, 3)), // COMPLETING: kept
+            (5, claim("c5", 0, t0, 3)), // id now names another job: settled
+            (6, claim("c6", 0, t0, 4)), // not listed, but claimed after this listing was asked: kept
+        ]
+        .into_iter()
+        .collect();
+        let jobs: HashMap<u64, JobInfo> = [
+            listed(1, "COMPLETED", 0, "c1"),
+            listed(3, "RUNNING", 0, "c3"),
+            listed(4, "COMPLETING", 0, "c4"),
+            listed(5, "RUNNING", 0, "someone else"),
+        ]
+        .into_iter()
+        .collect();
+        let mut hard = Vec::new();
+        audit_claims(&mut claimed, &jobs, 4, late, &mut hard);
+        let mut kept: Vec<u64> = claimed.keys().copied().collect();
+        kept.sort();
+        assert_eq!(kept, [3, 4, 6]);
+        assert_eq!(hard, [3]);
+        // Inside the grace a running job is not cancelled.
+        let mut hard = Vec::new();
+        audit_claims(&mut claimed, &jobs, 4, t0 + Duration::from_secs(1), &mut hard);
+        assert!(hard.is_empty());
     }
 
     #[test]

@@ -85,11 +85,11 @@ async fn a_job_runs_with_its_environment_and_reports_its_exit_code() {
     assert!(tokio::time::timeout(Duration::from_millis(800), rx.recv()).await.is_err(), "reported once");
 }
 
-/// With end markers, an end is found without listing every job: here the listing interval is
-/// an hour (one listing when the job is new, the next an hour later), so the end can only come
-/// through the marker the job's script left — and its status is still Slurm's (`GET /job/{id}`).
+/// With end markers, an end is found without listing every job or reading it from Slurm: here
+/// the listing interval is an hour (one listing when the job is new, the next an hour later),
+/// so the end can only come through the marker the job's script left, with its status.
 #[tokio::test]
-async fn an_end_is_found_by_its_marker_and_read_from_slurm_without_a_listing() {
+async fn an_end_is_found_by_its_marker_with_its_status_without_a_listing() {
     let mut c = config();
     c.poll_interval = Duration::from_secs(3600);
     assert!(c.end_markers, "markers are the default");
@@ -99,8 +99,44 @@ async fn an_end_is_found_by_its_marker_and_read_from_slurm_without_a_listing() {
     b.start(&launch(&dir, "marker/1", "sleep 2; echo ran; exit 5")).await.unwrap();
     let end = next_exit(&mut rx).await;
     assert_eq!((end.attempt.as_str(), end.exit), ("marker/1", Exit::Code(5)));
-    assert!(dir.join("out.ended").exists(), "the script left its marker beside stdout");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.ended")).unwrap(),
+        "5\n",
+        "the script left its status in the marker beside stdout"
+    );
     assert_eq!(std::fs::read_to_string(dir.join("out")).unwrap(), "ran\n");
+}
+
+/// A task can write its own marker and go on running: the attempt ends by the marker, and the
+/// listings, which must then show the job ended, find it still running after the grace and
+/// cancel it — a task cannot leave weir's accounting while it holds Slurm's resources.
+#[tokio::test]
+async fn a_job_that_wrote_its_own_marker_and_runs_on_is_cancelled() {
+    let Some((b, mut rx)) = backend(config()).await else { return };
+    let dir = scratch("forged");
+    let rec = b
+        .start(&launch(&dir, "forged/1", &format!("echo 0 > {}/out.ended; sleep 120", dir.display())))
+        .await
+        .unwrap();
+    let end = next_exit(&mut rx).await;
+    assert_eq!((end.attempt.as_str(), end.exit), ("forged/1", Exit::Code(0)), "ended by the marker's word");
+    let job = rec.pid.to_string();
+    let state = || {
+        let out = std::process::Command::new("scontrol").args(["show", "job", "-o", &job]).output();
+        let out = out.expect("scontrol (Slurm's client) on PATH");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.split_whitespace().find_map(|w| w.strip_prefix("JobState=")).unwrap_or("").to_string()
+    };
+    assert_eq!(state(), "RUNNING", "the job runs on after its forged marker");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let s = state();
+        if s == "CANCELLED" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "job {job} still {s} a minute after its forged marker");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 #[tokio::test]
