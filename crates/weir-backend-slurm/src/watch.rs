@@ -10,12 +10,12 @@
 //! checked: the next listings must show that job ended (or ending); one that still runs
 //! [`CLAIM_GRACE`] after its marker claimed its end is cancelled (a task can write its own
 //! marker). Jobs asked to stop, and markers without a readable status, are read one by one
-//! (`GET /job/{id}`). The listing of every job runs at most once per interval and no more
-//! often than every four times its own last duration: a listing carries every job Slurm keeps
-//! (finished ones for `MinJobAge`), which on a busy Slurm is megabytes of JSON that slurmctld
-//! packs, slurmrestd writes and weir reads — work taken from the jobs themselves on a small
-//! machine. The listing still finds every end the markers miss (jobs killed, timed out, failed
-//! before their script ran, gone).
+//! (`GET /job/{id}`). The listing of every job runs at most once per interval and no more often
+//! than every ten times its own last duration (four without markers): a listing carries every job
+//! Slurm keeps (finished ones for `MinJobAge`), which on a busy Slurm is megabytes of JSON that
+//! slurmctld packs, slurmrestd writes and weir reads — work taken from the jobs themselves on a
+//! small machine. The listing still finds every end the markers miss (jobs killed, timed out,
+//! failed before their script ran, gone).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -64,6 +64,10 @@ pub(crate) struct Claim {
 /// How long after its marker claimed its end a job may still be listed running (not yet
 /// `COMPLETING` or ended) before it is cancelled as a job that wrote its own marker.
 pub(crate) const CLAIM_GRACE: Duration = Duration::from_secs(10);
+
+/// With end markers, listings are spaced by at least this many times the last one's duration:
+/// the markers carry the ends, a listing only checks them and finds the ends they miss.
+const LISTING_SPACING: u32 = 10;
 
 /// What the poller and the trait methods share.
 #[derive(Default)]
@@ -179,7 +183,7 @@ pub(crate) async fn poll(
         }
         let jobs: HashMap<u64, JobInfo> = jobs_of(&listing).into_iter().map(|j| (j.id, j)).collect();
         drop(listing);
-        next_listing = Instant::now() + interval.max(started.elapsed() * 4);
+        next_listing = Instant::now() + interval.max(started.elapsed() * if markers { LISTING_SPACING } else { 4 });
         let now = Instant::now();
         let mut hard = Vec::new();
         let mut ended = Vec::new();
