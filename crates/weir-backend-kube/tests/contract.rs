@@ -46,6 +46,17 @@ fn backend(scheduler: Scheduler) -> (KubeBackend, fake::Shared, UnboundedReceive
     (KubeBackend::new(config(scheduler), client, tx), state, rx)
 }
 
+/// Waits until `cond` holds of the fake's state (no wall-clock assertion: a bound on waiting).
+async fn until(state: &fake::Shared, what: &str, cond: impl Fn(&fake::State) -> bool) {
+    for _ in 0..3000 {
+        if cond(&state.lock().unwrap()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("never: {what}");
+}
+
 async fn next_exit(rx: &mut UnboundedReceiver<TaskExit>) -> TaskExit {
     tokio::time::timeout(Duration::from_secs(30), rx.recv()).await.expect("an exit is reported").unwrap()
 }
@@ -427,4 +438,213 @@ async fn a_spark_stage_without_a_spark_image_or_on_kueue_is_refused_naming_why()
     let (k, _state, _rx) = spark_backend(Scheduler::Kueue);
     let err = k.start(&spark_launch("run-24/0/0/0/2", "ads")).await.unwrap_err();
     assert!(err.to_string().contains("Kueue does not admit SparkApplications"), "{err}");
+}
+
+// ---- Status by watch (Kubernetes docs, "API Concepts": "Efficient detection of changes" —
+// list, then watch from the list's resourceVersion; on 410 Gone list again — and "Watch
+// bookmarks"; client-go's Reflector.ListAndWatch and kube-runtime's watcher do the same).
+
+#[tokio::test]
+async fn status_comes_from_one_list_and_one_watch_not_from_reading_each_job() {
+    let (b, state, mut exits) = backend(Scheduler::Kueue);
+    for i in 1..=3 {
+        b.start(&launch(&format!("run-30/0/0/0/{i}"), "ads")).await.unwrap();
+    }
+    until(&state, "a watch is open", |s| s.open_watches() == 1).await;
+    {
+        let mut s = state.lock().unwrap();
+        s.end_job("weir-run-30-0-0-0-1", 0);
+        s.end_job("weir-run-30-0-0-0-2", 4);
+        s.admit("weir-run-30-0-0-0-3"); // Kueue admits it: a MODIFIED event, not an end
+    }
+    let mut ends = [next_exit(&mut exits).await, next_exit(&mut exits).await];
+    ends.sort_by(|a, b| a.attempt.as_str().cmp(b.attempt.as_str()));
+    assert_eq!((ends[0].exit, ends[1].exit), (Exit::Code(0), Exit::Code(4)));
+    assert!(tokio::time::timeout(Duration::from_millis(200), exits.recv()).await.is_err(), "run 3 runs on");
+    let s = state.lock().unwrap();
+    assert_eq!(s.label_lists("jobs"), 1, "one list of the labelled Jobs");
+    let watches: Vec<_> = s.seen.iter().filter(|x| x.query.contains("watch=true")).cloned().collect();
+    assert_eq!(watches.len(), 1, "one watch for every attempt: {watches:?}");
+    assert!(watches[0].path.ends_with("/namespaces/batch/jobs"));
+    assert!(watches[0].query.contains("allowWatchBookmarks=true"), "{}", watches[0].query);
+    assert!(watches[0].query.contains("labelSelector=weir.io%2Fattempt"), "{}", watches[0].query);
+    let gets = s.seen.iter().filter(|x| x.method == "GET" && x.path.contains("/jobs/")).count();
+    assert_eq!(gets, 0, "no Job is read one by one (no polling)");
+}
+
+#[tokio::test]
+async fn a_dropped_watch_resumes_from_the_last_resource_version_and_misses_nothing() {
+    let (b, state, mut exits) = backend(Scheduler::Default);
+    b.start(&launch("run-31/0/0/0/1", "ads")).await.unwrap();
+    b.start(&launch("run-31/0/0/0/2", "ads")).await.unwrap();
+    until(&state, "a watch is open", |s| s.open_watches() == 1).await;
+    let last = state.lock().unwrap().version.to_string(); // run 2's ADDED, the last event seen
+    {
+        // The API server goes away: the watch closes and new ones are refused for a while;
+        // meanwhile run 1 ends.
+        let mut s = state.lock().unwrap();
+        s.refuse_watches = true;
+        s.close_watches();
+        s.end_job("weir-run-31-0-0-0-1", 0);
+    }
+    until(&state, "a refused watch", |s| s.seen.iter().any(|x| x.code == 503)).await;
+    state.lock().unwrap().refuse_watches = false;
+    let exit = next_exit(&mut exits).await;
+    assert_eq!((exit.attempt.as_str(), exit.exit), ("run-31/0/0/0/1", Exit::Code(0)));
+    let s = state.lock().unwrap();
+    let from = s.watches_from("jobs");
+    assert!(from.len() >= 3, "watch, refused ones, watch again: {from:?}");
+    assert!(from[1..].iter().all(|v| *v == last), "every reconnection resumes from {last}: {from:?}");
+    assert_eq!(s.label_lists("jobs"), 1, "no new list: the kept history had every change");
+}
+
+#[tokio::test]
+async fn a_410_gone_on_an_expired_resource_version_lists_again() {
+    let (b, state, mut exits) = backend(Scheduler::Default);
+    b.start(&launch("run-32/0/0/0/1", "ads")).await.unwrap();
+    b.start(&launch("run-32/0/0/0/2", "ads")).await.unwrap();
+    b.start(&launch("run-32/0/0/0/3", "ads")).await.unwrap();
+    until(&state, "a watch is open", |s| s.open_watches() == 1).await;
+    {
+        let mut s = state.lock().unwrap();
+        s.refuse_watches = true;
+        s.close_watches();
+        s.end_job("weir-run-32-0-0-0-1", 0);
+        s.delete_job("weir-run-32-0-0-0-2"); // by someone else
+        s.compact(); // the changes above are no longer in the history
+    }
+    until(&state, "a refused watch", |s| s.seen.iter().any(|x| x.code == 503)).await;
+    state.lock().unwrap().refuse_watches = false;
+    let mut ends = [next_exit(&mut exits).await, next_exit(&mut exits).await];
+    ends.sort_by(|a, b| a.attempt.as_str().cmp(b.attempt.as_str()));
+    assert_eq!(ends[0].exit, Exit::Code(0), "the end found by the new list");
+    assert_eq!(ends[1].exit, Exit::Lost, "gone from the new list: lost, never a success");
+    until(&state, "a watch from the new list", |s| s.open_watches() == 1).await;
+    {
+        let s = state.lock().unwrap();
+        assert_eq!(s.label_lists("jobs"), 2, "the 410 made the loop list again");
+        let from = s.watches_from("jobs");
+        assert_eq!(
+            from.last().unwrap(),
+            &s.version.to_string(),
+            "then watched from the list's version: {from:?}"
+        );
+    }
+    assert!(tokio::time::timeout(Duration::from_millis(200), exits.recv()).await.is_err(), "run 3 runs on");
+}
+
+#[tokio::test]
+async fn a_bookmark_moves_the_resume_point_past_changes_the_watch_does_not_select() {
+    let (b, state, mut exits) = backend(Scheduler::Default);
+    b.start(&launch("run-33/0/0/0/1", "ads")).await.unwrap();
+    until(&state, "a watch is open", |s| s.open_watches() == 1).await;
+    let marked = {
+        let mut s = state.lock().unwrap();
+        // Other Jobs of the namespace change: the version moves on, no event is ours.
+        s.unrelated_write();
+        s.unrelated_write();
+        s.bookmark();
+        // Then the watch closes and the history before the bookmark is compacted: resuming
+        // from the last event seen would be 410 Gone; from the bookmark it is not.
+        s.refuse_watches = true;
+        s.close_watches();
+        s.compact();
+        s.version.to_string()
+    };
+    until(&state, "a refused watch", |s| s.seen.iter().any(|x| x.code == 503)).await;
+    state.lock().unwrap().refuse_watches = false;
+    until(&state, "a watch again", |s| s.open_watches() == 1).await;
+    state.lock().unwrap().end_job("weir-run-33-0-0-0-1", 0);
+    assert_eq!(next_exit(&mut exits).await.exit, Exit::Code(0));
+    let s = state.lock().unwrap();
+    assert_eq!(s.watches_from("jobs").last().unwrap(), &marked, "resumed from the bookmark");
+    assert_eq!(s.label_lists("jobs"), 1, "no new list");
+}
+
+#[tokio::test]
+async fn a_kill_marks_the_job_under_its_resource_version_and_reads_again_on_409_conflict() {
+    let (b, state, mut exits) = backend(Scheduler::Kueue);
+    let launched = b.start(&launch("run-34/0/0/0/1", "ads")).await.unwrap();
+    // Kueue admits the Job (unsuspends it) between the kill's read and its write.
+    state.lock().unwrap().admit_after_get = Some("weir-run-34-0-0-0-1".into());
+    b.kill(&launched, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(next_exit(&mut exits).await.exit, Exit::Killed);
+    let s = state.lock().unwrap();
+    let patches: Vec<_> = s.seen.iter().filter(|x| x.method == "PATCH").cloned().collect();
+    assert_eq!(patches.len(), 2, "{patches:?}");
+    // API conventions, "Concurrency Control and Consistency": a write whose resourceVersion is
+    // not the object's is refused 409 Conflict; the client reads again and retries.
+    assert_eq!(patches[0].code, 409, "the first write carried the stale version");
+    assert_eq!(patches[1].code, 200);
+    let (v0, v1) =
+        (&patches[0].body["metadata"]["resourceVersion"], &patches[1].body["metadata"]["resourceVersion"]);
+    assert!(v0.is_string() && v1.is_string() && v0 != v1, "{v0} then {v1}");
+    assert!(patches[1].body["metadata"]["annotations"]["weir.io/killed"].is_string());
+    assert!(
+        patches[1].body.get("spec").is_none(),
+        "a merge patch of the annotation only: Kueue's unsuspend stays"
+    );
+    let del = s.seen.iter().find(|x| x.method == "DELETE").unwrap();
+    // DeleteOptions.preconditions.uid: a Job created again under the name is never deleted.
+    assert_eq!(del.body["preconditions"]["uid"], launched.boot_id.as_str());
+    assert_eq!(del.body["gracePeriodSeconds"], 30);
+    assert_eq!(del.code, 200);
+}
+
+#[tokio::test]
+async fn a_kill_never_deletes_another_job_of_the_same_name() {
+    let (client, state) = fake::client(&["batch"]);
+    let (tx, _rx) = unbounded_channel();
+    let first = KubeBackend::new(config(Scheduler::Default), client.clone(), tx);
+    let launched = first.start(&launch("run-35/0/0/0/1", "ads")).await.unwrap();
+    drop(first);
+    // Someone deleted weir's Job and made another under its name.
+    state.lock().unwrap().replace_job("weir-run-35-0-0-0-1");
+    let (tx, mut exits) = unbounded_channel();
+    let second = KubeBackend::new(config(Scheduler::Default), client, tx);
+    second.kill(&launched, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(next_exit(&mut exits).await.exit, Exit::Killed);
+    let s = state.lock().unwrap();
+    assert!(s.seen.iter().all(|x| x.method != "PATCH" && x.method != "DELETE"), "nothing written");
+    assert!(s.jobs.contains_key("weir-run-35-0-0-0-1"), "the other Job is still there");
+}
+
+#[tokio::test]
+async fn a_kill_cut_short_by_a_restart_is_finished_when_the_job_is_adopted() {
+    let (client, state) = fake::client(&["batch"]);
+    let (tx, _rx) = unbounded_channel();
+    let first = KubeBackend::new(config(Scheduler::Kueue), client.clone(), tx);
+    let launched = first.start(&launch("run-36/0/0/0/1", "ads")).await.unwrap();
+    drop(first);
+    // The kill's mark was written, the server died before its delete.
+    state.lock().unwrap().jobs.get_mut("weir-run-36-0-0-0-1").unwrap()["metadata"]["annotations"]
+        ["weir.io/killed"] = json!("1");
+    let (tx, mut exits) = unbounded_channel();
+    let second = KubeBackend::new(config(Scheduler::Kueue), client, tx);
+    assert_eq!(second.adopt(&launched).await.unwrap(), Adopted::Running);
+    assert_eq!(next_exit(&mut exits).await.exit, Exit::Killed, "not lost: weir killed it");
+    let s = state.lock().unwrap();
+    let del = s.seen.iter().find(|x| x.method == "DELETE").unwrap();
+    assert_eq!(del.body["preconditions"]["uid"], launched.boot_id.as_str());
+    assert!(!s.jobs.contains_key("weir-run-36-0-0-0-1"));
+}
+
+#[tokio::test]
+async fn sparkapplications_are_watched_too_and_relisted_after_a_410() {
+    let (b, state, mut exits) = spark_backend(Scheduler::Yunikorn);
+    b.start(&spark_launch("run-37/0/0/0/1", "ads")).await.unwrap();
+    until(&state, "a watch is open", |s| s.open_watches() == 1).await;
+    {
+        let mut s = state.lock().unwrap();
+        s.refuse_watches = true;
+        s.close_watches();
+        s.end_app("weir-run-37-0-0-0-1", "FAILED", Some(5));
+        s.compact();
+    }
+    until(&state, "a refused watch", |s| s.seen.iter().any(|x| x.code == 503)).await;
+    state.lock().unwrap().refuse_watches = false;
+    assert_eq!(next_exit(&mut exits).await.exit, Exit::Code(5), "the driver's code, found by the new list");
+    let s = state.lock().unwrap();
+    assert_eq!(s.label_lists("sparkapplications"), 2);
+    assert_eq!(s.label_lists("jobs"), 0, "no Job watch without a Job attempt");
 }

@@ -52,6 +52,8 @@ pub struct Seen {
     pub path: String,
     pub query: String,
     pub body: Value,
+    /// The status it was answered with.
+    pub code: u16,
 }
 
 #[derive(Default)]
@@ -73,6 +75,8 @@ pub struct State {
     /// Kueue admits (unsuspends) this Job right after the next GET of it has been answered:
     /// the reader's resourceVersion is then stale.
     pub admit_after_get: Option<String>,
+    /// Watch requests are answered 503 (the API server restarting) while this is set.
+    pub refuse_watches: bool,
 }
 
 pub type Shared = Arc<Mutex<State>>;
@@ -134,6 +138,28 @@ fn line(kind: &str, object: &Value) -> Bytes {
 }
 
 impl State {
+    /// The watch requests seen, in order: their resourceVersion.
+    pub fn watches_from(&self, resource: &str) -> Vec<String> {
+        self.seen
+            .iter()
+            .filter(|s| s.path.ends_with(&format!("/{resource}")) && s.query.contains("watch=true"))
+            .map(|s| query_param(&s.query, "resourceVersion").unwrap_or_default())
+            .collect()
+    }
+
+    /// The lists (not watches) of `resource` by the bare attempt label (the watch loop's).
+    pub fn label_lists(&self, resource: &str) -> usize {
+        self.seen
+            .iter()
+            .filter(|s| {
+                s.method == "GET"
+                    && s.path.ends_with(&format!("/{resource}"))
+                    && !s.query.contains("watch=true")
+                    && query_param(&s.query, "labelSelector").as_deref() == Some("weir.io/attempt")
+            })
+            .count()
+    }
+
     /// A write: the object takes the next resourceVersion, the change is kept and streamed to
     /// the watches that select it.
     fn commit(&mut self, resource: &'static str, kind: &'static str, object: &mut Value) {
@@ -458,16 +484,18 @@ pub fn client(namespaces: &[&str]) -> (Client, Shared) {
                 path: parts.uri.path().to_string(),
                 query: parts.uri.query().unwrap_or("").to_string(),
                 body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+                code: 0,
             };
             let resource = match seen.path.rsplit('/').next() {
                 Some("jobs") => Some("jobs"),
                 Some("sparkapplications") => Some("sparkapplications"),
                 _ => None,
             };
-            if let (Some(resource), true) = (resource, seen.query.contains("watch=true")) {
+            let refused = st.lock().unwrap().refuse_watches;
+            if let (Some(resource), true, false) = (resource, seen.query.contains("watch=true"), refused) {
                 let body = {
                     let mut s = st.lock().unwrap();
-                    s.seen.push(seen.clone());
+                    s.seen.push(Seen { code: 200, ..seen.clone() });
                     s.watch(resource, &seen.query)
                 };
                 let resp = Response::builder()
@@ -480,8 +508,12 @@ pub fn client(namespaces: &[&str]) -> (Client, Shared) {
             }
             let (code, value) = {
                 let mut s = st.lock().unwrap();
-                s.seen.push(seen.clone());
-                let answer = s.answer(&seen);
+                let answer = if seen.query.contains("watch=true") {
+                    status(503, "ServiceUnavailable", "the API server is restarting".into())
+                } else {
+                    s.answer(&seen)
+                };
+                s.seen.push(Seen { code: answer.0.as_u16(), ..seen.clone() });
                 if seen.method == "GET" {
                     if let Some(name) = s.admit_after_get.take() {
                         if seen.path.ends_with(&format!("/jobs/{name}")) {
