@@ -41,6 +41,9 @@ pub(crate) struct Entry {
     /// How many lists of its kind had begun when it was registered ([`PENDING`] while its
     /// create is in flight): only a list begun later must show its object.
     pub since: u64,
+    /// While its create is in flight: an end seen meanwhile, kept until the create's answer
+    /// says whose it is (a 409 means the object is an older one, not this start's).
+    pub early: Option<Outcome>,
 }
 
 /// `since` of an attempt whose create has not been answered yet.
@@ -63,9 +66,10 @@ pub(crate) struct Shared {
 }
 
 /// How a watched object was last seen.
-enum Outcome {
+pub(crate) enum Outcome {
     Ended(Read),
-    Gone,
+    /// Deleted (the deleted object's uid, when known).
+    Gone(Option<String>),
 }
 
 impl Shared {
@@ -77,9 +81,15 @@ impl Shared {
     pub fn seen(self: &Arc<Self>, kind: Kind, name: &str, read: Read) {
         let mut table = self.table();
         let Some(entry) = table.entries.get_mut(&(kind, name.to_string())) else { return };
+        if entry.since == PENDING {
+            if read.end.is_some() {
+                entry.early = Some(Outcome::Ended(read));
+            }
+            return;
+        }
         let outcome = match &entry.uid {
             // The name now holds another object: ours was deleted meanwhile.
-            Some(uid) if !read.uid.is_empty() && *uid != read.uid => Outcome::Gone,
+            Some(uid) if !read.uid.is_empty() && *uid != read.uid => Outcome::Gone(None),
             _ => {
                 entry.uid = Some(read.uid.clone());
                 match read.end {
@@ -97,6 +107,10 @@ impl Shared {
     pub fn gone(self: &Arc<Self>, kind: Kind, name: &str, uid: Option<&str>) {
         let mut table = self.table();
         let key = (kind, name.to_string());
+        if let Some(entry) = table.entries.get_mut(&key).filter(|e| e.since == PENDING) {
+            entry.early = Some(Outcome::Gone(uid.map(str::to_string)));
+            return;
+        }
         match (table.entries.get(&key), uid) {
             (None, _) => return,
             // The delete of an older object of the same name.
@@ -105,7 +119,7 @@ impl Shared {
         }
         let entry = table.entries.remove(&key).expect("present");
         drop(table);
-        self.report(kind, name.to_string(), entry, Outcome::Gone);
+        self.report(kind, name.to_string(), entry, Outcome::Gone(None));
     }
 
     fn report(self: &Arc<Self>, kind: Kind, name: String, entry: Entry, outcome: Outcome) {
@@ -117,8 +131,8 @@ impl Shared {
                 Outcome::Ended(_) if killed => Exit::Killed,
                 Outcome::Ended(read) => shared.apis.failed_exit(kind, &name, &read).await,
                 // Deleted by our kill, or by someone else (outcome unknown, never a success).
-                Outcome::Gone if killed => Exit::Killed,
-                Outcome::Gone => Exit::Lost,
+                Outcome::Gone(_) if killed => Exit::Killed,
+                Outcome::Gone(_) => Exit::Lost,
             };
             let _ = shared.exits.send(TaskExit { attempt: entry.attempt, exit, ended_at_ms: now_ms() });
         });
@@ -259,20 +273,35 @@ pub(crate) fn register(
         return Err(e.killed.clone());
     }
     let killed = Arc::new(AtomicBool::new(false));
-    t.entries.insert(key, Entry { attempt: attempt.clone(), uid, killed: killed.clone(), since });
+    t.entries
+        .insert(key, Entry { attempt: attempt.clone(), uid, killed: killed.clone(), since, early: None });
     Ok(killed)
 }
 
 /// The create of a pending attempt was answered: its uid, and lists from now on must show it.
-pub(crate) fn created(shared: &Shared, kind: Kind, name: &str, uid: String) {
+/// An end of that object seen while the create was in flight is reported now.
+pub(crate) fn created(shared: &Arc<Shared>, kind: Kind, name: &str, uid: String) {
     let mut t = shared.table();
     let lists = t.lists[kind.index()];
-    if let Some(e) = t.entries.get_mut(&(kind, name.to_string())) {
-        e.since = lists;
-        if e.uid.is_none() {
-            e.uid = Some(uid);
-        }
+    let key = (kind, name.to_string());
+    let Some(e) = t.entries.get_mut(&key) else { return };
+    e.since = lists;
+    if e.uid.is_none() {
+        e.uid = Some(uid.clone());
     }
+    let ours = match &e.early {
+        Some(Outcome::Ended(read)) => read.uid == uid,
+        Some(Outcome::Gone(gone)) => gone.as_deref().is_none_or(|g| g == uid),
+        None => false,
+    };
+    if !ours {
+        e.early = None;
+        return;
+    }
+    let mut entry = t.entries.remove(&key).expect("present");
+    drop(t);
+    let outcome = entry.early.take().expect("ours");
+    shared.report(kind, name.to_string(), entry, outcome);
 }
 
 /// The create failed: the attempt is not watched.

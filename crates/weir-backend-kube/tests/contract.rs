@@ -440,9 +440,20 @@ async fn a_spark_stage_without_a_spark_image_or_on_kueue_is_refused_naming_why()
     assert!(err.to_string().contains("Kueue does not admit SparkApplications"), "{err}");
 }
 
-// ---- Status by watch (Kubernetes docs, "API Concepts": "Efficient detection of changes" —
-// list, then watch from the list's resourceVersion; on 410 Gone list again — and "Watch
-// bookmarks"; client-go's Reflector.ListAndWatch and kube-runtime's watcher do the same).
+// ---- Status by watch. Checked against: Kubernetes docs, "API Concepts" (kubernetes/website
+// content/en/docs/reference/using-api/api-concepts.md), "Efficient detection of changes" — list,
+// watch from the list's resourceVersion, restart a dropped watch from the last resourceVersion
+// returned, and on `410 Gone` clear, list and watch from the new list's version — and "Watch
+// bookmarks" (a BOOKMARK carries only a resourceVersion: every change up to it was sent; never
+// assume one comes); client-go tools/cache `isExpiredError` (`IsResourceExpired` — reason
+// `Expired`, code 410, which the fake sends — or `IsGone`) before a re-list; kube-rs `Api::watch`
+// (`WatchEvent::{Added, Modified, Deleted, Bookmark, Error}`, `WatchParams` with
+// `allowWatchBookmarks=true` by default).
+// Conflicts: API conventions (kubernetes/community contributors/devel/sig-architecture/
+// api-conventions.md, "Concurrency Control and Consistency": a write carrying a resourceVersion
+// that is not the object's fails 409 `Conflict`; the client GETs again and retries); a
+// resourceVersion inside a patch is that precondition too (kubernetes/kubernetes#63104: the
+// patched object keeps the patch's resourceVersion, and the store's update checks it).
 
 #[tokio::test]
 async fn status_comes_from_one_list_and_one_watch_not_from_reading_each_job() {
