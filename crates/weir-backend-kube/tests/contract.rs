@@ -659,3 +659,48 @@ async fn sparkapplications_are_watched_too_and_relisted_after_a_410() {
     assert_eq!(s.label_lists("sparkapplications"), 2);
     assert_eq!(s.label_lists("jobs"), 0, "no Job watch without a Job attempt");
 }
+
+/// An attempt is watched from before its create is sent: an end that the watch delivers before
+/// the create's answer is kept, and reported once the answer says the object is this start's.
+#[tokio::test]
+async fn an_end_seen_before_the_creates_answer_is_reported_once_the_answer_comes() {
+    let (b, state, mut exits) = backend(Scheduler::Default);
+    b.start(&launch("run-38/0/0/0/1", "ads")).await.unwrap();
+    until(&state, "a watch is open", |s| s.open_watches() == 1).await;
+    {
+        let mut s = state.lock().unwrap();
+        s.end_on_post = Some(("weir-run-38-0-0-0-2".into(), 6));
+        s.hold_create_ms = 300; // its ADDED and MODIFIED (ended) reach the watch first
+    }
+    b.start(&launch("run-38/0/0/0/2", "ads")).await.unwrap();
+    let exit = next_exit(&mut exits).await;
+    assert_eq!((exit.attempt.as_str(), exit.exit), ("run-38/0/0/0/2", Exit::Code(6)));
+    assert!(tokio::time::timeout(Duration::from_millis(200), exits.recv()).await.is_err(), "reported once");
+}
+
+/// A start answered 409 `AlreadyExists` is not this start's object: the end of the older object
+/// of that name, seen by the watch while the create was in flight, is not reported for it.
+#[tokio::test]
+async fn a_start_answered_409_reports_nothing_of_the_older_object() {
+    let (client, state) = fake::client(&["batch"]);
+    let (tx, _rx) = unbounded_channel();
+    let first = KubeBackend::new(config(Scheduler::Default), client.clone(), tx);
+    first.start(&launch("run-39/0/0/0/1", "ads")).await.unwrap();
+    drop(first);
+    let (tx, mut exits) = unbounded_channel();
+    let second = KubeBackend::new(config(Scheduler::Default), client, tx);
+    second.start(&launch("run-39/0/0/0/2", "ads")).await.unwrap();
+    until(&state, "a watch is open", |s| s.open_watches() == 1).await;
+    {
+        let mut s = state.lock().unwrap();
+        // The older Job ends while the create is answered 409: its MODIFIED is streamed first.
+        s.end_on_post = Some(("weir-run-39-0-0-0-1".into(), 0));
+        s.hold_create_ms = 300;
+    }
+    let again = second.start(&launch("run-39/0/0/0/1", "ads")).await;
+    assert!(matches!(again, Err(BackendError::AlreadyStarted { .. })), "{again:?}");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), exits.recv()).await.is_err(),
+        "no end for a start that created nothing"
+    );
+}

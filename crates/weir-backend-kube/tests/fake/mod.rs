@@ -77,6 +77,12 @@ pub struct State {
     pub admit_after_get: Option<String>,
     /// Watch requests are answered 503 (the API server restarting) while this is set.
     pub refuse_watches: bool,
+    /// The answer to a create is held this long after the write (its events go out at once):
+    /// the client sees them before it knows how its create went.
+    pub hold_create_ms: u64,
+    /// The Job of this name ends with this code while the next create is being answered (after
+    /// that create's write, if it made one).
+    pub end_on_post: Option<(String, i32)>,
 }
 
 pub type Shared = Arc<Mutex<State>>;
@@ -513,6 +519,11 @@ pub fn client(namespaces: &[&str]) -> (Client, Shared) {
                 } else {
                     s.answer(&seen)
                 };
+                if seen.method == "POST" {
+                    if let Some((name, code)) = s.end_on_post.take() {
+                        s.end_job(&name, code);
+                    }
+                }
                 s.seen.push(Seen { code: answer.0.as_u16(), ..seen.clone() });
                 if seen.method == "GET" {
                     if let Some(name) = s.admit_after_get.take() {
@@ -525,6 +536,10 @@ pub fn client(namespaces: &[&str]) -> (Client, Shared) {
                 }
                 answer
             };
+            let hold = st.lock().unwrap().hold_create_ms;
+            if seen.method == "POST" && hold > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(hold)).await;
+            }
             let bytes = match value {
                 Value::String(text) => text.into_bytes(),
                 v => serde_json::to_vec(&v).unwrap(),
