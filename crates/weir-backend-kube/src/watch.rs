@@ -161,6 +161,11 @@ impl Shared {
     }
 }
 
+/// The watch's `timeoutSeconds`: the server ends it then, and it is opened again.
+const WATCH_SECONDS: u32 = 290;
+/// How long a watch may stay silent before it is taken for a dead connection.
+const WATCH_IDLE: Duration = Duration::from_secs(WATCH_SECONDS as u64 + 30);
+
 /// The resume point an object's event leaves.
 fn version_of<K: Resource>(obj: &K) -> Option<String> {
     obj.meta().resource_version.clone()
@@ -207,7 +212,7 @@ where
         }
         let mut version = list.metadata.resource_version.clone().unwrap_or_default();
         loop {
-            let params = WatchParams::default().labels(selector).timeout(290);
+            let params = WatchParams::default().labels(selector).timeout(WATCH_SECONDS);
             let stream = match api.watch(&params, &version).await {
                 Ok(s) => s,
                 Err(e) if status_of(&e) == Some(410) => continue 'list,
@@ -219,7 +224,18 @@ where
             };
             let mut stream = std::pin::pin!(stream);
             let mut failed = false;
-            while let Some(event) = stream.next().await {
+            loop {
+                // A connection that died without a word (no FIN, no RST) would hold the watch
+                // forever: the client sets no read timeout, so a watch silent past the server's
+                // own timeout is given up and opened again.
+                let event = match tokio::time::timeout(WATCH_IDLE, stream.next()).await {
+                    Ok(Some(event)) => event,
+                    Ok(None) => break,
+                    Err(_) => {
+                        failed = true;
+                        break;
+                    }
+                };
                 match event {
                     Ok(WatchEvent::Added(obj)) | Ok(WatchEvent::Modified(obj)) => {
                         wait = first;

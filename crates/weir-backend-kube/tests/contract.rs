@@ -704,3 +704,26 @@ async fn a_start_answered_409_reports_nothing_of_the_older_object() {
         "no end for a start that created nothing"
     );
 }
+
+/// A watch whose connection died silently is given up once it has been quiet longer than the
+/// server's own `timeoutSeconds` would allow, and opened again from the last resourceVersion
+/// (the client sets no read timeout). Virtual time: the 320 s pass at once.
+#[tokio::test(start_paused = true)]
+async fn a_silently_dead_watch_is_given_up_and_opened_again() {
+    let (b, state, mut exits) = backend(Scheduler::Default);
+    b.start(&launch("run-40/0/0/0/1", "ads")).await.unwrap();
+    until(&state, "a watch is open", |s| s.open_watches() == 1).await;
+    let last = {
+        let mut s = state.lock().unwrap();
+        s.silence_watches();
+        s.end_job("weir-run-40-0-0-0-1", 0); // not delivered on the dead connection
+        (s.version - 1).to_string()
+    };
+    let exit = tokio::time::timeout(Duration::from_secs(600), exits.recv()).await.expect("an exit").unwrap();
+    assert_eq!(exit.exit, Exit::Code(0));
+    let s = state.lock().unwrap();
+    let from = s.watches_from("jobs");
+    assert_eq!(from.len(), 2, "{from:?}");
+    assert_eq!(from[1], last, "resumed from the last event received");
+    assert_eq!(s.label_lists("jobs"), 1, "no new list");
+}

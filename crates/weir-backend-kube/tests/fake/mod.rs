@@ -35,6 +35,8 @@ struct Watch {
     resource: &'static str,
     selector: String,
     bookmarks: bool,
+    /// Its connection died without a word: nothing reaches the client, nothing tells it.
+    dead: bool,
     tx: UnboundedSender<Bytes>,
 }
 
@@ -173,7 +175,7 @@ impl State {
         object["metadata"]["resourceVersion"] = json!(self.version.to_string());
         let change = Change { version: self.version, resource, kind, object: object.clone() };
         self.watches.retain(|w| {
-            if w.resource != change.resource || !matches(&change.object, &w.selector) {
+            if w.dead || w.resource != change.resource || !matches(&change.object, &w.selector) {
                 return true;
             }
             w.tx.send(line(change.kind, &change.object)).is_ok()
@@ -207,7 +209,7 @@ impl State {
                 }
             }
             let bookmarks = query_param(query, "allowWatchBookmarks").as_deref() == Some("true");
-            self.watches.push(Watch { resource, selector, bookmarks, tx });
+            self.watches.push(Watch { resource, selector, bookmarks, dead: false, tx });
         }
         let stream = futures_util::stream::unfold(rx, |mut rx| async move {
             rx.recv().await.map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
@@ -220,9 +222,17 @@ impl State {
         self.watches.clear();
     }
 
+    /// Every open watch's connection dies silently (a peer gone without FIN or RST): the
+    /// stream stays open and delivers nothing more.
+    pub fn silence_watches(&mut self) {
+        for w in &mut self.watches {
+            w.dead = true;
+        }
+    }
+
     /// How many watches are open.
     pub fn open_watches(&self) -> usize {
-        self.watches.iter().filter(|w| !w.tx.is_closed()).count()
+        self.watches.iter().filter(|w| !w.dead && !w.tx.is_closed()).count()
     }
 
     /// The history is compacted: only a watch from the current version or later may resume.
