@@ -456,7 +456,7 @@ impl KubeBackend {
             let Some(meta) = apis.meta(kind, name).await.map_err(|e| remote(attempt, e))? else {
                 return Ok(false);
             };
-            if meta.uid.as_deref() != Some(uid) {
+            if !uid.is_empty() && meta.uid.as_deref() != Some(uid) {
                 return Ok(false);
             }
             if meta.annotations.as_ref().is_some_and(|a| a.contains_key(KILLED_ANNOTATION)) {
