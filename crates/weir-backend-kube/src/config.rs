@@ -35,7 +35,9 @@ pub struct KubeConfig {
     /// YuniKorn only: reserve each Job's pod as a gang (task-group annotations).
     #[serde(default)]
     pub gang: bool,
-    /// How often a running Job's status is read, in milliseconds.
+    /// Status comes from a watch, not from reading Jobs: this is the longest wait, in
+    /// milliseconds, before a list or watch the API server did not answer is tried again (the
+    /// wait starts at 50 ms and doubles up to it). The server file's `poll_interval_ms`.
     #[serde(default = "default_poll_ms")]
     pub poll_ms: u64,
     /// The image Spark stages run in as SparkApplications (driver and executors): it must hold

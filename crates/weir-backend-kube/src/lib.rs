@@ -5,8 +5,10 @@
 //! [`KubeBackend`] implements weir-backend's [`Backend`] trait: `start` creates one Job per
 //! attempt in the configured namespace, named after the attempt and labelled with it
 //! ([`manifest::ATTEMPT_LABEL`]) so that a restarted server lists its own Jobs and re-adopts
-//! them; one task per watched attempt reads the Job's status and reports its end exactly once on
-//! the exit channel; `kill` deletes the Job with the grace as `gracePeriodSeconds` and
+//! them; one list-then-watch loop per kind of object ([`watch`]) follows every labelled Job (or
+//! SparkApplication) of the namespace and reports each attempt's end exactly once on the exit
+//! channel; `kill` marks the object `weir.io/killed` (a merge patch under the object's
+//! `resourceVersion`, retried on `409 Conflict`) and deletes the Job with the grace as `gracePeriodSeconds` and
 //! `propagationPolicy: Background`, so its pods go too. Capacity discovery
 //! ([`KubeBackend::nodes`]) reads the node list's `allocatable`; [`KubeBackend::health`] checks
 //! that the API answers and the namespace exists.
@@ -20,21 +22,21 @@
 
 pub mod config;
 pub mod manifest;
+mod watch;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
-    PropagationPolicy,
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, ObjectMeta, Patch,
+    PatchParams, PostParams, Preconditions, PropagationPolicy,
 };
 use kube::Client;
+use serde_json::Value;
 use weir_backend::{
-    Adopted, AttemptId, Backend, BackendError, BoxFuture, Exit, ExitSender, Launched, Recovered, TaskExit,
-    TaskLaunch,
+    Adopted, AttemptId, Backend, BackendError, BoxFuture, Exit, ExitSender, Launched, Recovered, TaskLaunch,
 };
 
 pub use config::{KubeConfig, Scheduler};
@@ -62,15 +64,10 @@ pub struct KubeNode {
     pub resources: weir_model::Resources,
 }
 
-struct Watch {
-    task: tokio::task::JoinHandle<()>,
-    killed: Arc<std::sync::atomic::AtomicBool>,
-}
-
 /// What an attempt runs as: a `batch/v1` Job (a command stage) or a SparkApplication (a Spark
 /// stage). The record tells them apart: a SparkApplication's `boot_id` is
 /// [`APP_PREFIX`] and its uid, a Job's its uid alone (as before Spark stages were run).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Kind {
     Job,
     App,
@@ -86,6 +83,18 @@ impl Kind {
         } else {
             Kind::Job
         }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Kind::Job => 0,
+            Kind::App => 1,
+        }
+    }
+
+    /// The object's uid in a record's `boot_id`.
+    fn uid_of(task: &Launched) -> &str {
+        task.boot_id.strip_prefix(APP_PREFIX).unwrap_or(&task.boot_id)
     }
 
     fn boot_id(self, uid: &str) -> String {
@@ -140,6 +149,21 @@ impl Apis {
         }
     }
 
+    async fn meta(&self, kind: Kind, name: &str) -> Result<Option<ObjectMeta>, kube::Error> {
+        Ok(match kind {
+            Kind::Job => self.jobs.get_opt(name).await?.map(|j| j.metadata),
+            Kind::App => self.apps.get_opt(name).await?.map(|a| a.metadata),
+        })
+    }
+
+    async fn patch(&self, kind: Kind, name: &str, body: &serde_json::Value) -> Result<(), kube::Error> {
+        let patch = Patch::Merge(body);
+        match kind {
+            Kind::Job => self.jobs.patch(name, &PatchParams::default(), &patch).await.map(|_| ()),
+            Kind::App => self.apps.patch(name, &PatchParams::default(), &patch).await.map(|_| ()),
+        }
+    }
+
     async fn delete(&self, kind: Kind, name: &str, params: &DeleteParams) -> Result<(), kube::Error> {
         match kind {
             Kind::Job => self.jobs.delete(name, params).await.map(|_| ()),
@@ -169,29 +193,36 @@ struct Inner {
     config: KubeConfig,
     client: Client,
     apis: Apis,
-    exits: ExitSender,
-    watched: Mutex<HashMap<String, Watch>>,
+    shared: Arc<watch::Shared>,
+    /// The watch loops, per kind ([`Kind::index`]), started with the first attempt of the kind.
+    watchers: Mutex<[Option<tokio::task::JoinHandle<()>>; 2]>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         // Watching stops; the Jobs run on and a new backend value re-adopts them.
-        for (_, w) in self.watched.lock().unwrap_or_else(|e| e.into_inner()).drain() {
-            w.task.abort();
+        for w in self.watchers.lock().unwrap_or_else(|e| e.into_inner()).iter_mut() {
+            if let Some(task) = w.take() {
+                task.abort();
+            }
         }
     }
 }
+
+/// The annotation a kill leaves on the object before deleting it: a kill cut short by a
+/// restart is finished when the attempt is adopted.
+pub const KILLED_ANNOTATION: &str = "weir.io/killed";
 
 /// Runs attempts as Kubernetes Jobs. See the crate documentation.
 pub struct KubeBackend {
     inner: Arc<Inner>,
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
-fn status_of(e: &kube::Error) -> Option<u16> {
+pub(crate) fn status_of(e: &kube::Error) -> Option<u16> {
     match e {
         kube::Error::Api(s) => Some(s.code),
         _ => None,
@@ -236,8 +267,14 @@ impl KubeBackend {
         let gvk = GroupVersionKind::gvk(manifest::SPARK_GROUP, manifest::SPARK_VERSION, manifest::SPARK_KIND);
         let apps = Api::namespaced_with(client.clone(), &config.namespace, &ApiResource::from_gvk(&gvk));
         let apis = Apis { jobs, apps, pods };
+        let shared = Arc::new(watch::Shared {
+            table: Mutex::new(watch::Table::default()),
+            apis: apis.clone(),
+            exits,
+            retry: Duration::from_millis(config.poll_ms.max(1)),
+        });
         KubeBackend {
-            inner: Arc::new(Inner { config, client, apis, exits, watched: Mutex::new(HashMap::new()) }),
+            inner: Arc::new(Inner { config, client, apis, shared, watchers: Mutex::new([None, None]) }),
         }
     }
 
@@ -322,42 +359,147 @@ impl KubeBackend {
         })
     }
 
-    /// Starts watching `name` (of `kind`) unless it is watched already.
-    fn watch(&self, attempt: &AttemptId, kind: Kind, name: String) {
-        let mut watched = self.inner.watched.lock().unwrap_or_else(|e| e.into_inner());
-        if watched.contains_key(attempt.as_str()) {
+    /// Starts the watch loop of `kind` unless it runs.
+    fn ensure_watcher(&self, kind: Kind) {
+        let mut watchers = self.inner.watchers.lock().unwrap_or_else(|e| e.into_inner());
+        if watchers[kind.index()].is_some() {
             return;
         }
-        let killed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let inner = Arc::downgrade(&self.inner);
-        let attempt2 = attempt.clone();
-        let killed2 = killed.clone();
-        let apis = self.inner.apis.clone();
-        let exits = self.inner.exits.clone();
-        let every = Duration::from_millis(self.inner.config.poll_ms.max(1));
-        let task = tokio::spawn(async move {
-            let is_killed = || killed2.load(std::sync::atomic::Ordering::SeqCst);
-            let exit = loop {
-                match apis.read(kind, &name).await {
-                    Ok(Some(read)) => match read.end {
-                        Some(true) => break Exit::Code(0),
-                        Some(false) if is_killed() => break Exit::Killed,
-                        Some(false) => break apis.failed_exit(kind, &name, &read).await,
-                        None => {}
-                    },
-                    // Gone: deleted by our kill, or by someone else (outcome unknown).
-                    Ok(None) if is_killed() => break Exit::Killed,
-                    Ok(None) => break Exit::Lost,
-                    Err(_) => {} // the API did not answer: try again
-                }
-                tokio::time::sleep(every).await;
-            };
-            if let Some(inner) = inner.upgrade() {
-                inner.watched.lock().unwrap_or_else(|e| e.into_inner()).remove(attempt2.as_str());
+        let shared = self.inner.shared.clone();
+        let apis = &self.inner.apis;
+        let task = match kind {
+            Kind::Job => tokio::spawn(watch::run(shared, apis.jobs.clone(), kind, |j: &Job| Read {
+                uid: j.metadata.uid.clone().unwrap_or_default(),
+                end: job_end(j),
+                driver_pod: None,
+            })),
+            Kind::App => tokio::spawn(watch::run(shared, apis.apps.clone(), kind, read_app)),
+        };
+        watchers[kind.index()] = Some(task);
+    }
+
+    /// Watches an attempt whose object exists (adopt, recover, kill) unless it is watched
+    /// already, and reads the object once (an end before now shows no event). Its kill flag.
+    fn watch_existing(
+        &self,
+        attempt: &AttemptId,
+        kind: Kind,
+        name: &str,
+        uid: Option<String>,
+    ) -> Arc<std::sync::atomic::AtomicBool> {
+        match watch::register(&self.inner.shared, kind, name, attempt, uid, false) {
+            Ok(killed) => {
+                self.ensure_watcher(kind);
+                self.inner.shared.confirm(kind, name.to_string());
+                killed
             }
-            let _ = exits.send(TaskExit { attempt: attempt2, exit, ended_at_ms: now_ms() });
-        });
-        watched.insert(attempt.as_str().to_string(), Watch { task, killed });
+            Err(killed) => killed,
+        }
+    }
+
+    /// Creates the attempt's object, watched from before the create (so that no event of it
+    /// can pass unseen); a 409 `AlreadyExists` is `AlreadyStarted`.
+    async fn create(
+        &self,
+        attempt: &AttemptId,
+        kind: Kind,
+        name: &str,
+        body: Value,
+    ) -> Result<String, BackendError> {
+        let a = attempt.as_str();
+        let shared = &self.inner.shared;
+        let fresh = watch::register(shared, kind, name, attempt, None, true).is_ok();
+        self.ensure_watcher(kind);
+        let created = match kind {
+            Kind::Job => {
+                let job: Job = serde_json::from_value(body).map_err(|e| bad(a, "job", e.to_string()))?;
+                self.inner.apis.jobs.create(&PostParams::default(), &job).await.map(|j| j.metadata)
+            }
+            Kind::App => {
+                let app: DynamicObject =
+                    serde_json::from_value(body).map_err(|e| bad(a, "spark", e.to_string()))?;
+                self.inner.apis.apps.create(&PostParams::default(), &app).await.map(|a| a.metadata)
+            }
+        };
+        match created {
+            Ok(meta) => {
+                let uid = meta.uid.unwrap_or_default();
+                watch::created(shared, kind, name, uid.clone());
+                Ok(uid)
+            }
+            Err(e) => {
+                if fresh {
+                    watch::unregister(shared, kind, name);
+                }
+                if status_of(&e) == Some(409) {
+                    return Err(BackendError::AlreadyStarted { attempt: a.to_string() });
+                }
+                Err(remote(a, e))
+            }
+        }
+    }
+
+    /// Marks the object `weir.io/killed`: read it, check its uid, merge-patch the annotation
+    /// under the read `resourceVersion` (a precondition: the API answers `409 Conflict` if the
+    /// object changed since — Kueue unsuspending it, the Job controller writing its status, or
+    /// the name deleted and created again — and the read and the write are done again). `false`
+    /// when the object is gone or is another (nothing of ours to delete).
+    async fn mark_killed(
+        &self,
+        attempt: &str,
+        kind: Kind,
+        name: &str,
+        uid: &str,
+    ) -> Result<bool, BackendError> {
+        let apis = &self.inner.apis;
+        for _ in 0..MARK_TRIES {
+            let Some(meta) = apis.meta(kind, name).await.map_err(|e| remote(attempt, e))? else {
+                return Ok(false);
+            };
+            if !uid.is_empty() && meta.uid.as_deref() != Some(uid) {
+                return Ok(false);
+            }
+            if meta.annotations.as_ref().is_some_and(|a| a.contains_key(KILLED_ANNOTATION)) {
+                return Ok(true);
+            }
+            let body = serde_json::json!({"metadata": {
+                "resourceVersion": meta.resource_version,
+                "annotations": {KILLED_ANNOTATION: now_ms().to_string()},
+            }});
+            match apis.patch(kind, name, &body).await {
+                Ok(()) => return Ok(true),
+                Err(e) if status_of(&e) == Some(409) => continue, // changed meanwhile: again
+                Err(e) if status_of(&e) == Some(404) => return Ok(false),
+                Err(e) => return Err(remote(attempt, e)),
+            }
+        }
+        // Changed under every try: delete it all the same (the delete's uid precondition
+        // still keeps another object of the name safe).
+        Ok(true)
+    }
+
+    /// Deletes the object with the kill's grace, only if it is still the one of `uid`.
+    async fn delete_ours(
+        &self,
+        attempt: &str,
+        kind: Kind,
+        name: &str,
+        uid: &str,
+        grace: Option<Duration>,
+    ) -> Result<(), BackendError> {
+        let params = DeleteParams {
+            grace_period_seconds: grace.map(|g| g.as_secs().min(u32::MAX as u64) as u32),
+            propagation_policy: Some(PropagationPolicy::Background),
+            preconditions: (!uid.is_empty())
+                .then(|| Preconditions { uid: Some(uid.to_string()), resource_version: None }),
+            ..DeleteParams::default()
+        };
+        match self.inner.apis.delete(kind, name, &params).await {
+            Ok(()) => Ok(()),
+            Err(e) if status_of(&e) == Some(404) => Ok(()), // already gone: idempotent
+            Err(e) if status_of(&e) == Some(409) => Ok(()), // the name holds another object now
+            Err(e) => Err(remote(attempt, e)),
+        }
     }
 
     fn launched(
@@ -390,39 +532,23 @@ impl KubeBackend {
         let name = self.name(&launch.attempt)?;
         let queue = self.inner.config.target_queue(weir_queue);
         let dir = launch.stdout.parent().map(|p| p.to_path_buf()).unwrap_or_default();
-        let bad = |field: &'static str, reason: String| BackendError::BadLaunch {
-            attempt: attempt.to_string(),
-            field,
-            reason,
-        };
         if let Some(spark) = &launch.spark {
             let body = manifest::spark_application(&self.inner.config, launch, spark, &name, queue)
-                .map_err(|why| bad("spark", why))?;
-            let app: DynamicObject = serde_json::from_value(body).map_err(|e| bad("spark", e.to_string()))?;
-            let created = match self.inner.apis.apps.create(&PostParams::default(), &app).await {
-                Ok(a) => a,
-                Err(e) if status_of(&e) == Some(409) => {
-                    return Err(BackendError::AlreadyStarted { attempt: attempt.to_string() })
-                }
-                Err(e) => return Err(remote(attempt, e)),
-            };
-            self.watch(&launch.attempt, Kind::App, name);
-            let uid = created.metadata.uid.unwrap_or_default();
+                .map_err(|why| bad(attempt, "spark", why))?;
+            let uid = self.create(&launch.attempt, Kind::App, &name, body).await?;
             return Ok(self.launched(&launch.attempt, Kind::App, &uid, dir));
         }
         let body = manifest::job(&self.inner.config, launch, &name, queue);
-        let job: Job = serde_json::from_value(body).map_err(|e| bad("job", e.to_string()))?;
-        let created = match self.inner.apis.jobs.create(&PostParams::default(), &job).await {
-            Ok(j) => j,
-            Err(e) if status_of(&e) == Some(409) => {
-                return Err(BackendError::AlreadyStarted { attempt: attempt.to_string() })
-            }
-            Err(e) => return Err(remote(attempt, e)),
-        };
-        self.watch(&launch.attempt, Kind::Job, name);
-        let uid = created.metadata.uid.unwrap_or_default();
+        let uid = self.create(&launch.attempt, Kind::Job, &name, body).await?;
         Ok(self.launched(&launch.attempt, Kind::Job, &uid, dir))
     }
+}
+
+/// How many times a kill reads and patches an object that keeps changing under it.
+const MARK_TRIES: usize = 5;
+
+fn bad(attempt: &str, field: &'static str, reason: String) -> BackendError {
+    BackendError::BadLaunch { attempt: attempt.to_string(), field, reason }
 }
 
 /// The exit code its container left in a terminated pod.
@@ -520,21 +646,14 @@ impl Backend for KubeBackend {
             let attempt = task.attempt.as_str();
             let name = self.name(&task.attempt)?;
             let kind = Kind::of(task);
+            let uid = Kind::uid_of(task);
             // Watch it first (after a restart), so that its end is reported as killed.
-            self.watch(&task.attempt, kind, name.clone());
-            if let Some(w) = self.inner.watched.lock().unwrap_or_else(|e| e.into_inner()).get(attempt) {
-                w.killed.store(true, std::sync::atomic::Ordering::SeqCst);
+            let killed = self.watch_existing(&task.attempt, kind, &name, Some(uid.to_string()));
+            killed.store(true, std::sync::atomic::Ordering::SeqCst);
+            if !self.mark_killed(attempt, kind, &name, uid).await? {
+                return Ok(()); // gone, or the name holds another object: nothing of ours to delete
             }
-            let params = DeleteParams {
-                grace_period_seconds: Some(grace.as_secs().min(u32::MAX as u64) as u32),
-                propagation_policy: Some(PropagationPolicy::Background),
-                ..DeleteParams::default()
-            };
-            match self.inner.apis.delete(kind, &name, &params).await {
-                Ok(()) => Ok(()),
-                Err(e) if status_of(&e) == Some(404) => Ok(()), // already gone: idempotent
-                Err(e) => Err(remote(attempt, e)),
-            }
+            self.delete_ours(attempt, kind, &name, uid, Some(grace)).await
         })
     }
 
@@ -550,17 +669,32 @@ impl Backend for KubeBackend {
             let name = self.name(&task.attempt)?;
             let kind = Kind::of(task);
             let apis = &self.inner.apis;
-            match apis.read(kind, &name).await.map_err(|e| remote(task.attempt.as_str(), e))? {
-                // An object of that name with another uid is not the one we started.
-                Some(read) if kind.boot_id(&read.uid) == task.boot_id => match read.end {
-                    None => {
-                        self.watch(&task.attempt, kind, name);
-                        Ok(Adopted::Running)
+            let attempt = task.attempt.as_str();
+            let Some(meta) = apis.meta(kind, &name).await.map_err(|e| remote(attempt, e))? else {
+                return Ok(Adopted::Ended(Exit::Lost));
+            };
+            // An object of that name with another uid is not the one we started.
+            let uid = Kind::uid_of(task);
+            if meta.uid.as_deref() != Some(uid) {
+                return Ok(Adopted::Ended(Exit::Lost));
+            }
+            let Some(read) = apis.read(kind, &name).await.map_err(|e| remote(attempt, e))? else {
+                return Ok(Adopted::Ended(Exit::Lost));
+            };
+            let killing = meta.annotations.as_ref().is_some_and(|a| a.contains_key(KILLED_ANNOTATION));
+            match read.end {
+                None => {
+                    let killed = self.watch_existing(&task.attempt, kind, &name, Some(uid.to_string()));
+                    if killing {
+                        // A kill cut short by a restart (marked, not deleted): finish it.
+                        killed.store(true, std::sync::atomic::Ordering::SeqCst);
+                        self.delete_ours(attempt, kind, &name, uid, None).await?;
                     }
-                    Some(true) => Ok(Adopted::Ended(Exit::Code(0))),
-                    Some(false) => Ok(Adopted::Ended(apis.failed_exit(kind, &name, &read).await)),
-                },
-                _ => Ok(Adopted::Ended(Exit::Lost)),
+                    Ok(Adopted::Running)
+                }
+                Some(true) => Ok(Adopted::Ended(Exit::Code(0))),
+                Some(false) if killing => Ok(Adopted::Ended(Exit::Killed)),
+                Some(false) => Ok(Adopted::Ended(apis.failed_exit(kind, &name, &read).await)),
             }
         })
     }
@@ -599,7 +733,7 @@ impl Backend for KubeBackend {
             let Some((kind, read)) = found else { return Ok(Recovered::NotFound) };
             match read.end {
                 None => {
-                    self.watch(attempt, kind, name);
+                    self.watch_existing(attempt, kind, &name, Some(read.uid.clone()));
                     Ok(Recovered::Running(self.launched(attempt, kind, &read.uid, Default::default())))
                 }
                 Some(true) => Ok(Recovered::Ended(Exit::Code(0))),
@@ -610,26 +744,14 @@ impl Backend for KubeBackend {
 
     fn forget<'a>(&'a self, task: &'a Launched) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async move {
-            if self
-                .inner
-                .watched
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .contains_key(task.attempt.as_str())
-            {
+            let name = self.name(&task.attempt)?;
+            let kind = Kind::of(task);
+            if watch::watched(&self.inner.shared, kind, &name) {
                 return Ok(()); // still running: forgetting it is a no-op
             }
-            let name = self.name(&task.attempt)?;
-            // The ended Job and its pods go; the attempt's log was the caller's to keep.
-            let params = DeleteParams {
-                propagation_policy: Some(PropagationPolicy::Background),
-                ..DeleteParams::default()
-            };
-            match self.inner.apis.delete(Kind::of(task), &name, &params).await {
-                Ok(()) => Ok(()),
-                Err(e) if status_of(&e) == Some(404) => Ok(()),
-                Err(e) => Err(remote(task.attempt.as_str(), e)),
-            }
+            // The ended object and its pods go (only the one of the record's uid); the
+            // attempt's log was the caller's to keep.
+            self.delete_ours(task.attempt.as_str(), kind, &name, Kind::uid_of(task), None).await
         })
     }
 }

@@ -46,6 +46,17 @@ fn backend(scheduler: Scheduler) -> (KubeBackend, fake::Shared, UnboundedReceive
     (KubeBackend::new(config(scheduler), client, tx), state, rx)
 }
 
+/// Waits until `cond` holds of the fake's state (no wall-clock assertion: a bound on waiting).
+async fn until(state: &fake::Shared, what: &str, cond: impl Fn(&fake::State) -> bool) {
+    for _ in 0..3000 {
+        if cond(&state.lock().unwrap()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("never: {what}");
+}
+
 async fn next_exit(rx: &mut UnboundedReceiver<TaskExit>) -> TaskExit {
     tokio::time::timeout(Duration::from_secs(30), rx.recv()).await.expect("an exit is reported").unwrap()
 }
@@ -134,7 +145,7 @@ async fn kill_deletes_the_job_with_the_grace_and_background_propagation() {
 async fn a_job_deleted_by_someone_else_is_lost_not_succeeded() {
     let (b, state, mut exits) = backend(Scheduler::Default);
     b.start(&launch("run-5/0/0/0/1", "ads")).await.unwrap();
-    state.lock().unwrap().jobs.clear();
+    state.lock().unwrap().delete_job("weir-run-5-0-0-0-1");
     assert_eq!(next_exit(&mut exits).await.exit, Exit::Lost);
 }
 
@@ -155,15 +166,12 @@ async fn a_restarted_backend_re_adopts_its_jobs_by_the_attempt_label() {
     let found = second.recover(&AttemptId::new("run-6/0/0/0/2").unwrap()).await.unwrap();
     let Recovered::Running(rec) = found else { panic!("{found:?}") };
     assert_eq!(rec.boot_id, "uid-2");
-    let list = state
-        .lock()
-        .unwrap()
-        .seen
-        .iter()
-        .rev()
-        .find(|s| s.method == "GET" && s.path.ends_with("/jobs"))
-        .cloned();
-    assert!(list.unwrap().query.contains("labelSelector=weir.io%2Fattempt%3Dweir-run-6-0-0-0-2"));
+    let listed = state.lock().unwrap().seen.iter().any(|s| {
+        s.method == "GET"
+            && s.path.ends_with("/jobs")
+            && s.query.contains("labelSelector=weir.io%2Fattempt%3Dweir-run-6-0-0-0-2")
+    });
+    assert!(listed, "recover lists by the attempt label");
     assert_eq!(second.recover(&AttemptId::new("run-6/0/0/0/9").unwrap()).await.unwrap(), Recovered::NotFound);
     // Nothing was created twice.
     assert_eq!(state.lock().unwrap().seen.iter().filter(|s| s.method == "POST").count(), 2);
@@ -430,4 +438,292 @@ async fn a_spark_stage_without_a_spark_image_or_on_kueue_is_refused_naming_why()
     let (k, _state, _rx) = spark_backend(Scheduler::Kueue);
     let err = k.start(&spark_launch("run-24/0/0/0/2", "ads")).await.unwrap_err();
     assert!(err.to_string().contains("Kueue does not admit SparkApplications"), "{err}");
+}
+
+// ---- Status by watch. Checked against: Kubernetes docs, "API Concepts" (kubernetes/website
+// content/en/docs/reference/using-api/api-concepts.md), "Efficient detection of changes" — list,
+// watch from the list's resourceVersion, restart a dropped watch from the last resourceVersion
+// returned, and on `410 Gone` clear, list and watch from the new list's version — and "Watch
+// bookmarks" (a BOOKMARK carries only a resourceVersion: every change up to it was sent; never
+// assume one comes); client-go tools/cache `isExpiredError` (`IsResourceExpired` — reason
+// `Expired`, code 410, which the fake sends — or `IsGone`) before a re-list; kube-rs `Api::watch`
+// (`WatchEvent::{Added, Modified, Deleted, Bookmark, Error}`, `WatchParams` with
+// `allowWatchBookmarks=true` by default).
+// Conflicts: API conventions (kubernetes/community contributors/devel/sig-architecture/
+// api-conventions.md, "Concurrency Control and Consistency": a write carrying a resourceVersion
+// that is not the object's fails 409 `Conflict`; the client GETs again and retries); a
+// resourceVersion inside a patch is that precondition too (kubernetes/kubernetes#63104: the
+// patched object keeps the patch's resourceVersion, and the store's update checks it).
+
+#[tokio::test]
+async fn status_comes_from_one_list_and_one_watch_not_from_reading_each_job() {
+    let (b, state, mut exits) = backend(Scheduler::Kueue);
+    for i in 1..=3 {
+        b.start(&launch(&format!("run-30/0/0/0/{i}"), "ads")).await.unwrap();
+    }
+    until(&state, "a watch is open", |s| s.open_watches() == 1).await;
+    {
+        let mut s = state.lock().unwrap();
+        s.end_job("weir-run-30-0-0-0-1", 0);
+        s.end_job("weir-run-30-0-0-0-2", 4);
+        s.admit("weir-run-30-0-0-0-3"); // Kueue admits it: a MODIFIED event, not an end
+    }
+    let mut ends = [next_exit(&mut exits).await, next_exit(&mut exits).await];
+    ends.sort_by(|a, b| a.attempt.as_str().cmp(b.attempt.as_str()));
+    assert_eq!((ends[0].exit, ends[1].exit), (Exit::Code(0), Exit::Code(4)));
+    assert!(tokio::time::timeout(Duration::from_millis(200), exits.recv()).await.is_err(), "run 3 runs on");
+    let s = state.lock().unwrap();
+    assert_eq!(s.label_lists("jobs"), 1, "one list of the labelled Jobs");
+    let watches: Vec<_> = s.seen.iter().filter(|x| x.query.contains("watch=true")).cloned().collect();
+    assert_eq!(watches.len(), 1, "one watch for every attempt: {watches:?}");
+    assert!(watches[0].path.ends_with("/namespaces/batch/jobs"));
+    assert!(watches[0].query.contains("allowWatchBookmarks=true"), "{}", watches[0].query);
+    assert!(watches[0].query.contains("labelSelector=weir.io%2Fattempt"), "{}", watches[0].query);
+    let gets = s.seen.iter().filter(|x| x.method == "GET" && x.path.contains("/jobs/")).count();
+    assert_eq!(gets, 0, "no Job is read one by one (no polling)");
+}
+
+#[tokio::test]
+async fn a_dropped_watch_resumes_from_the_last_resource_version_and_misses_nothing() {
+    let (b, state, mut exits) = backend(Scheduler::Default);
+    b.start(&launch("run-31/0/0/0/1", "ads")).await.unwrap();
+    b.start(&launch("run-31/0/0/0/2", "ads")).await.unwrap();
+    until(&state, "a watch is open", |s| s.open_watches() == 1).await;
+    let last = state.lock().unwrap().version.to_string(); // run 2's ADDED, the last event seen
+    {
+        // The API server goes away: the watch closes and new ones are refused for a while;
+        // meanwhile run 1 ends.
+        let mut s = state.lock().unwrap();
+        s.refuse_watches = true;
+        s.close_watches();
+        s.end_job("weir-run-31-0-0-0-1", 0);
+    }
+    until(&state, "a refused watch", |s| s.seen.iter().any(|x| x.code == 503)).await;
+    state.lock().unwrap().refuse_watches = false;
+    let exit = next_exit(&mut exits).await;
+    assert_eq!((exit.attempt.as_str(), exit.exit), ("run-31/0/0/0/1", Exit::Code(0)));
+    let s = state.lock().unwrap();
+    let from = s.watches_from("jobs");
+    assert!(from.len() >= 3, "watch, refused ones, watch again: {from:?}");
+    assert!(from[1..].iter().all(|v| *v == last), "every reconnection resumes from {last}: {from:?}");
+    assert_eq!(s.label_lists("jobs"), 1, "no new list: the kept history had every change");
+}
+
+#[tokio::test]
+async fn a_410_gone_on_an_expired_resource_version_lists_again() {
+    let (b, state, mut exits) = backend(Scheduler::Default);
+    b.start(&launch("run-32/0/0/0/1", "ads")).await.unwrap();
+    b.start(&launch("run-32/0/0/0/2", "ads")).await.unwrap();
+    b.start(&launch("run-32/0/0/0/3", "ads")).await.unwrap();
+    until(&state, "a watch is open", |s| s.open_watches() == 1).await;
+    {
+        let mut s = state.lock().unwrap();
+        s.refuse_watches = true;
+        s.close_watches();
+        s.end_job("weir-run-32-0-0-0-1", 0);
+        s.delete_job("weir-run-32-0-0-0-2"); // by someone else
+        s.compact(); // the changes above are no longer in the history
+    }
+    until(&state, "a refused watch", |s| s.seen.iter().any(|x| x.code == 503)).await;
+    state.lock().unwrap().refuse_watches = false;
+    let mut ends = [next_exit(&mut exits).await, next_exit(&mut exits).await];
+    ends.sort_by(|a, b| a.attempt.as_str().cmp(b.attempt.as_str()));
+    assert_eq!(ends[0].exit, Exit::Code(0), "the end found by the new list");
+    assert_eq!(ends[1].exit, Exit::Lost, "gone from the new list: lost, never a success");
+    until(&state, "a watch from the new list", |s| s.open_watches() == 1).await;
+    {
+        let s = state.lock().unwrap();
+        assert_eq!(s.label_lists("jobs"), 2, "the 410 made the loop list again");
+        let from = s.watches_from("jobs");
+        assert_eq!(
+            from.last().unwrap(),
+            &s.version.to_string(),
+            "then watched from the list's version: {from:?}"
+        );
+    }
+    assert!(tokio::time::timeout(Duration::from_millis(200), exits.recv()).await.is_err(), "run 3 runs on");
+}
+
+#[tokio::test]
+async fn a_bookmark_moves_the_resume_point_past_changes_the_watch_does_not_select() {
+    let (b, state, mut exits) = backend(Scheduler::Default);
+    b.start(&launch("run-33/0/0/0/1", "ads")).await.unwrap();
+    until(&state, "a watch is open", |s| s.open_watches() == 1).await;
+    let marked = {
+        let mut s = state.lock().unwrap();
+        // Other Jobs of the namespace change: the version moves on, no event is ours.
+        s.unrelated_write();
+        s.unrelated_write();
+        s.bookmark();
+        // Then the watch closes and the history before the bookmark is compacted: resuming
+        // from the last event seen would be 410 Gone; from the bookmark it is not.
+        s.refuse_watches = true;
+        s.close_watches();
+        s.compact();
+        s.version.to_string()
+    };
+    until(&state, "a refused watch", |s| s.seen.iter().any(|x| x.code == 503)).await;
+    state.lock().unwrap().refuse_watches = false;
+    until(&state, "a watch again", |s| s.open_watches() == 1).await;
+    state.lock().unwrap().end_job("weir-run-33-0-0-0-1", 0);
+    assert_eq!(next_exit(&mut exits).await.exit, Exit::Code(0));
+    let s = state.lock().unwrap();
+    assert_eq!(s.watches_from("jobs").last().unwrap(), &marked, "resumed from the bookmark");
+    assert_eq!(s.label_lists("jobs"), 1, "no new list");
+}
+
+#[tokio::test]
+async fn a_kill_marks_the_job_under_its_resource_version_and_reads_again_on_409_conflict() {
+    let (b, state, mut exits) = backend(Scheduler::Kueue);
+    let launched = b.start(&launch("run-34/0/0/0/1", "ads")).await.unwrap();
+    // Kueue admits the Job (unsuspends it) between the kill's read and its write.
+    state.lock().unwrap().admit_after_get = Some("weir-run-34-0-0-0-1".into());
+    b.kill(&launched, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(next_exit(&mut exits).await.exit, Exit::Killed);
+    let s = state.lock().unwrap();
+    let patches: Vec<_> = s.seen.iter().filter(|x| x.method == "PATCH").cloned().collect();
+    assert_eq!(patches.len(), 2, "{patches:?}");
+    // API conventions, "Concurrency Control and Consistency": a write whose resourceVersion is
+    // not the object's is refused 409 Conflict; the client reads again and retries.
+    assert_eq!(patches[0].code, 409, "the first write carried the stale version");
+    assert_eq!(patches[1].code, 200);
+    let (v0, v1) =
+        (&patches[0].body["metadata"]["resourceVersion"], &patches[1].body["metadata"]["resourceVersion"]);
+    assert!(v0.is_string() && v1.is_string() && v0 != v1, "{v0} then {v1}");
+    assert!(patches[1].body["metadata"]["annotations"]["weir.io/killed"].is_string());
+    assert!(
+        patches[1].body.get("spec").is_none(),
+        "a merge patch of the annotation only: Kueue's unsuspend stays"
+    );
+    let del = s.seen.iter().find(|x| x.method == "DELETE").unwrap();
+    // DeleteOptions.preconditions.uid: a Job created again under the name is never deleted.
+    assert_eq!(del.body["preconditions"]["uid"], launched.boot_id.as_str());
+    assert_eq!(del.body["gracePeriodSeconds"], 30);
+    assert_eq!(del.code, 200);
+}
+
+#[tokio::test]
+async fn a_kill_never_deletes_another_job_of_the_same_name() {
+    let (client, state) = fake::client(&["batch"]);
+    let (tx, _rx) = unbounded_channel();
+    let first = KubeBackend::new(config(Scheduler::Default), client.clone(), tx);
+    let launched = first.start(&launch("run-35/0/0/0/1", "ads")).await.unwrap();
+    drop(first);
+    // Someone deleted weir's Job and made another under its name.
+    state.lock().unwrap().replace_job("weir-run-35-0-0-0-1");
+    let (tx, mut exits) = unbounded_channel();
+    let second = KubeBackend::new(config(Scheduler::Default), client, tx);
+    second.kill(&launched, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(next_exit(&mut exits).await.exit, Exit::Killed);
+    let s = state.lock().unwrap();
+    assert!(s.seen.iter().all(|x| x.method != "PATCH" && x.method != "DELETE"), "nothing written");
+    assert!(s.jobs.contains_key("weir-run-35-0-0-0-1"), "the other Job is still there");
+}
+
+#[tokio::test]
+async fn a_kill_cut_short_by_a_restart_is_finished_when_the_job_is_adopted() {
+    let (client, state) = fake::client(&["batch"]);
+    let (tx, _rx) = unbounded_channel();
+    let first = KubeBackend::new(config(Scheduler::Kueue), client.clone(), tx);
+    let launched = first.start(&launch("run-36/0/0/0/1", "ads")).await.unwrap();
+    drop(first);
+    // The kill's mark was written, the server died before its delete.
+    state.lock().unwrap().jobs.get_mut("weir-run-36-0-0-0-1").unwrap()["metadata"]["annotations"]
+        ["weir.io/killed"] = json!("1");
+    let (tx, mut exits) = unbounded_channel();
+    let second = KubeBackend::new(config(Scheduler::Kueue), client, tx);
+    assert_eq!(second.adopt(&launched).await.unwrap(), Adopted::Running);
+    assert_eq!(next_exit(&mut exits).await.exit, Exit::Killed, "not lost: weir killed it");
+    let s = state.lock().unwrap();
+    let del = s.seen.iter().find(|x| x.method == "DELETE").unwrap();
+    assert_eq!(del.body["preconditions"]["uid"], launched.boot_id.as_str());
+    assert!(!s.jobs.contains_key("weir-run-36-0-0-0-1"));
+}
+
+#[tokio::test]
+async fn sparkapplications_are_watched_too_and_relisted_after_a_410() {
+    let (b, state, mut exits) = spark_backend(Scheduler::Yunikorn);
+    b.start(&spark_launch("run-37/0/0/0/1", "ads")).await.unwrap();
+    until(&state, "a watch is open", |s| s.open_watches() == 1).await;
+    {
+        let mut s = state.lock().unwrap();
+        s.refuse_watches = true;
+        s.close_watches();
+        s.end_app("weir-run-37-0-0-0-1", "FAILED", Some(5));
+        s.compact();
+    }
+    until(&state, "a refused watch", |s| s.seen.iter().any(|x| x.code == 503)).await;
+    state.lock().unwrap().refuse_watches = false;
+    assert_eq!(next_exit(&mut exits).await.exit, Exit::Code(5), "the driver's code, found by the new list");
+    let s = state.lock().unwrap();
+    assert_eq!(s.label_lists("sparkapplications"), 2);
+    assert_eq!(s.label_lists("jobs"), 0, "no Job watch without a Job attempt");
+}
+
+/// An attempt is watched from before its create is sent: an end that the watch delivers before
+/// the create's answer is kept, and reported once the answer says the object is this start's.
+#[tokio::test]
+async fn an_end_seen_before_the_creates_answer_is_reported_once_the_answer_comes() {
+    let (b, state, mut exits) = backend(Scheduler::Default);
+    b.start(&launch("run-38/0/0/0/1", "ads")).await.unwrap();
+    until(&state, "a watch is open", |s| s.open_watches() == 1).await;
+    {
+        let mut s = state.lock().unwrap();
+        s.end_on_post = Some(("weir-run-38-0-0-0-2".into(), 6));
+        s.hold_create_ms = 300; // its ADDED and MODIFIED (ended) reach the watch first
+    }
+    b.start(&launch("run-38/0/0/0/2", "ads")).await.unwrap();
+    let exit = next_exit(&mut exits).await;
+    assert_eq!((exit.attempt.as_str(), exit.exit), ("run-38/0/0/0/2", Exit::Code(6)));
+    assert!(tokio::time::timeout(Duration::from_millis(200), exits.recv()).await.is_err(), "reported once");
+}
+
+/// A start answered 409 `AlreadyExists` is not this start's object: the end of the older object
+/// of that name, seen by the watch while the create was in flight, is not reported for it.
+#[tokio::test]
+async fn a_start_answered_409_reports_nothing_of_the_older_object() {
+    let (client, state) = fake::client(&["batch"]);
+    let (tx, _rx) = unbounded_channel();
+    let first = KubeBackend::new(config(Scheduler::Default), client.clone(), tx);
+    first.start(&launch("run-39/0/0/0/1", "ads")).await.unwrap();
+    drop(first);
+    let (tx, mut exits) = unbounded_channel();
+    let second = KubeBackend::new(config(Scheduler::Default), client, tx);
+    second.start(&launch("run-39/0/0/0/2", "ads")).await.unwrap();
+    until(&state, "a watch is open", |s| s.open_watches() == 1).await;
+    {
+        let mut s = state.lock().unwrap();
+        // The older Job ends while the create is answered 409: its MODIFIED is streamed first.
+        s.end_on_post = Some(("weir-run-39-0-0-0-1".into(), 0));
+        s.hold_create_ms = 300;
+    }
+    let again = second.start(&launch("run-39/0/0/0/1", "ads")).await;
+    assert!(matches!(again, Err(BackendError::AlreadyStarted { .. })), "{again:?}");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), exits.recv()).await.is_err(),
+        "no end for a start that created nothing"
+    );
+}
+
+/// A watch whose connection died silently is given up once it has been quiet longer than the
+/// server's own `timeoutSeconds` would allow, and opened again from the last resourceVersion
+/// (the client sets no read timeout). Virtual time: the 320 s pass at once.
+#[tokio::test(start_paused = true)]
+async fn a_silently_dead_watch_is_given_up_and_opened_again() {
+    let (b, state, mut exits) = backend(Scheduler::Default);
+    b.start(&launch("run-40/0/0/0/1", "ads")).await.unwrap();
+    until(&state, "a watch is open", |s| s.open_watches() == 1).await;
+    let last = {
+        let mut s = state.lock().unwrap();
+        s.silence_watches();
+        s.end_job("weir-run-40-0-0-0-1", 0); // not delivered on the dead connection
+        (s.version - 1).to_string()
+    };
+    let exit = tokio::time::timeout(Duration::from_secs(600), exits.recv()).await.expect("an exit").unwrap();
+    assert_eq!(exit.exit, Exit::Code(0));
+    let s = state.lock().unwrap();
+    let from = s.watches_from("jobs");
+    assert_eq!(from.len(), 2, "{from:?}");
+    assert_eq!(from[1], last, "resumed from the last event received");
+    assert_eq!(s.label_lists("jobs"), 1, "no new list");
 }

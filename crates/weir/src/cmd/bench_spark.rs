@@ -74,6 +74,47 @@ struct Phase {
     secs: f64,
     cpu: Cpu,
     load: (String, String),
+    /// Through weir: where each application's wall time went, from the store.
+    split: Option<Split>,
+}
+
+/// Where the time of the weir phase went, from the attempts' records: the application itself
+/// (the backend's `start` answered → its end reported, the driver's whole life as the backend
+/// sees it) against weir's part between applications (one attempt's end reported → the next
+/// one's `start` answered: the record, the engine's pass, the submission).
+struct Split {
+    /// Mean seconds from `start` answered to the end reported.
+    app_s: f64,
+    /// With one application at a time: the mean milliseconds from one end to the next start
+    /// answered, and the largest.
+    gap_ms: Option<(f64, f64)>,
+}
+
+/// [`Split`] of runs `1..=n` (the bench's fresh store numbers them so), each one task.
+async fn split(store: &dyn weir_store::JobStore, n: u32, at_once: u32) -> Result<Split> {
+    let mut spans = Vec::new(); // (start answered, end reported), ms
+    for run in 1..=i64::from(n) {
+        for a in store.attempts(run, 0, 0, 0).await? {
+            let started = a
+                .launched
+                .as_deref()
+                .and_then(|l| serde_json::from_str::<Value>(l).ok())
+                .and_then(|l| l["started_at_ms"].as_i64());
+            if let (Some(s), Some(e)) = (started, a.ended_ms) {
+                spans.push((s, e));
+            }
+        }
+    }
+    if spans.is_empty() {
+        bail!("the bench's store holds no ended attempt with a start record");
+    }
+    spans.sort();
+    let app_s = spans.iter().map(|(s, e)| (e - s) as f64 / 1000.0).sum::<f64>() / spans.len() as f64;
+    let gaps: Vec<f64> = spans.windows(2).map(|w| (w[1].0 - w[0].1) as f64).collect();
+    let gap_ms = (at_once == 1 && !gaps.is_empty()).then(|| {
+        (gaps.iter().sum::<f64>() / gaps.len() as f64, gaps.iter().copied().fold(f64::MIN, f64::max))
+    });
+    Ok(Split { app_s, gap_ms })
 }
 
 pub fn run(a: &ServeBench, root: &Path) -> Result<()> {
@@ -173,6 +214,15 @@ pub fn run(a: &ServeBench, root: &Path) -> Result<()> {
         )?;
         let mut weir = json!({"backend": a.backend, "apps": n, "at_once": at_once, "seconds": round(p.secs),
                               "tasks_per_s": round3(n as f64 / p.secs), "weir_cpu_ms_per_task": round(p.cpu.own * 1000.0 / n as f64)});
+        if let Some(sp) = &p.split {
+            write!(out, "  each application, the backend's start answered -> its end reported: {:.2} s on average", sp.app_s)?;
+            weir["app_s"] = json!(round(sp.app_s));
+            if let Some((mean, max)) = sp.gap_ms {
+                write!(out, "; weir between applications (an end reported -> the next start answered): {mean:.0} ms on average, {max:.0} ms at most")?;
+                weir["between_apps_ms"] = json!({"mean": round(mean), "max": round(max)});
+            }
+            writeln!(out)?;
+        }
         if !standalone {
             weir["cpu_per_app_s"] = json!(round(p.cpu.children / n as f64));
         }
@@ -248,7 +298,7 @@ async fn direct(
         r??;
     }
     let secs = started.elapsed().as_secs_f64();
-    Ok(Phase { secs, cpu: Cpu::now(tick).since(cpu0), load: (load0, load_average()) })
+    Ok(Phase { secs, cpu: Cpu::now(tick).since(cpu0), load: (load0, load_average()), split: None })
 }
 
 /// `n` runs of one Spark task through an in-process `weir serve`, all submitted at once; the
@@ -280,7 +330,7 @@ async fn through_weir(
     c.tasks.single_tenant = true;
     c.clusters = vec![ClusterSource { name: "default".into(), yaml: cluster, file: "bench cluster".into() }];
     let store = weir_store::open(&format!("sqlite://{}", dir.join("weir.db").display())).await?;
-    let server = Server::start(c, store).await?;
+    let server = Server::start(c, store.clone()).await?;
     let token = std::fs::read_to_string(weir_server::admin_token_path(dir))
         .context("the bench server wrote no admin token")?
         .trim()
@@ -318,11 +368,12 @@ async fn through_weir(
     let load1 = load_average();
     let done = count_succeeded(&http, &base, &token).await?;
     server.shutdown(Stop::Now).await;
+    let split = split(store.as_ref(), n, at_once).await.ok();
     if done < n as usize {
         bail!(
             "{done} of {n} Spark runs succeeded; the others failed (their logs: `weir logs` against {}, or the task logs under it)",
             dir.display()
         );
     }
-    Ok(Phase { secs, cpu, load: (load0, load1) })
+    Ok(Phase { secs, cpu, load: (load0, load1), split })
 }
