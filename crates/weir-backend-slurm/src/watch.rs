@@ -183,7 +183,8 @@ pub(crate) async fn poll(
         }
         let jobs: HashMap<u64, JobInfo> = jobs_of(&listing).into_iter().map(|j| (j.id, j)).collect();
         drop(listing);
-        next_listing = Instant::now() + interval.max(started.elapsed() * if markers { LISTING_SPACING } else { 4 });
+        next_listing =
+            Instant::now() + interval.max(started.elapsed() * if markers { LISTING_SPACING } else { 4 });
         let now = Instant::now();
         let mut hard = Vec::new();
         let mut ended = Vec::new();

@@ -1174,7 +1174,11 @@ mod kube {
             ok = false;
         }
         if b.poll_interval_ms == Some(0) {
-            problem(format!("{at}.poll_interval_ms"), "0: give the interval between two status reads".into());
+            problem(
+                format!("{at}.poll_interval_ms"),
+                "0: give the longest wait before a watch that failed is opened again (status comes by watch)"
+                    .into(),
+            );
             ok = false;
         }
         let mut queues = std::collections::BTreeMap::new();
