@@ -146,14 +146,28 @@ async fn a_large_batch_answers_each_run_as_if_stored_in_order() {
                 Submitted::Replay { status: 201, run: fresh },
             ]
         );
-        // Listed under each scope of `ads.ranking`: the 95 created here and the 2 before.
+        // A run submitted alone (one statement, no transaction around it) conflicts the same way.
+        let mut alone = run("w", "d3", None);
+        alone.project = "ads.ranking".into();
+        let plain = run("w", "alone", None);
+        assert_eq!(
+            store.submit(&[alone.clone()]).await.expect("alone"),
+            [Submitted::Conflict { existing: id(3) }]
+        );
+        alone.project = "ads".into();
+        let created = store.submit(&[alone]).await.expect("alone");
+        assert!(matches!(created[..], [Submitted::Created { .. }]), "{created:?}");
+        assert!(matches!(store.submit(&[plain]).await.expect("alone")[..], [Submitted::Created { .. }]));
+        // Listed under each scope of `ads.ranking`: the 95 created here and the 2 before (and
+        // under `ads`, the two created alone).
         for scope in ["ads", "ads.ranking"] {
             let filter = weir_store::RunFilter {
                 projects_in: Some(vec![scope.to_string()]),
                 limit: 500,
                 ..Default::default()
             };
-            assert_eq!(store.list_runs(&filter).await.expect("list").len(), 97, "scope {scope}");
+            let want = if scope == "ads" { 99 } else { 97 };
+            assert_eq!(store.list_runs(&filter).await.expect("list").len(), want, "scope {scope}");
         }
         let audit = store
             .audit(&weir_store::AuditFilter {
@@ -164,7 +178,7 @@ async fn a_large_batch_answers_each_run_as_if_stored_in_order() {
             .await
             .expect("audit");
         let count = |outcome: &str| audit.iter().filter(|a| a.entry.outcome == outcome).count();
-        assert_eq!((count("created"), count("conflict")), (97, 3));
+        assert_eq!((count("created"), count("conflict")), (99, 4));
         assert!(audit
             .iter()
             .any(|a| a.entry.outcome == "conflict" && a.entry.target == format!("run {held}")));
