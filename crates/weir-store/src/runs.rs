@@ -703,11 +703,14 @@ impl Store {
             .bind(run.route.as_ref().map(|r| r.policy.as_str()))
             .bind(run.route.as_ref().map(|r| r.reason.as_str()))
             .bind(run.route.as_ref().map(|r| r.detail.as_str()))
-            .fetch_optional(&self.write)
+            // Every row fetched, not the first: the statement then runs to its end, where it
+            // commits, and a failed commit is an error here (a statement dropped after its first
+            // row would commit when reset, and sqlx ignores what that reset returns).
+            .fetch_all(&self.write)
             .await
             .map_err(StoreError::db)?;
-        if let Some(r) = inserted {
-            return Ok(Submitted::Created { id: int(&r, "id")? });
+        if let Some(r) = inserted.first() {
+            return Ok(Submitted::Created { id: int(r, "id")? });
         }
         let holder = sqlx::query(statement(&ACTIVE_READ, 1))
             .bind(key.as_str())
