@@ -76,6 +76,115 @@ async fn a_batch_checks_uniqueness_and_idempotency_in_order() {
     }
 }
 
+/// A batch larger than one multi-row statement (100 runs: chunks of 64, 32 and 4) answers
+/// each run as if they had been stored one after the other: a duplicate (workflow, date) deep in
+/// the batch conflicts with the earlier run, a key used again with the same request replays
+/// that run's answer and with another request is refused, runs holding a stored run's date
+/// conflict with it (and a key recorded for such a conflict replays the 409), an expired key is
+/// used afresh. Every created run is listed under its dotted project and each ancestor, and
+/// every created or conflicting submission has its audit row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_batch_answers_each_run_as_if_stored_in_order() {
+    for store in stores("batch").await {
+        let mut first = run("w", "held", None);
+        first.project = "ads.ranking".into();
+        let mut stale = run("w", "old-key", Some("stale"));
+        stale.project = "ads.ranking".into();
+        let before = store.submit(&[first, stale]).await.expect("first batch");
+        let Submitted::Created { id: held } = before[0] else { panic!("{before:?}") };
+        let mut batch: Vec<NewRun> = (0..100)
+            .map(|i| {
+                let mut r = run("w", &format!("d{i}"), None);
+                r.project = "ads.ranking".into();
+                r.idempotency_after_ms = 500;
+                r
+            })
+            .collect();
+        batch[5].idempotency_key = Some("k5".into());
+        batch[70].logical_date = "d3".into();
+        batch[70].request_hash = "w/d70".into();
+        batch[80] = NewRun { idempotency_key: Some("k5".into()), ..batch[5].clone() };
+        batch[90] =
+            NewRun { idempotency_key: Some("k5".into()), request_hash: "other".into(), ..batch[90].clone() };
+        batch[95].logical_date = "held".into();
+        batch[96].logical_date = "held".into();
+        batch[96].idempotency_key = Some("k96".into());
+        // Recorded at 1,000, before this batch's horizon of 2,000: expired, used afresh.
+        batch[97].idempotency_key = Some("stale".into());
+        for r in &mut batch[97..] {
+            r.idempotency_after_ms = 2_000;
+        }
+        let out = store.submit(&batch).await.expect("submit");
+        assert_eq!(out.len(), 100);
+        let id = |i: usize| match out[i] {
+            Submitted::Created { id } => id,
+            ref o => panic!("run {i}: {o:?}"),
+        };
+        assert_eq!(out[70], Submitted::Conflict { existing: id(3) });
+        assert_eq!(out[80], Submitted::Replay { status: 201, run: id(5) });
+        assert_eq!(out[90], Submitted::KeyReused);
+        assert_eq!(out[95], Submitted::Conflict { existing: held });
+        assert_eq!(out[96], Submitted::Conflict { existing: held });
+        let fresh = id(97);
+        let ids: Vec<i64> = (0..100).filter(|i| ![70, 80, 90, 95, 96].contains(i)).map(id).collect();
+        assert_eq!(ids.len(), 95);
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids grow in batch order: {ids:?}");
+        // Keys recorded in the batch replay in a later one, conflicts with their 409.
+        let again = store
+            .submit(&[
+                batch[96].clone(),
+                batch[5].clone(),
+                NewRun { idempotency_after_ms: 0, ..batch[97].clone() },
+            ])
+            .await
+            .expect("again");
+        assert_eq!(
+            again,
+            [
+                Submitted::Replay { status: 409, run: held },
+                Submitted::Replay { status: 201, run: id(5) },
+                Submitted::Replay { status: 201, run: fresh },
+            ]
+        );
+        // A run submitted alone (one statement, no transaction around it) conflicts the same way.
+        let mut alone = run("w", "d3", None);
+        alone.project = "ads.ranking".into();
+        let plain = run("w", "alone", None);
+        assert_eq!(
+            store.submit(&[alone.clone()]).await.expect("alone"),
+            [Submitted::Conflict { existing: id(3) }]
+        );
+        alone.project = "ads".into();
+        let created = store.submit(&[alone]).await.expect("alone");
+        assert!(matches!(created[..], [Submitted::Created { .. }]), "{created:?}");
+        assert!(matches!(store.submit(&[plain]).await.expect("alone")[..], [Submitted::Created { .. }]));
+        // Listed under each scope of `ads.ranking`: the 95 created here and the 2 before (and
+        // under `ads`, the two created alone).
+        for scope in ["ads", "ads.ranking"] {
+            let filter = weir_store::RunFilter {
+                projects_in: Some(vec![scope.to_string()]),
+                limit: 500,
+                ..Default::default()
+            };
+            let want = if scope == "ads" { 99 } else { 97 };
+            assert_eq!(store.list_runs(&filter).await.expect("list").len(), want, "scope {scope}");
+        }
+        let audit = store
+            .audit(&weir_store::AuditFilter {
+                action: Some("submit".into()),
+                limit: 500,
+                ..Default::default()
+            })
+            .await
+            .expect("audit");
+        let count = |outcome: &str| audit.iter().filter(|a| a.entry.outcome == outcome).count();
+        assert_eq!((count("created"), count("conflict")), (99, 4));
+        assert!(audit
+            .iter()
+            .any(|a| a.entry.outcome == "conflict" && a.entry.target == format!("run {held}")));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_lease_holder_writes_nothing() {
     for store in stores("lease").await {
