@@ -143,6 +143,9 @@ pub struct Simulation {
     pub(crate) task_records: Option<Vec<crate::records::TaskRecord>>,
     /// Caps on the tasks of jobs, set by the host (`limit.rs`).
     pub(crate) limits: crate::limit::Limits,
+    /// Every pass's decisions since the host last took them, once it asked
+    /// (`keep_decisions`): a decision log a host can digest to show two builds decide alike.
+    decision_log: Option<Vec<(Time, Vec<Decision>)>>,
 }
 
 /// Workflows that arrive one after another, read as the simulation reaches them: a trace too
@@ -321,6 +324,7 @@ impl Simulation {
             peeked: None,
             task_records: None,
             limits: Default::default(),
+            decision_log: None,
         };
         for w in 0..sim.workload.workflows.len() {
             sim.schedule_arrival(w as u32, 0);
@@ -426,9 +430,12 @@ impl Simulation {
         }
         self.refill_limited()?;
         let decisions = self.engine.schedule(now);
-        for d in decisions {
+        for d in &decisions {
             self.metrics.events += 1;
             self.decide(d)?;
+        }
+        if let Some(kept) = &mut self.decision_log {
+            kept.push((now, decisions));
         }
         self.metrics.flush(&self.engine, now);
         if self.metrics.progress() != before {
@@ -499,8 +506,8 @@ impl Simulation {
         Ok(())
     }
 
-    fn decide(&mut self, d: Decision) -> Result<(), SimError> {
-        match d {
+    fn decide(&mut self, d: &Decision) -> Result<(), SimError> {
+        match *d {
             Decision::StartContainer { container, job, resources, tag, .. } => {
                 self.on_start(container, job.0 as u32, resources, tag)
             }
@@ -749,6 +756,18 @@ impl Simulation {
     /// [`Simulation::keep_task_records`] was called).
     pub fn take_task_records(&mut self) -> Vec<crate::records::TaskRecord> {
         self.task_records.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Keep every pass's decisions from now on, for [`Simulation::take_decisions`].
+    pub fn keep_decisions(&mut self) {
+        self.decision_log.get_or_insert_with(Vec::new);
+    }
+
+    /// The engine's passes since the last call, oldest first: each step's time and the
+    /// decisions its `schedule` call returned (empty ones included), in the order the
+    /// simulator carried them out. None unless [`Simulation::keep_decisions`] was called.
+    pub fn take_decisions(&mut self) -> Vec<(Time, Vec<Decision>)> {
+        self.decision_log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Usage intervals closed since the last call, oldest first: the host streams them to

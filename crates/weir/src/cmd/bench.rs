@@ -29,7 +29,8 @@ enum BenchTarget {
     /// that tree becomes active or idle (shares updated incrementally). Last line: JSON.
     Engine(EngineBench),
     /// Replay the Alibaba v2018 DAG sample (2,120 jobs, 3.1 M task instances) on 4,000 nodes:
-    /// events per second and wall time. Last line: JSON.
+    /// events per second and wall time; with --digest, digests of the decision log and the
+    /// summary that a speed-only change must keep. Last line: JSON.
     Sim(super::bench_sim::SimBench),
     /// Planning speed on a synthetic history (by default 1,000 leaves × 30 days at 1-minute
     /// resolution = 43.2 million intervals, generated in memory), and usage.csv reading speed on
