@@ -281,3 +281,37 @@ fn the_sim_bench_decides_and_measures_as_recorded() {
         assert_eq!(json["summary_digest"], summary, "{flags:?}: {stdout}");
     }
 }
+
+/// `weir bench engine --live` (issue 22 §3): the engine bench's cluster and jobs inside a
+/// real server's engine actor. Its fill pass places exactly what the in-process bench's fill
+/// places for the same seed (the same jobs into the same engine), the churn passes follow,
+/// and the API calls made meanwhile are answered and timed.
+#[test]
+fn the_live_engine_bench_fills_the_actor_like_the_bench_and_times_the_api() {
+    let tiny = ["--nodes", "20", "--leaves", "12", "--jobs", "300", "--rounds", "3", "--seed", "5"];
+    let (_, engine) = tiny_like(&tiny, &["--share-queues", "200"]);
+    let (stdout, live) = tiny_like(&tiny, &["--live"]);
+    assert!(live["fill_placed"].as_u64().expect("fill_placed") > 0, "{stdout}");
+    assert_eq!(live["fill_placed"], engine["fill_placements"], "{stdout}");
+    assert!(live["churn_passes"].as_u64().expect("churn_passes") >= 3, "{stdout}");
+    assert!(live["fill_pass_ms"].as_f64().expect("fill_pass_ms") >= live["submit_ms"].as_f64().unwrap());
+    // The liveness probe and a store read answered every time once the fill was over.
+    for call in ["GET /healthz", "GET /v1/runs?limit=1"] {
+        let idle = &live["api"][format!("{call} / actor idle")];
+        assert!(idle["calls"].as_u64().unwrap_or(0) > 0, "{call}: {stdout}");
+        assert_eq!(idle["failed"], 0, "{call}: {stdout}");
+    }
+    assert!(stdout.contains("queue snapshot published"), "{stdout}");
+}
+
+fn tiny_like(flags: &[&str], extra: &[&str]) -> (String, Value) {
+    let mut args = vec!["bench", "engine"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(extra);
+    let out = weir(&args);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let json: Value =
+        serde_json::from_str(stdout.lines().last().expect("output")).expect("last line is JSON");
+    (stdout, json)
+}
