@@ -134,6 +134,8 @@ struct Probe {
     start: Instant,
     took: Duration,
     ok: bool,
+    /// A failed call's status (or error) and the start of its answer.
+    why: Option<String>,
 }
 
 const PROBES: [&str; 3] = ["GET /healthz", "GET /v1/runs?limit=1", "GET /v1/queues/PATH"];
@@ -200,14 +202,22 @@ pub(super) fn run(config: ClusterConfig, jobs: u64, rounds: u32, seed: u64) -> R
                 while !stop.load(Ordering::Relaxed) {
                     for (what, url) in urls.iter().enumerate() {
                         let start = Instant::now();
-                        let ok = match http.get(url).bearer_auth(&token).send().await {
+                        let why = match http.get(url).bearer_auth(&token).send().await {
                             Ok(r) => {
-                                let status = r.status().is_success();
-                                r.bytes().await.is_ok() && status
+                                let status = r.status();
+                                match r.bytes().await {
+                                    Ok(_) if status.is_success() => None,
+                                    Ok(body) => Some(format!(
+                                        "{status}: {}",
+                                        String::from_utf8_lossy(&body[..body.len().min(200)])
+                                    )),
+                                    Err(e) => Some(format!("{status}, reading the answer: {e}")),
+                                }
                             }
-                            Err(_) => false,
+                            Err(e) => Some(e.to_string()),
                         };
-                        probes.push(Probe { what, start, took: start.elapsed(), ok });
+                        let took = start.elapsed();
+                        probes.push(Probe { what, start, took, ok: why.is_none(), why });
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
@@ -365,6 +375,7 @@ fn report(r: &Report, seen: &Seen, probes: &[Probe]) -> Result<()> {
             took.sort_by(f64::total_cmp);
             let q = |f: f64| took[((took.len() as f64 - 1.0) * f).round() as usize];
             let failed = group.iter().filter(|p| !p.ok).count();
+            let first_failure = group.iter().find_map(|p| p.why.as_deref());
             writeln!(
                 out,
                 "{name:<24} {label:<14} {:>6} {:>9.1} {:>9.1} {:>9.1} {failed:>6}",
@@ -377,6 +388,9 @@ fn report(r: &Report, seen: &Seen, probes: &[Probe]) -> Result<()> {
                 format!("{name} / {label}"),
                 json!({"calls": took.len(), "p50_ms": q(0.5), "p99_ms": q(0.99), "max_ms": q(1.0), "failed": failed}),
             );
+            if let Some(why) = first_failure {
+                writeln!(out, "  first failure: {}", why.replace('\n', " "))?;
+            }
         }
     }
     line["api"] = serde_json::Value::Object(api);
