@@ -6,9 +6,6 @@
 //! task for its sampled duration, a killed one loses its work and is asked for again. The task
 //! and workflow model itself is in `execution.rs`.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use weir_engine::{ContainerId, Decision, Engine, NodeId, NodeSpec, Selector, SelectorId};
 use weir_model::{Arrival, ClusterConfig, Duration, NodeGroup, Resources, Time, Workflow, Workload};
 
@@ -86,8 +83,7 @@ pub struct Simulation {
     pub(crate) cluster: ClusterConfig,
     pub(crate) workload: Live,
     pub(crate) plans: Window<Plan>,
-    events: BinaryHeap<Reverse<(Time, u64, Event)>>,
-    seq: u64,
+    events: crate::queue::EventQueue,
     pub(crate) now: Time,
     pub(crate) jobs: Window<JobRun>,
     pub(crate) runs: Window<RunState>,
@@ -284,8 +280,7 @@ impl Simulation {
             cluster,
             workload: Live { workflows: workload.workflows.into_iter().collect() },
             plans: plans.into_iter().collect(),
-            events: BinaryHeap::new(),
-            seq: 0,
+            events: Default::default(),
             now: Time::ZERO,
             jobs: Window::default(),
             runs: Window::default(),
@@ -339,8 +334,7 @@ impl Simulation {
         if matches!(event, Event::TaskEnd { .. }) {
             self.task_ends_pending += 1;
         }
-        self.seq += 1;
-        self.events.push(Reverse((at, self.seq, event)));
+        self.events.push(at, event);
     }
 
     /// When the `index`-th run of workflow `w` arrives, if it does before the horizon.
@@ -387,7 +381,7 @@ impl Simulation {
         if self.finished {
             return Ok(false);
         }
-        let next_event = self.events.peek().map(|Reverse((t, _, _))| *t);
+        let next_event = self.events.peek().map(|(t, _)| t);
         // A timer already due was handled by the last pass; the next look is a millisecond on.
         let wakeup = self.engine.next_wakeup().map(|t| t.max(self.now.plus(Duration(1))));
         let next_read = self.peek()?.map(|t| t.max(self.now));
@@ -417,11 +411,7 @@ impl Simulation {
             self.read_due()?;
         }
         let before = self.metrics.progress();
-        while let Some(&Reverse((t, _, event))) = self.events.peek() {
-            if t != now {
-                break;
-            }
-            self.events.pop();
+        while let Some(event) = self.events.pop_at(now) {
             if matches!(event, Event::TaskEnd { .. }) {
                 self.task_ends_pending -= 1;
             }
@@ -604,7 +594,7 @@ impl Simulation {
 
     /// What happens at `at`, the next time due, for an error message.
     fn what_is_due(&self, at: Time) -> String {
-        let Some(&Reverse((t, _, event))) = self.events.peek().filter(|e| e.0 .0 == at) else {
+        let Some((t, event)) = self.events.peek().filter(|e| e.0 == at) else {
             return "an engine timer".to_string();
         };
         let workflow = |w: u32| &self.workload.workflows[w as usize];
