@@ -60,8 +60,9 @@ pub struct SimBench {
     /// simulation, `pass N at MS` and one line per decision in the form `weir bench engine`
     /// writes) and of the summary (summary.json less its wall time). The same digests from two
     /// builds mean the same decisions at the same times and the same measurements: a change
-    /// meant only to make the simulator faster must keep both. Off by default: hashing the log
-    /// costs about as much as the simulator's own bookkeeping, and the wall time includes it.
+    /// meant only to make the simulator faster must keep both. Off by default: writing and
+    /// hashing the log (3.1 million lines for the Alibaba sample) is work of its own, which the
+    /// wall time then includes and which would blur instruction counts of the simulator.
     #[arg(long)]
     digest: bool,
     /// Also write the decision digest to this file (implies --digest).
