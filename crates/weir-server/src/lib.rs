@@ -37,6 +37,8 @@ mod jockey;
 pub use isolation::private_umask;
 mod dashboard;
 pub mod dry_run;
+#[doc(hidden)]
+pub mod engine_load;
 pub use dry_run::{record_dry_run_verdict, record_dry_run_verdict_each, DeclaredOutput, DryRunError};
 mod error;
 mod http;

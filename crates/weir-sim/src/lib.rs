@@ -25,6 +25,7 @@ pub mod import;
 mod limit;
 mod metrics;
 mod pending;
+mod queue;
 mod records;
 pub mod report;
 mod sample;

@@ -6,9 +6,6 @@
 //! task for its sampled duration, a killed one loses its work and is asked for again. The task
 //! and workflow model itself is in `execution.rs`.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use weir_engine::{ContainerId, Decision, Engine, NodeId, NodeSpec, Selector, SelectorId};
 use weir_model::{Arrival, ClusterConfig, Duration, NodeGroup, Resources, Time, Workflow, Workload};
 
@@ -86,8 +83,7 @@ pub struct Simulation {
     pub(crate) cluster: ClusterConfig,
     pub(crate) workload: Live,
     pub(crate) plans: Window<Plan>,
-    events: BinaryHeap<Reverse<(Time, u64, Event)>>,
-    seq: u64,
+    events: crate::queue::EventQueue,
     pub(crate) now: Time,
     pub(crate) jobs: Window<JobRun>,
     pub(crate) runs: Window<RunState>,
@@ -143,6 +139,9 @@ pub struct Simulation {
     pub(crate) task_records: Option<Vec<crate::records::TaskRecord>>,
     /// Caps on the tasks of jobs, set by the host (`limit.rs`).
     pub(crate) limits: crate::limit::Limits,
+    /// Every pass's decisions since the host last took them, once it asked
+    /// (`keep_decisions`): a decision log a host can digest to show two builds decide alike.
+    decision_log: Option<Vec<(Time, Vec<Decision>)>>,
 }
 
 /// Workflows that arrive one after another, read as the simulation reaches them: a trace too
@@ -281,8 +280,7 @@ impl Simulation {
             cluster,
             workload: Live { workflows: workload.workflows.into_iter().collect() },
             plans: plans.into_iter().collect(),
-            events: BinaryHeap::new(),
-            seq: 0,
+            events: Default::default(),
             now: Time::ZERO,
             jobs: Window::default(),
             runs: Window::default(),
@@ -321,6 +319,7 @@ impl Simulation {
             peeked: None,
             task_records: None,
             limits: Default::default(),
+            decision_log: None,
         };
         for w in 0..sim.workload.workflows.len() {
             sim.schedule_arrival(w as u32, 0);
@@ -335,8 +334,7 @@ impl Simulation {
         if matches!(event, Event::TaskEnd { .. }) {
             self.task_ends_pending += 1;
         }
-        self.seq += 1;
-        self.events.push(Reverse((at, self.seq, event)));
+        self.events.push(at, event);
     }
 
     /// When the `index`-th run of workflow `w` arrives, if it does before the horizon.
@@ -383,7 +381,7 @@ impl Simulation {
         if self.finished {
             return Ok(false);
         }
-        let next_event = self.events.peek().map(|Reverse((t, _, _))| *t);
+        let next_event = self.events.peek().map(|(t, _)| t);
         // A timer already due was handled by the last pass; the next look is a millisecond on.
         let wakeup = self.engine.next_wakeup().map(|t| t.max(self.now.plus(Duration(1))));
         let next_read = self.peek()?.map(|t| t.max(self.now));
@@ -413,11 +411,7 @@ impl Simulation {
             self.read_due()?;
         }
         let before = self.metrics.progress();
-        while let Some(&Reverse((t, _, event))) = self.events.peek() {
-            if t != now {
-                break;
-            }
-            self.events.pop();
+        while let Some(event) = self.events.pop_at(now) {
             if matches!(event, Event::TaskEnd { .. }) {
                 self.task_ends_pending -= 1;
             }
@@ -426,9 +420,12 @@ impl Simulation {
         }
         self.refill_limited()?;
         let decisions = self.engine.schedule(now);
-        for d in decisions {
+        for d in &decisions {
             self.metrics.events += 1;
             self.decide(d)?;
+        }
+        if let Some(kept) = &mut self.decision_log {
+            kept.push((now, decisions));
         }
         self.metrics.flush(&self.engine, now);
         if self.metrics.progress() != before {
@@ -499,8 +496,8 @@ impl Simulation {
         Ok(())
     }
 
-    fn decide(&mut self, d: Decision) -> Result<(), SimError> {
-        match d {
+    fn decide(&mut self, d: &Decision) -> Result<(), SimError> {
+        match *d {
             Decision::StartContainer { container, job, resources, tag, .. } => {
                 self.on_start(container, job.0 as u32, resources, tag)
             }
@@ -597,7 +594,7 @@ impl Simulation {
 
     /// What happens at `at`, the next time due, for an error message.
     fn what_is_due(&self, at: Time) -> String {
-        let Some(&Reverse((t, _, event))) = self.events.peek().filter(|e| e.0 .0 == at) else {
+        let Some((t, event)) = self.events.peek().filter(|e| e.0 == at) else {
             return "an engine timer".to_string();
         };
         let workflow = |w: u32| &self.workload.workflows[w as usize];
@@ -749,6 +746,18 @@ impl Simulation {
     /// [`Simulation::keep_task_records`] was called).
     pub fn take_task_records(&mut self) -> Vec<crate::records::TaskRecord> {
         self.task_records.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Keep every pass's decisions from now on, for [`Simulation::take_decisions`].
+    pub fn keep_decisions(&mut self) {
+        self.decision_log.get_or_insert_with(Vec::new);
+    }
+
+    /// The engine's passes since the last call, oldest first: each step's time and the
+    /// decisions its `schedule` call returned (empty ones included), in the order the
+    /// simulator carried them out. None unless [`Simulation::keep_decisions`] was called.
+    pub fn take_decisions(&mut self) -> Vec<(Time, Vec<Decision>)> {
+        self.decision_log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Usage intervals closed since the last call, oldest first: the host streams them to

@@ -91,6 +91,8 @@ pub(crate) struct Actor {
     pub spare_executors: HashMap<(i64, usize, usize), Vec<ContainerId>>,
     /// Runs under a deadline guarantee (`guarantee: jockey`) and their controllers.
     pub jockey: crate::jockey::JockeyBook,
+    /// A bench's synthetic load (`engine_load.rs`); none in a real server.
+    pub load: Option<Box<dyn crate::engine_load::EngineLoad>>,
 }
 
 /// What the metrics need of a run when its state changes.
@@ -229,6 +231,7 @@ pub(crate) async fn run(
         gang_seq: 0,
         spare_executors: HashMap::new(),
         jockey: Default::default(),
+        load: crate::engine_load::take(cluster),
     };
     let ended = match actor.recover().await {
         Ok(()) => actor.serve(registry, &mut stop, notify, exits, started_rx).await,
@@ -313,9 +316,15 @@ impl Actor {
             }
             let t1 = t0.elapsed();
             let t = self.now();
+            if let Some(load) = &mut self.load {
+                load.before_pass(&mut self.engine, t);
+            }
             self.step_guarantees(t);
             let decisions = self.engine.schedule(t);
             for d in decisions {
+                if self.load.as_mut().is_some_and(|l| l.take(&d)) {
+                    continue;
+                }
                 self.on_decision(d);
             }
             self.sample_waits(t.0 as i64);
@@ -329,6 +338,9 @@ impl Actor {
             let nstart = self.to_start.len();
             self.act();
             self.metrics.observe_pass(&self.cluster, t0.elapsed());
+            if let Some(load) = &mut self.load {
+                load.after_pass(t0.elapsed());
+            }
             if std::env::var_os("WEIR_TRACE_ACTOR").is_some() {
                 eprintln!(
                     "pass: claim {t1:?} schedule {:?} commit {nchanges} in {:?} act {nstart} in {:?}",
@@ -339,8 +351,12 @@ impl Actor {
             }
             if now_ms() - last_snapshot >= 1000 {
                 last_snapshot = now_ms();
+                let t0 = std::time::Instant::now();
                 if let Err(e) = self.publish().await {
                     return e;
+                }
+                if let Some(load) = &mut self.load {
+                    load.published(t0.elapsed());
                 }
             }
             // Sleep until the next input, the engine's wakeup or the tick.

@@ -29,7 +29,8 @@ enum BenchTarget {
     /// that tree becomes active or idle (shares updated incrementally). Last line: JSON.
     Engine(EngineBench),
     /// Replay the Alibaba v2018 DAG sample (2,120 jobs, 3.1 M task instances) on 4,000 nodes:
-    /// events per second and wall time. Last line: JSON.
+    /// events per second and wall time; with --digest, digests of the decision log and the
+    /// summary that a speed-only change must keep. Last line: JSON.
     Sim(super::bench_sim::SimBench),
     /// Planning speed on a synthetic history (by default 1,000 leaves × 30 days at 1-minute
     /// resolution = 43.2 million intervals, generated in memory), and usage.csv reading speed on
@@ -110,6 +111,16 @@ struct EngineBench {
     /// proportional preemption policy on a --share-queues tree).
     #[arg(long, value_enum, default_value_t = BenchMode::Fair)]
     mode: BenchMode,
+    /// Instead: the same cluster and jobs inside a running server's engine actor (an
+    /// in-process `weir serve` on SQLite in a scratch directory). The jobs go straight into
+    /// the actor's engine at its first pass (the fill); before each of --rounds later passes,
+    /// 1% of the containers end. Prints how long each pass held the actor, how long the queue
+    /// snapshot took to publish, and the latency of API calls (/healthz, GET /v1/runs, GET
+    /// /v1/queues/PATH, made by a client on its own thread) during the fill, during the later
+    /// passes and while the actor was idle. Try `--nodes 100000 --leaves 20000 --jobs 1000000
+    /// --rounds 20` (about 2 GB of memory).
+    #[arg(long)]
+    live: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -153,6 +164,9 @@ fn engine(a: &EngineBench) -> Result<()> {
             synthetic::capacity_cluster(a.nodes, a.leaves, scheduler)
         }
     };
+    if a.live {
+        return super::bench_live::run(config, a.jobs, a.rounds, a.seed);
+    }
     let leaves: Vec<QueuePath> = config.leaves().map(|q| q.path.clone()).collect();
     let mut engine = Engine::with_config_nodes(config)?;
     let mut rng = SplitMix::new(a.seed);
@@ -302,6 +316,7 @@ fn engine(a: &EngineBench) -> Result<()> {
             "decision_digest": digest,
             "decisions": decisions,
             "placements": fill + churn,
+            "fill_placements": fill,
             "placements_per_sec": total_rate.round(),
             "fill_placements_per_sec": rate(fill, fill_time).round(),
             "churn_placements_per_sec": rate(churn, churn_time).round(),

@@ -1,4 +1,4 @@
-//! The decision log of `weir bench engine` as one stable digest, so that a change meant only
+//! The decision log of `weir bench engine` (and `weir bench sim --digest`) as one stable digest, so that a change meant only
 //! to make the engine faster can be shown to decide exactly as before: the same digest before
 //! and after means the same decisions, in the same order, in the same passes.
 //!
@@ -43,6 +43,19 @@ impl DecisionDigest {
         self.passes += 1;
         self.line.clear();
         writeln!(self.line, "pass {}", self.passes)?;
+        self.add(decisions)
+    }
+
+    /// The same for a pass at a point of virtual time (`weir bench sim`: one pass per step of
+    /// the simulation, its line `pass N at MS`, milliseconds since the simulation's start).
+    pub(crate) fn pass_at(&mut self, at_ms: u64, decisions: &[Decision]) -> Result<()> {
+        self.passes += 1;
+        self.line.clear();
+        writeln!(self.line, "pass {} at {at_ms}", self.passes)?;
+        self.add(decisions)
+    }
+
+    fn add(&mut self, decisions: &[Decision]) -> Result<()> {
         for d in decisions {
             line(&mut self.line, d)?;
         }

@@ -13,8 +13,9 @@ use clap::Args;
 use serde_json::json;
 use weir_model::ClusterConfig;
 use weir_sim::import::{self, ImportOptions, TraceKind};
-use weir_sim::{SimConfig, Simulation};
+use weir_sim::{SimConfig, Simulation, Summary};
 
+use super::bench_digest::DecisionDigest;
 use crate::emit;
 
 #[derive(Debug, Args)]
@@ -55,6 +56,22 @@ pub struct SimBench {
     /// --user-limit: simulated hours (jobs arrive for all of them; the run stops there).
     #[arg(long, default_value_t = 16, requires = "user_limit")]
     hours: u64,
+    /// Also print two SHA-256 digests: of the engine's decision log (every pass of the
+    /// simulation, `pass N at MS` and one line per decision in the form `weir bench engine`
+    /// writes) and of the summary (summary.json less its wall time). The same digests from two
+    /// builds mean the same decisions at the same times and the same measurements: a change
+    /// meant only to make the simulator faster must keep both. Off by default: writing and
+    /// hashing the log (3.1 million lines for the Alibaba sample) is work of its own, which the
+    /// wall time then includes and which would blur instruction counts of the simulator.
+    #[arg(long)]
+    digest: bool,
+    /// Also write the decision digest to this file (implies --digest).
+    #[arg(long, value_name = "PATH")]
+    digest_out: Option<PathBuf>,
+    /// Also write the decision log the digest is taken over to this file, to `diff` two runs
+    /// whose digests differ (implies --digest).
+    #[arg(long, value_name = "PATH")]
+    decision_log: Option<PathBuf>,
 }
 
 const NODE_MEMORY: u64 = 512 * 1024;
@@ -112,9 +129,11 @@ queues:
     let config = SimConfig { seed: a.seed, check_invariants: false, ..SimConfig::default() };
     let t = Instant::now();
     let mut sim = Simulation::new(cluster, imported.workload, config)?;
+    let mut digest = Digesting::new(a, &mut sim)?;
     let mut steps = 0u64;
     while sim.step()? {
         steps += 1;
+        digest.step(&mut sim)?;
         // Usage rows are part of the work; the bench drops them instead of writing a file.
         if steps.is_multiple_of(4096) {
             drop(sim.take_usage_rows());
@@ -145,7 +164,7 @@ queues:
         s.tasks_completed,
         s.utilization.cpu * 100.0
     )?;
-    finish(out, s.events, wall, rate)
+    finish(out, s, digest, wall, rate)
 }
 
 /// `--backlog`: the synthetic SWF trace on 128 one-processor nodes, one FIFO leaf, no AMs.
@@ -197,10 +216,12 @@ queues:
     let config = SimConfig { seed: a.seed, check_invariants: false, am: None, ..SimConfig::default() };
     let t = Instant::now();
     let mut sim = Simulation::new(cluster, imported.workload, config)?;
+    let mut digest = Digesting::new(a, &mut sim)?;
     let mut steps = 0u64;
     let mut deepest = 0u32;
     while sim.step()? {
         steps += 1;
+        digest.step(&mut sim)?;
         if steps.is_multiple_of(256) {
             deepest = deepest
                 .max(sim.engine().queue_stat(1).waiting_apps + sim.engine().queue_stat(1).running_apps);
@@ -233,7 +254,7 @@ queues:
         s.tasks_completed,
         s.utilization.cpu * 100.0
     )?;
-    finish(out, s.events, wall, rate)
+    finish(out, s, digest, wall, rate)
 }
 
 /// `--backlog --user-limit`: one user's jobs wait behind `user_max_running_apps: 1`.
@@ -266,10 +287,12 @@ queues:
     };
     let t = Instant::now();
     let mut sim = Simulation::new(cluster, imported.workload, config)?;
+    let mut digest = Digesting::new(a, &mut sim)?;
     let mut steps = 0u64;
     let mut deepest = 0u32;
     while sim.step()? {
         steps += 1;
+        digest.step(&mut sim)?;
         if steps.is_multiple_of(256) {
             deepest = deepest.max(sim.engine().queue_stat(1).waiting_apps);
         }
@@ -294,17 +317,69 @@ queues:
         s.simulated_seconds / 3600.0,
         s.runs_completed
     )?;
-    finish(out, s.events, wall, rate)
+    finish(out, s, digest, wall, rate)
 }
 
-/// The phase table and the last-line JSON both benches end with, then print it all.
-fn finish(mut out: String, events: u64, wall: f64, rate: f64) -> Result<()> {
+/// `--digest`: the decision log's digest, fed between steps, and the summary's.
+struct Digesting {
+    digest: Option<DecisionDigest>,
+    out: Option<PathBuf>,
+}
+
+impl Digesting {
+    fn new(a: &SimBench, sim: &mut Simulation) -> Result<Digesting> {
+        if !(a.digest || a.digest_out.is_some() || a.decision_log.is_some()) {
+            return Ok(Digesting { digest: None, out: None });
+        }
+        sim.keep_decisions();
+        Ok(Digesting {
+            digest: Some(DecisionDigest::new(a.decision_log.as_deref())?),
+            out: a.digest_out.clone(),
+        })
+    }
+
+    /// Take in the passes of the step just made.
+    fn step(&mut self, sim: &mut Simulation) -> Result<()> {
+        if let Some(digest) = &mut self.digest {
+            for (at, decisions) in sim.take_decisions() {
+                digest.pass_at(at.as_millis(), &decisions)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The phase table, the digests asked for and the last-line JSON every bench ends with, then
+/// print it all.
+fn finish(mut out: String, summary: &Summary, digest: Digesting, wall: f64, rate: f64) -> Result<()> {
     writeln!(out, "{:<12} {:>12} {:>10} {:>14}", "phase", "events", "seconds", "events/s")?;
-    writeln!(out, "{:<12} {:>12} {:>10.3} {:>14.0}", "simulate", events, wall, rate)?;
-    writeln!(
-        out,
-        "{}",
-        json!({"events_per_sec": rate.round(), "wall_seconds": (wall * 1000.0).round() / 1000.0})
-    )?;
+    writeln!(out, "{:<12} {:>12} {:>10.3} {:>14.0}", "simulate", summary.events, wall, rate)?;
+    let mut line = json!({"events_per_sec": rate.round(), "wall_seconds": (wall * 1000.0).round() / 1000.0});
+    if let Some(decisions) = digest.digest {
+        let (hex, count, passes) = decisions.finish()?;
+        if let Some(path) = &digest.out {
+            std::fs::write(path, format!("{hex}\n"))
+                .with_context(|| format!("--digest-out: cannot write {}", path.display()))?;
+        }
+        // The summary as summary.json has it, less the one figure that is not deterministic.
+        let mut summary = summary.clone();
+        summary.wall_seconds = 0.0;
+        let summary_hex = sha256_hex(&serde_json::to_vec(&summary)?);
+        writeln!(out, "decision digest: sha256 {hex} ({count} decisions in {passes} passes)")?;
+        writeln!(out, "summary digest: sha256 {summary_hex}")?;
+        line["decision_digest"] = json!(hex);
+        line["decisions"] = json!(count);
+        line["passes"] = json!(passes);
+        line["summary_digest"] = json!(summary_hex);
+    }
+    writeln!(out, "{line}")?;
     emit(&out)
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes).iter().fold(String::with_capacity(64), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}");
+        hex
+    })
 }

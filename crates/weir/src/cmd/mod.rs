@@ -6,6 +6,7 @@ pub mod backends;
 pub mod bench;
 mod bench_commit;
 mod bench_digest;
+mod bench_live;
 mod bench_plan;
 pub mod bench_serve;
 pub mod bench_sim;
