@@ -216,7 +216,9 @@ impl Engine {
         let (leaf, am) = {
             let j = self.job_mut(c.job);
             j.usage -= c.resources;
-            j.containers.remove(&(c.seq, c.id));
+            if let Ok(at) = j.containers.binary_search(&(c.seq, c.id)) {
+                j.containers.remove(at);
+            }
             if c.preemption.is_some() {
                 j.outgoing -= c.resources;
             }

@@ -215,7 +215,7 @@ impl Engine {
     }
 
     fn place_in_leaf(&mut self, leaf: QueueIx, failed: &mut Vec<Ask>) -> bool {
-        while let Some(((_, job, shape), am)) = self.first_ready(leaf) {
+        while let Some(((_, job), am)) = self.first_ready(leaf) {
             if self.queues[leaf as usize].holders == 0 && self.subtree_failed(leaf, failed) {
                 // Every request left here is at least one that found no node: skipping its jobs
                 // one by one would cost a step per waiting job for nothing.
@@ -230,8 +230,8 @@ impl Engine {
             {
                 self.backfill_tried += 1;
             }
-            // Limits first, from the entry alone: most failures never read the job's record.
-            let ask: Ask = shape.into();
+            // Limits first, from the next container's needs as the ready set holds them.
+            let Some((_, ask, _)) = self.job(job).ready else { break };
             // A request at least as large as one that found no node fails too (unless its job
             // holds a node): known without reading the job's record.
             let result = if self.queues[leaf as usize].holders == 0 && dominated(failed, &ask) {

@@ -92,8 +92,8 @@ impl Engine {
             let pass = self.pass;
             let q = &mut self.queues[leaf];
             let lane = usize::from(lane);
-            if q.cursor[lane].is_some_and(|(p, after)| p == pass && (key, slot) <= (after.0, after.1)) {
-                q.ahead[lane].push((key, slot, want.map(|w| w.1.into()).unwrap_or_default()));
+            if q.cursor[lane].is_some_and(|(p, after)| p == pass && (key, slot) <= after) {
+                q.ahead[lane].push((key, slot));
             }
         }
         if let (Some((old, old_shape, old_lane)), Some((key, shape, lane))) = (had, want) {
@@ -102,9 +102,9 @@ impl Engine {
                 // counts of ready jobs and request sizes up the tree stay as they are.
                 let q = &mut self.queues[leaf];
                 let from = if old_lane { &mut q.ready_am } else { &mut q.ready };
-                from.remove(&(old, slot, old_shape.into()));
+                from.remove(&(old, slot));
                 let to = if lane { &mut q.ready_am } else { &mut q.ready };
-                to.insert((key, slot, shape.into()));
+                to.insert((key, slot));
                 if old_lane != lane {
                     count(&mut q.am_shapes, &shape.r, lane);
                 }
@@ -116,7 +116,7 @@ impl Engine {
         if let Some((key, shape, lane)) = want {
             let q = &mut self.queues[leaf];
             let to = if lane { &mut q.ready_am } else { &mut q.ready };
-            to.insert((key, slot, shape.into()));
+            to.insert((key, slot));
             if lane {
                 count(&mut q.am_shapes, &shape.r, true);
             }
@@ -131,7 +131,7 @@ impl Engine {
         let leaf = self.job(slot).leaf;
         let q = &mut self.queues[leaf as usize];
         let from = if lane { &mut q.ready_am } else { &mut q.ready };
-        from.remove(&(key, slot, shape.into()));
+        from.remove(&(key, slot));
         if lane {
             count(&mut q.am_shapes, &shape.r, false);
         }
