@@ -200,6 +200,33 @@ macro_rules! run_columns {
 }
 pub(crate) use run_columns;
 
+/// `RUNS_INSERT`'s values of one run, in its column order (`key`: the run's active key).
+fn bind_run<'q>(
+    q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    run: &'q NewRun,
+    key: Option<&'q str>,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+    q.bind(run.workflow.as_str())
+        .bind(run.project.as_str())
+        .bind(i64::from(run.tier))
+        .bind(run.logical_date.as_str())
+        .bind(key)
+        .bind(run.cluster.as_str())
+        .bind(run.queue.as_str())
+        .bind(run.spec.as_str())
+        .bind(run.params.as_str())
+        .bind(run.submitted_by.as_str())
+        .bind(run.submitted_ms)
+        .bind(run.slo_ms)
+        .bind(run.user.as_str())
+        .bind(run.client.as_deref())
+        .bind(i64::from(run.dry_run))
+        .bind(run.route.as_ref().map(|r| r.key.as_str()))
+        .bind(run.route.as_ref().map(|r| r.policy.as_str()))
+        .bind(run.route.as_ref().map(|r| r.reason.as_str()))
+        .bind(run.route.as_ref().map(|r| r.detail.as_str()))
+}
+
 pub(crate) fn run_row(r: &AnyRow) -> Result<RunRow, StoreError> {
     Ok(RunRow {
         id: int(r, "id")?,
@@ -534,26 +561,7 @@ impl Store {
             let mut q = sqlx::query(statement(&RUNS_INSERT, part.len()));
             for &i in part {
                 let (run, key) = (&runs[i], active_keys[i].as_deref());
-                q = q
-                    .bind(run.workflow.as_str())
-                    .bind(run.project.as_str())
-                    .bind(i64::from(run.tier))
-                    .bind(run.logical_date.as_str())
-                    .bind(key)
-                    .bind(run.cluster.as_str())
-                    .bind(run.queue.as_str())
-                    .bind(run.spec.as_str())
-                    .bind(run.params.as_str())
-                    .bind(run.submitted_by.as_str())
-                    .bind(run.submitted_ms)
-                    .bind(run.slo_ms)
-                    .bind(run.user.as_str())
-                    .bind(run.client.as_deref())
-                    .bind(i64::from(run.dry_run))
-                    .bind(run.route.as_ref().map(|r| r.key.as_str()))
-                    .bind(run.route.as_ref().map(|r| r.policy.as_str()))
-                    .bind(run.route.as_ref().map(|r| r.reason.as_str()))
-                    .bind(run.route.as_ref().map(|r| r.detail.as_str()));
+                q = bind_run(q, run, key);
             }
             for r in q.fetch_all(&mut *tx).await.map_err(StoreError::db)? {
                 created.insert(text(&r, "active_key")?, int(&r, "id")?);
@@ -683,26 +691,7 @@ impl Store {
     /// path of every one-at-a-time submission. A conflict writes nothing but its audit row.
     async fn submit_alone(&self, run: &NewRun) -> Result<Submitted, StoreError> {
         let key = run_active_key(run);
-        let inserted = sqlx::query(statement(&RUNS_INSERT, 1))
-            .bind(run.workflow.as_str())
-            .bind(run.project.as_str())
-            .bind(i64::from(run.tier))
-            .bind(run.logical_date.as_str())
-            .bind(key.as_str())
-            .bind(run.cluster.as_str())
-            .bind(run.queue.as_str())
-            .bind(run.spec.as_str())
-            .bind(run.params.as_str())
-            .bind(run.submitted_by.as_str())
-            .bind(run.submitted_ms)
-            .bind(run.slo_ms)
-            .bind(run.user.as_str())
-            .bind(run.client.as_deref())
-            .bind(i64::from(run.dry_run))
-            .bind(run.route.as_ref().map(|r| r.key.as_str()))
-            .bind(run.route.as_ref().map(|r| r.policy.as_str()))
-            .bind(run.route.as_ref().map(|r| r.reason.as_str()))
-            .bind(run.route.as_ref().map(|r| r.detail.as_str()))
+        let inserted = bind_run(sqlx::query(statement(&RUNS_INSERT, 1)), run, Some(key.as_str()))
             // Every row fetched, not the first: the statement then runs to its end, where it
             // commits, and a failed commit is an error here (a statement dropped after its first
             // row would commit when reset, and sqlx ignores what that reset returns).
