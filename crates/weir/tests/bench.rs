@@ -58,12 +58,7 @@ fn tiny_engine_bench(seed: &str, extra: &[&str]) -> (String, Value) {
         seed,
     ];
     args.extend_from_slice(extra);
-    let out = weir(&args);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
-    let json: Value =
-        serde_json::from_str(stdout.lines().last().expect("output")).expect("last line is JSON");
-    (stdout, json)
+    run_bench(&args)
 }
 
 #[test]
@@ -188,15 +183,20 @@ fn the_engine_bench_decides_as_recorded_in_both_modes() {
     }
 }
 
-fn sim_bench(extra: &[&str]) -> (String, Value) {
-    let mut args = vec!["bench", "sim", "--backlog"];
-    args.extend_from_slice(extra);
-    let out = weir(&args);
+/// Runs `weir ARGS`, which must succeed: its stdout, and its last line read as JSON.
+fn run_bench(args: &[&str]) -> (String, Value) {
+    let out = weir(args);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     let json: Value =
         serde_json::from_str(stdout.lines().last().expect("output")).expect("last line is JSON");
     (stdout, json)
+}
+
+fn sim_bench(extra: &[&str]) -> (String, Value) {
+    let mut args = vec!["bench", "sim", "--backlog"];
+    args.extend_from_slice(extra);
+    run_bench(&args)
 }
 
 /// `weir bench sim --digest` (issue 22): the simulator's decision log — every pass of the
@@ -308,10 +308,5 @@ fn tiny_like(flags: &[&str], extra: &[&str]) -> (String, Value) {
     let mut args = vec!["bench", "engine"];
     args.extend_from_slice(flags);
     args.extend_from_slice(extra);
-    let out = weir(&args);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
-    let json: Value =
-        serde_json::from_str(stdout.lines().last().expect("output")).expect("last line is JSON");
-    (stdout, json)
+    run_bench(&args)
 }
