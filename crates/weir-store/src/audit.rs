@@ -43,19 +43,29 @@ pub struct AuditFilter {
     pub limit: u32,
 }
 
+/// An audit insert's values of `e`, in the column order of `append_in`'s statement.
+pub(crate) fn bind_entry<'q>(
+    q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    e: &'q AuditEntry,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+    q.bind(e.at_ms)
+        .bind(e.token_id.as_str())
+        .bind(e.action.as_str())
+        .bind(e.target.as_str())
+        .bind(e.project.as_deref())
+        .bind(e.client.as_deref())
+        .bind(e.outcome.as_str())
+        .bind(e.detail.as_deref())
+}
+
 pub(crate) async fn append_in(tx: &mut Tx, e: &AuditEntry) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO audit (at_ms, token_id, action, target, project, client, outcome, detail)
+    bind_entry(
+        sqlx::query(
+            "INSERT INTO audit (at_ms, token_id, action, target, project, client, outcome, detail)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        ),
+        e,
     )
-    .bind(e.at_ms)
-    .bind(e.token_id.as_str())
-    .bind(e.action.as_str())
-    .bind(e.target.as_str())
-    .bind(e.project.as_deref())
-    .bind(e.client.as_deref())
-    .bind(e.outcome.as_str())
-    .bind(e.detail.as_deref())
     .execute(&mut **tx)
     .await
     .map_err(StoreError::db)?;

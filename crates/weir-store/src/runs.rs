@@ -669,15 +669,7 @@ impl Store {
         for part in chunked(&conflicts) {
             let mut q = sqlx::query(statement(&AUDIT_INSERT, part.len()));
             for e in part {
-                q = q
-                    .bind(e.at_ms)
-                    .bind(e.token_id.as_str())
-                    .bind(e.action.as_str())
-                    .bind(e.target.as_str())
-                    .bind(e.project.as_deref())
-                    .bind(e.client.as_deref())
-                    .bind(e.outcome.as_str())
-                    .bind(e.detail.as_deref());
+                q = crate::audit::bind_entry(q, e);
             }
             q.execute(&mut *tx).await.map_err(StoreError::db)?;
         }
