@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use weir_backend::{
     Adopted, AttemptId, Backend, BackendError, BackendHealth, BoxFuture, ExitSender, Launched, LocalBackend,
-    LocalConfig, Recovered, TaskLaunch,
+    LocalConfig, Recovered, TaskLaunch, TaskUser,
 };
 
 pub use install::{java, Install};
@@ -60,6 +60,10 @@ pub enum SparkError {
     /// only if the cause (permissions, disk) goes away.
     #[error(transparent)]
     Local(#[from] BackendError),
+    /// The user tasks run as cannot reach Spark (`reason` names the file or folder, its mode
+    /// and owner). Retrying helps once Spark is installed where that user can read it.
+    #[error("{reason}")]
+    TaskUser { reason: String },
     /// A standalone master's REST gateway did not answer (`url`; `message` says how). Retrying
     /// helps once the master is up with `spark.master.rest.enabled=true`.
     #[error("the Spark master's REST gateway at {url}: {message}")]
@@ -80,6 +84,10 @@ pub struct SparkLocalConfig {
     pub conf: BTreeMap<String, String>,
     /// Put each attempt in its own cgroups where the machine allows it (as the local backend).
     pub cgroups: bool,
+    /// The user tasks run as by default (a root server's `weir-task`; `None`: the server's own
+    /// user). The backend refuses to start, and its health check turns unhealthy, when that
+    /// user cannot run the Spark found (pip's `pyspark` in root's own home, mode 0700).
+    pub task_user: Option<TaskUser>,
 }
 
 impl SparkLocalConfig {
@@ -90,6 +98,7 @@ impl SparkLocalConfig {
             python: None,
             conf: BTreeMap::new(),
             cgroups: true,
+            task_user: None,
         }
     }
 }
@@ -101,6 +110,7 @@ pub struct SparkLocalBackend {
     local: LocalBackend,
     install: Install,
     conf: BTreeMap<String, String>,
+    task_user: Option<TaskUser>,
 }
 
 impl SparkLocalBackend {
@@ -108,14 +118,21 @@ impl SparkLocalBackend {
     /// missing. Call it inside a tokio runtime with I/O and time enabled.
     pub async fn new(config: SparkLocalConfig, exits: ExitSender) -> Result<SparkLocalBackend, SparkError> {
         let (home, python) = (config.spark_home.clone(), config.python.clone());
-        let install = tokio::task::spawn_blocking(move || Install::find(home.as_deref(), python.as_deref()))
-            .await
-            .map_err(|e| SparkError::NoSpark { reason: format!("the look-up did not finish: {e}") })??;
+        let user = config.task_user.clone();
+        let install = tokio::task::spawn_blocking(move || {
+            let install = Install::find(home.as_deref(), python.as_deref())?;
+            match user.and_then(|u| install.unreachable_for(&u)) {
+                Some(reason) => Err(SparkError::TaskUser { reason }),
+                None => Ok(install),
+            }
+        })
+        .await
+        .map_err(|e| SparkError::NoSpark { reason: format!("the look-up did not finish: {e}") })??;
         let mut local_config = LocalConfig::new(&config.state_dir);
         local_config.inherit_env.push("JAVA_HOME".into());
         local_config.cgroups = config.cgroups;
         let local = LocalBackend::new(local_config, exits)?;
-        Ok(SparkLocalBackend { local, install, conf: config.conf })
+        Ok(SparkLocalBackend { local, install, conf: config.conf, task_user: config.task_user })
     }
 
     /// The Spark found.
@@ -165,6 +182,22 @@ impl Backend for SparkLocalBackend {
 
     fn start<'a>(&'a self, launch: &'a TaskLaunch) -> BoxFuture<'a, Result<Launched, BackendError>> {
         Box::pin(async move {
+            // A Spark stage run as a user who cannot reach Spark would fail at `exec` with 126
+            // and an empty log: refuse it with the reason (a project's `run_as` user may differ
+            // from the default one the health check looks at).
+            if let (Some(_), Some(user)) = (&launch.spark, &launch.user) {
+                let install = self.install.clone();
+                let user = user.clone();
+                let why =
+                    tokio::task::spawn_blocking(move || install.unreachable_for(&user)).await.ok().flatten();
+                if let Some(reason) = why {
+                    return Err(BackendError::BadLaunch {
+                        attempt: launch.attempt.to_string(),
+                        field: "user",
+                        reason,
+                    });
+                }
+            }
             let local = self.local_launch(launch);
             self.local.start(&local).await.map(outer)
         })
@@ -191,13 +224,19 @@ impl Backend for SparkLocalBackend {
         Box::pin(async move { self.local.forget(&inner(task)?).await })
     }
 
-    /// Healthy while `spark-submit` is still there and Java is found (no JVM is started: a
-    /// check every 15 s must stay cheap).
+    /// Healthy while `spark-submit` is still there, Java is found and the default task user
+    /// can reach Spark (no JVM is started: a check every 15 s must stay cheap).
     fn health(&self) -> BoxFuture<'_, BackendHealth> {
         Box::pin(async move {
             let install = self.install.clone();
+            let user = self.task_user.clone();
             let problem = tokio::task::spawn_blocking(move || {
-                install.check().err().or_else(|| java().is_none().then_some(SparkError::NoJava))
+                install.check().err().or_else(|| java().is_none().then_some(SparkError::NoJava)).or_else(
+                    || {
+                        let reason = install.unreachable_for(user.as_ref()?)?;
+                        Some(SparkError::TaskUser { reason })
+                    },
+                )
             })
             .await
             .unwrap_or(None);

@@ -119,6 +119,11 @@ impl TaskUsers {
         }
     }
 
+    /// The user of projects without `run_as` (`None`: the server's own).
+    pub(crate) fn default_user(&self) -> Option<&TaskUser> {
+        self.default.as_ref()
+    }
+
     fn user(&self, name: &str) -> Result<TaskUser, weir_backend::BackendError> {
         let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(u) = known.get(name) {

@@ -170,6 +170,28 @@ fn the_demo_and_the_client_commands() {
         assert!(start.elapsed() < Duration::from_secs(30), "not killed");
         std::thread::sleep(Duration::from_millis(200));
     }
+    // A kill of a run that already ended says so rather than "run N is succeeded".
+    assert_eq!(
+        ok(&client(&dir, port, &["kill", &mine])),
+        format!("run {mine} is already ended: succeeded (nothing to kill)\n")
+    );
+    // A task that wrote only to stderr: `weir logs` prints its (empty) stdout and says where
+    // the output is, with the command to read it.
+    std::fs::write(
+        &wf,
+        std::fs::read_to_string(&wf).expect("read").replace("sleep 60", "echo oops >&2; exit 3"),
+    )
+    .expect("write");
+    let out = client(&dir, port, &["submit", "mine.yaml", "--logical-date", "d3", "--wait"]);
+    let failed = common::text(&out.stdout).split_whitespace().nth(1).expect("run id").to_string();
+    let logs = client(&dir, port, &["logs", &failed, "s.0"]);
+    assert!(logs.status.success() && logs.stdout.is_empty(), "{logs:?}");
+    let hint = common::text(&logs.stderr);
+    assert!(
+        hint.contains(&format!("its stderr is not empty: weir logs {failed} s.0 --stream stderr")),
+        "{hint}"
+    );
+    assert_eq!(ok(&client(&dir, port, &["logs", &failed, "s.0", "--stream", "stderr"])), "oops\n");
     // Tokens: a viewer of `ads` sees no demo run (they belong to `analytics`) and cannot submit.
     let token = ok(&client(&dir, port, &["token", "create", "reader", "--grant", "ads:viewer"]));
     let listed = ok(&client(&dir, port, &["token", "list"]));

@@ -87,7 +87,7 @@ fn a_pyspark_word_count_runs_from_submit_to_logs_and_kill_leaves_no_driver() {
     );
     // Before a server runs: the backend is asked directly.
     let health = ok(&Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(["backends", "--config", "server.yaml"])
+        .args(["backends", "--config", "server.yaml", "--single-tenant"])
         .current_dir(&dir)
         .output()
         .expect("weir backends"));
@@ -274,6 +274,117 @@ fn a_spark_home_without_spark_is_an_unhealthy_cluster_with_the_reason_and_runs_w
     });
     let state = state_of(&dir, port, "wordcount");
     assert!(!state.is_empty() && !matches!(state.as_str(), "succeeded" | "failed" | "killed"), "{state}");
+}
+
+/// A root server runs tasks as `weir-task`; a Spark it found in a folder that user cannot search
+/// (pip's `pyspark` in root's own Python, under a 0700 `/root`) would fail every attempt at
+/// `exec` with 126 and an empty log. Instead `weir backends --config` and the running server
+/// show the cluster unhealthy, naming the user and the folder with its mode; the submitted run
+/// waits; once the folder is opened, the backend is set up and the run taken up (its stand-in
+/// `spark-submit` exits 1, so it fails — as `weir-task`, with the exit code recorded).
+#[test]
+fn a_spark_the_task_user_cannot_reach_is_an_unhealthy_cluster_naming_the_folder() {
+    if !rustix::process::geteuid().is_root() {
+        if std::env::var("WEIR_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
+            eprintln!("\n*** SKIPPED: a root server's task user (not root, WEIR_SKIP_ROOT_TESTS=1) ***\n");
+            return;
+        }
+        panic!("this test runs `weir serve` as root (tasks as weir-task): run it as root, as CI does, or set WEIR_SKIP_ROOT_TESTS=1");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = common::Scratch::new("serve-spark-private");
+    let dir = scratch.0.clone();
+    let port = free_port();
+    std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
+    let private = dir.join("private");
+    std::fs::create_dir_all(private.join("spark/bin")).expect("mkdir");
+    std::fs::create_dir_all(private.join("spark/jars")).expect("mkdir");
+    let submit = private.join("spark/bin/spark-submit");
+    std::fs::write(&submit, "#!/bin/sh\necho stand-in >&2\nexit 1\n").expect("write");
+    std::fs::set_permissions(&submit, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // The scratch folder and everything above it searchable by all; `private` is not.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    scratch.file(
+        "clusters/spark.yaml",
+        "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 4000, memory: 8g}}\nqueues:\n  - {name: default}\n  - {name: ads}\nrun_as: {ads: weir-test-ads}\n",
+    );
+    scratch.file(
+        "server.yaml",
+        &format!(
+            "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: sp\n    file: clusters/spark.yaml\n    backend: {{kind: spark-local, spark_home: private/spark, python: /usr/bin/python3}}\n"
+        ),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["backends", "--config", "server.yaml"])
+        .current_dir(&dir)
+        .output()
+        .expect("weir backends");
+    let direct = common::text(&out.stdout);
+    let why = format!("may not search the folder {} (mode 0700", private.display());
+    assert!(
+        !out.status.success()
+            && direct.contains("unhealthy")
+            && direct.contains("the tasks' user `weir-task`")
+            && direct.contains(&why),
+        "{direct}"
+    );
+    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
+    let _serve = Serve(
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--config", "server.yaml"])
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("weir serve"),
+    );
+    eventually(&dir, "the server", || {
+        client(&dir, port, &["routes", "set", "workflow:wc", "--cluster", "sp", "--queue", "root.default"])
+            .status
+            .success()
+    });
+    scratch.file("wc.yaml", &format!("version: 1\nworkflows:\n{}", workflow("wc", "/x/wc.py", &[])));
+    ok(&client(&dir, port, &["submit", "wc.yaml"]));
+    eventually(&dir, "the cluster to be seen unhealthy, naming the folder", || {
+        let view = common::text(&client(&dir, port, &["backends"]).stdout);
+        view.lines().any(|l| l.starts_with("sp ") && l.contains("unhealthy") && l.contains(&why))
+    });
+    assert_eq!(state_of(&dir, port, "wc"), "queued");
+    // Opened: the supervisor sets the backend up again and the run is taken up.
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    eventually(&dir, "the run to be taken up and end", || state_of(&dir, port, "wc") == "failed");
+    let id = run_of(&dir, port, "wc").and_then(|r| r["id"].as_i64()).expect("run id").to_string();
+    let status = ok(&client(&dir, port, &["status", &id]));
+    assert!(status.lines().any(|l| l.contains("j.count.0") && l.trim_end().ends_with("exit 1")), "{status}");
+    let stderr = ok(&client(&dir, port, &["logs", &id, "j.count.0", "--stream", "stderr"]));
+    assert!(stderr.contains("stand-in"), "{stderr}");
+
+    // Spark private to `weir-task` now: the default user reaches it, project `ads`'s run_as user
+    // does not. A Spark stage of `ads` fails at its start, and its stderr log says why (not an
+    // exec failure with an empty log).
+    let weir_task = std::fs::read_to_string("/etc/passwd")
+        .expect("passwd")
+        .lines()
+        .find_map(|l| l.strip_prefix("weir-task:")?.split(':').nth(1)?.parse::<u32>().ok())
+        .expect("the weir-task user");
+    std::os::unix::fs::chown(&private, Some(weir_task), None).expect("chown");
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    ok(&client(&dir, port, &["routes", "set", "workflow:ads-wc", "--cluster", "sp", "--queue", "root.ads"]));
+    scratch.file("ads.yaml", &format!("version: 1\nworkflows:\n{}", workflow("ads-wc", "/x/wc.py", &[])));
+    ok(&client(&dir, port, &["submit", "ads.yaml"]));
+    eventually(&dir, "the ads run to fail", || state_of(&dir, port, "ads-wc") == "failed");
+    let id = run_of(&dir, port, "ads-wc").and_then(|r| r["id"].as_i64()).expect("run id").to_string();
+    let stderr = ok(&client(&dir, port, &["logs", &id, "j.count.0", "--stream", "stderr"]));
+    assert!(
+        stderr.starts_with("weir: this attempt could not start: ")
+            && stderr.contains("the tasks' user `weir-test-ads`")
+            && stderr.contains(&why),
+        "{stderr}"
+    );
+    // The cluster stays healthy: its default user still reaches Spark.
+    let view = common::text(&client(&dir, port, &["backends"]).stdout);
+    assert!(view.lines().any(|l| l.starts_with("sp ") && l.contains(" healthy")), "{view}");
 }
 
 /// A backend that turns unhealthy while a job waits shows as the job's wait reason: a Spark

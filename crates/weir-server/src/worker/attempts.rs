@@ -513,6 +513,9 @@ pub(super) async fn starter(
                     let backend = backend.clone();
                     set.spawn(async move {
                         let result = backend.start(&launch).await;
+                        if let Err(e) = &result {
+                            say_start_failure(&launch, e);
+                        }
                         (launch.attempt, result)
                     });
                 }
@@ -527,6 +530,35 @@ pub(super) async fn starter(
         }
     }
 }
+/// An attempt that could not start fails with status 127 and no output of its own: its stderr
+/// log says why, so that `weir logs --stream stderr` shows it, not only the server's log. Not
+/// for the starts that end `lost` and are tried again (an unreachable scheduler, a node that
+/// takes no work). Best effort: the log's folder may be out of reach (a remote shared folder).
+fn say_start_failure(launch: &TaskLaunch, e: &BackendError) {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // Not either when the attempt's folder was already there (a crashed server's start may be
+    // running and writing this file) or when the backend is going away.
+    if matches!(
+        e,
+        BackendError::Unreachable { .. }
+            | BackendError::NodeUnavailable { .. }
+            | BackendError::AlreadyStarted { .. }
+            | BackendError::ShuttingDown { .. }
+    ) {
+        return;
+    }
+    // The backend makes the log's folder as it starts a task: it may not be there yet.
+    if let Some(dir) = launch.stderr.parent() {
+        use std::os::unix::fs::DirBuilderExt as _;
+        let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
+    }
+    let file = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(&launch.stderr);
+    if let Ok(mut f) = file {
+        let _ = writeln!(f, "weir: this attempt could not start: {e}");
+    }
+}
+
 /// Run `id`'s working folder: `WORK_DIR/CLUSTER/run-ID`, shared by its attempts, made by the
 /// backend for the run's user.
 pub(crate) fn run_workdir(work_dir: &std::path::Path, cluster: &str, id: i64) -> PathBuf {

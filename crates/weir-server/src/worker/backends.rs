@@ -52,6 +52,7 @@ pub(super) async fn build(
             if config.state_dir.as_os_str().is_empty() {
                 config.state_dir = default_dir();
             }
+            config.task_user = settings.task_users.default_user().cloned();
             let backend = SparkLocalBackend::new(config, exits)
                 .await
                 .map_err(|e| format!("the spark-local backend is unavailable: {e}"))?;

@@ -22,6 +22,14 @@ pub struct BackendsArgs {
     /// A server file (`weir serve --config`): ask its backends directly instead of a server.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// With --config, run as root: the user a root `weir serve` runs tasks as (its
+    /// --task-user); a spark-local backend is unhealthy when that user cannot reach Spark.
+    #[arg(long, value_name = "USER", default_value = "weir-task")]
+    task_user: String,
+    /// With --config: as `weir serve --single-tenant` (tasks run as this user; no task user
+    /// is checked).
+    #[arg(long)]
+    single_tenant: bool,
     #[command(flatten)]
     conn: super::client::Connection,
 }
@@ -53,6 +61,11 @@ pub fn run(a: &BackendsArgs) -> Result<bool> {
                     // Only Spark and Java are looked for here; no attempt is started.
                     spark.state_dir =
                         std::env::temp_dir().join(format!("weir-backends-{}", std::process::id()));
+                }
+                // As `weir serve` would: a root server runs tasks as the task user, who must
+                // reach Spark too.
+                if rustix::process::geteuid().is_root() && !a.single_tenant {
+                    spark.task_user = weir_backend::TaskUser::lookup(&a.task_user).ok();
                 }
                 let state_dir = spark.state_dir.clone();
                 let row = match weir_backend_spark::SparkLocalBackend::new(spark, tx).await {

@@ -111,14 +111,16 @@ it (stage.index in a one-job run).\n\nExamples:\n  weir logs 12 extract.query.0\
 weir logs 12 query.1 --stream stderr --follow"
 )]
 pub struct LogsArgs {
+    /// The run's id (`weir runs` lists them).
     run: i64,
+    /// The task: job.stage.index as `weir status RUN` lists it (stage.index in a one-job run).
     task: String,
     /// Which attempt (default: the latest).
     #[arg(long)]
     attempt: Option<u32>,
-    /// stdout or stderr.
-    #[arg(long, default_value = "stdout")]
-    stream: String,
+    /// stdout or stderr (default: stdout; when it is empty and stderr is not, that is said).
+    #[arg(long, value_parser = ["stdout", "stderr"])]
+    stream: Option<String>,
     /// Keep printing until the attempt ends.
     #[arg(long, short)]
     follow: bool,
@@ -422,8 +424,11 @@ pub fn kill(args: &RunArgs) -> Result<()> {
     runtime()?.block_on(async {
         let r: RunSummary =
             client.send(client.request(Method::POST, &format!("/v1/runs/{}/kill", args.run))).await?;
-        let what =
-            if r.state.is_terminal() { r.state.as_str().to_string() } else { "being killed".to_string() };
+        let what = match r.state {
+            RunState::Killed => "killed".to_string(),
+            s if s.is_terminal() => format!("already ended: {} (nothing to kill)", s.as_str()),
+            _ => "being killed".to_string(),
+        };
         emit(&format!("run {} is {what}\n", r.id))
     })
 }
@@ -450,7 +455,8 @@ pub fn explain(args: &RunArgs) -> Result<()> {
 pub fn logs(args: &LogsArgs) -> Result<()> {
     let client = args.conn.client()?;
     runtime()?.block_on(async {
-        let mut q = vec![("stream", args.stream.clone()), ("follow", args.follow.to_string())];
+        let stream = args.stream.as_deref().unwrap_or("stdout");
+        let mut q = vec![("stream", stream.to_string()), ("follow", args.follow.to_string())];
         if let Some(a) = args.attempt {
             q.push(("attempt", a.to_string()));
         }
@@ -461,9 +467,31 @@ pub fn logs(args: &LogsArgs) -> Result<()> {
         let mut resp = client.checked(client.request(Method::GET, &path).query(&q)).await?;
         use std::io::Write;
         let mut stdout = std::io::stdout().lock();
+        let mut written = 0usize;
         while let Some(chunk) = resp.chunk().await.context("the log stream broke off")? {
+            written += chunk.len();
             if stdout.write_all(&chunk).and_then(|()| stdout.flush()).is_err() {
                 break;
+            }
+        }
+        // An empty stdout asked for by default: a failed start, a shell's "not found" or a
+        // Spark driver's log4j lines are all on stderr. Say so rather than print nothing.
+        if written == 0 && args.stream.is_none() && !args.follow {
+            let mut q: Vec<(&str, String)> = vec![("stream", "stderr".into()), ("tail", "1".into())];
+            if let Some(a) = args.attempt {
+                q.push(("attempt", a.to_string()));
+            }
+            let other = client.checked(client.request(Method::GET, &path).query(&q)).await;
+            if let Ok(other) = other {
+                if other.bytes().await.is_ok_and(|b| !b.is_empty()) {
+                    let attempt = args.attempt.map(|a| format!(" --attempt {a}")).unwrap_or_default();
+                    eprintln!(
+                        "weir: this attempt wrote nothing to stdout; its stderr is not empty: \
+                         weir logs {} {}{attempt} --stream stderr",
+                        args.run,
+                        shell_word(&args.task)
+                    );
+                }
             }
         }
         Ok(())
@@ -539,4 +567,13 @@ pub fn queues(args: &QueuesArgs) -> Result<()> {
         }
         emit(&out)
     })
+}
+
+/// `word` as one shell word: as it is when it holds only safe characters, else single-quoted.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "._-/:=@".contains(c)) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }

@@ -487,11 +487,13 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<ServeConfig, ModelEr
         if c.backend.kind == BackendKind::SparkLocal {
             let at = format!("{at}.backend");
             let mut config = SparkLocalConfig::new(state_dir.unwrap_or_default());
-            config.spark_home = c.backend.spark_home.as_deref().map(resolve);
+            // Absolute: the drivers run `spark-submit` and Python from their run's working folder.
+            let absolute = |p: &Path| std::path::absolute(resolve(p)).unwrap_or_else(|_| resolve(p));
+            config.spark_home = c.backend.spark_home.as_deref().map(absolute);
             // A bare name (`python3`) is looked up on PATH; a path is taken from the file's folder.
             config.python = c.backend.python.as_deref().map(|p| {
                 if p.components().count() > 1 {
-                    resolve(p)
+                    absolute(p)
                 } else {
                     p.to_path_buf()
                 }
