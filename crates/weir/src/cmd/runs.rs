@@ -267,10 +267,20 @@ pub fn runs(args: &RunsArgs) -> Result<()> {
 
 fn runs_table(runs: &[RunSummary], now: i64) -> String {
     let mut out = String::new();
+    // Runs on several clusters: the same queue path names a queue of each, so the cluster is
+    // said with it (`hpc:root.default`).
+    let several = runs.iter().any(|r| r.cluster != runs[0].cluster);
+    let queue = |r: &RunSummary| if several { format!("{}:{}", r.cluster, r.queue) } else { r.queue.clone() };
     let _ = writeln!(
         out,
         "{:>6}  {:<24} {:<26} {:>4}  {:<10} {:<28} {:>9}",
-        "run", "workflow", "logical date", "tier", "state", "queue", "age"
+        "run",
+        "workflow",
+        "logical date",
+        "tier",
+        "state",
+        if several { "cluster:queue" } else { "queue" },
+        "age"
     );
     for r in runs {
         let _ = writeln!(
@@ -281,7 +291,7 @@ fn runs_table(runs: &[RunSummary], now: i64) -> String {
             safe(&r.logical_date),
             r.tier,
             r.state.as_str(),
-            safe(&r.queue),
+            safe(&queue(r)),
             span(now - r.submitted_ms)
         );
     }
@@ -575,5 +585,37 @@ fn shell_word(word: &str) -> String {
         word.to_string()
     } else {
         format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(id: i64, cluster: &str) -> RunSummary {
+        RunSummary {
+            id,
+            workflow: "wf".into(),
+            project: "p".into(),
+            tier: 3,
+            logical_date: "d".into(),
+            state: RunState::Running,
+            cluster: cluster.into(),
+            queue: "root.default".into(),
+            submitted_ms: 0,
+            finished_ms: None,
+            dry_run: false,
+        }
+    }
+
+    #[test]
+    fn runs_on_several_clusters_name_the_cluster_with_the_queue() {
+        let one = runs_table(&[run(2, "default"), run(1, "default")], 1000);
+        assert!(one.lines().next().unwrap().contains(" queue "), "{one}");
+        assert!(!one.contains("default:"), "{one}");
+        let two = runs_table(&[run(2, "hpc"), run(1, "default")], 1000);
+        assert!(two.lines().next().unwrap().contains("cluster:queue"), "{two}");
+        assert!(two.lines().nth(1).unwrap().contains(" hpc:root.default "), "{two}");
+        assert!(two.lines().nth(2).unwrap().contains(" default:root.default "), "{two}");
     }
 }
