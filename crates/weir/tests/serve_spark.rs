@@ -34,6 +34,31 @@ fn eventually(dir: &Path, what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// `weir serve --config server.yaml ARGS` in `dir`, its stderr in `serve.log`.
+fn serve(dir: &Path, args: &[&str]) -> Serve {
+    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
+    Serve(
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--config", "server.yaml"])
+            .args(args)
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("weir serve"),
+    )
+}
+
+/// `weir backends --config server.yaml ARGS` in `dir`: the backends asked directly.
+fn backends_direct(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["backends", "--config", "server.yaml"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("weir backends")
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port()
 }
@@ -86,11 +111,7 @@ fn a_pyspark_word_count_runs_from_submit_to_logs_and_kill_leaves_no_driver() {
         ),
     );
     // Before a server runs: the backend is asked directly.
-    let health = ok(&Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(["backends", "--config", "server.yaml", "--single-tenant"])
-        .current_dir(&dir)
-        .output()
-        .expect("weir backends"));
+    let health = ok(&backends_direct(&dir, &["--single-tenant"]));
     // Read by word: the kind column's width follows the longest kind's name.
     let row: Vec<&str> =
         health.lines().find(|l| l.starts_with("spark ")).unwrap_or_default().split_whitespace().collect();
@@ -99,16 +120,7 @@ fn a_pyspark_word_count_runs_from_submit_to_logs_and_kill_leaves_no_driver() {
         "{health}"
     );
 
-    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
-    let _serve = Serve(
-        Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["serve", "--config", "server.yaml", "--single-tenant"])
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("weir serve"),
-    );
+    let _serve = serve(&dir, &["--single-tenant"]);
     let examples = common::workspace().join("examples/spark").canonicalize().expect("examples/spark");
     let script = examples.join("wordcount.py").display().to_string();
     let words = examples.join("words.txt").display().to_string();
@@ -228,11 +240,7 @@ fn a_spark_home_without_spark_is_an_unhealthy_cluster_with_the_reason_and_runs_w
             "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: nospark\n    file: clusters/spark.yaml\n    backend: {{kind: spark-local, spark_home: no-spark-here}}\n"
         ),
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(["backends", "--config", "server.yaml"])
-        .current_dir(&dir)
-        .output()
-        .expect("weir backends");
+    let out = backends_direct(&dir, &[]);
     let direct = common::text(&out.stdout);
     // The path as the file gives it, from the file's folder (here the working folder).
     let missing = "no-spark-here/bin/spark-submit";
@@ -243,16 +251,7 @@ fn a_spark_home_without_spark_is_an_unhealthy_cluster_with_the_reason_and_runs_w
             && direct.contains(missing),
         "{direct}"
     );
-    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
-    let _serve = Serve(
-        Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["serve", "--config", "server.yaml", "--single-tenant"])
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("weir serve"),
-    );
+    let _serve = serve(&dir, &["--single-tenant"]);
     eventually(&dir, "the server", || {
         client(
             &dir,
@@ -315,11 +314,7 @@ fn a_spark_the_task_user_cannot_reach_is_an_unhealthy_cluster_naming_the_folder(
             "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: sp\n    file: clusters/spark.yaml\n    backend: {{kind: spark-local, spark_home: private/spark, python: /usr/bin/python3}}\n"
         ),
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(["backends", "--config", "server.yaml"])
-        .current_dir(&dir)
-        .output()
-        .expect("weir backends");
+    let out = backends_direct(&dir, &[]);
     let direct = common::text(&out.stdout);
     let why = format!("may not search the folder {} (mode 0700", private.display());
     assert!(
@@ -329,16 +324,7 @@ fn a_spark_the_task_user_cannot_reach_is_an_unhealthy_cluster_naming_the_folder(
             && direct.contains(&why),
         "{direct}"
     );
-    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
-    let _serve = Serve(
-        Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["serve", "--config", "server.yaml"])
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("weir serve"),
-    );
+    let _serve = serve(&dir, &[]);
     eventually(&dir, "the server", || {
         client(&dir, port, &["routes", "set", "workflow:wc", "--cluster", "sp", "--queue", "root.default"])
             .status
@@ -415,16 +401,7 @@ fn a_backend_turning_unhealthy_is_the_reason_a_waiting_job_waits() {
             "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: sp\n    file: clusters/spark.yaml\n    backend: {{kind: spark-local, spark_home: spark}}\n"
         ),
     );
-    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
-    let _serve = Serve(
-        Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["serve", "--config", "server.yaml", "--single-tenant"])
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("weir serve"),
-    );
+    let _serve = serve(&dir, &["--single-tenant"]);
     let release = dir.join("release");
     let plain = |name: &str, command: &str| {
         format!(
@@ -491,16 +468,7 @@ fn a_run_queued_while_its_backend_cannot_be_set_up_records_that_wait() {
             "version: 1\nlisten: 127.0.0.1:{port}\ndata_dir: data\nclusters:\n  - name: sp\n    file: clusters/spark.yaml\n    backend: {{kind: spark-local, spark_home: spark}}\n"
         ),
     );
-    let log = std::fs::File::create(dir.join("serve.log")).expect("log");
-    let _serve = Serve(
-        Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["serve", "--config", "server.yaml", "--single-tenant"])
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("weir serve"),
-    );
+    let _serve = serve(&dir, &["--single-tenant"]);
     scratch.file(
         "plain.yaml",
         "version: 1\nworkflows:\n  - name: plain\n    queue: root.default\n    jobs:\n      - name: j\n        stages:\n          - {name: s, tasks: 1, resources: {cpu: 1000, memory: 1g}, command: \"true\"}\n",
