@@ -157,8 +157,9 @@ pub(crate) async fn sqlite_pool(url: &str, size: u32) -> Result<AnyPool, StoreEr
                 // acknowledgement), at one fsync per transaction — hence group commit.
                 // temp_store=MEMORY: a multi-row statement's statement journal and its
                 // `RETURNING` rows stay in memory; on files, most submission batches spilled
-                // them to a temporary file (an open, writes and an unlink per batch: ~40% of
-                // the process's CPU over old's at 32 clients). Nothing durable is kept there.
+                // them to a temporary file (an open, writes and an unlink per batch: most of
+                // the system time submissions still cost; BENCHMARKS.md). Nothing durable is
+                // kept there.
                 for pragma in [
                     "PRAGMA journal_mode=WAL",
                     "PRAGMA synchronous=FULL",
