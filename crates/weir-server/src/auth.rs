@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::RwLock;
 
 use axum::http::HeaderMap;
 use sha2::{Digest, Sha256};
@@ -118,8 +118,15 @@ pub fn hash_token(secret: &str) -> String {
     hex(&Sha256::digest(secret.as_bytes()))
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// Lower-case hex of `bytes` (a table lookup per digit: this runs for every request's token).
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
 }
 
 /// The admin token file of a data directory (mode 0600).
@@ -167,10 +174,12 @@ pub(crate) async fn ensure_admin_token(
     Ok(Some(secret))
 }
 
-/// Token lookups, cached briefly; failures counted in `/metrics`.
+/// Token lookups, cached briefly; failures counted in `/metrics`. The cache is read under a
+/// shared lock, so concurrent requests (most of them of a few tokens) do not queue behind
+/// each other; only a lookup that went to the store takes it exclusively, to insert.
 #[derive(Default)]
 pub struct Authenticator {
-    cache: Mutex<HashMap<String, (i64, Option<Principal>)>>,
+    cache: RwLock<HashMap<String, (i64, Option<Principal>)>>,
     metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
 }
 
@@ -184,7 +193,7 @@ pub fn bearer(value: &str) -> Option<&str> {
 
 impl Authenticator {
     pub fn new(metrics: std::sync::Arc<crate::metrics::Metrics>) -> Authenticator {
-        Authenticator { cache: Mutex::default(), metrics: Some(metrics) }
+        Authenticator { cache: RwLock::default(), metrics: Some(metrics) }
     }
 
     fn failed(&self, reason: &str) {
@@ -217,7 +226,7 @@ impl Authenticator {
     /// The holder of the token with this hash (a dashboard session's).
     pub async fn principal_by_hash(&self, store: &dyn JobStore, hash: String) -> Result<Principal, ApiError> {
         let now = now_ms();
-        let cached = self.cache.lock().ok().and_then(|c| c.get(&hash).cloned());
+        let cached = self.cache.read().ok().and_then(|c| c.get(&hash).cloned());
         let principal = match cached {
             Some((at, p)) if now - at < CACHE_MS => p,
             _ => {
@@ -241,7 +250,7 @@ impl Authenticator {
                         token_id: r.id,
                         grants: serde_json::from_str(&r.grants).unwrap_or_default(),
                     });
-                if let Ok(mut c) = self.cache.lock() {
+                if let Ok(mut c) = self.cache.write() {
                     if c.len() > 10_000 {
                         c.clear();
                     }

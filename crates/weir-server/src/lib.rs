@@ -225,7 +225,7 @@ impl Server {
         if let Some(listener) = listener {
             addr = listener.local_addr().ok();
             let notify = worker.as_ref().map(|w| w.notify.clone());
-            let mut state = state::AppState::new(
+            let mut state = state::Shared::new(
                 store.clone(),
                 registry.clone(),
                 notify,
@@ -242,7 +242,7 @@ impl Server {
                 secure: tls.is_some() || config.secure_cookies,
                 lifetime: config.session_lifetime,
             };
-            let app = app(state, config.body_limit);
+            let app = app(state.into(), config.body_limit);
             tasks.push(tokio::spawn(http::serve(listener, tls, config.http.clone(), app, stop_rx.clone())));
         }
         Ok(Server { addr, created_admin_token, store, stop, tasks, worker, _lock: lock })

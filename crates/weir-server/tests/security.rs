@@ -416,6 +416,59 @@ async fn rates_and_quotas_answer_429_with_retry_after() {
     s.stop(Stop::Now).await;
 }
 
+/// Many tokens submitting at once are each held to their own rate: the buckets no longer sit
+/// under one lock, and a lost update between concurrent requests would let a token through
+/// more than its burst (or charge one token's submission to another).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_submissions_of_many_tokens_are_each_rate_limited_on_their_own() {
+    const BURST: usize = 4;
+    const TRIES: usize = 12;
+    let dir = common::temp_dir("sec-rate-concurrent");
+    let mut c = common::config(&dir);
+    c.limits.submissions_per_second = 0.001;
+    c.limits.submission_burst = BURST as u32;
+    c.worker = false;
+    let url = format!("sqlite://{}", dir.join("weir.db").display());
+    let mut s = TestServer::start_with(c, &url).await;
+    let mut tokens = Vec::new();
+    for i in 0..4 {
+        tokens.push(token(&s, &format!("ads{i}"), &[("ads", "submitter")], json!({})).await);
+    }
+    // Every token's tries in flight together, interleaved across tokens.
+    let mut tries = Vec::new();
+    for n in 0..TRIES {
+        for (i, t) in tokens.iter().enumerate() {
+            let body = json!({"workflow": one_task("w", "root.ads.tier1", "true"), "logical_date": format!("{i}-{n}")});
+            let req = s.http.post(format!("{}/v1/runs", s.base)).bearer_auth(t).json(&body);
+            tries.push(tokio::spawn(async move { (i, req.send().await.map(|r| r.status().as_u16())) }));
+        }
+    }
+    let mut created = [0usize; 4];
+    let mut limited = [0usize; 4];
+    for t in tries {
+        let (i, status) = t.await.expect("task");
+        match status.expect("send") {
+            201 => created[i] += 1,
+            429 => limited[i] += 1,
+            other => panic!("token {i}: unexpected status {other}"),
+        }
+    }
+    assert_eq!(created, [BURST; 4], "each token's burst, no more and no less");
+    assert_eq!(limited, [TRIES - BURST; 4]);
+    // The store holds exactly the admitted runs, each audited under the token that sent it.
+    let (_, list) = s.call(Method::GET, "/v1/runs?project=ads&limit=500", None).await;
+    assert_eq!(list["runs"].as_array().map(Vec::len), Some(4 * BURST), "{list:#}");
+    let (_, audit) = s.call(Method::GET, "/v1/audit?action=submit&limit=500", None).await;
+    let mut per_token = std::collections::BTreeMap::<String, usize>::new();
+    for e in audit["entries"].as_array().into_iter().flatten() {
+        if e["outcome"] == "created" {
+            *per_token.entry(e["token"].as_str().unwrap_or_default().to_string()).or_default() += 1;
+        }
+    }
+    assert_eq!(per_token.values().copied().collect::<Vec<_>>(), vec![BURST; 4], "{audit:#}");
+    s.stop(Stop::Now).await;
+}
+
 /// Values that could never reach a task are refused at submission (they were accepted, then
 /// failed three times with exit 127 and empty logs): a 1 MB logical date, a NUL or an escape
 /// in a name.

@@ -155,9 +155,17 @@ pub(crate) async fn sqlite_pool(url: &str, size: u32) -> Result<AnyPool, StoreEr
             Box::pin(async move {
                 // synchronous=FULL: a commit is on disk before it is acknowledged (durable
                 // acknowledgement), at one fsync per transaction — hence group commit.
-                for pragma in
-                    ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA busy_timeout=10000"]
-                {
+                // temp_store=MEMORY: a multi-row statement's statement journal and its
+                // `RETURNING` rows stay in memory; on files, most submission batches spilled
+                // them to a temporary file (an open, writes and an unlink per batch: most of
+                // the system time submissions still cost; BENCHMARKS.md). Nothing durable is
+                // kept there.
+                for pragma in [
+                    "PRAGMA journal_mode=WAL",
+                    "PRAGMA synchronous=FULL",
+                    "PRAGMA busy_timeout=10000",
+                    "PRAGMA temp_store=MEMORY",
+                ] {
                     conn.execute(pragma).await?;
                 }
                 Ok(())

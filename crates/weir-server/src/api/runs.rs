@@ -82,11 +82,24 @@ pub(super) async fn submit_run(
         .get("idempotency-key")
         .and_then(|v| v.to_str().ok())
         .map(|k| format!("{}:{k}", principal.token_id));
-    let request_hash =
-        crate::auth::hash_token(&format!("{}:{}", is_yaml(&headers), String::from_utf8_lossy(&b)));
+    // The request's hash is what a reused key is checked against; without a key nothing reads
+    // it (the store keeps it only in the key's idempotency record), so it is not computed.
+    let request_hash = match idempotency_key {
+        Some(_) => request_hash(is_yaml(&headers), &b),
+        None => String::new(),
+    };
     let (status, created) = submit_parsed(&s, &peer, &principal, req, request_hash, idempotency_key).await?;
     s.metrics.observe_submission(started.elapsed());
     Ok((status, Json(created)).into_response())
+}
+
+/// The hash an idempotency record keeps of its request: the body and whether it was YAML.
+fn request_hash(yaml: bool, body: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(if yaml { b"true:".as_slice() } else { b"false:".as_slice() });
+    h.update(String::from_utf8_lossy(body).as_bytes());
+    crate::auth::hex(&h.finalize())
 }
 
 /// Refuse a submission over the token's rate. Global admins (the operator's own tools) are not
@@ -119,8 +132,9 @@ async fn submit_parsed(
 ) -> Result<(StatusCode, RunCreated), ApiError> {
     let limited = !principal.is_global_admin();
     submit::check_params(&req.params)?;
-    let spec_value = match (&req.workflow, &req.workflow_name) {
-        (Some(w), None) => w.clone(),
+    let mut req = req;
+    let spec_value = match (req.workflow.take(), &req.workflow_name) {
+        (Some(w), None) => w,
         (None, Some(name)) => registered(s, principal, name, req.project.as_deref()).await?,
         _ => {
             return Err(
