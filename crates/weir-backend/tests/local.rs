@@ -398,39 +398,3 @@ async fn attempts_in_the_nested_folders_of_an_earlier_weir_are_recovered_and_not
     assert!(matches!(again, Err(BackendError::AlreadyStarted { .. })), "{again:?}");
     assert!(!state.join("old+a").exists(), "no new folder for a refused start");
 }
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reused_attempt_folder_holds_nothing_of_the_previous_attempt() {
-    use std::os::unix::fs::MetadataExt;
-    let mut f = Fixture::new("reuse");
-    // Killed: its folder holds a kill marker, the wrapper's status (143) and its record.
-    let first = f.start("reuse/a", "echo ready; exec sleep 300").await;
-    let stdout = f.launch("reuse/a", "").stdout;
-    eventually("the task to start", || read(&stdout).contains("ready")).await;
-    f.backend().kill(&first, Duration::from_secs(30)).await.unwrap();
-    assert_eq!(f.next_exit().await.exit, Exit::Killed);
-    assert!(first.dir.join("killed").exists());
-    assert_eq!(read(&first.dir.join("status")), "143\n");
-    let inode = std::fs::metadata(&first.dir).unwrap().ino();
-    f.backend().forget(&first).await.unwrap();
-    assert!(!first.dir.exists());
-
-    // The next start takes that folder (the same inode), emptied.
-    let second = f.start("reuse/b", "while [ ! -e go ]; do sleep 0.05; done; exit 4").await;
-    assert_eq!(std::fs::metadata(&second.dir).unwrap().ino(), inode, "the emptied folder was not re-used");
-    assert_eq!(read(&second.dir.join("status")), "");
-    assert!(!second.dir.join("killed").exists());
-    assert_eq!(Launched::from_json(&read(&second.dir.join("launched.json"))).unwrap(), second);
-
-    // After a restart the backend reads this attempt's own state: running, then its own exit
-    // (not the previous attempt's kill).
-    f.restart();
-    assert_eq!(f.backend().recover(&second.attempt).await.unwrap(), Recovered::Running(second.clone()));
-    std::fs::write(f.work().join("go"), "").unwrap();
-    let exit = f.next_exit().await;
-    assert_eq!((exit.attempt.as_str(), exit.exit), ("reuse/b", Exit::Code(4)));
-    // Started once: its (re-used) folder still refuses a second start.
-    let err = f.backend().start(&f.launch("reuse/b", "true")).await.unwrap_err();
-    assert!(matches!(err, BackendError::AlreadyStarted { .. }), "{err}");
-    f.no_more_exits().await;
-}

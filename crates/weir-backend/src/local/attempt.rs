@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use rustix::process::{pidfd_open, Pid, PidfdFlags};
 
 use super::cgroup::Placement;
-use super::spare::{Spares, Taken};
 use super::{procfs, spawn};
 use crate::{BackendError, Exit, Launched, TaskLaunch};
 
@@ -169,15 +168,14 @@ fn open_log(attempt: &str, path: &Path) -> Result<File, BackendError> {
 }
 
 /// Writes the attempt's record into its new folder. Not through a temporary file: the file is
-/// new or an emptied spare's (`O_TRUNC`), and small, so a reader sees it whole, empty or — only
-/// after a crash of the machine mid-write — torn, which [`read_record`] treats as no record
-/// (the attempt is then found by its process, or counts as never started).
+/// new (`O_EXCL`) and small, so a reader sees it whole or — only after a crash of the machine
+/// mid-write — torn, which [`read_record`] treats as no record (the attempt is then found by
+/// its process, or counts as never started).
 fn write_record(attempt: &str, dir: &Path, record: &Launched) -> Result<(), BackendError> {
     let path = dir.join(RECORD_FILE);
     let mut f = OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .open(&path)
         .map_err(io_err(attempt, "create", &path))?;
     f.write_all(record.to_json().as_bytes()).map_err(io_err(attempt, "write", &path))
@@ -243,11 +241,10 @@ pub(crate) fn spawn(
     inherited: &[(String, std::ffi::OsString)],
     boot_id: &str,
     cgroups: &Placement,
-    spares: &Spares,
 ) -> Result<Spawned, BackendError> {
     let attempt = launch.attempt.as_str();
     check(launch)?;
-    create_attempt_dir(attempt, &dir, legacy, spares)?;
+    create_attempt_dir(attempt, &dir, legacy)?;
     make_workdir(launch)?;
     let stdout = open_log(attempt, &launch.stdout)?;
     let stderr = if launch.stderr == launch.stdout {
@@ -255,14 +252,12 @@ pub(crate) fn spawn(
     } else {
         open_log(attempt, &launch.stderr)?
     };
-    // New, or an emptied spare's: the folder (made or renamed above) is the started-once guard.
     let status_path = dir.join(STATUS_FILE);
-    let status = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&status_path)
-        .map_err(io_err(attempt, "create", &status_path))?;
+    let status = OpenOptions::new().write(true).create_new(true).open(&status_path).map_err(io_err(
+        attempt,
+        "create",
+        &status_path,
+    ))?;
 
     let r = launch.resources;
     let program = spawn::Program {
@@ -365,24 +360,13 @@ pub(crate) fn spawn(
     Ok(Spawned { launched, pidfd })
 }
 
-/// A new folder per attempt — an emptied spare renamed to its name when there is one
-/// (`spare.rs`): if it exists, this attempt was started before (perhaps by a server that
-/// crashed before recording it), and starting it again could run it twice. `legacy` is where
-/// an earlier weir kept the attempt's folder (nested by the id's segments), checked too so that
-/// an upgrade does not forget what was started.
-fn create_attempt_dir(
-    attempt: &str,
-    dir: &Path,
-    legacy: Option<&Path>,
-    spares: &Spares,
-) -> Result<(), BackendError> {
+/// A new folder per attempt: if it exists, this attempt was started before (perhaps by a
+/// server that crashed before recording it), and starting it again could run it twice.
+/// `legacy` is where an earlier weir kept the attempt's folder (nested by the id's segments),
+/// checked too so that an upgrade does not forget what was started.
+fn create_attempt_dir(attempt: &str, dir: &Path, legacy: Option<&Path>) -> Result<(), BackendError> {
     if legacy.is_some_and(|l| l.symlink_metadata().is_ok()) {
         return Err(BackendError::AlreadyStarted { attempt: attempt.to_string() });
-    }
-    match spares.take(dir) {
-        Taken::Reused => return Ok(()),
-        Taken::Exists => return Err(BackendError::AlreadyStarted { attempt: attempt.to_string() }),
-        Taken::None => {}
     }
     let mut result = fs::create_dir(dir);
     if matches!(&result, Err(e) if e.kind() == io::ErrorKind::NotFound) {

@@ -10,9 +10,8 @@
 //! What a start costs, and why it is no more: one vfork-style clone and exec of `/bin/sh`
 //! (`spawn.rs`: never a `fork`, whose copy-on-write faults grow with the server — also when the
 //! task switches user or joins cgroups),
-//! one subshell fork, one folder with its record file and the status file the wrapper writes
-//! (in steady state an emptied earlier attempt's folder renamed, not new inodes: `spare.rs`),
-//! and the caller's log files (their folder only when missing). On a virtual machine each `exec` of a
+//! one subshell fork, one folder, one record file, the status file the wrapper writes, and the
+//! caller's log files (their folder only when missing). On a virtual machine each `exec` of a
 //! dynamically linked program is the dearest part (the loader's CPU-feature probing traps to
 //! the hypervisor), hence a single shell.
 //!
@@ -42,7 +41,6 @@
 mod attempt;
 mod cgroup;
 mod procfs;
-mod spare;
 mod spawn;
 mod watch;
 
@@ -104,8 +102,6 @@ struct Inner {
     boot_id: String,
     exits: ExitSender,
     cgroups: cgroup::Placement,
-    /// Emptied attempt folders for the next starts (`spare.rs`).
-    spares: spare::Spares,
     watched: Mutex<HashMap<AttemptId, Watched>>,
 }
 
@@ -158,8 +154,7 @@ impl LocalBackend {
         } else {
             cgroup::Placement::none("cgroups are turned off in the backend's settings")
         };
-        let spares = spare::Spares::new(&config.state_dir);
-        let inner = Inner { config, inherited, boot_id, exits, cgroups, spares, watched };
+        let inner = Inner { config, inherited, boot_id, exits, cgroups, watched };
         Ok(LocalBackend { inner: Arc::new(inner) })
     }
 
@@ -181,7 +176,6 @@ impl Drop for LocalBackend {
             w.task.abort();
         }
         self.inner.cgroups.remove_if_unused();
-        self.inner.spares.remove_all();
     }
 }
 
@@ -251,7 +245,6 @@ impl LocalBackend {
                 &inner.inherited,
                 &inner.boot_id,
                 &inner.cgroups,
-                &inner.spares,
             )
         })
         .await?;
@@ -371,12 +364,9 @@ impl LocalBackend {
         let root = self.inner.config.state_dir.clone();
         let attempt = task.attempt.to_string();
         let cgroups = task.cgroups.clone();
-        let inner = Arc::clone(&self.inner);
+        let placement = self.inner.cgroups.clone();
         blocking(&task.attempt, move || {
-            inner.cgroups.remove(&cgroups);
-            if inner.spares.give(&dir) {
-                return Ok(());
-            }
+            placement.remove(&cgroups);
             remove_attempt_dir(&attempt, &dir, &root)
         })
         .await
