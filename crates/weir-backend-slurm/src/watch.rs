@@ -11,7 +11,8 @@
 //! [`CLAIM_GRACE`] after its marker claimed its end is cancelled (a task can write its own
 //! marker). Jobs asked to stop, and markers without a readable status, are read one by one
 //! (`GET /job/{id}`). The listing of every job runs at most once per interval and no more often
-//! than every ten times its own last duration (four without markers): a listing carries every job
+//! than every thirty times its own last duration, up to 30 s apart (four times without
+//! markers): a listing carries every job
 //! Slurm keeps (finished ones for `MinJobAge`), which on a busy Slurm is megabytes of JSON that
 //! slurmctld packs, slurmrestd writes and weir reads — work taken from the jobs themselves on a
 //! small machine. The listing still finds every end the markers miss (jobs killed, timed out,
@@ -66,8 +67,25 @@ pub(crate) struct Claim {
 pub(crate) const CLAIM_GRACE: Duration = Duration::from_secs(10);
 
 /// With end markers, listings are spaced by at least this many times the last one's duration:
-/// the markers carry the ends, a listing only checks them and finds the ends they miss.
-const LISTING_SPACING: u32 = 10;
+/// the markers carry the ends, a listing only checks them and finds the ends they miss. At 10×
+/// slurmrestd spent ~2.9 s of CPU per 2,000 weir jobs against 1.1 s for the same jobs submitted
+/// directly; at 30×, ~2.2 s (BENCHMARKS.md, issue 19).
+const LISTING_SPACING: u32 = 30;
+
+/// The longest gap between two listings (with markers): an end no marker tells of (a job
+/// killed by Slurm, timed out, failed before its script ran) is found within about this.
+const LISTING_GAP_MAX: Duration = Duration::from_secs(30);
+
+/// When the next listing may run after one that took `took`: no sooner than `interval`, and
+/// with markers 30 times its own duration (capped at [`LISTING_GAP_MAX`], unless `interval` is
+/// longer), without them 4 times.
+pub(crate) fn listing_gap(interval: Duration, took: Duration, markers: bool) -> Duration {
+    if markers {
+        interval.max((took * LISTING_SPACING).min(LISTING_GAP_MAX))
+    } else {
+        interval.max(took * 4)
+    }
+}
 
 /// What the poller and the trait methods share.
 #[derive(Default)]
@@ -183,8 +201,7 @@ pub(crate) async fn poll(
         }
         let jobs: HashMap<u64, JobInfo> = jobs_of(&listing).into_iter().map(|j| (j.id, j)).collect();
         drop(listing);
-        next_listing =
-            Instant::now() + interval.max(started.elapsed() * if markers { LISTING_SPACING } else { 4 });
+        next_listing = Instant::now() + listing_gap(interval, started.elapsed(), markers);
         let now = Instant::now();
         let mut hard = Vec::new();
         let mut ended = Vec::new();
@@ -433,6 +450,22 @@ pub(crate) fn lock(w: &Mutex<Watched>) -> std::sync::MutexGuard<'_, Watched> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn listings_are_spaced_by_thirty_durations_up_to_thirty_seconds_with_markers() {
+        let ms = Duration::from_millis;
+        let s = Duration::from_secs;
+        // A 346 ms listing (2,000 jobs kept): the next one 10.4 s later with markers, 1.4 s without.
+        assert_eq!(listing_gap(s(1), ms(346), true), ms(10_380));
+        assert_eq!(listing_gap(s(1), ms(346), false), ms(1_384));
+        // A cheap listing: the interval bounds it.
+        assert_eq!(listing_gap(s(1), ms(4), true), s(1));
+        // A slow one: markers or not, an end they miss is found within 30 s…
+        assert_eq!(listing_gap(s(1), s(3), true), s(30));
+        // …unless the operator's interval is longer.
+        assert_eq!(listing_gap(s(60), s(3), true), s(60));
+        assert_eq!(listing_gap(s(1), s(3), false), s(12));
+    }
+
     use super::*;
 
     fn job(state: &str, exit_code: i64) -> JobInfo {
