@@ -175,7 +175,9 @@ impl Validator {
         if raw.nodes.is_empty() {
             self.problem(
                 "nodes",
-                "the cluster has no nodes; add e.g. `- {count: 10, resources: {cpu: 16000, memory: 64g}}`",
+                "the cluster has no nodes; add e.g. `- {count: 10, resources: {cpu: 16000, memory: 64g}}` \
+                 (a cluster whose nodes come from its backend, `nodes: from_backend` in a server file, \
+                 is checked with that file: `weir backends --config server.yaml`)",
             );
         }
 
