@@ -1,5 +1,5 @@
-//! The live queue tree and the pending jobs' explanations, as the engine actor publishes them to
-//! the store (about once a second) for the service layer to read without touching the engine.
+//! The live queue tree, nodes and the pending jobs' explanations, as the engine actor publishes them
+//! (about once a second, in parts) for the service layer to read without touching the engine.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
