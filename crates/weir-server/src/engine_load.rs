@@ -27,8 +27,15 @@ pub trait EngineLoad: Send + Sync {
     /// (what `/metrics` reports as the pass time; the queue snapshot is published after it).
     fn after_pass(&mut self, took: Duration);
     /// The actor published its queue snapshot (about once a second, after a pass): building
-    /// it from the engine and writing it to the store took `took`.
+    /// its parts from the engine and putting them on the process's board held the actor for
+    /// `took`.
     fn published(&mut self, took: Duration);
+    /// The actor's store writer wrote a snapshot (off the actor): serializing the parts that
+    /// changed and the store write took `took`; `changed`: some part had changed (else it was
+    /// the periodic rewrite of an unchanged one).
+    fn written(&mut self, took: Duration, changed: bool) {
+        let _ = (took, changed);
+    }
 }
 
 static LOADS: Mutex<Option<HashMap<String, Box<dyn EngineLoad>>>> = Mutex::new(None);

@@ -208,11 +208,13 @@ impl Server {
         let kinds =
             config.backends.iter().map(|(name, b)| (name.clone(), (b.kind(), b.runs_spark()))).collect();
         let backends = Arc::new(backend_status::BackendStatuses::new(refusing, kinds));
+        let snapshots = Arc::new(snapshot::SnapshotBoard::default());
         let worker = if config.worker {
             Some(worker::start(
                 &config,
                 metrics.clone(),
                 backends.clone(),
+                snapshots.clone(),
                 store.clone(),
                 registry.clone(),
                 task_users.clone(),
@@ -234,6 +236,7 @@ impl Server {
                 task_users.clone(),
             );
             state.backends = backends.clone();
+            state.snapshots = snapshots.clone();
             state.planning = config.planning;
             state.router = Arc::new(routing::Router::new(config.routing.clone()));
             state.advisor = advisor.clone();

@@ -21,7 +21,7 @@ pub(crate) async fn cluster_nodes(
     let mut out = Vec::new();
     for (name, snap) in crate::state::served_snapshots(s, cluster).await? {
         let (as_of_ms, nodes) = match snap {
-            Some(sn) => (sn.queues.and_then(|q| q.as_of_ms), sn.nodes),
+            Some(sn) => (sn.as_of_ms, (*sn.nodes.value).clone()),
             None => (None, Vec::new()),
         };
         out.push(ClusterNodes { cluster: name, as_of_ms, nodes });

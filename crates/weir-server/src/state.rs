@@ -10,7 +10,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
 use tokio::sync::Notify;
-use weir_api::{ClusterConfigApplied, ClusterQueues, Role};
+use weir_api::{ClusterConfigApplied, ClusterQueues, QueueInfo, Role};
 use weir_store::{AuditEntry, JobStore, RunRow};
 
 use crate::auth::{Authenticator, Principal};
@@ -19,7 +19,7 @@ use crate::config::Limits;
 use crate::error::ApiError;
 use crate::limits::SubmissionRate;
 use crate::metrics::Metrics;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Published, Snapshot};
 use crate::submit::{project_of_queue, Writer};
 use crate::time::now_ms;
 
@@ -69,6 +69,8 @@ pub struct Shared {
     pub output_bucket: Option<String>,
     /// The balancing advisor's settings ("Advise now" uses its window).
     pub advisor: Arc<crate::advice::AdvisorSettings>,
+    /// The queue snapshots this process's engine actors published (read before the store's).
+    pub snapshots: Arc<crate::snapshot::SnapshotBoard>,
 }
 
 /// The dashboard's session cookies: `Secure` when the browser reaches the server over TLS
@@ -110,6 +112,7 @@ impl Shared {
             router: Arc::default(),
             output_bucket: None,
             advisor: Arc::new(crate::advice::AdvisorSettings::default()),
+            snapshots: Arc::default(),
         }
     }
 
@@ -195,32 +198,69 @@ pub(crate) async fn readable_run_by(
     Ok((principal, run))
 }
 
-pub(crate) async fn snapshot(s: &AppState, cluster: &str) -> Result<Option<(Snapshot, i64)>, ApiError> {
+/// The cluster's last published snapshot: this process's actor's (shared, nothing parsed) when
+/// it runs the cluster, else the store's (parsed).
+pub(crate) async fn snapshot(s: &AppState, cluster: &str) -> Result<Option<Arc<Published>>, ApiError> {
+    if let Some(p) = s.snapshots.get(cluster) {
+        return Ok(Some(p));
+    }
     let rows = s.store.snapshots().await?;
-    Ok(rows
-        .into_iter()
-        .find(|r| r.cluster == cluster)
-        .and_then(|r| serde_json::from_str::<Snapshot>(&r.body).ok().map(|sn| (sn, r.taken_ms))))
+    Ok(rows.into_iter().find(|r| r.cluster == cluster).and_then(|r| parse_snapshot(&r.body, r.taken_ms)))
 }
 
-/// Each served cluster (or only `cluster`) with its last published snapshot, if any.
+fn parse_snapshot(body: &str, taken_ms: i64) -> Option<Arc<Published>> {
+    serde_json::from_str::<Snapshot>(body).ok().map(|sn| Arc::new(Published::from_snapshot(sn, taken_ms)))
+}
+
+/// Each served cluster (or only `cluster`) with its last published snapshot, if any (as
+/// [`snapshot`] finds it; the store is read only if some cluster is not on this process's
+/// board).
 pub(crate) async fn served_snapshots(
     s: &AppState,
     cluster: Option<&str>,
-) -> Result<Vec<(String, Option<Snapshot>)>, ApiError> {
-    let rows = s.store.snapshots().await?;
-    Ok(s.registry
-        .cluster_names()
+) -> Result<Vec<(String, Option<Arc<Published>>)>, ApiError> {
+    let names: Vec<String> =
+        s.registry.cluster_names().into_iter().filter(|name| cluster.is_none_or(|c| c == name)).collect();
+    let local: Vec<Option<Arc<Published>>> = names.iter().map(|n| s.snapshots.get(n)).collect();
+    let rows = if local.iter().any(Option::is_none) { s.store.snapshots().await? } else { Vec::new() };
+    Ok(names
         .into_iter()
-        .filter(|name| cluster.is_none_or(|c| c == name))
-        .map(|name| {
-            let snap = rows
-                .iter()
-                .find(|r| r.cluster == name)
-                .and_then(|r| serde_json::from_str::<Snapshot>(&r.body).ok());
+        .zip(local)
+        .map(|(name, local)| {
+            let snap = local.or_else(|| {
+                rows.iter().find(|r| r.cluster == name).and_then(|r| parse_snapshot(&r.body, r.taken_ms))
+            });
             (name, snap)
         })
         .collect())
+}
+
+/// One queue of a served cluster (or of the first served cluster that has it), as `p` may see
+/// it: looked up by path in the published tree, nothing else copied.
+pub(crate) async fn one_queue(
+    s: &AppState,
+    p: &Principal,
+    cluster: Option<&str>,
+    path: &str,
+) -> Result<Option<QueueInfo>, ApiError> {
+    let clusters = served_snapshots(s, cluster).await?;
+    if let Some(c) = cluster {
+        if clusters.is_empty() {
+            return Err(ApiError::not_found(format!("no cluster `{c}`")).field("cluster"));
+        }
+    }
+    for (_, snap) in clusters {
+        let Some(tree) = snap.as_ref().and_then(|sn| Option::as_ref(&*sn.queues.value)) else { continue };
+        let Some(q) = tree.get(path) else { continue };
+        if !p.can_all(Role::Viewer) {
+            let paths: Vec<String> = tree.tree.queues.iter().map(|q| q.path.clone()).collect();
+            if !queue_visible(p, path, &paths) {
+                continue;
+            }
+        }
+        return Ok(Some(q.clone()));
+    }
+    Ok(None)
 }
 
 pub(crate) async fn cluster_queues(
@@ -229,7 +269,7 @@ pub(crate) async fn cluster_queues(
 ) -> Result<Vec<ClusterQueues>, ApiError> {
     let mut out = Vec::new();
     for (name, snap) in served_snapshots(s, cluster).await? {
-        let queues = snap.and_then(|sn| sn.queues).unwrap_or_else(|| ClusterQueues {
+        let queues = snap.and_then(|sn| sn.cluster_queues()).unwrap_or_else(|| ClusterQueues {
             cluster: name.clone(),
             as_of_ms: None,
             total: Default::default(),

@@ -84,10 +84,8 @@ async fn queue(
 ) -> Result<Json<weir_api::QueueInfo>, ApiError> {
     let p = s.principal(&headers).await?;
     let want = if path.starts_with("root") { path.clone() } else { format!("root.{path}") };
-    visible_queues(&p, cluster_queues(&s, q.cluster.as_deref()).await?)
-        .into_iter()
-        .flat_map(|c| c.queues)
-        .find(|q| q.path == want)
+    crate::state::one_queue(&s, &p, q.cluster.as_deref(), &want)
+        .await?
         .map(Json)
         .ok_or_else(|| ApiError::not_found(format!("no queue {want}")))
 }

@@ -400,7 +400,7 @@ pub(super) async fn get_run(
     let waits = s.store.waits(id).await?;
     let decisions = s.store.slo_decisions(id).await?;
     let explanations = if RunState::parse(&run.state).is_some_and(|st| !st.is_terminal()) {
-        snapshot(&s, &run.cluster).await?.map(|(sn, _)| sn.explanations).unwrap_or_default()
+        snapshot(&s, &run.cluster).await?.map(|sn| (*sn.explanations.value).clone()).unwrap_or_default()
     } else {
         BTreeMap::new()
     };
@@ -594,7 +594,7 @@ pub(super) async fn explain_run(
         .filter(|j| !matches!(j.state.as_str(), "succeeded" | "failed" | "killed"))
         .map(|j| {
             let text =
-                snap.as_ref().and_then(|(sn, _)| sn.explanations.get(&format!("{id}/{}", j.idx)).cloned());
+                snap.as_ref().and_then(|sn| sn.explanations.value.get(&format!("{id}/{}", j.idx)).cloned());
             let explanation = match (j.state.as_str(), text) {
                 (_, Some(t)) => t,
                 ("pending", None) => "waits for the jobs it comes after".to_string(),

@@ -227,7 +227,7 @@ pub async fn run(
         Vec::new()
     } else {
         let snap = try_page!(crate::state::snapshot(&s, &r.cluster).await);
-        let texts = snap.map(|(sn, _)| sn.explanations).unwrap_or_default();
+        let texts = snap.map(|sn| (*sn.explanations.value).clone()).unwrap_or_default();
         jobs.iter()
             .filter_map(|j| {
                 texts.get(&format!("{id}/{}", j.idx)).map(|t| Explained {

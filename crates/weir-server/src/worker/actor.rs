@@ -11,6 +11,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::task::JoinHandle;
+
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::{watch, Notify};
 use weir_backend::{Backend, Launched, TaskExit, TaskLaunch};
@@ -25,7 +27,7 @@ use super::{Ended, WorkerSettings};
 use crate::clusters::Registry;
 use crate::config::Stop;
 use crate::metrics::Metrics;
-use crate::snapshot::{self, Snapshot};
+use crate::snapshot::{self, BodyCache, Published, Publisher};
 use crate::time::now_ms;
 
 /// Most queued runs claimed per pass.
@@ -93,6 +95,10 @@ pub(crate) struct Actor {
     pub jockey: crate::jockey::JockeyBook,
     /// A bench's synthetic load (`engine_load.rs`); none in a real server.
     pub load: Option<Box<dyn crate::engine_load::EngineLoad>>,
+    /// The snapshot's parts as last published (what changed since).
+    pub publisher: Publisher,
+    /// Writes published snapshots to the store, off the actor.
+    pub writer: SnapshotWriter,
 }
 
 /// What the metrics need of a run when its state changes.
@@ -194,9 +200,11 @@ pub(crate) async fn run(
         (0..loaded.config.queues.len()).filter(|&i| loaded.config.queues[i].is_leaf()).collect();
     let names = leaves.iter().map(|&i| loaded.config.queues[i].path.to_string()).collect();
     let recorder = UsageRecorder::new(names, settings.usage_resolution_ms, now_ms().max(0) as u64);
+    let writer =
+        SnapshotWriter::start(store.clone(), fence.clone(), settings.lease_ms, settings.metrics.clone());
     let mut actor = Actor {
         cluster: cluster.to_string(),
-        fence,
+        fence: fence.clone(),
         store: store.clone(),
         metrics: settings.metrics.clone(),
         settings,
@@ -232,11 +240,17 @@ pub(crate) async fn run(
         spare_executors: HashMap::new(),
         jockey: Default::default(),
         load: crate::engine_load::take(cluster),
+        publisher: Publisher::default(),
+        writer,
     };
+    let board = actor.settings.snapshots.clone();
     let ended = match actor.recover().await {
         Ok(()) => actor.serve(registry, &mut stop, notify, exits, started_rx).await,
         Err(e) => e,
     };
+    // Readers go back to the store (whoever owns the cluster next publishes there); the last
+    // snapshot is written before the lease is given up.
+    board.remove(cluster);
     // Starts not yet begun are dropped: their intents are in the store, and whoever owns the
     // cluster next asks the backend about them.
     starter_task.abort();
@@ -256,6 +270,20 @@ impl Actor {
     }
 
     async fn serve(
+        mut self,
+        registry: &Registry,
+        stop: &mut watch::Receiver<Stop>,
+        notify: Arc<Notify>,
+        exits: UnboundedReceiver<TaskExit>,
+        started: UnboundedReceiver<Started>,
+    ) -> Ended {
+        let writer = self.writer.handle();
+        let ended = self.serve_until_ended(registry, stop, notify, exits, started).await;
+        writer.finish().await;
+        ended
+    }
+
+    async fn serve_until_ended(
         mut self,
         registry: &Registry,
         stop: &mut watch::Receiver<Stop>,
@@ -349,14 +377,20 @@ impl Actor {
                     t0.elapsed() - t3
                 );
             }
+            if let Some(e) = self.writer.failed() {
+                return e;
+            }
             if now_ms() - last_snapshot >= 1000 {
                 last_snapshot = now_ms();
                 let t0 = std::time::Instant::now();
-                if let Err(e) = self.publish().await {
-                    return e;
-                }
+                self.publish();
+                let held = t0.elapsed();
+                let written = self.writer.took();
                 if let Some(load) = &mut self.load {
-                    load.published(t0.elapsed());
+                    load.published(held);
+                    for (took, changed) in written {
+                        load.written(took, changed);
+                    }
                 }
             }
             // Sleep until the next input, the engine's wakeup or the tick.
@@ -536,7 +570,10 @@ impl Actor {
         }
     }
 
-    async fn publish(&mut self) -> Result<(), Ended> {
+    /// Publish the queue snapshot: build its parts from the engine, keep those that did not
+    /// change, put it on this process's board (readers here see it at once) and hand it to the
+    /// store writer. Serializing and writing the store happen off the actor.
+    fn publish(&mut self) {
         let now = now_ms();
         let explanations = self.explanations(now);
         let mut nodes = [0_i64; 3];
@@ -551,20 +588,14 @@ impl Actor {
             }] += 1;
         }
         self.metrics.set_nodes(&self.cluster, nodes);
-        let snap = Snapshot {
-            queues: Some(snapshot::queues(&self.cluster, &self.engine, now)),
+        let (published, _) = self.publisher.publish(
+            now,
+            snapshot::queues(&self.cluster, &self.engine, now),
+            snapshot::nodes(&self.engine),
             explanations,
-            nodes: snapshot::nodes(&self.engine),
-        };
-        let body = serde_json::to_string(&snap).unwrap_or_default();
-        let t0 = std::time::Instant::now();
-        let published = self.store.publish_snapshot(&self.fence, self.lease_until(), &body, now).await;
-        self.metrics.observe_store("publish", t0.elapsed());
-        match published {
-            Ok(()) => Ok(()),
-            Err(StoreError::LeaseLost { .. }) => Err(Ended::LeaseLost),
-            Err(e) => Err(Ended::Failed(format!("cannot publish the queue snapshot: {e}"))),
-        }
+        );
+        self.settings.snapshots.set(&self.cluster, published.clone());
+        self.writer.send(published);
     }
 
     /// Claim queued runs of this cluster: route them (creating their jobs and tasks) and
@@ -648,5 +679,115 @@ struct AbortOnDrop(tokio::task::JoinHandle<()>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+/// Writes the actor's published snapshots to the store on a task of its own: the body is built
+/// from the parts (only changed parts serialized again, on a blocking thread) and written fenced,
+/// like every worker write. Only the newest snapshot waits: one published while a write is under
+/// way replaces any older one not yet written. A snapshot whose parts are all unchanged is
+/// written again only when the stored one is [`REWRITE_MS`] old (its `taken_ms` is the store
+/// readers' "as of").
+pub(crate) struct SnapshotWriter {
+    tx: watch::Sender<Option<Arc<Published>>>,
+    shared: Arc<WriterShared>,
+    task: Option<JoinHandle<()>>,
+}
+
+/// At least this often the store's snapshot is written again, changed or not.
+const REWRITE_MS: i64 = 10_000;
+
+#[derive(Default)]
+struct WriterShared {
+    /// Why writing stopped: the lease was lost, or the store failed.
+    failed: std::sync::Mutex<Option<Ended>>,
+    /// Writes done since last asked: how long each took (serialize + store), and whether any
+    /// part had changed.
+    took: std::sync::Mutex<Vec<(Duration, bool)>>,
+}
+
+/// Waits for a [`SnapshotWriter`]'s last write when the actor ends.
+pub(crate) struct WriterHandle {
+    tx: Option<watch::Sender<Option<Arc<Published>>>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl WriterHandle {
+    pub async fn finish(mut self) {
+        drop(self.tx.take());
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl SnapshotWriter {
+    fn start(store: Arc<dyn JobStore>, fence: Fence, lease_ms: i64, metrics: Arc<Metrics>) -> SnapshotWriter {
+        let (tx, rx) = watch::channel(None);
+        let shared = Arc::new(WriterShared::default());
+        let task = tokio::spawn(write_snapshots(store, fence, lease_ms, metrics, rx, shared.clone()));
+        SnapshotWriter { tx, shared, task: Some(task) }
+    }
+
+    fn send(&self, published: Arc<Published>) {
+        self.tx.send_replace(Some(published));
+    }
+
+    fn failed(&self) -> Option<Ended> {
+        self.shared.failed.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    fn took(&self) -> Vec<(Duration, bool)> {
+        std::mem::take(&mut *self.shared.took.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The writer's sender and task, taken out to wait on when the actor ends.
+    fn handle(&mut self) -> WriterHandle {
+        let (tx, _) = watch::channel(None);
+        WriterHandle { tx: Some(std::mem::replace(&mut self.tx, tx)), task: self.task.take() }
+    }
+}
+
+async fn write_snapshots(
+    store: Arc<dyn JobStore>,
+    fence: Fence,
+    lease_ms: i64,
+    metrics: Arc<Metrics>,
+    mut rx: watch::Receiver<Option<Arc<Published>>>,
+    shared: Arc<WriterShared>,
+) {
+    let mut cache = Some(BodyCache::default());
+    // The parts' versions and the time of the last snapshot written.
+    let mut written: Option<([u64; 3], i64)> = None;
+    while rx.changed().await.is_ok() {
+        let Some(published) = rx.borrow_and_update().clone() else { continue };
+        let versions = [published.queues.version, published.nodes.version, published.explanations.version];
+        let changed = written.is_none_or(|(v, _)| v != versions);
+        if !changed && written.is_some_and(|(_, at)| published.taken_ms - at < REWRITE_MS) {
+            continue;
+        }
+        let t0 = std::time::Instant::now();
+        let mut c = cache.take().unwrap_or_default();
+        let p = published.clone();
+        let Ok((body, c)) = tokio::task::spawn_blocking(move || (c.body(&p), c)).await else {
+            cache = Some(BodyCache::default());
+            continue;
+        };
+        cache = Some(c);
+        let t1 = std::time::Instant::now();
+        let result = store.publish_snapshot(&fence, now_ms() + lease_ms, &body, published.taken_ms).await;
+        metrics.observe_store("publish", t1.elapsed());
+        match result {
+            Ok(()) => written = Some((versions, published.taken_ms)),
+            Err(e) => {
+                let why = match e {
+                    StoreError::LeaseLost { .. } => Ended::LeaseLost,
+                    e => Ended::Failed(format!("cannot publish the queue snapshot: {e}")),
+                };
+                *shared.failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+                return;
+            }
+        }
+        shared.took.lock().unwrap_or_else(|e| e.into_inner()).push((t0.elapsed(), changed));
     }
 }

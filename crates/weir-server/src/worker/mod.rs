@@ -59,6 +59,8 @@ pub(crate) struct WorkerSettings {
     pub health_interval: Duration,
     /// Where stages' outputs go (`worker/commit.rs`).
     pub outputs: Arc<crate::outputs::Outputs>,
+    /// The snapshots this process's actors publish, for its API to read.
+    pub snapshots: Arc<crate::snapshot::SnapshotBoard>,
 }
 
 impl WorkerSettings {
@@ -100,6 +102,7 @@ pub(crate) fn start(
     config: &ServerConfig,
     metrics: Arc<Metrics>,
     statuses: Arc<BackendStatuses>,
+    snapshots: Arc<crate::snapshot::SnapshotBoard>,
     store: Arc<dyn JobStore>,
     registry: Arc<Registry>,
     task_users: Arc<crate::isolation::TaskUsers>,
@@ -121,6 +124,7 @@ pub(crate) fn start(
         statuses,
         health_interval: Duration::from_secs(15),
         outputs: crate::outputs::Outputs::open(&config.outputs, &config.data_dir),
+        snapshots,
     };
     // The sweeper and the store's counters, once for the process (every actor's uploads).
     let (outputs, sweep_metrics, mut sweep_stop) =
