@@ -403,6 +403,10 @@ pub struct ClusterNodes {
 pub struct NodeInfo {
     /// The engine's node id, e.g. `n3`.
     pub id: String,
+    /// The target's own name for the node (a Slurm node, a Kubernetes node, a Spark worker)
+    /// when the cluster's nodes come from its backend (`nodes: from_backend`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     /// `running` (accepting containers), `full` (nothing more fits: no core or no memory

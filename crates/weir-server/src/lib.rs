@@ -212,9 +212,11 @@ impl Server {
         let worker = if config.worker {
             Some(worker::start(
                 &config,
-                metrics.clone(),
-                backends.clone(),
-                snapshots.clone(),
+                worker::Boards {
+                    metrics: metrics.clone(),
+                    statuses: backends.clone(),
+                    snapshots: snapshots.clone(),
+                },
                 store.clone(),
                 registry.clone(),
                 task_users.clone(),

@@ -26,7 +26,8 @@ pub fn wire(r: Resources) -> WireResources {
 }
 
 /// Every live node as the engine sees it now, in the order they were added.
-pub fn nodes(engine: &Engine) -> Vec<NodeInfo> {
+/// `name_of`: the target's name for a node, for clusters whose nodes come from their backend.
+pub fn nodes(engine: &Engine, name_of: impl Fn(weir_engine::NodeId) -> Option<String>) -> Vec<NodeInfo> {
     engine
         .nodes()
         .into_iter()
@@ -41,6 +42,7 @@ pub fn nodes(engine: &Engine) -> Vec<NodeInfo> {
             };
             NodeInfo {
                 id: n.id.to_string(),
+                name: name_of(n.id),
                 label: n.label,
                 state: state.to_string(),
                 capacity: wire(n.capacity),
@@ -319,7 +321,7 @@ mod tests {
     }
 
     fn publish(p: &mut Publisher, engine: &Engine, at: i64) -> (Arc<Published>, Changed) {
-        p.publish(at, queues("default", engine, at), nodes(engine), BTreeMap::new())
+        p.publish(at, queues("default", engine, at), nodes(engine, |_| None), BTreeMap::new())
     }
 
     /// What a store reader parses equals what this process's readers are given.
@@ -381,7 +383,7 @@ mod tests {
         // Only an explanation changes: only that part is new.
         let why = BTreeMap::from([("7/0".to_string(), "waits for root.b's share".to_string())]);
         let (fifth, changed) =
-            publisher.publish(5_000, queues("default", &engine, 5_000), nodes(&engine), why);
+            publisher.publish(5_000, queues("default", &engine, 5_000), nodes(&engine, |_| None), why);
         assert_eq!(changed, Changed { queues: false, nodes: false, explanations: true });
         assert!(Arc::ptr_eq(&fifth.queues.value, &fourth.queues.value));
         check_body(&mut cache, &fifth);

@@ -621,6 +621,12 @@ fn a_drained_slurm_node_is_a_node_failure_and_its_task_runs_again_when_it_is_bac
     });
     let log = || std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
     eventually(&dir, "the nodes read from Slurm", || log().contains(&format!("1 counted ({node})")));
+    // The nodes API (and the dashboard's Nodes page) name the node as Slurm does.
+    let token = std::fs::read_to_string(dir.join("data/admin.token")).expect("admin token");
+    eventually(&dir, "the node under Slurm's name in /v1/nodes", || {
+        let (status, body) = common::api(port, token.trim(), "GET", "/v1/nodes?cluster=hpc");
+        status == 200 && body["clusters"][0]["nodes"][0]["name"] == node.as_str()
+    });
     let d = dir.display();
     let command = format!(
         "echo \"$WEIR_ATTEMPT $WEIR_NODE $SLURM_JOB_ID $SLURM_JOB_NODELIST\" >> {d}/ran; if [ \"$WEIR_ATTEMPT\" = 1 ]; then sleep 300; fi"

@@ -80,7 +80,11 @@ pub async fn nodes(State(s): State<AppState>, headers: HeaderMap) -> Response {
                                 n.gpu_model.map(|m| format!(" {m}")).unwrap_or_default()
                             )
                         },
-                        id: n.id,
+                        // A backend's nodes by the target's name, with the engine's id.
+                        id: match n.name {
+                            Some(name) => format!("{name} ({})", n.id),
+                            None => n.id,
+                        },
                     })
                     .collect(),
                 name: c.cluster,

@@ -591,7 +591,9 @@ impl Actor {
         let (published, _) = self.publisher.publish(
             now,
             snapshot::queues(&self.cluster, &self.engine, now),
-            snapshot::nodes(&self.engine),
+            snapshot::nodes(&self.engine, |id| {
+                self.nodes.as_ref().and_then(|m| m.name(id)).map(String::from)
+            }),
             explanations,
         );
         self.settings.snapshots.set(&self.cluster, published.clone());

@@ -98,11 +98,17 @@ impl WorkerHandle {
     }
 }
 
+/// What the worker publishes to, shared with the API: its metrics, the backends' health, the
+/// clusters' queue snapshots.
+pub(crate) struct Boards {
+    pub metrics: Arc<Metrics>,
+    pub statuses: Arc<BackendStatuses>,
+    pub snapshots: Arc<crate::snapshot::SnapshotBoard>,
+}
+
 pub(crate) fn start(
     config: &ServerConfig,
-    metrics: Arc<Metrics>,
-    statuses: Arc<BackendStatuses>,
-    snapshots: Arc<crate::snapshot::SnapshotBoard>,
+    Boards { metrics, statuses, snapshots }: Boards,
     store: Arc<dyn JobStore>,
     registry: Arc<Registry>,
     task_users: Arc<crate::isolation::TaskUsers>,

@@ -116,6 +116,8 @@ pub fn ok(out: &Output) -> String {
 /// `method path` on the server on loopback `port` with `token`: the status and the JSON body
 /// (`null` when the body is not JSON).
 pub fn api(port: u16, token: &str, method: &str, path: &str) -> (u16, serde_json::Value) {
+    // reqwest's rustls needs a process-wide crypto provider (installing it again is a no-op).
+    weir_server::install_crypto_provider();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     rt.block_on(async {
         let r = reqwest::Client::new()
