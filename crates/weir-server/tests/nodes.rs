@@ -44,6 +44,22 @@ async fn a_running_task_is_held_on_its_node_and_given_back() {
     assert_eq!(busy["free"], json!({"cpu": 7000, "memory": 16384 - 512, "gpu": 0}), "{busy:#}");
     assert_eq!(busy["state"], "running");
 
+    // The same snapshot reaches the store while the actor runs (what another server process,
+    // /metrics and routing read): its nodes part shows the task held.
+    let start = Instant::now();
+    loop {
+        let rows = weir_store::JobStore::snapshots(&s.store).await.expect("snapshots");
+        let body: Value = rows
+            .iter()
+            .find(|r| r.cluster == "default")
+            .map_or(Value::Null, |r| serde_json::from_str(&r.body).expect("a stored snapshot parses"));
+        if body["nodes"][0]["containers"] == 1 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no stored snapshot with the task: {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
     let run = s.wait(id, Duration::from_secs(60)).await;
     assert_eq!(run["state"], "succeeded", "{run:#}");
     let after = node_until(&s, "the task's resources to come back", |n| n["containers"] == 0).await;

@@ -708,15 +708,14 @@ struct WriterShared {
     took: std::sync::Mutex<Vec<(Duration, bool)>>,
 }
 
-/// Waits for a [`SnapshotWriter`]'s last write when the actor ends.
+/// Waits for a [`SnapshotWriter`]'s last write when the actor ends: its sender goes with the
+/// actor, and the task writes what it had not yet seen, then sees the channel closed.
 pub(crate) struct WriterHandle {
-    tx: Option<watch::Sender<Option<Arc<Published>>>>,
     task: Option<JoinHandle<()>>,
 }
 
 impl WriterHandle {
     pub async fn finish(mut self) {
-        drop(self.tx.take());
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
@@ -743,10 +742,10 @@ impl SnapshotWriter {
         std::mem::take(&mut *self.shared.took.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// The writer's sender and task, taken out to wait on when the actor ends.
+    /// The writer's task, taken out to wait on when the actor (and with it the sender) ends.
+    /// The sender stays: every snapshot the actor publishes goes to this task.
     fn handle(&mut self) -> WriterHandle {
-        let (tx, _) = watch::channel(None);
-        WriterHandle { tx: Some(std::mem::replace(&mut self.tx, tx)), task: self.task.take() }
+        WriterHandle { task: self.task.take() }
     }
 }
 
