@@ -530,6 +530,7 @@ pub(super) async fn starter(
         }
     }
 }
+
 /// An attempt that could not start fails with status 127 and no output of its own: its stderr
 /// log says why, so that `weir logs --stream stderr` shows it, not only the server's log. Not
 /// for the starts that end `lost` and are tried again (an unreachable scheduler, a node that

@@ -65,7 +65,14 @@ pub fn run(a: &BackendsArgs) -> Result<bool> {
                 // As `weir serve` would: a root server runs tasks as the task user, who must
                 // reach Spark too.
                 if rustix::process::geteuid().is_root() && !a.single_tenant {
-                    spark.task_user = weir_backend::TaskUser::lookup(&a.task_user).ok();
+                    spark.task_user = match weir_backend::TaskUser::lookup(&a.task_user) {
+                        Ok(u) => Some(u),
+                        Err(e) => {
+                            // `weir serve` would refuse to start without it; say what is not checked.
+                            eprintln!("weir backends: --task-user: {e}: what tasks can reach is not checked");
+                            None
+                        }
+                    };
                 }
                 let state_dir = spark.state_dir.clone();
                 let row = match weir_backend_spark::SparkLocalBackend::new(spark, tx).await {
