@@ -319,31 +319,25 @@ fn report(r: &Report, seen: &Seen, probes: &[Probe]) -> Result<()> {
         }
     }
     if !seen.publishes.is_empty() {
-        let mut took: Vec<Duration> = seen.publishes.iter().map(|p| p.1).collect();
-        took.sort();
+        let (median, max) = median_max(seen.publishes.iter().map(|p| p.1).collect());
         writeln!(
             out,
-            "queue snapshot published {} times (its parts built from the engine, on the actor): median {:.1} ms, max {:.1} ms",
-            took.len(),
-            ms(took[took.len() / 2]),
-            ms(took[took.len() - 1])
+            "queue snapshot published {} times (its parts built from the engine, on the actor): median {median:.1} ms, max {max:.1} ms",
+            seen.publishes.len(),
         )?;
-        line["publish_median_ms"] = json!((ms(took[took.len() / 2]) * 10.0).round() / 10.0);
-        line["publish_max_ms"] = json!((ms(took[took.len() - 1]) * 10.0).round() / 10.0);
+        line["publish_median_ms"] = json!(median);
+        line["publish_max_ms"] = json!(max);
     }
     if !seen.writes.is_empty() {
-        let mut took: Vec<Duration> = seen.writes.iter().map(|w| w.0).collect();
-        took.sort();
+        let (median, max) = median_max(seen.writes.iter().map(|w| w.0).collect());
         let changed = seen.writes.iter().filter(|w| w.1).count();
         writeln!(
             out,
-            "queue snapshot written to the store {} times ({changed} with a changed part; changed parts serialized, off the actor): median {:.1} ms, max {:.1} ms",
-            took.len(),
-            ms(took[took.len() / 2]),
-            ms(took[took.len() - 1])
+            "queue snapshot written to the store {} times ({changed} with a changed part; changed parts serialized, off the actor): median {median:.1} ms, max {max:.1} ms",
+            seen.writes.len(),
         )?;
-        line["write_median_ms"] = json!((ms(took[took.len() / 2]) * 10.0).round() / 10.0);
-        line["write_max_ms"] = json!((ms(took[took.len() - 1]) * 10.0).round() / 10.0);
+        line["write_median_ms"] = json!(median);
+        line["write_max_ms"] = json!(max);
     }
     // A call is "during" the fill when it overlaps the fill pass; "during churn" when it
     // overlaps a later pass or a snapshot publication; otherwise the actor was idle.
@@ -427,4 +421,11 @@ fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The median and the largest of `took`, in milliseconds to a tenth (not empty).
+fn median_max(mut took: Vec<Duration>) -> (f64, f64) {
+    took.sort();
+    let ms = |d: Duration| (d.as_secs_f64() * 1e4).round() / 10.0;
+    (ms(took[took.len() / 2]), ms(took[took.len() - 1]))
 }
