@@ -155,7 +155,8 @@ fn queues() {}
 
 #[utoipa::path(get, path = "/v1/queues/{path}", params(("path" = String, Path, description = "e.g. root.ads.tier1"),
         ("cluster" = Option<String>, Query)),
-    responses((status = 200, body = QueueInfo), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = QueueInfo), (status = 404, body = ErrorBody),
+        (status = 503, description = "The queue is in the cluster file but its engine has not published yet (Retry-After)", body = ErrorBody)))]
 fn queue() {}
 
 /// Every node of every cluster with what is allocated on it. Needs a viewer grant on `*`.

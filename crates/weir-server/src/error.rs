@@ -125,6 +125,14 @@ impl ApiError {
         e
     }
 
+    /// Not there yet, and soon will be (503, `Retry-After: 1`): e.g. a queue asked for before
+    /// its cluster's engine has published anything.
+    pub fn not_ready(message: impl Into<String>) -> ApiError {
+        let mut e = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "not_ready", message);
+        e.body.error.retry_after_s = Some(1);
+        e
+    }
+
     /// Well-formed but refused as a whole (422), e.g. an idempotency key reused with another
     /// request.
     pub fn unprocessable(code: &str, message: impl Into<String>) -> ApiError {

@@ -249,8 +249,13 @@ pub(crate) async fn one_queue(
             return Err(ApiError::not_found(format!("no cluster `{c}`")).field("cluster"));
         }
     }
-    for (_, snap) in clusters {
-        let Some(tree) = snap.as_ref().and_then(|sn| Option::as_ref(&*sn.queues.value)) else { continue };
+    let mut starting = None;
+    for (name, snap) in clusters {
+        let Some(tree) = snap.as_ref().and_then(|sn| Option::as_ref(&*sn.queues.value)) else {
+            // Nothing published yet (its engine is still starting): the queue may be there.
+            starting = starting.or_else(|| configured_queue(s, p, &name, path).then_some(name));
+            continue;
+        };
         let Some(q) = tree.get(path) else { continue };
         if !p.can_all(Role::Viewer) {
             let paths: Vec<String> = tree.tree.queues.iter().map(|q| q.path.clone()).collect();
@@ -260,7 +265,23 @@ pub(crate) async fn one_queue(
         }
         return Ok(Some(q.clone()));
     }
-    Ok(None)
+    match starting {
+        // A queue of the cluster file, asked for before its engine's first publication (a
+        // large cluster's first pass takes seconds): not a 404, which would say it does not
+        // exist.
+        Some(name) => Err(ApiError::not_ready(format!(
+            "cluster `{name}` has not published its queues yet (its engine is starting): try again \
+             shortly"
+        ))),
+        None => Ok(None),
+    }
+}
+
+/// Whether cluster `name`'s loaded file has queue `path` and `p` may see it.
+fn configured_queue(s: &AppState, p: &Principal, name: &str, path: &str) -> bool {
+    let Some(c) = s.registry.cluster(name) else { return false };
+    let paths: Vec<String> = c.config.queues.iter().map(|q| q.path.to_string()).collect();
+    paths.iter().any(|q| q == path) && queue_visible(p, path, &paths)
 }
 
 pub(crate) async fn cluster_queues(

@@ -463,3 +463,30 @@ async fn routes_and_a_queue_tree_reload(db: Db) {
     }
     s.stop(Stop::Now).await;
 }
+
+/// A queue of the cluster file asked for before its cluster's engine has published anything
+/// (here a server that runs no worker, on a new store; live, the first pass of a large cluster
+/// takes seconds) is "not ready" (503 with `Retry-After`), not "no such queue"; a queue the
+/// file does not have is still 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_before_the_first_publication_is_not_ready_rather_than_missing() {
+    let dir = common::temp_dir("notready");
+    let Some(url) = common::db_url(Db::Sqlite, &dir, "notready").await else { return };
+    let mut c = common::config(&dir);
+    c.worker = false;
+    let mut s = TestServer::start_with(c, &url).await;
+    let resp = s
+        .http
+        .get(format!("{}/v1/queues/root.ads.tier1", s.base))
+        .bearer_auth(&s.token)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(resp.status().as_u16(), 503);
+    assert_eq!(resp.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+    let body: Value = resp.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "not_ready", "{body:#}");
+    let (st, e) = s.call(Method::GET, "/v1/queues/root.nope", None).await;
+    assert_eq!((st, e["error"]["code"].as_str()), (404, Some("not_found")), "{e:#}");
+    s.stop(Stop::Now).await;
+}
