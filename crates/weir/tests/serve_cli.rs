@@ -478,3 +478,64 @@ fn the_demo_report_dry_run_on_a_second_cluster_moves_its_route() {
     assert!(out.contains("queued on staging") && out.ends_with("succeeded\n"), "{out}\n{said}");
     assert!(dir.join("weir-data-outputs/demo/revenue/dt=after-move/_weir_manifest.json").exists());
 }
+
+/// SIGTERM (what `systemctl stop`, `kill` and container runtimes send) stops the server in
+/// order, as Ctrl-C does: it says so, exits with status 0, and the local backend removes its
+/// cgroup slots (where the machine gives cgroups). Before, SIGTERM killed it outright: nothing
+/// was closed and every slot stayed behind until the next start.
+#[test]
+fn sigterm_stops_the_server_in_order() {
+    let scratch = common::Scratch::new("serve-term");
+    let dir = scratch.0.clone();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let log = dir.join("serve.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .current_dir(&dir)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("weir serve");
+    let start = Instant::now();
+    while !client(&dir, port, &["runs", "--json"]).status.success() {
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("the server never answered: {}", std::fs::read_to_string(&log).unwrap_or_default());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::fs::write(
+        dir.join("mine.yaml"),
+        "version: 1\nworkflows:\n  - name: mine\n    queue: root.default\n    jobs:\n      - name: j\n        stages:\n          - {name: s, tasks: 2, resources: {cpu: 100}, command: 'echo hello'}\n",
+    )
+    .expect("write");
+    let out = ok(&client(&dir, port, &["submit", "mine.yaml", "--logical-date", "d1", "--wait"]));
+    assert!(out.ends_with("succeeded\n"), "{out}");
+    let term = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+    assert!(term.success());
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(90) {
+            let _ = child.kill();
+            panic!("SIGTERM did not stop the server: {}", std::fs::read_to_string(&log).unwrap_or_default());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let said = std::fs::read_to_string(&log).expect("log");
+    assert!(status.success(), "{status:?}: {said}");
+    assert!(said.contains("weir serve: SIGTERM: stopping"), "{said}");
+    // Where the tasks had cgroups, none of the server's slots is left (the tasks ended).
+    if let Some(line) = said.lines().find(|l| l.contains("tasks run in their own cgroups:")) {
+        let bases: Vec<&str> =
+            line.split(" under ").skip(1).map(|rest| rest.split(';').next().unwrap_or(rest).trim()).collect();
+        assert!(!bases.is_empty(), "{line}");
+        for base in bases {
+            let left: Vec<String> = std::fs::read_dir(base)
+                .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                .unwrap_or_default();
+            assert!(!left.iter().any(|n| n.starts_with("slot.")), "{base} still holds {left:?}");
+        }
+    }
+}

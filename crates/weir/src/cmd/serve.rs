@@ -423,22 +423,53 @@ fn run(mut c: ServerConfig, db: &str, common: &Common, demo: bool) -> Result<()>
                 tokio::spawn(submit_demo(format!("{scheme}://{addr}"), data_dir.clone()));
             }
         }
-        tokio::signal::ctrl_c().await.context("cannot wait for Ctrl-C")?;
+        let mut stop = StopSignals::new()?;
+        let first = stop.next().await;
         let how = if common.drain { Stop::Drain } else { Stop::Now };
         eprintln!(
-            "weir serve: stopping{}",
+            "weir serve: {first}: stopping{}",
             if how == Stop::Drain {
-                " once running tasks end (Ctrl-C again to stop now)"
+                " once running tasks end (Ctrl-C or SIGTERM again to stop now)"
             } else {
                 "; running tasks keep running and are re-adopted at the next start"
             }
         );
         tokio::select! {
             _ = server.shutdown(how) => {}
-            _ = tokio::signal::ctrl_c() => {}
+            again = stop.next() => eprintln!("weir serve: {again} again: stopping now"),
         }
         Ok(())
     })
+}
+
+/// What stops the server: Ctrl-C (SIGINT) or SIGTERM (what `systemctl stop`, `kill` and
+/// container runtimes send). Either runs the same orderly stop: the store closed, the local
+/// backend's free cgroup slots removed.
+struct StopSignals {
+    term: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn new() -> Result<StopSignals> {
+        let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("cannot wait for SIGTERM")?;
+        Ok(StopSignals { term })
+    }
+
+    /// The next stop signal's name.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => match r {
+                Ok(()) => "Ctrl-C",
+                // No SIGINT handler could be set: only SIGTERM stops it.
+                Err(_) => {
+                    self.term.recv().await;
+                    "SIGTERM"
+                }
+            },
+            _ = self.term.recv() => "SIGTERM",
+        }
+    }
 }
 
 fn has_store(url: &str, data_dir: &Path) -> bool {
