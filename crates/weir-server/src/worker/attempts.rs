@@ -60,8 +60,11 @@ impl Actor {
                 // The backend started it: counted even when its end was handled first.
                 self.metrics.task_started(&self.cluster);
                 let Some(a) = self.attempts.get_mut(id.as_str()) else {
-                    // Its end was handled first (it ended, or its run ended): make sure it is gone.
-                    self.to_kill.push(launched);
+                    // Its end was handled first (it ended, or its run ended): make sure it is gone,
+                    // then let the backend forget it (its end is stored by the time `act` runs:
+                    // the local backend's cgroup slot goes back to its pool only then).
+                    self.to_kill.push(launched.clone());
+                    self.to_forget.push(launched);
                     return;
                 };
                 a.launched = Some(launched.clone());
