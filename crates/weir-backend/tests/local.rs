@@ -174,16 +174,14 @@ async fn adopt_reads_the_exit_of_a_task_that_ended_while_down() {
     // The kill marker survives too: ended without a status, and a kill had been asked for.
     assert_eq!(f.backend().adopt(&killed).await.unwrap(), Adopted::Ended(Exit::Killed));
     f.no_more_exits().await;
-    // Once the caller recorded the end, the backend's files for it go.
-    assert!(attempt_file(&killed, "killed").exists());
+    // Once the caller recorded the end, the backend's folder for it goes, and empty parents too
+    // — also with a file in it that forget does not name (a temporary file a crash left).
+    std::fs::write(launched.dir.join("killed.tmp"), "").unwrap();
     f.backend().forget(&launched).await.unwrap();
     f.backend().forget(&killed).await.unwrap();
-    for l in [&launched, &killed] {
-        for what in ["status", "json", "killed"] {
-            assert!(!attempt_file(l, what).exists(), "{what} of {}", l.attempt);
-        }
-    }
-    assert_eq!(std::fs::read_dir(f.root.join("state")).unwrap().count(), 0, "the state folder is empty");
+    assert!(!launched.dir.exists());
+    assert!(!f.root.join("state/down").exists());
+    assert!(f.root.join("state").exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -246,7 +244,7 @@ async fn recover_finds_an_attempt_whose_record_was_never_stored() {
     let cmdline = format!("/proc/{}/cmdline", launched.pid);
     eventually("the wrapper's arguments", || std::fs::read(&cmdline).is_ok_and(|a| !a.is_empty())).await;
     // As if the server had crashed between spawning and writing any record.
-    std::fs::remove_file(attempt_file(&launched, "json")).unwrap();
+    std::fs::remove_file(launched.dir.join("launched.json")).unwrap();
     f.restart();
     let id = AttemptId::new("recover/a").unwrap();
     let Recovered::Running(found) = f.backend().recover(&id).await.unwrap() else {
@@ -273,8 +271,8 @@ async fn recover_finds_a_child_that_had_not_reached_its_exec() {
     // task is started a second time beside it (the kill -9 test saw a run finish twice).
     let mut f = Fixture::new("preexec");
     let launched = f.start("preexec/a", "while [ ! -e go ]; do sleep 0.05; done").await;
-    let status = attempt_file(&launched, "status");
-    std::fs::remove_file(attempt_file(&launched, "json")).unwrap();
+    let status = launched.dir.join("status");
+    std::fs::remove_file(launched.dir.join("launched.json")).unwrap();
     f.restart();
     // The real wrapper goes (its group with it), leaving the status empty; a stand-in with
     // other arguments holds the status file as the child would.
@@ -364,7 +362,7 @@ async fn starts_and_forgets_under_one_parent_folder_do_not_trip_each_other() {
     for l in records.values() {
         backend.forget(l).await.unwrap();
     }
-    assert_eq!(std::fs::read_dir(f.root.join("state")).unwrap().count(), 0, "every attempt's files are gone");
+    assert!(!f.root.join("state/prune").exists(), "every attempt folder and the emptied parent are gone");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -383,37 +381,23 @@ async fn kill_after_a_restart_adopts_the_attempt_and_reports_its_end() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn attempts_in_the_folders_of_an_earlier_weir_are_recovered_and_not_restarted() {
-    // An attempt's files are now `state/NAME.status`, `.json`, `.killed`, no folder; earlier
-    // weirs kept them in a folder of the attempt's own: `state/old+b` (one level), and in the
-    // first service release `state/old/a` (nested by the id's segments). An upgrade must
-    // neither lose nor re-run such an attempt.
+async fn attempts_in_the_nested_folders_of_an_earlier_weir_are_recovered_and_not_restarted() {
+    // Folders are flat now (`state/old+a`); the first service release nested them by the id's
+    // segments (`state/old/a`). An upgrade must neither lose nor re-run such an attempt.
     let mut f = Fixture::new("legacy");
-    let mut earlier = Vec::new();
-    for (id, folder) in [("old/a", "old/a"), ("old/b", "old+b")] {
-        let launched = f.start(id, "exit 4").await;
-        assert_eq!(launched.dir, f.root.join("state"), "no folder per attempt");
-        assert!(attempt_file(&launched, "status").is_file());
-        assert_eq!(f.next_exit().await.exit, Exit::Code(4));
-        // Moved into the folder an earlier weir would have made, under its file names.
-        let dir = f.root.join("state").join(folder);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::rename(attempt_file(&launched, "status"), dir.join("status")).unwrap();
-        std::fs::remove_file(attempt_file(&launched, "json")).unwrap();
-        let old = Launched { dir: dir.clone(), ..launched.clone() };
-        std::fs::write(dir.join("launched.json"), old.to_json()).unwrap();
-        earlier.push(old);
-    }
+    let launched = f.start("old/a", "exit 4").await;
+    assert_eq!(launched.dir.file_name().unwrap(), "old+a", "one flat folder per attempt");
+    assert_eq!(f.next_exit().await.exit, Exit::Code(4));
     f.restart();
-    for old in &earlier {
-        let id = old.attempt.clone();
-        assert_eq!(f.backend().recover(&id).await.unwrap(), Recovered::Ended(Exit::Code(4)), "{id}");
-        assert_eq!(f.backend().adopt(old).await.unwrap(), Adopted::Ended(Exit::Code(4)), "{id}");
-        let again = f.backend().start(&f.launch(id.as_str(), "exit 5")).await;
-        assert!(matches!(again, Err(BackendError::AlreadyStarted { .. })), "{id}: {again:?}");
-        assert!(!attempt_file(old, "status").exists(), "no new file for a refused start");
-        f.backend().forget(old).await.unwrap();
-        assert!(!old.dir.exists(), "{} is removed on forget", old.dir.display());
-    }
-    assert_eq!(std::fs::read_dir(f.root.join("state")).unwrap().count(), 0, "the emptied parent goes too");
+    let state = launched.dir.parent().unwrap().to_path_buf();
+    let legacy = state.join("old").join("a");
+    std::fs::create_dir_all(legacy.parent().unwrap()).unwrap();
+    std::fs::rename(&launched.dir, &legacy).unwrap();
+    let record = read(&legacy.join("launched.json")).replace("old+a", "old/a");
+    std::fs::write(legacy.join("launched.json"), record).unwrap();
+    let id = AttemptId::new("old/a").unwrap();
+    assert_eq!(f.backend().recover(&id).await.unwrap(), Recovered::Ended(Exit::Code(4)));
+    let again = f.backend().start(&f.launch("old/a", "exit 5")).await;
+    assert!(matches!(again, Err(BackendError::AlreadyStarted { .. })), "{again:?}");
+    assert!(!state.join("old+a").exists(), "no new folder for a refused start");
 }

@@ -1,4 +1,4 @@
-//! One attempt on disk and as a process: its files, the `/bin/sh` wrapper that records the
+//! One attempt on disk and as a process: its folder, the `/bin/sh` wrapper that records the
 //! exit status, spawning, and reading how it ended. Everything here blocks (files, clone/exec)
 //! and runs on tokio's blocking pool.
 
@@ -14,7 +14,7 @@ use rustix::process::{pidfd_open, Pid, PidfdFlags};
 
 use super::cgroup::Placement;
 use super::{procfs, spawn};
-use crate::{AttemptId, BackendError, Exit, Launched, TaskLaunch};
+use crate::{BackendError, Exit, Launched, TaskLaunch};
 
 /// The wrapper every attempt runs under: `/bin/sh -c WRAPPER weir-task COMMAND STATUS_FILE`,
 /// with the status file, opened for writing by the backend, as its standard input.
@@ -28,7 +28,7 @@ use crate::{AttemptId, BackendError, Exit, Launched, TaskLaunch};
 /// needed, which would cost one more process per task).
 ///
 /// Why the status file comes in as an open file (moved from fd 0 to fd 3, then closed in the
-/// command's subshell) rather than by its path: the state folder is in the server's data
+/// command's subshell) rather than by its path: the attempt's folder is in the server's data
 /// directory, which a task running as another user cannot open — nor should it, since the
 /// backend trusts what that folder says. The command never holds the file; only the wrapper's
 /// last line writes it. Passing it as standard input keeps the child's descriptor work to the
@@ -54,84 +54,9 @@ exit "$s""#;
 /// The `$0` of the wrapper, so `ps` shows what it is.
 pub(crate) const WRAPPER_NAME: &str = "weir-task";
 
-/// The files of an attempt in a folder of its own (earlier weirs).
 pub(crate) const STATUS_FILE: &str = "status";
 pub(crate) const KILLED_FILE: &str = "killed";
 pub(crate) const RECORD_FILE: &str = "launched.json";
-
-/// Where an attempt's files are: its exit status (created empty by the start, `O_EXCL`: the
-/// guard that starts an attempt at most once), its record and, once a kill was asked for, a
-/// kill marker.
-///
-/// They are three files of the state folder named by the attempt — `STATE/NAME.status`,
-/// `STATE/NAME.json`, `STATE/NAME.killed`, NAME being the id with `/` written as `+` (which ids
-/// cannot contain) — and the record's `dir` is the state folder. A start makes no folder: on
-/// ext4 an attempt folder's `mkdir` and `rmdir` (an inode and a directory block each time) were
-/// a good part of a dispatch's file system work. Earlier weirs kept the same three files as
-/// `status`, `launched.json` and `killed` in a folder of the attempt's own (`STATE/NAME`, or
-/// nested by the id's segments in the first release); records naming such a folder are read
-/// as they were written.
-#[derive(Clone, Debug)]
-pub(crate) struct Files {
-    /// What the record's `dir` says: the state folder, or the attempt's own folder.
-    pub dir: PathBuf,
-    /// Whether `dir` is the attempt's own folder (an earlier weir's layout).
-    pub own_folder: bool,
-    pub status: PathBuf,
-    pub record: PathBuf,
-    pub killed: PathBuf,
-}
-
-/// An attempt id as one file name: `/` written as `+`.
-pub(crate) fn flat_name(attempt: &AttemptId) -> String {
-    attempt.as_str().replace('/', "+")
-}
-
-impl Files {
-    /// The files of `attempt` in the state folder `state_dir`.
-    pub(crate) fn flat(state_dir: &Path, attempt: &AttemptId) -> Files {
-        let name = flat_name(attempt);
-        Files {
-            dir: state_dir.to_path_buf(),
-            own_folder: false,
-            status: state_dir.join(format!("{name}.status")),
-            record: state_dir.join(format!("{name}.json")),
-            killed: state_dir.join(format!("{name}.killed")),
-        }
-    }
-
-    /// The files in the attempt's own folder `dir` (an earlier weir's layout).
-    pub(crate) fn folder(dir: &Path) -> Files {
-        Files {
-            dir: dir.to_path_buf(),
-            own_folder: true,
-            status: dir.join(STATUS_FILE),
-            record: dir.join(RECORD_FILE),
-            killed: dir.join(KILLED_FILE),
-        }
-    }
-
-    /// The files a record names: its `dir` is the attempt's own folder when it ends with the
-    /// attempt's name (flat, or nested by segments), else the state folder.
-    pub(crate) fn of(attempt: &AttemptId, dir: &Path) -> Files {
-        let own = dir.file_name().is_some_and(|n| n == flat_name(attempt).as_str())
-            || dir.ends_with(attempt.as_str());
-        if own {
-            Files::folder(dir)
-        } else {
-            Files::flat(dir, attempt)
-        }
-    }
-
-    /// Whether anything of the attempt is on disk (it was started).
-    pub(crate) fn exist(&self) -> bool {
-        if self.own_folder {
-            self.dir.is_dir()
-        } else {
-            self.status.symlink_metadata().is_ok() || self.record.symlink_metadata().is_ok()
-        }
-    }
-}
 
 /// A started attempt: its record and a pidfd that becomes readable when the wrapper ends.
 pub(crate) struct Spawned {
@@ -242,37 +167,34 @@ fn open_log(attempt: &str, path: &Path) -> Result<File, BackendError> {
     }
 }
 
-/// Writes the attempt's record into its new file. Not through a temporary file: the file is
+/// Writes the attempt's record into its new folder. Not through a temporary file: the file is
 /// new (`O_EXCL`) and small, so a reader sees it whole or — only after a crash of the machine
 /// mid-write — torn, which [`read_record`] treats as no record (the attempt is then found by
 /// its process, or counts as never started).
-fn write_record(attempt: &str, files: &Files, record: &Launched) -> Result<(), BackendError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = &files.record;
+fn write_record(attempt: &str, dir: &Path, record: &Launched) -> Result<(), BackendError> {
+    let path = dir.join(RECORD_FILE);
     let mut f = OpenOptions::new()
         .write(true)
         .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(io_err(attempt, "create", path))?;
-    f.write_all(record.to_json().as_bytes()).map_err(io_err(attempt, "write", path))
+        .open(&path)
+        .map_err(io_err(attempt, "create", &path))?;
+    f.write_all(record.to_json().as_bytes()).map_err(io_err(attempt, "write", &path))
 }
 
 /// The attempt's own copy of its record, if there is a whole one.
-pub(crate) fn read_record(files: &Files) -> Option<Launched> {
-    let text = fs::read_to_string(&files.record).ok()?;
+pub(crate) fn read_record(dir: &Path) -> Option<Launched> {
+    let text = fs::read_to_string(dir.join(RECORD_FILE)).ok()?;
     Launched::from_json(&text).ok()
 }
 
-/// Writes `text` to `path` atomically (a temporary file beside it, then rename).
-pub(crate) fn write_atomic(attempt: &str, path: &Path, text: &str) -> Result<(), BackendError> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
+/// Writes `text` to `dir/name` atomically (temporary file, then rename).
+pub(crate) fn write_atomic(attempt: &str, dir: &Path, name: &str, text: &str) -> Result<(), BackendError> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let path = dir.join(name);
     let mut f = File::create(&tmp).map_err(io_err(attempt, "create", &tmp))?;
     f.write_all(text.as_bytes()).map_err(io_err(attempt, "write", &tmp))?;
     drop(f);
-    fs::rename(&tmp, path).map_err(io_err(attempt, "rename into place", path))
+    fs::rename(&tmp, &path).map_err(io_err(attempt, "rename into place", &path))
 }
 
 fn c_string(launch: &TaskLaunch, field: &'static str, s: impl AsRef<OsStr>) -> Result<CString, BackendError> {
@@ -309,23 +231,20 @@ fn environment(launch: &TaskLaunch, inherited: &[(String, OsString)]) -> Result<
         .collect()
 }
 
-/// Creates the attempt's status file (the guard: at most one start per attempt), makes its
-/// working folder, opens its logs and starts the wrapper in a new process group, as the task's
-/// user and in the attempt's cgroups when there are any. `earlier` are the folders an earlier
-/// weir would have kept this attempt in (checked too, so an upgrade does not forget what was
-/// started); `inherited` is the part of the server's environment passed through.
+/// Makes the attempt's folder, opens its logs and starts the wrapper in a new process group,
+/// as the task's user and in the attempt's cgroups when there are any. `inherited` is the
+/// part of the server's environment passed through.
 pub(crate) fn spawn(
     launch: &TaskLaunch,
-    files: Files,
-    earlier: &[PathBuf],
+    dir: PathBuf,
+    legacy: Option<&Path>,
     inherited: &[(String, std::ffi::OsString)],
     boot_id: &str,
     cgroups: &Placement,
 ) -> Result<Spawned, BackendError> {
     let attempt = launch.attempt.as_str();
     check(launch)?;
-    let status = claim(attempt, &files, earlier)?;
-    let status_path = files.status.clone();
+    create_attempt_dir(attempt, &dir, legacy)?;
     make_workdir(launch)?;
     let stdout = open_log(attempt, &launch.stdout)?;
     let stderr = if launch.stderr == launch.stdout {
@@ -333,6 +252,12 @@ pub(crate) fn spawn(
     } else {
         open_log(attempt, &launch.stderr)?
     };
+    let status_path = dir.join(STATUS_FILE);
+    let status = OpenOptions::new().write(true).create_new(true).open(&status_path).map_err(io_err(
+        attempt,
+        "create",
+        &status_path,
+    ))?;
 
     let r = launch.resources;
     let program = spawn::Program {
@@ -398,12 +323,12 @@ pub(crate) fn spawn(
         start_ticks,
         boot_id: boot_id.to_string(),
         started_at_ms,
-        dir: files.dir.clone(),
+        dir: dir.clone(),
         cgroups: cgroup_dirs,
         uid: launch.user.as_ref().map(|u| u.uid),
     };
     // Kept beside the status so a server that crashed before storing the record can find it.
-    if let Err(e) = write_record(attempt, &files, &launched) {
+    if let Err(e) = write_record(attempt, &dir, &launched) {
         // Not recorded, not run: stop it and reap it (it is our child; SIGKILL ends it at once).
         let _ = super::signal_group(raw_pid, rustix::process::Signal::KILL);
         super::cgroup::signal_all(&launched.cgroups, rustix::process::Signal::KILL);
@@ -417,40 +342,38 @@ pub(crate) fn spawn(
     Ok(Spawned { launched, pidfd })
 }
 
-/// Creates the attempt's status file, empty, with `O_EXCL`: if it exists, this attempt was
-/// started before (perhaps by a server that crashed before recording it), and starting it
-/// again could run it twice. The same holds if a folder of an earlier weir's layout exists
-/// for it (`earlier`).
-fn claim(attempt: &str, files: &Files, earlier: &[PathBuf]) -> Result<File, BackendError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    if earlier.iter().any(|d| d.symlink_metadata().is_ok()) {
+/// A new folder per attempt: if it exists, this attempt was started before (perhaps by a
+/// server that crashed before recording it), and starting it again could run it twice.
+/// `legacy` is where an earlier weir kept the attempt's folder (nested by the id's segments),
+/// checked too so that an upgrade does not forget what was started.
+fn create_attempt_dir(attempt: &str, dir: &Path, legacy: Option<&Path>) -> Result<(), BackendError> {
+    if legacy.is_some_and(|l| l.symlink_metadata().is_ok()) {
         return Err(BackendError::AlreadyStarted { attempt: attempt.to_string() });
     }
-    let open = || OpenOptions::new().write(true).create_new(true).mode(0o600).open(&files.status);
-    let mut result = open();
+    let mut result = fs::create_dir(dir);
     if matches!(&result, Err(e) if e.kind() == io::ErrorKind::NotFound) {
         // The state folder itself is gone (removed under a running server): make it again.
-        let parent = files.status.parent().unwrap_or(&files.dir);
+        let parent = dir.parent().unwrap_or(dir);
         fs::create_dir_all(parent).map_err(io_err(attempt, "create the state folder", parent))?;
-        result = open();
+        result = fs::create_dir(dir);
     }
     match result {
-        Ok(f) => Ok(f),
+        Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
             Err(BackendError::AlreadyStarted { attempt: attempt.to_string() })
         }
-        Err(e) => Err(io_err(attempt, "create", &files.status)(e)),
+        Err(e) => Err(io_err(attempt, "create the attempt folder", dir)(e)),
     }
 }
 
 /// Whether the wrapper wrote a status (the file exists from the start, empty).
-pub(crate) fn has_status(files: &Files) -> bool {
-    fs::metadata(&files.status).is_ok_and(|m| m.len() > 0)
+pub(crate) fn has_status(dir: &Path) -> bool {
+    fs::metadata(dir.join(STATUS_FILE)).is_ok_and(|m| m.len() > 0)
 }
 
 /// The status the wrapper wrote, if it finished writing it.
-pub(crate) fn read_status(files: &Files) -> Option<i32> {
-    let text = fs::read_to_string(&files.status).ok()?;
+pub(crate) fn read_status(dir: &Path) -> Option<i32> {
+    let text = fs::read_to_string(dir.join(STATUS_FILE)).ok()?;
     text.strip_suffix('\n')?.trim().parse().ok()
 }
 
@@ -465,11 +388,11 @@ pub(crate) fn from_shell_status(status: i32) -> Exit {
 /// How an attempt whose wrapper is gone ended. `waited` is the wrapper's own wait status when
 /// this process reaped it. A kill that was asked for wins over whatever status the command
 /// left while it was being killed.
-pub(crate) fn final_exit(files: &Files, waited: Option<WrapperEnd>, kill_asked: bool) -> Exit {
-    if kill_asked || files.killed.exists() {
+pub(crate) fn final_exit(dir: &Path, waited: Option<WrapperEnd>, kill_asked: bool) -> Exit {
+    if kill_asked || dir.join(KILLED_FILE).exists() {
         return Exit::Killed;
     }
-    match (read_status(files), waited) {
+    match (read_status(dir), waited) {
         (Some(status), _) => from_shell_status(status),
         (None, Some(WrapperEnd::Exited(code))) => from_shell_status(code),
         (None, Some(WrapperEnd::Signaled(sig))) => Exit::Signal(sig),

@@ -1,17 +1,17 @@
 //! The local-process backend: each attempt is a process group on this machine.
 //!
 //! Each attempt runs as `/bin/sh -c WRAPPER` (see [`attempt::WRAPPER`]) in its own process
-//! group; the wrapper runs the command in a subshell and records its exit status in a file of
-//! [`LocalConfig::state_dir`] (`STATE_DIR/run-1+0+0+0+1.status` for attempt `run-1/0/0/0/1`),
-//! so the status outlives the server. Beside it are `….json` (its [`Launched`] record) and,
-//! once a kill was asked for, a `….killed` marker (`attempt.rs`, `Files`; no folder per
-//! attempt: earlier weirs' folders are still read).
+//! group; the wrapper runs the command in a subshell and records its exit status in the
+//! attempt's folder under [`LocalConfig::state_dir`], so the status outlives the server. The
+//! attempt's folder (`STATE_DIR/run-1+0+0+0+1` for attempt `run-1/0/0/0/1`: one level, so a
+//! start makes one folder) also holds `launched.json` (its [`Launched`] record) and, once a kill
+//! was asked for, a `killed` marker.
 //!
 //! What a start costs, and why it is no more: one vfork-style clone and exec of `/bin/sh`
 //! (`spawn.rs`: never a `fork`, whose copy-on-write faults grow with the server — also when the
 //! task switches user or joins cgroups),
-//! one subshell fork, one record file, the status file the wrapper writes, and the caller's log
-//! files (their folder only when missing). On a virtual machine each `exec` of a
+//! one subshell fork, one folder, one record file, the status file the wrapper writes, and the
+//! caller's log files (their folder only when missing). On a virtual machine each `exec` of a
 //! dynamically linked program is the dearest part (the loader's CPU-feature probing traps to
 //! the hypervisor), hence a single shell.
 //!
@@ -65,8 +65,8 @@ pub(crate) const KIND: &str = "local";
 /// Settings of the local backend.
 #[derive(Clone, Debug)]
 pub struct LocalConfig {
-    /// Folder holding each attempt's record, exit status file and kill marker (named by the
-    /// attempt id). The server puts it in its data directory.
+    /// Folder under which each attempt gets a folder (its attempt id as a relative path) holding
+    /// its record, exit status file and kill marker. The server puts it in its data directory.
     pub state_dir: PathBuf,
     /// Variables passed through from the server's environment to every task (before the task's
     /// own `env`). Everything else of the server's environment (tokens!) is not passed on.
@@ -103,9 +103,6 @@ struct Inner {
     exits: ExitSender,
     cgroups: cgroup::Placement,
     watched: Mutex<HashMap<AttemptId, Watched>>,
-    /// Whether the state folder held folders when this backend started: attempts an earlier
-    /// weir kept in a folder of their own, looked for before a start and in `recover`.
-    earlier_folders: bool,
 }
 
 /// A watched attempt: the kill deadline its watcher follows, and the watcher task.
@@ -120,25 +117,16 @@ impl Inner {
         self.watched.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Where this version keeps the attempt's files.
-    fn files(&self, attempt: &AttemptId) -> attempt::Files {
-        attempt::Files::flat(&self.config.state_dir, attempt)
+    /// The attempt's folder: one level under the state folder, its id's `/` written as `+`
+    /// (which ids cannot contain), so a start makes one folder, not one per id segment.
+    fn dir(&self, attempt: &AttemptId) -> PathBuf {
+        self.config.state_dir.join(attempt.as_str().replace('/', "+"))
     }
 
-    /// The folders an earlier weir would have kept the attempt in: one level under the state
-    /// folder (its id's `/` written as `+`), or nested by the id's segments (the first service
-    /// release). Only when the state folder held folders at start.
-    fn earlier_folders(&self, attempt: &AttemptId) -> Vec<PathBuf> {
-        if !self.earlier_folders {
-            return Vec::new();
-        }
-        let flat = self.config.state_dir.join(attempt::flat_name(attempt));
-        let nested = self.config.state_dir.join(attempt.as_str());
-        if flat == nested {
-            vec![flat]
-        } else {
-            vec![flat, nested]
-        }
+    /// Where weir up to 0.1's first service release kept the folder: nested by segments.
+    /// `None` when it is the same path (an id without `/`).
+    fn legacy_dir(&self, attempt: &AttemptId) -> Option<PathBuf> {
+        attempt.as_str().contains('/').then(|| self.config.state_dir.join(attempt.as_str()))
     }
 }
 
@@ -166,10 +154,7 @@ impl LocalBackend {
         } else {
             cgroup::Placement::none("cgroups are turned off in the backend's settings")
         };
-        let earlier_folders = fs::read_dir(&config.state_dir)
-            .map(|entries| entries.flatten().any(|e| e.file_type().is_ok_and(|t| t.is_dir())))
-            .unwrap_or(true);
-        let inner = Inner { config, inherited, boot_id, exits, cgroups, watched, earlier_folders };
+        let inner = Inner { config, inherited, boot_id, exits, cgroups, watched };
         Ok(LocalBackend { inner: Arc::new(inner) })
     }
 
@@ -251,9 +236,16 @@ impl LocalBackend {
         let inner = Arc::clone(&self.inner);
         let launch_owned = launch.clone();
         let spawned = blocking(&launch.attempt, move || {
-            let files = inner.files(&launch_owned.attempt);
-            let earlier = inner.earlier_folders(&launch_owned.attempt);
-            attempt::spawn(&launch_owned, files, &earlier, &inner.inherited, &inner.boot_id, &inner.cgroups)
+            let dir = inner.dir(&launch_owned.attempt);
+            let legacy = inner.legacy_dir(&launch_owned.attempt);
+            attempt::spawn(
+                &launch_owned,
+                dir,
+                legacy.as_deref(),
+                &inner.inherited,
+                &inner.boot_id,
+                &inner.cgroups,
+            )
         })
         .await?;
         let launched = spawned.launched.clone();
@@ -290,11 +282,13 @@ impl LocalBackend {
         if let Adopted::Ended(_) = self.adopt_attempt(task).await? {
             return Ok(());
         }
-        let files = attempt::Files::of(&task.attempt, &task.dir);
+        let dir = task.dir.clone();
         let attempt = task.attempt.to_string();
         // The marker lets a later server tell "killed" from "lost" for an attempt that ends
         // without a status while nobody watches. Best effort: the kill matters more.
-        let _ = blocking(&task.attempt, move || attempt::write_atomic(&attempt, &files.killed, "")).await;
+        let _ =
+            blocking(&task.attempt, move || attempt::write_atomic(&attempt, &dir, attempt::KILLED_FILE, ""))
+                .await;
         let deadline = Instant::now() + grace;
         let first = {
             let watched = self.inner.watched();
@@ -338,17 +332,16 @@ impl LocalBackend {
     }
 
     async fn recover_attempt(&self, id: &AttemptId) -> Result<Recovered, BackendError> {
+        let dir = match self.inner.legacy_dir(id) {
+            // Started by an earlier weir, before folders were flat.
+            Some(legacy) if legacy.is_dir() => legacy,
+            _ => self.inner.dir(id),
+        };
         let inner = Arc::clone(&self.inner);
         let owned = id.clone();
-        let found = blocking(id, move || {
-            // Started by an earlier weir, in a folder of its own?
-            let files = match inner.earlier_folders(&owned).into_iter().rev().find(|d| d.is_dir()) {
-                Some(folder) => attempt::Files::folder(&folder),
-                None => inner.files(&owned),
-            };
-            watch::find_unrecorded(&owned, &files, &inner.boot_id, &inner.cgroups)
-        })
-        .await?;
+        let found =
+            blocking(id, move || watch::find_unrecorded(&owned, &dir, &inner.boot_id, &inner.cgroups))
+                .await?;
         match found {
             watch::Found::Record(record) => match self.adopt_attempt(&record).await? {
                 Adopted::Running => Ok(Recovered::Running(record)),
@@ -370,45 +363,20 @@ impl LocalBackend {
         if self.inner.watched().contains_key(&task.attempt) {
             return Ok(());
         }
-        let files = attempt::Files::of(&task.attempt, &task.dir);
+        let dir = task.dir.clone();
         let root = self.inner.config.state_dir.clone();
         let attempt = task.attempt.to_string();
         let cgroups = task.cgroups.clone();
         let placement = self.inner.cgroups.clone();
         blocking(&task.attempt, move || {
             placement.forget(&attempt, &cgroups);
-            if files.own_folder {
-                remove_attempt_dir(&attempt, &files.dir, &root)
-            } else {
-                remove_attempt_files(&attempt, &files)
-            }
+            remove_attempt_dir(&attempt, &dir, &root)
         })
         .await
     }
 }
 
-/// Removes an attempt's files from the state folder (those that exist).
-fn remove_attempt_files(attempt: &str, files: &attempt::Files) -> Result<(), BackendError> {
-    // The status file last: it is the guard against a second start.
-    for path in [&files.record, &files.killed, &files.status] {
-        match fs::remove_file(path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(BackendError::Io {
-                    attempt: attempt.to_string(),
-                    action: "remove the attempt's file",
-                    path: path.clone(),
-                    source,
-                })
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Removes an attempt's folder (an earlier weir's layout) and then every parent folder it
-/// leaves empty, up to `root`.
+/// Removes an attempt's folder and then every parent folder it leaves empty, up to `root`.
 fn remove_attempt_dir(attempt: &str, dir: &Path, root: &Path) -> Result<(), BackendError> {
     // The files an attempt's folder holds are known: removed by name, then the folder, which
     // spares `remove_dir_all`'s open, listing and stat of every entry (2.6% of the CPU of

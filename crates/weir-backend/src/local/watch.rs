@@ -3,7 +3,7 @@
 //! decide, after a restart, whether a recorded attempt is still the same running process.
 
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,7 +47,7 @@ pub(super) fn start_watching(
         Arc::clone(inner),
         task.attempt.clone(),
         task.pid,
-        attempt::Files::of(&task.attempt, &task.dir),
+        task.dir.clone(),
         task.cgroups.clone(),
         pidfd,
         kill_rx,
@@ -62,7 +62,7 @@ async fn follow(
     inner: Arc<Inner>,
     attempt: AttemptId,
     pgid: i32,
-    files: attempt::Files,
+    dir: PathBuf,
     cgroups: Vec<PathBuf>,
     pidfd: AsyncFd<OwnedFd>,
     mut kill: watch::Receiver<Option<Instant>>,
@@ -109,7 +109,7 @@ async fn follow(
         } else {
             placement.forget(&id, &cgroups);
         }
-        attempt::final_exit(&files, waited, kill_asked)
+        attempt::final_exit(&dir, waited, kill_asked)
     });
     let Ok(exit) = ended.await else {
         return;
@@ -222,7 +222,7 @@ pub(super) fn ended_unwatched(task: &Launched, boot_id: &str, placement: &Placem
             cgroup::remove(&task.cgroups);
         }
     }
-    attempt::final_exit(&attempt::Files::of(&task.attempt, &task.dir), None, false)
+    attempt::final_exit(&task.dir, None, false)
 }
 
 /// What is known about an attempt id without its stored record.
@@ -237,14 +237,14 @@ pub(super) enum Found {
 
 pub(super) fn find_unrecorded(
     id: &AttemptId,
-    files: &attempt::Files,
+    dir: &Path,
     boot_id: &str,
     cgroups: &Placement,
 ) -> Result<Found, BackendError> {
-    if !files.exist() {
+    if !dir.is_dir() {
         return Ok(Found::Nothing);
     }
-    if let Some(record) = attempt::read_record(files) {
+    if let Some(record) = attempt::read_record(dir) {
         return Ok(Found::Record(record));
     }
     // Crashed between spawning and writing the record: look for a wrapper whose status file
@@ -252,11 +252,11 @@ pub(super) fn find_unrecorded(
     // still shows the server's arguments while it joins its cgroups, which can take tens of
     // milliseconds, and then runs the command all the same): it holds the status file open
     // from the clone on, and nothing but the child and the wrapper ever does.
-    let status_path = &files.status;
+    let status_path = dir.join(attempt::STATUS_FILE);
     let status = status_path.as_os_str().as_encoded_bytes();
     let status_file = {
         use std::os::unix::fs::MetadataExt;
-        std::fs::metadata(status_path).ok().filter(|m| m.len() == 0).map(|m| (m.dev(), m.ino()))
+        std::fs::metadata(&status_path).ok().filter(|m| m.len() == 0).map(|m| (m.dev(), m.ino()))
     };
     let pids = procfs::all_pids().map_err(|source| BackendError::Io {
         attempt: id.to_string(),
@@ -294,15 +294,15 @@ pub(super) fn find_unrecorded(
             boot_id: boot_id.to_string(),
             // Not known any more; when it was found is the best bound.
             started_at_ms: procfs::now_ms(),
-            dir: files.dir.clone(),
+            dir: dir.to_path_buf(),
             cgroups: cgroups.of_process(pid),
             uid: rustix::process::Pid::from_raw(pid).and_then(|_| proc_uid(pid)),
         };
-        attempt::write_atomic(id.as_str(), &files.record, &record.to_json())?;
+        attempt::write_atomic(id.as_str(), dir, attempt::RECORD_FILE, &record.to_json())?;
         return Ok(Found::Process(record, pidfd));
     }
-    if attempt::has_status(files) || files.killed.exists() {
-        return Ok(Found::Ended(attempt::final_exit(files, None, false)));
+    if attempt::has_status(dir) || dir.join(attempt::KILLED_FILE).exists() {
+        return Ok(Found::Ended(attempt::final_exit(dir, None, false)));
     }
     Ok(Found::Nothing)
 }

@@ -220,8 +220,3 @@ pub fn cgroups_or_skip(launched: &Launched, isolation: &str) -> Option<Vec<PathB
     }
     panic!("the attempt got no cgroup ({isolation}); set WEIR_SKIP_CGROUP_TESTS=1 to skip knowingly");
 }
-
-/// An attempt's file in the backend's state folder: `status`, `json` (its record) or `killed`.
-pub fn attempt_file(launched: &Launched, what: &str) -> PathBuf {
-    launched.dir.join(format!("{}.{what}", launched.attempt.as_str().replace('/', "+")))
-}
