@@ -223,15 +223,22 @@ async fn a_reused_cgroup_gets_the_new_limits_and_a_stale_record_cannot_reach_it(
     assert!(dirs.iter().all(|d| d.is_dir()), "the second attempt's cgroups are still there: {dirs:?}");
     assert!(dirs.iter().all(|d| read(&d.join("cgroup.procs")).lines().any(|l| l == pid)));
 
-    // After a restart, the record of an attempt from before it never names a slot in use.
+    // After a restart, the record of an attempt from before it never names a slot in use; a
+    // slot the ended attempt left empty went with the backend (none is left behind).
     f.backend().kill(&second, Duration::from_secs(5)).await.unwrap();
     assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Killed);
+    let running = f.start("spares/running", "sleep 300").await;
     f.restart();
+    assert!(dirs.iter().all(|d| !d.exists()), "an emptied slot outlived its backend: {dirs:?}");
+    assert!(running.cgroups.iter().all(|d| d.is_dir()), "a running attempt's slot is kept");
     let third = f.start("spares/c", "sleep 300").await;
-    assert!(third.cgroups.iter().all(|d| !dirs.contains(d)), "{:?} against {dirs:?}", third.cgroups);
-    assert!(dirs.iter().all(|d| d.is_dir()), "the slot of an attempt not forgotten is kept: {dirs:?}");
+    assert!(third.cgroups.iter().all(|d| !running.cgroups.contains(d)), "{:?}", third.cgroups);
     f.backend().forget(&second).await.unwrap();
-    assert!(dirs.iter().all(|d| !d.exists()), "a slot of an earlier server is removed on forget");
+    // The running attempt's slot, from before the restart, is its own: killed and removed.
+    f.backend().kill(&running, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Killed);
+    f.backend().forget(&running).await.unwrap();
+    assert!(running.cgroups.iter().all(|d| !d.exists()), "a slot of an earlier backend is removed on forget");
     f.backend().kill(&third, Duration::from_secs(5)).await.unwrap();
     assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Killed);
 }

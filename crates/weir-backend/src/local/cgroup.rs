@@ -429,9 +429,21 @@ impl Placement {
     /// cgroup is left in them (the kernel refuses to remove a cgroup with children: running
     /// attempts keep theirs).
     pub(crate) fn remove_if_unused(&self) {
-        // Slots of attempts not forgotten yet stay: a later server's `forget` of their records
-        // removes them.
-        let emptied: Vec<String> = self.pool().free.drain(..).map(|s| s.name).collect();
+        // Free slots, and those of ended attempts not forgotten yet (empty too: a later
+        // server's `forget` of their records finds them gone). Left behind, every empty v1
+        // `cpu` cgroup makes each later quota write dearer (the kernel checks the bandwidth
+        // over the whole `cpu` tree).
+        let emptied: Vec<String> = {
+            let mut pool = self.pool();
+            let mut names: Vec<String> = pool.free.drain(..).map(|s| s.name).collect();
+            let ended: Vec<String> =
+                pool.owned.iter().filter(|(_, (_, ended, _))| *ended).map(|(n, _)| n.clone()).collect();
+            for n in &ended {
+                pool.owned.remove(n);
+            }
+            names.extend(ended);
+            names
+        };
         for name in &emptied {
             for base in self.bases() {
                 base.rmdir(name);
