@@ -340,9 +340,11 @@ impl Placement {
                 }
             }
         }
-        // Spares of an earlier weir are empty folders of unknown limits: removed.
-        for (_, base) in &p.v1 {
-            remove_spares(&base.path);
+        // What earlier servers of this state folder left (a server killed before its backend
+        // went: its free slots, the slots of attempts that ended unwatched, an earlier weir's
+        // per-attempt cgroups and v1 spares): removed, each empty one.
+        for base in p.bases() {
+            remove_dead(&base.path);
         }
         p.tag = format!("weir/{tag}");
         let n = INCARNATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -672,6 +674,32 @@ fn remove_spares(base: &Path) {
     }
 }
 
+/// Removes the cgroups below `base` that no live process may use: slots whose backend's
+/// process is gone (`slot.PID.…`: a slot of a live process, another backend of this state
+/// folder or this one's, is kept) and cgroups of any other name (an earlier weir's per-attempt
+/// cgroups and spares). Only empty ones go: the kernel refuses to remove a cgroup that holds a
+/// process, so an attempt still running (adopted after a restart) keeps its cgroup, which its
+/// record names, until that record is forgotten.
+fn remove_dead(base: &Path) {
+    let Ok(entries) = fs::read_dir(base) else { return };
+    for e in entries.flatten() {
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if let Some(rest) = name.strip_prefix("slot.") {
+            let pid = rest.split('.').next().and_then(|p| u32::from_str_radix(p, 16).ok());
+            match pid {
+                Some(pid) if Path::new(&format!("/proc/{pid}")).exists() => continue,
+                Some(_) => {}
+                None => continue,
+            }
+        }
+        let _ = fs::remove_dir(e.path());
+    }
+}
+
 /// Enables `cpu` and `memory` for the subtree from `own` down to `base`. False when the
 /// controllers are not offered or cannot be enabled (a non-root cgroup that holds processes
 /// cannot delegate controllers: cgroup v2's "no internal processes" rule).
@@ -780,6 +808,41 @@ mod tests {
         base.rmdir("b");
         assert!(!path.join("b").exists());
         fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_dead_servers_empty_cgroups_are_removed_and_live_or_occupied_ones_kept() {
+        // A plain folder stands for cgroupfs: a folder holding a file is refused by `rmdir`
+        // as a cgroup holding a process is.
+        let base = std::env::temp_dir().join(format!("weir-cgroup-sweep-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        fs::create_dir_all(&base).unwrap();
+        let live = format!("slot.{:x}.19c0.0-4", std::process::id());
+        let dead = "slot.7fffffff.19c0.0-1"; // above any pid_max
+        let dead_busy = "slot.7fffffff.19c0.0-2";
+        let odd = "slot.not-hex.1-1";
+        for d in [live.as_str(), dead, dead_busy, odd, "run-3-t0-a1", "run-4-t0-a1", "spare-9"] {
+            fs::create_dir(base.join(d)).unwrap();
+        }
+        fs::write(base.join(dead_busy).join("cgroup.procs"), "4242\n").unwrap();
+        fs::write(base.join("run-4-t0-a1").join("cgroup.procs"), "4243\n").unwrap();
+        fs::write(base.join("not-a-folder"), "").unwrap();
+        remove_dead(&base);
+        let mut left: Vec<String> = fs::read_dir(&base)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut want = vec![
+            live.clone(),
+            dead_busy.to_string(),
+            odd.to_string(),
+            "not-a-folder".into(),
+            "run-4-t0-a1".into(),
+        ];
+        want.sort();
+        assert_eq!(left, want);
+        fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
