@@ -6,7 +6,6 @@
 mod common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::PathBuf;
 use std::time::Duration;
 
 use common::*;
@@ -44,7 +43,10 @@ async fn a_kill_ends_a_child_that_called_setsid() {
     f.backend().kill(&launched, Duration::from_secs(30)).await.unwrap();
     assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Killed);
     assert!(!alive(child), "the setsid child {child} outlived its task's kill");
-    assert!(launched.cgroups.iter().all(|d| !d.exists()), "the attempt's cgroups are removed");
+    assert!(
+        launched.cgroups.iter().all(|d| read(&d.join("cgroup.procs")).trim().is_empty()),
+        "nothing is left in the attempt's cgroups"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -167,11 +169,11 @@ async fn a_working_folder_left_by_a_crash_before_its_chown_is_handed_over() {
     assert_eq!(std::fs::metadata(launch.workdir.join("mine")).unwrap().uid(), user.uid);
 }
 
-/// Emptied v1 cgroups are kept and renamed for the next attempt (`cgroup.rs`, `Spares`: making
-/// and removing v1 memory and cpu cgroups was the largest cost of an isolated start). What must
-/// hold: the next attempt gets its own limits, the paths an ended attempt's record names are
-/// gone, and cleaning up after that record (adopt of the ended attempt, forget) never reaches
-/// the attempt now using its cgroups.
+/// Cgroups are kept and re-used (`cgroup.rs`, `Pool`: making and removing them per attempt
+/// was the largest cost of an isolated start). What must hold: a slot goes to the next attempt
+/// only once the one before is forgotten (its end stored), the next attempt gets its own
+/// limits, and cleaning up after the earlier attempt's record (adopt of the ended attempt,
+/// kill, forget) never reaches the attempt now using the slot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reused_cgroup_gets_the_new_limits_and_a_stale_record_cannot_reach_it() {
     if !root_or_skip("cgroups") {
@@ -181,40 +183,25 @@ async fn a_reused_cgroup_gets_the_new_limits_and_a_stale_record_cannot_reach_it(
     let first = f.start("spares/a", "true").await;
     let Some(old_dirs) = cgroups_or_skip(&first, f.backend().isolation()) else { return };
     assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Code(0));
-    assert!(old_dirs.iter().all(|d| !d.exists()), "an ended attempt's cgroup paths are gone: {old_dirs:?}");
-    // v1 hierarchies (hybrid machines): the emptied set waits as `spare-N` beside the attempts.
-    // (Only v1 cgroups have `cgroup.clone_children`.)
-    let v1_bases: Vec<PathBuf> = old_dirs
-        .iter()
-        .filter_map(|d| d.parent().map(PathBuf::from))
-        .filter(|b| b.join("cgroup.clone_children").exists())
-        .collect();
-    assert_eq!(
-        !v1_bases.is_empty(),
-        f.backend().isolation().contains("cgroup v1"),
-        "v1 cgroups in use: {}",
-        f.backend().isolation()
+    assert!(
+        old_dirs.iter().all(|d| d.is_dir() && read(&d.join("cgroup.procs")).trim().is_empty()),
+        "an ended attempt's cgroups are kept, empty: {old_dirs:?}"
     );
-    let spares = |base: &PathBuf| -> Vec<String> {
-        std::fs::read_dir(base)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with("spare-"))
-            .collect()
-    };
-    for base in &v1_bases {
-        assert_eq!(spares(base).len(), 1, "one spare in {}", base.display());
-    }
+    // Not forgotten yet (its end is not stored): the next attempt gets a slot of its own.
+    let between = f.start("spares/between", "true").await;
+    assert_ne!(between.cgroups, old_dirs, "a slot went to another attempt before its forget");
+    assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Code(0));
+    f.backend().forget(&between).await.unwrap();
+    f.backend().forget(&first).await.unwrap();
+    assert!(old_dirs.iter().all(|d| d.is_dir()), "a forgotten attempt's slot is kept: {old_dirs:?}");
 
     let mut launch = f.launch("spares/b", "sleep 300");
     launch.resources.cpu = 500;
     launch.resources.memory = 1024;
     let second = f.start_launch(&launch).await;
     let dirs = second.cgroups.clone();
-    for base in &v1_bases {
-        assert!(spares(base).is_empty(), "the spare in {} was taken", base.display());
-    }
+    assert!(dirs == old_dirs || dirs == between.cgroups, "a freed slot is re-used: {dirs:?}");
+    let stale = if dirs == old_dirs { &first } else { &between };
     let file = |name: &str| dirs.iter().find_map(|d| std::fs::read_to_string(d.join(name)).ok());
     let memory = file("memory.max").or_else(|| file("memory.limit_in_bytes"));
     assert_eq!(memory.as_deref().map(str::trim), Some((1024u64 << 20).to_string().as_str()), "{dirs:?}");
@@ -226,15 +213,32 @@ async fn a_reused_cgroup_gets_the_new_limits_and_a_stale_record_cannot_reach_it(
     })
     .await;
 
-    // The first attempt's record, as a restarted server would handle it.
-    let adopted = f.backend().adopt(&first).await.unwrap();
+    // The earlier attempt's record, handled again: adopt, kill, forget.
+    let adopted = f.backend().adopt(stale).await.unwrap();
     assert!(matches!(adopted, weir_backend::Adopted::Ended(_)), "{adopted:?}");
-    f.backend().forget(&first).await.unwrap();
+    f.backend().kill(stale, Duration::from_millis(1)).await.unwrap();
+    f.backend().forget(stale).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(alive(second.pid), "cleaning up after the first attempt reached the second");
     assert!(dirs.iter().all(|d| d.is_dir()), "the second attempt's cgroups are still there: {dirs:?}");
     assert!(dirs.iter().all(|d| read(&d.join("cgroup.procs")).lines().any(|l| l == pid)));
 
+    // After a restart, the record of an attempt from before it never names a slot in use; a
+    // slot the ended attempt left empty went with the backend (none is left behind).
     f.backend().kill(&second, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Killed);
+    let running = f.start("spares/running", "sleep 300").await;
+    f.restart();
+    assert!(dirs.iter().all(|d| !d.exists()), "an emptied slot outlived its backend: {dirs:?}");
+    assert!(running.cgroups.iter().all(|d| d.is_dir()), "a running attempt's slot is kept");
+    let third = f.start("spares/c", "sleep 300").await;
+    assert!(third.cgroups.iter().all(|d| !running.cgroups.contains(d)), "{:?}", third.cgroups);
+    f.backend().forget(&second).await.unwrap();
+    // The running attempt's slot, from before the restart, is its own: killed and removed.
+    f.backend().kill(&running, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Killed);
+    f.backend().forget(&running).await.unwrap();
+    assert!(running.cgroups.iter().all(|d| !d.exists()), "a slot of an earlier backend is removed on forget");
+    f.backend().kill(&third, Duration::from_secs(5)).await.unwrap();
     assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Killed);
 }

@@ -251,6 +251,9 @@ async fn recover_finds_an_attempt_whose_record_was_never_stored() {
         panic!("not found running")
     };
     assert_eq!((found.pid, found.start_ticks), (launched.pid, launched.start_ticks));
+    // Its cgroups (a pooled slot, whose name says nothing of the attempt) are found through
+    // the process's `/proc/PID/cgroup`.
+    assert_eq!(found.cgroups, launched.cgroups);
     // Now recorded again: a second recover reads the record.
     assert_eq!(f.backend().recover(&id).await.unwrap(), Recovered::Running(found));
     std::fs::write(f.work().join("go"), "").unwrap();

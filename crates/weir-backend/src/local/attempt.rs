@@ -281,40 +281,21 @@ pub(crate) fn spawn(
     // the server's foreground group, not this one, and killing the group reaches every process
     // the command started — except one that calls `setsid` itself, which the attempt's cgroup
     // still holds.
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let (cgroup_dirs, procs) = if cgroups.is_empty() {
-        (Vec::new(), Vec::new())
+        (Vec::new(), Default::default())
     } else {
-        cgroups.create(&name, r).map_err(io_err(
+        cgroups.create(attempt, r).map_err(io_err(
             attempt,
             "create the attempt's cgroup in",
             Path::new("/sys/fs/cgroup"),
         ))?
     };
-    // The child puts the standard descriptors on 0, 1 and 2 before it joins: a cgroup file
-    // there (a server started with a standard descriptor closed) moves above them first.
-    let procs = procs
-        .into_iter()
-        .map(|fd| {
-            if fd.as_raw_fd() > 2 {
-                return Ok(fd);
-            }
-            rustix::io::fcntl_dupfd_cloexec(&fd, 3).map_err(io::Error::from)
-        })
-        .collect::<io::Result<Vec<OwnedFd>>>()
-        .map_err(|e| {
-            cgroups.remove(&cgroup_dirs);
-            io_err(
-                attempt,
-                "move the cgroup file above the standard descriptors",
-                Path::new("/sys/fs/cgroup"),
-            )(e)
-        })?;
     let mut program = program;
     program.cgroups = procs.iter().map(AsRawFd::as_raw_fd).collect();
     program.cgroups.sort_unstable();
     let raw_pid = spawn::spawn(&program).map_err(|source| {
-        cgroups.remove(&cgroup_dirs);
+        // Nothing runs in the slot: the child, if any, exited and was reaped.
+        cgroups.unused(attempt, &cgroup_dirs);
         BackendError::Spawn { attempt: attempt.to_string(), command: launch.command.clone(), source }
     })?;
     drop((status, stdout, stderr));
@@ -355,6 +336,7 @@ pub(crate) fn spawn(
             rustix::process::WaitId::PidFd(std::os::fd::AsFd::as_fd(&pidfd)),
             rustix::process::WaitIdOptions::EXITED,
         );
+        cgroups.forget(attempt, &launched.cgroups);
         return Err(e);
     }
     Ok(Spawned { launched, pidfd })

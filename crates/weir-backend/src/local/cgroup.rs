@@ -15,20 +15,25 @@
 //! `OWN/weir/TAG/ATTEMPT`, TAG naming the backend's state folder (two servers on one machine,
 //! or one server's several clusters, never share a folder).
 //!
-//! Emptied v1 cgroups are kept for later attempts ([`Spares`]): making and removing a v1
-//! `memory` and `cpu` cgroup (per-cpu statistics, scheduler entities, the bandwidth check over
-//! every cpu cgroup) was the largest cost of an isolated start on hybrid machines. A spare is
-//! renamed (`spare-N` to the attempt's name and back), so a cgroup's path still names one
-//! attempt only: a stale launch record's cleanup can never reach a later attempt's processes.
-//! cgroup v2 cannot rename, and its cgroup (with no controllers on hybrid machines) is cheap to
-//! make: it is made and removed per attempt.
+//! Cgroups are kept and re-used ([`Pool`]): an attempt gets a slot (`PREFIX-N`: a cgroup of
+//! that name in every hierarchy used, its `cgroup.procs` files kept open) and gives it back
+//! once its end is stored and it is forgotten. Making and removing cgroups per attempt (a v1
+//! `memory` and `cpu` cgroup: per-cpu statistics, scheduler entities, the bandwidth check over
+//! every cpu cgroup; the v2 one; the opens of their files) was the largest cost of an isolated
+//! start. A slot holds one attempt at a time, so each attempt is still alone in its cgroups.
+//! Slot names are unique to one backend value (process id, start time, a counter), so a record
+//! from before a restart never names a slot in use, and within one backend value every use of
+//! a record's cgroups (adopt of an ended attempt, kill, forget) asks the pool who owns the slot
+//! first ([`Placement::owner`]): a stale record can never reach a later attempt's processes.
+//! After a restart, an attempt found without its record is placed by its process's
+//! `/proc/PID/cgroup` (or the `cgroup.procs` files a child not yet exec'd holds open).
 //!
 //! A task joins its cgroups between clone and exec (it writes `0` to the `cgroup.procs` files
 //! the backend opened before the clone, with the backend's credentials), so it never runs a single
 //! instruction outside them and has no process to fork before it is contained. The files are
 //! the backend's (root's): a task cannot move itself out.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::OwnedFd;
@@ -121,7 +126,7 @@ fn unescape(s: &str) -> String {
 }
 
 /// A folder under which attempts get cgroups, kept open: an attempt's cgroup is made, opened,
-/// renamed and removed relative to it (`mkdirat`, `openat`, …), so each call walks one or two
+/// and removed relative to it (`mkdirat`, `openat`, …), so each call walks one or two
 /// path components instead of the whole `/sys/fs/cgroup/…/weir/TAG/…` path.
 #[derive(Clone, Debug)]
 struct Base {
@@ -170,14 +175,6 @@ impl Base {
         }
     }
 
-    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        match self.fd.as_ref().map(|fd| rustix::fs::renameat(fd, from, fd, to)) {
-            Some(Ok(())) => Ok(()),
-            Some(Err(e)) if e != rustix::io::Errno::NOENT => Err(e.into()),
-            _ => fs::rename(self.join(from), self.join(to)),
-        }
-    }
-
     /// Opens file `file` of cgroup `name` for writing.
     fn open_write(&self, name: &str, file: &str) -> io::Result<OwnedFd> {
         let flags = OFlags::WRONLY | OFlags::CLOEXEC;
@@ -204,18 +201,21 @@ pub(crate) struct Placement {
     v2: Option<(Base, bool)>,
     /// v1 limit hierarchies used (only those whose limit v2 cannot set): controller, folder.
     v1: Vec<(&'static str, Base)>,
+    /// `weir/TAG`: how an attempt's cgroup path reads in `/proc/PID/cgroup`.
+    tag: String,
     /// One line for the operator: what is in use, and what is missing.
     pub note: String,
-    /// Emptied v1 cgroups kept for the next attempts (shared by clones).
-    spares: Arc<Mutex<Spares>>,
+    /// The slots this backend value made (shared by clones).
+    pool: Arc<Mutex<Pool>>,
 }
 
-/// Most spare v1 cgroup sets kept; beyond that an emptied attempt's cgroups are removed.
-const MAX_SPARES: usize = 64;
+/// Most free slots kept; beyond that a forgotten attempt's slot is removed.
+const MAX_FREE: usize = 128;
+/// What an earlier weir named its emptied v1 cgroups kept for re-use (removed at start).
 const SPARE_PREFIX: &str = "spare-";
 
-/// The v1 limits an attempt's cgroups carry: cpu quota (us per 100 ms period) and memory
-/// (bytes); `None` is no limit (the kernel's default).
+/// The limits a slot carries: cpu quota (us per 100 ms period) and memory (bytes); `None` is
+/// no limit (the kernel's default).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Limits {
     cpu_quota_us: Option<u64>,
@@ -249,24 +249,62 @@ impl Limits {
             _ => Vec::new(),
         }
     }
+
+    /// The same for a v2 cgroup whose `cpu` and `memory` controllers are enabled.
+    fn v2_writes(self, have: Option<Limits>) -> Vec<(&'static str, String)> {
+        let fresh = Limits { cpu_quota_us: None, memory_bytes: None };
+        let have = have.unwrap_or(fresh);
+        let mut w = Vec::new();
+        if self.cpu_quota_us != have.cpu_quota_us {
+            let q = self.cpu_quota_us.map_or_else(|| "max".to_string(), |q| q.to_string());
+            w.push(("cpu.max", format!("{q} 100000")));
+        }
+        if self.memory_bytes != have.memory_bytes {
+            w.push(("memory.max", self.memory_bytes.map_or_else(|| "max".to_string(), |m| m.to_string())));
+        }
+        w
+    }
 }
 
-/// Spare v1 cgroup sets and the limits of the live ones this backend made.
+/// One attempt's place: a cgroup of the same name in every hierarchy used, with their
+/// `cgroup.procs` kept open (the child joins through them) and the limits they carry.
+#[derive(Debug)]
+struct Slot {
+    name: String,
+    procs: Arc<Vec<OwnedFd>>,
+    limits: Limits,
+}
+
+/// The slots of one backend value. A slot's name (`PREFIX-N`, the prefix unique to this
+/// backend value: process id, start time, a counter) is never made by another backend value,
+/// so a record of an attempt from before a restart can never name a slot in use now. Within
+/// this backend value a slot goes back to `free` only once its attempt's end is stored and the
+/// attempt is forgotten ([`Placement::forget`]); until then its record may still be handled
+/// (adopt, kill, forget), and every such call checks the slot's owner first.
 #[derive(Debug, Default)]
-struct Spares {
+struct Pool {
+    prefix: String,
     next: u64,
-    /// Each spare is `BASE/spare-N` in every v1 hierarchy used, with the limits it carries.
-    free: Vec<(u64, Limits)>,
-    /// The limits of each live attempt's v1 cgroups, by attempt name (made by this process).
-    live: HashMap<String, Limits>,
-    /// Attempts whose cgroups this process already released (kept as spares or removed):
-    /// their `forget` has nothing left to remove (three failing `rmdir`s per task before).
-    released: HashSet<String>,
+    free: Vec<Slot>,
+    /// Slots of attempts not forgotten yet, by slot name: the owner (attempt id), whether its
+    /// end found it empty, the slot.
+    owned: HashMap<String, (String, bool, Slot)>,
 }
 
-/// Most released attempts remembered until their `forget`; beyond that the set is cleared
-/// (a forget then tries the `rmdir`s, which fail harmlessly).
-const MAX_RELEASED: usize = 1 << 16;
+/// What this backend may do with cgroup folders a record names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// A slot of this backend value that belongs to the attempt asking: signal it, leave its
+    /// removal to [`Placement::forget`].
+    This,
+    /// A slot of this backend value now free or another attempt's: touch nothing.
+    Other,
+    /// Not a slot of this backend value (an earlier server's, or from before slots): it names
+    /// only that attempt; signal it and remove it.
+    Foreign,
+}
+
+static INCARNATIONS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 impl Placement {
     /// Sets up `OWN/weir/TAG` in every usable hierarchy. Never fails: what cannot be set up is
@@ -302,10 +340,22 @@ impl Placement {
                 }
             }
         }
-        // Spares of an earlier server are empty folders of unknown limits: removed.
-        for (_, base) in &p.v1 {
-            remove_spares(&base.path);
+        // What earlier servers of this state folder left (a server killed before its backend
+        // went: its free slots, the slots of attempts that ended unwatched, an earlier weir's
+        // per-attempt cgroups and v1 spares): removed, each empty one.
+        for base in p.bases() {
+            remove_dead(&base.path);
         }
+        p.tag = format!("weir/{tag}");
+        let n = INCARNATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        p.pool = Arc::new(Mutex::new(Pool {
+            prefix: format!("slot.{:x}.{ms:x}.{n}-", std::process::id()),
+            ..Pool::default()
+        }));
         let mut using = Vec::new();
         if let Some((base, limits)) = &p.v2 {
             let what = if *limits { "kill, cpu.max, memory.max" } else { "kill" };
@@ -332,25 +382,79 @@ impl Placement {
         p
     }
 
-    /// The cgroups of attempt `name` that exist now (for an attempt found without its record).
-    pub(crate) fn existing(&self, name: &str) -> Vec<PathBuf> {
-        let v2 = self.v2.iter().map(|(base, _)| base.join(name));
-        let v1 = self.v1.iter().map(|(_, base)| base.join(name));
-        v2.chain(v1).filter(|d| d.is_dir()).collect()
+    fn pool(&self) -> std::sync::MutexGuard<'_, Pool> {
+        // Every change under this lock is a single insert, remove or push: consistent after a
+        // panic too.
+        self.pool.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Removes this backend's `weir/TAG` folders if no attempt's cgroup is left in them (the
-    /// kernel refuses to remove a cgroup with children: running attempts keep theirs).
+    fn bases(&self) -> impl Iterator<Item = &Base> {
+        self.v2.iter().map(|(b, _)| b).chain(self.v1.iter().map(|(_, b)| b))
+    }
+
+    /// The folders of cgroup `name` in every hierarchy used (v2 first).
+    fn dirs(&self, name: &str) -> Vec<PathBuf> {
+        self.bases().map(|b| b.join(name)).collect()
+    }
+
+    /// The cgroups of this backend that process `pid` is in or about to join (a child between
+    /// its clone and its exec holds their `cgroup.procs` open), for an attempt found without
+    /// its record. Its descriptors are read first: a child that execs meanwhile has joined.
+    pub(crate) fn of_process(&self, pid: i32) -> Vec<PathBuf> {
+        let mut names: Vec<String> = Vec::new();
+        if let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) {
+            for fd in fds.flatten() {
+                let Ok(target) = fs::read_link(fd.path()) else { continue };
+                if target.file_name().is_none_or(|f| f != "cgroup.procs") {
+                    continue;
+                }
+                let Some(dir) = target.parent() else { continue };
+                if let Some(name) = self.bases().find_map(|b| b.name_of(dir)) {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        let own = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+        for line in own.lines() {
+            let Some(path) = line.splitn(3, ':').nth(2) else { continue };
+            let Some((parent, name)) = path.rsplit_once('/') else { continue };
+            if parent.ends_with(&format!("/{}", self.tag)) || parent == format!("/{}", self.tag) {
+                names.push(name.to_string());
+            }
+        }
+        names.sort();
+        names.dedup();
+        names.iter().flat_map(|n| self.dirs(n)).filter(|d| d.is_dir()).collect()
+    }
+
+    /// Removes this backend's free slots and then its `weir/TAG` folders if no attempt's
+    /// cgroup is left in them (the kernel refuses to remove a cgroup with children: running
+    /// attempts keep theirs).
     pub(crate) fn remove_if_unused(&self) {
-        if let Ok(mut spares) = self.spares.lock() {
-            spares.free.clear();
+        // Free slots, and those of ended attempts not forgotten yet (empty too: a later
+        // server's `forget` of their records finds them gone). Left behind, every empty v1
+        // `cpu` cgroup makes each later quota write dearer (the kernel checks the bandwidth
+        // over the whole `cpu` tree).
+        let emptied: Vec<String> = {
+            let mut pool = self.pool();
+            let mut names: Vec<String> = pool.free.drain(..).map(|s| s.name).collect();
+            let ended: Vec<String> =
+                pool.owned.iter().filter(|(_, (_, ended, _))| *ended).map(|(n, _)| n.clone()).collect();
+            for n in &ended {
+                pool.owned.remove(n);
+            }
+            names.extend(ended);
+            names
+        };
+        for name in &emptied {
+            for base in self.bases() {
+                base.rmdir(name);
+            }
         }
         for (_, base) in &self.v1 {
             remove_spares(&base.path);
         }
-        let v2 = self.v2.iter().map(|(base, _)| base.path.clone());
-        let v1 = self.v1.iter().map(|(_, base)| base.path.clone());
-        remove(&v2.chain(v1).collect::<Vec<_>>());
+        remove(&self.bases().map(|b| b.path.clone()).collect::<Vec<_>>());
     }
 
     /// No cgroups, for the reason given.
@@ -363,135 +467,186 @@ impl Placement {
         self.v2.is_none() && self.v1.is_empty()
     }
 
-    /// Makes attempt `name`'s cgroups with `resources` as limits and opens their
-    /// `cgroup.procs` for the child to join. Returns the folders (for the launch record) and
-    /// the open files. The v1 ones are a spare set renamed when there is one; a cgroup left by
-    /// a start that crashed is re-used.
+    /// A slot for `attempt` with `resources` as its limits: a free one (its limits rewritten
+    /// where they differ) or a new one. Returns its folders (for the launch record) and its
+    /// open `cgroup.procs` files for the child to join (none of them on 0, 1 or 2).
     pub(crate) fn create(
         &self,
-        name: &str,
+        attempt: &str,
         resources: Resources,
-    ) -> io::Result<(Vec<PathBuf>, Vec<OwnedFd>)> {
-        let mut dirs = Vec::new();
-        let mut files = Vec::new();
+    ) -> io::Result<(Vec<PathBuf>, Arc<Vec<OwnedFd>>)> {
         let want = Limits::of(resources);
-        if let Some((base, limits)) = &self.v2 {
-            let mut l = Vec::new();
-            if *limits {
-                if let Some(q) = want.cpu_quota_us {
-                    l.push(("cpu.max", format!("{q} 100000")));
-                }
-                if let Some(m) = want.memory_bytes {
-                    l.push(("memory.max", m.to_string()));
+        let reused = {
+            let mut pool = self.pool();
+            // The last freed first: its cgroup files are the most likely still in the caches.
+            match pool.free.pop() {
+                Some(slot) => Ok(slot),
+                None => {
+                    let name = format!("{}{}", pool.prefix, pool.next);
+                    pool.next += 1;
+                    Err(name)
                 }
             }
+        };
+        let slot = match reused {
+            Ok(mut slot) => {
+                if let Err(e) = self.write_limits(&slot.name, want, Some(slot.limits)) {
+                    // Limits it may now half carry: not used again.
+                    for base in self.bases() {
+                        base.rmdir(&slot.name);
+                    }
+                    return Err(e);
+                }
+                slot.limits = want;
+                slot
+            }
+            Err(name) => {
+                let made = self.make_slot(&name, want);
+                match made {
+                    Ok(slot) => slot,
+                    Err(e) => {
+                        for base in self.bases() {
+                            base.rmdir(&name);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        };
+        let dirs = self.dirs(&slot.name);
+        let procs = Arc::clone(&slot.procs);
+        self.pool().owned.insert(slot.name.clone(), (attempt.to_string(), false, slot));
+        Ok((dirs, procs))
+    }
+
+    fn make_slot(&self, name: &str, limits: Limits) -> io::Result<Slot> {
+        for base in self.bases() {
             base.mkdir(name)?;
-            dirs.push(base.join(name));
-            open_with_limits(base, name, &l, &mut files)?;
         }
-        if self.v1.is_empty() {
-            return Ok((dirs, files));
+        self.write_limits(name, limits, None)?;
+        let mut procs = Vec::new();
+        for base in self.bases() {
+            let fd = base.open_write(name, "cgroup.procs")?;
+            // The child puts the standard descriptors on 0, 1 and 2 before it joins: a
+            // cgroup file there (a server started with a standard descriptor closed) moves
+            // above them first.
+            let fd = if std::os::fd::AsRawFd::as_raw_fd(&fd) > 2 {
+                fd
+            } else {
+                rustix::io::fcntl_dupfd_cloexec(&fd, 3)?
+            };
+            procs.push(fd);
         }
-        let spare = self.spares.lock().ok().and_then(|mut s| s.free.pop());
-        let have = match spare {
-            Some((n, have)) if self.rename_v1(&format!("{SPARE_PREFIX}{n}"), name) => Some(have),
-            Some((n, _)) => {
-                // Gone or in the way (a cgroup of this name left by a crashed start): both
-                // names are dropped where empty, and the attempt's cgroups are made afresh.
-                for (_, base) in &self.v1 {
-                    base.rmdir(&format!("{SPARE_PREFIX}{n}"));
-                }
-                None
-            }
-            None => None,
-        };
+        Ok(Slot { name: name.to_string(), procs: Arc::new(procs), limits })
+    }
+
+    /// Writes the limit files of slot `name` that differ from `have` (`None`: a new cgroup).
+    fn write_limits(&self, name: &str, want: Limits, have: Option<Limits>) -> io::Result<()> {
+        if let Some((base, true)) = &self.v2 {
+            write_all(base, name, &want.v2_writes(have))?;
+        }
         for (ctl, base) in &self.v1 {
-            if have.is_none() {
-                base.mkdir(name)?;
-            }
-            dirs.push(base.join(name));
-            open_with_limits(base, name, &want.v1_writes(ctl, have), &mut files)?;
+            write_all(base, name, &want.v1_writes(ctl, have))?;
         }
-        if let Ok(mut s) = self.spares.lock() {
-            s.live.insert(name.to_string(), want);
-        }
-        Ok((dirs, files))
+        Ok(())
     }
 
-    /// Renames `from` to `to` in every v1 hierarchy used; on a failure, renames back what was
-    /// renamed and returns false.
-    fn rename_v1(&self, from: &str, to: &str) -> bool {
-        for (i, (_, base)) in self.v1.iter().enumerate() {
-            if base.rename(from, to).is_err() {
-                for (_, done) in &self.v1[..i] {
-                    let _ = done.rename(to, from);
-                }
-                return false;
+    /// A start that failed before anything could run in slot `dirs` (its child, if any, has
+    /// exited and was reaped): the slot is free again at once, since no record names it.
+    pub(crate) fn unused(&self, attempt: &str, dirs: &[PathBuf]) {
+        let Some(name) = self.slot_name(dirs) else { return };
+        let mut pool = self.pool();
+        if pool.owned.get(&name).is_some_and(|(owner, _, _)| owner == attempt) {
+            if let Some((_, _, slot)) = pool.owned.remove(&name) {
+                pool.free.push(slot);
             }
         }
-        true
     }
 
-    /// An attempt's cgroups once nothing runs in them: the v1 set becomes a spare (renamed
-    /// `spare-N`) when this process made it and there is room; everything else is removed.
-    pub(crate) fn release(&self, dirs: &[PathBuf]) {
-        let name = dirs.first().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned());
-        if let (Some(name), Ok(mut s)) = (&name, self.spares.lock()) {
-            if s.released.len() >= MAX_RELEASED {
-                s.released.clear();
-            }
-            s.released.insert(name.clone());
+    /// The slot name of an attempt's cgroup folders (the last component of the first).
+    fn slot_name(&self, dirs: &[PathBuf]) -> Option<String> {
+        dirs.first().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned())
+    }
+
+    /// What `attempt` may do with the cgroup folders `dirs` its record names.
+    pub(crate) fn owner(&self, attempt: &str, dirs: &[PathBuf]) -> Owner {
+        let Some(name) = self.slot_name(dirs) else { return Owner::Foreign };
+        let pool = self.pool();
+        match pool.owned.get(&name) {
+            Some((owner, _, _)) if owner == attempt => Owner::This,
+            _ if name.starts_with(&pool.prefix) => Owner::Other,
+            _ => Owner::Foreign,
         }
-        let ours = |name: &str| {
-            !self.v1.is_empty() && self.v1.iter().all(|(_, base)| dirs.contains(&base.join(name)))
+    }
+
+    /// Sends `signal` to everything in the cgroups `dirs` of `attempt`'s record ([`signal_all`])
+    /// unless they are a slot of this backend it does not own (any more); whether it did. The
+    /// pool stays locked meanwhile, so the slot cannot change hands half-way.
+    pub(crate) fn signal(&self, attempt: &str, dirs: &[PathBuf], signal: Signal) -> bool {
+        let Some(name) = self.slot_name(dirs) else { return true };
+        let pool = self.pool();
+        let other = match pool.owned.get(&name) {
+            Some((owner, _, _)) => owner != attempt,
+            None => name.starts_with(&pool.prefix),
         };
-        let kept = name.filter(|n| ours(n)).and_then(|name| {
-            let mut s = self.spares.lock().ok()?;
-            let limits = s.live.remove(&name)?;
-            if s.free.len() >= MAX_SPARES {
-                return None;
-            }
-            let n = s.next;
-            s.next += 1;
-            Some((name, n, limits))
-        });
-        let Some((name, n, limits)) = kept else {
-            self.remove_dirs(dirs);
-            return;
-        };
-        // The v2 cgroup (or anything else) goes; the v1 set is kept.
-        let v1: Vec<PathBuf> = self.v1.iter().map(|(_, base)| base.join(&name)).collect();
-        self.remove_dirs(&dirs.iter().filter(|d| !v1.contains(d)).cloned().collect::<Vec<_>>());
-        if self.rename_v1(&name, &format!("{SPARE_PREFIX}{n}")) {
-            if let Ok(mut s) = self.spares.lock() {
-                s.free.push((n, limits));
-            }
-        } else {
-            self.remove_dirs(&v1);
+        if !other {
+            signal_all(dirs, signal);
         }
+        !other
     }
 
-    /// Removes an attempt's cgroups (empty ones only; the kernel refuses the others) and forgets
-    /// their limits. Nothing to do for an attempt whose cgroups this process already released.
-    pub(crate) fn remove(&self, dirs: &[PathBuf]) {
-        if let Some(name) = dirs.first().and_then(|d| d.file_name()) {
-            if let Ok(mut s) = self.spares.lock() {
-                let name = name.to_string_lossy();
-                s.live.remove(name.as_ref());
-                if s.released.remove(name.as_ref()) {
-                    return;
+    /// An attempt's end found its cgroups empty: its slot waits for [`Placement::forget`]
+    /// (the end is not stored yet, and the record can still be handled until then). Cgroups
+    /// that are not a slot of this backend are removed.
+    pub(crate) fn release(&self, attempt: &str, dirs: &[PathBuf]) {
+        match self.owner(attempt, dirs) {
+            Owner::This => {
+                if let Some(name) = self.slot_name(dirs) {
+                    if let Some(entry) = self.pool().owned.get_mut(&name) {
+                        entry.1 = true;
+                    }
                 }
             }
+            Owner::Other => {}
+            Owner::Foreign => self.remove_dirs(dirs),
         }
-        self.remove_dirs(dirs);
+    }
+
+    /// The attempt's end is stored (or its cgroups could not be emptied): its slot goes back to
+    /// the free ones if its end found it empty and there is room, else it is removed (empty
+    /// cgroups only; the kernel refuses the others) and never used again. Cgroups that are not
+    /// a slot of this backend are removed; another attempt's slot is left alone.
+    pub(crate) fn forget(&self, attempt: &str, dirs: &[PathBuf]) {
+        match self.owner(attempt, dirs) {
+            Owner::This => {
+                let Some(name) = self.slot_name(dirs) else { return };
+                let removed = {
+                    let mut pool = self.pool();
+                    match pool.owned.remove(&name) {
+                        Some((_, true, slot)) if pool.free.len() < MAX_FREE => {
+                            pool.free.push(slot);
+                            None
+                        }
+                        Some((_, _, slot)) => Some(slot),
+                        None => None,
+                    }
+                };
+                if let Some(slot) = removed {
+                    drop(slot.procs);
+                    for base in self.bases() {
+                        base.rmdir(&slot.name);
+                    }
+                }
+            }
+            Owner::Other => {}
+            Owner::Foreign => self.remove_dirs(dirs),
+        }
     }
 
     /// `rmdir` of each folder, relative to its base's descriptor when it is one of ours.
     fn remove_dirs(&self, dirs: &[PathBuf]) {
-        let bases = self.v2.iter().map(|(b, _)| b).chain(self.v1.iter().map(|(_, b)| b));
-        let bases: Vec<&Base> = bases.collect();
         for dir in dirs {
-            match bases.iter().find_map(|b| Some((b, b.name_of(dir)?))) {
+            match self.bases().find_map(|b| Some((b, b.name_of(dir)?))) {
                 Some((base, name)) => base.rmdir(name),
                 None => {
                     let _ = fs::remove_dir(dir);
@@ -501,17 +656,11 @@ impl Placement {
     }
 }
 
-/// Writes `limits` into cgroup `name` below `base` and opens its `cgroup.procs` (into `files`).
-fn open_with_limits(
-    base: &Base,
-    name: &str,
-    limits: &[(&str, String)],
-    files: &mut Vec<OwnedFd>,
-) -> io::Result<()> {
+/// Writes `limits` into the files of cgroup `name` below `base`.
+fn write_all(base: &Base, name: &str, limits: &[(&str, String)]) -> io::Result<()> {
     for (file, value) in limits {
         fs::File::from(base.open_write(name, file)?).write_all(value.as_bytes())?;
     }
-    files.push(base.open_write(name, "cgroup.procs")?);
     Ok(())
 }
 
@@ -522,6 +671,32 @@ fn remove_spares(base: &Path) {
         if e.file_name().to_string_lossy().starts_with(SPARE_PREFIX) {
             let _ = fs::remove_dir(e.path());
         }
+    }
+}
+
+/// Removes the cgroups below `base` that no live process may use: slots whose backend's
+/// process is gone (`slot.PID.…`: a slot of a live process, another backend of this state
+/// folder or this one's, is kept) and cgroups of any other name (an earlier weir's per-attempt
+/// cgroups and spares). Only empty ones go: the kernel refuses to remove a cgroup that holds a
+/// process, so an attempt still running (adopted after a restart) keeps its cgroup, which its
+/// record names, until that record is forgotten.
+fn remove_dead(base: &Path) {
+    let Ok(entries) = fs::read_dir(base) else { return };
+    for e in entries.flatten() {
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if let Some(rest) = name.strip_prefix("slot.") {
+            let pid = rest.split('.').next().and_then(|p| u32::from_str_radix(p, 16).ok());
+            match pid {
+                Some(pid) if Path::new(&format!("/proc/{pid}")).exists() => continue,
+                Some(_) => {}
+                None => continue,
+            }
+        }
+        let _ = fs::remove_dir(e.path());
     }
 }
 
@@ -621,20 +796,53 @@ mod tests {
         base.mkdir("a").unwrap(); // left by a crashed start: fine
         fs::write(path.join("a").join("cgroup.procs"), "").unwrap();
         base.open_write("a", "cgroup.procs").unwrap();
-        base.rename("a", "spare-0").unwrap();
-        base.rmdir("spare-0"); // not empty: refused, kept
-        assert!(path.join("spare-0").is_dir());
+        base.rmdir("a"); // not empty: refused, kept
+        assert!(path.join("a").is_dir());
         fs::remove_dir_all(&root).unwrap();
         // Removed under it: its descriptor is stale; paths take over.
         base.mkdir("b").unwrap();
         assert!(path.join("b").is_dir());
         fs::write(path.join("b").join("cgroup.procs"), "").unwrap();
         base.open_write("b", "cgroup.procs").unwrap();
-        base.rename("b", "c").unwrap();
-        fs::remove_file(path.join("c").join("cgroup.procs")).unwrap();
-        base.rmdir("c");
-        assert!(!path.join("c").exists());
+        fs::remove_file(path.join("b").join("cgroup.procs")).unwrap();
+        base.rmdir("b");
+        assert!(!path.join("b").exists());
         fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_dead_servers_empty_cgroups_are_removed_and_live_or_occupied_ones_kept() {
+        // A plain folder stands for cgroupfs: a folder holding a file is refused by `rmdir`
+        // as a cgroup holding a process is.
+        let base = std::env::temp_dir().join(format!("weir-cgroup-sweep-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        fs::create_dir_all(&base).unwrap();
+        let live = format!("slot.{:x}.19c0.0-4", std::process::id());
+        let dead = "slot.7fffffff.19c0.0-1"; // above any pid_max
+        let dead_busy = "slot.7fffffff.19c0.0-2";
+        let odd = "slot.not-hex.1-1";
+        for d in [live.as_str(), dead, dead_busy, odd, "run-3-t0-a1", "run-4-t0-a1", "spare-9"] {
+            fs::create_dir(base.join(d)).unwrap();
+        }
+        fs::write(base.join(dead_busy).join("cgroup.procs"), "4242\n").unwrap();
+        fs::write(base.join("run-4-t0-a1").join("cgroup.procs"), "4243\n").unwrap();
+        fs::write(base.join("not-a-folder"), "").unwrap();
+        remove_dead(&base);
+        let mut left: Vec<String> = fs::read_dir(&base)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut want = vec![
+            live.clone(),
+            dead_busy.to_string(),
+            odd.to_string(),
+            "not-a-folder".into(),
+            "run-4-t0-a1".into(),
+        ];
+        want.sort();
+        assert_eq!(left, want);
+        fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
@@ -647,13 +855,24 @@ mod tests {
             vec![("memory.limit_in_bytes", (2048u64 << 20).to_string())]
         );
         assert!(r(0, 0).v1_writes("cpu", None).is_empty());
-        // A spare: the same limits need no write; others are rewritten; none is "-1".
+        // A re-used slot: the same limits need no write; others are rewritten; none is "-1".
         let have = Some(r(1500, 2048));
         assert!(r(1500, 2048).v1_writes("cpu", have).is_empty());
         assert!(r(1500, 2048).v1_writes("memory", have).is_empty());
         assert_eq!(r(500, 2048).v1_writes("cpu", have), vec![("cpu.cfs_quota_us", "50000".to_string())]);
         assert_eq!(r(0, 0).v1_writes("cpu", have), vec![("cpu.cfs_quota_us", "-1".to_string())]);
         assert_eq!(r(0, 0).v1_writes("memory", have), vec![("memory.limit_in_bytes", "-1".to_string())]);
+        // v2: the same, with `max` for no limit.
+        assert_eq!(
+            r(1500, 2048).v2_writes(None),
+            vec![("cpu.max", "150000 100000".to_string()), ("memory.max", (2048u64 << 20).to_string())]
+        );
+        assert!(r(0, 0).v2_writes(None).is_empty());
+        assert!(r(1500, 2048).v2_writes(have).is_empty());
+        assert_eq!(
+            r(0, 0).v2_writes(have),
+            vec![("cpu.max", "max 100000".to_string()), ("memory.max", "max".to_string())]
+        );
     }
 
     #[test]

@@ -268,9 +268,10 @@ impl LocalBackend {
             }
             watch::Probe::Gone => {
                 let (record, inner) = (task.clone(), Arc::clone(&self.inner));
-                let exit =
-                    blocking(&task.attempt, move || Ok(watch::ended_unwatched(&record, &inner.boot_id)))
-                        .await?;
+                let exit = blocking(&task.attempt, move || {
+                    Ok(watch::ended_unwatched(&record, &inner.boot_id, &inner.cgroups))
+                })
+                .await?;
                 Ok(Adopted::Ended(exit))
             }
         }
@@ -318,8 +319,10 @@ impl LocalBackend {
             // Processes that left the group (`setsid`) get the same warning.
             let cgroups = task.cgroups.clone();
             if !cgroups.is_empty() {
+                let (placement, attempt) = (self.inner.cgroups.clone(), task.attempt.to_string());
                 blocking(&task.attempt, move || {
-                    cgroup::signal_all(&cgroups, Signal::TERM);
+                    // Unless the slot went to another attempt since (this one ended meanwhile).
+                    placement.signal(&attempt, &cgroups, Signal::TERM);
                     Ok(())
                 })
                 .await?;
@@ -366,7 +369,7 @@ impl LocalBackend {
         let cgroups = task.cgroups.clone();
         let placement = self.inner.cgroups.clone();
         blocking(&task.attempt, move || {
-            placement.remove(&cgroups);
+            placement.forget(&attempt, &cgroups);
             remove_attempt_dir(&attempt, &dir, &root)
         })
         .await

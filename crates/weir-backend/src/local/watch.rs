@@ -100,13 +100,14 @@ async fn follow(
     // left (most tasks leave nothing, and looking costs less than a `cgroup.kill`).
     let emptied = cgroups_gone(&cgroups).await;
     let placement = inner.cgroups.clone();
+    let id = attempt.to_string();
     let ended = tokio::task::spawn_blocking(move || {
-        // Emptied cgroups are kept as spares or removed; the others are left (the kernel
-        // refuses to remove a cgroup with a process in it).
+        // An emptied slot waits for the attempt's `forget` to be used again; one that could
+        // not be emptied is never used again (and removed once the kernel lets it).
         if emptied {
-            placement.release(&cgroups);
+            placement.release(&id, &cgroups);
         } else {
-            placement.remove(&cgroups);
+            placement.forget(&id, &cgroups);
         }
         attempt::final_exit(&dir, waited, kill_asked)
     });
@@ -192,23 +193,34 @@ pub(super) fn probe(task: &Launched, boot_id: &str) -> Probe {
 
 /// How an attempt that ended while nobody watched it ended; first kills what it may have
 /// left behind in its group, when that group can still be told apart.
-pub(super) fn ended_unwatched(task: &Launched, boot_id: &str) -> Exit {
+pub(super) fn ended_unwatched(task: &Launched, boot_id: &str, placement: &Placement) -> Exit {
     // The group id is the wrapper's pid. If that pid now belongs to another process, the old
     // group emptied long ago (a pid is not re-used while it names a live group) and any group
     // with that id is someone else's. After a reboot there is nothing to sweep.
     if task.boot_id == boot_id && procfs::start_ticks(task.pid).is_none() {
         let _ = signal_group(task.pid, Signal::KILL);
     }
-    // Its cgroups are its own whatever became of the pid: empty them and remove them.
-    if task.boot_id == boot_id && !task.cgroups.is_empty() {
+    // Its cgroups are its own whatever became of the pid — unless they are a slot of this
+    // backend that another attempt holds now (or a free one): empty them, and remove them
+    // when they are not this backend's slot (which `forget` gives back).
+    let owner = placement.owner(task.attempt.as_str(), &task.cgroups);
+    if task.boot_id == boot_id && !task.cgroups.is_empty() && owner != cgroup::Owner::Other {
+        let mut emptied = false;
         for _ in 0..100 {
-            cgroup::signal_all(&task.cgroups, Signal::KILL);
+            if !placement.signal(task.attempt.as_str(), &task.cgroups, Signal::KILL) {
+                break;
+            }
             if cgroup::all_empty(&task.cgroups) {
+                emptied = true;
                 break;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        cgroup::remove(&task.cgroups);
+        if emptied {
+            placement.release(task.attempt.as_str(), &task.cgroups);
+        } else if owner == cgroup::Owner::Foreign {
+            cgroup::remove(&task.cgroups);
+        }
     }
     attempt::final_exit(&task.dir, None, false)
 }
@@ -283,7 +295,7 @@ pub(super) fn find_unrecorded(
             // Not known any more; when it was found is the best bound.
             started_at_ms: procfs::now_ms(),
             dir: dir.to_path_buf(),
-            cgroups: dir.file_name().map(|n| cgroups.existing(&n.to_string_lossy())).unwrap_or_default(),
+            cgroups: cgroups.of_process(pid),
             uid: rustix::process::Pid::from_raw(pid).and_then(|_| proc_uid(pid)),
         };
         attempt::write_atomic(id.as_str(), dir, attempt::RECORD_FILE, &record.to_json())?;

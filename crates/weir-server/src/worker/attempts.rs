@@ -61,8 +61,8 @@ impl Actor {
                 self.metrics.task_started(&self.cluster);
                 let Some(a) = self.attempts.get_mut(id.as_str()) else {
                     // Its end was handled first (it ended, or its run ended): make sure it is gone,
-                    // then let the backend forget it (its end is stored by the time `act` runs),
-                    // or its files stay behind.
+                    // then let the backend forget it (its end is stored by the time `act` runs:
+                    // the local backend's cgroup slot goes back to its pool only then).
                     self.to_kill.push(launched.clone());
                     self.to_forget.push(launched);
                     return;
