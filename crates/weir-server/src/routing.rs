@@ -11,7 +11,7 @@
 //! is skipped.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use weir_model::WorkflowSpec;
@@ -20,7 +20,7 @@ use crate::backend_status::BackendState;
 use crate::clusters::Routed;
 use crate::config::Limits;
 use crate::error::ApiError;
-use crate::snapshot::Snapshot;
+use crate::snapshot::Published;
 use crate::state::AppState;
 use crate::submit::{accept_routed, Accepted};
 
@@ -392,14 +392,12 @@ impl Router {
         spec: WorkflowSpec,
         limits: &Limits,
     ) -> Result<(Accepted, Decision), ApiError> {
-        let snapshots: BTreeMap<String, (Snapshot, i64)> = s
-            .store
-            .snapshots()
+        // This process's actors' snapshots from the board (nothing parsed), the store's for
+        // clusters driven elsewhere.
+        let snapshots: BTreeMap<String, Arc<Published>> = crate::state::served_snapshots(s, None)
             .await?
             .into_iter()
-            .filter_map(|r| {
-                serde_json::from_str::<Snapshot>(&r.body).ok().map(|sn| (r.cluster, (sn, r.taken_ms)))
-            })
+            .filter_map(|(cluster, snap)| Some((cluster, snap?)))
             .collect();
         let runtimes = self.runtimes(s).await?;
         let mut seen = Vec::new();
@@ -437,14 +435,12 @@ impl Router {
             let mut load =
                 QueueLoad { share: self.idle_share(s, &c.cluster, &c.queue), ..QueueLoad::default() };
             let mut taken_ms = i64::MIN;
-            if let Some((snap, at)) = snapshots.get(&c.cluster) {
-                if let Some(q) =
-                    snap.queues.as_ref().and_then(|qs| qs.queues.iter().find(|q| q.path == c.queue))
-                {
+            if let Some(snap) = snapshots.get(&c.cluster) {
+                if let Some(q) = Option::as_ref(&*snap.queues.value).and_then(|tree| tree.get(&c.queue)) {
                     load.share = q.steady_fair_share.into();
                     load.usage = q.usage.into();
                     load.demand = q.demand.into();
-                    taken_ms = *at;
+                    taken_ms = snap.taken_ms;
                 }
             }
             load.routed = self
@@ -479,7 +475,7 @@ impl Router {
             // Kept until a snapshot of its cluster counts it, and at most ROUTED_KEPT (a cluster
             // that publishes none, e.g. one whose worker is down).
             routed.retain(|(cluster, _, at, _)| {
-                let taken = snapshots.get(cluster).map_or(i64::MIN, |(_, t)| *t);
+                let taken = snapshots.get(cluster).map_or(i64::MIN, |sn| sn.taken_ms);
                 *at + IN_SNAPSHOT_AFTER_MS > taken && now - *at < ROUTED_KEPT_MS
             });
         }

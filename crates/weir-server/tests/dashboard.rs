@@ -345,3 +345,47 @@ async fn usage_by_project_and_user_counts_a_runs_cores() {
         s.stop(weir_server::Stop::Now).await;
     }
 }
+
+/// The queues page says why a job waits (the engine's explanation, as published by this
+/// process's actor) and links its run; a viewer of another project does not see it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queues_page_says_why_a_job_waits() {
+    let mut s = TestServer::start(Db::Sqlite, "dash-pending").await.expect("server");
+    let whole = |name: &str| {
+        let mut w = one_task(name, "root.ads.tier1", "sleep 30");
+        w["jobs"][0]["stages"][0]["resources"]["cpu"] = json!(8000);
+        w
+    };
+    let (_, first) = s.submit(whole("first"), "d1").await;
+    let first = first["id"].as_i64().expect("id");
+    s.wait_until(first, Duration::from_secs(60), "running", |r| r["state"] == "running").await;
+    let (_, second) = s.submit(whole("second"), "d1").await;
+    let second = second["id"].as_i64().expect("id");
+    let admin = login(&s, &s.token.clone()).await;
+    let link = format!("<a href=\"/runs/{second}\">run {second}</a>");
+    let start = std::time::Instant::now();
+    let html = loop {
+        let (status, html) = page(&s, &admin, "/queues").await;
+        assert_eq!(status, 200);
+        if html.contains(&link) {
+            break html;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "run {second} never shown waiting: {html}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let at = html.find(&link).expect("the line");
+    let line = &html[at..at + html[at..].find("</li>").expect("end of the line")];
+    assert!(line.contains("second") && line.contains("root.ads.tier1"), "{line}");
+    assert!(line.contains("<pre class=\"explanation\">") && line.len() > link.len() + 60, "{line}");
+    let (_, t) = s
+        .call(
+            Method::POST,
+            "/v1/tokens",
+            Some(json!({"name": "search", "grants": [{"project": "search", "role": "viewer"}]})),
+        )
+        .await;
+    let other = login(&s, t["token"].as_str().expect("token")).await;
+    let (_, html) = page(&s, &other, "/queues").await;
+    assert!(!html.contains(&link), "{html}");
+    s.stop(weir_server::Stop::Now).await;
+}

@@ -310,10 +310,11 @@ pub async fn queues(State(s): State<AppState>, headers: HeaderMap) -> Response {
         views.push(ClusterQueuesView { name: c.cluster.clone(), as_of: as_of(c, now), queues });
     }
     let mut pending = Vec::new();
-    let snapshots = try_page!(s.store.snapshots().await.map_err(ApiError::from));
-    for row in snapshots {
-        let Ok(snap) = serde_json::from_str::<crate::snapshot::Snapshot>(&row.body) else { continue };
-        for (key, text) in snap.explanations.iter().take(200) {
+    // This process's actors' explanations from the board (nothing parsed), the store's for
+    // clusters driven elsewhere.
+    let snapshots = try_page!(crate::state::served_snapshots(&s, None).await);
+    for snap in snapshots.into_iter().filter_map(|(_, snap)| snap) {
+        for (key, text) in snap.explanations.value.iter().take(200) {
             let Some((run, job)) = key.split_once('/') else { continue };
             let (Ok(run), Ok(job)) = (run.parse::<i64>(), job.parse::<u32>()) else { continue };
             let Some(r) = try_page!(s.store.run(run).await.map_err(ApiError::from)) else { continue };
