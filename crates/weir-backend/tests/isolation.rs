@@ -242,3 +242,45 @@ async fn a_reused_cgroup_gets_the_new_limits_and_a_stale_record_cannot_reach_it(
     f.backend().kill(&third, Duration::from_secs(5)).await.unwrap();
     assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Killed);
 }
+
+/// A slot whose attempt left memory charged to it (a file in `/dev/shm` stays charged to the
+/// cgroup that wrote it after its processes end) is not handed to the next attempt, maybe
+/// another tenant's: that one gets all the memory it was granted (re-used, the slot would
+/// count the file against its limit, or the kernel would refuse a limit below it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slot_left_holding_memory_is_not_reused() {
+    if !root_or_skip("cgroups") {
+        return;
+    }
+    let mut f = Fixture::new("charged");
+    let shm = format!("/dev/shm/weir-test-charged-{}", std::process::id());
+    let first = f.start("charged/a", &format!("head -c 33554432 /dev/zero > {shm}")).await;
+    let Some(old_dirs) = cgroups_or_skip(&first, f.backend().isolation()) else { return };
+    let memory = |dirs: &[std::path::PathBuf]| {
+        dirs.iter().find_map(|d| {
+            ["memory.current", "memory.usage_in_bytes"]
+                .iter()
+                .find_map(|file| std::fs::read_to_string(d.join(file)).ok())
+                .and_then(|s| s.trim().parse::<u64>().ok())
+        })
+    };
+    assert_eq!(f.next_exit().await.exit, weir_backend::Exit::Code(0));
+    let Some(charged) = memory(&old_dirs) else {
+        let _ = std::fs::remove_file(&shm);
+        eprintln!("skipped: no memory controller for the tasks' cgroups here ({old_dirs:?})");
+        return;
+    };
+    assert!(charged >= 32 << 20, "the file is charged to the ended attempt's cgroup: {charged}");
+    f.backend().forget(&first).await.unwrap();
+    let mut launch = f.launch("charged/b", "head -c 8388608 /dev/zero | wc -c");
+    // A limit above the 32 MiB left behind: the kernel would take it, and a re-used slot
+    // would leave this attempt 16 of its 48 MiB.
+    launch.resources.memory = 48;
+    let second = f.start_launch(&launch).await;
+    let exit = f.next_exit().await.exit;
+    let _ = std::fs::remove_file(&shm);
+    assert_ne!(second.cgroups, old_dirs, "a slot holding 32 MiB of /dev/shm went to the next attempt");
+    assert!(old_dirs.iter().all(|d| !d.exists()), "the charged slot is removed: {old_dirs:?}");
+    assert_eq!(exit, weir_backend::Exit::Code(0));
+    assert_eq!(read(&launch.stdout).trim(), "8388608");
+}

@@ -12,7 +12,7 @@
 //!
 //! Attempts' cgroups are made below the server's own cgroup (never at the top of a hierarchy,
 //! so whatever limits the server's own cgroup carries also bound its tasks):
-//! `OWN/weir/TAG/ATTEMPT`, TAG naming the backend's state folder (two servers on one machine,
+//! `OWN/weir/TAG/SLOT`, TAG naming the backend's state folder (two servers on one machine,
 //! or one server's several clusters, never share a folder).
 //!
 //! Cgroups are kept and re-used ([`Pool`]): an attempt gets a slot (`PREFIX-N`: a cgroup of
@@ -211,6 +211,9 @@ pub(crate) struct Placement {
 
 /// Most free slots kept; beyond that a forgotten attempt's slot is removed.
 const MAX_FREE: usize = 128;
+/// Most memory a freed slot may still have charged (after its page cache is reclaimed) and
+/// be re-used: what a short task leaves is a few pages.
+const LEFT_CHARGE: u64 = 1 << 20;
 /// What an earlier weir named its emptied v1 cgroups kept for re-use (removed at start).
 const SPARE_PREFIX: &str = "spare-";
 
@@ -476,33 +479,30 @@ impl Placement {
         resources: Resources,
     ) -> io::Result<(Vec<PathBuf>, Arc<Vec<OwnedFd>>)> {
         let want = Limits::of(resources);
-        let reused = {
-            let mut pool = self.pool();
-            // The last freed first: its cgroup files are the most likely still in the caches.
-            match pool.free.pop() {
-                Some(slot) => Ok(slot),
-                None => {
+        // The last freed first: its cgroup files are the most likely still in the caches.
+        let free = self.pool().free.pop();
+        let reused = free.and_then(|mut slot| match self.write_limits(&slot.name, want, Some(slot.limits)) {
+            Ok(()) => {
+                slot.limits = want;
+                Some(slot)
+            }
+            Err(_) => {
+                // Limits it may now half carry (or one the kernel refused): not used again,
+                // and the attempt gets a new slot instead.
+                self.remove_slot(slot);
+                None
+            }
+        });
+        let slot = match reused {
+            Some(slot) => slot,
+            None => {
+                let name = {
+                    let mut pool = self.pool();
                     let name = format!("{}{}", pool.prefix, pool.next);
                     pool.next += 1;
-                    Err(name)
-                }
-            }
-        };
-        let slot = match reused {
-            Ok(mut slot) => {
-                if let Err(e) = self.write_limits(&slot.name, want, Some(slot.limits)) {
-                    // Limits it may now half carry: not used again.
-                    for base in self.bases() {
-                        base.rmdir(&slot.name);
-                    }
-                    return Err(e);
-                }
-                slot.limits = want;
-                slot
-            }
-            Err(name) => {
-                let made = self.make_slot(&name, want);
-                match made {
+                    name
+                };
+                match self.make_slot(&name, want) {
                     Ok(slot) => slot,
                     Err(e) => {
                         for base in self.bases() {
@@ -517,6 +517,41 @@ impl Placement {
         let procs = Arc::clone(&slot.procs);
         self.pool().owned.insert(slot.name.clone(), (attempt.to_string(), false, slot));
         Ok((dirs, procs))
+    }
+
+    /// Closes slot `slot`'s files and removes its cgroups (empty ones only).
+    fn remove_slot(&self, slot: Slot) {
+        drop(slot.procs);
+        for base in self.bases() {
+            base.rmdir(&slot.name);
+        }
+    }
+
+    /// Whether slot `name` holds (almost) no memory charged by its last attempt, so the next
+    /// attempt, maybe another tenant's, gets all the memory it was granted. Pages an attempt
+    /// leaves charged to its cgroup (files in a tmpfs such as `/dev/shm`, its page cache) stay
+    /// charged after its processes end: in a re-used slot they would count against the next
+    /// attempt's limit, or make the kernel refuse that limit (it cannot lower a limit below
+    /// what it cannot reclaim). Page cache is reclaimed first (v1 `memory.force_empty`, v2
+    /// `memory.reclaim`); a slot still charged is removed (the kernel moves the charge to the
+    /// parent) instead of re-used. Without a memory controller there is nothing to check.
+    fn uncharged(&self, name: &str) -> bool {
+        let (base, usage, reclaim) = match (&self.v2, self.v1.iter().find(|(ctl, _)| *ctl == "memory")) {
+            (Some((base, true)), _) => (base, "memory.current", "memory.reclaim"),
+            (_, Some((_, base))) => (base, "memory.usage_in_bytes", "memory.force_empty"),
+            _ => return true,
+        };
+        let dir = base.join(name);
+        let charged = || fs::read_to_string(dir.join(usage)).ok().and_then(|s| s.trim().parse::<u64>().ok());
+        match charged() {
+            Some(n) if n <= LEFT_CHARGE => return true,
+            Some(n) => {
+                let value = if reclaim == "memory.reclaim" { n.to_string() } else { "0".to_string() };
+                let _ = write_file(&dir.join(reclaim), &value);
+            }
+            None => return false,
+        }
+        charged().is_some_and(|n| n <= LEFT_CHARGE)
     }
 
     fn make_slot(&self, name: &str, limits: Limits) -> io::Result<Slot> {
@@ -620,23 +655,18 @@ impl Placement {
         match self.owner(attempt, dirs) {
             Owner::This => {
                 let Some(name) = self.slot_name(dirs) else { return };
-                let removed = {
+                let Some((_, emptied, slot)) = self.pool().owned.remove(&name) else { return };
+                let slot = if emptied && self.uncharged(&slot.name) {
                     let mut pool = self.pool();
-                    match pool.owned.remove(&name) {
-                        Some((_, true, slot)) if pool.free.len() < MAX_FREE => {
-                            pool.free.push(slot);
-                            None
-                        }
-                        Some((_, _, slot)) => Some(slot),
-                        None => None,
+                    if pool.free.len() < MAX_FREE {
+                        pool.free.push(slot);
+                        return;
                     }
+                    slot
+                } else {
+                    slot
                 };
-                if let Some(slot) = removed {
-                    drop(slot.procs);
-                    for base in self.bases() {
-                        base.rmdir(&slot.name);
-                    }
-                }
+                self.remove_slot(slot);
             }
             Owner::Other => {}
             Owner::Foreign => self.remove_dirs(dirs),
