@@ -196,6 +196,13 @@ pub(crate) async fn apply(
 ) -> Result<Vec<bool>, StoreError> {
     let mut applied = vec![false; changes.len()];
     for (kind, members) in plan(changes) {
+        if let [i] = members[..] {
+            // One change: its own statements are cheaper than the multi-row ones (on SQLite an
+            // `UPDATE … FROM` and a `RETURNING` each fill a temporary table), for as many round
+            // trips.
+            applied[i] = apply_one(tx, cluster, &changes[i]).await?;
+            continue;
+        }
         let g = Group { tx: &mut *tx, dialect, cluster, changes, members: &members, applied: &mut applied };
         match kind {
             Kind::Route => g.route().await?,
