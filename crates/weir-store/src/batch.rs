@@ -22,7 +22,9 @@
 //! Statements come in four sizes (1, 4, 16 and 64 rows; each text prepared once per
 //! connection): a group's rows fill the smallest size that holds them, the rest of it padded
 //! with rows of NULLs, which match no row and are filtered out of inserts; more than 64 rows take
-//! several statements. Every value is bound; a 64-row statement binds at most 64 · 10 parameters, far
+//! several statements. A group of one change is applied by its own statements (cheaper on
+//! SQLite, where an `UPDATE … FROM` and a `RETURNING` each fill a temporary table; BENCHMARKS.md).
+//! Every value is bound; a 64-row statement binds at most 64 · 10 parameters, far
 //! below either database's limit.
 
 use std::collections::HashMap;
