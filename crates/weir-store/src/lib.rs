@@ -25,6 +25,7 @@
 mod advice;
 mod audit;
 mod auth;
+mod batch;
 mod commits;
 mod dry_runs;
 mod error;

@@ -339,7 +339,7 @@ pub(crate) fn scopes(project: &str) -> Vec<String> {
 /// the binary digits of the rest), so each statement's text is one of seven, prepared once and
 /// kept in the connection's statement cache, and a chunk's parameters (at most 64 · 19) stay far
 /// below either database's limit.
-const CHUNKS: [usize; 7] = [64, 32, 16, 8, 4, 2, 1];
+pub(crate) const CHUNKS: [usize; 7] = [64, 32, 16, 8, 4, 2, 1];
 
 /// `items` in chunks of the sizes in [`CHUNKS`], in order.
 fn chunked<T>(items: &[T]) -> Vec<&[T]> {
@@ -354,9 +354,9 @@ fn chunked<T>(items: &[T]) -> Vec<&[T]> {
     out
 }
 
-/// A statement with a list of `row`s (each `?` a parameter), in one text per chunk size and
-/// dialect.
-struct Multi {
+/// A statement with a list of `row`s (each `?` a parameter, as are any in `head` and `tail`), in
+/// one text per chunk size and dialect.
+pub(crate) struct Multi {
     head: &'static str,
     row: &'static str,
     tail: &'static str,
@@ -365,29 +365,26 @@ struct Multi {
 }
 
 impl Multi {
-    const fn new(head: &'static str, row: &'static str, tail: &'static str) -> Multi {
+    pub(crate) const fn new(head: &'static str, row: &'static str, tail: &'static str) -> Multi {
         Multi { head, row, tail, texts: [OnceLock::new(), OnceLock::new()] }
     }
 }
 
 /// The text of `m` for `rows` rows (one of [`CHUNKS`]). On PostgreSQL the parameters are
-/// `$1`, `$2`, … numbered through; on SQLite they stay anonymous `?`s, bound in order: sqlx
-/// looks up each parameter's name before binding it, and SQLite finds a numbered name by a scan
-/// of the statement's list of names, so a 64-row insert's 1,280 `$N`s cost a quadratic
-/// ~800,000 steps per execution (a tenth of the store thread's work at 32 clients).
-fn statement(m: &'static Multi, rows: usize, dialect: Dialect) -> &'static str {
+/// `$1`, `$2`, … numbered through (head, rows, tail); on SQLite they stay anonymous `?`s, bound
+/// in order: sqlx looks up each parameter's name before binding it, and SQLite finds a numbered
+/// name by a scan of the statement's list of names, so a 64-row insert's 1,280 `$N`s cost a
+/// quadratic ~800,000 steps per execution (a tenth of the store thread's work at 32 clients).
+pub(crate) fn statement(m: &'static Multi, rows: usize, dialect: Dialect) -> &'static str {
     let numbered = dialect == Dialect::Postgres;
     let texts = m.texts[usize::from(numbered)].get_or_init(|| {
         CHUNKS
             .iter()
             .map(|&n| {
-                let mut sql = String::from(m.head);
+                let mut sql = String::new();
                 let mut param = 0;
-                for r in 0..n {
-                    if r > 0 {
-                        sql.push_str(", ");
-                    }
-                    for c in m.row.chars() {
+                let mut push = |part: &str, sql: &mut String| {
+                    for c in part.chars() {
                         if c == '?' && numbered {
                             param += 1;
                             sql.push_str(&format!("${param}"));
@@ -395,8 +392,15 @@ fn statement(m: &'static Multi, rows: usize, dialect: Dialect) -> &'static str {
                             sql.push(c);
                         }
                     }
+                };
+                push(m.head, &mut sql);
+                for r in 0..n {
+                    if r > 0 {
+                        sql.push_str(", ");
+                    }
+                    push(m.row, &mut sql);
                 }
-                sql.push_str(m.tail);
+                push(m.tail, &mut sql);
                 sql
             })
             .collect()

@@ -283,8 +283,9 @@ impl Store {
 
     /// Apply a worker's batch in one transaction, after checking and renewing its lease
     /// (`expires_ms = lease_until_ms`). Returns, per change, whether it applied (a
-    /// compare-and-set whose precondition failed did not). [`StoreError::LeaseLost`]: nothing
-    /// was written.
+    /// compare-and-set whose precondition failed did not), as applying the changes one after
+    /// the other would have; the changes go in groups of one kind, a few multi-row statements
+    /// per group (`batch.rs`). [`StoreError::LeaseLost`]: nothing was written.
     pub(crate) async fn apply(
         &self,
         fence: &Fence,
@@ -292,16 +293,27 @@ impl Store {
         changes: &[Change],
     ) -> Result<Vec<bool>, StoreError> {
         let mut tx = self.begin().await?;
-        let renewed =
-            sqlx::query("UPDATE leases SET expires_ms = $4 WHERE cluster = $1 AND owner = $2 AND fence = $3")
-                .bind(fence.cluster.as_str())
-                .bind(fence.owner.as_str())
-                .bind(fence.fence)
-                .bind(lease_until_ms)
-                .execute(&mut *tx)
-                .await
-                .map_err(StoreError::db)?;
-        if renewed.rows_affected() != 1 {
+        if !renew(&mut tx, fence, lease_until_ms).await? {
+            tx.rollback().await.map_err(StoreError::db)?;
+            return Err(StoreError::LeaseLost { cluster: fence.cluster.clone(), fence: fence.fence });
+        }
+        let applied = crate::batch::apply(&mut tx, self.dialect, &fence.cluster, changes).await?;
+        tx.commit().await.map_err(StoreError::db)?;
+        Ok(applied)
+    }
+
+    /// [`Store::apply`] as it was before batches were grouped (`batch.rs`): one or two
+    /// statements per change, in order. The reference the grouped application is tested
+    /// against; not for the server.
+    #[doc(hidden)]
+    pub async fn apply_each(
+        &self,
+        fence: &Fence,
+        lease_until_ms: i64,
+        changes: &[Change],
+    ) -> Result<Vec<bool>, StoreError> {
+        let mut tx = self.begin().await?;
+        if !renew(&mut tx, fence, lease_until_ms).await? {
             tx.rollback().await.map_err(StoreError::db)?;
             return Err(StoreError::LeaseLost { cluster: fence.cluster.clone(), fence: fence.fence });
         }
@@ -351,7 +363,24 @@ impl Store {
 
 pub(crate) type Tx = sqlx::Transaction<'static, sqlx::Any>;
 
-async fn apply_one(tx: &mut Tx, cluster: &str, change: &Change) -> Result<bool, StoreError> {
+/// Check and renew the lease `fence` proves (`expires_ms = lease_until_ms`): false if it is no
+/// longer that owner's with that fencing number.
+async fn renew(tx: &mut Tx, fence: &Fence, lease_until_ms: i64) -> Result<bool, StoreError> {
+    let renewed =
+        sqlx::query("UPDATE leases SET expires_ms = $4 WHERE cluster = $1 AND owner = $2 AND fence = $3")
+            .bind(fence.cluster.as_str())
+            .bind(fence.owner.as_str())
+            .bind(fence.fence)
+            .bind(lease_until_ms)
+            .execute(&mut **tx)
+            .await
+            .map_err(StoreError::db)?;
+    Ok(renewed.rows_affected() == 1)
+}
+
+/// Apply one change (one or two statements): the reference [`crate::batch`] is tested against,
+/// and how the rare kinds it does not group are applied.
+pub(crate) async fn apply_one(tx: &mut Tx, cluster: &str, change: &Change) -> Result<bool, StoreError> {
     let affected = match change {
         Change::Usage(_) | Change::UsageExtended { .. } | Change::Preempted(_) => {
             apply_history(tx, cluster, change).await?
