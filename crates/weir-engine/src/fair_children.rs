@@ -78,11 +78,11 @@ impl ChildSet {
                 return;
             }
             let to = at + 1 + v[at + 1..].partition_point(|k| *k < new);
-            v[at..to].rotate_left(1);
+            v.copy_within(at + 1..to, at);
             v[to - 1] = new;
         } else {
             let to = v[..at].partition_point(|k| *k < new);
-            v[to..=at].rotate_right(1);
+            v.copy_within(to..at, to + 1);
             v[to] = new;
         }
     }

@@ -69,7 +69,10 @@ impl Engine {
         if self.config.scheduler.preemption.enabled && !self.capacity_mode() {
             self.preempt();
         }
-        std::mem::take(&mut self.decisions)
+        // The next pass's list starts as large as this one's: growing it by doubling copied
+        // every decision several times per pass (issue 22 §3).
+        let room = self.decisions.len();
+        std::mem::replace(&mut self.decisions, Vec::with_capacity(room))
     }
 
     /// The next time the engine needs `schedule` even if nothing else happens: a kill falling

@@ -216,7 +216,7 @@ impl Engine {
         dominated_by: &[Ask],
         passed: &mut Vec<JobSlot>,
     ) -> Option<ReadyEntry> {
-        const SET_ASIDE_AFTER: usize = 16;
+        const SET_ASIDE_AFTER: usize = 32;
         let pass = self.pass;
         let from = passed.len();
         let mut walked_failed = std::mem::take(&mut self.walked_failed);
