@@ -233,7 +233,9 @@ impl Engine {
                     walked_failed.push((stored, slot));
                     continue;
                 }
-                if !dominated_by.is_empty() && j.ready.is_some_and(|(_, ask, _)| dominated(dominated_by, &ask)) {
+                if !dominated_by.is_empty()
+                    && j.ready.is_some_and(|(_, ask, _)| dominated(dominated_by, &ask))
+                {
                     passed.push(slot);
                     continue;
                 }
@@ -282,7 +284,8 @@ impl Engine {
             .flat_map(|(am, set)| set.iter().map(move |e| (e.1, am)))
             .filter(|&(slot, _)| {
                 let j = self.job(slot);
-                j.failed_pass != self.pass && !j.ready.is_some_and(|(_, ask, _)| dominated(dominated_by, &ask))
+                j.failed_pass != self.pass
+                    && !j.ready.is_some_and(|(_, ask, _)| dominated(dominated_by, &ask))
             })
             .map(|(slot, am)| ((self.job_order_key(slot), slot), am))
             .min()
@@ -326,7 +329,10 @@ impl Engine {
             }
             let now = self.job_order_key(slot as JobSlot);
             if key > now {
-                return Err(format!("job {}: in its lane under {key:?}, above its order key {now:?}", j.id.0));
+                return Err(format!(
+                    "job {}: in its lane under {key:?}, above its order key {now:?}",
+                    j.id.0
+                ));
             }
             in_lanes += 1;
         }
