@@ -63,7 +63,7 @@ pub struct Engine {
     /// Jobs that failed to place in this pass, out of their lanes until it ends (`ready.rs`).
     pub(crate) set_aside: Vec<JobSlot>,
     /// Scratch for `first_ready`: jobs passed over as certain to fail (kept for its allocation).
-    pub(crate) passed_over: Vec<JobSlot>,
+    pub(crate) passed_over: Vec<crate::state::ReadyEntry>,
     /// Scratch for `first_in_lane`: the failed entries a walk went past.
     pub(crate) walked_failed: Vec<crate::state::ReadyEntry>,
     /// Queues whose key in their parent's ordered child set is to be worked out again before

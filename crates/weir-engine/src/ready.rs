@@ -71,16 +71,8 @@ impl Engine {
         }
     }
 
-    /// Put the job in, move it within, or take it out of its leaf's ready sets.
-    ///
-    /// A job sits in its lane under the key it had when it went in (`Job::ready`), which may
-    /// be below its order key now: a key that only grew (a fair leaf's job took a container)
-    /// leaves the entry where it is, and `first_in_lane` moves it when it reaches the front
-    /// and has passed the entry after it (issue 22 §3: the remove and insert on every
-    /// placement cost more than the move they made). A key that fell is moved at once, so an
-    /// entry's key is never above its job's order key and the lane's order is the order keys'
-    /// wherever it matters (see `first_in_lane`). A job set aside in this pass (`skip`) stays
-    /// out of its lane until the pass ends.
+    /// Put the job in, move it within, or take it out of its leaf's ready sets. A job set
+    /// aside in this pass (`first_in_lane`) stays out of its lane until the pass ends.
     pub(crate) fn sync_ready(&mut self, slot: JobSlot) {
         let j = self.job(slot);
         let eligible = j.state == JobState::Runnable && j.pending_containers > 0;
@@ -98,12 +90,11 @@ impl Engine {
             self.make_ready(slot);
             return;
         }
-        if lane == old_lane && key >= old {
-            // Its entry stays where it is, under the key it went in with.
+        if lane == old_lane && key == old {
             return;
         }
-        // Only its place in the leaf moved (its usage fell, or its AM started): the counts of
-        // ready jobs and request sizes up the tree stay as they are.
+        // Only its place in the leaf moved (its usage changed, or its AM started): the counts
+        // of ready jobs and request sizes up the tree stay as they are.
         let leaf = self.job(slot).leaf as usize;
         let aside = self.job(slot).aside;
         let q = &mut self.queues[leaf];
@@ -160,7 +151,7 @@ impl Engine {
 
     /// The leaf's most deserving ready job that has not failed in this pass: the first of its
     /// two lanes past the jobs that failed; the AM lane left out once not even its smallest AM
-    /// fits the AM share in this pass. The entry carries the job's order key.
+    /// fits the AM share in this pass.
     ///
     /// When an attempt on a job whose request is covered by one that found no node (`failed`)
     /// could only fail and be skipped — no node held in the leaf, no backfill count to keep —
@@ -184,8 +175,8 @@ impl Engine {
             (None, b) => b.map(|x| (x, true)),
         };
         let pass = self.pass;
-        for &slot in &passed {
-            if first.is_none_or(|(f, _)| (self.job_order_key(slot), slot) < f) {
+        for &(key, slot) in &passed {
+            if first.is_none_or(|(f, _)| (key, slot) < f) {
                 self.job_mut(slot).failed_pass = pass;
             }
         }
@@ -202,71 +193,47 @@ impl Engine {
             || self.shadow_less_head.is_some_and(|(p, _)| p == self.pass)
     }
 
-    /// The first job of a lane by order key, past the jobs that failed in this pass and those
-    /// whose next request `dominated_by` covers (pushed to `passed`). Entries sit under keys at
-    /// most their jobs' order keys (`sync_ready`), so the job found comes first when its order
-    /// key is still below the next entry's key (every later job's order key is at least its
-    /// entry's); otherwise it is moved to its place under its order key and the lane walked
-    /// again. A walk past many failed jobs sets them aside, out of the lane until the pass
-    /// ends, so that no walk repeats a long one.
+    /// The first job of a lane, past the jobs that failed in this pass and those whose next
+    /// request `dominated_by` covers (pushed to `passed`). A walk past many failed jobs sets
+    /// them aside, out of the lane until the pass ends, so that no walk repeats a long one.
     fn first_in_lane(
         &mut self,
         leaf: u32,
         am: bool,
         dominated_by: &[Ask],
-        passed: &mut Vec<JobSlot>,
+        passed: &mut Vec<ReadyEntry>,
     ) -> Option<ReadyEntry> {
         const SET_ASIDE_AFTER: usize = 32;
         let pass = self.pass;
-        let from = passed.len();
+        let q = &self.queues[leaf as usize];
+        let set = if am { &q.ready_am } else { &q.ready };
         let mut walked_failed = std::mem::take(&mut self.walked_failed);
-        let found = loop {
-            passed.truncate(from);
-            walked_failed.clear();
-            let q = &self.queues[leaf as usize];
-            let set = if am { &q.ready_am } else { &q.ready };
-            let mut it = set.iter();
-            let mut found = None;
-            for &(stored, slot) in it.by_ref() {
-                let j = self.job(slot);
-                if j.failed_pass == pass {
-                    walked_failed.push((stored, slot));
-                    continue;
-                }
-                if !dominated_by.is_empty()
-                    && j.ready.is_some_and(|(_, ask, _)| dominated(dominated_by, &ask))
-                {
-                    passed.push(slot);
-                    continue;
-                }
-                found = Some((stored, slot));
-                break;
+        walked_failed.clear();
+        let mut found = None;
+        for &(key, slot) in set {
+            let j = self.job(slot);
+            if j.failed_pass == pass {
+                walked_failed.push((key, slot));
+                continue;
             }
-            let next = it.next().copied();
-            if walked_failed.len() >= SET_ASIDE_AFTER {
-                let q = &mut self.queues[leaf as usize];
-                let set = if am { &mut q.ready_am } else { &mut q.ready };
-                for e in &walked_failed {
-                    set.remove(e);
-                }
-                for &(_, slot) in &walked_failed {
-                    self.job_mut(slot).aside = true;
-                    self.set_aside.push(slot);
-                }
+            if !dominated_by.is_empty() && j.ready.is_some_and(|(_, ask, _)| dominated(dominated_by, &ask)) {
+                passed.push((key, slot));
+                continue;
             }
-            let Some((stored, slot)) = found else { break None };
-            let key = self.job_order_key(slot);
-            if key <= stored || next.is_none_or(|next| (key, slot) < next) {
-                break Some((key, slot));
-            }
+            found = Some((key, slot));
+            break;
+        }
+        if walked_failed.len() >= SET_ASIDE_AFTER {
             let q = &mut self.queues[leaf as usize];
             let set = if am { &mut q.ready_am } else { &mut q.ready };
-            set.remove(&(stored, slot));
-            set.insert((key, slot));
-            if let Some(r) = self.job_mut(slot).ready.as_mut() {
-                r.0 = key;
+            for e in &walked_failed {
+                set.remove(e);
             }
-        };
+            for &(_, slot) in &walked_failed {
+                self.job_mut(slot).aside = true;
+                self.set_aside.push(slot);
+            }
+        }
         self.walked_failed = walked_failed;
         found
     }
@@ -312,7 +279,7 @@ impl Engine {
         }
     }
 
-    /// Every ready job is in its lane under a key at most its order key, and nothing else is
+    /// Every ready job is in its lane under its order key, and nothing else is
     /// (`check_invariants`; between passes, so no job is set aside).
     pub(crate) fn check_ready_sets(&self) -> Result<(), String> {
         let mut in_lanes = 0usize;
@@ -328,11 +295,8 @@ impl Engine {
                 return Err(format!("job {}: not in its lane of {} under {key:?}", j.id.0, q.path));
             }
             let now = self.job_order_key(slot as JobSlot);
-            if key > now {
-                return Err(format!(
-                    "job {}: in its lane under {key:?}, above its order key {now:?}",
-                    j.id.0
-                ));
+            if key != now {
+                return Err(format!("job {}: in its lane under {key:?}, not its order key {now:?}", j.id.0));
             }
             in_lanes += 1;
         }

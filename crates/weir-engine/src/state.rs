@@ -111,8 +111,7 @@ pub(crate) struct Queue {
     pub steady: Resources,
     pub instantaneous: Resources,
     /// Leaves only: runnable jobs with pending containers whose next container is not an AM,
-    /// in the leaf's order (each under the key it went in with, at most its order key now:
-    /// `ready.rs`), less those set aside in the current pass.
+    /// in the leaf's order, less those set aside in the current pass (`ready.rs`).
     pub ready: BTreeSet<ReadyEntry>,
     /// Leaves only: the ready jobs whose next container is an application master, in the same
     /// order. A separate lane so that once one AM fails the AM share in a pass, the others are
@@ -190,8 +189,7 @@ pub(crate) struct Job {
     pub am_started: bool,
     /// Whether it holds a live application master (YARN's `isAmRunning`).
     pub am_running: bool,
-    /// While it is ready: the key its entry sits under in its lane (at most its order key:
-    /// `ready.rs`), its next container's needs and its lane (AM or not).
+    /// Its key, next container's needs and lane (AM or not) while it is in a ready set of its leaf.
     pub ready: Option<(JobKey, Ask, bool)>,
     /// The last pass in which it failed to place: lookups in its lane pass over it for the
     /// rest of that pass (`Engine::skip`).

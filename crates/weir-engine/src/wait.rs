@@ -15,7 +15,7 @@ use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::ids::JobId;
 use crate::placement::Blocker;
-use crate::state::{JobKey, JobSlot, JobState, QueueIx};
+use crate::state::{JobSlot, JobState, QueueIx};
 
 /// Why a job waits, reduced to the rule, the queue it applies to and the limit.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -210,17 +210,13 @@ impl Engine {
                 promotion: true,
             }));
         }
-        let Some((_, _, lane)) = j.ready else { return Ok(None) };
+        let Some((key, _, lane)) = j.ready else { return Ok(None) };
         let l = &self.queues[j.leaf as usize];
         let set = if lane { &l.ready_am } else { &l.ready };
-        // Entries sit under the keys they went in with (`ready.rs`): the order is the jobs'
-        // order keys now.
-        let mine = (self.job_order_key(slot), slot);
-        let mut ahead: Vec<(JobKey, JobSlot)> =
-            set.iter().map(|e| (self.job_order_key(e.1), e.1)).filter(|e| *e < mine).collect();
-        ahead.sort_unstable_by(|a, b| b.cmp(a));
-        let ahead: Vec<JobSlot> = ahead.into_iter().map(|e| e.1).collect();
+        let mut ahead: Vec<JobSlot> =
+            set.iter().take_while(|e| (e.0, e.1) < (key, slot)).map(|e| e.1).collect();
         let of = (l.ready.len() + l.ready_am.len()) as u64;
+        ahead.reverse();
         Ok(Some(StartPosition {
             position: ahead.len() as u64 + 1,
             of,
