@@ -60,6 +60,12 @@ pub struct Engine {
     /// Queues set aside from their parents' ordered child sets for the rest of this pass
     /// (`fair_children.rs`).
     pub(crate) parked: Vec<QueueIx>,
+    /// Jobs that failed to place in this pass, out of their lanes until it ends (`ready.rs`).
+    pub(crate) set_aside: Vec<JobSlot>,
+    /// Scratch for `first_ready`: jobs passed over as certain to fail (kept for its allocation).
+    pub(crate) passed_over: Vec<crate::state::ReadyEntry>,
+    /// Scratch for `first_in_lane`: the failed entries a walk went past.
+    pub(crate) walked_failed: Vec<crate::state::ReadyEntry>,
     /// Queues whose key in their parent's ordered child set is to be worked out again before
     /// the next descent (`fair_children.rs`).
     pub(crate) rekey_pending: Vec<QueueIx>,
@@ -173,9 +179,6 @@ impl Engine {
                 ready_am: BTreeSet::new(),
                 am_blocked_pass: 0,
                 am_shapes: Default::default(),
-                cursor: [None, None],
-                ahead: [Vec::new(), Vec::new()],
-                failed: (0, Vec::new()),
                 holders: 0,
                 ready_jobs: 0,
                 ready_shapes: Default::default(),
@@ -231,6 +234,9 @@ impl Engine {
             starvation_timers: BinaryHeap::new(),
             starvation_dirty: BTreeSet::new(),
             parked: Vec::new(),
+            set_aside: Vec::new(),
+            passed_over: Vec::new(),
+            walked_failed: Vec::new(),
             rekey_pending: Vec::new(),
             min_share_dirty: BTreeSet::new(),
             starved: BTreeSet::new(),
@@ -449,6 +455,8 @@ impl Engine {
             am_started: !spec.has_am,
             am_running: false,
             ready: None,
+            failed_pass: 0,
+            aside: false,
             order_time: spec.submit_time,
             placeholders: Vec::new(),
             gang_since: None,

@@ -58,6 +58,35 @@ impl ChildSet {
         }
     }
 
+    /// Put `new` where `old` is. The common case, a child taken first by the descent whose
+    /// key grew by a container and stays below the next child's, rewrites it in place: no
+    /// search and no shift (issue 22 §3); otherwise the entries between its old and new places
+    /// shift by one.
+    pub(crate) fn replace(&mut self, old: &ChildKey, new: ChildKey) {
+        let v = &mut self.0;
+        let at = if v.first() == Some(old) {
+            0
+        } else {
+            match v.binary_search(old) {
+                Ok(at) => at,
+                Err(_) => return self.insert(new),
+            }
+        };
+        if new > *old {
+            if v.get(at + 1).is_none_or(|next| new < *next) {
+                v[at] = new;
+                return;
+            }
+            let to = at + 1 + v[at + 1..].partition_point(|k| *k < new);
+            v.copy_within(at + 1..to, at);
+            v[to - 1] = new;
+        } else {
+            let to = v[..at].partition_point(|k| *k < new);
+            v.copy_within(to..at, to + 1);
+            v[to] = new;
+        }
+    }
+
     pub(crate) fn first(&self) -> Option<&ChildKey> {
         self.0.first()
     }
@@ -118,9 +147,7 @@ impl Engine {
         if let Some(old) = self.queues[q as usize].kid_key {
             let new = self.child_key(q);
             if new != old {
-                let kids = &mut self.queues[p as usize].kids;
-                kids.remove(&old);
-                kids.insert(new);
+                self.queues[p as usize].kids.replace(&old, new);
                 self.queues[q as usize].kid_key = Some(new);
             }
         }
@@ -237,6 +264,43 @@ impl Engine {
                 continue;
             }
             break Some(c);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{ChildKey, ChildSet};
+    use crate::order::PackedKey;
+
+    fn key(k: u64, child: u64) -> ChildKey {
+        ChildKey(PackedKey::from_words([1 << 63, k, 0]), child)
+    }
+
+    proptest! {
+        /// `replace` leaves the set as removing the old key and inserting the new one would,
+        /// whether the key stays in place, moves left or moves right.
+        #[test]
+        fn replace_is_remove_then_insert(
+            keys in proptest::collection::vec(0u64..40, 1..30),
+            pick in any::<proptest::sample::Index>(),
+            to in 0u64..40,
+        ) {
+            let mut set = ChildSet::default();
+            for (child, &k) in keys.iter().enumerate() {
+                set.insert(key(k, child as u64));
+            }
+            let members = set.0.clone();
+            let old = members[pick.index(members.len())];
+            let new = key(to, old.1);
+            let mut want = members.clone();
+            want.retain(|k| *k != old);
+            want.push(new);
+            want.sort();
+            set.replace(&old, new);
+            prop_assert_eq!(set.0, want);
         }
     }
 }

@@ -69,6 +69,7 @@ impl Engine {
         }
         self.check_gpus_and_gangs()?;
         self.check_child_sets()?;
+        self.check_ready_sets()?;
         self.check_user_tables()?;
         let mut all_pending = Resources::ZERO;
         for (slot, j) in self.jobs.iter().enumerate() {

@@ -152,6 +152,13 @@ fn nonneg_bits(x: f64) -> u64 {
     }
 }
 
+#[cfg(test)]
+impl PackedKey {
+    pub(crate) fn from_words(words: [u64; 3]) -> PackedKey {
+        PackedKey(words)
+    }
+}
+
 impl FairKey {
     pub(crate) fn packed(&self) -> PackedKey {
         let zero_weight = self.weight <= 0.0 || self.weight.is_nan();

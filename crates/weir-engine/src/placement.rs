@@ -4,8 +4,8 @@
 //!
 //! Each placement descends from root choosing the most deserving child (`order.rs`) that still
 //! has pending demand and is not exhausted in this pass. A job that cannot take its next
-//! container (queue max, AM share, or no node with room) is skipped for the rest of the pass
-//! (`ready.rs`'s cursors) — and, when it is below its fair share, reserves a node
+//! container (queue max, AM share, or no node with room) is set aside from its leaf's ready set
+//! for the rest of the pass (`ready.rs`) — and, when it is below its fair share, reserves a node
 //! (`reservation.rs`). A queue where nothing could be placed is exhausted for the pass, so every
 //! pass ends after at most one failed attempt per job. A job whose next request is a gang places
 //! the whole gang or none of it (`gang.rs`); under EASY backfilling the first gang that cannot
@@ -69,7 +69,10 @@ impl Engine {
         if self.config.scheduler.preemption.enabled && !self.capacity_mode() {
             self.preempt();
         }
-        std::mem::take(&mut self.decisions)
+        // The next pass's list starts as large as this one's: growing it by doubling copied
+        // every decision several times per pass (issue 22 §3).
+        let room = self.decisions.len();
+        std::mem::replace(&mut self.decisions, Vec::with_capacity(room))
     }
 
     /// The next time the engine needs `schedule` even if nothing else happens: a kill falling
@@ -99,6 +102,7 @@ impl Engine {
                 break;
             }
         }
+        self.restore_set_aside();
     }
 
     /// Whether `more` containers would take the engine past its container limit.
@@ -215,7 +219,7 @@ impl Engine {
     }
 
     fn place_in_leaf(&mut self, leaf: QueueIx, failed: &mut Vec<Ask>) -> bool {
-        while let Some(((_, job), am)) = self.first_ready(leaf) {
+        while let Some(((_, job), am)) = self.first_ready(leaf, failed) {
             if self.queues[leaf as usize].holders == 0 && self.subtree_failed(leaf, failed) {
                 // Every request left here is at least one that found no node: skipping its jobs
                 // one by one would cost a step per waiting job for nothing.
@@ -224,10 +228,7 @@ impl Engine {
             if self.backfill_spent() {
                 return false;
             }
-            if self.shadow.is_some()
-                || !self.bookings.is_empty()
-                || self.shadow_less_head.is_some_and(|(p, _)| p == self.pass)
-            {
+            if self.backfill_counts() {
                 self.backfill_tried += 1;
             }
             // Limits first, from the next container's needs as the ready set holds them.
@@ -250,7 +251,7 @@ impl Engine {
                     // as the pass places containers: the whole AM lane waits for the next pass.
                     self.queues[leaf as usize].am_blocked_pass = self.pass;
                 }
-                Err(_) => self.skip(leaf, job),
+                Err(_) => self.skip(job),
             }
         }
         false

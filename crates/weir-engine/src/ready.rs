@@ -8,12 +8,12 @@
 //! request that already found no node is skipped whole.
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
 
 use weir_model::{JobOrder, Policy, ResourceKind, Resources};
 
 use crate::engine::Engine;
 use crate::nodes::Ask;
+use crate::placement::dominated;
 use crate::state::{JobKey, JobSlot, JobState, ReadyEntry};
 
 /// Order-preserving bits of a non-negative float.
@@ -71,58 +71,63 @@ impl Engine {
         }
     }
 
-    /// Put the job in, move it within, or take it out of its leaf's ready sets.
+    /// Put the job in, move it within, or take it out of its leaf's ready sets. A job set
+    /// aside in this pass (`first_in_lane`) stays out of its lane until the pass ends.
     pub(crate) fn sync_ready(&mut self, slot: JobSlot) {
         let j = self.job(slot);
         let eligible = j.state == JobState::Runnable && j.pending_containers > 0;
-        let want = if eligible {
-            let ask = j.requests.front().map(|r| r.ask()).unwrap_or(Ask::plain(Resources::ZERO));
-            Some((self.job_order_key(slot), ask, self.next_is_am(slot)))
-        } else {
-            None
+        let (old, old_shape, old_lane) = match (eligible, j.ready) {
+            (true, Some(had)) => had,
+            (true, None) => return self.make_ready(slot),
+            (false, Some(_)) => return self.unready(slot),
+            (false, None) => return,
         };
-        let had = self.job(slot).ready;
-        if want == had {
+        let shape = j.requests.front().map(|r| r.ask()).unwrap_or(Ask::plain(Resources::ZERO));
+        let lane = self.next_is_am(slot);
+        let key = self.job_order_key(slot);
+        if shape != old_shape {
+            self.unready(slot);
+            self.make_ready(slot);
             return;
         }
+        if lane == old_lane && key == old {
+            return;
+        }
+        // Only its place in the leaf moved (its usage changed, or its AM started): the counts
+        // of ready jobs and request sizes up the tree stay as they are.
         let leaf = self.job(slot).leaf as usize;
-        if let Some((key, _, lane)) = want {
-            // A job that lands at or before its lane's cursor in this pass (its AM just
-            // started) has not failed: remember it beside the cursor.
-            let pass = self.pass;
-            let q = &mut self.queues[leaf];
-            let lane = usize::from(lane);
-            if q.cursor[lane].is_some_and(|(p, after)| p == pass && (key, slot) <= after) {
-                q.ahead[lane].push((key, slot));
-            }
-        }
-        if let (Some((old, old_shape, old_lane)), Some((key, shape, lane))) = (had, want) {
-            if old_shape == shape {
-                // Only its place in the leaf moved (its usage changed, or its AM started): the
-                // counts of ready jobs and request sizes up the tree stay as they are.
-                let q = &mut self.queues[leaf];
-                let from = if old_lane { &mut q.ready_am } else { &mut q.ready };
-                from.remove(&(old, slot));
-                let to = if lane { &mut q.ready_am } else { &mut q.ready };
-                to.insert((key, slot));
-                if old_lane != lane {
-                    count(&mut q.am_shapes, &shape.r, lane);
-                }
-                self.job_mut(slot).ready = want;
-                return;
-            }
-        }
-        self.unready(slot);
-        if let Some((key, shape, lane)) = want {
-            let q = &mut self.queues[leaf];
+        let aside = self.job(slot).aside;
+        let q = &mut self.queues[leaf];
+        if !aside {
+            let from = if old_lane { &mut q.ready_am } else { &mut q.ready };
+            from.remove(&(old, slot));
             let to = if lane { &mut q.ready_am } else { &mut q.ready };
             to.insert((key, slot));
-            if lane {
-                count(&mut q.am_shapes, &shape.r, true);
-            }
-            self.job_mut(slot).ready = want;
-            self.count_shape(leaf as u32, &shape.r, true);
         }
+        if old_lane != lane {
+            count(&mut q.am_shapes, &shape.r, lane);
+        }
+        self.job_mut(slot).ready = Some((key, shape, lane));
+    }
+
+    /// Put an eligible job that is in no lane into its lane (unless set aside in this pass),
+    /// and count its next request up the tree.
+    fn make_ready(&mut self, slot: JobSlot) {
+        let j = self.job(slot);
+        let shape = j.requests.front().map(|r| r.ask()).unwrap_or(Ask::plain(Resources::ZERO));
+        let (leaf, aside) = (j.leaf as usize, j.aside);
+        let lane = self.next_is_am(slot);
+        let key = self.job_order_key(slot);
+        let q = &mut self.queues[leaf];
+        if !aside {
+            let to = if lane { &mut q.ready_am } else { &mut q.ready };
+            to.insert((key, slot));
+        }
+        if lane {
+            count(&mut q.am_shapes, &shape.r, true);
+        }
+        self.job_mut(slot).ready = Some((key, shape, lane));
+        self.count_shape(leaf as u32, &shape.r, true);
     }
 
     /// Take the job out of its leaf's ready sets, if it is there.
@@ -131,6 +136,7 @@ impl Engine {
         let leaf = self.job(slot).leaf;
         let q = &mut self.queues[leaf as usize];
         let from = if lane { &mut q.ready_am } else { &mut q.ready };
+        // A job set aside in this pass is in neither lane (nothing to remove).
         from.remove(&(key, slot));
         if lane {
             count(&mut q.am_shapes, &shape.r, false);
@@ -144,89 +150,161 @@ impl Engine {
     }
 
     /// The leaf's most deserving ready job that has not failed in this pass: the first of its
-    /// two lanes, past the jobs that failed (the cursors skip them in one step); the AM lane
-    /// left out once not even its smallest AM fits the AM share in this pass.
-    pub(crate) fn first_ready(&mut self, leaf: u32) -> Option<(ReadyEntry, bool)> {
-        let normal = self.first_in_lane(leaf, 0);
+    /// two lanes past the jobs that failed; the AM lane left out once not even its smallest AM
+    /// fits the AM share in this pass.
+    ///
+    /// When an attempt on a job whose request is covered by one that found no node (`failed`)
+    /// could only fail and be skipped — no node held in the leaf, no backfill count to keep —
+    /// such jobs are passed over here, and those the attempts would have reached (ordered
+    /// before the job found) are marked failed as `skip` would have: one walk along the lane
+    /// instead of a lookup and an attempt for each.
+    pub(crate) fn first_ready(&mut self, leaf: u32, failed: &[Ask]) -> Option<(ReadyEntry, bool)> {
+        let quick = !failed.is_empty() && self.queues[leaf as usize].holders == 0 && !self.backfill_counts();
+        let dominated_by = if quick { failed } else { &[] };
+        let mut passed = std::mem::take(&mut self.passed_over);
+        passed.clear();
+        let normal = self.first_in_lane(leaf, false, dominated_by, &mut passed);
         let am = if self.queues[leaf as usize].am_blocked_pass == self.pass {
             None
         } else {
-            self.first_in_lane(leaf, 1)
+            self.first_in_lane(leaf, true, dominated_by, &mut passed)
         };
-        match (normal, am) {
+        let first = match (normal, am) {
             (Some(a), Some(b)) if b < a => Some((b, true)),
             (Some(a), _) => Some((a, false)),
             (None, b) => b.map(|x| (x, true)),
+        };
+        let pass = self.pass;
+        for &(key, slot) in &passed {
+            if first.is_none_or(|(f, _)| (key, slot) < f) {
+                self.job_mut(slot).failed_pass = pass;
+            }
         }
+        self.passed_over = passed;
+        debug_assert_eq!(first, self.first_by_scan(leaf, dominated_by), "leaf {leaf}");
+        first
     }
 
-    fn first_in_lane(&mut self, leaf: u32, lane: usize) -> Option<ReadyEntry> {
+    /// Whether a placement attempt counts toward `backfill_depth` (an EASY or conservative
+    /// reservation stands in this pass).
+    pub(crate) fn backfill_counts(&self) -> bool {
+        self.shadow.is_some()
+            || !self.bookings.is_empty()
+            || self.shadow_less_head.is_some_and(|(p, _)| p == self.pass)
+    }
+
+    /// The first job of a lane, past the jobs that failed in this pass and those whose next
+    /// request `dominated_by` covers (pushed to `passed`). A walk past many failed jobs sets
+    /// them aside, out of the lane until the pass ends, so that no walk repeats a long one.
+    fn first_in_lane(
+        &mut self,
+        leaf: u32,
+        am: bool,
+        dominated_by: &[Ask],
+        passed: &mut Vec<ReadyEntry>,
+    ) -> Option<ReadyEntry> {
+        const SET_ASIDE_AFTER: usize = 32;
         let pass = self.pass;
         let q = &self.queues[leaf as usize];
-        let set = if lane == 0 { &q.ready } else { &q.ready_am };
-        let from = match q.cursor[lane] {
-            Some((p, after)) if p == pass => Bound::Excluded(after),
-            _ => {
-                // The usual case: the first job has not failed in this pass.
-                let first = set.first().copied();
-                if first.is_none_or(|e| !self.failed_in_pass(leaf, e.1)) {
-                    return first;
-                }
-                Bound::Unbounded
-            }
-        };
-        let mut cursor = None;
+        let set = if am { &q.ready_am } else { &q.ready };
+        let mut walked_failed = std::mem::take(&mut self.walked_failed);
+        walked_failed.clear();
         let mut found = None;
-        for &entry in set.range((from, Bound::Unbounded)) {
-            if self.failed_in_pass(leaf, entry.1) {
-                cursor = Some(entry);
-            } else {
-                found = Some(entry);
-                break;
+        for &(key, slot) in set {
+            let j = self.job(slot);
+            if j.failed_pass == pass {
+                walked_failed.push((key, slot));
+                continue;
+            }
+            if !dominated_by.is_empty() && j.ready.is_some_and(|(_, ask, _)| dominated(dominated_by, &ask)) {
+                passed.push((key, slot));
+                continue;
+            }
+            found = Some((key, slot));
+            break;
+        }
+        if walked_failed.len() >= SET_ASIDE_AFTER {
+            let q = &mut self.queues[leaf as usize];
+            let set = if am { &mut q.ready_am } else { &mut q.ready };
+            for e in &walked_failed {
+                set.remove(e);
+            }
+            for &(_, slot) in &walked_failed {
+                self.job_mut(slot).aside = true;
+                self.set_aside.push(slot);
             }
         }
-        let q = &mut self.queues[leaf as usize];
-        if let Some(c) = cursor {
-            if q.cursor[lane].is_none_or(|(p, _)| p != pass) {
-                q.ahead[lane].clear();
-            }
-            q.cursor[lane] = Some((pass, c));
-        }
-        // Jobs that landed before the cursor in this pass, still there and not failed since.
-        if q.cursor[lane].is_some_and(|(p, _)| p == pass) && !q.ahead[lane].is_empty() {
-            let jobs = &self.jobs;
-            let failed: &[JobSlot] = if q.failed.0 == pass { &q.failed.1 } else { &[] };
-            let live = |e: &ReadyEntry| {
-                !failed.contains(&e.1)
-                    && jobs[e.1 as usize]
-                        .as_ref()
-                        .is_some_and(|j| j.ready.is_some_and(|(k, _, l)| k == e.0 && usize::from(l) == lane))
-            };
-            let mut ahead = std::mem::take(&mut q.ahead[lane]);
-            ahead.retain(live);
-            q.ahead[lane] = ahead;
-            if let Some(&first) = q.ahead[lane].iter().min() {
-                if found.is_none_or(|f| first < f) {
-                    found = Some(first);
-                }
-            }
-        }
+        self.walked_failed = walked_failed;
         found
     }
 
-    /// Skip `job`, which failed to place, for the rest of the pass.
-    pub(crate) fn skip(&mut self, leaf: u32, job: JobSlot) {
-        let pass = self.pass;
-        let failed = &mut self.queues[leaf as usize].failed;
-        if failed.0 != pass {
-            *failed = (pass, Vec::new());
+    /// `first_ready` by working out the order key of every job in both lanes (debug builds
+    /// check it on every lookup).
+    fn first_by_scan(&self, leaf: u32, dominated_by: &[Ask]) -> Option<(ReadyEntry, bool)> {
+        let q = &self.queues[leaf as usize];
+        let mut lanes = vec![(false, &q.ready)];
+        if q.am_blocked_pass != self.pass {
+            lanes.push((true, &q.ready_am));
         }
-        failed.1.push(job);
+        lanes
+            .into_iter()
+            .flat_map(|(am, set)| set.iter().map(move |e| (e.1, am)))
+            .filter(|&(slot, _)| {
+                let j = self.job(slot);
+                j.failed_pass != self.pass
+                    && !j.ready.is_some_and(|(_, ask, _)| dominated(dominated_by, &ask))
+            })
+            .map(|(slot, am)| ((self.job_order_key(slot), slot), am))
+            .min()
     }
 
-    fn failed_in_pass(&self, leaf: u32, job: JobSlot) -> bool {
-        let (pass, jobs) = &self.queues[leaf as usize].failed;
-        *pass == self.pass && jobs.contains(&job)
+    /// Mark `job`, which failed to place, as failed for the rest of the pass: lookups pass
+    /// over it (and set it aside once many such are passed over: `first_in_lane`).
+    pub(crate) fn skip(&mut self, job: JobSlot) {
+        self.job_mut(job).failed_pass = self.pass;
+    }
+
+    /// The pass's placements are over: the jobs set aside in it go back into their lanes.
+    pub(crate) fn restore_set_aside(&mut self) {
+        for slot in std::mem::take(&mut self.set_aside) {
+            let Some(j) = self.jobs[slot as usize].as_mut() else { continue };
+            if !std::mem::take(&mut j.aside) {
+                continue;
+            }
+            if let Some((key, _, am)) = j.ready {
+                let q = &mut self.queues[j.leaf as usize];
+                let set = if am { &mut q.ready_am } else { &mut q.ready };
+                set.insert((key, slot));
+            }
+        }
+    }
+
+    /// Every ready job is in its lane under its order key, and nothing else is
+    /// (`check_invariants`; between passes, so no job is set aside).
+    pub(crate) fn check_ready_sets(&self) -> Result<(), String> {
+        let mut in_lanes = 0usize;
+        for (slot, j) in self.jobs.iter().enumerate() {
+            let Some(j) = j else { continue };
+            if j.aside {
+                return Err(format!("job {}: still set aside between passes", j.id.0));
+            }
+            let Some((key, _, am)) = j.ready else { continue };
+            let q = &self.queues[j.leaf as usize];
+            let set = if am { &q.ready_am } else { &q.ready };
+            if !set.contains(&(key, slot as JobSlot)) {
+                return Err(format!("job {}: not in its lane of {} under {key:?}", j.id.0, q.path));
+            }
+            let now = self.job_order_key(slot as JobSlot);
+            if key != now {
+                return Err(format!("job {}: in its lane under {key:?}, not its order key {now:?}", j.id.0));
+            }
+            in_lanes += 1;
+        }
+        let total: usize = self.queues.iter().map(|q| q.ready.len() + q.ready_am.len()).sum();
+        if total != in_lanes {
+            return Err(format!("the lanes hold {total} entries, {in_lanes} jobs are ready"));
+        }
+        Ok(())
     }
 
     fn count_shape(&mut self, leaf: u32, shape: &Resources, add: bool) {

@@ -111,7 +111,7 @@ pub(crate) struct Queue {
     pub steady: Resources,
     pub instantaneous: Resources,
     /// Leaves only: runnable jobs with pending containers whose next container is not an AM,
-    /// in the leaf's order.
+    /// in the leaf's order, less those set aside in the current pass (`ready.rs`).
     pub ready: BTreeSet<ReadyEntry>,
     /// Leaves only: the ready jobs whose next container is an application master, in the same
     /// order. A separate lane so that once one AM fails the AM share in a pass, the others are
@@ -119,17 +119,6 @@ pub(crate) struct Queue {
     pub ready_am: BTreeSet<ReadyEntry>,
     /// Leaves only: the pass in which even the smallest AM of the lane failed the AM share.
     pub am_blocked_pass: u64,
-    /// Leaves only, one per lane (`ready`, `ready_am`): the pass, and the last entry up to
-    /// which every job failed to place in that pass. A failed job keeps its place and its
-    /// counts; only its turn is skipped until the pass ends (nothing placed in a pass can make
-    /// it fit). The cursor saves walking past them again.
-    pub cursor: [Option<(u64, ReadyEntry)>; 2],
-    /// Leaves only: the pass, and the jobs that failed to place in it (few: kept here rather
-    /// than on the jobs, so walking a lane does not touch every job's record).
-    pub failed: (u64, Vec<JobSlot>),
-    /// Leaves only, per lane: entries placed at or before the cursor during its pass (a job
-    /// whose AM just started moves to the other lane): they have not failed.
-    pub ahead: [Vec<ReadyEntry>; 2],
     /// Leaves only: how many of its jobs hold a node (they try their held nodes even when a
     /// request as large already found no node in the pass).
     pub holders: u32,
@@ -202,6 +191,12 @@ pub(crate) struct Job {
     pub am_running: bool,
     /// Its key, next container's needs and lane (AM or not) while it is in a ready set of its leaf.
     pub ready: Option<(JobKey, Ask, bool)>,
+    /// The last pass in which it failed to place: lookups in its lane pass over it for the
+    /// rest of that pass (`Engine::skip`).
+    pub failed_pass: u64,
+    /// It failed to place in the current pass and is out of its lane until the pass ends
+    /// (`first_in_lane`, after walking past many such).
+    pub aside: bool,
     /// Where it stands in its leaf's order: its submit time, or when its gang was last sent
     /// to the back of the queue (a placeholder timeout).
     pub order_time: Time,

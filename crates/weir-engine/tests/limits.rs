@@ -148,3 +148,40 @@ queues: [{name: a, max_am_share: 0.25}]
     let waiting = (1..=4).find(|j| !jobs_started.contains(j)).unwrap();
     assert!(env.explain(waiting).contains("max_am_share 0.25"), "{}", env.explain(waiting));
 }
+
+#[test]
+fn a_long_run_of_jobs_that_fail_in_a_pass_is_passed_over_and_tried_again_in_the_next() {
+    // Forty jobs at the front of a fifo leaf each ask for more than the leaf's max: every one
+    // fails in every pass (a lookup walks past them, and sets them aside once it has walked
+    // past many). The jobs behind them are still served in the same pass, and the forty are
+    // back in their lane, in order, when the pass ends (`check_invariants` after every step).
+    let mut env = Env::new(
+        r#"
+version: 1
+nodes: [{count: 1, resources: {cpu: 100000, memory: 10000}}]
+queues: [{name: a, policy: fifo, max: {memory: 120}}]
+"#,
+    );
+    for id in 1..=40 {
+        env.at(id);
+        env.submit_without_am(id, "root.a", &[(mem(200), 1)]);
+    }
+    env.at(50);
+    env.submit_without_am(41, "root.a", &[(mem(50), 3)]);
+    env.at(51);
+    env.submit_without_am(42, "root.a", &[(mem(10), 1)]);
+    env.schedule();
+    let starts = env.take_starts();
+    let jobs: Vec<u64> = starts.iter().map(|s| s.0).collect();
+    assert_eq!(jobs, vec![41, 41, 42], "two of 41's three fit under the max, then 42's");
+    env.take_runnable();
+    env.nothing_else();
+    assert!(env.explain(1).contains("max"), "{}", env.explain(1));
+
+    env.at(60);
+    env.finish_container(starts[0].1);
+    env.schedule();
+    assert_eq!(env.take_starts().iter().map(|s| s.0).collect::<Vec<_>>(), vec![41]);
+    env.nothing_else();
+    assert!(env.explain(1).contains("max"), "{}", env.explain(1));
+}
