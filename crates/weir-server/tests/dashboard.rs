@@ -38,6 +38,18 @@ async fn page(s: &TestServer, cookie: &str, path: &str) -> (StatusCode, String) 
     (status, r.text().await.unwrap_or_default())
 }
 
+/// A dashboard session of a new token that may only view project `search`.
+async fn search_viewer(s: &TestServer) -> String {
+    let (_, t) = s
+        .call(
+            Method::POST,
+            "/v1/tokens",
+            Some(json!({"name": "search", "grants": [{"project": "search", "role": "viewer"}]})),
+        )
+        .await;
+    login(s, t["token"].as_str().expect("token")).await
+}
+
 /// The form token on a page.
 fn csrf(html: &str) -> String {
     let at = html.find("name=\"csrf\" value=\"").expect("a form token") + "name=\"csrf\" value=\"".len();
@@ -329,14 +341,7 @@ async fn usage_by_project_and_user_counts_a_runs_cores() {
         let least = 1.5 / 3600.0;
         assert!(total("project", "ads") >= least, "{html}");
         assert!(total("user", &user) >= least, "{html}");
-        let (_, t) = s
-            .call(
-                Method::POST,
-                "/v1/tokens",
-                Some(json!({"name": "search", "grants": [{"project": "search", "role": "viewer"}]})),
-            )
-            .await;
-        let other = login(&s, t["token"].as_str().expect("token")).await;
+        let other = search_viewer(&s).await;
         let (_, html) = page(&s, &other, "/usage/by?window=1h").await;
         assert!(
             !html.contains("data-name=\"ads\"") && !html.contains(&format!("data-name=\"{user}\"")),
@@ -377,14 +382,7 @@ async fn the_queues_page_says_why_a_job_waits() {
     let line = &html[at..at + html[at..].find("</li>").expect("end of the line")];
     assert!(line.contains("second") && line.contains("root.ads.tier1"), "{line}");
     assert!(line.contains("<pre class=\"explanation\">") && line.len() > link.len() + 60, "{line}");
-    let (_, t) = s
-        .call(
-            Method::POST,
-            "/v1/tokens",
-            Some(json!({"name": "search", "grants": [{"project": "search", "role": "viewer"}]})),
-        )
-        .await;
-    let other = login(&s, t["token"].as_str().expect("token")).await;
+    let other = search_viewer(&s).await;
     let (_, html) = page(&s, &other, "/queues").await;
     assert!(!html.contains(&link), "{html}");
     s.stop(weir_server::Stop::Now).await;

@@ -292,14 +292,21 @@ impl Store {
         lease_until_ms: i64,
         changes: &[Change],
     ) -> Result<Vec<bool>, StoreError> {
+        let mut tx = self.begin_fenced(fence, lease_until_ms).await?;
+        let applied = crate::batch::apply(&mut tx, self.dialect, &fence.cluster, changes).await?;
+        tx.commit().await.map_err(StoreError::db)?;
+        Ok(applied)
+    }
+
+    /// A transaction whose first statement renewed the cluster's lease by owner and fence;
+    /// [`StoreError::LeaseLost`] (and nothing written) if it could not.
+    async fn begin_fenced(&self, fence: &Fence, lease_until_ms: i64) -> Result<Tx, StoreError> {
         let mut tx = self.begin().await?;
         if !renew(&mut tx, fence, lease_until_ms).await? {
             tx.rollback().await.map_err(StoreError::db)?;
             return Err(StoreError::LeaseLost { cluster: fence.cluster.clone(), fence: fence.fence });
         }
-        let applied = crate::batch::apply(&mut tx, self.dialect, &fence.cluster, changes).await?;
-        tx.commit().await.map_err(StoreError::db)?;
-        Ok(applied)
+        Ok(tx)
     }
 
     /// [`Store::apply`] as it was before batches were grouped (`batch.rs`): one or two
@@ -312,11 +319,7 @@ impl Store {
         lease_until_ms: i64,
         changes: &[Change],
     ) -> Result<Vec<bool>, StoreError> {
-        let mut tx = self.begin().await?;
-        if !renew(&mut tx, fence, lease_until_ms).await? {
-            tx.rollback().await.map_err(StoreError::db)?;
-            return Err(StoreError::LeaseLost { cluster: fence.cluster.clone(), fence: fence.fence });
-        }
+        let mut tx = self.begin_fenced(fence, lease_until_ms).await?;
         let mut applied = Vec::with_capacity(changes.len());
         for change in changes {
             applied.push(apply_one(&mut tx, &fence.cluster, change).await?);
