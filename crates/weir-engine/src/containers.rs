@@ -63,7 +63,7 @@ impl Engine {
         j.usage += r;
         j.am_started = true;
         j.am_running |= am;
-        j.containers.push((seq, id));
+        j.containers.insert((seq, id));
         if placeholder {
             j.placeholders.push((id, Request { count: 1, ..request }));
         }

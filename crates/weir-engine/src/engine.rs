@@ -450,7 +450,7 @@ impl Engine {
             pending: Resources::ZERO,
             pending_containers: 0,
             usage: Resources::ZERO,
-            containers: Vec::new(),
+            containers: BTreeSet::new(),
             // Without an AM, no container is one unless its request says so.
             am_started: !spec.has_am,
             am_running: false,

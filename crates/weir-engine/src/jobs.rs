@@ -216,9 +216,7 @@ impl Engine {
         let (leaf, am) = {
             let j = self.job_mut(c.job);
             j.usage -= c.resources;
-            if let Ok(at) = j.containers.binary_search(&(c.seq, c.id)) {
-                j.containers.remove(at);
-            }
+            j.containers.remove(&(c.seq, c.id));
             if c.preemption.is_some() {
                 j.outgoing -= c.resources;
             }
