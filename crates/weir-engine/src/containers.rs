@@ -63,6 +63,10 @@ impl Engine {
         j.usage += r;
         j.am_started = true;
         j.am_running |= am;
+        if j.containers.is_empty() {
+            // Room for what it asks now (this one and those pending), not grown one by one.
+            j.containers.reserve(1 + j.pending_containers as usize);
+        }
         j.containers.insert((seq, id));
         if placeholder {
             j.placeholders.push((id, Request { count: 1, ..request }));

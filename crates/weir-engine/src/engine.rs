@@ -11,6 +11,7 @@ use crate::error::EngineError;
 use crate::ids::{ContainerId, JobId, NodeId};
 use crate::input::{Input, JobSpec, NodeSpec};
 use crate::nodes::Nodes;
+use crate::sorted::SortedSet;
 use crate::state::{Container, Job, JobSlot, JobState, Queue, QueueIx, User};
 
 /// A slot of the container slab; the generation makes stale ids detectable.
@@ -175,8 +176,8 @@ impl Engine {
                 waiting_heads: BTreeSet::new(),
                 steady: Resources::ZERO,
                 instantaneous: Resources::ZERO,
-                ready: BTreeSet::new(),
-                ready_am: BTreeSet::new(),
+                ready: SortedSet::new(),
+                ready_am: SortedSet::new(),
                 am_blocked_pass: 0,
                 am_shapes: Default::default(),
                 holders: 0,
@@ -450,7 +451,7 @@ impl Engine {
             pending: Resources::ZERO,
             pending_containers: 0,
             usage: Resources::ZERO,
-            containers: BTreeSet::new(),
+            containers: SortedSet::new(),
             // Without an AM, no container is one unless its request says so.
             am_started: !spec.has_am,
             am_running: false,

@@ -72,19 +72,11 @@ impl ChildSet {
                 Err(_) => return self.insert(new),
             }
         };
-        if new > *old {
-            if v.get(at + 1).is_none_or(|next| new < *next) {
-                v[at] = new;
-                return;
-            }
-            let to = at + 1 + v[at + 1..].partition_point(|k| *k < new);
-            v.copy_within(at + 1..to, at);
-            v[to - 1] = new;
-        } else {
-            let to = v[..at].partition_point(|k| *k < new);
-            v.copy_within(to..at, to + 1);
-            v[to] = new;
+        if new > *old && v.get(at + 1).is_none_or(|next| new < *next) {
+            v[at] = new;
+            return;
         }
+        crate::sorted::shift_into(v, at, new);
     }
 
     pub(crate) fn first(&self) -> Option<&ChildKey> {

@@ -46,6 +46,7 @@ mod preemption;
 mod ready;
 mod reservation;
 mod shares;
+mod sorted;
 mod starvation;
 mod state;
 mod wait;

@@ -16,9 +16,9 @@ use crate::nodes::Ask;
 use crate::placement::dominated;
 use crate::state::{JobKey, JobSlot, JobState, ReadyEntry};
 
-/// Order-preserving bits of a non-negative float.
-fn bits(x: f32) -> u64 {
-    u64::from(x.max(0.0).to_bits())
+/// Order-preserving bits of a non-negative float (32 of them).
+fn bits(x: f32) -> u128 {
+    u128::from(x.max(0.0).to_bits())
 }
 
 impl Engine {
@@ -40,13 +40,13 @@ impl Engine {
     pub(crate) fn job_order_key(&self, slot: JobSlot) -> JobKey {
         let j = self.job(slot);
         let submit = j.order_time.as_millis();
-        match self.queues[j.leaf as usize].policy {
-            Policy::Fair if self.queues[j.leaf as usize].size_based_weight => (
-                [crate::capacity::size_weighted_usage(j.usage.memory, j.demand().memory), 0, 0],
-                submit,
-                j.id.0,
-            ),
-            Policy::Fair => ([j.usage.memory, 0, 0], submit, j.id.0),
+        // One `u64` of order sits above 32 zero bits; drf's three shares fill the 96.
+        let word = |v: u64| u128::from(v) << 32;
+        let order = match self.queues[j.leaf as usize].policy {
+            Policy::Fair if self.queues[j.leaf as usize].size_based_weight => {
+                word(crate::capacity::size_weighted_usage(j.usage.memory, j.demand().memory))
+            }
+            Policy::Fair => word(j.usage.memory),
             Policy::Drf => {
                 let total = self.nodes.total;
                 let mut d = [0f32; 3];
@@ -55,20 +55,20 @@ impl Engine {
                     d[i] = if t == 0 { 0.0 } else { j.usage.get(k) as f32 / t as f32 };
                 }
                 d.sort_by(|a, b| b.total_cmp(a));
-                ([bits(d[0]), bits(d[1]), bits(d[2])], submit, j.id.0)
+                (bits(d[0]) << 64) | (bits(d[1]) << 32) | bits(d[2])
             }
             Policy::Fifo => match self.queues[j.leaf as usize].job_order {
-                JobOrder::Submit => ([0, 0, 0], submit, j.id.0),
+                JobOrder::Submit => 0,
                 // Shortest job first by its next request's walltime; none counts as longest.
                 JobOrder::Shortest => {
-                    let w = j.requests.front().and_then(|r| r.walltime).map_or(u64::MAX, |w| w.as_millis());
-                    ([w, 0, 0], submit, j.id.0)
+                    word(j.requests.front().and_then(|r| r.walltime).map_or(u64::MAX, |w| w.as_millis()))
                 }
-                JobOrder::Largest => ([u64::MAX - j.demand().cpu, 0, 0], submit, j.id.0),
+                JobOrder::Largest => word(u64::MAX - j.demand().cpu),
             },
             // Higher priority first.
-            Policy::Priority => ([(i32::MAX as i64 - j.priority as i64) as u64, 0, 0], submit, j.id.0),
-        }
+            Policy::Priority => word((i32::MAX as i64 - j.priority as i64) as u64),
+        };
+        JobKey::new(order, submit, j.id.0, slot)
     }
 
     /// Put the job in, move it within, or take it out of its leaf's ready sets. A job set
@@ -98,7 +98,10 @@ impl Engine {
         let leaf = self.job(slot).leaf as usize;
         let aside = self.job(slot).aside;
         let q = &mut self.queues[leaf];
-        if !aside {
+        if !aside && lane == old_lane {
+            let set = if lane { &mut q.ready_am } else { &mut q.ready };
+            set.replace(&(old, slot), (key, slot));
+        } else if !aside {
             let from = if old_lane { &mut q.ready_am } else { &mut q.ready };
             from.remove(&(old, slot));
             let to = if lane { &mut q.ready_am } else { &mut q.ready };

@@ -9,6 +9,7 @@ use crate::decision::PreemptReason;
 use crate::ids::{ContainerId, JobId};
 use crate::input::{Request, SelectorId};
 use crate::nodes::Ask;
+use crate::sorted::SortedSet;
 
 pub(crate) type QueueIx = u32;
 pub(crate) type JobSlot = u32;
@@ -18,7 +19,24 @@ pub(crate) type NodeSlot = u32;
 pub(crate) type PromotionKey = (i64, u64, u64);
 
 /// Where a ready job stands in its leaf's order: smaller is served first (see `ready.rs`).
-pub(crate) type JobKey = ([u64; 3], u64, u64);
+/// Packed in two words compared as integers (issue 22 §3: the lanes' searches on every
+/// placement compared three-word arrays, then two more fields): from the top bits down, the
+/// policy's order value (96 bits: one `u64` above 32 zero bits, or drf's three shares as `f32`
+/// bits), the submit time, the job's id and its slot ([`JobKey::new`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct JobKey(u128, u128);
+
+impl JobKey {
+    /// `order` holds at most 96 bits.
+    pub(crate) fn new(order: u128, submit: u64, id: u64, slot: JobSlot) -> JobKey {
+        debug_assert!(order >> 96 == 0, "order value {order:#x} wider than 96 bits");
+        let submit = u128::from(submit);
+        JobKey(
+            (order << 32) | (submit >> 32),
+            ((submit & 0xffff_ffff) << 96) | (u128::from(id) << 32) | u128::from(slot),
+        )
+    }
+}
 
 /// A runnable job's place in its leaf's share split: (minus its priority under the `priority`
 /// policy, else 0; submit time; id; slot). The first gets a fifo or priority leaf's whole share;
@@ -111,12 +129,13 @@ pub(crate) struct Queue {
     pub steady: Resources,
     pub instantaneous: Resources,
     /// Leaves only: runnable jobs with pending containers whose next container is not an AM,
-    /// in the leaf's order, less those set aside in the current pass (`ready.rs`).
-    pub ready: BTreeSet<ReadyEntry>,
+    /// in the leaf's order, less those set aside in the current pass (`ready.rs`). A `Vec`
+    /// while small (`sorted.rs`): the served job moves back on every placement.
+    pub ready: SortedSet<ReadyEntry>,
     /// Leaves only: the ready jobs whose next container is an application master, in the same
     /// order. A separate lane so that once one AM fails the AM share in a pass, the others are
     /// passed over at once (the limit only tightens as a pass places containers).
-    pub ready_am: BTreeSet<ReadyEntry>,
+    pub ready_am: SortedSet<ReadyEntry>,
     /// Leaves only: the pass in which even the smallest AM of the lane failed the AM share.
     pub am_blocked_pass: u64,
     /// Leaves only: how many of its jobs hold a node (they try their held nodes even when a
@@ -182,10 +201,10 @@ pub(crate) struct Job {
     pub pending: Resources,
     pub pending_containers: u64,
     pub usage: Resources,
-    /// Containers held, in start order (newest last). A B-tree: a job of a real trace holds
-    /// thousands, ending oldest first — as a sorted `Vec` every end shifted the rest (`weir
-    /// bench sim` took 3x as long).
-    pub containers: BTreeSet<(u64, ContainerId)>,
+    /// Containers held, in start order (newest last): a `Vec` while few (a start appends), a
+    /// B-tree once many (`sorted.rs`: a job of a real trace holds thousands, ending oldest
+    /// first — as a `Vec` every end shifted the rest, and `weir bench sim` took 3x as long).
+    pub containers: SortedSet<(u64, ContainerId)>,
     /// Whether it ever started a container (its first one is its AM).
     pub am_started: bool,
     /// Whether it holds a live application master (YARN's `isAmRunning`).
