@@ -11,7 +11,7 @@ use crate::error::EngineError;
 use crate::ids::{ContainerId, JobId, NodeId};
 use crate::input::{Input, JobSpec, NodeSpec};
 use crate::nodes::Nodes;
-use crate::sorted::SortedSet;
+use crate::sorted::{SortedSet, StartOrder};
 use crate::state::{Container, Job, JobSlot, JobState, Queue, QueueIx, User};
 
 /// A slot of the container slab; the generation makes stale ids detectable.
@@ -451,7 +451,7 @@ impl Engine {
             pending: Resources::ZERO,
             pending_containers: 0,
             usage: Resources::ZERO,
-            containers: SortedSet::new(),
+            containers: StartOrder::new(),
             // Without an AM, no container is one unless its request says so.
             am_started: !spec.has_am,
             am_running: false,

@@ -76,7 +76,7 @@ impl ChildSet {
             v[at] = new;
             return;
         }
-        crate::sorted::shift_into(v, at, new);
+        crate::sorted::shift_into(v, at, new, 0);
     }
 
     pub(crate) fn first(&self) -> Option<&ChildKey> {

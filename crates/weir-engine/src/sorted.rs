@@ -35,13 +35,6 @@ impl<T: Ord + Copy> SortedSet<T> {
         SortedSet::Small(Vec::new())
     }
 
-    /// Make room for `n` more without growing step by step (a `Vec` at most `GROW` long).
-    pub(crate) fn reserve(&mut self, n: usize) {
-        if let SortedSet::Small(v) = self {
-            v.reserve(n.min(Self::GROW + 1 - v.len().min(Self::GROW + 1)));
-        }
-    }
-
     /// Add `x`; false if it was there.
     pub(crate) fn insert(&mut self, x: T) -> bool {
         match self {
@@ -105,7 +98,7 @@ impl<T: Ord + Copy> SortedSet<T> {
                 }
             }
         };
-        shift_into(v, at, new);
+        shift_into(v, at, new, 0);
     }
 
     pub(crate) fn contains(&self, x: &T) -> bool {
@@ -120,10 +113,6 @@ impl<T: Ord + Copy> SortedSet<T> {
             SortedSet::Small(v) => v.len(),
             SortedSet::Large(s) => s.len(),
         }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// In order, smallest first (double-ended: `.rev()` for largest first).
@@ -145,13 +134,32 @@ impl<'a, T: Ord + Copy> IntoIterator for &'a SortedSet<T> {
 }
 
 /// In sorted `v`, overwrite the element at `at` with `new` and move it to its place: the
-/// entries between shift by one, `v` stays sorted (`new` is not in `v`).
-pub(crate) fn shift_into<T: Ord + Copy>(v: &mut [T], at: usize, new: T) {
+/// entries between shift by one, `v` stays sorted (`new` is not in `v`). The first `walk`
+/// entries on the way are passed one by one (where moves are usually of a place or two: a
+/// node's key in the best-fit index); past them, the rest is found by binary search and
+/// shifted at once (where moves are long: a served job going to the back of its lane).
+pub(crate) fn shift_into<T: Ord + Copy>(v: &mut [T], mut at: usize, new: T, walk: usize) {
     if new > v[at] {
+        for _ in 0..walk {
+            if at + 1 == v.len() || v[at + 1] > new {
+                v[at] = new;
+                return;
+            }
+            v[at] = v[at + 1];
+            at += 1;
+        }
         let to = at + 1 + v[at + 1..].partition_point(|k| *k < new);
         v.copy_within(at + 1..to, at);
         v[to - 1] = new;
     } else {
+        for _ in 0..walk {
+            if at == 0 || v[at - 1] < new {
+                v[at] = new;
+                return;
+            }
+            v[at] = v[at - 1];
+            at -= 1;
+        }
         let to = v[..at].partition_point(|k| *k < new);
         v.copy_within(to..at, to + 1);
         v[to] = new;
@@ -192,6 +200,175 @@ impl<T> DoubleEndedIterator for Iter<'_, T> {
 }
 
 impl<T> ExactSizeIterator for Iter<'_, T> {}
+
+/// A job's running containers by start sequence (issue 22 §2): a `Vec` whose front is
+/// dropped lazily while the containers end near either end of it, a B-tree otherwise.
+///
+/// A start always comes last (the sequence only grows): a push. Ends come in any order, but
+/// mostly near the front (a trace's tasks of one stage end about in start order) or anywhere
+/// in a short list (a job of a few containers). Near the front, the entries before the one
+/// that ends shift right by one and the live part starts one later (the `Vec`'s dead front is
+/// dropped once it is half of it); elsewhere the entries after it shift left — a short shift
+/// either way, where a B-tree pays a descent and a rebalance every time. An end or insert that
+/// would shift more than [`StartOrder::FAR`] entries turns the set into a B-tree (a large job
+/// whose containers end in random order), so none costs more than a bounded shift; a B-tree
+/// that falls below [`StartOrder::FEW`] turns back. The order is the same in both forms.
+#[derive(Debug, Clone)]
+pub(crate) enum StartOrder<T> {
+    /// The live entries are `v[head..]`.
+    Ring {
+        v: Vec<T>,
+        head: usize,
+    },
+    Tree(BTreeSet<T>),
+}
+
+impl<T> Default for StartOrder<T> {
+    fn default() -> Self {
+        StartOrder::Ring { v: Vec::new(), head: 0 }
+    }
+}
+
+impl<T: Ord + Copy> StartOrder<T> {
+    /// An insert or removal that would shift more entries than this makes a B-tree.
+    pub(crate) const FAR: usize = 64;
+    /// A B-tree with fewer entries than this becomes a `Vec` again.
+    pub(crate) const FEW: usize = 16;
+
+    pub(crate) fn new() -> Self {
+        StartOrder::default()
+    }
+
+    /// Make room for `n` more without growing step by step (at most `FAR` more).
+    pub(crate) fn reserve(&mut self, n: usize) {
+        if let StartOrder::Ring { v, .. } = self {
+            v.reserve(n.min(Self::FAR));
+        }
+    }
+
+    fn to_tree(v: &[T], head: usize) -> BTreeSet<T> {
+        v[head..].iter().copied().collect()
+    }
+
+    /// Add `x`; false if it was there.
+    pub(crate) fn insert(&mut self, x: T) -> bool {
+        let (v, head) = match self {
+            StartOrder::Ring { v, head } => (v, *head),
+            StartOrder::Tree(t) => return t.insert(x),
+        };
+        if v.len() == head || v[v.len() - 1] < x {
+            v.push(x);
+            return true;
+        }
+        let at = match v[head..].binary_search(&x) {
+            Ok(_) => return false,
+            Err(at) => head + at,
+        };
+        if v.len() - at > Self::FAR {
+            let mut t = Self::to_tree(v, head);
+            t.insert(x);
+            *self = StartOrder::Tree(t);
+        } else {
+            v.insert(at, x);
+        }
+        true
+    }
+
+    /// Take `x` out; false if it was not there.
+    pub(crate) fn remove(&mut self, x: &T) -> bool {
+        let (v, head) = match self {
+            StartOrder::Ring { v, head } => (v, head),
+            StartOrder::Tree(t) => {
+                let removed = t.remove(x);
+                if t.len() < Self::FEW {
+                    *self = StartOrder::Ring { v: t.iter().copied().collect(), head: 0 };
+                }
+                return removed;
+            }
+        };
+        let Ok(at) = v[*head..].binary_search(x) else { return false };
+        let after = v.len() - *head - 1 - at;
+        if at <= after {
+            // Nearer the front: the entries before it move up one, the live part starts later.
+            if at > Self::FAR {
+                let mut t = Self::to_tree(v, *head);
+                t.remove(x);
+                *self = StartOrder::Tree(t);
+                return true;
+            }
+            v.copy_within(*head..*head + at, *head + 1);
+            *head += 1;
+            if *head == v.len() {
+                v.clear();
+                *head = 0;
+            } else if *head >= 32 && 2 * *head >= v.len() {
+                v.drain(..*head);
+                *head = 0;
+            }
+        } else if after > Self::FAR {
+            let mut t = Self::to_tree(v, *head);
+            t.remove(x);
+            *self = StartOrder::Tree(t);
+        } else {
+            v.remove(*head + at);
+        }
+        true
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            StartOrder::Ring { v, head } => v.len() - head,
+            StartOrder::Tree(t) => t.len(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// In order, oldest first (double-ended: `.rev()` for newest first).
+    pub(crate) fn iter(&self) -> StartIter<'_, T> {
+        match self {
+            StartOrder::Ring { v, head } => StartIter::Ring(v[*head..].iter()),
+            StartOrder::Tree(t) => StartIter::Tree(t.iter()),
+        }
+    }
+}
+
+impl<'a, T: Ord + Copy> IntoIterator for &'a StartOrder<T> {
+    type Item = &'a T;
+    type IntoIter = StartIter<'a, T>;
+
+    fn into_iter(self) -> StartIter<'a, T> {
+        self.iter()
+    }
+}
+
+/// A [`StartOrder`]'s elements in order.
+pub(crate) enum StartIter<'a, T> {
+    Ring(std::slice::Iter<'a, T>),
+    Tree(std::collections::btree_set::Iter<'a, T>),
+}
+
+impl<'a, T> Iterator for StartIter<'a, T> {
+    type Item = &'a T;
+
+    fn next(&mut self) -> Option<&'a T> {
+        match self {
+            StartIter::Ring(i) => i.next(),
+            StartIter::Tree(i) => i.next(),
+        }
+    }
+}
+
+impl<T> DoubleEndedIterator for StartIter<'_, T> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match self {
+            StartIter::Ring(i) => i.next_back(),
+            StartIter::Tree(i) => i.next_back(),
+        }
+    }
+}
 
 /// A large ordered set whose elements move by small steps: sorted chunks of at most
 /// [`ChunkedSet::CHUNK`] elements, in order (issue 22 §3: the best-fit index of nodes).
@@ -266,10 +443,16 @@ impl<T: Ord + Copy> ChunkedSet<T> {
     /// Take `old` out if it is in and put `new` (not in the set) in, as `remove` and `insert`
     /// would; with one search and one shift when `new` belongs in `old`'s chunk.
     pub(crate) fn replace(&mut self, old: &T, new: T) {
-        let found = self.chunk_for(old).and_then(|i| Some((i, self.chunks[i].binary_search(old).ok()?)));
-        let Some((i, at)) = found else {
+        let Some(i) = self.chunk_for(old) else {
             self.insert(new);
             return;
+        };
+        let at = match self.chunks[i].binary_search(old) {
+            Ok(at) => at,
+            Err(_) => {
+                self.insert(new);
+                return;
+            }
         };
         let after_previous = i == 0 || *self.chunks[i - 1].last().expect("chunks are not empty") < new;
         let before_next = self.chunks.get(i + 1).is_none_or(|next| new < next[0]);
@@ -279,7 +462,7 @@ impl<T: Ord + Copy> ChunkedSet<T> {
             self.insert(new);
             return;
         }
-        shift_into(&mut self.chunks[i], at, new);
+        shift_into(&mut self.chunks[i], at, new, 4);
     }
 
     /// The smallest element at or after `from` (`Included`: at least it, `Excluded`: above it).
@@ -320,7 +503,7 @@ mod tests {
 
     use proptest::prelude::*;
 
-    use super::{ChunkedSet, SortedSet};
+    use super::{ChunkedSet, SortedSet, StartOrder};
 
     proptest! {
         /// Whatever the inserts and removes, and across the switches between its two forms,
@@ -406,5 +589,58 @@ mod tests {
             prop_assert!(set.iter().eq(want.iter()));
             prop_assert!(set.chunks.iter().all(|c| !c.is_empty() && c.len() <= ChunkedSet::<u16>::CHUNK));
         }
+    }
+
+    proptest! {
+        /// Starts (mostly appended) and ends (near the front, or anywhere) leave a job's
+        /// containers as a B-tree would hold them, across both forms.
+        #[test]
+        fn start_order_behaves_as_a_btree_set(
+            ops in proptest::collection::vec((0u8..5, 0u32..600), 0..3_000),
+        ) {
+            let mut set = StartOrder::new();
+            let mut want = BTreeSet::new();
+            let mut next = 0u32;
+            for (op, x) in ops {
+                match op {
+                    // A start: the next sequence number.
+                    0 | 1 => {
+                        next += 1 + x % 3;
+                        prop_assert_eq!(set.insert(next), want.insert(next));
+                    }
+                    // An end near the front.
+                    2 => {
+                        let Some(&first) = want.iter().nth((x % 3) as usize) else { continue };
+                        prop_assert!(set.remove(&first));
+                        want.remove(&first);
+                    }
+                    // Any value: an end anywhere, or an insert in the middle.
+                    3 => prop_assert_eq!(set.remove(&(x * 2)), want.remove(&(x * 2))),
+                    _ => prop_assert_eq!(set.insert(x * 2), want.insert(x * 2)),
+                }
+                prop_assert_eq!(set.len(), want.len());
+            }
+            prop_assert!(set.iter().eq(want.iter()));
+            prop_assert!(set.iter().rev().eq(want.iter().rev()));
+        }
+    }
+
+    #[test]
+    fn start_order_ends_in_start_order_stay_in_the_vec_and_far_ones_make_a_tree() {
+        let mut set = StartOrder::new();
+        for x in 0..1_000u32 {
+            set.insert(x);
+        }
+        for x in 0..500u32 {
+            assert!(set.remove(&x));
+        }
+        assert!(matches!(set, StartOrder::Ring { .. }), "oldest first: every end at the front");
+        assert!(set.remove(&750));
+        assert!(matches!(set, StartOrder::Tree(_)), "an end 250 entries from either end");
+        for x in (501..1_000u32).filter(|&x| x != 750) {
+            assert!(set.remove(&x));
+        }
+        assert!(set.iter().copied().eq([500]));
+        assert!(matches!(set, StartOrder::Ring { .. }), "back to a Vec when few are left");
     }
 }

@@ -9,7 +9,7 @@ use crate::decision::PreemptReason;
 use crate::ids::{ContainerId, JobId};
 use crate::input::{Request, SelectorId};
 use crate::nodes::Ask;
-use crate::sorted::SortedSet;
+use crate::sorted::{SortedSet, StartOrder};
 
 pub(crate) type QueueIx = u32;
 pub(crate) type JobSlot = u32;
@@ -201,10 +201,10 @@ pub(crate) struct Job {
     pub pending: Resources,
     pub pending_containers: u64,
     pub usage: Resources,
-    /// Containers held, in start order (newest last): a `Vec` while few (a start appends), a
-    /// B-tree once many (`sorted.rs`: a job of a real trace holds thousands, ending oldest
-    /// first — as a `Vec` every end shifted the rest, and `weir bench sim` took 3x as long).
-    pub containers: SortedSet<(u64, ContainerId)>,
+    /// Containers held, in start order (newest last): a ring buffer while they end near its
+    /// front or in a short list, a B-tree otherwise (`sorted.rs`; a job of a real trace holds
+    /// thousands, ending about oldest first).
+    pub containers: StartOrder<(u64, ContainerId)>,
     /// Whether it ever started a container (its first one is its AM).
     pub am_started: bool,
     /// Whether it holds a live application master (YARN's `isAmRunning`).
