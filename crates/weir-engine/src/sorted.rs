@@ -1,15 +1,20 @@
-//! An ordered set that is a sorted `Vec` while small and a B-tree once large (issue 22 §3).
+//! The engine's ordered sets (issue 22 §2, §3), each cheaper than a B-tree for how the engine
+//! changes it, and each holding its elements in the order a B-tree would, so that which form
+//! a set is in never changes what the engine decides (proptests below check each against
+//! `BTreeSet`):
 //!
-//! The engine keeps many small ordered sets that change on every placement and end: a leaf's
-//! ready lanes (tens of jobs in a typical leaf: the served job moves back on each placement),
-//! a job's running containers (1–20 in a typical job). A B-tree's remove and insert cost
-//! hundreds of instructions each where a binary search and a shift of a few entries cost
-//! tens. But a set can also hold many (a leaf's deep backlog, a trace's job of thousands of
-//! tasks that end oldest first), where each shift would move them all: past
-//! [`SortedSet::GROW`] entries the set becomes a B-tree, and a B-tree that falls below
-//! [`SortedSet::SHRINK`] a `Vec` again (apart enough that a set at the border does not switch
-//! on every change). Both forms hold the same elements in the same order, so which one a set
-//! is in never changes what the engine decides.
+//! - [`SortedSet`], a leaf's ready lanes: a sorted `Vec` while small (tens of jobs in a typical
+//!   leaf; the served job moves back on each placement, one shift of the entries it passes),
+//!   a B-tree past [`SortedSet::GROW`] entries (a leaf's deep backlog, where a shift would move
+//!   them all), a `Vec` again below [`SortedSet::SHRINK`] (apart enough that a set at the
+//!   border does not switch on every change).
+//! - [`StartOrder`], a job's running containers: appended in start order, ending mostly near
+//!   the front or in a short list.
+//! - [`ChunkedSet`], each class of the best-fit index: thousands of nodes whose keys move by a
+//!   few places on every start and end.
+//!
+//! A B-tree's remove and insert cost hundreds of instructions each where a binary search and a
+//! shift of a few entries cost tens.
 
 use std::collections::BTreeSet;
 
