@@ -171,7 +171,7 @@ pub(crate) fn shift_into<T: Ord + Copy>(v: &mut [T], mut at: usize, new: T, walk
     }
 }
 
-/// A [`SortedSet`]'s elements in order.
+/// A [`SortedSet`]'s or a [`StartOrder`]'s elements in order.
 pub(crate) enum Iter<'a, T> {
     Small(std::slice::Iter<'a, T>),
     Large(std::collections::btree_set::Iter<'a, T>),
@@ -332,46 +332,20 @@ impl<T: Ord + Copy> StartOrder<T> {
     }
 
     /// In order, oldest first (double-ended: `.rev()` for newest first).
-    pub(crate) fn iter(&self) -> StartIter<'_, T> {
+    pub(crate) fn iter(&self) -> Iter<'_, T> {
         match self {
-            StartOrder::Ring { v, head } => StartIter::Ring(v[*head..].iter()),
-            StartOrder::Tree(t) => StartIter::Tree(t.iter()),
+            StartOrder::Ring { v, head } => Iter::Small(v[*head..].iter()),
+            StartOrder::Tree(t) => Iter::Large(t.iter()),
         }
     }
 }
 
 impl<'a, T: Ord + Copy> IntoIterator for &'a StartOrder<T> {
     type Item = &'a T;
-    type IntoIter = StartIter<'a, T>;
+    type IntoIter = Iter<'a, T>;
 
-    fn into_iter(self) -> StartIter<'a, T> {
+    fn into_iter(self) -> Iter<'a, T> {
         self.iter()
-    }
-}
-
-/// A [`StartOrder`]'s elements in order.
-pub(crate) enum StartIter<'a, T> {
-    Ring(std::slice::Iter<'a, T>),
-    Tree(std::collections::btree_set::Iter<'a, T>),
-}
-
-impl<'a, T> Iterator for StartIter<'a, T> {
-    type Item = &'a T;
-
-    fn next(&mut self) -> Option<&'a T> {
-        match self {
-            StartIter::Ring(i) => i.next(),
-            StartIter::Tree(i) => i.next(),
-        }
-    }
-}
-
-impl<T> DoubleEndedIterator for StartIter<'_, T> {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        match self {
-            StartIter::Ring(i) => i.next_back(),
-            StartIter::Tree(i) => i.next_back(),
-        }
     }
 }
 
