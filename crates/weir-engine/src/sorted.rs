@@ -220,7 +220,7 @@ impl<T> ExactSizeIterator for Iter<'_, T> {}
 /// that falls below [`StartOrder::FEW`] turns back. The order is the same in both forms.
 #[derive(Debug, Clone)]
 pub(crate) enum StartOrder<T> {
-    /// The live entries are `v[head..]`.
+    /// A sorted `Vec` (not a ring: nothing wraps) whose live entries are `v[head..]`.
     Ring {
         v: Vec<T>,
         head: usize,
