@@ -119,7 +119,7 @@ fn weir_serve_drives_a_kubernetes_cluster_of_its_server_file() {
     let scratch = common::Scratch::new("serve-kube");
     let dir = scratch.0.clone();
     let api = stand_in();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let port = common::free_port();
     scratch.file(
         "kubeconfig",
         &format!(

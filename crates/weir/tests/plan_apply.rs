@@ -98,7 +98,7 @@ fn plan_from_the_server_then_apply_and_bad_plans_change_nothing() {
     let dir = scratch.0.clone();
     scratch.file("cluster.yaml", CLUSTER);
     scratch.file("workload.yaml", WORKLOAD);
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let port = common::free_port();
     let log = std::fs::File::create(dir.join("serve.log")).expect("log");
     let _serve = Serve(
         Command::new(env!("CARGO_BIN_EXE_weir"))

@@ -46,7 +46,7 @@ fn advise_on_a_servers_history_names_the_moves_and_a_move_routes_the_next_run() 
     weir_server::install_crypto_provider();
     let scratch = common::Scratch::new("serve-advise");
     let dir = scratch.0.clone();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let port = common::free_port();
     let ws = common::workspace();
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
     for f in ["cpu-rich.yaml", "mem-rich.yaml"] {

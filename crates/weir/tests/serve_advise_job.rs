@@ -57,7 +57,7 @@ fn the_advisor_runs_on_schedule_and_one_click_moves_a_workflow() {
     weir_server::install_crypto_provider();
     let scratch = common::Scratch::new("serve-advise-job");
     let dir = scratch.0.clone();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let port = common::free_port();
     let ws = common::workspace();
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
     for f in ["cpu-rich.yaml", "mem-rich.yaml"] {

@@ -18,7 +18,7 @@ fn serve_runs_the_demo_workflows_on_a_capacity_mode_cluster() {
     let root = common::workspace();
     let cluster = root.join("examples/demo/cluster-capacity.yaml");
     let workload = root.join("examples/demo/workload.yaml");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let port = common::free_port();
     let log = std::fs::File::create(dir.join("serve.log")).expect("log");
     let _serve = Serve(
         Command::new(env!("CARGO_BIN_EXE_weir"))

@@ -65,7 +65,7 @@ fn a_stage_asking_for_a_label_runs_on_the_labels_nodes() {
     let dir = scratch.0.clone();
     let cluster = scratch.file("cluster.yaml", CLUSTER);
     let workload = scratch.file("workload.yaml", WORKLOAD);
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let port = common::free_port();
     let log = std::fs::File::create(dir.join("serve.log")).expect("log");
     let _serve = Serve(
         Command::new(env!("CARGO_BIN_EXE_weir"))

@@ -37,7 +37,7 @@ fn started(dir: &Path, port: u16, runs: &Value) -> Vec<(String, String, i64)> {
 fn the_demo_and_the_client_commands() {
     let scratch = common::Scratch::new("serve-cli");
     let dir = scratch.0.clone();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let port = common::free_port();
     let log = std::fs::File::create(dir.join("serve.log")).expect("log");
     let _serve = Serve(
         Command::new(env!("CARGO_BIN_EXE_weir"))
@@ -268,7 +268,7 @@ fn https_serve_and_clients_that_trust_its_ca() {
     let scratch = common::Scratch::new("serve-tls");
     let dir = scratch.0.clone();
     let tls = common::workspace().join("crates/weir-server/tests/data/tls");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let port = common::free_port();
     let log_path = dir.join("serve.log");
     let log = std::fs::File::create(&log_path).expect("log");
     let _serve = Serve(
@@ -355,7 +355,7 @@ fn the_demo_report_dry_run_on_a_second_cluster_moves_its_route() {
     let scratch = common::Scratch::new("serve-demo-dry-run");
     let dir = scratch.0.clone();
     let demo_cluster = common::workspace().join("examples/demo/cluster.yaml");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let port = common::free_port();
     let log = std::fs::File::create(dir.join("serve.log")).expect("log");
     let _serve = Serve(
         Command::new(env!("CARGO_BIN_EXE_weir"))
@@ -487,7 +487,7 @@ fn the_demo_report_dry_run_on_a_second_cluster_moves_its_route() {
 fn sigterm_stops_the_server_in_order() {
     let scratch = common::Scratch::new("serve-term");
     let dir = scratch.0.clone();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let port = common::free_port();
     let log = dir.join("serve.log");
     let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])

@@ -17,7 +17,6 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -33,10 +32,6 @@ nodes:
 queues:
   - {name: default}
 ";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
-}
 
 struct Proc(Child);
 
@@ -60,7 +55,7 @@ struct Moto {
 }
 
 fn moto(dir: &Path) -> Moto {
-    let port = free_port();
+    let port = common::free_port();
     let log = std::fs::File::create(dir.join("moto.log")).expect("log");
     let child = Command::new("moto_server")
         .args(["-H", "127.0.0.1", "-p", &port.to_string()])
@@ -154,7 +149,7 @@ impl Server {
 
     fn start_on(dir: &Path, place: &Where, env: &[(&str, &Path)], db: Option<&str>) -> Server {
         std::fs::write(dir.join("server.yaml"), place.server_yaml(dir, db)).expect("server file");
-        let mut s = Server { dir: dir.to_path_buf(), port: free_port(), proc: None };
+        let mut s = Server { dir: dir.to_path_buf(), port: common::free_port(), proc: None };
         s.spawn(env);
         s
     }
@@ -720,7 +715,7 @@ async fn a_dry_run_on_another_cluster_is_compared_approved_and_moves_the_route()
         "  - {name: default, file: cluster.yaml}\n  - {name: staging, file: cluster.yaml}\n",
     );
     std::fs::write(dir.join("server.yaml"), two_clusters).expect("server file");
-    let mut server = Server { dir: dir.clone(), port: free_port(), proc: None };
+    let mut server = Server { dir: dir.clone(), port: common::free_port(), proc: None };
     server.spawn(&[]);
     let token = server.ready().await;
     let base = server.base();

@@ -29,10 +29,6 @@ queues:
   - {name: default}
 ";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port()
-}
-
 struct Server {
     dir: PathBuf,
     port: u16,
@@ -60,7 +56,7 @@ impl Server {
 
     /// [`Server::start_with`] with environment variables for the server.
     fn start_env(dir: &Path, clusters: &str, args: &[&str], env: &[(&str, &Path)]) -> Server {
-        let port = free_port();
+        let port = common::free_port();
         std::fs::write(
             dir.join("server.yaml"),
             format!(

@@ -35,7 +35,7 @@ const CLUSTER: &str =
 fn two_clusters_from_one_server_file_each_run_their_routed_runs() {
     let scratch = common::Scratch::new("serve-config");
     let dir = scratch.0.clone();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let port = common::free_port();
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
     scratch.file("clusters/alpha.yaml", &CLUSTER.replace("CPU", "4000"));
     scratch.file("clusters/beta.yaml", &CLUSTER.replace("CPU", "8000"));

@@ -11,7 +11,6 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -24,10 +23,6 @@ nodes:
 queues:
   - {name: default}
 ";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
-}
 
 struct Weir {
     child: Child,
@@ -249,7 +244,7 @@ async fn kill_9_five_times_while_2000_runs_go_through() {
     );
     let dir = scratch("sqlite");
     let marker = dir.join("marker");
-    let port = free_port();
+    let port = common::free_port();
     let base = format!("http://127.0.0.1:{port}");
     let mut server = serve(&dir, port, &[]);
     wait_ready(&base).await;
@@ -323,7 +318,7 @@ async fn two_servers_on_one_postgres_never_start_a_task_twice_and_take_over() {
     let name = format!("weir_multi_{}", std::process::id());
     let db = weir_store::create_postgres_database(&admin_url, &name).await.expect("database");
     let marker = dir.join("marker");
-    let (p1, p2) = (free_port(), free_port());
+    let (p1, p2) = (common::free_port(), common::free_port());
     let mut a = serve(&dir, p1, &["--db", &db]);
     wait_ready(&format!("http://127.0.0.1:{p1}")).await;
     let mut b = serve(&dir, p2, &["--db", &db]);
@@ -391,7 +386,7 @@ async fn two_servers_on_one_postgres_never_start_a_task_twice_and_take_over() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_after_kill_9_takes_its_predecessors_lease_at_once() {
     let dir = scratch("self-takeover");
-    let port = free_port();
+    let port = common::free_port();
     let base = format!("http://127.0.0.1:{port}");
     // As `serve` does, with a long lease (60 s): the takeover must not wait for it.
     let start = |dir: &Path| {

@@ -135,7 +135,7 @@ fn scenario(test: &str, job: &str, stages: &str, tasks: &[&str], slurm: Option<(
     );
     scratch.file("blocker.yaml", &blocker);
     scratch.file("gang.yaml", &gang);
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let port = common::free_port();
     let log = std::fs::File::create(dir.join("serve.log")).expect("log");
     let mut serve = Command::new(env!("CARGO_BIN_EXE_weir"));
     match slurm {

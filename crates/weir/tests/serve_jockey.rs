@@ -84,10 +84,6 @@ workflows:
           - {name: hold, tasks: 8, resources: {cpu: 1000, memory: 2g}, command: 'sleep 90'}
 ";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port()
-}
-
 fn submit(dir: &Path, port: u16, file: &str, date: &str) -> i64 {
     submit_with(dir, port, &["submit", file, "--logical-date", date]).0
 }
@@ -158,7 +154,7 @@ fn a_guaranteed_run_meets_the_deadline_its_fair_share_twin_misses() {
     let slowed = scratch.file("slowed.yaml", &slo_workflow("nightly", 3, true));
     let twin = scratch.file("twin.yaml", &slo_workflow("nightly-plain", 3, false));
     let background = scratch.file("background.yaml", BACKGROUND);
-    let port = free_port();
+    let port = common::free_port();
     let _serve = serve(&dir, port, &cluster);
 
     // History: three runs of the workflow alone, as it usually runs (1 s tasks).
@@ -416,7 +412,7 @@ fn a_restarted_server_resumes_a_guarded_runs_controller_from_the_store() {
     let cluster = scratch.file("cluster.yaml", CLUSTER);
     let history = scratch.file("history.yaml", &slo_workflow_of("nightly", 40, 1, 90, true));
     let slowed = scratch.file("slowed.yaml", &slo_workflow_of("nightly", 40, 4, 90, true));
-    let port = free_port();
+    let port = common::free_port();
     let mut server = serve(&dir, port, &cluster);
     for day in 1..=3 {
         let id = submit(&dir, port, &history, &format!("2026-11-0{day}"));

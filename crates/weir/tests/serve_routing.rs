@@ -132,7 +132,7 @@ fn queue(dir: &Path, port: u16, cluster: &str) -> Option<Value> {
 fn spill_sends_a_burst_on_and_least_loaded_picks_the_emptier_cluster() {
     let scratch = common::Scratch::new("serve-routing");
     let dir = scratch.0.clone();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let port = common::free_port();
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
     scratch.file("clusters/small.yaml", &CLUSTER.replace("CPU", "2000"));
     scratch.file("clusters/big.yaml", &CLUSTER.replace("CPU", "8000"));

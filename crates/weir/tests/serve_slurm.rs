@@ -119,10 +119,6 @@ fn eventually(dir: &Path, what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port()
-}
-
 const CLUSTER: &str =
     "version: 1\nnodes:\n  - {count: 1, resources: {cpu: 4000, memory: 2048}}\nqueues:\n  - {name: default}\n";
 
@@ -207,7 +203,7 @@ fn runs_routed_to_a_local_and_a_slurm_cluster_finish_and_kill_works_on_slurm() {
     let _slurm = sharing_slurm();
     let scratch = common::Scratch::new("serve-slurm");
     let dir = scratch.0.clone();
-    let port = free_port();
+    let port = common::free_port();
     server_file(&scratch, port, &format!("weirtest{}a", std::process::id()));
     let health = ok(&backends(&dir));
     let row = |name: &str| health.lines().find(|l| l.starts_with(name)).unwrap_or_default().to_string();
@@ -310,7 +306,7 @@ fn kill_9_while_slurm_jobs_run_then_restart_readopts_them_and_starts_none_twice(
     let _slurm = sharing_slurm();
     let scratch = common::Scratch::new("serve-slurm-crash");
     let dir = scratch.0.clone();
-    let port = free_port();
+    let port = common::free_port();
     server_file(&scratch, port, &format!("weirtest{}b", std::process::id()));
     let mut serve = Serve::start(&dir);
     eventually(&dir, "the server", || {
@@ -366,7 +362,7 @@ fn kill_9_while_slurm_jobs_run_then_restart_readopts_them_and_starts_none_twice(
 fn a_slurm_that_cannot_be_reached_is_named_at_start_and_its_runs_wait() {
     let scratch = common::Scratch::new("serve-slurm-down");
     let dir = scratch.0.clone();
-    let port = free_port();
+    let port = common::free_port();
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
     scratch.file("key", "0123456789abcdef0123456789abcdef");
     scratch.file("clusters/hpc.yaml", CLUSTER);
@@ -528,7 +524,7 @@ fn a_task_started_while_slurm_is_away_is_not_lost_and_runs_once_slurm_is_back() 
     let _slurm = sharing_slurm();
     let scratch = common::Scratch::new("serve-slurm-away");
     let dir = scratch.0.clone();
-    let port = free_port();
+    let port = common::free_port();
     let proxy = Proxy::start(slurm_url().trim_start_matches("http://").trim_end_matches('/').to_string());
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
     scratch.file("clusters/hpc.yaml", CLUSTER);
@@ -597,7 +593,7 @@ fn a_drained_slurm_node_is_a_node_failure_and_its_task_runs_again_when_it_is_bac
     assert!(!node.is_empty(), "Slurm lists no node");
     let scratch = common::Scratch::new("serve-slurm-node");
     let dir = scratch.0.clone();
-    let port = free_port();
+    let port = common::free_port();
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
     scratch.file("clusters/hpc.yaml", "version: 1\nqueues:\n  - {name: default}\n");
     scratch.file(
@@ -748,7 +744,7 @@ fn a_pinned_start_the_node_refuses_is_lost_not_failed_and_the_node_waits_for_a_r
     let pid = slurmd_pid();
     let scratch = common::Scratch::new("serve-slurm-refused");
     let dir = scratch.0.clone();
-    let port = free_port();
+    let port = common::free_port();
     let tag = format!("weirtest{}r", std::process::id());
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
     scratch.file("clusters/hpc.yaml", "version: 1\nqueues:\n  - {name: default}\n");

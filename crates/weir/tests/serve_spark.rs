@@ -59,10 +59,6 @@ fn backends_direct(dir: &Path, args: &[&str]) -> std::process::Output {
         .expect("weir backends")
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port()
-}
-
 fn run_of(dir: &Path, port: u16, workflow: &str) -> Option<Value> {
     let out = client(dir, port, &["runs", "--json"]);
     let runs: Value = serde_json::from_slice(&out.stdout).ok()?;
@@ -97,7 +93,7 @@ fn workflow(name: &str, main: &str, args: &[&str]) -> String {
 fn a_pyspark_word_count_runs_from_submit_to_logs_and_kill_leaves_no_driver() {
     let scratch = common::Scratch::new("serve-spark");
     let dir = scratch.0.clone();
-    let port = free_port();
+    let port = common::free_port();
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
     scratch.file(
         "clusters/spark.yaml",
@@ -228,7 +224,7 @@ fn a_pyspark_word_count_runs_from_submit_to_logs_and_kill_leaves_no_driver() {
 fn a_spark_home_without_spark_is_an_unhealthy_cluster_with_the_reason_and_runs_wait() {
     let scratch = common::Scratch::new("serve-spark-missing");
     let dir = scratch.0.clone();
-    let port = free_port();
+    let port = common::free_port();
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
     scratch.file(
         "clusters/spark.yaml",
@@ -293,7 +289,7 @@ fn a_spark_the_task_user_cannot_reach_is_an_unhealthy_cluster_naming_the_folder(
     use std::os::unix::fs::PermissionsExt;
     let scratch = common::Scratch::new("serve-spark-private");
     let dir = scratch.0.clone();
-    let port = free_port();
+    let port = common::free_port();
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
     let private = dir.join("private");
     std::fs::create_dir_all(private.join("spark/bin")).expect("mkdir");
@@ -384,7 +380,7 @@ fn a_spark_the_task_user_cannot_reach_is_an_unhealthy_cluster_naming_the_folder(
 fn a_backend_turning_unhealthy_is_the_reason_a_waiting_job_waits() {
     let scratch = common::Scratch::new("serve-spark-unhealthy");
     let dir = scratch.0.clone();
-    let port = free_port();
+    let port = common::free_port();
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
     std::fs::create_dir_all(dir.join("spark/bin")).expect("mkdir");
     let submit = dir.join("spark/bin/spark-submit");
@@ -454,7 +450,7 @@ fn a_backend_turning_unhealthy_is_the_reason_a_waiting_job_waits() {
 fn a_run_queued_while_its_backend_cannot_be_set_up_records_that_wait() {
     let scratch = common::Scratch::new("serve-spark-setup-fails");
     let dir = scratch.0.clone();
-    let port = free_port();
+    let port = common::free_port();
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
     // A Spark home without `bin/spark-submit`: the spark-local backend cannot be set up.
     std::fs::create_dir_all(dir.join("spark/bin")).expect("mkdir");

@@ -104,7 +104,7 @@ fn standalone_drivers_run_from_submit_survive_a_kill_9_of_the_server_and_are_kil
     let scratch = common::Scratch::new("serve-spark-standalone");
     let dir = scratch.0.clone();
     let mut cluster = standalone::Cluster::start(&dir);
-    let port = standalone::free_port();
+    let port = common::free_port();
     std::fs::create_dir_all(dir.join("clusters")).expect("mkdir");
     scratch.file("clusters/spark.yaml", "version: 1\nqueues:\n  - {name: default}\n  - {name: other}\n");
     // The cluster's nodes are the master's workers (`nodes: from_backend`, read again every 2 s).

@@ -35,7 +35,7 @@ fn unprivileged(args: &[&str]) -> Command {
 }
 
 fn port() -> String {
-    let p = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let p = common::free_port();
     format!("127.0.0.1:{p}")
 }
 

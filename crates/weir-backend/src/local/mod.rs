@@ -150,7 +150,7 @@ impl LocalBackend {
         let watched = Mutex::new(HashMap::new());
         let cgroups = if config.cgroups {
             let state = fs::canonicalize(&config.state_dir).unwrap_or_else(|_| config.state_dir.clone());
-            cgroup::Placement::new(cgroup::Hierarchies::get(), &tag(&state))
+            cgroup::Placement::new(cgroup::Hierarchies::get(), &cgroup_tag(&state))
         } else {
             cgroup::Placement::none("cgroups are turned off in the backend's settings")
         };
@@ -179,9 +179,12 @@ impl Drop for LocalBackend {
     }
 }
 
-/// A short stable name for a state folder (FNV-1a of its path): the attempts' cgroups of one
-/// backend live under `weir/TAG`, apart from those of other backends on the machine.
-fn tag(state_dir: &Path) -> String {
+/// A short stable name for a state folder (FNV-1a of its canonical path): the attempts' cgroups
+/// of one backend live under `weir/TAG` below the server's own cgroup, apart from those of other
+/// backends on the machine. A tool that looks for a backend's tasks (a test that cleans up
+/// after a killed server, whose tasks outlive it by design) reads `/weir/TAG/` in a process's
+/// `/proc/PID/cgroup`.
+pub fn cgroup_tag(state_dir: &Path) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in state_dir.as_os_str().as_encoded_bytes() {
         h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);

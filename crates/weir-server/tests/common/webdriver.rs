@@ -3,6 +3,7 @@
 //! sessions, navigation, elements, scripts, screenshots and the browser's console log.
 #![allow(dead_code)]
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -13,7 +14,9 @@ pub const CHROMIUM: &str = "/usr/bin/chromium";
 pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
-/// chromedriver, killed (by its pid) when dropped.
+/// chromedriver in a process group of its own, with the Chromium it starts (the browser and its
+/// helpers stay in that group): the whole group is killed when dropped, so no browser outlives
+/// the test.
 pub struct Driver {
     child: Child,
     pub base: String,
@@ -21,6 +24,8 @@ pub struct Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).stderr(Stdio::null()).status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -40,6 +45,7 @@ impl Driver {
             .arg(format!("--log-path={}", log.display()))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .expect("start chromedriver");
         let driver = Driver { child, base: format!("http://127.0.0.1:{port}") };

@@ -74,7 +74,58 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
+        stop_processes_of(&self.0);
         let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Kills (SIGKILL) what a test's servers left running: a task outlives a killed `weir serve` by
+/// design (the next server adopts it), so without this a test's sleeping tasks, and the load they
+/// put on whatever runs after the tests, outlive the test. A process is the test's when its
+/// cgroup is an attempt's cgroup of a backend whose state folder is in `dir`
+/// (`weir/TAG/…`, [`weir_backend::local::cgroup_tag`]), or when its command line names a file in
+/// `dir` or its working folder is in it (tasks without cgroups, a browser's profile). The test
+/// process itself is spared.
+pub fn stop_processes_of(dir: &Path) {
+    let Ok(dir) = dir.canonicalize() else { return };
+    let mut tags = Vec::new();
+    let mut folders = vec![(dir.clone(), 0)];
+    while let Some((folder, depth)) = folders.pop() {
+        tags.push(format!("/weir/{}/", weir_backend::local::cgroup_tag(&folder)));
+        if depth < 4 {
+            let entries = fs::read_dir(&folder).into_iter().flatten().flatten();
+            folders.extend(
+                entries.filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| (e.path(), depth + 1)),
+            );
+        }
+    }
+    let inside = format!("{}/", dir.display());
+    let own = std::process::id().to_string();
+    // A task may fork while its siblings are killed: look again until nothing is found.
+    for _ in 0..5 {
+        let mut found = Vec::new();
+        for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let pid = entry.file_name().to_string_lossy().into_owned();
+            if !pid.bytes().all(|b| b.is_ascii_digit()) || pid == own {
+                continue;
+            }
+            let cgroup = fs::read_to_string(entry.path().join("cgroup")).unwrap_or_default();
+            let cmdline =
+                String::from_utf8_lossy(&fs::read(entry.path().join("cmdline")).unwrap_or_default())
+                    .replace('\0', " ");
+            let cwd = fs::read_link(entry.path().join("cwd")).unwrap_or_default();
+            if tags.iter().any(|t| cgroup.contains(t.as_str()))
+                || cmdline.contains(&inside)
+                || cwd.starts_with(&dir)
+            {
+                found.push(pid);
+            }
+        }
+        if found.is_empty() {
+            return;
+        }
+        let _ = Command::new("kill").arg("-KILL").args(&found).stderr(std::process::Stdio::null()).status();
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
 
@@ -129,4 +180,37 @@ pub fn api(port: u16, token: &str, method: &str, path: &str) -> (u16, serde_json
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(serde_json::Value::Null))
     })
+}
+
+/// A free loopback port below the kernel's ephemeral range, for a `weir serve` a test may kill
+/// and start again on the same port. A port from `bind(":0")` is an ephemeral one: in the moment
+/// between a killed server and its restart, any outgoing connection on the machine (a Spark JVM's,
+/// a client's) may be handed it, and the restart fails with "Address already in use" (a CI run
+/// did). Ports below the range are never handed out that way; the pick is random so that tests
+/// running side by side do not collide, and checked free with a bind.
+pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static DRAWS: AtomicU64 = AtomicU64::new(0);
+    let low = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    const FROM: u16 = 10_000;
+    if low > FROM + 1_000 {
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let mut x =
+            (nanos as u64) ^ (u64::from(std::process::id()) << 32) ^ DRAWS.fetch_add(1, Ordering::Relaxed);
+        for _ in 0..1_000 {
+            // xorshift64*: enough to spread the picks of concurrent tests.
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            let port = FROM + (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as u16 % (low - FROM);
+            if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                return port;
+            }
+        }
+    }
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
 }
