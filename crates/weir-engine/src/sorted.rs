@@ -220,8 +220,8 @@ impl<T> ExactSizeIterator for Iter<'_, T> {}
 /// that falls below [`StartOrder::FEW`] turns back. The order is the same in both forms.
 #[derive(Debug, Clone)]
 pub(crate) enum StartOrder<T> {
-    /// A sorted `Vec` (not a ring: nothing wraps) whose live entries are `v[head..]`.
-    Ring {
+    /// A sorted `Vec` whose live entries are `v[head..]` (the front is dropped lazily).
+    Sorted {
         v: Vec<T>,
         head: usize,
     },
@@ -230,7 +230,7 @@ pub(crate) enum StartOrder<T> {
 
 impl<T> Default for StartOrder<T> {
     fn default() -> Self {
-        StartOrder::Ring { v: Vec::new(), head: 0 }
+        StartOrder::Sorted { v: Vec::new(), head: 0 }
     }
 }
 
@@ -246,7 +246,7 @@ impl<T: Ord + Copy> StartOrder<T> {
 
     /// Make room for `n` more without growing step by step (at most `FAR` more).
     pub(crate) fn reserve(&mut self, n: usize) {
-        if let StartOrder::Ring { v, .. } = self {
+        if let StartOrder::Sorted { v, .. } = self {
             v.reserve(n.min(Self::FAR));
         }
     }
@@ -258,7 +258,7 @@ impl<T: Ord + Copy> StartOrder<T> {
     /// Add `x`; false if it was there.
     pub(crate) fn insert(&mut self, x: T) -> bool {
         let (v, head) = match self {
-            StartOrder::Ring { v, head } => (v, *head),
+            StartOrder::Sorted { v, head } => (v, *head),
             StartOrder::Tree(t) => return t.insert(x),
         };
         if v.len() == head || v[v.len() - 1] < x {
@@ -282,11 +282,11 @@ impl<T: Ord + Copy> StartOrder<T> {
     /// Take `x` out; false if it was not there.
     pub(crate) fn remove(&mut self, x: &T) -> bool {
         let (v, head) = match self {
-            StartOrder::Ring { v, head } => (v, head),
+            StartOrder::Sorted { v, head } => (v, head),
             StartOrder::Tree(t) => {
                 let removed = t.remove(x);
                 if t.len() < Self::FEW {
-                    *self = StartOrder::Ring { v: t.iter().copied().collect(), head: 0 };
+                    *self = StartOrder::Sorted { v: t.iter().copied().collect(), head: 0 };
                 }
                 return removed;
             }
@@ -322,7 +322,7 @@ impl<T: Ord + Copy> StartOrder<T> {
 
     pub(crate) fn len(&self) -> usize {
         match self {
-            StartOrder::Ring { v, head } => v.len() - head,
+            StartOrder::Sorted { v, head } => v.len() - head,
             StartOrder::Tree(t) => t.len(),
         }
     }
@@ -334,7 +334,7 @@ impl<T: Ord + Copy> StartOrder<T> {
     /// In order, oldest first (double-ended: `.rev()` for newest first).
     pub(crate) fn iter(&self) -> Iter<'_, T> {
         match self {
-            StartOrder::Ring { v, head } => Iter::Small(v[*head..].iter()),
+            StartOrder::Sorted { v, head } => Iter::Small(v[*head..].iter()),
             StartOrder::Tree(t) => Iter::Large(t.iter()),
         }
     }
@@ -613,13 +613,13 @@ mod tests {
         for x in 0..500u32 {
             assert!(set.remove(&x));
         }
-        assert!(matches!(set, StartOrder::Ring { .. }), "oldest first: every end at the front");
+        assert!(matches!(set, StartOrder::Sorted { .. }), "oldest first: every end at the front");
         assert!(set.remove(&750));
         assert!(matches!(set, StartOrder::Tree(_)), "an end 250 entries from either end");
         for x in (501..1_000u32).filter(|&x| x != 750) {
             assert!(set.remove(&x));
         }
         assert!(set.iter().copied().eq([500]));
-        assert!(matches!(set, StartOrder::Ring { .. }), "back to a Vec when few are left");
+        assert!(matches!(set, StartOrder::Sorted { .. }), "back to a Vec when few are left");
     }
 }
