@@ -8,8 +8,8 @@
 //!   a B-tree past [`SortedSet::GROW`] entries (a leaf's deep backlog, where a shift would move
 //!   them all), a `Vec` again below [`SortedSet::SHRINK`] (apart enough that a set at the
 //!   border does not switch on every change).
-//! - [`StartOrder`], a job's running containers: appended in start order, ending mostly near
-//!   the front or in a short list.
+//! - [`StartOrder`], a job's running containers: appended in start order, ending in any order
+//!   (an end marks its entry; ended entries are dropped in bulk).
 //! - [`ChunkedSet`], each class of the best-fit index: thousands of nodes whose keys move by a
 //!   few places on every start and end.
 //!
@@ -171,7 +171,7 @@ pub(crate) fn shift_into<T: Ord + Copy>(v: &mut [T], mut at: usize, new: T, walk
     }
 }
 
-/// A [`SortedSet`]'s or a [`StartOrder`]'s elements in order.
+/// A [`SortedSet`]'s elements in order.
 pub(crate) enum Iter<'a, T> {
     Small(std::slice::Iter<'a, T>),
     Large(std::collections::btree_set::Iter<'a, T>),
@@ -206,146 +206,176 @@ impl<T> DoubleEndedIterator for Iter<'_, T> {
 
 impl<T> ExactSizeIterator for Iter<'_, T> {}
 
-/// A job's running containers by start sequence (issue 22 §2): a `Vec` whose front is
-/// dropped lazily while the containers end near either end of it, a B-tree otherwise.
+/// A job's running containers by start sequence (issue 22 §2): a sorted `Vec` in which an end
+/// marks its entry, and ended entries are dropped later, many at once.
 ///
-/// A start always comes last (the sequence only grows): a push. Ends come in any order, but
-/// mostly near the front (a trace's tasks of one stage end about in start order) or anywhere
-/// in a short list (a job of a few containers). Near the front, the entries before the one
-/// that ends shift right by one and the live part starts one later (the `Vec`'s dead front is
-/// dropped once it is half of it); elsewhere the entries after it shift left — a short shift
-/// either way, where a B-tree pays a descent and a rebalance every time. An end or insert that
-/// would shift more than [`StartOrder::FAR`] entries turns the set into a B-tree (a large job
-/// whose containers end in random order), so none costs more than a bounded shift; a B-tree
-/// that falls below [`StartOrder::FEW`] turns back. The order is the same in both forms.
+/// A start always comes last (the sequence only grows): a push. Ends come in any order: the
+/// entry is found by a binary search on its start sequence ([`Started`]) and marked; an end at
+/// either edge of the live entries drops it (with the ended ones next to it) at once, so ends
+/// in start order leave nothing behind. Once ended entries outnumber live ones (and are at
+/// least [`StartOrder::SLACK`]), one pass drops them all: each end costs a search and a
+/// constant share of that pass, whatever the order of ends, where a shift costs up to the
+/// job's size and a B-tree a descent and a rebalance on every end. Iteration skips the ended
+/// entries, never more than the live ones (plus `SLACK`). An insert out of order (not a start)
+/// shifts the entries after it.
 #[derive(Debug, Clone)]
-pub(crate) enum StartOrder<T> {
-    /// A sorted `Vec` whose live entries are `v[head..]` (the front is dropped lazily).
-    Sorted {
-        v: Vec<T>,
-        head: usize,
-    },
-    Tree(BTreeSet<T>),
+pub(crate) struct StartOrder<T> {
+    /// In order; the set is the entries of `v[head..]` whose flag is set (the others ended).
+    /// `v[head]` and the last entry are live whenever the set is not empty; empty, `v` is too.
+    v: Vec<(T, bool)>,
+    head: usize,
+    /// How many entries of `v[head..]` ended.
+    ended: usize,
 }
 
 impl<T> Default for StartOrder<T> {
     fn default() -> Self {
-        StartOrder::Sorted { v: Vec::new(), head: 0 }
+        StartOrder { v: Vec::new(), head: 0, ended: 0 }
     }
 }
 
-impl<T: Ord + Copy> StartOrder<T> {
-    /// An insert or removal that would shift more entries than this makes a B-tree.
-    pub(crate) const FAR: usize = 64;
-    /// A B-tree with fewer entries than this becomes a `Vec` again.
-    pub(crate) const FEW: usize = 16;
+/// An element of a [`StartOrder`]: its start sequence orders it and is unique in the set (a
+/// search compares one integer, not the whole element).
+pub(crate) trait Started: Ord + Copy {
+    fn seq(&self) -> u64;
+}
+
+/// A container of a job: its start sequence and id.
+impl Started for (u64, crate::ids::ContainerId) {
+    fn seq(&self) -> u64 {
+        self.0
+    }
+}
+
+#[cfg(test)]
+impl Started for u32 {
+    fn seq(&self) -> u64 {
+        u64::from(*self)
+    }
+}
+
+impl<T: Started> StartOrder<T> {
+    /// Ended entries (or a dropped front) are kept until there are this many at least.
+    pub(crate) const SLACK: usize = if cfg!(test) { 4 } else { 32 };
 
     pub(crate) fn new() -> Self {
         StartOrder::default()
     }
 
-    /// Make room for `n` more without growing step by step (at most `FAR` more).
+    /// Make room for `n` more without growing step by step (at most 64 more: a job that asks
+    /// for thousands may never hold them all at once).
     pub(crate) fn reserve(&mut self, n: usize) {
-        if let StartOrder::Sorted { v, .. } = self {
-            v.reserve(n.min(Self::FAR));
-        }
+        self.v.reserve(n.min(64));
     }
 
-    fn to_tree(v: &[T], head: usize) -> BTreeSet<T> {
-        v[head..].iter().copied().collect()
+    /// Where `x` is or would go in `v`: `Ok` with its index (live or ended), or `Err`.
+    fn find(&self, x: &T) -> Result<usize, usize> {
+        let seq = x.seq();
+        let i = self.head + self.v[self.head..].partition_point(|e| e.0.seq() < seq);
+        match self.v.get(i) {
+            Some(e) if e.0.seq() == seq => {
+                debug_assert!(e.0 == *x, "two elements of one start sequence");
+                Ok(i)
+            }
+            _ => Err(i),
+        }
     }
 
     /// Add `x`; false if it was there.
     pub(crate) fn insert(&mut self, x: T) -> bool {
-        let (v, head) = match self {
-            StartOrder::Sorted { v, head } => (v, *head),
-            StartOrder::Tree(t) => return t.insert(x),
-        };
-        if v.len() == head || v[v.len() - 1] < x {
-            v.push(x);
+        if self.v.last().is_none_or(|last| last.0.seq() < x.seq()) {
+            self.v.push((x, true));
             return true;
         }
-        let at = match v[head..].binary_search(&x) {
-            Ok(_) => return false,
-            Err(at) => head + at,
-        };
-        if v.len() - at > Self::FAR {
-            let mut t = Self::to_tree(v, head);
-            t.insert(x);
-            *self = StartOrder::Tree(t);
-        } else {
-            v.insert(at, x);
+        match self.find(&x) {
+            Ok(i) if self.v[i].1 => false,
+            Ok(i) => {
+                // An ended entry between live ones (the edges are always live): live again.
+                self.v[i].1 = true;
+                self.ended -= 1;
+                true
+            }
+            Err(i) => {
+                self.v.insert(i, (x, true));
+                true
+            }
         }
-        true
     }
 
     /// Take `x` out; false if it was not there.
     pub(crate) fn remove(&mut self, x: &T) -> bool {
-        let (v, head) = match self {
-            StartOrder::Sorted { v, head } => (v, head),
-            StartOrder::Tree(t) => {
-                let removed = t.remove(x);
-                if t.len() < Self::FEW {
-                    *self = StartOrder::Sorted { v: t.iter().copied().collect(), head: 0 };
-                }
-                return removed;
+        let Ok(i) = self.find(x) else { return false };
+        if !self.v[i].1 {
+            return false;
+        }
+        self.v[i].1 = false;
+        self.ended += 1;
+        if i == self.head {
+            while self.head < self.v.len() && !self.v[self.head].1 {
+                self.head += 1;
+                self.ended -= 1;
             }
-        };
-        let Ok(at) = v[*head..].binary_search(x) else { return false };
-        let after = v.len() - *head - 1 - at;
-        if at <= after {
-            // Nearer the front: the entries before it move up one, the live part starts later.
-            if at > Self::FAR {
-                let mut t = Self::to_tree(v, *head);
-                t.remove(x);
-                *self = StartOrder::Tree(t);
-                return true;
-            }
-            v.copy_within(*head..*head + at, *head + 1);
-            *head += 1;
-            if *head == v.len() {
-                v.clear();
-                *head = 0;
-            } else if *head >= 32 && 2 * *head >= v.len() {
-                v.drain(..*head);
-                *head = 0;
-            }
-        } else if after > Self::FAR {
-            let mut t = Self::to_tree(v, *head);
-            t.remove(x);
-            *self = StartOrder::Tree(t);
-        } else {
-            v.remove(*head + at);
+        }
+        while self.v.len() > self.head && !self.v[self.v.len() - 1].1 {
+            self.v.pop();
+            self.ended -= 1;
+        }
+        if self.head == self.v.len() {
+            self.v.clear();
+            self.head = 0;
+        } else if self.ended >= Self::SLACK && self.ended > self.len() {
+            self.v.drain(..self.head);
+            self.v.retain(|e| e.1);
+            self.head = 0;
+            self.ended = 0;
+        } else if self.head >= Self::SLACK && 2 * self.head >= self.v.len() {
+            self.v.drain(..self.head);
+            self.head = 0;
         }
         true
     }
 
     pub(crate) fn len(&self) -> usize {
-        match self {
-            StartOrder::Sorted { v, head } => v.len() - head,
-            StartOrder::Tree(t) => t.len(),
-        }
+        self.v.len() - self.head - self.ended
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.v.is_empty()
     }
 
     /// In order, oldest first (double-ended: `.rev()` for newest first).
-    pub(crate) fn iter(&self) -> Iter<'_, T> {
-        match self {
-            StartOrder::Sorted { v, head } => Iter::Small(v[*head..].iter()),
-            StartOrder::Tree(t) => Iter::Large(t.iter()),
-        }
+    pub(crate) fn iter(&self) -> Live<'_, T> {
+        Live(self.v[self.head..].iter())
     }
 }
 
-impl<'a, T: Ord + Copy> IntoIterator for &'a StartOrder<T> {
+impl<'a, T: Started> IntoIterator for &'a StartOrder<T> {
     type Item = &'a T;
-    type IntoIter = Iter<'a, T>;
+    type IntoIter = Live<'a, T>;
 
-    fn into_iter(self) -> Iter<'a, T> {
+    fn into_iter(self) -> Live<'a, T> {
         self.iter()
+    }
+}
+
+/// A [`StartOrder`]'s live entries in order.
+pub(crate) struct Live<'a, T>(std::slice::Iter<'a, (T, bool)>);
+
+impl<'a, T> Iterator for Live<'a, T> {
+    type Item = &'a T;
+
+    fn next(&mut self) -> Option<&'a T> {
+        self.0.by_ref().find(|e| e.1).map(|e| &e.0)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, self.0.size_hint().1)
+    }
+}
+
+impl<T> DoubleEndedIterator for Live<'_, T> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.0.by_ref().rfind(|e| e.1).map(|e| &e.0)
     }
 }
 
@@ -572,7 +602,8 @@ mod tests {
 
     proptest! {
         /// Starts (mostly appended) and ends (near the front, or anywhere) leave a job's
-        /// containers as a B-tree would hold them, across both forms.
+        /// containers as a B-tree would hold them, with ended entries never more than the live
+        /// ones (and `SLACK`).
         #[test]
         fn start_order_behaves_as_a_btree_set(
             ops in proptest::collection::vec((0u8..5, 0u32..600), 0..3_000),
@@ -598,6 +629,8 @@ mod tests {
                     _ => prop_assert_eq!(set.insert(x * 2), want.insert(x * 2)),
                 }
                 prop_assert_eq!(set.len(), want.len());
+                prop_assert_eq!(set.is_empty(), want.is_empty());
+                prop_assert!(set.ended <= set.len().max(StartOrder::<u32>::SLACK));
             }
             prop_assert!(set.iter().eq(want.iter()));
             prop_assert!(set.iter().rev().eq(want.iter().rev()));
@@ -605,21 +638,39 @@ mod tests {
     }
 
     #[test]
-    fn start_order_ends_in_start_order_stay_in_the_vec_and_far_ones_make_a_tree() {
+    fn start_order_drops_ended_entries_at_its_edges_at_once_and_the_rest_in_bulk() {
         let mut set = StartOrder::new();
         for x in 0..1_000u32 {
             set.insert(x);
         }
-        for x in 0..500u32 {
+        // Oldest first, and newest first: every end at an edge, nothing kept.
+        for x in (0..300u32).chain((700..1_000).rev()) {
+            assert!(set.remove(&x));
+            assert_eq!(set.ended, 0, "an end at an edge is dropped at once");
+        }
+        assert_eq!(set.len(), 400);
+        // Ends between: marked, until they outnumber the live entries; then one pass drops them.
+        for x in (301..700u32).step_by(2) {
+            assert!(set.remove(&x));
+            assert!(!set.remove(&x), "an ended entry is not in the set");
+            assert!(
+                set.ended <= set.len().max(StartOrder::<u32>::SLACK),
+                "{} ended, {} live",
+                set.ended,
+                set.len()
+            );
+        }
+        assert!(set.iter().copied().eq((300..700u32).step_by(2)));
+        assert!(set.v.len() - set.head < 2 * 200 + StartOrder::<u32>::SLACK, "ended entries were dropped");
+        // A start after ends: appended; an insert of an ended value in the middle: live again.
+        assert!(set.insert(1_000));
+        assert!(set.insert(301));
+        assert!(!set.insert(301));
+        assert_eq!(set.iter().next_back(), Some(&1_000));
+        assert!(set.iter().rev().nth(199) == Some(&302));
+        for x in set.iter().copied().collect::<Vec<_>>() {
             assert!(set.remove(&x));
         }
-        assert!(matches!(set, StartOrder::Sorted { .. }), "oldest first: every end at the front");
-        assert!(set.remove(&750));
-        assert!(matches!(set, StartOrder::Tree(_)), "an end 250 entries from either end");
-        for x in (501..1_000u32).filter(|&x| x != 750) {
-            assert!(set.remove(&x));
-        }
-        assert!(set.iter().copied().eq([500]));
-        assert!(matches!(set, StartOrder::Sorted { .. }), "back to a Vec when few are left");
+        assert!(set.is_empty() && set.v.is_empty() && set.iter().next().is_none());
     }
 }

@@ -201,9 +201,9 @@ pub(crate) struct Job {
     pub pending: Resources,
     pub pending_containers: u64,
     pub usage: Resources,
-    /// Containers held, in start order (newest last): a sorted `Vec` whose front is dropped
-    /// lazily while they end near its front or in a short list, a B-tree otherwise
-    /// (`sorted.rs`; a job of a real trace holds thousands, ending about oldest first).
+    /// Containers held, in start order (newest last): a sorted `Vec` in which an end marks its
+    /// entry, ended entries dropped in bulk (`sorted.rs`; a job of a real trace holds
+    /// thousands, ending in any order).
     pub containers: StartOrder<(u64, ContainerId)>,
     /// Whether it ever started a container (its first one is its AM).
     pub am_started: bool,
