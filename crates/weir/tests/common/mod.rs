@@ -183,7 +183,7 @@ pub fn api(port: u16, token: &str, method: &str, path: &str) -> (u16, serde_json
 }
 
 /// A free loopback port below the kernel's ephemeral range, for a `weir serve` a test may kill
-/// and start again on the same port. A port from `bind(":0")` is an ephemeral one: in the moment
+/// and start again on the same port. A port from binding port 0 is an ephemeral one: in the moment
 /// between a killed server and its restart, any outgoing connection on the machine (a Spark JVM's,
 /// a client's) may be handed it, and the restart fails with "Address already in use" (a CI run
 /// did). Ports below the range are never handed out that way; the pick is random so that tests
