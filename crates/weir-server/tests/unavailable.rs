@@ -7,6 +7,8 @@
 //! PostgreSQL binaries it installs; skipped loudly otherwise.
 
 mod common;
+#[path = "common/ports.rs"]
+mod ports;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -53,8 +55,8 @@ impl Postgres {
     }
 
     fn init(bin: PathBuf, dir: &Path) -> Postgres {
-        let port =
-            std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+        // Stopped and started again on this port: one below the ephemeral range.
+        let port = ports::free_port();
         let pg = Postgres { bin, data: dir.join("pgdata"), dir: dir.to_path_buf(), port };
         if is_root() {
             assert!(Command::new("chown").arg("postgres").arg(dir).status().is_ok_and(|s| s.success()));
