@@ -207,11 +207,21 @@ fn the_demo_and_the_client_commands() {
 
     // A dry-run of `mine` for d1 (whose production run succeeded): marked by `submit`, `runs`
     // and `status`. Its verdict is the worker's to record when it ends; until one exists, the
-    // migration table says so and approving is refused with the reason.
+    // migration table says so and approving is refused with the reason. Its task waits for a
+    // `go` file, so that it cannot end (and be judged) before those checks.
+    let go = dir.join("go");
+    std::fs::write(
+        dir.join("mine-held.yaml"),
+        format!(
+            "version: 1\nworkflows:\n  - name: mine\n    queue: root.default\n    jobs:\n      - name: j\n        stages:\n          - {{name: s, tasks: 1, resources: {{cpu: 1000}}, command: 'while [ ! -e {} ]; do sleep 0.05; done; echo hello $WEIR_PARAM_WHO'}}\n",
+            go.display()
+        ),
+    )
+    .expect("write");
     let out = ok(&client(
         &dir,
         port,
-        &["submit", "mine.yaml", "--logical-date", "d1", "--dry-run", "--cluster", "default"],
+        &["submit", "mine-held.yaml", "--logical-date", "d1", "--dry-run", "--cluster", "default"],
     ));
     assert!(out.starts_with("dry-run run ") && out.contains("queued on default"), "{out}");
     let dry = out.split_whitespace().nth(2).expect("run id").to_string();
@@ -227,6 +237,18 @@ fn the_demo_and_the_client_commands() {
     assert!(!refused.status.success() && err.contains("404") && err.contains("has a verdict"), "{err}");
     let bad = client(&dir, port, &["submit", "mine.yaml", "--cluster", "default"]);
     assert!(!bad.status.success() && common::text(&bad.stderr).contains("--dry-run"), "{bad:?}");
+    // Released, it ends and is judged: it succeeded and declares no outputs, so it compares
+    // as identical, and approving moves the workflow's route to the cluster, naming the run.
+    std::fs::write(&go, "").expect("go");
+    let start = Instant::now();
+    while ok(&client(&dir, port, &["migrate", "status", "mine"])).contains("no dry-run verdicts") {
+        assert!(start.elapsed() < Duration::from_secs(120), "the dry-run was never judged");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let table = ok(&client(&dir, port, &["migrate", "status", "mine"]));
+    assert!(table.contains(&format!("{dry}  mine")) && table.contains(" identical "), "{table}");
+    let approved = ok(&client(&dir, port, &["migrate", "approve", "mine", "--to", "default"]));
+    assert_eq!(approved, format!("workflow:mine -> default root.default (dry-run run {dry}: identical)\n"));
 }
 
 fn at_id(all: &Value, wf: &str, date: &str) -> String {
